@@ -1,0 +1,34 @@
+//! Pure data shared by every codecoder crate.
+//!
+//! This crate holds the provider-neutral message model (`Message`, `MessageItem`), the kernel's
+//! input and output (`AgentCommand`, `AgentEvent`), id newtypes and the session-log records.
+//! Invariant: it contains no logic beyond constructors, `Display`/`FromStr` and serde, and it
+//! depends on no other crate of ours. Only this crate derives `Serialize`/`Deserialize` for types
+//! that cross a crate boundary.
+#![warn(missing_docs)]
+
+pub mod agent;
+pub mod env;
+pub mod ids;
+pub mod message;
+pub mod record;
+pub mod usage;
+
+pub use agent::{
+    AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ApprovalDecision, ApprovalRequest,
+    AskUserAnswer, AskUserRequest, EventSource, OutputStream, Reply, ToolError, TurnOutcome,
+    UserInput,
+};
+pub use ids::{MessageId, RequestId, SessionId, StepId, ToolCallId, TurnId};
+pub use message::{
+    BlobRef, ContentItem, Image, Message, MessageItem, Reasoning, Role, ToolCall, ToolResult,
+    ToolResultStatus,
+};
+pub use record::{
+    ForkOrigin, ParentLink, Record, RecordBody, SessionMeta, StopReason, SyntheticReason,
+    FORMAT_VERSION,
+};
+pub use usage::Usage;
+
+#[cfg(test)]
+mod tests;

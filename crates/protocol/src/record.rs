@@ -1,0 +1,254 @@
+//! Session-log records: one JSON object per line, `{"seq":…,"ts":…,"type":…, …}`.
+//!
+//! The log is the only truth of what the model saw. Field names are camelCase and the `type` tag
+//! is snake_case. `seq` starts at 1 and strictly increases; `ts` is Unix time in milliseconds.
+//! The first record of a file is `session_meta`. The grammar (which record may follow which) is
+//! enforced by `SessionTrace` in the `session` crate; `schema/session-record.schema.json` is the
+//! JSON Schema of one line, generated from these types and checked in.
+//!
+//! Compatibility: a record whose `type` this version does not know is kept and reported by the
+//! loader, never dropped, so logs written by a newer codecoder stay readable.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::agent::{ApprovalDecision, TurnOutcome};
+use crate::ids::{SessionId, StepId, ToolCallId, TurnId};
+use crate::message::{Message, ToolResult};
+use crate::usage::Usage;
+
+/// The version of the log format this build writes. Bumped only for incompatible changes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One line of a session log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Record {
+    /// Position in the log: from 1, strictly increasing.
+    pub seq: u64,
+    /// When it was written: Unix time in milliseconds.
+    pub ts: u64,
+    /// What it records; serialized inline, tagged by `type`.
+    #[serde(flatten)]
+    pub body: RecordBody,
+}
+
+/// What a record says. The `type` tag names the variant in snake_case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RecordBody {
+    /// The first record: what this session is.
+    SessionMeta(SessionMeta),
+    /// A turn begins (the person submitted input).
+    #[serde(rename_all = "camelCase")]
+    TurnStart {
+        /// Consecutive from 1.
+        turn: TurnId,
+    },
+    /// A turn ends. Only when no step is open.
+    #[serde(rename_all = "camelCase")]
+    TurnEnd {
+        /// The open turn.
+        turn: TurnId,
+        /// How it ended.
+        outcome: TurnOutcome,
+        /// Tokens of the whole turn.
+        #[serde(default)]
+        usage: Usage,
+    },
+    /// A step begins: one model request and the tool calls it asks for. Only inside a turn.
+    #[serde(rename_all = "camelCase")]
+    StepStart {
+        /// The open turn.
+        turn: TurnId,
+        /// Consecutive from 1 within the turn.
+        step: StepId,
+    },
+    /// A step ends. Only when no tool call is pending.
+    #[serde(rename_all = "camelCase")]
+    StepEnd {
+        /// The open turn.
+        turn: TurnId,
+        /// The open step.
+        step: StepId,
+        /// Tokens of this step's request.
+        #[serde(default)]
+        usage: Usage,
+        /// Why the model stopped, when it answered.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop_reason: Option<StopReason>,
+    },
+    /// Input from the person. Inside a turn, outside a step.
+    #[serde(rename_all = "camelCase")]
+    UserMessage {
+        /// The message (role `user`).
+        message: Message,
+    },
+    /// What the model answered: text, reasoning and tool calls, as produced. Inside a step.
+    /// Each tool call in it becomes pending until a `tool_result` answers it.
+    #[serde(rename_all = "camelCase")]
+    AssistantMessage {
+        /// The message (role `assistant`).
+        message: Message,
+    },
+    /// A pending tool call started executing (after approval). Repair uses it to tell
+    /// "not started" from "outcome unknown".
+    #[serde(rename_all = "camelCase")]
+    ToolStarted {
+        /// The pending call.
+        call_id: ToolCallId,
+    },
+    /// A tool call's result. Answers exactly one pending call.
+    #[serde(rename_all = "camelCase")]
+    ToolResult {
+        /// The result the model sees.
+        result: ToolResult,
+        /// Set when the harness made this result up instead of the tool (cancel, crash repair).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        synthetic: Option<SyntheticReason>,
+    },
+    /// An approval decision for a pending call.
+    #[serde(rename_all = "camelCase")]
+    Approval {
+        /// The pending call.
+        call_id: ToolCallId,
+        /// The keys a session grant covers.
+        #[serde(default)]
+        permission_keys: Vec<String>,
+        /// What was decided.
+        decision: ApprovalDecision,
+        /// Who decided: `user`, `rule`, `mode`, `hook`, `session-grant`.
+        decided_by: String,
+    },
+    /// The history is replaced from here on (outside a step). Projection starts from the
+    /// newest compaction's history and adds what follows it.
+    #[serde(rename_all = "camelCase")]
+    Compaction {
+        /// The replacement history.
+        history: Vec<Message>,
+        /// A note for people: why, and what it replaced.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    /// Something failed; for the person and for audits. Not model-visible.
+    #[serde(rename_all = "camelCase")]
+    Error {
+        /// What went wrong.
+        message: String,
+    },
+    /// The session closed cleanly. Nothing may follow.
+    SessionEnd,
+}
+
+impl RecordBody {
+    /// The `type` tag of this record, as written in the log.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Self::SessionMeta(_) => "session_meta",
+            Self::TurnStart { .. } => "turn_start",
+            Self::TurnEnd { .. } => "turn_end",
+            Self::StepStart { .. } => "step_start",
+            Self::StepEnd { .. } => "step_end",
+            Self::UserMessage { .. } => "user_message",
+            Self::AssistantMessage { .. } => "assistant_message",
+            Self::ToolStarted { .. } => "tool_started",
+            Self::ToolResult { .. } => "tool_result",
+            Self::Approval { .. } => "approval",
+            Self::Compaction { .. } => "compaction",
+            Self::Error { .. } => "error",
+            Self::SessionEnd => "session_end",
+        }
+    }
+
+    /// Every `type` tag this version knows.
+    pub const TYPE_NAMES: &'static [&'static str] = &[
+        "session_meta",
+        "turn_start",
+        "turn_end",
+        "step_start",
+        "step_end",
+        "user_message",
+        "assistant_message",
+        "tool_started",
+        "tool_result",
+        "approval",
+        "compaction",
+        "error",
+        "session_end",
+    ];
+}
+
+/// Why the model stopped producing output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// It finished.
+    EndTurn,
+    /// It asked for tools.
+    ToolUse,
+    /// It hit the output-token limit (tool calls of such a response are not run).
+    MaxTokens,
+    /// A stop sequence or a provider-side filter ended it.
+    Other,
+}
+
+/// Why the harness wrote a result in place of the tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SyntheticReason {
+    /// The process stopped before the call started (repair).
+    NotStarted,
+    /// The process stopped while the call ran: it may or may not have had its effect (repair).
+    OutcomeUnknown,
+    /// The turn was cancelled.
+    Cancelled,
+    /// The call was refused before running (unknown tool, bad arguments, denied, cut-off
+    /// response).
+    Refused,
+}
+
+/// The first record of every log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionMeta {
+    /// This session.
+    pub session_id: SessionId,
+    /// The log format version (`FORMAT_VERSION` when written).
+    pub format_version: u32,
+    /// The working directory the session ran in.
+    pub cwd: String,
+    /// The model id, as sent to the provider.
+    pub model: String,
+    /// The provider id (`openai`, `anthropic`, …).
+    pub provider: String,
+    /// Hash of the effective config, to tell sessions run under different settings apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_hash: Option<String>,
+    /// The codecoder version that wrote it.
+    pub cli_version: String,
+    /// Set on a fork: where it branched off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkOrigin>,
+    /// Set on a subagent's log: the parent session and the `agent` call that started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentLink>,
+}
+
+/// Where a fork branched off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkOrigin {
+    /// The parent session.
+    pub session_id: SessionId,
+    /// The last parent record the fork includes.
+    pub seq: u64,
+}
+
+/// The parent of a subagent's session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentLink {
+    /// The parent session.
+    pub session_id: SessionId,
+    /// The `agent` call that started the subagent.
+    pub tool_call_id: ToolCallId,
+}

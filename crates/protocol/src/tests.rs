@@ -1,0 +1,109 @@
+//! Round trips of the wire shapes, and the checked-in JSON Schema of session records.
+
+use pretty_assertions::assert_eq;
+
+use crate::env;
+use crate::ids::{SessionId, StepId, ToolCallId, TurnId};
+use crate::message::{ContentItem, Message, MessageItem, Reasoning, ToolCall, ToolResult};
+use crate::message::{Role, ToolResultStatus};
+use crate::record::{Record, RecordBody};
+use crate::usage::Usage;
+
+#[test]
+fn record_lines_are_flat_and_tagged() {
+    let record = Record {
+        seq: 3,
+        ts: 1_700_000_000_000,
+        body: RecordBody::StepStart { turn: TurnId::new(1), step: StepId::new(2) },
+    };
+    let line = serde_json::to_string(&record).unwrap();
+    assert_eq!(line, r#"{"seq":3,"ts":1700000000000,"type":"step_start","turn":1,"step":2}"#);
+    let back: Record = serde_json::from_str(&line).unwrap();
+    assert_eq!(back, record);
+}
+
+#[test]
+fn assistant_message_round_trips() {
+    let message = Message::new(
+        Role::Assistant,
+        vec![
+            MessageItem::Reasoning(Reasoning {
+                text: "think".into(),
+                signature: Some("sig".into()),
+                encrypted_content: None,
+            }),
+            MessageItem::Text { text: "héllo".into() },
+            MessageItem::ToolCall(ToolCall {
+                id: ToolCallId::new("call_1"),
+                name: "read_file".into(),
+                args: serde_json::json!({"path": "a.rs"}),
+            }),
+        ],
+    );
+    let record = Record { seq: 9, ts: 0, body: RecordBody::AssistantMessage { message } };
+    let line = serde_json::to_string(&record).unwrap();
+    assert!(line.contains(r#""type":"assistant_message""#), "{line}");
+    assert!(line.contains(r#""type":"tool_call""#), "{line}");
+    let back: Record = serde_json::from_str(&line).unwrap();
+    assert_eq!(back, record);
+}
+
+#[test]
+fn tool_result_round_trips_and_type_names_match_serde() {
+    let bodies = vec![
+        RecordBody::ToolResult {
+            result: ToolResult {
+                tool_call_id: "c".into(),
+                content: vec![ContentItem::Text { text: "out".into() }],
+                status: ToolResultStatus::Error,
+            },
+            synthetic: None,
+        },
+        RecordBody::TurnEnd {
+            turn: TurnId::FIRST,
+            outcome: crate::TurnOutcome::Failed { message: "x".into() },
+            usage: Usage { input_tokens: 1, ..Usage::default() },
+        },
+        RecordBody::SessionEnd,
+        RecordBody::Error { message: "boom".into() },
+    ];
+    for body in bodies {
+        let record = Record { seq: 1, ts: 2, body };
+        let value = serde_json::to_value(&record).unwrap();
+        assert_eq!(value["type"], record.body.type_name());
+        assert!(RecordBody::TYPE_NAMES.contains(&record.body.type_name()));
+        let back: Record = serde_json::from_value(value).unwrap();
+        assert_eq!(back, record);
+    }
+}
+
+#[test]
+fn ids_display_and_parse() {
+    let id = SessionId::new();
+    let parsed: SessionId = id.to_string().parse().unwrap();
+    assert_eq!(parsed, id);
+    assert!("not-a-uuid".parse::<SessionId>().is_err());
+    assert_eq!(TurnId::FIRST.next().get(), 2);
+}
+
+/// The checked-in schema must match the types. `UPDATE_EXPECT=1 cargo test -p codecoder-protocol`
+/// rewrites it.
+#[test]
+#[allow(clippy::disallowed_methods)] // protocol has no fs-err; this test only touches its own file
+fn session_record_schema_is_up_to_date() {
+    let schema = schemars::schema_for!(Record);
+    let actual = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/session-record.schema.json");
+    if std::env::var_os(env::UPDATE_EXPECT).is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        expected == actual,
+        "{} is stale: run `UPDATE_EXPECT=1 cargo test -p codecoder-protocol` and commit it",
+        path.display()
+    );
+}
