@@ -1,0 +1,402 @@
+//! The only crate that spawns processes (design.md "Layers"; `clippy.toml` forbids
+//! `std::process::Command::new` everywhere else).
+//!
+//! A child runs in a process group of its own (the child's pid is the group id), with stdin
+//! closed and stdout/stderr read by two named threads into a bounded channel. `Child::wait`
+//! selects over that output, the exit status and a cancel receiver, so a cancel is seen at once.
+//!
+//! Invariants:
+//! - No orphan process: when a `Child` is cancelled, finishes, or is dropped, the whole group
+//!   gets SIGTERM, then SIGKILL after the grace period if any member is still there. Members that
+//!   left the group on purpose (`setsid`) escape this; the confinement seam below is where that
+//!   will be closed.
+//! - Every thread this crate starts is named and joined before `Child` is gone.
+//!
+//! Confinement (bubblewrap, landlock, seccomp, seatbelt) is not here yet: `Confinement` is the
+//! seam, and today it has one variant, `Unconfined`.
+
+use std::ffi::OsString;
+use std::io::{self, Read};
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use codecoder_stdx::{JoinOnDrop, spawn_named};
+use crossbeam_channel::{Receiver, Sender, never, select};
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+/// The sandbox crate's error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The program could not be started.
+    #[error("could not start `{program}`: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// What the OS said.
+        source: io::Error,
+    },
+    /// A helper thread could not be started.
+    #[error("could not start a thread: {0}")]
+    Thread(io::Error),
+    /// The child's exit status never arrived (its waiter thread died).
+    #[error("lost track of process {pid}")]
+    Lost {
+        /// The child's pid.
+        pid: u32,
+    },
+}
+
+/// The sandbox crate's result.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// How a process is confined. The seam for the safety issue: only `Unconfined` exists today.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Confinement {
+    /// No OS sandbox: the process runs with the agent's rights.
+    Unconfined,
+}
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandSpec {
+    /// The program (looked up in `PATH` when it has no slash).
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// The working directory; the agent's own when `None`.
+    pub cwd: Option<PathBuf>,
+    /// Variables set on top of the inherited environment.
+    pub env: Vec<(OsString, OsString)>,
+}
+
+impl CommandSpec {
+    /// A spec for `program args…` in the current directory.
+    pub fn new<I, S>(program: impl Into<OsString>, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        Self {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            cwd: None,
+            env: Vec::new(),
+        }
+    }
+}
+
+/// How to run it.
+#[derive(Debug, Clone)]
+pub struct SpawnConfig {
+    /// Time between SIGTERM and SIGKILL when the group is terminated.
+    pub kill_grace: Duration,
+    /// Capacity of the output channel, in chunks; a full channel pauses the readers (and so,
+    /// through the pipe, the child).
+    pub output_capacity: usize,
+    /// The OS confinement.
+    pub confinement: Confinement,
+}
+
+impl SpawnConfig {
+    /// Two seconds of grace, 64 chunks of output buffered, unconfined.
+    pub fn standard() -> Self {
+        Self {
+            kill_grace: Duration::from_secs(2),
+            output_capacity: 64,
+            confinement: Confinement::Unconfined,
+        }
+    }
+}
+
+/// Which stream a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+/// Bytes read from one of the child's streams (at most 8 KiB, not split on characters).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputChunk {
+    /// Where it came from.
+    pub stream: Stream,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// How `Child::wait` ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The process exited by itself; all its output was delivered.
+    Exited(ExitStatus),
+    /// The cancel receiver fired; the group was terminated.
+    Cancelled,
+}
+
+/// A running process group. Dropping it terminates the group and joins its threads.
+#[derive(Debug)]
+pub struct Child {
+    pid: u32,
+    kill_grace: Duration,
+    // Receivers come before the thread handles: `Drop` replaces them first so that a reader
+    // blocked on a full channel sees the disconnect and ends.
+    output: Receiver<OutputChunk>,
+    exit: Receiver<ExitStatus>,
+    status: Option<ExitStatus>,
+    terminated: bool,
+    readers: Vec<JoinOnDrop<()>>,
+    waiter: Option<JoinOnDrop<()>>,
+}
+
+/// Starts `spec` in a new process group.
+pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
+    match config.confinement {
+        Confinement::Unconfined => {}
+    }
+    #[allow(clippy::disallowed_methods)] // This crate is the one place allowed to spawn processes.
+    let mut command = std::process::Command::new(&spec.program);
+    command.args(&spec.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    if let Some(cwd) = &spec.cwd {
+        command.current_dir(cwd);
+    }
+    for (key, value) in &spec.env {
+        command.env(key, value);
+    }
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command.spawn().map_err(|source| Error::Spawn {
+        program: spec.program.to_string_lossy().into_owned(),
+        source,
+    })?;
+    let pid = child.id();
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+
+    // From here on the group exists: build a `Child` at once so that any early return below
+    // still terminates it on drop.
+    let (exit_tx, exit) = crossbeam_channel::bounded(1);
+    let (output_tx, output) = crossbeam_channel::bounded(config.output_capacity.max(1));
+    let mut handle = Child {
+        pid,
+        kill_grace: config.kill_grace,
+        output,
+        exit,
+        status: None,
+        terminated: false,
+        readers: Vec::new(),
+        waiter: None,
+    };
+    let waiter = spawn_named(format!("sandbox-wait-{pid}"), move || {
+        if let Ok(status) = child.wait() {
+            let _ = exit_tx.send(status);
+        }
+    });
+    match waiter {
+        Ok(waiter) => handle.waiter = Some(waiter),
+        Err(err) => {
+            // Without a waiter nobody reaps the child; kill it and give up.
+            handle.signal(Signal::SIGKILL);
+            return Err(Error::Thread(err));
+        }
+    }
+    if let Some(stdout) = stdout {
+        handle.readers.push(spawn_reader(pid, Stream::Stdout, stdout, output_tx.clone())?);
+    }
+    if let Some(stderr) = stderr {
+        handle.readers.push(spawn_reader(pid, Stream::Stderr, stderr, output_tx)?);
+    }
+    Ok(handle)
+}
+
+/// The pids of live (not zombie) processes whose process group is `pgid`, read from `/proc`.
+/// Empty where `/proc` does not exist.
+pub fn live_group_members(pgid: u32) -> Vec<u32> {
+    let Ok(entries) = fs_err::read_dir("/proc") else { return Vec::new() };
+    let pgid = pgid.to_string();
+    let mut members = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        // A process may exit between listing and reading; that is not an error.
+        let Ok(stat) = fs_err::read_to_string(entry.path().join("stat")) else { continue };
+        // `pid (comm) state ppid pgrp …`; comm may hold spaces and parentheses, so split after
+        // the last `)`.
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let mut fields = rest.split_whitespace();
+        let (Some(state), Some(_ppid), Some(pgrp)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if pgrp == pgid && state != "Z" && state != "X" {
+            members.push(pid);
+        }
+    }
+    members
+}
+
+fn spawn_reader(
+    pid: u32,
+    stream: Stream,
+    mut pipe: impl Read + Send + 'static,
+    tx: Sender<OutputChunk>,
+) -> Result<JoinOnDrop<()>> {
+    let name = match stream {
+        Stream::Stdout => format!("sandbox-out-{pid}"),
+        Stream::Stderr => format!("sandbox-err-{pid}"),
+    };
+    spawn_named(name, move || {
+        let mut buf = vec![0u8; 8192];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    if tx.send(OutputChunk { stream, bytes: buf[..n].to_vec() }).is_err() {
+                        break;
+                    }
+                }
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    })
+    .map_err(Error::Thread)
+}
+
+impl Child {
+    /// The child's pid, which is also its process-group id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Waits for the process to exit, handing each output chunk to `on_output` as it comes.
+    /// When `cancel` yields a message or disconnects, the group is terminated and `Cancelled`
+    /// returned. After the leader exits, what is left of its group is terminated too (no
+    /// background process outlives its command) and the rest of the output is drained.
+    pub fn wait<T>(
+        &mut self,
+        cancel: &Receiver<T>,
+        on_output: &mut dyn FnMut(&OutputChunk),
+    ) -> Result<Outcome> {
+        let mut output = self.output.clone();
+        let mut output_open = true;
+        let mut exit = self.exit.clone();
+        loop {
+            if self.status.is_some() && !output_open {
+                break;
+            }
+            select! {
+                recv(output) -> chunk => match chunk {
+                    Ok(chunk) => on_output(&chunk),
+                    Err(_) => {
+                        output = never();
+                        output_open = false;
+                    }
+                },
+                recv(exit) -> status => {
+                    exit = never();
+                    match status {
+                        Ok(status) => self.status = Some(status),
+                        Err(_) => return Err(Error::Lost { pid: self.pid }),
+                    }
+                    // The leader is gone; stragglers holding the pipes would keep the output
+                    // open forever.
+                    self.terminate();
+                },
+                recv(cancel) -> _ => {
+                    self.terminate();
+                    return Ok(Outcome::Cancelled);
+                },
+            }
+        }
+        match self.status {
+            Some(status) => Ok(Outcome::Exited(status)),
+            None => Err(Error::Lost { pid: self.pid }),
+        }
+    }
+
+    /// Terminates the group: SIGTERM, then SIGKILL once the grace period is over if any member
+    /// is left. Returns when the leader has been reaped and the group is empty (or after the
+    /// grace period plus one second when a member is stuck in the kernel). Idempotent.
+    pub fn terminate(&mut self) {
+        if self.terminated {
+            return;
+        }
+        self.terminated = true;
+        if !self.group_alive() {
+            return;
+        }
+        self.signal(Signal::SIGTERM);
+        let deadline = Instant::now() + self.kill_grace;
+        if self.wait_group_gone(deadline) {
+            return;
+        }
+        self.signal(Signal::SIGKILL);
+        self.wait_group_gone(Instant::now() + Duration::from_secs(1));
+    }
+
+    fn signal(&self, signal: Signal) {
+        let Ok(pgid) = i32::try_from(self.pid) else { return };
+        // ESRCH (group already empty) is the expected race; nothing else can be done about
+        // other errors here.
+        let _ = killpg(Pid::from_raw(pgid), signal);
+    }
+
+    fn group_alive(&self) -> bool {
+        let Ok(pgid) = i32::try_from(self.pid) else { return false };
+        // Signal 0 checks existence only. A reaped leader with no member left gives ESRCH: the
+        // common, cheap answer.
+        if matches!(killpg(Pid::from_raw(pgid), None), Err(Errno::ESRCH)) {
+            return false;
+        }
+        // Otherwise members may be zombies waiting for init to reap them (some container inits
+        // reap late); they are dead, so only live members count.
+        if cfg!(target_os = "linux") {
+            return !live_group_members(self.pid).is_empty();
+        }
+        true
+    }
+
+    /// Waits for the leader's exit status, then polls until the group is empty. Returns false
+    /// at the deadline.
+    fn wait_group_gone(&mut self, deadline: Instant) -> bool {
+        if self.status.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.exit.recv_timeout(left) {
+                Ok(status) => self.status = Some(status),
+                Err(_) => return false,
+            }
+        }
+        // Members other than the leader (reparented to init) are polled: there is no channel
+        // for their exit. The back-off keeps this cheap; it runs only during termination.
+        let mut pause = Duration::from_micros(200);
+        loop {
+            if !self.group_alive() {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            std::thread::sleep(pause.min(deadline - now));
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        self.terminate();
+        // Disconnect the output so readers blocked on a full channel end, then let the fields'
+        // own drops join the threads.
+        self.output = never();
+        self.exit = never();
+    }
+}
+
+#[cfg(test)]
+mod tests;
