@@ -35,6 +35,23 @@ pub struct NewSession {
     pub parent: Option<ParentLink>,
 }
 
+impl NewSession {
+    /// The `session_meta` of a fresh session with a new id.
+    pub fn into_meta(self) -> SessionMeta {
+        SessionMeta {
+            session_id: SessionId::new(),
+            format_version: FORMAT_VERSION,
+            cwd: self.cwd,
+            model: self.model,
+            provider: self.provider,
+            config_hash: self.config_hash,
+            cli_version: env!("CARGO_PKG_VERSION").to_owned(),
+            forked_from: None,
+            parent: self.parent,
+        }
+    }
+}
+
 /// The sessions under one codecoder home.
 #[derive(Debug, Clone)]
 pub struct SessionStore {
@@ -74,20 +91,7 @@ impl SessionStore {
 
     /// Starts a new session: creates its log and writes `session_meta`.
     pub fn create(&self, new: NewSession, config: WriterConfig) -> Result<SessionWriter> {
-        self.create_with_meta(
-            SessionMeta {
-                session_id: SessionId::new(),
-                format_version: FORMAT_VERSION,
-                cwd: new.cwd,
-                model: new.model,
-                provider: new.provider,
-                config_hash: new.config_hash,
-                cli_version: env!("CARGO_PKG_VERSION").to_owned(),
-                forked_from: None,
-                parent: new.parent,
-            },
-            config,
-        )
+        self.create_with_meta(new.into_meta(), config)
     }
 
     fn create_with_meta(&self, meta: SessionMeta, config: WriterConfig) -> Result<SessionWriter> {

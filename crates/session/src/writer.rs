@@ -10,13 +10,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use codecoder_protocol::{
-    ContentItem, Message, MessageItem, Record, RecordBody, SessionId, SessionMeta,
+    ContentItem, Message, MessageItem, Record, RecordBody, SessionId,
 };
 use codecoder_stdx::{Clock, SystemClock};
 
 use crate::blob::BlobStore;
 use crate::error::Result;
 use crate::projection::Projection;
+use crate::store::NewSession;
 use crate::trace::SessionTrace;
 
 /// When the writer asks the OS to put the log on disk.
@@ -122,7 +123,8 @@ impl SessionWriter {
 
     /// A writer that validates and projects but writes no file (for `--ephemeral` and tests).
     /// Large content stays inline.
-    pub fn in_memory(meta: SessionMeta, config: WriterConfig) -> Result<Self> {
+    pub fn in_memory(new: NewSession, config: WriterConfig) -> Result<Self> {
+        let meta = new.into_meta();
         let mut writer = Self::from_parts(
             meta.session_id,
             None,
