@@ -9,9 +9,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use codecoder_protocol::{
-    ContentItem, Message, MessageItem, Record, RecordBody, SessionId,
-};
+use codecoder_protocol::{ContentItem, Message, MessageItem, Record, RecordBody, SessionId};
 use codecoder_stdx::{Clock, SystemClock};
 
 use crate::blob::BlobStore;
