@@ -1,1 +1,40 @@
-fn main(){}
+//! The `codecoder` binary: parses arguments, wires the libraries together, maps errors to exit
+//! codes. Behaviour lives in the libraries; this crate only parses, prints and exits.
+//!
+//! Exit codes: 0 success; 1 the command failed (for `sessions validate`: the log is invalid);
+//! 2 usage error (clap's own). A closed stdout (`| head`) counts as success.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // L0: the one crate that prints.
+
+mod cli;
+mod sessions;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let result = match cli.command {
+        Command::Sessions(args) => sessions::run(args, &mut out),
+    };
+    let flushed = out.flush();
+    match result.and_then(|code| flushed.map(|()| code).map_err(Into::into)) {
+        Ok(code) => code,
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("codecoder: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}

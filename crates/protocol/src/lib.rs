@@ -25,8 +25,8 @@ pub use message::{
     ToolResultStatus,
 };
 pub use record::{
-    ForkOrigin, ParentLink, Record, RecordBody, SessionMeta, StopReason, SyntheticReason,
-    FORMAT_VERSION,
+    FORMAT_VERSION, ForkOrigin, ParentLink, Record, RecordBody, SessionMeta, StopReason,
+    SyntheticReason,
 };
 pub use usage::Usage;
 

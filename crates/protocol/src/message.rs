@@ -55,7 +55,8 @@ impl Message {
             MessageItem::Text { .. }
             | MessageItem::Reasoning(_)
             | MessageItem::ToolResult(_)
-            | MessageItem::Image(_) => None,
+            | MessageItem::Image(_)
+            | MessageItem::BlobRef(_) => None,
         })
     }
 
@@ -88,6 +89,8 @@ pub enum MessageItem {
     ToolResult(ToolResult),
     /// An image (user attachment).
     Image(Image),
+    /// An attachment too large for the log, stored in the blob store.
+    BlobRef(BlobRef),
 }
 
 /// Reasoning as the provider produced it, with whatever it needs to have it sent back.

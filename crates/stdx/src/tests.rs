@@ -34,8 +34,8 @@ fn home_prefers_codecoder_home() {
 
 #[test]
 fn threads_are_named_and_panics_are_caught_on_join() {
-    let handle = spawn_named("stdx-test", || std::thread::current().name().map(str::to_owned))
-        .unwrap();
+    let handle =
+        spawn_named("stdx-test", || std::thread::current().name().map(str::to_owned)).unwrap();
     assert_eq!(handle.join().unwrap().as_deref(), Some("stdx-test"));
     let handle = spawn_named("stdx-panic", || -> () { panic!("boom") }).unwrap();
     assert_eq!(handle.join().unwrap_err(), "boom");

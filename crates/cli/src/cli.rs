@@ -1,0 +1,86 @@
+//! The command line, as clap types. `--help` text lives here.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// codecoder: a terminal coding agent. An LLM decides; tools read, search, edit and run code;
+/// a sandbox and an approval chain bound what they may do; an append-only session log is its
+/// memory.
+#[derive(Debug, Parser)]
+#[command(name = "codecoder", version, about, long_about = None, propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// List, inspect, validate, fork and remove session logs.
+    ///
+    /// Logs live under $CODECODER_HOME/sessions (default ~/.codecoder/sessions), one JSONL file
+    /// per session. A session is named by its id, a unique prefix of it, or a path to its file.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SessionsCommand {
+    /// List sessions, newest first.
+    List(ListArgs),
+    /// Print a session as a readable transcript.
+    Show(ShowArgs),
+    /// Check a session log against the log grammar.
+    ///
+    /// Exits 1 at the first violation, naming its line; exits 0 with a summary when valid. A log
+    /// cut short by a crash (torn last line, open turn, pending tool calls) is valid: validate
+    /// says what repair will close.
+    Validate(ValidateArgs),
+    /// Branch a session into a new one; the original is not modified.
+    Fork(ForkArgs),
+    /// Delete a session's log.
+    #[command(visible_alias = "remove")]
+    Rm(RmArgs),
+    /// Rebuild the session index from the log files.
+    Reindex,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// Only sessions that ran in this directory.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cwd: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    /// A session id, a unique prefix of one, or a path to a log file.
+    pub(crate) session: String,
+    /// Print the records as JSON instead of a transcript.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ValidateArgs {
+    /// A path to a log file, a session id, or a unique prefix of one.
+    pub(crate) session: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ForkArgs {
+    /// The session to branch from (id, unique prefix, or path).
+    pub(crate) session: String,
+    /// Keep the parent's records up to and including this seq (default: all of them).
+    #[arg(long, value_name = "SEQ")]
+    pub(crate) at: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RmArgs {
+    /// The session to delete (id, unique prefix, or path).
+    pub(crate) session: String,
+}

@@ -1,0 +1,357 @@
+//! `codecoder sessions …`: list, show, validate, fork, rm, reindex.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use codecoder_protocol::{ContentItem, Message, MessageItem, Record, RecordBody, ToolResult};
+use codecoder_session::{Entry, Error, Index, LoadedSession, SessionStore, WriterConfig, load};
+use codecoder_stdx::format_utc_ms;
+use serde_json::json;
+
+use crate::cli::{ForkArgs, ListArgs, SessionsCommand, ShowArgs, ValidateArgs};
+
+const PREVIEW_LINES: usize = 6;
+
+pub(crate) fn run(command: SessionsCommand, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let store = SessionStore::new(home()?);
+    match command {
+        SessionsCommand::List(args) => list(&store, &args, out),
+        SessionsCommand::Show(args) => show(&store, &args, out),
+        SessionsCommand::Validate(args) => validate(&store, &args, out),
+        SessionsCommand::Fork(args) => fork(&store, &args, out),
+        SessionsCommand::Rm(args) => {
+            let path = store.remove(&args.session)?;
+            Index::open(&store)?.refresh(&store)?;
+            writeln!(out, "removed {}", path.display())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Reindex => {
+            let stats = Index::open(&store)?.rebuild(&store)?;
+            writeln!(out, "indexed {} session(s)", stats.files)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn home() -> anyhow::Result<std::path::PathBuf> {
+    codecoder_stdx::codecoder_home(|key| std::env::var_os(key)).with_context(|| {
+        format!(
+            "cannot find the codecoder home: set {} or {}",
+            codecoder_protocol::env::CODECODER_HOME,
+            codecoder_protocol::env::HOME
+        )
+    })
+}
+
+fn list(store: &SessionStore, args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let mut index = Index::open(store)?;
+    index.refresh(store)?;
+    let cwd = match &args.cwd {
+        Some(dir) => Some(
+            fs_err::canonicalize(dir)
+                .with_context(|| format!("--cwd {}", dir.display()))?
+                .to_string_lossy()
+                .into_owned(),
+        ),
+        None => None,
+    };
+    let sessions = index.list(cwd.as_deref())?;
+    if args.json {
+        let rows: Vec<_> = sessions
+            .iter()
+            .map(|s| {
+                json!({
+                    "id": s.id,
+                    "path": s.path,
+                    "cwd": s.cwd,
+                    "title": s.title,
+                    "model": s.model,
+                    "provider": s.provider,
+                    "createdAt": s.created_ms / 1000,
+                    "updatedAt": s.updated_ms / 1000,
+                    "parent": s.parent,
+                    "recordCount": s.record_count,
+                    "problem": s.problem,
+                })
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut *out, &rows)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if sessions.is_empty() {
+        writeln!(out, "no sessions in {}", store.sessions_dir().display())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{:<36}  {:<19}  {:>7}  {:<16}  TITLE",
+        "ID", "UPDATED (UTC)", "RECORDS", "MODEL"
+    )?;
+    for s in &sessions {
+        let title = match &s.problem {
+            Some(problem) => format!("[unreadable: {problem}]"),
+            None if s.title.is_empty() => "(no input yet)".to_owned(),
+            None => s.title.clone(),
+        };
+        writeln!(
+            out,
+            "{:<36}  {:<19}  {:>7}  {:<16}  {title}",
+            s.id,
+            format_utc_ms(s.updated_ms),
+            s.record_count,
+            s.model
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(store: &SessionStore, args: &ShowArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let path = store.find(&args.session)?;
+    let loaded = load(&path)?;
+    if args.json {
+        let records: Vec<serde_json::Value> = loaded
+            .entries
+            .iter()
+            .map(|entry| match entry {
+                Entry::Record(record) => serde_json::to_value(record),
+                Entry::Unknown(unknown) => Ok(unknown.raw.clone()),
+            })
+            .collect::<Result<_, _>>()?;
+        let doc = json!({
+            "path": loaded.path,
+            "sessionId": loaded.meta.session_id,
+            "records": records,
+            "tornTail": loaded.torn_tail.map(|t| json!({"line": t.line, "bytes": t.len})),
+            "needsRepair": loaded.trace.needs_repair(),
+        });
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    transcript(store, &loaded, out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn transcript(
+    store: &SessionStore,
+    loaded: &LoadedSession,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let meta = &loaded.meta;
+    writeln!(out, "session {}", meta.session_id)?;
+    writeln!(out, "  model {} ({}) · cwd {}", meta.model, meta.provider, meta.cwd)?;
+    if let Some(fork) = &meta.forked_from {
+        writeln!(out, "  forked from {} at seq {}", fork.session_id, fork.seq)?;
+    }
+    if let Some(parent) = &meta.parent {
+        writeln!(out, "  subagent of {} (call {})", parent.session_id, parent.tool_call_id)?;
+    }
+    for entry in &loaded.entries {
+        match entry {
+            Entry::Record(record) => write_record(store, record, out)?,
+            Entry::Unknown(unknown) => writeln!(
+                out,
+                "  [line {}: record of unknown type `{}` (from a newer codecoder), kept]",
+                unknown.line, unknown.type_name
+            )?,
+        }
+    }
+    if let Some(torn) = loaded.torn_tail {
+        writeln!(out, "  [line {}: torn by a crash ({} bytes), dropped]", torn.line, torn.len)?;
+    }
+    if loaded.trace.needs_repair() {
+        writeln!(out, "  [the log stops mid-turn; it is closed on resume]")?;
+    }
+    Ok(())
+}
+
+fn write_record(store: &SessionStore, record: &Record, out: &mut dyn Write) -> anyhow::Result<()> {
+    match &record.body {
+        RecordBody::SessionMeta(_) => {
+            writeln!(out, "  started {}", format_utc_ms(record.ts))?;
+        }
+        RecordBody::TurnStart { turn } => {
+            writeln!(out, "\n── turn {turn} · {} ──", format_utc_ms(record.ts))?;
+        }
+        RecordBody::TurnEnd { turn, outcome, usage } => {
+            let outcome = match outcome {
+                codecoder_protocol::TurnOutcome::Completed => "completed".to_owned(),
+                codecoder_protocol::TurnOutcome::Cancelled => "cancelled".to_owned(),
+                codecoder_protocol::TurnOutcome::Interrupted => "interrupted".to_owned(),
+                codecoder_protocol::TurnOutcome::Failed { message } => format!("failed: {message}"),
+            };
+            writeln!(
+                out,
+                "── end of turn {turn}: {outcome} · {} in ({} cached) / {} out ──",
+                usage.input_tokens, usage.cached_input_tokens, usage.output_tokens
+            )?;
+        }
+        RecordBody::StepStart { step, .. } => writeln!(out, "  · step {step}")?,
+        RecordBody::StepEnd { .. } => {}
+        RecordBody::UserMessage { message } => write_message("user", message, out)?,
+        RecordBody::AssistantMessage { message } => write_message("assistant", message, out)?,
+        RecordBody::ToolStarted { call_id } => writeln!(out, "    ▶ running {call_id}")?,
+        RecordBody::ToolResult { result, synthetic } => {
+            write_tool_result(store, result, synthetic.is_some(), out)?;
+        }
+        RecordBody::Approval { call_id, decision, decided_by, .. } => {
+            writeln!(out, "    approval for {call_id}: {decision:?} (by {decided_by})")?;
+        }
+        RecordBody::Compaction { history, note } => writeln!(
+            out,
+            "  [compaction: history replaced by {} message(s){}]",
+            history.len(),
+            note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()
+        )?,
+        RecordBody::Error { message } => writeln!(out, "  error: {message}")?,
+        RecordBody::SessionEnd => writeln!(out, "\nsession ended {}", format_utc_ms(record.ts))?,
+    }
+    Ok(())
+}
+
+fn write_message(who: &str, message: &Message, out: &mut dyn Write) -> anyhow::Result<()> {
+    for item in &message.items {
+        match item {
+            MessageItem::Text { text } => write_block(&format!("{who}:"), text, usize::MAX, out)?,
+            MessageItem::Reasoning(reasoning) => {
+                write_block("  (reasoning)", &reasoning.text, PREVIEW_LINES, out)?;
+            }
+            MessageItem::ToolCall(call) => {
+                writeln!(out, "    → {} {} [{}]", call.name, call.args, call.id)?;
+            }
+            MessageItem::ToolResult(result) => {
+                writeln!(out, "    ← result for {}", result.tool_call_id)?
+            }
+            MessageItem::Image(image) => writeln!(out, "{who}: [image {}]", image.media_type)?,
+            MessageItem::BlobRef(blob) => {
+                writeln!(out, "{who}: [attachment {} · {} bytes]", blob.media_type, blob.size)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_tool_result(
+    store: &SessionStore,
+    result: &ToolResult,
+    synthetic: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let marker = if synthetic { " (written by codecoder)" } else { "" };
+    writeln!(out, "    ← {} {:?}{marker}", result.tool_call_id, result.status)?;
+    for item in &result.content {
+        match item {
+            ContentItem::Text { text } => write_block("     ", text, PREVIEW_LINES, out)?,
+            ContentItem::Image(image) => writeln!(out, "      [image {}]", image.media_type)?,
+            ContentItem::BlobRef(blob) => {
+                let stored = store.blobs().path_of(&blob.sha256).exists();
+                writeln!(
+                    out,
+                    "      [{} bytes in blob {}{}]",
+                    blob.size,
+                    &blob.sha256[..blob.sha256.len().min(12)],
+                    if stored { "" } else { ", missing" }
+                )?;
+                write_block("     ", &blob.preview, PREVIEW_LINES, out)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_block(
+    label: &str,
+    text: &str,
+    max_lines: usize,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, line) in lines.iter().take(max_lines).enumerate() {
+        let prefix = if i == 0 { label } else { &" ".repeat(label.chars().count()) };
+        writeln!(out, "{prefix} {line}")?;
+    }
+    if lines.len() > max_lines {
+        writeln!(
+            out,
+            "{} … {} more line(s)",
+            " ".repeat(label.chars().count()),
+            lines.len() - max_lines
+        )?;
+    }
+    Ok(())
+}
+
+fn validate(
+    store: &SessionStore,
+    args: &ValidateArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
+    let path = store.find(&args.session)?;
+    let loaded = match load(&path) {
+        Ok(loaded) => loaded,
+        Err(err @ (Error::Corrupt { .. } | Error::Invalid { .. } | Error::Empty { .. })) => {
+            writeln!(out, "invalid: {err}")?;
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(err) => return Err(err.into()),
+    };
+    let trace = &loaded.trace;
+    let record_count = loaded.entries.len();
+    writeln!(
+        out,
+        "valid: {} — {record_count} record(s), {} turn(s), last seq {}{}",
+        path.display(),
+        trace.last_turn(),
+        trace.last_seq(),
+        if trace.is_ended() { ", ended" } else { "" }
+    )?;
+    for unknown in loaded.unknown() {
+        writeln!(
+            out,
+            "note: line {}: record type `{}` is unknown to this version; kept",
+            unknown.line, unknown.type_name
+        )?;
+    }
+    if let Some(torn) = loaded.torn_tail {
+        writeln!(
+            out,
+            "note: line {} is torn ({} bytes, cut by a crash); repair drops it",
+            torn.line, torn.len
+        )?;
+    }
+    let plan = loaded.repair_plan();
+    if !plan.is_empty() {
+        writeln!(out, "note: the log stops mid-turn; repair will append:")?;
+        for body in &plan {
+            let detail = match body {
+                RecordBody::ToolResult { result, synthetic } => format!(
+                    " for `{}` ({})",
+                    result.tool_call_id,
+                    synthetic.map(|s| format!("{s:?}")).unwrap_or_default()
+                ),
+                RecordBody::StepEnd { step, .. } => format!(" (step {step})"),
+                RecordBody::TurnEnd { turn, .. } => format!(" (turn {turn}, interrupted)"),
+                _ => String::new(),
+            };
+            writeln!(out, "  - {}{detail}", body.type_name())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn fork(store: &SessionStore, args: &ForkArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let writer = store.fork(&args.session, args.at, WriterConfig::standard())?;
+    let path = writer.path().map(|p| p.display().to_string()).unwrap_or_default();
+    writeln!(out, "{}", writer.session_id())?;
+    drop(writer);
+    Index::open(store)?.refresh(store)?;
+    eprintln_path(&path);
+    Ok(ExitCode::SUCCESS)
+}
+
+#[allow(clippy::print_stderr)]
+fn eprintln_path(path: &str) {
+    eprintln!("forked into {path}");
+}

@@ -1,0 +1,118 @@
+//! The content-addressed blob store beside the logs: `sessions/blobs/<aa>/<rest of sha256>`.
+//!
+//! Large tool outputs and attachments live here; the log keeps a `BlobRef` with the address,
+//! the size and a preview. Text blobs hold the UTF-8 text; image blobs hold the base64 text as
+//! it was inline, and their media type carries a `;base64` suffix.
+//! Invariant: a blob file, once in place, holds exactly the bytes whose SHA-256 names it; it is
+//! written to a temporary file and renamed, so a crash never leaves a partial blob under its name.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use codecoder_protocol::{BlobRef, ContentItem, Image};
+use sha2::{Digest, Sha256};
+
+use crate::error::Result;
+
+const PREVIEW_CHARS: usize = 400;
+const TEXT_MEDIA_TYPE: &str = "text/plain; charset=utf-8";
+const BASE64_SUFFIX: &str = ";base64";
+
+/// A directory of blobs named by their SHA-256.
+#[derive(Debug, Clone)]
+pub struct BlobStore {
+    dir: PathBuf,
+}
+
+impl BlobStore {
+    /// The store in `dir` (created on first write).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Stores `bytes` (unless already there) and returns their lowercase hex SHA-256.
+    pub fn put(&self, bytes: &[u8]) -> Result<String> {
+        let sha = hex(&Sha256::digest(bytes));
+        let path = self.path_of(&sha);
+        if path.exists() {
+            return Ok(sha);
+        }
+        let parent = path.parent().unwrap_or(&self.dir);
+        fs_err::create_dir_all(parent)?;
+        let tmp = parent.join(format!(".{sha}.{}.tmp", std::process::id()));
+        let mut file = fs_err::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_data()?;
+        drop(file);
+        fs_err::rename(&tmp, &path)?;
+        Ok(sha)
+    }
+
+    /// The bytes of a blob.
+    pub fn get(&self, sha256: &str) -> Result<Vec<u8>> {
+        Ok(fs_err::read(self.path_of(sha256))?)
+    }
+
+    /// Where the blob named `sha256` lives.
+    pub fn path_of(&self, sha256: &str) -> PathBuf {
+        let (head, tail) = sha256.split_at(sha256.len().min(2));
+        self.dir.join(head).join(tail)
+    }
+
+    /// Replaces `item` by a `BlobRef` when it is larger than `threshold` bytes.
+    pub fn externalize(&self, item: &mut ContentItem, threshold: usize) -> Result<()> {
+        let blob = match item {
+            ContentItem::Text { text } if text.len() > threshold => BlobRef {
+                sha256: self.put(text.as_bytes())?,
+                size: text.len() as u64,
+                media_type: TEXT_MEDIA_TYPE.to_owned(),
+                preview: preview(text),
+            },
+            ContentItem::Image(image) if image.data_base64.len() > threshold => BlobRef {
+                sha256: self.put(image.data_base64.as_bytes())?,
+                size: image.data_base64.len() as u64,
+                media_type: format!("{}{BASE64_SUFFIX}", image.media_type),
+                preview: String::new(),
+            },
+            ContentItem::Text { .. } | ContentItem::Image(_) | ContentItem::BlobRef(_) => {
+                return Ok(());
+            }
+        };
+        *item = ContentItem::BlobRef(blob);
+        Ok(())
+    }
+
+    /// The inline form of a `BlobRef` (text or image), read back from the store.
+    pub fn resolve(&self, blob: &BlobRef) -> Result<ContentItem> {
+        let bytes = self.get(&blob.sha256)?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        Ok(match blob.media_type.strip_suffix(BASE64_SUFFIX) {
+            Some(media_type) => {
+                ContentItem::Image(Image { media_type: media_type.to_owned(), data_base64: text })
+            }
+            None => ContentItem::Text { text },
+        })
+    }
+}
+
+fn preview(text: &str) -> String {
+    match text.char_indices().nth(PREVIEW_CHARS) {
+        Some((cut, _)) => text[..cut].to_owned(),
+        None => text.to_owned(),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
+}

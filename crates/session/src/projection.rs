@@ -1,0 +1,62 @@
+//! `Projection`: the history the model sees, rebuilt from log records.
+//!
+//! User messages, assistant messages and tool results are history, in log order (each tool
+//! result becomes a `tool` message whose id derives from its seq). A `compaction` record replaces everything before it with its
+//! replacement history. Invariant: the projection is a pure function of the records; the same
+//! log always projects to the same history.
+
+use codecoder_protocol::{Message, MessageId, MessageItem, Record, RecordBody, Role};
+use uuid::Uuid;
+
+/// The high half of the ids of tool messages the projection makes: ASCII `codecode`.
+const TOOL_MESSAGE_ID_HIGH: u64 = 0x636f_6465_636f_6465;
+
+/// The model-visible history, built record by record.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Projection {
+    history: Vec<Message>,
+}
+
+impl Projection {
+    /// An empty history.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes one more record into account.
+    pub fn apply(&mut self, record: &Record) {
+        match &record.body {
+            RecordBody::UserMessage { message } | RecordBody::AssistantMessage { message } => {
+                self.history.push(message.clone());
+            }
+            RecordBody::ToolResult { result, .. } => {
+                // The id derives from the seq, so that projecting twice gives equal histories.
+                self.history.push(Message {
+                    id: MessageId::from(Uuid::from_u64_pair(TOOL_MESSAGE_ID_HIGH, record.seq)),
+                    role: Role::Tool,
+                    items: vec![MessageItem::ToolResult(result.clone())],
+                });
+            }
+            RecordBody::Compaction { history, .. } => self.history.clone_from(history),
+            RecordBody::SessionMeta(_)
+            | RecordBody::TurnStart { .. }
+            | RecordBody::TurnEnd { .. }
+            | RecordBody::StepStart { .. }
+            | RecordBody::StepEnd { .. }
+            | RecordBody::ToolStarted { .. }
+            | RecordBody::Approval { .. }
+            | RecordBody::Error { .. }
+            | RecordBody::SessionEnd => {}
+        }
+    }
+
+    /// The history so far.
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    /// The history, owned.
+    pub fn into_history(self) -> Vec<Message> {
+        self.history
+    }
+}
