@@ -1,0 +1,278 @@
+//! Spawning an agent: its configuration, its dependencies (the seams), and the handle a client
+//! holds (`cmd` sender, `events` receiver, the loop's thread).
+//!
+//! Invariant: the handle's fields drop in declaration order, `cmd` first, so dropping a handle
+//! disconnects `cmd` (the loop treats that as `Shutdown`), then `events`, then joins the loop's
+//! thread.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use codecoder_protocol::{
+    AgentCommand, AgentEvent, EventSource, Message, SessionId, StepId, TurnId, UserInput,
+};
+use codecoder_session::{NewSession, SessionWriter};
+use codecoder_stdx::{JoinOnDrop, spawn_named};
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::approval::ApprovalPolicy;
+use crate::error::Result;
+use crate::model::ModelClient;
+use crate::prompt::PromptBuilder;
+use crate::tool::ToolRegistry;
+use crate::turn::AgentLoop;
+
+/// How an agent behaves. No `Default`: build it with `AgentConfig::standard` and change fields.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// The model id.
+    pub model: String,
+    /// The provider id (for the session meta).
+    pub provider: String,
+    /// The working directory (for the session meta).
+    pub cwd: String,
+    /// Extra instructions for this agent (a subagent type's).
+    pub agent_instructions: Option<String>,
+    /// Steps per turn before the turn fails. Default 100.
+    pub max_steps: u32,
+    /// Read-only calls of one response run at most this many at once. Default 8.
+    pub max_parallel_tools: usize,
+    /// The same failing call (name and arguments) this many times in a turn adds a nudge to
+    /// its result. Default 3.
+    pub repeated_failure_nudge: u32,
+    /// After a cancel, how long running tools get to stop before the turn is closed without
+    /// them (their threads are joined later, at shutdown). Default 5 s.
+    pub cancel_grace: Duration,
+    /// Capacity of the events channel. Default 4096.
+    pub event_capacity: usize,
+    /// Merge text or reasoning deltas that are already queued into one event (fewer, larger
+    /// events; no added latency). Default true.
+    pub coalesce_deltas: bool,
+    /// Subagents.
+    pub subagents: SubagentConfig,
+}
+
+impl AgentConfig {
+    /// The defaults listed on each field.
+    pub fn standard(
+        model: impl Into<String>,
+        provider: impl Into<String>,
+        cwd: impl Into<String>,
+    ) -> Self {
+        Self {
+            model: model.into(),
+            provider: provider.into(),
+            cwd: cwd.into(),
+            agent_instructions: None,
+            max_steps: 100,
+            max_parallel_tools: 8,
+            repeated_failure_nudge: 3,
+            cancel_grace: Duration::from_secs(5),
+            event_capacity: 4096,
+            coalesce_deltas: true,
+            subagents: SubagentConfig::standard(),
+        }
+    }
+}
+
+/// Limits and types of subagents.
+#[derive(Debug, Clone)]
+pub struct SubagentConfig {
+    /// How deep subagents may nest; the root agent is depth 0. Default 2.
+    pub max_depth: u32,
+    /// How long one subagent may run. Default 10 minutes.
+    pub timeout: Duration,
+    /// Subagents running at once in the whole tree. Default 4.
+    pub max_parallel: usize,
+    /// Named agent types the `agent` tool offers.
+    pub types: Vec<AgentType>,
+}
+
+impl SubagentConfig {
+    /// The defaults listed on each field, no types.
+    pub fn standard() -> Self {
+        Self { max_depth: 2, timeout: Duration::from_secs(600), max_parallel: 4, types: Vec::new() }
+    }
+}
+
+/// A named kind of subagent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentType {
+    /// The name the model picks it by.
+    pub name: String,
+    /// When to use it, for the model.
+    pub description: String,
+    /// Instructions added to the child's prompt.
+    pub instructions: String,
+    /// The tools it may use (a subset of the parent's); all of the parent's when `None`.
+    pub tools: Option<Vec<String>>,
+    /// Its model; the parent's when `None`.
+    pub model: Option<String>,
+}
+
+/// Makes session writers: the root's, and one per subagent.
+pub trait SessionFactory: Send + Sync {
+    /// A new session log.
+    fn create(&self, new: NewSession) -> codecoder_session::Result<SessionWriter>;
+}
+
+impl<F> SessionFactory for F
+where
+    F: Fn(NewSession) -> codecoder_session::Result<SessionWriter> + Send + Sync,
+{
+    fn create(&self, new: NewSession) -> codecoder_session::Result<SessionWriter> {
+        self(new)
+    }
+}
+
+/// What a pre-step interceptor sees.
+#[derive(Debug, Clone, Copy)]
+pub struct StepInfo<'a> {
+    /// The session.
+    pub session_id: SessionId,
+    /// The turn.
+    pub turn: TurnId,
+    /// The step about to start.
+    pub step: StepId,
+    /// The history so far.
+    pub history: &'a [Message],
+    /// 0 for the root agent.
+    pub depth: u32,
+}
+
+/// A pre-step interceptor's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepVerdict {
+    /// Go on (with the input as the interceptor left it).
+    Proceed,
+    /// Do not run the step; the turn fails with this message.
+    Reject {
+        /// Why.
+        message: String,
+    },
+}
+
+/// Runs before each step, with the user input about to be added; may rewrite it or reject the
+/// step (hooks, context checks).
+pub trait StepInterceptor: Send + Sync {
+    /// Looks at (and may change) the input of the step.
+    fn before_step(&self, info: &StepInfo<'_>, input: &mut Vec<UserInput>) -> StepVerdict;
+}
+
+/// The seams an agent runs on. Cheap to clone (all shared).
+#[derive(Clone)]
+pub struct AgentDeps {
+    /// The model provider.
+    pub model: Arc<dyn ModelClient>,
+    /// Builds requests.
+    pub prompt: Arc<dyn PromptBuilder>,
+    /// The tools.
+    pub tools: Arc<ToolRegistry>,
+    /// Decides approvals.
+    pub approval: Arc<dyn ApprovalPolicy>,
+    /// Makes session logs (the root's and the subagents').
+    pub sessions: Arc<dyn SessionFactory>,
+    /// Pre-step interceptors, run in order.
+    pub interceptors: Vec<Arc<dyn StepInterceptor>>,
+}
+
+impl std::fmt::Debug for AgentDeps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentDeps").field("tools", &self.tools).finish_non_exhaustive()
+    }
+}
+
+/// Slots bounding the subagents running at once in one agent tree: a bounded channel used as a
+/// semaphore (send to take a slot, receive to give it back).
+#[derive(Debug, Clone)]
+pub(crate) struct Slots {
+    pub(crate) take: Sender<()>,
+    pub(crate) give_back: Receiver<()>,
+}
+
+impl Slots {
+    fn new(count: usize) -> Self {
+        let (take, give_back) = crossbeam_channel::bounded(count.max(1));
+        Self { take, give_back }
+    }
+}
+
+/// What an agent's tool calls can reach beyond their own call (used by `AgentTool`).
+pub(crate) struct AgentEnv {
+    pub(crate) config: AgentConfig,
+    pub(crate) deps: AgentDeps,
+    pub(crate) depth: u32,
+    pub(crate) source: EventSource,
+    pub(crate) events: Sender<AgentEvent>,
+    pub(crate) slots: Slots,
+}
+
+/// A running agent.
+#[derive(Debug)]
+pub struct AgentHandle {
+    /// Client intent: submit, steer, cancel, shutdown. Dropping it shuts the agent down.
+    pub cmd: Sender<AgentCommand>,
+    /// Everything the agent does, in order.
+    pub events: Receiver<AgentEvent>,
+    session_id: SessionId,
+    session_path: Option<PathBuf>,
+    thread: JoinOnDrop<()>,
+}
+
+impl AgentHandle {
+    /// The root session.
+    pub fn session_id(&self) -> SessionId {
+        self.session_id
+    }
+
+    /// The root session's log file (`None` for an in-memory session).
+    pub fn session_path(&self) -> Option<&std::path::Path> {
+        self.session_path.as_deref()
+    }
+
+    /// Waits for the loop's thread (after `Shutdown`). `Err` holds a panic message.
+    pub fn join(self) -> std::result::Result<(), String> {
+        let Self { cmd, events, thread, .. } = self;
+        drop(cmd);
+        drop(events);
+        thread.join()
+    }
+}
+
+/// Starts an agent on a new session made by `deps.sessions`.
+pub fn spawn_agent(config: AgentConfig, deps: AgentDeps) -> Result<AgentHandle> {
+    let writer = deps.sessions.create(NewSession {
+        cwd: config.cwd.clone(),
+        model: config.model.clone(),
+        provider: config.provider.clone(),
+        config_hash: None,
+        parent: None,
+    })?;
+    spawn_agent_on(config, deps, writer)
+}
+
+/// Starts an agent on an existing session writer (resume).
+pub fn spawn_agent_on(
+    config: AgentConfig,
+    deps: AgentDeps,
+    writer: SessionWriter,
+) -> Result<AgentHandle> {
+    // Low volume (the person's intent); 64 is far more than anyone types ahead.
+    let (cmd_tx, cmd_rx) = crossbeam_channel::bounded(64);
+    let (events_tx, events_rx) = crossbeam_channel::bounded(config.event_capacity.max(1));
+    let session_id = writer.session_id();
+    let session_path = writer.path().map(std::path::Path::to_path_buf);
+    let slots = Slots::new(config.subagents.max_parallel);
+    let env = Arc::new(AgentEnv {
+        config,
+        deps,
+        depth: 0,
+        source: EventSource { session_id, subagent_path: Vec::new() },
+        events: events_tx,
+        slots,
+    });
+    let agent_loop = AgentLoop::new(env, writer, cmd_rx, None);
+    let thread = spawn_named("agent-loop", move || agent_loop.run())?;
+    Ok(AgentHandle { cmd: cmd_tx, events: events_rx, session_id, session_path, thread })
+}

@@ -1,0 +1,460 @@
+//! Tool orchestration for one step (design.md "A turn", seed L3): validation, approval, parallel
+//! or serial execution on worker threads, results in call order.
+//!
+//! The calls of one response are cut into segments: a run of consecutive calls whose tools run
+//! in parallel (read-only ones) is one segment, run at most `max_parallel_tools` at once; every
+//! other call is a segment of its own. Segments run in order, so a read after an edit sees the
+//! edit. Within a segment, every call is checked and approved (in call order) before any runs.
+//!
+//! Invariants:
+//! - Results are logged and sent in call order, each exactly once: real when the tool finished,
+//!   synthetic otherwise (`refused` before running, `cancelled` after a cancel).
+//! - `tool_started` is logged before a worker starts; approvals are logged as decided.
+//! - A worker runs its tool under `catch_unwind` and sends exactly one message; a panic becomes
+//!   `ToolError::Panicked`.
+//! - After a cancel, workers get `cancel_grace` to stop; one that does not is kept in
+//!   `lingering` (joined at shutdown) and its call gets a synthetic result now.
+
+use std::collections::{HashMap, VecDeque};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::Instant;
+
+use codecoder_protocol::{
+    AgentEventKind, AgentStatus, ApprovalDecision, ApprovalRequest, ContentItem, RecordBody, Reply,
+    RequestId, StepId, SyntheticReason, ToolCall, ToolError, ToolResult, ToolResultStatus, TurnId,
+};
+use codecoder_stdx::{JoinOnDrop, spawn_named};
+use crossbeam_channel::select;
+
+use crate::approval::{ApprovalQuery, PolicyDecision};
+use crate::cancel::CancelToken;
+use crate::schema;
+use crate::tool::{Tool, ToolContext, ToolOutput};
+use crate::turn::{AgentLoop, Stop};
+
+/// A call's result, ready to be logged.
+struct Finished {
+    result: ToolResult,
+    synthetic: Option<SyntheticReason>,
+    /// What the client is told.
+    event: Result<ToolResult, ToolError>,
+}
+
+enum Prepared {
+    Run(Arc<dyn Tool>),
+    Refused(ToolError),
+}
+
+type WorkerDone = (usize, Result<ToolOutput, ToolError>);
+
+impl AgentLoop {
+    /// Runs the calls of one response and logs their results in order.
+    pub(crate) fn run_tools(
+        &mut self,
+        turn: TurnId,
+        step: StepId,
+        calls: Vec<ToolCall>,
+    ) -> Result<(), Stop> {
+        self.emit(AgentEventKind::Status(AgentStatus::RunningTools));
+        let mut done: Vec<Option<Finished>> = calls.iter().map(|_| None).collect();
+        let mut logged = 0;
+        let token = CancelToken::new();
+        let mut start = 0;
+        while start < calls.len() {
+            let parallel = self.runs_in_parallel(&calls[start]);
+            let mut end = start + 1;
+            if parallel {
+                while end < calls.len() && self.runs_in_parallel(&calls[end]) {
+                    end += 1;
+                }
+            }
+            let mut runnable = Vec::new();
+            for index in start..end {
+                match self.prepare(turn, step, &calls[index]) {
+                    Ok(Prepared::Run(tool)) => runnable.push((index, tool)),
+                    Ok(Prepared::Refused(err)) => {
+                        done[index] = Some(refused(&calls[index], err, self))
+                    }
+                    Err(stop) => return Err(self.abandon(&calls, &mut done, logged, stop)),
+                }
+            }
+            self.flush(turn, step, &calls, &mut done, &mut logged)?;
+            let limit = if parallel { self.env.config.max_parallel_tools.max(1) } else { 1 };
+            if let Err(stop) =
+                self.execute(turn, step, &calls, runnable, limit, &token, &mut done, &mut logged)
+            {
+                return Err(self.abandon(&calls, &mut done, logged, stop));
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Cut-off response: no call runs; each gets a refused result telling the model why.
+    pub(crate) fn refuse_cut_off(
+        &mut self,
+        turn: TurnId,
+        step: StepId,
+        calls: &[ToolCall],
+    ) -> Result<(), Stop> {
+        for call in calls {
+            let message = "not run: your response was cut off by the output-token limit, so this call may be \
+                           incomplete. Send it again, shorter if needed."
+                .to_owned();
+            let result =
+                ToolResult::text(call.id.clone(), ToolResultStatus::Error, message.clone());
+            self.append(RecordBody::ToolResult {
+                result,
+                synthetic: Some(SyntheticReason::Refused),
+            })?;
+            self.emit(AgentEventKind::ToolFinished {
+                turn,
+                step,
+                call_id: call.id.clone(),
+                result: Err(ToolError::Failed { message }),
+            });
+        }
+        Ok(())
+    }
+
+    fn runs_in_parallel(&self, call: &ToolCall) -> bool {
+        self.env.deps.tools.get(&call.name).is_some_and(|tool| tool.runs_in_parallel())
+    }
+
+    /// Looks the tool up, checks the arguments, and gets an approval decision (asking the
+    /// person when the policy says so). `Err` only when a command stops the turn meanwhile.
+    fn prepare(&mut self, turn: TurnId, step: StepId, call: &ToolCall) -> Result<Prepared, Stop> {
+        let Some(tool) = self.env.deps.tools.get(&call.name).cloned() else {
+            return Ok(Prepared::Refused(ToolError::UnknownTool { name: call.name.clone() }));
+        };
+        if let Err(message) = schema::validate(&tool.schema(), &call.args) {
+            return Ok(Prepared::Refused(ToolError::InvalidArguments { message }));
+        }
+        let keys = tool.permission_keys(&call.args);
+        let query = ApprovalQuery {
+            call,
+            kind: tool.kind(),
+            permission_keys: &keys,
+            depth: self.env.depth,
+        };
+        match self.env.deps.approval.decide(&query) {
+            PolicyDecision::Allow => {
+                self.log_approval(call, &keys, ApprovalDecision::AllowOnce, "policy")?;
+                Ok(Prepared::Run(tool))
+            }
+            PolicyDecision::Deny { reason } => {
+                self.log_approval(call, &keys, ApprovalDecision::Deny, "policy")?;
+                Ok(Prepared::Refused(ToolError::PermissionDenied { reason }))
+            }
+            PolicyDecision::Ask => {
+                if !keys.is_empty() && keys.iter().all(|key| self.grants.contains(key)) {
+                    self.log_approval(
+                        call,
+                        &keys,
+                        ApprovalDecision::AllowForSession,
+                        "session-grant",
+                    )?;
+                    return Ok(Prepared::Run(tool));
+                }
+                let decision = self.ask_approval(turn, step, call, tool.as_ref(), &keys)?;
+                self.log_approval(call, &keys, decision.clone(), "user")?;
+                Ok(match decision {
+                    ApprovalDecision::AllowOnce => Prepared::Run(tool),
+                    ApprovalDecision::AllowForSession => {
+                        self.grants.extend(keys);
+                        Prepared::Run(tool)
+                    }
+                    ApprovalDecision::Deny => Prepared::Refused(ToolError::PermissionDenied {
+                        reason: "the user denied this call".to_owned(),
+                    }),
+                    ApprovalDecision::DenyWithFeedback { feedback } => {
+                        Prepared::Refused(ToolError::PermissionDenied {
+                            reason: format!("the user denied this call: {feedback}"),
+                        })
+                    }
+                    ApprovalDecision::Cancelled => Prepared::Refused(ToolError::Cancelled),
+                })
+            }
+        }
+    }
+
+    /// Sends an approval request and blocks for the answer, still handling `cmd`. A request
+    /// dropped unanswered counts as `Cancelled`.
+    fn ask_approval(
+        &mut self,
+        turn: TurnId,
+        step: StepId,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        keys: &[String],
+    ) -> Result<ApprovalDecision, Stop> {
+        let (reply, answer) = Reply::pair();
+        self.emit(AgentEventKind::ApprovalRequest(ApprovalRequest {
+            id: RequestId::new(),
+            turn,
+            step,
+            call: call.clone(),
+            summary: tool.summary(&call.args),
+            permission_keys: keys.to_vec(),
+            reply,
+        }));
+        self.emit(AgentEventKind::Status(AgentStatus::WaitingForUser));
+        let decision = loop {
+            select! {
+                recv(answer) -> decision => break decision.unwrap_or(ApprovalDecision::Cancelled),
+                recv(self.cmd) -> cmd => {
+                    if let Some(stop) = self.handle_cmd(cmd) {
+                        // The request is withdrawn: dropping `answer` makes the client's
+                        // `Reply::send` return false.
+                        drop(answer);
+                        self.log_approval(call, keys, ApprovalDecision::Cancelled, "cancel")?;
+                        return Err(stop);
+                    }
+                }
+            }
+        };
+        self.emit(AgentEventKind::Status(AgentStatus::RunningTools));
+        Ok(decision)
+    }
+
+    fn log_approval(
+        &mut self,
+        call: &ToolCall,
+        keys: &[String],
+        decision: ApprovalDecision,
+        by: &str,
+    ) -> Result<(), Stop> {
+        self.append(RecordBody::Approval {
+            call_id: call.id.clone(),
+            permission_keys: keys.to_vec(),
+            decision,
+            decided_by: by.to_owned(),
+        })?;
+        Ok(())
+    }
+
+    /// Runs `runnable` at most `limit` at once until all finished, or a command stops the turn.
+    #[allow(clippy::too_many_arguments)] // The step's state, passed down rather than stored.
+    fn execute(
+        &mut self,
+        turn: TurnId,
+        step: StepId,
+        calls: &[ToolCall],
+        runnable: Vec<(usize, Arc<dyn Tool>)>,
+        limit: usize,
+        token: &CancelToken,
+        done: &mut [Option<Finished>],
+        logged: &mut usize,
+    ) -> Result<(), Stop> {
+        // Each worker sends exactly one message, so this capacity never blocks a worker.
+        let (done_tx, done_rx) = crossbeam_channel::bounded::<WorkerDone>(runnable.len().max(1));
+        let mut queue: VecDeque<(usize, Arc<dyn Tool>)> = runnable.into();
+        let mut running: HashMap<usize, JoinOnDrop<()>> = HashMap::new();
+        loop {
+            while running.len() < limit {
+                let Some((index, tool)) = queue.pop_front() else { break };
+                let call = &calls[index];
+                self.append(RecordBody::ToolStarted { call_id: call.id.clone() })?;
+                self.emit(AgentEventKind::ToolStarted { turn, step, call: call.clone() });
+                let ctx = ToolContext {
+                    call_id: call.id.clone(),
+                    turn,
+                    step,
+                    cancel: token.clone(),
+                    source: self.env.source.clone(),
+                    events: self.env.events.clone(),
+                    env: Arc::clone(&self.env),
+                };
+                let args = call.args.clone();
+                let done_tx = done_tx.clone();
+                let worker = spawn_named(format!("tool-{}", call.name), move || {
+                    let outcome = catch_unwind(AssertUnwindSafe(|| tool.execute(&ctx, args)));
+                    let result = outcome.unwrap_or_else(|payload| {
+                        Err(ToolError::Panicked {
+                            message: codecoder_stdx::thread::panic_message(&*payload),
+                        })
+                    });
+                    let _ = done_tx.send((index, result));
+                });
+                match worker {
+                    Ok(worker) => {
+                        running.insert(index, worker);
+                    }
+                    Err(err) => {
+                        let failed = Err(ToolError::Failed {
+                            message: format!("could not start the tool: {err}"),
+                        });
+                        done[index] = Some(self.finished(call, failed));
+                        self.flush(turn, step, calls, done, logged)?;
+                    }
+                }
+            }
+            if running.is_empty() {
+                return Ok(());
+            }
+            select! {
+                recv(done_rx) -> message => {
+                    // `done_tx` is held here, so the channel cannot disconnect.
+                    let Ok((index, result)) = message else { continue };
+                    if let Some(worker) = running.remove(&index) {
+                        // The worker sent its last message; this join returns at once.
+                        let _ = worker.join();
+                    }
+                    done[index] = Some(self.finished(&calls[index], result));
+                    self.flush(turn, step, calls, done, logged)?;
+                }
+                recv(self.cmd) -> cmd => {
+                    let Some(stop) = self.handle_cmd(cmd) else { continue };
+                    token.cancel();
+                    let deadline = Instant::now() + self.env.config.cancel_grace;
+                    while !running.is_empty() {
+                        let Ok((index, result)) = done_rx.recv_deadline(deadline) else { break };
+                        if let Some(worker) = running.remove(&index) {
+                            let _ = worker.join();
+                        }
+                        done[index] = Some(self.finished(&calls[index], result));
+                    }
+                    if !running.is_empty() {
+                        self.emit(AgentEventKind::Warning {
+                            message: format!("{} tool(s) did not stop within the cancel grace period", running.len()),
+                        });
+                        self.lingering.extend(running.into_values());
+                    }
+                    return Err(stop);
+                }
+            }
+        }
+    }
+
+    /// The result of a call whose tool returned.
+    fn finished(&self, call: &ToolCall, outcome: Result<ToolOutput, ToolError>) -> Finished {
+        match outcome {
+            Ok(output) => {
+                let status = if output.is_error {
+                    ToolResultStatus::Error
+                } else {
+                    ToolResultStatus::Success
+                };
+                let result =
+                    ToolResult { tool_call_id: call.id.clone(), content: output.content, status };
+                Finished { event: Ok(result.clone()), result, synthetic: None }
+            }
+            Err(err) => {
+                let status = if err == ToolError::Cancelled {
+                    ToolResultStatus::Cancelled
+                } else {
+                    ToolResultStatus::Error
+                };
+                let result = ToolResult::text(call.id.clone(), status, err.to_string());
+                Finished { result, synthetic: None, event: Err(err) }
+            }
+        }
+    }
+
+    /// Logs and sends the results that are next in call order.
+    fn flush(
+        &mut self,
+        turn: TurnId,
+        step: StepId,
+        calls: &[ToolCall],
+        done: &mut [Option<Finished>],
+        logged: &mut usize,
+    ) -> Result<(), Stop> {
+        while *logged < calls.len() {
+            let Some(finished) = done[*logged].take() else { return Ok(()) };
+            self.log_result(turn, step, &calls[*logged], finished)?;
+            *logged += 1;
+        }
+        Ok(())
+    }
+
+    fn log_result(
+        &mut self,
+        turn: TurnId,
+        step: StepId,
+        call: &ToolCall,
+        finished: Finished,
+    ) -> Result<(), Stop> {
+        let Finished { mut result, synthetic, event } = finished;
+        if result.status == ToolResultStatus::Error {
+            let key = (call.name.clone(), call.args.to_string());
+            let count = self.failures.entry(key).or_insert(0);
+            *count += 1;
+            let count = *count;
+            if count >= self.env.config.repeated_failure_nudge {
+                result.content.push(ContentItem::Text {
+                    text: format!(
+                        "This exact call has now failed {count} times in this turn. Do not repeat it: \
+                         change the arguments or take a different approach."
+                    ),
+                });
+            }
+        }
+        self.append(RecordBody::ToolResult { result, synthetic })?;
+        self.emit(AgentEventKind::ToolFinished {
+            turn,
+            step,
+            call_id: call.id.clone(),
+            result: event,
+        });
+        Ok(())
+    }
+
+    /// A command stopped the turn mid-step: logs the remaining results in call order (real ones
+    /// that finished, synthetic `cancelled` for the rest) and hands the stop back.
+    fn abandon(
+        &mut self,
+        calls: &[ToolCall],
+        done: &mut [Option<Finished>],
+        logged: usize,
+        stop: Stop,
+    ) -> Stop {
+        let (Some(turn), Some(step)) =
+            (self.writer.trace().open_turn(), self.writer.trace().open_step())
+        else {
+            return stop;
+        };
+        for index in logged..calls.len() {
+            let call = &calls[index];
+            let finished = done[index].take().unwrap_or_else(|| {
+                let result = ToolResult::text(
+                    call.id.clone(),
+                    ToolResultStatus::Cancelled,
+                    "cancelled before it finished",
+                );
+                Finished {
+                    result,
+                    synthetic: Some(SyntheticReason::Cancelled),
+                    event: Err(ToolError::Cancelled),
+                }
+            });
+            if let Err(err) = self.log_result(turn, step, call, finished) {
+                // The log is failing; `close_turn` will try what it can.
+                return err;
+            }
+        }
+        stop
+    }
+}
+
+/// The result of a call refused before running, with a message the model can act on.
+fn refused(call: &ToolCall, err: ToolError, agent: &AgentLoop) -> Finished {
+    let (status, synthetic) = match err {
+        ToolError::Cancelled => (ToolResultStatus::Cancelled, SyntheticReason::Cancelled),
+        _ => (ToolResultStatus::Error, SyntheticReason::Refused),
+    };
+    let text = match &err {
+        ToolError::UnknownTool { .. } => {
+            let names: Vec<&str> =
+                agent.env.deps.tools.tools().iter().map(|tool| tool.name()).collect();
+            format!("{err}. The available tools are: {}.", names.join(", "))
+        }
+        ToolError::InvalidArguments { .. } => {
+            format!("{err}. Fix the arguments to match the tool's schema and call it again.")
+        }
+        _ => err.to_string(),
+    };
+    let result = ToolResult::text(call.id.clone(), status, text);
+    Finished { result, synthetic: Some(synthetic), event: Err(err) }
+}

@@ -1,0 +1,184 @@
+//! The model seam: `ModelClient` starts a streaming request and returns a `ResponseStream` of
+//! provider-neutral `ResponseEvent`s (design.md "Models").
+//!
+//! The stream is produced on the provider's own thread into a channel, so the AgentLoop can
+//! `select!` over it next to `cmd`. Invariants of a `ResponseStream`:
+//! - Dropping it stops the request at once: its abort hook runs (an HTTP adapter closes its
+//!   socket there), the receiver is dropped (a producer blocked on a full channel wakes with an
+//!   error), and then its worker thread is joined. A producer must return promptly after the
+//!   abort hook ran or a send failed.
+//! - A well-behaved stream ends with exactly one `Completed` or `Error`. Retries, backoff and
+//!   idle timeouts live in the adapter; the kernel never sees a retry.
+
+use std::fmt;
+
+use codecoder_protocol::{Message, SessionId, StopReason, ToolCallId, Usage};
+use codecoder_stdx::{JoinOnDrop, spawn_named};
+use crossbeam_channel::{Receiver, Sender, never};
+
+use crate::error::Result;
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// The name the model calls it by.
+    pub name: String,
+    /// What it does and when to use it.
+    pub description: String,
+    /// The JSON Schema of its arguments (an object schema).
+    pub schema: serde_json::Value,
+}
+
+/// One request to a model: everything it will see.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    /// The session, for provider-side prompt-cache keys.
+    pub session_id: SessionId,
+    /// The model id, as sent to the provider.
+    pub model: String,
+    /// The system prompt: the prompt sections, assembled.
+    pub instructions: String,
+    /// The conversation so far: the session log's projection, oldest first.
+    pub history: Vec<Message>,
+    /// The tools the model may call.
+    pub tools: Vec<ToolSpec>,
+    /// A cap on generated tokens, when set.
+    pub max_output_tokens: Option<u32>,
+}
+
+/// A failure to get an answer, after the adapter's own retries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelError {
+    /// What went wrong, for the person.
+    pub message: String,
+}
+
+impl ModelError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self { message: message.into() }
+    }
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// One event of a streamed response, provider-neutral.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResponseEvent {
+    /// Visible text.
+    TextDelta(String),
+    /// Reasoning text.
+    ReasoningDelta(String),
+    /// The current reasoning item is complete; what the provider needs to have it sent back.
+    ReasoningDone {
+        /// Anthropic's thinking signature.
+        signature: Option<String>,
+        /// OpenAI's encrypted reasoning, or Anthropic's redacted thinking.
+        encrypted_content: Option<String>,
+    },
+    /// A tool call begins.
+    ToolCallStart {
+        /// The provider's id for the call.
+        id: ToolCallId,
+        /// The tool's name.
+        name: String,
+    },
+    /// More of a call's JSON arguments.
+    ToolCallArgsDelta {
+        /// The call.
+        id: ToolCallId,
+        /// The next piece of the arguments' JSON text.
+        delta: String,
+    },
+    /// A call's arguments are complete.
+    ToolCallDone {
+        /// The call.
+        id: ToolCallId,
+    },
+    /// Token usage of this request so far; a later `Usage` replaces an earlier one.
+    Usage(Usage),
+    /// The response is complete.
+    Completed {
+        /// Why the model stopped.
+        stop_reason: StopReason,
+    },
+    /// The request failed; nothing follows.
+    Error(ModelError),
+}
+
+/// A streaming response. Read `events()`; drop it to abort (see the module doc).
+pub struct ResponseStream {
+    // Dropped (replaced) in `Drop` before `worker` is joined, so a producer blocked on a full
+    // channel wakes up.
+    events: Receiver<ResponseEvent>,
+    abort: Option<Box<dyn FnOnce() + Send>>,
+    worker: Option<JoinOnDrop<()>>,
+}
+
+impl ResponseStream {
+    /// A stream over `events`, produced elsewhere.
+    pub fn new(events: Receiver<ResponseEvent>) -> Self {
+        Self { events, abort: None, worker: None }
+    }
+
+    /// A stream produced by `produce` on a new thread named `name`, into a channel of
+    /// `capacity` events. `produce` must return soon after a send fails.
+    pub fn spawn(
+        name: impl Into<String>,
+        capacity: usize,
+        produce: impl FnOnce(Sender<ResponseEvent>) + Send + 'static,
+    ) -> Result<Self> {
+        let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
+        let worker = spawn_named(name, move || produce(tx))?;
+        Ok(Self { events: rx, abort: None, worker: Some(worker) })
+    }
+
+    /// Adds a hook run when the stream is dropped (finished or not), before the worker is
+    /// joined: an HTTP adapter shuts its socket down here so a blocked read returns.
+    #[must_use]
+    pub fn with_abort(mut self, abort: impl FnOnce() + Send + 'static) -> Self {
+        self.abort = Some(Box::new(abort));
+        self
+    }
+
+    /// Adds a worker thread that is joined when the stream is dropped.
+    #[must_use]
+    pub fn with_worker(mut self, worker: JoinOnDrop<()>) -> Self {
+        self.worker = Some(worker);
+        self
+    }
+
+    /// The events, in order.
+    pub fn events(&self) -> &Receiver<ResponseEvent> {
+        &self.events
+    }
+}
+
+impl fmt::Debug for ResponseStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseStream").field("queued", &self.events.len()).finish()
+    }
+}
+
+impl Drop for ResponseStream {
+    fn drop(&mut self) {
+        if let Some(abort) = self.abort.take() {
+            abort();
+        }
+        self.events = never();
+        // `worker` joins when the field drops, after this.
+    }
+}
+
+/// A model provider. Implementations are cheap to share across threads.
+pub trait ModelClient: Send + Sync {
+    /// Starts `request`. An `Err` is a failure before any event (for example no credentials);
+    /// failures after that arrive as `ResponseEvent::Error`.
+    fn stream(&self, request: ModelRequest) -> std::result::Result<ResponseStream, ModelError>;
+}

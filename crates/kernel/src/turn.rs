@@ -1,0 +1,577 @@
+//! The AgentLoop: one thread owns the session writer and runs turns (design.md "A turn").
+//!
+//! Idle, the loop blocks on `cmd`. A turn: `turn_start`, then steps until the model stops asking
+//! for tools and no steered input waits. A step: queued input is injected (`user_message`, in
+//! arrival order) after the pre-step interceptors ran on it, `step_start`, the request is built
+//! from the log's projection, the stream is read (deltas → events), the assistant message is
+//! logged, tool calls run (`exec.rs`), `step_end` with the step's usage. Then `turn_end` and
+//! `TurnDone`.
+//!
+//! Invariants:
+//! - Model-visible ⟺ logged: the request is built from `writer.history()` only, after every
+//!   record of the previous step was appended.
+//! - Whatever stops a turn (completion, cancel, failure), `close_turn` appends what closes the
+//!   open step and turn (synthetic results for pending calls first), so the log validates, and
+//!   `TurnDone` is sent exactly once per `TurnStarted`.
+//! - While a turn runs, every blocking wait also selects on `cmd`: Cancel is seen at once; Submit
+//!   and Steer are queued, never lost.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use codecoder_protocol::{
+    AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ContentItem, Message, MessageItem,
+    Reasoning, RecordBody, Role, StepId, StopReason, ToolCall, ToolCallId, TurnId, TurnOutcome,
+    Usage, UserInput,
+};
+use codecoder_session::{CloseReason, SessionWriter, closing_records};
+use codecoder_stdx::JoinOnDrop;
+use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, select};
+
+use crate::agent::{AgentEnv, StepInfo, StepVerdict};
+use crate::model::{ResponseEvent, ResponseStream, ToolSpec};
+use crate::prompt::PromptInput;
+
+/// How many queued stream events are handled before `cmd` is looked at again.
+const STREAM_BATCH: usize = 256;
+
+/// What a finished turn reports to whoever waits for it (the `agent` tool of a parent).
+#[derive(Debug, Clone)]
+pub(crate) struct TurnSummary {
+    pub(crate) outcome: TurnOutcome,
+    pub(crate) final_text: String,
+}
+
+/// Why a turn stops before completing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Stop {
+    Cancelled,
+    Failed(String),
+}
+
+impl Stop {
+    fn message(self) -> String {
+        match self {
+            Self::Cancelled => "cancelled".to_owned(),
+            Self::Failed(message) => message,
+        }
+    }
+}
+
+/// What a completed step asks of the turn.
+struct StepOutcome {
+    wants_more: bool,
+    usage: Usage,
+    text: String,
+}
+
+/// How reading a stream ended.
+enum StreamEnd {
+    Completed(StopReason),
+    Stopped(Stop),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum DeltaKind {
+    Text,
+    Reasoning,
+}
+
+/// The assistant message being assembled from a stream.
+#[derive(Default)]
+struct Assembly {
+    items: Vec<MessageItem>,
+    /// Tool calls by id: the index of their item and their raw argument text.
+    calls: Vec<(ToolCallId, usize, String)>,
+}
+
+impl Assembly {
+    fn push_text(&mut self, delta: &str) {
+        if let Some(MessageItem::Text { text }) = self.items.last_mut() {
+            text.push_str(delta);
+            return;
+        }
+        self.items.push(MessageItem::Text { text: delta.to_owned() });
+    }
+
+    fn push_reasoning(&mut self, delta: &str) {
+        if let Some(MessageItem::Reasoning(reasoning)) = self.items.last_mut() {
+            reasoning.text.push_str(delta);
+            return;
+        }
+        self.items.push(MessageItem::Reasoning(Reasoning {
+            text: delta.to_owned(),
+            ..Reasoning::default()
+        }));
+    }
+
+    fn text(&self) -> String {
+        let mut out = String::new();
+        for item in &self.items {
+            if let MessageItem::Text { text } = item {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+
+    /// The message with its tool calls' arguments parsed. Invalid JSON is kept as a JSON string
+    /// (the call then fails schema validation with a message the model can act on).
+    fn finish(mut self, with_calls: bool) -> Vec<MessageItem> {
+        for (_, index, raw) in &self.calls {
+            if let MessageItem::ToolCall(call) = &mut self.items[*index] {
+                call.args = if raw.trim().is_empty() {
+                    serde_json::Value::Object(serde_json::Map::new())
+                } else {
+                    serde_json::from_str(raw)
+                        .unwrap_or_else(|_| serde_json::Value::String(raw.clone()))
+                };
+            }
+        }
+        if !with_calls {
+            self.items.retain(|item| !matches!(item, MessageItem::ToolCall(_)));
+        }
+        self.items
+    }
+}
+
+pub(crate) struct AgentLoop {
+    pub(crate) env: Arc<AgentEnv>,
+    pub(crate) writer: SessionWriter,
+    pub(crate) cmd: Receiver<AgentCommand>,
+    done: Option<Sender<TurnSummary>>,
+    specs: Vec<ToolSpec>,
+    pub(crate) queued: VecDeque<UserInput>,
+    pub(crate) grants: HashSet<String>,
+    pub(crate) shutdown: bool,
+    /// Failed calls of this turn by (name, arguments), for the repeated-failure nudge.
+    pub(crate) failures: HashMap<(String, String), u32>,
+    /// Tool threads that did not stop within the cancel grace; joined at shutdown.
+    pub(crate) lingering: Vec<JoinOnDrop<()>>,
+    step_usage: Usage,
+}
+
+impl AgentLoop {
+    pub(crate) fn new(
+        env: Arc<AgentEnv>,
+        writer: SessionWriter,
+        cmd: Receiver<AgentCommand>,
+        done: Option<Sender<TurnSummary>>,
+    ) -> Self {
+        let specs = env.deps.tools.specs();
+        Self {
+            env,
+            writer,
+            cmd,
+            done,
+            specs,
+            queued: VecDeque::new(),
+            grants: HashSet::new(),
+            shutdown: false,
+            failures: HashMap::new(),
+            lingering: Vec::new(),
+            step_usage: Usage::default(),
+        }
+    }
+
+    pub(crate) fn emit(&self, kind: AgentEventKind) {
+        // A client that dropped its receiver is gone; `cmd` disconnects too and ends the loop.
+        let _ = self.env.events.send(AgentEvent { source: self.env.source.clone(), kind });
+    }
+
+    /// Appends a record; a refused or failed write fails the turn.
+    pub(crate) fn append(&mut self, body: RecordBody) -> Result<u64, Stop> {
+        self.writer.append(body).map_err(|err| Stop::Failed(format!("session log: {err}")))
+    }
+
+    /// Handles a command that arrived mid-turn. `Some` when the turn must stop.
+    pub(crate) fn handle_cmd(&mut self, cmd: Result<AgentCommand, RecvError>) -> Option<Stop> {
+        match cmd {
+            Ok(AgentCommand::Submit(input) | AgentCommand::Steer(input)) => {
+                self.queued.push_back(input);
+                None
+            }
+            Ok(AgentCommand::Cancel) => Some(Stop::Cancelled),
+            Ok(AgentCommand::Shutdown) | Err(RecvError) => {
+                self.shutdown = true;
+                Some(Stop::Cancelled)
+            }
+        }
+    }
+
+    /// Handles every command already queued, without blocking.
+    pub(crate) fn poll_cmd(&mut self) -> Result<(), Stop> {
+        loop {
+            let cmd = match self.cmd.try_recv() {
+                Ok(cmd) => Ok(cmd),
+                Err(TryRecvError::Empty) => return Ok(()),
+                Err(TryRecvError::Disconnected) => Err(RecvError),
+            };
+            if let Some(stop) = self.handle_cmd(cmd) {
+                return Err(stop);
+            }
+        }
+    }
+
+    /// Runs until `Shutdown` (or until `cmd` disconnects), then closes the log and joins.
+    pub(crate) fn run(mut self) {
+        while !self.shutdown {
+            let input = match self.queued.pop_front() {
+                Some(input) => input,
+                None => match self.cmd.recv() {
+                    Ok(AgentCommand::Submit(input) | AgentCommand::Steer(input)) => input,
+                    // Nothing runs: nothing to cancel.
+                    Ok(AgentCommand::Cancel) => continue,
+                    Ok(AgentCommand::Shutdown) | Err(RecvError) => break,
+                },
+            };
+            self.run_turn(input);
+        }
+        if let Err(stop) = self.append(RecordBody::SessionEnd) {
+            self.emit(AgentEventKind::Warning { message: stop.message() });
+        }
+        if let Err(err) = self.writer.sync() {
+            self.emit(AgentEventKind::Warning { message: format!("session log: {err}") });
+        }
+        for thread in self.lingering.drain(..) {
+            let _ = thread.join();
+        }
+        // A subagent's shutdown is its parent's business, not the client's.
+        if self.done.is_none() {
+            self.emit(AgentEventKind::ShutdownComplete);
+        }
+    }
+
+    fn run_turn(&mut self, input: UserInput) {
+        let turn = TurnId::new(self.writer.trace().last_turn()).next();
+        self.failures.clear();
+        if let Err(stop) = self.append(RecordBody::TurnStart { turn }) {
+            // Nothing was opened: the turn never started, and the client hears why.
+            let message = stop.message();
+            self.emit(AgentEventKind::Warning { message: message.clone() });
+            if let Some(done) = &self.done {
+                let _ = done.try_send(TurnSummary {
+                    outcome: TurnOutcome::Failed { message },
+                    final_text: String::new(),
+                });
+            }
+            return;
+        }
+        self.emit(AgentEventKind::TurnStarted { turn });
+        self.queued.push_front(input);
+        let mut usage = Usage::default();
+        let mut final_text = String::new();
+        let outcome = match self.turn_body(turn, &mut usage, &mut final_text) {
+            Ok(()) => TurnOutcome::Completed,
+            Err(Stop::Cancelled) => TurnOutcome::Cancelled,
+            Err(Stop::Failed(message)) => TurnOutcome::Failed { message },
+        };
+        self.close_turn(&outcome, usage);
+        let cancelled = outcome == TurnOutcome::Cancelled;
+        self.emit(AgentEventKind::TurnDone { turn, cancelled, outcome: outcome.clone(), usage });
+        self.emit(AgentEventKind::Status(AgentStatus::Idle));
+        if let Some(done) = &self.done {
+            let _ = done.try_send(TurnSummary { outcome, final_text });
+        }
+    }
+
+    /// Appends what closes the open step and turn: synthetic results for pending calls, the
+    /// step's end with its usage so far, the turn's end with its outcome and usage.
+    fn close_turn(&mut self, outcome: &TurnOutcome, usage: Usage) {
+        let records = closing_records(self.writer.trace(), CloseReason::Cancel);
+        for mut record in records {
+            match &mut record {
+                RecordBody::StepEnd { usage: step_usage, .. } => *step_usage = self.step_usage,
+                RecordBody::TurnEnd { outcome: end_outcome, usage: turn_usage, .. } => {
+                    *end_outcome = outcome.clone();
+                    *turn_usage = usage;
+                }
+                _ => {}
+            }
+            if let Err(stop) = self.append(record) {
+                self.emit(AgentEventKind::Warning { message: stop.message() });
+                return;
+            }
+        }
+    }
+
+    fn turn_body(
+        &mut self,
+        turn: TurnId,
+        usage: &mut Usage,
+        final_text: &mut String,
+    ) -> Result<(), Stop> {
+        let mut step = StepId::new(0);
+        loop {
+            self.poll_cmd()?;
+            step = step.next();
+            let max_steps = self.env.config.max_steps;
+            if step.get() > max_steps {
+                return Err(Stop::Failed(format!(
+                    "the turn reached its limit of {max_steps} steps"
+                )));
+            }
+            let mut inputs: Vec<UserInput> = self.queued.drain(..).collect();
+            let info = StepInfo {
+                session_id: self.writer.session_id(),
+                turn,
+                step,
+                history: self.writer.history(),
+                depth: self.env.depth,
+            };
+            for interceptor in &self.env.deps.interceptors {
+                if let StepVerdict::Reject { message } = interceptor.before_step(&info, &mut inputs)
+                {
+                    return Err(Stop::Failed(message));
+                }
+            }
+            for input in inputs {
+                let message =
+                    Message::new(Role::User, input.content.into_iter().map(user_item).collect());
+                self.append(RecordBody::UserMessage { message })?;
+            }
+            self.append(RecordBody::StepStart { turn, step })?;
+            self.emit(AgentEventKind::StepStarted { turn, step });
+            self.emit(AgentEventKind::Status(AgentStatus::Thinking));
+            let outcome = self.run_step(turn, step)?;
+            *usage += outcome.usage;
+            self.emit(AgentEventKind::Usage { turn, turn_total: *usage });
+            if !outcome.text.is_empty() {
+                *final_text = outcome.text;
+            }
+            self.poll_cmd()?;
+            if !outcome.wants_more && self.queued.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+
+    fn run_step(&mut self, turn: TurnId, step: StepId) -> Result<StepOutcome, Stop> {
+        self.step_usage = Usage::default();
+        let request = self.env.deps.prompt.build(&PromptInput {
+            session_id: self.writer.session_id(),
+            model: &self.env.config.model,
+            agent_instructions: self.env.config.agent_instructions.as_deref(),
+            history: self.writer.history(),
+            tools: &self.specs,
+            turn,
+            step,
+        });
+        let stream = match self.env.deps.model.stream(request) {
+            Ok(stream) => stream,
+            Err(err) => {
+                let message = format!("model request failed: {err}");
+                self.append(RecordBody::Error { message: message.clone() })?;
+                return Err(Stop::Failed(message));
+            }
+        };
+        let mut assembly = Assembly::default();
+        let end = self.read_stream(turn, step, &stream, &mut assembly);
+        // Dropping the stream aborts the request and joins its thread.
+        drop(stream);
+        let stop_reason = match end {
+            StreamEnd::Completed(stop_reason) => stop_reason,
+            StreamEnd::Stopped(stop) => {
+                // What the person saw streamed is kept (text and reasoning, not half-made calls):
+                // the model sees next time what it had said before the interruption.
+                let items = assembly.finish(false);
+                if !items.is_empty() {
+                    self.append(RecordBody::AssistantMessage {
+                        message: Message::new(Role::Assistant, items),
+                    })?;
+                }
+                if let Stop::Failed(message) = &stop {
+                    self.append(RecordBody::Error { message: message.clone() })?;
+                }
+                return Err(stop);
+            }
+        };
+        let text = assembly.text();
+        let message = Message::new(Role::Assistant, assembly.finish(true));
+        let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
+        if !message.items.is_empty() {
+            self.append(RecordBody::AssistantMessage { message })?;
+        }
+        if !calls.is_empty() {
+            if stop_reason == StopReason::MaxTokens {
+                self.refuse_cut_off(turn, step, &calls)?;
+            } else {
+                self.run_tools(turn, step, calls.clone())?;
+            }
+        }
+        let usage = self.step_usage;
+        self.append(RecordBody::StepEnd { turn, step, usage, stop_reason: Some(stop_reason) })?;
+        self.emit(AgentEventKind::StepFinished { turn, step, usage });
+        Ok(StepOutcome { wants_more: !calls.is_empty(), usage, text })
+    }
+
+    /// Reads the stream until it completes, fails, or a command stops the turn.
+    fn read_stream(
+        &mut self,
+        turn: TurnId,
+        step: StepId,
+        stream: &ResponseStream,
+        assembly: &mut Assembly,
+    ) -> StreamEnd {
+        let events = stream.events();
+        let coalesce = self.env.config.coalesce_deltas;
+        let mut pending: Option<(DeltaKind, String)> = None;
+        loop {
+            // Drain what is queued without blocking, a batch at a time so `cmd` is looked at
+            // between batches even under a flood of tokens.
+            let mut end = None;
+            for _ in 0..STREAM_BATCH {
+                match events.try_recv() {
+                    Ok(event) => {
+                        end = self.on_response(turn, step, event, assembly, coalesce, &mut pending);
+                        if end.is_some() {
+                            break;
+                        }
+                    }
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        end = Some(StreamEnd::Stopped(Stop::Failed(
+                            "the model stream ended without completing".to_owned(),
+                        )));
+                        break;
+                    }
+                }
+            }
+            self.flush_delta(turn, step, &mut pending);
+            if let Some(end) = end {
+                return end;
+            }
+            if let Err(stop) = self.poll_cmd() {
+                return StreamEnd::Stopped(stop);
+            }
+            select! {
+                recv(events) -> event => {
+                    let end = match event {
+                        Ok(event) => self.on_response(turn, step, event, assembly, coalesce, &mut pending),
+                        Err(_) => Some(StreamEnd::Stopped(Stop::Failed(
+                            "the model stream ended without completing".to_owned(),
+                        ))),
+                    };
+                    self.flush_delta(turn, step, &mut pending);
+                    if let Some(end) = end {
+                        return end;
+                    }
+                }
+                recv(self.cmd) -> cmd => {
+                    if let Some(stop) = self.handle_cmd(cmd) {
+                        return StreamEnd::Stopped(stop);
+                    }
+                }
+            }
+        }
+    }
+
+    fn flush_delta(&self, turn: TurnId, step: StepId, pending: &mut Option<(DeltaKind, String)>) {
+        match pending.take() {
+            Some((DeltaKind::Text, delta)) => {
+                self.emit(AgentEventKind::TextDelta { turn, step, delta })
+            }
+            Some((DeltaKind::Reasoning, delta)) => {
+                self.emit(AgentEventKind::ReasoningDelta { turn, step, delta })
+            }
+            None => {}
+        }
+    }
+
+    fn on_delta(
+        &self,
+        turn: TurnId,
+        step: StepId,
+        kind: DeltaKind,
+        delta: String,
+        coalesce: bool,
+        pending: &mut Option<(DeltaKind, String)>,
+    ) {
+        if !coalesce {
+            match kind {
+                DeltaKind::Text => self.emit(AgentEventKind::TextDelta { turn, step, delta }),
+                DeltaKind::Reasoning => {
+                    self.emit(AgentEventKind::ReasoningDelta { turn, step, delta })
+                }
+            }
+            return;
+        }
+        match pending {
+            Some((pending_kind, text)) if *pending_kind == kind => text.push_str(&delta),
+            _ => {
+                self.flush_delta(turn, step, pending);
+                *pending = Some((kind, delta));
+            }
+        }
+    }
+
+    fn on_response(
+        &mut self,
+        turn: TurnId,
+        step: StepId,
+        event: ResponseEvent,
+        assembly: &mut Assembly,
+        coalesce: bool,
+        pending: &mut Option<(DeltaKind, String)>,
+    ) -> Option<StreamEnd> {
+        match event {
+            ResponseEvent::TextDelta(delta) => {
+                assembly.push_text(&delta);
+                self.on_delta(turn, step, DeltaKind::Text, delta, coalesce, pending);
+            }
+            ResponseEvent::ReasoningDelta(delta) => {
+                assembly.push_reasoning(&delta);
+                self.on_delta(turn, step, DeltaKind::Reasoning, delta, coalesce, pending);
+            }
+            ResponseEvent::ReasoningDone { signature, encrypted_content } => {
+                if !matches!(assembly.items.last(), Some(MessageItem::Reasoning(_))) {
+                    assembly.items.push(MessageItem::Reasoning(Reasoning::default()));
+                }
+                if let Some(MessageItem::Reasoning(reasoning)) = assembly.items.last_mut() {
+                    reasoning.signature = signature;
+                    reasoning.encrypted_content = encrypted_content;
+                }
+            }
+            ResponseEvent::ToolCallStart { id, name } => {
+                let index = assembly.items.len();
+                assembly.items.push(MessageItem::ToolCall(ToolCall {
+                    id: id.clone(),
+                    name,
+                    args: serde_json::Value::Null,
+                }));
+                assembly.calls.push((id, index, String::new()));
+            }
+            ResponseEvent::ToolCallArgsDelta { id, delta } => {
+                if let Some((_, _, raw)) =
+                    assembly.calls.iter_mut().find(|(call_id, _, _)| *call_id == id)
+                {
+                    raw.push_str(&delta);
+                }
+            }
+            // Arguments are parsed once, when the message is assembled.
+            ResponseEvent::ToolCallDone { .. } => {}
+            ResponseEvent::Usage(usage) => self.step_usage = usage,
+            ResponseEvent::Completed { stop_reason } => {
+                return Some(StreamEnd::Completed(stop_reason));
+            }
+            ResponseEvent::Error(err) => {
+                return Some(StreamEnd::Stopped(Stop::Failed(format!("model error: {err}"))));
+            }
+        }
+        None
+    }
+}
+
+/// User input as message items. Blob references (large attachments) show as their preview.
+fn user_item(item: ContentItem) -> MessageItem {
+    match item {
+        ContentItem::Text { text } => MessageItem::Text { text },
+        ContentItem::Image(image) => MessageItem::Image(image),
+        ContentItem::BlobRef(blob) => MessageItem::Text {
+            text: format!(
+                "[attachment sha256:{} ({} bytes)]\n{}",
+                blob.sha256, blob.size, blob.preview
+            ),
+        },
+    }
+}
