@@ -1,1 +1,12 @@
-//! x
+//! The kernel's integration tests: event order, cancellation, tool orchestration, approvals,
+//! steering, loop hygiene, subagents, thread leaks. Each runs a real AgentLoop against a
+//! scripted model and a session store in a temp dir, and validates the log afterwards.
+// Test helpers unwrap: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cancel;
+mod hygiene;
+mod leak;
+mod order;
+mod subagent;
+mod support;
