@@ -1,2 +1,230 @@
-//! x
-fn main() {}
+//! Kernel benchmarks (issue 3): prints median and p99 figures; `cargo bench -p codecoder-kernel`.
+//!
+//! 1. Throughput, scripted model → client event receiver, one token per model delta.
+//! 2. Cancel latency under that flood: `Cancel` sent → `TurnDone` received.
+//! 3. Cancel latency with a running child process (`sleep 100`) → `TurnDone`, group gone.
+//! 4. Kernel overhead per step with an instant model and an instant tool.
+//!
+//! Everything runs on the real AgentLoop with a session log in a temp dir (fsync at turn end).
+// A bench binary reports on stdout; unwrapping is how it fails.
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../tests/it/support.rs"]
+#[allow(dead_code)]
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use codecoder_kernel::{AgentConfig, AllowAll};
+use codecoder_protocol::{AgentCommand, AgentEventKind, StopReason};
+use codecoder_sandbox::live_group_members;
+use crossbeam_channel::bounded;
+use serde_json::json;
+
+use support::{CommandTool, EchoTool, Harness, Response, ScriptedModel, answer, calls, completed};
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let rank = ((sorted.len() as f64) * p).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn report(name: &str, mut samples: Vec<Duration>) {
+    samples.sort();
+    println!(
+        "{name}: n={} median={:?} p99={:?} max={:?}",
+        samples.len(),
+        percentile(&samples, 0.5),
+        percentile(&samples, 0.99),
+        samples[samples.len() - 1]
+    );
+}
+
+fn config(coalesce: bool) -> AgentConfig {
+    let mut config = support::config();
+    config.coalesce_deltas = coalesce;
+    config.max_steps = 10_000;
+    config
+}
+
+fn harness(
+    model: Arc<ScriptedModel>,
+    tools: Vec<Arc<dyn codecoder_kernel::Tool>>,
+    config: AgentConfig,
+) -> Harness {
+    Harness::with(model, tools, Arc::new(AllowAll), config, |_| {})
+}
+
+/// Streams `tokens` tokens through a whole turn; returns (elapsed, tokens received, events).
+fn flood_once(harness: &Harness, tokens: usize) -> (Duration, usize, usize) {
+    let started = Instant::now();
+    harness.submit("flood");
+    let mut received = 0;
+    let mut events = 0;
+    loop {
+        let event = harness.next();
+        match event.kind {
+            AgentEventKind::TextDelta { delta, .. } => {
+                received += delta.len() / 4;
+                events += 1;
+            }
+            AgentEventKind::TurnDone { .. } => break,
+            _ => {}
+        }
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(received, tokens);
+    (elapsed, received, events)
+}
+
+fn throughput(coalesce: bool) {
+    const TOKENS: usize = 2_000_000;
+    const TRIALS: usize = 5;
+    let model = ScriptedModel::new(|_| Response::Flood { tokens: TOKENS });
+    let harness = harness(model, vec![], config(coalesce));
+    let mut rates = Vec::new();
+    let mut event_counts = Vec::new();
+    for _ in 0..TRIALS {
+        let (elapsed, received, events) = flood_once(&harness, TOKENS);
+        rates.push(received as f64 / elapsed.as_secs_f64());
+        event_counts.push(events);
+    }
+    rates.sort_by(f64::total_cmp);
+    println!(
+        "throughput (coalesce_deltas={coalesce}): {TOKENS} tokens x {TRIALS} turns, median {:.0} tokens/s (min {:.0}, max {:.0}), {} delta events per turn (median)",
+        rates[TRIALS / 2],
+        rates[0],
+        rates[TRIALS - 1],
+        {
+            event_counts.sort_unstable();
+            event_counts[TRIALS / 2]
+        }
+    );
+    harness.shutdown();
+}
+
+fn cancel_under_flood() {
+    const TRIALS: usize = 200;
+    let model = ScriptedModel::new(|_| Response::Flood { tokens: 100_000_000 });
+    let harness = harness(model, vec![], config(true));
+    let mut samples = Vec::new();
+    for _ in 0..TRIALS {
+        harness.submit("flood");
+        // Let the flood run: wait for 1000 tokens to reach the client.
+        let mut received = 0;
+        while received < 1000 {
+            if let AgentEventKind::TextDelta { delta, .. } = harness.next().kind {
+                received += delta.len() / 4;
+            }
+        }
+        let sent = Instant::now();
+        harness.handle.cmd.send(AgentCommand::Cancel).unwrap();
+        loop {
+            if let AgentEventKind::TurnDone { cancelled, .. } = harness.next().kind {
+                assert!(cancelled);
+                break;
+            }
+        }
+        samples.push(sent.elapsed());
+    }
+    report("cancel latency under a token flood (Cancel sent -> TurnDone received)", samples);
+    harness.shutdown();
+}
+
+fn cancel_with_child() {
+    const TRIALS: usize = 200;
+    let (pgids_tx, pgids) = bounded(4);
+    let model = ScriptedModel::new(|request| {
+        if request.history.last().is_some_and(|m| m.role == codecoder_protocol::Role::User) {
+            Response::Events(calls(&[("r1", "run", json!({ "argv": ["sleep", "100"] }))]))
+        } else {
+            Response::Events(answer("unexpected"))
+        }
+    });
+    let harness = harness(model, vec![Arc::new(CommandTool { pgids: pgids_tx })], config(true));
+    let mut samples = Vec::new();
+    for _ in 0..TRIALS {
+        harness.submit("sleep");
+        let pgid = pgids.recv_timeout(support::PATIENCE).unwrap();
+        let sent = Instant::now();
+        harness.handle.cmd.send(AgentCommand::Cancel).unwrap();
+        loop {
+            if let AgentEventKind::TurnDone { cancelled, .. } = harness.next().kind {
+                assert!(cancelled);
+                break;
+            }
+        }
+        let elapsed = sent.elapsed();
+        assert!(live_group_members(pgid).is_empty(), "group {pgid} survived");
+        samples.push(elapsed);
+    }
+    report("cancel latency with a running child (Cancel sent -> TurnDone, group gone)", samples);
+    harness.shutdown();
+}
+
+fn step_overhead() {
+    const STEPS: usize = 200;
+    const TURNS: usize = 20;
+    // Every request but the last of a turn asks for one instant tool call.
+    let model = ScriptedModel::new(|request| {
+        let steps_so_far = request
+            .history
+            .iter()
+            .rev()
+            .take_while(|m| m.role != codecoder_protocol::Role::User)
+            .count()
+            / 2;
+        if steps_so_far + 1 < STEPS {
+            let id = format!("c{steps_so_far}");
+            Response::Events(calls(&[(&id, "echo", json!({ "text": "x" }))]))
+        } else {
+            Response::Events(vec![completed(StopReason::EndTurn)])
+        }
+    });
+    let harness = harness(model, vec![Arc::new(EchoTool)], config(true));
+    let mut samples = Vec::new();
+    for _ in 0..TURNS {
+        let started = Instant::now();
+        harness.submit("go");
+        let mut steps = 0;
+        loop {
+            match harness.next().kind {
+                AgentEventKind::StepFinished { .. } => steps += 1,
+                AgentEventKind::TurnDone { .. } => break,
+                _ => {}
+            }
+        }
+        assert_eq!(steps, STEPS);
+        samples.push(started.elapsed() / STEPS as u32);
+    }
+    report(
+        &format!(
+            "kernel overhead per step (instant model + one instant tool call, {STEPS} steps per turn, per-turn mean)"
+        ),
+        samples,
+    );
+    harness.shutdown();
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument selects benchmarks by name.
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let wanted = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
+    println!(
+        "codecoder-kernel benchmarks ({} cores)",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    if wanted("throughput") {
+        throughput(true);
+        throughput(false);
+    }
+    if wanted("cancel_flood") {
+        cancel_under_flood();
+    }
+    if wanted("cancel_child") {
+        cancel_with_child();
+    }
+    if wanted("step") {
+        step_overhead();
+    }
+}

@@ -166,12 +166,20 @@ impl fmt::Debug for ResponseStream {
     }
 }
 
-impl Drop for ResponseStream {
-    fn drop(&mut self) {
+impl ResponseStream {
+    /// Stops the request now without waiting for its thread: runs the abort hook and drops the
+    /// receiver. The thread is joined when the stream is dropped.
+    pub fn abort(&mut self) {
         if let Some(abort) = self.abort.take() {
             abort();
         }
         self.events = never();
+    }
+}
+
+impl Drop for ResponseStream {
+    fn drop(&mut self) {
+        self.abort();
         // `worker` joins when the field drops, after this.
     }
 }

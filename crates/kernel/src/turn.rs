@@ -35,6 +35,12 @@ use crate::prompt::PromptInput;
 /// How many queued stream events are handled before `cmd` is looked at again.
 const STREAM_BATCH: usize = 256;
 
+/// How many times the loop yields, waiting for the next stream event, before it parks.
+const SPIN_YIELDS: usize = 16;
+
+/// A drained batch at least this large means the stream is flooding.
+const FLOOD_BATCH: usize = 32;
+
 /// What a finished turn reports to whoever waits for it (the `agent` tool of a parent).
 #[derive(Debug, Clone)]
 pub(crate) struct TurnSummary {
@@ -149,6 +155,8 @@ pub(crate) struct AgentLoop {
     /// Tool threads that did not stop within the cancel grace; joined at shutdown.
     pub(crate) lingering: Vec<JoinOnDrop<()>>,
     step_usage: Usage,
+    /// Aborted model streams whose threads are joined once the turn's `TurnDone` is sent.
+    retired: Vec<ResponseStream>,
 }
 
 impl AgentLoop {
@@ -171,6 +179,7 @@ impl AgentLoop {
             failures: HashMap::new(),
             lingering: Vec::new(),
             step_usage: Usage::default(),
+            retired: Vec::new(),
         }
     }
 
@@ -270,6 +279,7 @@ impl AgentLoop {
         let cancelled = outcome == TurnOutcome::Cancelled;
         self.emit(AgentEventKind::TurnDone { turn, cancelled, outcome: outcome.clone(), usage });
         self.emit(AgentEventKind::Status(AgentStatus::Idle));
+        self.retired.clear();
         if let Some(done) = &self.done {
             let _ = done.try_send(TurnSummary { outcome, final_text });
         }
@@ -366,12 +376,19 @@ impl AgentLoop {
             }
         };
         let mut assembly = Assembly::default();
+        let mut stream = stream;
         let end = self.read_stream(turn, step, &stream, &mut assembly);
-        // Dropping the stream aborts the request and joins its thread.
-        drop(stream);
         let stop_reason = match end {
-            StreamEnd::Completed(stop_reason) => stop_reason,
+            StreamEnd::Completed(stop_reason) => {
+                // Finished: its thread is ending, so the join in drop is immediate.
+                drop(stream);
+                stop_reason
+            }
             StreamEnd::Stopped(stop) => {
+                // Abort at once; the join waits until `TurnDone` is out, so a producer thread
+                // that is slow to be scheduled does not delay the cancel.
+                stream.abort();
+                self.retired.push(stream);
                 // What the person saw streamed is kept (text and reasoning, not half-made calls):
                 // the model sees next time what it had said before the interruption.
                 let items = assembly.finish(false);
@@ -420,9 +437,11 @@ impl AgentLoop {
             // Drain what is queued without blocking, a batch at a time so `cmd` is looked at
             // between batches even under a flood of tokens.
             let mut end = None;
+            let mut drained = 0;
             for _ in 0..STREAM_BATCH {
                 match events.try_recv() {
                     Ok(event) => {
+                        drained += 1;
                         end = self.on_response(turn, step, event, assembly, coalesce, &mut pending);
                         if end.is_some() {
                             break;
@@ -443,6 +462,21 @@ impl AgentLoop {
             }
             if let Err(stop) = self.poll_cmd() {
                 return StreamEnd::Stopped(stop);
+            }
+            // Under a flood (the last batch was large), a stream that is merely between two
+            // tokens is refilled within microseconds: yielding a few times before parking saves
+            // the futex round trip of a blocking select, the dominant cost then. A slow stream
+            // (a real model, a few hundred tokens a second) parks at once.
+            if drained >= FLOOD_BATCH && events.is_empty() {
+                for _ in 0..SPIN_YIELDS {
+                    std::thread::yield_now();
+                    if !events.is_empty() {
+                        break;
+                    }
+                }
+            }
+            if !events.is_empty() {
+                continue;
             }
             select! {
                 recv(events) -> event => {

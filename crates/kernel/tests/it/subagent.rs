@@ -238,3 +238,38 @@ fn children_of_one_response_run_in_parallel() {
     assert_eq!(result_texts(&logs.root), ["a1 slow one done", "a2 slow two done"]);
     assert_eq!(logs.children.len(), 2);
 }
+
+#[test]
+fn a_child_that_runs_too_long_times_out() {
+    let (_gate_tx, gate) = bounded::<()>(1);
+    let gate = std::sync::Mutex::new(Some(gate));
+    let model = ScriptedModel::new(move |request| {
+        let first = request.history.len() == 1;
+        match first_user_text(request).as_str() {
+            "root" if first => {
+                Response::Events(calls(&[("a1", "agent", json!({ "task": "forever" }))]))
+            }
+            // The child's stream never completes (the gate is never opened).
+            "forever" => Response::Gated {
+                before: vec![text("thinking ")],
+                gate: gate.lock().unwrap().take().unwrap(),
+                after: vec![],
+            },
+            _ => Response::Events(answer("root done")),
+        }
+    });
+    let mut config = config();
+    config.subagents.timeout = Duration::from_millis(200);
+    let harness = Harness::with(model, vec![agent_tool()], Arc::new(AllowAll), config, |_| {});
+    harness.submit("root");
+    let events = harness.turn();
+    let tags = tags(&events);
+    assert!(
+        tags.contains(&"tool_finished a1 error: timed out after 200 ms".to_owned()),
+        "{tags:?}"
+    );
+    assert_eq!(tags.last().unwrap(), "turn_done Completed cancelled=false");
+    let logs = harness.shutdown();
+    assert!(!logs.children[0].trace.needs_repair());
+    assert_eq!(outcome_of(&logs.children[0]), Some(TurnOutcome::Cancelled));
+}
