@@ -164,46 +164,49 @@ fn cancel_with_child() {
 
 fn step_overhead() {
     const STEPS: usize = 200;
-    const TURNS: usize = 20;
-    // Every request but the last of a turn asks for one instant tool call.
-    let model = ScriptedModel::new(|request| {
-        let steps_so_far = request
-            .history
-            .iter()
-            .rev()
-            .take_while(|m| m.role != codecoder_protocol::Role::User)
-            .count()
-            / 2;
-        if steps_so_far + 1 < STEPS {
-            let id = format!("c{steps_so_far}");
-            Response::Events(calls(&[(&id, "echo", json!({ "text": "x" }))]))
-        } else {
-            Response::Events(vec![completed(StopReason::EndTurn)])
-        }
-    });
-    let harness = harness(model, vec![Arc::new(EchoTool)], config(true));
-    let mut samples = Vec::new();
-    for _ in 0..TURNS {
+    const SESSIONS: usize = 20;
+    let mut per_turn = Vec::new();
+    let mut per_step = Vec::new();
+    // A fresh session per trial: each request carries the whole history (cloned from the log's
+    // projection), so a step's cost grows with the session; 200 steps stay a realistic size.
+    for _ in 0..SESSIONS {
+        // Every request but the last of the turn asks for one instant tool call.
+        let model = ScriptedModel::new(|request| {
+            let steps_so_far = (request.history.len() - 1) / 2;
+            if steps_so_far + 1 < STEPS {
+                let id = format!("c{steps_so_far}");
+                Response::Events(calls(&[(&id, "echo", json!({ "text": "x" }))]))
+            } else {
+                Response::Events(vec![completed(StopReason::EndTurn)])
+            }
+        });
+        let harness = harness(model, vec![Arc::new(EchoTool)], config(true));
         let started = Instant::now();
         harness.submit("go");
         let mut steps = 0;
+        let mut step_started = started;
         loop {
             match harness.next().kind {
-                AgentEventKind::StepFinished { .. } => steps += 1,
+                AgentEventKind::StepStarted { .. } => step_started = Instant::now(),
+                AgentEventKind::StepFinished { .. } => {
+                    steps += 1;
+                    per_step.push(step_started.elapsed());
+                }
                 AgentEventKind::TurnDone { .. } => break,
                 _ => {}
             }
         }
         assert_eq!(steps, STEPS);
-        samples.push(started.elapsed() / STEPS as u32);
+        per_turn.push(started.elapsed() / STEPS as u32);
+        harness.shutdown();
     }
     report(
         &format!(
-            "kernel overhead per step (instant model + one instant tool call, {STEPS} steps per turn, per-turn mean)"
+            "kernel overhead per step, each step (StepStarted -> StepFinished: request, model thread, one instant tool call, 5 log records), {SESSIONS} sessions x {STEPS} steps"
         ),
-        samples,
+        per_step,
     );
-    harness.shutdown();
+    report(&format!("kernel overhead per step, turn time / {STEPS} steps"), per_turn);
 }
 
 fn main() {

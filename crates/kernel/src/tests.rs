@@ -150,3 +150,31 @@ fn registry_keeps_order_refuses_duplicates_and_filters() {
     assert_eq!(only.tools().len(), 1);
     assert!(only.get("a").is_some() && only.get("b").is_none());
 }
+
+#[test]
+fn pool_never_queues_a_job_behind_a_busy_worker_and_reuses_idle_ones() {
+    let mut pool = crate::pool::WorkerPool::new();
+    let (release_tx, release_rx) = crossbeam_channel::bounded::<()>(0);
+    let (done_tx, done_rx) = crossbeam_channel::bounded(8);
+    // A job that blocks until released, like a tool ignoring cancel.
+    pool.run(Box::new(move || {
+        let _ = release_rx.recv();
+    }))
+    .unwrap();
+    let tx = done_tx.clone();
+    pool.run(Box::new(move || tx.send(2).unwrap())).unwrap();
+    assert_eq!(done_rx.recv_timeout(Duration::from_secs(5)), Ok(2));
+    assert_eq!(pool.len(), 2);
+    // Wait until the second worker is back to idle (it counts itself idle after its job).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pool.idle() == 0 && Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    let tx = done_tx.clone();
+    pool.run(Box::new(move || tx.send(3).unwrap())).unwrap();
+    assert_eq!(done_rx.recv_timeout(Duration::from_secs(5)), Ok(3));
+    assert_eq!(pool.len(), 2, "the idle worker was reused");
+    drop(release_tx);
+    // Dropping the pool joins both workers.
+    drop(pool);
+}

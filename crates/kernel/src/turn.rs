@@ -8,8 +8,9 @@
 //! `TurnDone`.
 //!
 //! Invariants:
-//! - Model-visible ⟺ logged: the request is built from `writer.history()` only, after every
-//!   record of the previous step was appended.
+//! - Model-visible ⟺ logged: the request is built from `writer.history()` only (shared
+//!   through `shared_history`, which mirrors it message for message), after every record of the
+//!   previous step was appended.
 //! - Whatever stops a turn (completion, cancel, failure), `close_turn` appends what closes the
 //!   open step and turn (synthetic results for pending calls first), so the log validates, and
 //!   `TurnDone` is sent exactly once per `TurnStarted`.
@@ -25,11 +26,11 @@ use codecoder_protocol::{
     Usage, UserInput,
 };
 use codecoder_session::{CloseReason, SessionWriter, closing_records};
-use codecoder_stdx::JoinOnDrop;
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, select};
 
 use crate::agent::{AgentEnv, StepInfo, StepVerdict};
 use crate::model::{ResponseEvent, ResponseStream, ToolSpec};
+use crate::pool::WorkerPool;
 use crate::prompt::PromptInput;
 
 /// How many queued stream events are handled before `cmd` is looked at again.
@@ -152,9 +153,11 @@ pub(crate) struct AgentLoop {
     pub(crate) shutdown: bool,
     /// Failed calls of this turn by (name, arguments), for the repeated-failure nudge.
     pub(crate) failures: HashMap<(String, String), u32>,
-    /// Tool threads that did not stop within the cancel grace; joined at shutdown.
-    pub(crate) lingering: Vec<JoinOnDrop<()>>,
+    /// The tool workers; joined at shutdown.
+    pub(crate) pool: WorkerPool,
     step_usage: Usage,
+    /// The projection as shared messages, for requests; kept in step with `writer.history()`.
+    shared_history: Vec<Arc<Message>>,
     /// Aborted model streams whose threads are joined once the turn's `TurnDone` is sent.
     retired: Vec<ResponseStream>,
 }
@@ -177,8 +180,9 @@ impl AgentLoop {
             grants: HashSet::new(),
             shutdown: false,
             failures: HashMap::new(),
-            lingering: Vec::new(),
+            pool: WorkerPool::new(),
             step_usage: Usage::default(),
+            shared_history: Vec::new(),
             retired: Vec::new(),
         }
     }
@@ -242,9 +246,8 @@ impl AgentLoop {
         if let Err(err) = self.writer.sync() {
             self.emit(AgentEventKind::Warning { message: format!("session log: {err}") });
         }
-        for thread in self.lingering.drain(..) {
-            let _ = thread.join();
-        }
+        // Joins every tool worker, including one still running a tool that ignored a cancel.
+        self.pool = WorkerPool::new();
         // A subagent's shutdown is its parent's business, not the client's.
         if self.done.is_none() {
             self.emit(AgentEventKind::ShutdownComplete);
@@ -356,13 +359,28 @@ impl AgentLoop {
         }
     }
 
+    /// Brings `shared_history` up to `writer.history()`: new messages are appended (cloned
+    /// once); when the projection changed otherwise (a compaction replaced it), it is rebuilt.
+    fn sync_shared_history(&mut self) {
+        let history = self.writer.history();
+        let known = self.shared_history.len();
+        let extends = known <= history.len()
+            && self.shared_history.last().is_none_or(|last| last.id == history[known - 1].id);
+        if !extends {
+            self.shared_history.clear();
+        }
+        let from = self.shared_history.len();
+        self.shared_history.extend(history[from..].iter().cloned().map(Arc::new));
+    }
+
     fn run_step(&mut self, turn: TurnId, step: StepId) -> Result<StepOutcome, Stop> {
         self.step_usage = Usage::default();
+        self.sync_shared_history();
         let request = self.env.deps.prompt.build(&PromptInput {
             session_id: self.writer.session_id(),
             model: &self.env.config.model,
             agent_instructions: self.env.config.agent_instructions.as_deref(),
-            history: self.writer.history(),
+            history: &self.shared_history,
             tools: &self.specs,
             turn,
             step,
