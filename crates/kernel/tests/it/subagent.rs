@@ -211,8 +211,7 @@ fn parent_cancel_reaches_the_child_and_its_processes() {
     assert_eq!(outcome_of(child), Some(TurnOutcome::Cancelled));
 }
 
-#[test]
-fn children_of_one_response_run_in_parallel() {
+fn two_slow_children(max_parallel: usize) -> Duration {
     let model = ScriptedModel::new(|request| {
         let first = request.history.len() == 1;
         let who = first_user_text(request);
@@ -228,15 +227,30 @@ fn children_of_one_response_run_in_parallel() {
             _ => Response::Events(answer("root done")),
         }
     });
-    let harness = Harness::start(model, vec![agent_tool(), Arc::new(EchoTool)]);
+    let mut config = config();
+    config.subagents.max_parallel = max_parallel;
+    let harness =
+        Harness::with(model, vec![agent_tool(), Arc::new(EchoTool)], Arc::new(AllowAll), config, |_| {});
     let started = Instant::now();
     harness.submit("root");
     harness.turn();
     let elapsed = started.elapsed();
-    assert!(elapsed < Duration::from_millis(950), "took {elapsed:?}; serial is over 1 s");
     let logs = harness.shutdown();
     assert_eq!(result_texts(&logs.root), ["a1 slow one done", "a2 slow two done"]);
     assert_eq!(logs.children.len(), 2);
+    elapsed
+}
+
+#[test]
+fn children_of_one_response_run_in_parallel() {
+    let elapsed = two_slow_children(4);
+    assert!(elapsed < Duration::from_millis(950), "took {elapsed:?}; serial is over 1 s");
+}
+
+#[test]
+fn children_in_parallel_are_bounded() {
+    let elapsed = two_slow_children(1);
+    assert!(elapsed >= Duration::from_millis(1000), "took {elapsed:?}; one slot means serial");
 }
 
 #[test]
