@@ -1,0 +1,2 @@
+//! `codecoder-fake-model`: runs the fake model server for manual runs.
+fn main() {}

@@ -1,0 +1,1 @@
+//! Unit tests: rendering, splitting, request parsing and the script format.
