@@ -331,6 +331,10 @@ pub struct Reply {
     /// down.
     #[serde(default, skip_serializing_if = "is_false")]
     pub endless: bool,
+    /// Gather events into chunks of up to 64 KiB instead of one network write per event (for
+    /// throughput benchmarks); pauses still flush what came before them.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub coalesce: bool,
     /// Pauses before some events.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stalls: Vec<Stall>,
@@ -367,6 +371,7 @@ impl Default for Reply {
             keep_alive: false,
             empty_deltas: false,
             endless: false,
+            coalesce: false,
             stalls: Vec::new(),
             inject: Vec::new(),
             malformed_before: None,
@@ -572,6 +577,13 @@ impl Reply {
     #[must_use]
     pub fn empty_deltas(mut self) -> Self {
         self.empty_deltas = true;
+        self
+    }
+
+    /// Gathers events into 64 KiB network writes (for throughput benchmarks).
+    #[must_use]
+    pub fn coalesce(mut self) -> Self {
+        self.coalesce = true;
         self
     }
 

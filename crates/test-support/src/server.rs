@@ -417,62 +417,107 @@ fn play_reply(
         ],
     ))?;
     let total = events.len();
+    let mut body = Body { conn, coalesce: reply.coalesce, pending: Vec::new() };
     for index in 0..=total {
         // Faults "before event `index`"; at the end, every index past the last event applies.
         let applies =
             |before: usize| if index == total { before >= total } else { before == index };
         for stall in reply.stalls.iter().filter(|stall| applies(stall.before)) {
-            conn.pause(stall.ms)?;
+            body.pause(stall.ms)?;
         }
         for inject in reply.inject.iter().filter(|inject| applies(inject.before)) {
-            conn.send_chunk(inject.raw.as_bytes())?;
+            body.piece(inject.raw.as_bytes())?;
         }
         if reply.malformed_before.is_some_and(applies) {
-            conn.send_chunk(&wire::malformed_event(api))?;
+            body.piece(&wire::malformed_event(api))?;
         }
         if reply.drop_after.is_some_and(applies) {
-            conn.close_abruptly();
+            body.flush()?;
+            body.conn.close_abruptly();
             return Ok(false);
         }
         if let Some(error) = reply.error_after.as_ref().filter(|error| applies(error.after)) {
-            conn.send_chunk(&wire::stream_error_event(api, error, ctx))?;
-            conn.finish_chunked()?;
+            body.piece(&wire::stream_error_event(api, error, ctx))?;
+            body.finish()?;
             return Ok(true);
         }
         let Some(event) = events.get(index) else {
             break;
         };
         if index > 0 {
-            conn.pause(reply.pace_ms)?;
+            body.pause(reply.pace_ms)?;
         }
         if reply.keep_alive {
-            conn.send_chunk(KEEP_ALIVE)?;
+            body.piece(KEEP_ALIVE)?;
         }
-        send_event(conn, reply, &event.bytes)?;
+        body.event(reply, &event.bytes)?;
         if event.repeat {
             // Ends only when the client leaves or the server shuts down.
             loop {
-                conn.pause(reply.pace_ms.max(1))?;
-                send_event(conn, reply, &event.bytes)?;
+                body.pause(reply.pace_ms.max(1))?;
+                body.event(reply, &event.bytes)?;
             }
         }
     }
-    conn.finish_chunked()?;
+    body.finish()?;
     Ok(true)
 }
 
-/// Writes one event as one chunk, or as two chunks split inside its first multi-byte character
-/// when the reply asks for it.
-fn send_event(conn: &mut Conn, reply: &Reply, bytes: &[u8]) -> Result<(), Stop> {
-    // A UTF-8 lead byte of a multi-byte character is 0b11xx_xxxx.
-    let lead = bytes.iter().position(|byte| *byte >= 0xC0);
-    match lead {
-        Some(lead) if reply.split_utf8 => {
-            conn.send_chunk(&bytes[..=lead])?;
-            conn.pause(reply.split_pause_ms)?;
-            conn.send_chunk(&bytes[lead + 1..])
+/// The chunked body of a reply: each piece is one chunk (one network write), or, when
+/// coalescing, pieces are gathered into chunks of up to `COALESCE_BYTES`, flushed before every
+/// pause and at the end.
+struct Body<'a> {
+    conn: &'a mut Conn,
+    coalesce: bool,
+    pending: Vec<u8>,
+}
+
+/// The chunk size when coalescing.
+const COALESCE_BYTES: usize = 64 * 1024;
+
+impl Body<'_> {
+    fn piece(&mut self, bytes: &[u8]) -> Result<(), Stop> {
+        if !self.coalesce {
+            return self.conn.send_chunk(bytes);
         }
-        Some(_) | None => conn.send_chunk(bytes),
+        self.pending.extend_from_slice(bytes);
+        if self.pending.len() >= COALESCE_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), Stop> {
+        let pending = std::mem::take(&mut self.pending);
+        self.conn.send_chunk(&pending)
+    }
+
+    /// Sends what is pending, then sleeps `ms` (nothing at all for 0).
+    fn pause(&mut self, ms: u64) -> Result<(), Stop> {
+        if ms == 0 {
+            return Ok(());
+        }
+        self.flush()?;
+        self.conn.pause(ms)
+    }
+
+    fn finish(&mut self) -> Result<(), Stop> {
+        self.flush()?;
+        self.conn.finish_chunked()
+    }
+
+    /// One event, split inside its first multi-byte character when the reply asks for it.
+    fn event(&mut self, reply: &Reply, bytes: &[u8]) -> Result<(), Stop> {
+        // A UTF-8 lead byte of a multi-byte character is 0b11xx_xxxx.
+        let lead = bytes.iter().position(|byte| *byte >= 0xC0);
+        match lead {
+            Some(lead) if reply.split_utf8 => {
+                self.piece(&bytes[..=lead])?;
+                self.pause(reply.split_pause_ms)?;
+                self.piece(&bytes[lead + 1..])
+            }
+            Some(_) | None => self.piece(bytes),
+        }
     }
 }
 

@@ -195,7 +195,8 @@ pub(super) fn error_event(error: &StreamError, ctx: &Ctx) -> Vec<u8> {
     });
     named_event(
         "response.failed",
-        &json!({"type": "response.failed", "sequence_number": 0, "response": response}),
+        // Events are numbered from 0 and `after` of them were sent before this one.
+        &json!({"type": "response.failed", "sequence_number": error.after, "response": response}),
     )
 }
 

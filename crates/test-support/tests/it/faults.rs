@@ -196,7 +196,7 @@ fn malformed_and_injected_sse() {
 #[test]
 fn utf8_split_arrives_in_separate_reads() {
     let script =
-        Script::new().reply(Reply::text("Grüße 🌍!").chunks(2).split_utf8().split_pause_ms(50));
+        Script::new().reply(Reply::text("Grüße 🌍!").chunks(2).split_utf8().split_pause_ms(150));
     let response = crate::one_request(script, "/v1/messages", &request_body());
     assert!(response.complete);
     let text = response.text(); // The whole body is valid UTF-8.

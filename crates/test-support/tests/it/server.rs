@@ -256,3 +256,24 @@ fn binary_prints_its_base_url_and_serves() {
     assert!(response.starts_with("HTTP/1.1 429 Too Many Requests\r\n"), "{response}");
     assert!(response.contains("rate_limit_error"), "{response}");
 }
+
+#[test]
+fn coalesced_long_stream_uses_few_writes() {
+    let text = "0123456789".repeat(5_000);
+    let script = Script::new().reply(Reply::text(text.clone()).chunks(5_000).coalesce());
+    let response = crate::one_request(script, "/v1/chat/completions", &request_body());
+    assert!(response.complete);
+    let events = response.events();
+    // Role chunk, 5 000 deltas, finish chunk, usage chunk, [DONE].
+    assert_eq!(events.len(), 5_004);
+    let joined: String = events[1..5_001]
+        .iter()
+        .map(|sse| sse.json()["choices"][0]["delta"]["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(joined, text);
+    assert!(
+        response.chunks.len() < response.body.len() / 60_000 + 2,
+        "{} chunks",
+        response.chunks.len()
+    );
+}
