@@ -22,6 +22,26 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 //!
+//! Faults, one per step:
+//!
+//! ```
+//! use codecoder_test_support::{Fault, Reply, Script};
+//!
+//! let script = Script::new()
+//!     .reply(Fault::rate_limited(1)) // 429, `Retry-After: 1`, the API's error JSON
+//!     .reply(Fault::status(500)) // 500 `server_error` / `api_error`
+//!     .reply(Fault::overloaded()) // 529 `overloaded_error`
+//!     .reply(Fault::hang_up()) // the connection closes before any response
+//!     .reply(Reply::text("partial").chunks(5).drop_after(3)) // closed after 3 SSE events
+//!     .reply(Reply::text("x").error_after(2)) // the API's error event after 2 events
+//!     .reply(Reply::text("slow").stall(0, 5_000)) // 5 s before the first event
+//!     .reply(Reply::text("bad").malformed(1)) // an event with truncated JSON before event 1
+//!     .reply(Reply::text("héllo").split_utf8()) // events cut inside `é` across two writes
+//!     .reply(Reply::text("…").keep_alive().empty_deltas()) // comments and empty deltas
+//!     .reply(Reply::endless_text()); // streams until the client goes away
+//! # drop(script);
+//! ```
+//!
 //! Invariants: the library never prints and never panics on what a client sends (bad requests
 //! get a 400 with a message); every thread it starts is named and joined when the server is
 //! dropped. The same `Script` is the Rust builder and the JSON format of `codecoder-fake-model

@@ -277,3 +277,17 @@ fn coalesced_long_stream_uses_few_writes() {
         response.chunks.len()
     );
 }
+
+#[test]
+fn shutdown_with_idle_keep_alive_connections_is_prompt() {
+    let server = FakeModelServer::start(Script::new().reply(Reply::text("x"))).unwrap();
+    let mut busy = Client::connect(&server);
+    assert_eq!(busy.post("/v1/responses", &request_body()).status, 200);
+    let mut half_sent = Client::connect(&server);
+    half_sent.write_raw(b"POST /v1/responses HTTP/1.1\r\nContent-Le");
+    let started = std::time::Instant::now();
+    server.shutdown();
+    assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+    assert!(busy.is_closed());
+    assert!(half_sent.is_closed());
+}
