@@ -295,6 +295,20 @@ impl Conn {
         gone
     }
 
+    /// Closes after an error response to a request that may not have been read to its end:
+    /// stop writing, then discard what the client still sends for a short while, so that the
+    /// close does not become a reset that destroys the response on its way.
+    pub(crate) fn close_after_error(&mut self) {
+        let _ = self.stream.shutdown(Shutdown::Write);
+        let deadline = Instant::now() + Duration::from_millis(200);
+        while Instant::now() < deadline {
+            match self.fill() {
+                Ok(0) | Err(_) => return,
+                Ok(_) => self.buf.clear(),
+            }
+        }
+    }
+
     /// Closes both directions at once, as a dropped connection looks to the client.
     pub(crate) fn close_abruptly(&self) {
         let _ = self.stream.shutdown(Shutdown::Both);

@@ -282,15 +282,17 @@ fn serve_connection(stream: TcpStream, shared: &Shared, shutdown: Receiver<()>) 
             Ok(request) => request,
             Err(ReadError::Bad(message)) => {
                 let body = wire::error_body(None, 400, None, &format!("fake model: {message}"), 0);
-                let _ = send_json(&mut conn, 400, &body, &[], false);
+                if send_json(&mut conn, 400, &body, &[], false).is_ok() {
+                    conn.close_after_error();
+                }
                 return;
             }
             Err(ReadError::Closed | ReadError::Shutdown) => return,
         };
         let keep_alive = request.keep_alive();
         match respond(&mut conn, shared, request, keep_alive) {
-            Ok(true) if keep_alive => {}
-            Ok(_) | Err(Stop::Shutdown) => return,
+            Ok(true) => {}
+            Ok(false) | Err(Stop::Shutdown) => return,
             Err(Stop::ClientGone) => {
                 shared.count_disconnect();
                 return;
@@ -299,7 +301,8 @@ fn serve_connection(stream: TcpStream, shared: &Shared, shutdown: Receiver<()>) 
     }
 }
 
-/// Records the request and answers it; `Ok(true)` when the connection is still usable.
+/// Records the request and answers it; `Ok(true)` when the connection stays open for the next
+/// request.
 fn respond(
     conn: &mut Conn,
     shared: &Shared,
@@ -439,7 +442,7 @@ fn play_reply(
         if let Some(error) = reply.error_after.as_ref().filter(|error| applies(error.after)) {
             body.piece(&wire::stream_error_event(api, error, ctx))?;
             body.finish()?;
-            return Ok(true);
+            return Ok(keep_alive);
         }
         let Some(event) = events.get(index) else {
             break;
@@ -460,7 +463,7 @@ fn play_reply(
         }
     }
     body.finish()?;
-    Ok(true)
+    Ok(keep_alive)
 }
 
 /// The chunked body of a reply: each piece is one chunk (one network write), or, when

@@ -291,3 +291,15 @@ fn shutdown_with_idle_keep_alive_connections_is_prompt() {
     assert!(busy.is_closed());
     assert!(half_sent.is_closed());
 }
+
+#[test]
+fn oversized_body_is_refused_with_400() {
+    let server = FakeModelServer::start(Script::new()).unwrap();
+    let mut client = Client::connect(&server);
+    // Announce far more than the limit and send some of it: the 400 still arrives intact.
+    client.write_raw(b"POST /v1/responses HTTP/1.1\r\nContent-Length: 999999999999\r\n\r\n");
+    client.write_raw(&[b'x'; 100_000]);
+    let response = client.read_response();
+    assert_eq!(response.status, 400);
+    assert!(response.text().contains("body longer than"), "{}", response.text());
+}
