@@ -148,3 +148,22 @@ fn json_defaults() {
         json!({"steps": [{"type": "reply", "text": "x"}]})
     );
 }
+
+#[test]
+fn named_events_put_type_first() {
+    let ctx = Ctx::from_body(1, &json!({}));
+    let events = wire::render(Api::Anthropic, &Reply::text("x"), &ctx);
+    assert!(
+        events[0]
+            .bytes
+            .starts_with(b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{")
+    );
+    assert_eq!(
+        events.last().map(|e| e.bytes.as_slice()),
+        Some(&b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"[..])
+    );
+    let events = wire::render(Api::Responses, &Reply::text("x"), &ctx);
+    assert!(events[1].bytes.starts_with(
+        b"event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"sequence_number\":1,"
+    ));
+}

@@ -164,8 +164,22 @@ pub(crate) fn request_id(n: usize) -> String {
     format!("req_fake_{n}")
 }
 
-/// An SSE event with an `event:` line.
+/// An SSE event with an `event:` line; the data's top-level `type` and `sequence_number` come
+/// first, as the providers write them (the other fields follow in serde_json's order).
 fn named_event(name: &str, data: &Value) -> Vec<u8> {
+    let data = match data {
+        Value::Object(fields) => {
+            let leading = ["type", "sequence_number"];
+            let first = leading.iter().filter_map(|key| fields.get_key_value(*key));
+            let rest = fields.iter().filter(|(key, _)| !leading.contains(&key.as_str()));
+            let parts: Vec<String> = first
+                .chain(rest)
+                .map(|(key, value)| format!("{}:{value}", Value::from(key.as_str())))
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        other => other.to_string(),
+    };
     format!("event: {name}\ndata: {data}\n\n").into_bytes()
 }
 
