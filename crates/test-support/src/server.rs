@@ -47,6 +47,9 @@ pub struct RecordedRequest {
     pub raw_body: String,
     /// The API the path speaks, if any.
     pub api: Option<Api>,
+    /// Which TCP connection carried it (0, 1, … in accept order): equal numbers mean the client
+    /// reused a kept-alive connection.
+    pub connection: usize,
 }
 
 impl RecordedRequest {
@@ -268,14 +271,14 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>, shutdown: &Receiver
         // If the thread cannot be spawned the stream is dropped: the client sees a closed
         // connection, as from an overloaded server.
         if let Ok(connection) = spawn_named(format!("fake-model-conn-{conn_idx}"), move || {
-            serve_connection(stream, &shared, shutdown);
+            serve_connection(stream, conn_idx, &shared, shutdown);
         }) {
             connections.push(connection);
         }
     }
 }
 
-fn serve_connection(stream: TcpStream, shared: &Shared, shutdown: Receiver<()>) {
+fn serve_connection(stream: TcpStream, conn_idx: usize, shared: &Shared, shutdown: Receiver<()>) {
     let mut conn = Conn::new(stream, shutdown);
     loop {
         let request = match conn.read_request() {
@@ -290,7 +293,7 @@ fn serve_connection(stream: TcpStream, shared: &Shared, shutdown: Receiver<()>) 
             Err(ReadError::Closed | ReadError::Shutdown) => return,
         };
         let keep_alive = request.keep_alive();
-        match respond(&mut conn, shared, request, keep_alive) {
+        match respond(&mut conn, conn_idx, shared, request, keep_alive) {
             Ok(true) => {}
             Ok(false) | Err(Stop::Shutdown) => return,
             Err(Stop::ClientGone) => {
@@ -305,6 +308,7 @@ fn serve_connection(stream: TcpStream, shared: &Shared, shutdown: Receiver<()>) 
 /// request.
 fn respond(
     conn: &mut Conn,
+    conn_idx: usize,
     shared: &Shared,
     request: Request,
     keep_alive: bool,
@@ -329,6 +333,7 @@ fn respond(
         raw_body: String::from_utf8_lossy(&request.body).into_owned(),
         body: body.clone(),
         api,
+        connection: conn_idx,
     };
     let (n, step) = shared.record(recorded, take_step);
     let request_id_header = match api {

@@ -88,6 +88,8 @@ fn hang_up_closes_without_a_response() {
     assert!(client.read_head().is_none());
     let ok = Client::connect(&server).post("/v1/responses", &request_body());
     assert_eq!(ok.status, 200);
+    let requests = server.requests();
+    assert_ne!(requests[0].connection, requests[1].connection);
 }
 
 #[test]

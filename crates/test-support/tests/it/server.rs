@@ -42,6 +42,7 @@ fn requests_are_recorded_in_order_with_headers_and_body() {
     assert_eq!(first.header("host"), Some("127.0.0.1"));
     assert_eq!(first.body, json!({"model": "claude", "max_tokens": 10}));
     assert_eq!(requests[1].api, Some(Api::Responses));
+    assert_eq!(requests[1].connection, first.connection, "one kept-alive connection");
     assert_eq!(requests[1].body["model"], "gpt");
     assert_eq!(server.remaining_steps(), 0);
 
