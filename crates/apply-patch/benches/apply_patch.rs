@@ -1,0 +1,2 @@
+//! Benchmark stub.
+fn main() {}

@@ -1,0 +1,21 @@
+//! Parse and apply patches in the codex `*** Begin Patch` format.
+//!
+//! [`parse`] turns patch text into a typed [`Patch`] (leniently: padded markers, a heredoc
+//! wrapper and a first chunk without `@@` are accepted); [`apply`] writes it to the filesystem
+//! relative to a working directory and returns a [`Report`] of the files it touched; [`run`] is
+//! the standalone `apply-patch` command on top of both.
+//!
+//! Invariants: nothing here prints or spawns; every filesystem error names its path (through
+//! `fs_err`); applying is hunk by hunk and NOT atomic, so a failure reports the files that were
+//! already changed ([`ApplyError::applied`]).
+
+mod apply;
+mod error;
+mod parse;
+mod run;
+mod seek;
+
+pub use apply::{Change, ChangeKind, Report, apply};
+pub use error::{ApplyError, ApplyFailure, Error, Operation, ParseError, Result};
+pub use parse::{Chunk, Hunk, Patch, parse};
+pub use run::run;

@@ -1,0 +1,1 @@
+//! The crate's single integration test binary.
