@@ -8,8 +8,9 @@
 //! previous match) and the new text is built in one pass, so the cost is linear in the file
 //! size; the result always ends with a line ending; a file whose first line ends with CRLF is
 //! written with CRLF throughout (the codex tool writes LF: keeping CRLF is our improvement),
-//! other files keep any stray `\r` of untouched lines; the file's permissions are kept, also
-//! when it is moved.
+//! other files keep any stray `\r` of untouched lines; context lines keep the file's text, not
+//! the patch's (which matters after a fuzzy match; codex writes the patch's text); the file's
+//! permissions are kept, also when it is moved.
 
 use std::fmt;
 use std::io;
@@ -207,8 +208,9 @@ pub(crate) fn update_text(
         }
     }
 
-    // (first replaced line, number of replaced lines, replacement), in match order.
-    let mut replacements: Vec<(usize, usize, &[String])> = Vec::with_capacity(chunks.len());
+    // (first replaced line, number of replaced lines, chunk, number of new lines), in match
+    // order.
+    let mut replacements: Vec<(usize, usize, &Chunk, usize)> = Vec::with_capacity(chunks.len());
     let mut line_idx = 0;
     for chunk in chunks {
         let mut context_idx = None;
@@ -228,7 +230,7 @@ pub(crate) fn update_text(
         if old_lines.is_empty() {
             // A pure addition goes after its `@@` context line, or else at the end of the file.
             let at = if context_idx.is_some() { line_idx } else { lines.len() };
-            replacements.push((at, 0, new_lines));
+            replacements.push((at, 0, chunk, new_lines.len()));
             continue;
         }
         let mut found = seek(&lines, old_lines, line_idx, chunk.end_of_file());
@@ -256,11 +258,11 @@ pub(crate) fn update_text(
                 end_of_file: chunk.end_of_file(),
             });
         };
-        replacements.push((start, old_lines.len(), new_lines));
+        replacements.push((start, old_lines.len(), chunk, new_lines.len()));
         line_idx = start + old_lines.len();
     }
     // Only end-of-file additions can be out of order; the sort is stable.
-    replacements.sort_by_key(|&(start, _, _)| start);
+    replacements.sort_by_key(|&(start, ..)| start);
 
     let mut new_text = String::with_capacity(text.len() + text.len() / 8);
     let mut push_line = |line: &str| {
@@ -268,9 +270,15 @@ pub(crate) fn update_text(
         new_text.push_str(line_ending);
     };
     let mut copied_to = 0;
-    for (start, n_replaced, replacement) in replacements {
+    for (start, n_replaced, chunk, n_new) in replacements {
         lines[copied_to..start].iter().for_each(|line| push_line(line));
-        replacement.iter().for_each(|line| push_line(line));
+        for (new_line, source) in chunk.new_lines()[..n_new].iter().zip(chunk.sources()) {
+            // A context line keeps the file's text, which a fuzzy match may differ from.
+            match source.filter(|&source| source < n_replaced) {
+                Some(source) => push_line(lines[start + source]),
+                None => push_line(new_line),
+            }
+        }
         copied_to = start + n_replaced;
     }
     lines[copied_to..].iter().for_each(|line| push_line(line));

@@ -83,6 +83,8 @@ pub struct Chunk {
     new_lines: Vec<String>,
     end_of_file: bool,
     n_change_lines: usize,
+    /// For each new line, the index of the old line it is the context copy of (if it is one).
+    sources: Vec<Option<usize>>,
 }
 
 impl Chunk {
@@ -109,6 +111,12 @@ impl Chunk {
     /// Whether the chunk ends with `*** End of File` (its old lines must end the file).
     pub fn end_of_file(&self) -> bool {
         self.end_of_file
+    }
+
+    /// Parallel to [`Chunk::new_lines`]: the index into [`Chunk::old_lines`] of each context
+    /// line, `None` for an added line.
+    pub(crate) fn sources(&self) -> &[Option<usize>] {
+        &self.sources
     }
 }
 
@@ -290,6 +298,9 @@ fn parse_chunks(cursor: &mut Cursor<'_>, path: &Path) -> Result<Vec<Chunk>, Pars
             }
         };
         let chunk = current.get_or_insert_with(|| new_chunk(line, None));
+        if new.is_some() {
+            chunk.sources.push(old.is_some().then_some(chunk.old_lines.len()));
+        }
         chunk.old_lines.extend(old.map(str::to_owned));
         chunk.new_lines.extend(new.map(str::to_owned));
         chunk.n_change_lines += 1;
@@ -308,6 +319,7 @@ fn new_chunk(patch_line: usize, context: Option<String>) -> Chunk {
         new_lines: Vec::new(),
         end_of_file: false,
         n_change_lines: 0,
+        sources: Vec::new(),
     }
 }
 
