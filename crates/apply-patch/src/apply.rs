@@ -12,6 +12,9 @@
 //! the patch's (which matters after a fuzzy match; codex writes the patch's text); the file's
 //! permissions are kept, also when it is moved.
 
+#[cfg(test)]
+mod tests;
+
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};

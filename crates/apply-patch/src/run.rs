@@ -4,6 +4,9 @@
 //! the exit code is 0 on success, 1 when the patch is invalid or fails to apply, and 2 on a
 //! usage error (more than one argument, or no argument and an empty stdin).
 
+#[cfg(test)]
+mod tests;
+
 use std::io::{Read, Write};
 use std::path::Path;
 
