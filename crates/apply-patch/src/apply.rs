@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{ApplyError, ApplyFailure, Operation};
 use crate::parse::{Chunk, Hunk, Patch};
-use crate::seek::seek;
+use crate::seek::Haystack;
 
 /// What the patch changed, in patch order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,6 +211,7 @@ pub(crate) fn update_text(
         }
     }
 
+    let haystack = Haystack::new(&lines);
     // (first replaced line, number of replaced lines, chunk, number of new lines), in match
     // order.
     let mut replacements: Vec<(usize, usize, &Chunk, usize)> = Vec::with_capacity(chunks.len());
@@ -218,7 +219,7 @@ pub(crate) fn update_text(
     for chunk in chunks {
         let mut context_idx = None;
         if let Some(context) = chunk.context() {
-            let Some((idx, _)) = seek(&lines, &[context], line_idx, false) else {
+            let Some((idx, _)) = haystack.seek(&[context], line_idx, false) else {
                 return Err(ApplyFailure::ContextNotFound {
                     path: path.to_owned(),
                     patch_line: chunk.patch_line(),
@@ -236,12 +237,12 @@ pub(crate) fn update_text(
             replacements.push((at, 0, chunk, new_lines.len()));
             continue;
         }
-        let mut found = seek(&lines, old_lines, line_idx, chunk.end_of_file());
+        let mut found = haystack.seek(old_lines, line_idx, chunk.end_of_file());
         if found.is_none()
             && let Some(idx) = context_idx
         {
             // The model often repeats the `@@` line as the chunk's first context line.
-            found = seek(&lines, old_lines, idx, chunk.end_of_file());
+            found = haystack.seek(old_lines, idx, chunk.end_of_file());
         }
         // Blank lines that end a chunk are often just separators in the patch.
         while found.is_none()
@@ -251,7 +252,7 @@ pub(crate) fn update_text(
         {
             old_lines = &old_lines[..old_lines.len() - 1];
             new_lines = &new_lines[..new_lines.len() - 1];
-            found = seek(&lines, old_lines, line_idx, chunk.end_of_file());
+            found = haystack.seek(old_lines, line_idx, chunk.end_of_file());
         }
         let Some((start, _)) = found else {
             return Err(ApplyFailure::LinesNotFound {

@@ -5,11 +5,18 @@
 //! surrounding whitespace ignored, then surrounding whitespace ignored and Unicode punctuation
 //! (dashes, quotes, odd spaces) mapped to ASCII.
 //!
-//! Invariant: a match never starts before `start`, so callers that advance `start` past each
-//! match scan the file once per level in total, not once per chunk.
+//! Cost: each level first scans a short stretch after `start` (where the next chunk usually
+//! is); past that it looks the pattern's first line up in a per-level index of the file's lines
+//! (hashes sorted with their positions, built lazily on first use), so a miss at one level
+//! costs a binary search, not a scan to the end of the file.
+//!
+//! Invariant: a match never starts before `start`, and the result is exactly that of a linear
+//! scan level by level (the index only yields candidates, which are checked in full).
 
 #[cfg(test)]
 mod tests;
+
+use std::cell::OnceCell;
 
 /// How forgiving the comparison that matched was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,34 +40,114 @@ impl Level {
             }
         }
     }
-}
 
-/// Finds `pattern` in `lines` at or after `start`; with `end_of_file`, only where it would end
-/// the file. Returns the index of the first matching line and the level that matched. An empty
-/// pattern matches at `start`.
-pub(crate) fn seek(
-    lines: &[&str],
-    pattern: &[impl AsRef<str>],
-    start: usize,
-    end_of_file: bool,
-) -> Option<(usize, Level)> {
-    if pattern.is_empty() {
-        return Some((start, Level::Exact));
-    }
-    let last_start = lines.len().checked_sub(pattern.len())?;
-    let first = if end_of_file { last_start } else { start };
-    if first < start {
-        return None;
-    }
-    for level in Level::ALL {
-        for idx in first..=last_start {
-            let mut candidate = lines[idx..].iter().zip(pattern);
-            if candidate.all(|(line, pattern)| level.matches(line, pattern.as_ref())) {
-                return Some((idx, level));
-            }
+    /// A hash that is equal for lines this level considers equal.
+    fn key(self, line: &str) -> u64 {
+        match self {
+            Level::Exact => hash_bytes(line.as_bytes()),
+            Level::TrimEnd => hash_bytes(line.trim_end().as_bytes()),
+            Level::Trim => hash_bytes(line.trim().as_bytes()),
+            Level::Normalised => line
+                .trim()
+                .chars()
+                .map(normalise)
+                .fold(0, |hash, ch| mix(hash, u64::from(u32::from(ch)))),
         }
     }
-    None
+}
+
+/// How many start positions each level tries one by one before it uses the index.
+const LINEAR_BUDGET: usize = 64;
+
+/// The lines of one file, with the per-level indexes built on demand.
+pub(crate) struct Haystack<'a> {
+    lines: &'a [&'a str],
+    /// Per level: `(key, line index)` for every line, sorted.
+    indexes: [OnceCell<Vec<(u64, usize)>>; 4],
+}
+
+impl<'a> Haystack<'a> {
+    pub(crate) fn new(lines: &'a [&'a str]) -> Haystack<'a> {
+        Haystack { lines, indexes: Default::default() }
+    }
+
+    /// Finds `pattern` at or after `start`; with `end_of_file`, only where it would end the
+    /// file. Returns the index of the first matching line and the level that matched. An
+    /// empty pattern matches at `start`.
+    pub(crate) fn seek(
+        &self,
+        pattern: &[impl AsRef<str>],
+        start: usize,
+        end_of_file: bool,
+    ) -> Option<(usize, Level)> {
+        if pattern.is_empty() {
+            return Some((start, Level::Exact));
+        }
+        let last_start = self.lines.len().checked_sub(pattern.len())?;
+        let first = if end_of_file { last_start } else { start };
+        if first < start || first > last_start {
+            return None;
+        }
+        Level::ALL.into_iter().find_map(|level| {
+            self.seek_level(level, pattern, first, last_start).map(|idx| (idx, level))
+        })
+    }
+
+    fn matches_at(&self, level: Level, pattern: &[impl AsRef<str>], idx: usize) -> bool {
+        self.lines[idx..]
+            .iter()
+            .zip(pattern)
+            .all(|(line, pattern)| level.matches(line, pattern.as_ref()))
+    }
+
+    /// The first start in `first..=last_start` where `pattern` matches at `level`.
+    fn seek_level(
+        &self,
+        level: Level,
+        pattern: &[impl AsRef<str>],
+        first: usize,
+        last_start: usize,
+    ) -> Option<usize> {
+        let linear_last = last_start.min(first.saturating_add(LINEAR_BUDGET));
+        if let Some(idx) = (first..=linear_last).find(|&idx| self.matches_at(level, pattern, idx)) {
+            return Some(idx);
+        }
+        if linear_last == last_start {
+            return None;
+        }
+        let index = self.indexes[level as usize].get_or_init(|| {
+            let mut index: Vec<(u64, usize)> =
+                self.lines.iter().enumerate().map(|(idx, line)| (level.key(line), idx)).collect();
+            index.sort_unstable();
+            index
+        });
+        let key = level.key(pattern[0].as_ref());
+        let from = index.partition_point(|&entry| entry < (key, linear_last + 1));
+        index[from..]
+            .iter()
+            .take_while(|&&(entry_key, idx)| entry_key == key && idx <= last_start)
+            .map(|&(_, idx)| idx)
+            .find(|&idx| self.matches_at(level, pattern, idx))
+    }
+}
+
+/// One step of a small multiplicative hash (in the style of FxHash): fast, not DoS-resistant,
+/// which is fine because every candidate it yields is compared in full.
+fn mix(hash: u64, word: u64) -> u64 {
+    (hash.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
+}
+
+fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut chunks = bytes.chunks_exact(8);
+    let mut hash = 0;
+    for chunk in &mut chunks {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        hash = mix(hash, u64::from_le_bytes(word));
+    }
+    let mut word = [0; 8];
+    word[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    mix(mix(hash, u64::from_le_bytes(word)), bytes.len() as u64)
 }
 
 /// Maps typographic punctuation and unusual spaces to their ASCII look-alikes.

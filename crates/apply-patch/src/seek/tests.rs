@@ -1,6 +1,6 @@
 //! Unit tests of `seek`: each level, the order of levels, forward-only search and EOF anchoring.
 
-use crate::seek::{Level, seek};
+use crate::seek::{Haystack, LINEAR_BUDGET, Level};
 
 fn check(
     lines: &[&str],
@@ -8,7 +8,7 @@ fn check(
     start: usize,
     end_of_file: bool,
 ) -> Option<(usize, Level)> {
-    seek(lines, pattern, start, end_of_file)
+    Haystack::new(lines).seek(pattern, start, end_of_file)
 }
 
 #[test]
@@ -64,4 +64,77 @@ fn edge_cases() {
     assert_eq!(check(&[], &["a"], 0, false), None);
     assert_eq!(check(&["a"], &["a", "b"], 0, false), None);
     assert_eq!(check(&["a"], &[] as &[&str], 1, false), Some((1, Level::Exact)));
+}
+
+#[test]
+fn the_index_gives_the_same_answers_as_a_scan() {
+    // Far beyond the linear budget, so the per-level indexes are used.
+    let n_lines = LINEAR_BUDGET * 10;
+    let mut lines: Vec<String> = (0..n_lines).map(|idx| format!("line {}", idx % 7)).collect();
+    lines[n_lines - 20] = "  needle \u{2014} here".to_owned();
+    lines[n_lines - 10] = "needle - here".to_owned();
+    lines[n_lines - 9] = "after".to_owned();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let haystack = Haystack::new(&lines);
+    assert_eq!(
+        haystack.seek(&["needle - here", "after"], 0, false),
+        Some((n_lines - 10, Level::Exact))
+    );
+    assert_eq!(haystack.seek(&["needle - here"], n_lines - 9, false), None);
+    assert_eq!(
+        haystack.seek(&["needle \u{2013} here"], 0, false),
+        Some((n_lines - 20, Level::Normalised))
+    );
+    assert_eq!(haystack.seek(&["needle - here  "], 0, false), Some((n_lines - 10, Level::TrimEnd)));
+    assert_eq!(
+        haystack.seek(&["line 3", "line 4"], 500, false),
+        Some((500 + (3 + 7 - 500 % 7) % 7, Level::Exact))
+    );
+    assert_eq!(haystack.seek(&["line 3", "line 5"], 0, false), None);
+    assert_eq!(haystack.seek(&["missing"], 0, false), None);
+}
+
+/// The definition: each level in turn, every start position in turn.
+fn naive(
+    lines: &[&str],
+    pattern: &[&str],
+    start: usize,
+    end_of_file: bool,
+) -> Option<(usize, Level)> {
+    if pattern.is_empty() {
+        return Some((start, Level::Exact));
+    }
+    let last_start = lines.len().checked_sub(pattern.len())?;
+    for level in Level::ALL {
+        for idx in start..=last_start {
+            if end_of_file && idx != last_start {
+                continue;
+            }
+            if lines[idx..].iter().zip(pattern).all(|(line, pattern)| level.matches(line, pattern))
+            {
+                return Some((idx, level));
+            }
+        }
+    }
+    None
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config { cases: 64, failure_persistence: None, ..Default::default() })]
+
+    #[test]
+    fn seek_agrees_with_the_naive_definition(
+        lines in proptest::collection::vec("( |\u{a0})?[ab](\u{2014}|-)?( )?", 0..250),
+        pattern in proptest::collection::vec("( )?[ab](-|\u{2013})?", 1..3),
+        start in 0..260usize,
+        end_of_file: bool,
+    ) {
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let pattern: Vec<&str> = pattern.iter().map(String::as_str).collect();
+        let haystack = Haystack::new(&lines);
+        proptest::prop_assert_eq!(
+            haystack.seek(&pattern, start, end_of_file),
+            naive(&lines, &pattern, start, end_of_file)
+        );
+    }
 }
