@@ -92,8 +92,27 @@ fn bench(name: &str, suffix: &str, dir: &Path) {
     );
 }
 
+/// The unavoidable part of applying: reading the file and writing it back.
+fn io_floor(dir: &Path) {
+    let (original, ..) = fixture("");
+    let file = dir.join("big.rs");
+    let mut times = Vec::new();
+    for _ in 0..N_RUNS {
+        fs_err::write(&file, &original).unwrap();
+        let started = Instant::now();
+        let text = fs_err::read_to_string(&file).unwrap();
+        fs_err::write(&file, text).unwrap();
+        times.push(started.elapsed());
+    }
+    let (median, min, max) = median(times);
+    println!(
+        "i/o floor (read and write back the same file): median {median:.1?}, min {min:.1?}, max {max:.1?}"
+    );
+}
+
 fn main() {
     let dir = tempfile::tempdir().unwrap();
+    io_floor(dir.path());
     bench("exact context", "", dir.path());
     bench("trailing-whitespace context", "  ", dir.path());
 }

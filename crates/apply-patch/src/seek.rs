@@ -5,10 +5,12 @@
 //! surrounding whitespace ignored, then surrounding whitespace ignored and Unicode punctuation
 //! (dashes, quotes, odd spaces) mapped to ASCII.
 //!
-//! Cost: each level first scans a short stretch after `start` (where the next chunk usually
-//! is); past that it looks the pattern's first line up in a per-level index of the file's lines
-//! (hashes sorted with their positions, built lazily on first use), so a miss at one level
-//! costs a binary search, not a scan to the end of the file.
+//! Cost: levels scan line by line from `start`. Callers move `start` forward past each match,
+//! so hits cost at most one pass over the file in total; only misses (a scan to the end of the
+//! file) are expensive. Once a level has scanned twice the file's length in total, it builds
+//! an index of the file's lines (their hashes sorted with their positions) and from then on
+//! looks candidates up with a binary search, so a patch that misses on every chunk stays
+//! linear too.
 //!
 //! Invariant: a match never starts before `start`, and the result is exactly that of a linear
 //! scan level by level (the index only yields candidates, which are checked in full).
@@ -16,7 +18,7 @@
 #[cfg(test)]
 mod tests;
 
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 
 /// How forgiving the comparison that matched was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,19 +58,28 @@ impl Level {
     }
 }
 
-/// How many start positions each level tries one by one before it uses the index.
-const LINEAR_BUDGET: usize = 64;
-
 /// The lines of one file, with the per-level indexes built on demand.
 pub(crate) struct Haystack<'a> {
     lines: &'a [&'a str],
+    /// Per level: how many more start positions may be tried one by one before the index is
+    /// built.
+    scan_budgets: [Cell<usize>; 4],
     /// Per level: `(key, line index)` for every line, sorted.
     indexes: [OnceCell<Vec<(u64, usize)>>; 4],
 }
 
 impl<'a> Haystack<'a> {
     pub(crate) fn new(lines: &'a [&'a str]) -> Haystack<'a> {
-        Haystack { lines, indexes: Default::default() }
+        Haystack::with_scan_budget(lines, 2 * lines.len() + 1024)
+    }
+
+    /// Like [`Haystack::new`], with `scan_budget` start positions per level before the index.
+    pub(crate) fn with_scan_budget(lines: &'a [&'a str], scan_budget: usize) -> Haystack<'a> {
+        Haystack {
+            lines,
+            scan_budgets: std::array::from_fn(|_| Cell::new(scan_budget)),
+            indexes: Default::default(),
+        }
     }
 
     /// Finds `pattern` at or after `start`; with `end_of_file`, only where it would end the
@@ -108,12 +119,17 @@ impl<'a> Haystack<'a> {
         first: usize,
         last_start: usize,
     ) -> Option<usize> {
-        let linear_last = last_start.min(first.saturating_add(LINEAR_BUDGET));
-        if let Some(idx) = (first..=linear_last).find(|&idx| self.matches_at(level, pattern, idx)) {
-            return Some(idx);
-        }
-        if linear_last == last_start {
-            return None;
+        let scan_budget = &self.scan_budgets[level as usize];
+        let mut idx = first;
+        while scan_budget.get() > 0 {
+            if idx > last_start {
+                return None;
+            }
+            if self.matches_at(level, pattern, idx) {
+                return Some(idx);
+            }
+            scan_budget.set(scan_budget.get() - 1);
+            idx += 1;
         }
         let index = self.indexes[level as usize].get_or_init(|| {
             let mut index: Vec<(u64, usize)> =
@@ -122,7 +138,7 @@ impl<'a> Haystack<'a> {
             index
         });
         let key = level.key(pattern[0].as_ref());
-        let from = index.partition_point(|&entry| entry < (key, linear_last + 1));
+        let from = index.partition_point(|&entry| entry < (key, idx));
         index[from..]
             .iter()
             .take_while(|&&(entry_key, idx)| entry_key == key && idx <= last_start)

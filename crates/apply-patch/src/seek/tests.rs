@@ -1,6 +1,6 @@
 //! Unit tests of `seek`: each level, the order of levels, forward-only search and EOF anchoring.
 
-use crate::seek::{Haystack, LINEAR_BUDGET, Level};
+use crate::seek::{Haystack, Level};
 
 fn check(
     lines: &[&str],
@@ -68,8 +68,7 @@ fn edge_cases() {
 
 #[test]
 fn the_index_gives_the_same_answers_as_a_scan() {
-    // Far beyond the linear budget, so the per-level indexes are used.
-    let n_lines = LINEAR_BUDGET * 10;
+    let n_lines = 640;
     let mut lines: Vec<String> = (0..n_lines).map(|idx| format!("line {}", idx % 7)).collect();
     lines[n_lines - 20] = "  needle \u{2014} here".to_owned();
     lines[n_lines - 10] = "needle - here".to_owned();
@@ -125,13 +124,17 @@ proptest::proptest! {
         pattern in proptest::collection::vec("( )?[ab](-|\u{2013})?", 1..3),
         start in 0..260usize,
         end_of_file: bool,
+        scan_budget in 0..300usize,
     ) {
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
         let pattern: Vec<&str> = pattern.iter().map(String::as_str).collect();
-        let haystack = Haystack::new(&lines);
-        proptest::prop_assert_eq!(
-            haystack.seek(&pattern, start, end_of_file),
-            naive(&lines, &pattern, start, end_of_file)
-        );
+        let haystack = Haystack::with_scan_budget(&lines, scan_budget);
+        // Twice, so that the second seek may find the index built or the budget spent.
+        for start in [start, start / 2] {
+            proptest::prop_assert_eq!(
+                haystack.seek(&pattern, start, end_of_file),
+                naive(&lines, &pattern, start, end_of_file)
+            );
+        }
     }
 }
