@@ -5,6 +5,13 @@
 //! relative to a working directory and returns a [`Report`] of the files it touched; [`run`] is
 //! the standalone `apply-patch` command on top of both.
 //!
+//! Where the codex tool is silent or rough, this crate chooses (each is tested by a scenario):
+//! a file whose first line ends with CRLF keeps CRLF; context lines keep the file's text after
+//! a fuzzy match instead of taking the patch's; a pure addition after an `@@ context` line is
+//! inserted after that line (without `@@` context it is appended at the end of the file); a
+//! chunk that repeats its `@@` line as its first context line still matches; blank lines that
+//! end a chunk are dropped (all of them, not just one) when the chunk does not match with them.
+//!
 //! Invariants: nothing here prints or spawns; every filesystem error names its path (through
 //! `fs_err`); applying is hunk by hunk and NOT atomic, so a failure reports the files that were
 //! already changed ([`ApplyError::applied`]).
