@@ -2,8 +2,8 @@
 //!
 //! Leniency (always on): blank lines around the patch are ignored; a heredoc wrapper (`<<EOF`,
 //! `<<'EOF'` or `<<"EOF"` … `EOF`) is stripped; `***` marker lines are recognised after trimming
-//! surrounding whitespace (so a context line whose text is exactly a marker cannot be written);
-//! the first chunk of an update may omit `@@`; a blank line inside an update chunk is an empty
+//! surrounding whitespace (so a context line whose text is exactly a marker cannot be written),
+//! while `@@` must start its line (an indented `@@` is an ordinary line); the first chunk of an update may omit `@@`; a blank line inside an update chunk is an empty
 //! context line; blank lines between hunks are skipped; a blank line inside an added file that
 //! is followed by more `+` lines is an empty line of the file.
 //!
