@@ -22,6 +22,21 @@ pub(crate) enum Command {
     /// per session. A session is named by its id, a unique prefix of it, or a path to its file.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Apply a patch in codex's apply_patch format to the current directory.
+    ///
+    /// The patch is the one argument, or read from stdin when there is none. Prints
+    /// `Success. Updated the following files:` with A/M/D lines and exits 0; exits 1 when the
+    /// patch does not parse or apply (files changed before the failure stay changed, and are
+    /// listed), 2 on usage errors.
+    #[command(name = "apply-patch", visible_alias = "apply_patch")]
+    ApplyPatch(ApplyPatchArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ApplyPatchArgs {
+    /// The patch (`*** Begin Patch` … `*** End Patch`); omit to read it from stdin.
+    #[arg(allow_hyphen_values = true, num_args = 0.., value_name = "PATCH")]
+    pub(crate) patch: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

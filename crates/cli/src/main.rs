@@ -21,6 +21,7 @@ fn main() -> ExitCode {
     let mut out = io::BufWriter::new(stdout.lock());
     let result = match cli.command {
         Command::Sessions(args) => sessions::run(args, &mut out),
+        Command::ApplyPatch(args) => apply_patch(&args.patch, &mut out),
     };
     let flushed = out.flush();
     match result.and_then(|code| flushed.map(|()| code).map_err(Into::into)) {
@@ -31,6 +32,13 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn apply_patch(args: &[String], out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let cwd = std::env::current_dir()?;
+    let mut err = io::stderr().lock();
+    let code = codecoder_apply_patch::run(args, io::stdin().lock(), &cwd, out, &mut err);
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
