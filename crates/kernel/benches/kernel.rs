@@ -162,25 +162,89 @@ fn cancel_with_child() {
     harness.shutdown();
 }
 
-fn step_overhead() {
+/// A model whose streams are produced by one long-lived thread, so a request costs a channel
+/// wake-up rather than a thread spawn: isolates the kernel's own cost per step.
+struct InstantModel {
+    // Declared before `thread`: dropping it ends the producer loop before the join.
+    jobs: crossbeam_channel::Sender<(
+        Vec<codecoder_kernel::ResponseEvent>,
+        crossbeam_channel::Sender<codecoder_kernel::ResponseEvent>,
+    )>,
+    respond: Box<
+        dyn Fn(&codecoder_kernel::ModelRequest) -> Vec<codecoder_kernel::ResponseEvent>
+            + Send
+            + Sync,
+    >,
+    _thread: codecoder_stdx::JoinOnDrop<()>,
+}
+
+impl InstantModel {
+    fn new(
+        respond: impl Fn(&codecoder_kernel::ModelRequest) -> Vec<codecoder_kernel::ResponseEvent>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Arc<Self> {
+        let (jobs, queue) =
+            bounded::<(Vec<codecoder_kernel::ResponseEvent>, crossbeam_channel::Sender<_>)>(16);
+        let thread = codecoder_stdx::spawn_named("model-instant", move || {
+            for (events, tx) in queue {
+                for event in events {
+                    if tx.send(event).is_err() {
+                        break;
+                    }
+                }
+            }
+        })
+        .unwrap();
+        Arc::new(Self { jobs, respond: Box::new(respond), _thread: thread })
+    }
+}
+
+impl codecoder_kernel::ModelClient for InstantModel {
+    fn stream(
+        &self,
+        request: codecoder_kernel::ModelRequest,
+    ) -> Result<codecoder_kernel::ResponseStream, codecoder_kernel::ModelError> {
+        let events = (self.respond)(&request);
+        let (tx, rx) = bounded(1024);
+        self.jobs.send((events, tx)).unwrap();
+        Ok(codecoder_kernel::ResponseStream::new(rx))
+    }
+}
+
+fn step_script(history_len: usize, steps: usize) -> Vec<codecoder_kernel::ResponseEvent> {
+    let steps_so_far = (history_len - 1) / 2;
+    if steps_so_far + 1 < steps {
+        calls(&[(&format!("c{steps_so_far}"), "echo", json!({ "text": "x" }))])
+    } else {
+        vec![completed(StopReason::EndTurn)]
+    }
+}
+
+fn step_overhead(persistent_model: bool) {
     const STEPS: usize = 200;
     const SESSIONS: usize = 20;
     let mut per_turn = Vec::new();
     let mut per_step = Vec::new();
-    // A fresh session per trial: each request carries the whole history (cloned from the log's
-    // projection), so a step's cost grows with the session; 200 steps stay a realistic size.
+    // A fresh session per trial: each request carries the whole history, so a step's cost grows
+    // with the session; 200 steps stay a realistic size.
     for _ in 0..SESSIONS {
         // Every request but the last of the turn asks for one instant tool call.
-        let model = ScriptedModel::new(|request| {
-            let steps_so_far = (request.history.len() - 1) / 2;
-            if steps_so_far + 1 < STEPS {
-                let id = format!("c{steps_so_far}");
-                Response::Events(calls(&[(&id, "echo", json!({ "text": "x" }))]))
-            } else {
-                Response::Events(vec![completed(StopReason::EndTurn)])
-            }
-        });
-        let harness = harness(model, vec![Arc::new(EchoTool)], config(true));
+        let model: Arc<dyn codecoder_kernel::ModelClient> = if persistent_model {
+            InstantModel::new(|request| step_script(request.history.len(), STEPS))
+        } else {
+            ScriptedModel::new(|request| {
+                Response::Events(step_script(request.history.len(), STEPS))
+            })
+        };
+        let harness = Harness::with(
+            model,
+            vec![Arc::new(EchoTool)],
+            Arc::new(AllowAll),
+            config(true),
+            |_| {},
+        );
         let started = Instant::now();
         harness.submit("go");
         let mut steps = 0;
@@ -200,13 +264,18 @@ fn step_overhead() {
         per_turn.push(started.elapsed() / STEPS as u32);
         harness.shutdown();
     }
+    let model = if persistent_model {
+        "model on a long-lived thread"
+    } else {
+        "model thread spawned per request"
+    };
     report(
         &format!(
-            "kernel overhead per step, each step (StepStarted -> StepFinished: request, model thread, one instant tool call, 5 log records), {SESSIONS} sessions x {STEPS} steps"
+            "kernel overhead per step ({model}), each step (StepStarted -> StepFinished: request, stream, one instant tool call, 6 log records, 7 events), {SESSIONS} sessions x {STEPS} steps"
         ),
         per_step,
     );
-    report(&format!("kernel overhead per step, turn time / {STEPS} steps"), per_turn);
+    report(&format!("kernel overhead per step ({model}), turn time / {STEPS} steps"), per_turn);
 }
 
 fn main() {
@@ -228,6 +297,7 @@ fn main() {
         cancel_with_child();
     }
     if wanted("step") {
-        step_overhead();
+        step_overhead(false);
+        step_overhead(true);
     }
 }

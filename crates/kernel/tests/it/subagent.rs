@@ -229,8 +229,13 @@ fn two_slow_children(max_parallel: usize) -> Duration {
     });
     let mut config = config();
     config.subagents.max_parallel = max_parallel;
-    let harness =
-        Harness::with(model, vec![agent_tool(), Arc::new(EchoTool)], Arc::new(AllowAll), config, |_| {});
+    let harness = Harness::with(
+        model,
+        vec![agent_tool(), Arc::new(EchoTool)],
+        Arc::new(AllowAll),
+        config,
+        |_| {},
+    );
     let started = Instant::now();
     harness.submit("root");
     harness.turn();
