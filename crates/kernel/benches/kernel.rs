@@ -16,7 +16,9 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codecoder_kernel::{AgentConfig, AllowAll};
+use codecoder_kernel::{
+    AgentConfig, AllowAll, ModelClient, ModelError, ModelRequest, ResponseEvent, ResponseStream,
+};
 use codecoder_protocol::{AgentCommand, AgentEventKind, StopReason};
 use codecoder_sandbox::live_group_members;
 use crossbeam_channel::bounded;
@@ -162,31 +164,23 @@ fn cancel_with_child() {
     harness.shutdown();
 }
 
+type Script = Box<dyn Fn(&ModelRequest) -> Vec<ResponseEvent> + Send + Sync>;
+type Job = (Vec<ResponseEvent>, crossbeam_channel::Sender<ResponseEvent>);
+
 /// A model whose streams are produced by one long-lived thread, so a request costs a channel
 /// wake-up rather than a thread spawn: isolates the kernel's own cost per step.
 struct InstantModel {
     // Declared before `thread`: dropping it ends the producer loop before the join.
-    jobs: crossbeam_channel::Sender<(
-        Vec<codecoder_kernel::ResponseEvent>,
-        crossbeam_channel::Sender<codecoder_kernel::ResponseEvent>,
-    )>,
-    respond: Box<
-        dyn Fn(&codecoder_kernel::ModelRequest) -> Vec<codecoder_kernel::ResponseEvent>
-            + Send
-            + Sync,
-    >,
+    jobs: crossbeam_channel::Sender<Job>,
+    respond: Script,
     _thread: codecoder_stdx::JoinOnDrop<()>,
 }
 
 impl InstantModel {
     fn new(
-        respond: impl Fn(&codecoder_kernel::ModelRequest) -> Vec<codecoder_kernel::ResponseEvent>
-        + Send
-        + Sync
-        + 'static,
+        respond: impl Fn(&ModelRequest) -> Vec<ResponseEvent> + Send + Sync + 'static,
     ) -> Arc<Self> {
-        let (jobs, queue) =
-            bounded::<(Vec<codecoder_kernel::ResponseEvent>, crossbeam_channel::Sender<_>)>(16);
+        let (jobs, queue) = bounded::<Job>(16);
         let thread = codecoder_stdx::spawn_named("model-instant", move || {
             for (events, tx) in queue {
                 for event in events {
@@ -201,19 +195,16 @@ impl InstantModel {
     }
 }
 
-impl codecoder_kernel::ModelClient for InstantModel {
-    fn stream(
-        &self,
-        request: codecoder_kernel::ModelRequest,
-    ) -> Result<codecoder_kernel::ResponseStream, codecoder_kernel::ModelError> {
+impl ModelClient for InstantModel {
+    fn stream(&self, request: ModelRequest) -> Result<ResponseStream, ModelError> {
         let events = (self.respond)(&request);
         let (tx, rx) = bounded(1024);
         self.jobs.send((events, tx)).unwrap();
-        Ok(codecoder_kernel::ResponseStream::new(rx))
+        Ok(ResponseStream::new(rx))
     }
 }
 
-fn step_script(history_len: usize, steps: usize) -> Vec<codecoder_kernel::ResponseEvent> {
+fn step_script(history_len: usize, steps: usize) -> Vec<ResponseEvent> {
     let steps_so_far = (history_len - 1) / 2;
     if steps_so_far + 1 < steps {
         calls(&[(&format!("c{steps_so_far}"), "echo", json!({ "text": "x" }))])
@@ -231,7 +222,7 @@ fn step_overhead(persistent_model: bool) {
     // with the session; 200 steps stay a realistic size.
     for _ in 0..SESSIONS {
         // Every request but the last of the turn asks for one instant tool call.
-        let model: Arc<dyn codecoder_kernel::ModelClient> = if persistent_model {
+        let model: Arc<dyn ModelClient> = if persistent_model {
             InstantModel::new(|request| step_script(request.history.len(), STEPS))
         } else {
             ScriptedModel::new(|request| {
