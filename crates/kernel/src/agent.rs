@@ -215,7 +215,9 @@ pub(crate) struct AgentEnv {
 pub struct AgentHandle {
     /// Client intent: submit, steer, cancel, shutdown. Dropping it shuts the agent down.
     pub cmd: Sender<AgentCommand>,
-    /// Everything the agent does, in order.
+    /// Everything the agent does, in order (subagents' events too, marked by
+    /// `EventSource.subagent_path`). Drain it continuously: it is bounded, a full channel pauses
+    /// the loop (backpressure), and a paused loop sees a `Cancel` only once it can send again.
     pub events: Receiver<AgentEvent>,
     session_id: SessionId,
     session_path: Option<PathBuf>,
@@ -254,7 +256,8 @@ pub fn spawn_agent(config: AgentConfig, deps: AgentDeps) -> Result<AgentHandle> 
     spawn_agent_on(config, deps, writer)
 }
 
-/// Starts an agent on an existing session writer (resume).
+/// Starts an agent on an existing session writer (resume). The writer's log must have nothing
+/// open (`trace().needs_repair()` false: repair it first), or the first turn fails to start.
 pub fn spawn_agent_on(
     config: AgentConfig,
     deps: AgentDeps,
