@@ -15,7 +15,8 @@
 //!   open step and turn (synthetic results for pending calls first), so the log validates, and
 //!   `TurnDone` is sent exactly once per `TurnStarted`.
 //! - While a turn runs, every blocking wait also selects on `cmd`: Cancel is seen at once; Submit
-//!   and Steer are queued, never lost.
+//!   and Steer are queued, never lost: injected at the next step boundary, or, when the turn is
+//!   cancelled first, starting the next turn. Only `Shutdown` drops what is still queued.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
