@@ -5,7 +5,9 @@
 //! Invariants:
 //! - A job never waits behind a busy worker: `run` reserves an idle worker or starts a new one.
 //!   A tool that ignores cancel therefore only ever occupies its own worker.
-//! - Only the owning AgentLoop submits, so the idle count it reserves from is exact.
+//! - Only the owning AgentLoop submits, so the idle count it reserves from never overstates: a
+//!   worker counts itself idle only after its job returned (the job's result may arrive a moment
+//!   before that, which at worst starts one worker more than needed).
 //! - Shutdown by disconnect: dropping the pool drops the job sender, idle workers end, and every
 //!   worker is joined (after its current job).
 
