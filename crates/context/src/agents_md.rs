@@ -226,7 +226,11 @@ pub fn find_project_root(cwd: &Path) -> Option<&Path> {
 
 /// `body` cut to `budget_bytes` at a line end (a character boundary when one line is longer than
 /// the budget), with a note saying what was cut.
-fn truncate_to_budget(body: String, budget_bytes: usize, warnings: &mut Vec<Warning>) -> String {
+pub(crate) fn truncate_to_budget(
+    body: String,
+    budget_bytes: usize,
+    warnings: &mut Vec<Warning>,
+) -> String {
     let total_bytes = body.len();
     if total_bytes <= budget_bytes {
         return body;
