@@ -50,3 +50,7 @@ Be concise and direct: no preamble, no flattery. While working, one short line b
 of actions is enough. When done, say what you changed (files and behavior), how you verified \
 it, and what is left undone or risky. Refer to code as `path:line`. Do not paste whole files \
 you edited.";
+
+/// The `o200k_base` token count of `BASE_INSTRUCTIONS`, checked in so that a session whose other
+/// sections are short never loads the tokenizer at start (a unit test keeps it true).
+pub(crate) const BASE_INSTRUCTIONS_TOKENS: u64 = 589;

@@ -13,11 +13,17 @@
 //!   found", is kept, so a message looks the same in every later request.
 //! - Nothing is truncated to fit: a request that does not fit the context window is an error
 //!   (`check_fits`), never a silently shortened request.
+//!
+//! The tokenizer is slow to load, so nothing on the path to the first request counts tokens
+//! unless it must: refusal counts only sections longer in bytes than the limit, large-section
+//! warnings are computed when `warnings` is first called, and the window check first compares
+//! a byte bound (never below the token estimate) with the room left.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use codecoder_kernel::{ModelRequest, PromptBuilder, PromptInput, ToolSpec};
 use codecoder_protocol::{BlobRef, ContentItem, Message, MessageId, MessageItem, SessionId};
@@ -31,7 +37,7 @@ use crate::section::{Section, SectionPolicy, Warning};
 use crate::tokens::count_tokens;
 
 /// What every message costs beyond its content (role and framing), in tokens.
-const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
+pub(crate) const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
 /// What an image is counted as, in tokens (a large image on current providers).
 const IMAGE_TOKENS: u64 = 1_500;
 /// The text before the joined AGENTS.md files.
@@ -92,7 +98,10 @@ pub struct ContextBuilder {
     sections: Vec<Section>,
     base: Arc<str>,
     agents_md_files: Vec<PathBuf>,
-    warnings: Vec<Warning>,
+    /// Warnings known without counting (AGENTS.md cut or unreadable).
+    file_warnings: Vec<Warning>,
+    /// `file_warnings`, then large sections; computed on first use (it counts tokens).
+    warnings: OnceLock<Vec<Warning>>,
     resolver: Option<Box<BlobResolver>>,
     // `build` takes `&self` and is called from the thread of every agent in the tree (root and
     // subagents), so the caches sit behind one mutex. It is never held while a blob is resolved.
@@ -133,14 +142,12 @@ impl ContextBuilder {
             texts.push(("AGENTS.md", format!("{AGENTS_MD_PREAMBLE}{}", docs.text)));
         }
         let mut sections = Vec::new();
-        let mut warnings = docs.warnings;
         for (name, text) in texts {
             if text.is_empty() {
                 continue;
             }
-            let (section, warning) = config.sections.check(name, text)?;
-            sections.push(section);
-            warnings.extend(warning);
+            config.sections.refuse(name, &text)?;
+            sections.push(Section { name: name.to_owned(), text });
         }
         let base: Vec<&str> = sections.iter().map(|section| section.text.as_str()).collect();
         Ok(Self {
@@ -150,7 +157,8 @@ impl ContextBuilder {
             base: base.join("\n\n").into(),
             sections,
             agents_md_files: docs.files,
-            warnings,
+            file_warnings: docs.warnings,
+            warnings: OnceLock::new(),
             resolver: None,
             caches: Mutex::new(Caches::default()),
         })
@@ -171,9 +179,20 @@ impl ContextBuilder {
         &self.sections
     }
 
-    /// What the person should know about the prompt (large sections, cut or unreadable files).
+    /// What the person should know about the prompt: cut or unreadable AGENTS.md files, then
+    /// sections over the warning threshold. The first call may load the tokenizer (about half a
+    /// second); call it off the path to the first request when that matters.
     pub fn warnings(&self) -> &[Warning] {
-        &self.warnings
+        self.warnings.get_or_init(|| {
+            let mut warnings = self.file_warnings.clone();
+            for section in &self.sections {
+                // The sections passed the refusal check in `new`, so only a warning can come.
+                if let Ok(Some(warning)) = self.policy.check(&section.name, &section.text) {
+                    warnings.push(warning);
+                }
+            }
+            warnings
+        })
     }
 
     /// The instruction files used, in prompt order.
@@ -194,7 +213,7 @@ impl ContextBuilder {
     /// Checks extra instructions (a subagent type's) against the section policy; call it when
     /// agent types are configured, since `build` cannot fail.
     pub fn check_section(&self, name: &str, text: &str) -> Result<Option<Warning>> {
-        self.policy.check(name, text.to_owned()).map(|(_, warning)| warning)
+        self.policy.check(name, text)
     }
 
     /// The instructions of `session_id`: frozen at the first call for that session, so later
@@ -225,12 +244,23 @@ impl ContextBuilder {
     /// `Ok` when `request` fits the context window less the output reserve; otherwise an error
     /// saying how large it is and what to do.
     pub fn check_fits(&self, request: &ModelRequest) -> Result<()> {
+        let bound = bytes(&request.instructions)
+            + bytes(&tools_json(&request.tools))
+            + request.history.iter().map(message_bound).sum::<u64>();
+        if bound <= self.available() {
+            return Ok(());
+        }
         self.check_needed(&request.model, self.estimate_tokens(request))
+    }
+
+    /// The tokens a request may hold: the window less the output reserve.
+    pub(crate) fn available(&self) -> u64 {
+        self.context_window - self.max_output_tokens
     }
 
     /// `Ok` when `needed` tokens fit; the error names `model`.
     pub(crate) fn check_needed(&self, model: &str, needed: u64) -> Result<()> {
-        let available = self.context_window - self.max_output_tokens;
+        let available = self.available();
         if needed <= available {
             return Ok(());
         }
@@ -252,16 +282,17 @@ impl ContextBuilder {
     /// The history as the model will see it: blob references inlined where the resolver
     /// answers.
     pub(crate) fn resolve_history(&self, history: &[Message]) -> Vec<Message> {
-        history.iter().map(|message| self.resolve_message(message)).collect()
+        history.iter().map(|message| self.resolve_message(message).into_owned()).collect()
     }
 
-    /// `message` with its blob references inlined where the resolver answers.
-    pub(crate) fn resolve_message(&self, message: &Message) -> Message {
+    /// `message` with its blob references inlined where the resolver answers (borrowed when
+    /// there is nothing to inline).
+    pub(crate) fn resolve_message<'a>(&self, message: &'a Message) -> Cow<'a, Message> {
         let Some(resolver) = &self.resolver else {
-            return message.clone();
+            return Cow::Borrowed(message);
         };
         if !has_blob(message) {
-            return message.clone();
+            return Cow::Borrowed(message);
         }
         let items = message
             .items
@@ -290,7 +321,7 @@ impl ContextBuilder {
                 | MessageItem::Image(_) => item.clone(),
             })
             .collect();
-        Message { id: message.id, role: message.role, items }
+        Cow::Owned(Message { id: message.id, role: message.role, items })
     }
 
     /// The blob's content as first resolved.
@@ -321,17 +352,7 @@ impl ContextBuilder {
         if tools.is_empty() {
             return 0;
         }
-        let json: Vec<serde_json::Value> = tools
-            .iter()
-            .map(|tool| {
-                serde_json::json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.schema,
-                })
-            })
-            .collect();
-        self.text_tokens(&serde_json::Value::Array(json).to_string())
+        self.text_tokens(&tools_json(tools))
     }
 
     /// The tokens of one message, counted once per message and content.
@@ -364,6 +385,61 @@ impl PromptBuilder for ContextBuilder {
             tools: input.tools.to_vec(),
             max_output_tokens: Some(u32::try_from(self.max_output_tokens).unwrap_or(u32::MAX)),
         }
+    }
+}
+
+/// The tool schemas as JSON, as they are counted.
+pub(crate) fn tools_json(tools: &[ToolSpec]) -> String {
+    if tools.is_empty() {
+        return String::new();
+    }
+    let json: Vec<serde_json::Value> = tools
+        .iter()
+        .map(|tool| {
+            serde_json::json!({
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.schema,
+            })
+        })
+        .collect();
+    serde_json::Value::Array(json).to_string()
+}
+
+/// The length of `text` in bytes: an upper bound of its token count.
+pub(crate) fn bytes(text: &str) -> u64 {
+    u64::try_from(text.len()).unwrap_or(u64::MAX)
+}
+
+/// An upper bound of `message_tokens` without counting: bytes for text, as counted for the rest.
+pub(crate) fn message_bound(message: &Message) -> u64 {
+    MESSAGE_OVERHEAD_TOKENS
+        + message
+            .items
+            .iter()
+            .map(|item| match item {
+                MessageItem::Text { text } => bytes(text),
+                MessageItem::Reasoning(reasoning) => bytes(&reasoning.text),
+                MessageItem::ToolCall(call) => {
+                    let args = match &call.args {
+                        serde_json::Value::String(raw) => bytes(raw),
+                        args => bytes(&args.to_string()),
+                    };
+                    bytes(&call.name) + args
+                }
+                MessageItem::ToolResult(result) => result.content.iter().map(content_bound).sum(),
+                MessageItem::Image(_) => IMAGE_TOKENS,
+                MessageItem::BlobRef(blob) => bytes(&blob.preview),
+            })
+            .sum::<u64>()
+}
+
+/// An upper bound of `content_tokens` without counting.
+pub(crate) fn content_bound(content: &ContentItem) -> u64 {
+    match content {
+        ContentItem::Text { text } => bytes(text),
+        ContentItem::Image(_) => IMAGE_TOKENS,
+        ContentItem::BlobRef(blob) => bytes(&blob.preview),
     }
 }
 

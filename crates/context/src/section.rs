@@ -1,7 +1,10 @@
 //! Prompt sections and the size policy: a section over the refusal threshold is an error, one
 //! over the warning threshold adds a `Warning` the caller can show.
 //!
-//! Invariant: a section's `tokens` is the `o200k_base` count of exactly its `text`.
+//! Loading the tokenizer costs about half a second, so the policy counts only when the byte
+//! length leaves the answer open: a text never has more `o200k_base` tokens than bytes, so a
+//! section of at most `warn_tokens` bytes needs no count at all. Invariant: the decisions are
+//! exactly those of counting every section.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -12,12 +15,17 @@ use crate::tokens::count_tokens;
 /// One part of the system prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Section {
-    /// What it is (`base instructions`, `environment`, `AGENTS.md`, `agent instructions`).
+    /// What it is (`base instructions`, `environment`, `AGENTS.md`).
     pub name: String,
     /// The text, as it appears in the prompt.
     pub text: String,
-    /// Its size in tokens.
-    pub tokens: u64,
+}
+
+impl Section {
+    /// Its size in tokens (loads the tokenizer on first use).
+    pub fn tokens(&self) -> u64 {
+        count_tokens(&self.text)
+    }
 }
 
 /// Something the person should know about the prompt; never fatal.
@@ -86,10 +94,13 @@ impl SectionPolicy {
         Self { refuse_tokens: 10_000, warn_tokens: 1_000 }
     }
 
-    /// Measures `text` as the section `name`: an error when it is too large, else the section
-    /// and, when it is large, a warning.
-    pub fn check(&self, name: &str, text: String) -> Result<(Section, Option<Warning>)> {
-        let tokens = count_tokens(&text);
+    /// An error when `text` is too large to be the section `name`; counts tokens only when it
+    /// has more bytes than the refusal threshold.
+    pub fn refuse(&self, name: &str, text: &str) -> Result<()> {
+        if bytes(text) <= self.refuse_tokens {
+            return Ok(());
+        }
+        let tokens = count_tokens(text);
         if tokens > self.refuse_tokens {
             return Err(Error::SectionTooLarge {
                 section: name.to_owned(),
@@ -97,11 +108,26 @@ impl SectionPolicy {
                 limit: self.refuse_tokens,
             });
         }
-        let warning = (tokens > self.warn_tokens).then(|| Warning::LargeSection {
+        Ok(())
+    }
+
+    /// Like `refuse`, then a warning when `text` is large; counts tokens only when it has more
+    /// bytes than the warning threshold.
+    pub fn check(&self, name: &str, text: &str) -> Result<Option<Warning>> {
+        self.refuse(name, text)?;
+        if bytes(text) <= self.warn_tokens {
+            return Ok(None);
+        }
+        let tokens = count_tokens(text);
+        Ok((tokens > self.warn_tokens).then(|| Warning::LargeSection {
             section: name.to_owned(),
             tokens,
             threshold: self.warn_tokens,
-        });
-        Ok((Section { name: name.to_owned(), text, tokens }, warning))
+        }))
     }
+}
+
+/// The length of `text` in bytes: an upper bound of its token count.
+fn bytes(text: &str) -> u64 {
+    u64::try_from(text.len()).unwrap_or(u64::MAX)
 }

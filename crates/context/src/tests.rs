@@ -5,10 +5,18 @@ use std::path::Path;
 
 use pretty_assertions::assert_eq;
 
+use codecoder_protocol::{
+    Message, MessageItem, Reasoning, Role, ToolCall, ToolCallId, ToolResult, ToolResultStatus,
+};
+use codecoder_stdx::ManualClock;
+
 use crate::agents_md::truncate_to_budget;
+use crate::base::BASE_INSTRUCTIONS_TOKENS;
+use crate::builder::{bytes, message_bound};
+use crate::tokens::count_with_encoding;
 use crate::{
-    Error, SectionPolicy, Warning, count_tokens, find_project_root, read_git_head,
-    summarize_git_status,
+    AgentsMdLoader, BASE_INSTRUCTIONS, ContextBuilder, ContextConfig, Environment, Error,
+    SectionPolicy, Warning, count_tokens, find_project_root, read_git_head, summarize_git_status,
 };
 
 #[test]
@@ -97,17 +105,15 @@ fn budget_cuts_a_long_line_on_a_character_boundary() {
 #[test]
 fn section_policy_refuses_warns_and_accepts() {
     let policy = SectionPolicy { refuse_tokens: 5, warn_tokens: 2 };
-    let (section, warning) = policy.check("small", "hello".to_owned()).unwrap();
-    assert_eq!((section.tokens, warning), (1, None));
-
-    let (section, warning) = policy.check("medium", "one two three".to_owned()).unwrap();
-    assert_eq!(section.tokens, 3);
+    assert_eq!(policy.check("small", "hello").unwrap(), None);
     assert_eq!(
-        warning,
+        policy.check("medium", "one two three").unwrap(),
         Some(Warning::LargeSection { section: "medium".to_owned(), tokens: 3, threshold: 2 })
     );
+    // More bytes than the limit, but few tokens: accepted.
+    policy.refuse("long words", "internationalization").unwrap();
 
-    let err = policy.check("big", "one two three four five six".to_owned()).unwrap_err();
+    let err = policy.check("big", "one two three four five six").unwrap_err();
     assert!(
         matches!(&err, Error::SectionTooLarge { section, tokens: 6, limit: 5 } if section == "big"),
         "{err:?}"
@@ -116,6 +122,64 @@ fn section_policy_refuses_warns_and_accepts() {
         err.to_string(),
         "the prompt section `big` has ~6 tokens, more than the limit of 5; shorten it"
     );
+}
+
+#[test]
+fn the_checked_in_base_instructions_count_is_true() {
+    // When this fails after an edit of BASE_INSTRUCTIONS, update BASE_INSTRUCTIONS_TOKENS.
+    let real = u64::try_from(count_with_encoding(BASE_INSTRUCTIONS)).unwrap();
+    assert_eq!(BASE_INSTRUCTIONS_TOKENS, real);
+    assert_eq!(count_tokens(BASE_INSTRUCTIONS), real);
+}
+
+#[test]
+fn byte_bounds_are_never_below_token_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = ContextConfig::standard(100_000, 1_000, None);
+    let environment = Environment::new(dir.path(), None);
+    let builder =
+        ContextBuilder::new(&config, &environment, &ManualClock::new(0, 0), &AgentsMdLoader::new())
+            .unwrap();
+    let texts = [
+        "",
+        "a",
+        "hello world",
+        "日本語のテキスト",
+        "🦀🦀🦀 emoji",
+        "    \n\n\t x",
+        "fn main() {}",
+    ];
+    for text in texts {
+        let messages = [
+            Message::user_text(text),
+            Message::new(
+                Role::Assistant,
+                vec![
+                    MessageItem::Reasoning(Reasoning {
+                        text: text.to_owned(),
+                        ..Reasoning::default()
+                    }),
+                    MessageItem::ToolCall(ToolCall {
+                        id: ToolCallId::new("c"),
+                        name: "read_file".to_owned(),
+                        args: serde_json::json!({ "path": text }),
+                    }),
+                ],
+            ),
+            Message::new(
+                Role::Tool,
+                vec![MessageItem::ToolResult(ToolResult::text(
+                    ToolCallId::new("c"),
+                    ToolResultStatus::Success,
+                    text,
+                ))],
+            ),
+        ];
+        for message in &messages {
+            assert!(message_bound(message) >= builder.message_tokens(message), "{message:?}");
+        }
+        assert!(bytes(text) >= count_tokens(text), "{text:?}");
+    }
 }
 
 #[test]

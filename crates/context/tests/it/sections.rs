@@ -41,12 +41,12 @@ fn a_section_over_one_thousand_tokens_is_warned() {
     project.write("repo/AGENTS.md", &words(1_500));
     let builder = project.builder(&project.repo(), &project.config());
     let section = builder.sections().iter().find(|section| section.name == "AGENTS.md").unwrap();
-    assert!((1_000..10_000).contains(&section.tokens), "{}", section.tokens);
+    assert!((1_000..10_000).contains(&section.tokens()), "{}", section.tokens());
     assert_eq!(
         builder.warnings(),
         [Warning::LargeSection {
             section: "AGENTS.md".to_owned(),
-            tokens: section.tokens,
+            tokens: section.tokens(),
             threshold: 1_000
         }]
     );
@@ -61,7 +61,7 @@ fn agents_md_budget_applies_before_the_policy() {
     let builder = project.builder(&project.repo(), &project.config());
     let section = builder.sections().iter().find(|section| section.name == "AGENTS.md").unwrap();
     assert!(section.text.contains("[AGENTS.md truncated:"));
-    assert!(section.tokens < 10_000, "{}", section.tokens);
+    assert!(section.tokens() < 10_000, "{}", section.tokens());
     assert!(matches!(
         builder.warnings(),
         [Warning::AgentsMdTruncated { .. }, Warning::LargeSection { .. }]
