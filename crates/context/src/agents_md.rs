@@ -1,8 +1,9 @@
 //! AGENTS.md discovery: the global file in `$CODECODER_HOME`, then one file per directory from
 //! the project root (the nearest ancestor of the cwd holding `.git`) down to the cwd. In each
 //! directory the first that exists of `AGENTS.override.md`, `AGENTS.md` and the configured
-//! fallback names (such as `CLAUDE.md`) is used. The files are joined, outermost first, each under
-//! a header naming it, and cut to a byte budget with a note saying so.
+//! fallback names (such as `CLAUDE.md`) is used, so an empty `AGENTS.override.md` silences its
+//! directory. The files are joined, outermost first, each under a header naming it, and cut to a
+//! byte budget with a note saying so. The cwd must be absolute.
 //!
 //! Invariants:
 //! - A file is read again only when its modification time changed since it was last read

@@ -11,8 +11,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A file could not be read.
-    #[error("could not read {}: {source}", path.display())]
+    /// A file could not be read. The message names the kind of failure (`permission denied`);
+    /// `source` holds the full chain.
+    #[error("could not read {}: {}", path.display(), source.kind())]
     Io {
         /// The file.
         path: PathBuf,

@@ -163,3 +163,59 @@ fn each_file_is_cached_on_its_own() {
     assert_eq!(source.reads(), 3, "only the changed file is read again");
     assert!(docs.text.contains("nested, edited"));
 }
+
+/// Reads like the file system, except that files in a directory named `locked` fail.
+struct FailingSource;
+
+impl codecoder_context::DocSource for FailingSource {
+    fn modified(
+        &self,
+        path: &std::path::Path,
+    ) -> codecoder_context::Result<Option<std::time::SystemTime>> {
+        codecoder_context::FileSystem.modified(path)
+    }
+
+    fn read(&self, path: &std::path::Path) -> codecoder_context::Result<String> {
+        if path.parent().is_some_and(|dir| dir.ends_with("locked")) {
+            return Err(codecoder_context::Error::Io {
+                path: path.to_owned(),
+                source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            });
+        }
+        codecoder_context::FileSystem.read(path)
+    }
+}
+
+#[test]
+fn an_unreadable_file_is_left_out_with_a_warning() {
+    let project = Project::new();
+    let root = project.write("repo/AGENTS.md", "root rules");
+    let locked = project.write("repo/locked/AGENTS.md", "never seen");
+    let loader = AgentsMdLoader::with_source(Box::new(FailingSource));
+    let docs = loader.load(&config(&project), &project.path("repo/locked"));
+    assert_eq!(docs.files, vec![root]);
+    assert_eq!(
+        docs.warnings,
+        vec![Warning::Unreadable {
+            path: locked.clone(),
+            message: format!("could not read {}: permission denied", locked.display()),
+        }]
+    );
+    assert_eq!(
+        docs.warnings[0].to_string(),
+        format!(
+            "left out {}: could not read {}: permission denied",
+            locked.display(),
+            locked.display()
+        )
+    );
+}
+
+#[test]
+fn an_empty_override_silences_its_directory() {
+    let project = Project::new();
+    project.write("repo/AGENTS.override.md", "\n");
+    project.write("repo/AGENTS.md", "silenced");
+    let docs = AgentsMdLoader::new().load(&config(&project), &project.repo());
+    assert_eq!((docs.files.len(), docs.text.as_str()), (0, ""));
+}
