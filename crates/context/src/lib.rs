@@ -1,0 +1,42 @@
+//! Prompt assembly (design.md "Context"): the system prompt's sections, AGENTS.md discovery,
+//! token counting, and the context-window check.
+//!
+//! `ContextBuilder` implements the kernel's `PromptBuilder`. The system prompt is, in order:
+//! base instructions, environment (cwd, OS, shell, date, git branch and status), the joined
+//! AGENTS.md files, and the agent's own instructions when present. Tool schemas travel in
+//! `ModelRequest.tools`; each provider adapter puts them where its API wants them.
+//!
+//! Invariants:
+//! - Prefix stability: a session's instructions are computed once and never change, and its
+//!   history is only ever extended, so consecutive requests share their prefix byte for byte.
+//! - Size policy: a section over the refusal threshold (10,000 tokens) is an error when the
+//!   builder is made; one over the warning threshold (1,000) is a `Warning`.
+//! - No silent truncation of the conversation: a request that does not fit the window is an
+//!   error (`ContextBuilder::check_fits`, `ContextWindowGuard`). Only AGENTS.md is cut to its
+//!   byte budget, and the cut is stated in the prompt and in a `Warning`.
+//! - No process is spawned and the process environment is not read: the caller passes in the
+//!   shell, the git status and the clock.
+
+mod agents_md;
+mod base;
+mod builder;
+mod environment;
+mod error;
+mod section;
+mod tokens;
+mod window;
+
+pub use agents_md::{
+    AGENTS_MD, AGENTS_OVERRIDE_MD, AgentsMd, AgentsMdConfig, AgentsMdLoader, DocSource, FileSystem,
+    find_project_root,
+};
+pub use base::BASE_INSTRUCTIONS;
+pub use builder::{BlobResolver, ContextBuilder, ContextConfig};
+pub use environment::{Environment, read_git_head, render_environment, summarize_git_status};
+pub use error::{Error, Result};
+pub use section::{Section, SectionPolicy, Warning};
+pub use tokens::count_tokens;
+pub use window::ContextWindowGuard;
+
+#[cfg(test)]
+mod tests;

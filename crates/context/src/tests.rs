@@ -1,0 +1,218 @@
+//! Unit tests of the pieces that need no builder: git status summaries, `HEAD` parsing, the
+//! AGENTS.md budget cut, the section policy, token counts and messages.
+
+use std::path::Path;
+
+use pretty_assertions::assert_eq;
+
+use codecoder_protocol::{
+    Message, MessageItem, Reasoning, Role, ToolCall, ToolCallId, ToolResult, ToolResultStatus,
+};
+use codecoder_stdx::ManualClock;
+
+use crate::agents_md::truncate_to_budget;
+use crate::base::BASE_INSTRUCTIONS_TOKENS;
+use crate::builder::{bytes, message_bound};
+use crate::tokens::count_with_encoding;
+use crate::{
+    AgentsMdLoader, BASE_INSTRUCTIONS, ContextBuilder, ContextConfig, Environment, Error,
+    SectionPolicy, Warning, count_tokens, find_project_root, read_git_head, summarize_git_status,
+};
+
+#[test]
+fn git_status_clean_when_empty() {
+    assert_eq!(summarize_git_status(""), "clean");
+    assert_eq!(summarize_git_status("\n"), "clean");
+}
+
+#[test]
+fn git_status_counts_kinds_and_lists_lines() {
+    let porcelain = " M src/lib.rs\nM  src/main.rs\nA  new.rs\n D gone.rs\nR  a.rs -> b.rs\nUU both.rs\nAA added-twice.rs\n?? notes.txt\n?? tmp/\n";
+    assert_eq!(
+        summarize_git_status(porcelain),
+        "2 modified, 1 added, 1 deleted, 1 renamed, 2 conflicted, 2 untracked\n     M src/lib.rs\n    M  src/main.rs\n    A  new.rs\n     D gone.rs\n    R  a.rs -> b.rs\n    UU both.rs\n    AA added-twice.rs\n    ?? notes.txt\n    ?? tmp/"
+    );
+}
+
+#[test]
+fn git_status_lists_at_most_ten_lines() {
+    let porcelain: String = (0..13).map(|index| format!("?? file{index}\n")).collect();
+    let summary = summarize_git_status(&porcelain);
+    assert!(summary.starts_with("13 untracked\n    ?? file0\n"), "{summary}");
+    assert!(summary.contains("?? file9"), "{summary}");
+    assert!(!summary.contains("?? file10"), "{summary}");
+    assert!(summary.ends_with("… and 3 more"), "{summary}");
+}
+
+fn write(path: &Path, text: &str) {
+    fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+    fs_err::write(path, text).unwrap();
+}
+
+#[test]
+fn git_head_branch_detached_worktree_and_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    assert_eq!(read_git_head(root), None);
+
+    write(&root.join(".git/HEAD"), "ref: refs/heads/feature/x\n");
+    assert_eq!(read_git_head(root).as_deref(), Some("feature/x"));
+
+    write(&root.join(".git/HEAD"), "0123456789abcdef0123456789abcdef01234567\n");
+    assert_eq!(read_git_head(root).as_deref(), Some("detached at 0123456"));
+
+    write(&root.join(".git/HEAD"), "garbage\n");
+    assert_eq!(read_git_head(root), None);
+
+    // A worktree: `.git` is a file naming the real git directory, relative to the root.
+    let worktree = root.join("wt");
+    write(&root.join("main-git/worktrees/wt/HEAD"), "ref: refs/heads/wt-branch\n");
+    write(&worktree.join(".git"), "gitdir: ../main-git/worktrees/wt\n");
+    assert_eq!(read_git_head(&worktree).as_deref(), Some("wt-branch"));
+    assert_eq!(find_project_root(&worktree.join("deep/er")), Some(worktree.as_path()));
+}
+
+#[test]
+fn budget_keeps_short_text_whole() {
+    let mut warnings = Vec::new();
+    assert_eq!(truncate_to_budget("abc\ndef".to_owned(), 7, &mut warnings), "abc\ndef");
+    assert!(warnings.is_empty());
+}
+
+#[test]
+fn budget_cuts_at_a_line_end_with_a_note() {
+    let mut warnings = Vec::new();
+    let text = truncate_to_budget("line one\nline two\nline three".to_owned(), 20, &mut warnings);
+    assert_eq!(
+        text,
+        "line one\nline two\n\n[AGENTS.md truncated: 17 of 28 bytes shown (budget 20 bytes); \
+         the rest was left out]"
+    );
+    assert_eq!(
+        warnings,
+        vec![Warning::AgentsMdTruncated { shown_bytes: 17, total_bytes: 28, budget_bytes: 20 }]
+    );
+}
+
+#[test]
+fn budget_cuts_a_long_line_on_a_character_boundary() {
+    let mut warnings = Vec::new();
+    // "é" is two bytes: a cut at byte 3 would split the second one.
+    let text = truncate_to_budget("éééé".to_owned(), 3, &mut warnings);
+    assert!(text.starts_with("é\n\n[AGENTS.md truncated: 2 of 8 bytes"), "{text}");
+}
+
+#[test]
+fn section_policy_refuses_warns_and_accepts() {
+    let policy = SectionPolicy { refuse_tokens: 5, warn_tokens: 2 };
+    assert_eq!(policy.check("small", "hello").unwrap(), None);
+    assert_eq!(
+        policy.check("medium", "one two three").unwrap(),
+        Some(Warning::LargeSection { section: "medium".to_owned(), tokens: 3, threshold: 2 })
+    );
+    // More bytes than the limit, but few tokens: accepted.
+    policy.refuse("long words", "internationalization").unwrap();
+
+    let err = policy.check("big", "one two three four five six").unwrap_err();
+    assert!(
+        matches!(&err, Error::SectionTooLarge { section, tokens: 6, limit: 5 } if section == "big"),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "the prompt section `big` has ~6 tokens, more than the limit of 5; shorten it"
+    );
+}
+
+#[test]
+fn the_checked_in_base_instructions_count_is_true() {
+    // When this fails after an edit of BASE_INSTRUCTIONS, update BASE_INSTRUCTIONS_TOKENS.
+    let real = u64::try_from(count_with_encoding(BASE_INSTRUCTIONS)).unwrap();
+    assert_eq!(BASE_INSTRUCTIONS_TOKENS, real);
+    assert_eq!(count_tokens(BASE_INSTRUCTIONS), real);
+}
+
+#[test]
+fn byte_bounds_are_never_below_token_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = ContextConfig::standard(100_000, 1_000, None);
+    let environment = Environment::new(dir.path(), None);
+    let builder =
+        ContextBuilder::new(&config, &environment, &ManualClock::new(0, 0), &AgentsMdLoader::new())
+            .unwrap();
+    let texts = [
+        "",
+        "a",
+        "hello world",
+        "日本語のテキスト",
+        "🦀🦀🦀 emoji",
+        "    \n\n\t x",
+        "fn main() {}",
+    ];
+    for text in texts {
+        let messages = [
+            Message::user_text(text),
+            Message::new(
+                Role::Assistant,
+                vec![
+                    MessageItem::Reasoning(Reasoning {
+                        text: text.to_owned(),
+                        ..Reasoning::default()
+                    }),
+                    MessageItem::ToolCall(ToolCall {
+                        id: ToolCallId::new("c"),
+                        name: "read_file".to_owned(),
+                        args: serde_json::json!({ "path": text }),
+                    }),
+                ],
+            ),
+            Message::new(
+                Role::Tool,
+                vec![MessageItem::ToolResult(ToolResult::text(
+                    ToolCallId::new("c"),
+                    ToolResultStatus::Success,
+                    text,
+                ))],
+            ),
+        ];
+        for message in &messages {
+            assert!(message_bound(message) >= builder.message_tokens(message), "{message:?}");
+        }
+        assert!(bytes(text) >= count_tokens(text), "{text:?}");
+    }
+}
+
+#[test]
+fn tokens_are_counted_with_o200k_base() {
+    assert_eq!(count_tokens(""), 0);
+    assert_eq!(count_tokens("hello world"), 2);
+    // A long text is far from the bytes/4 fallback's answer only if the encoding loaded.
+    assert_eq!(count_tokens(&" hello".repeat(1000)), 1000);
+}
+
+#[test]
+fn window_error_says_what_to_do() {
+    let err = Error::ContextWindowExceeded {
+        model: "gpt-test".to_owned(),
+        needed: 130_000,
+        context_window: 128_000,
+        max_output_tokens: 16_000,
+        available: 112_000,
+    };
+    assert_eq!(
+        err.to_string(),
+        "the conversation needs ~130000 tokens but gpt-test fits 128000 - 16000 = 112000; start \
+         a new session or compact (coming later)"
+    );
+}
+
+#[test]
+fn warnings_read_well() {
+    let warning =
+        Warning::LargeSection { section: "AGENTS.md".to_owned(), tokens: 1500, threshold: 1000 };
+    assert_eq!(
+        warning.to_string(),
+        "the prompt section `AGENTS.md` has ~1500 tokens (more than 1000); it is sent with every \
+         request"
+    );
+}
