@@ -246,7 +246,7 @@ impl ContextBuilder {
     pub fn check_fits(&self, request: &ModelRequest) -> Result<()> {
         let bound = bytes(&request.instructions)
             + bytes(&tools_json(&request.tools))
-            + request.history.iter().map(message_bound).sum::<u64>();
+            + request.history.iter().map(|message| message_bound(message)).sum::<u64>();
         if bound <= self.available() {
             return Ok(());
         }
@@ -281,8 +281,15 @@ impl ContextBuilder {
 
     /// The history as the model will see it: blob references inlined where the resolver
     /// answers.
-    pub(crate) fn resolve_history(&self, history: &[Message]) -> Vec<Message> {
-        history.iter().map(|message| self.resolve_message(message).into_owned()).collect()
+    pub(crate) fn resolve_history(&self, history: &[Arc<Message>]) -> Vec<Arc<Message>> {
+        history
+            .iter()
+            .map(|message| match self.resolve_message(message) {
+                // Nothing to inline: share the message as it is.
+                Cow::Borrowed(_) => Arc::clone(message),
+                Cow::Owned(resolved) => Arc::new(resolved),
+            })
+            .collect()
     }
 
     /// `message` with its blob references inlined where the resolver answers (borrowed when

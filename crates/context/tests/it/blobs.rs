@@ -21,12 +21,15 @@ fn build(builder: &ContextBuilder, history: &[Message]) -> Vec<Message> {
             session_id: SessionId::new(),
             model: "gpt-test",
             agent_instructions: None,
-            history,
+            history: &crate::support::arcs(history),
             tools: &tools(),
             turn: TurnId::new(1),
             step: StepId::new(1),
         })
         .history
+        .iter()
+        .map(|message| (**message).clone())
+        .collect()
 }
 
 fn tool_result(content: Vec<ContentItem>) -> Message {

@@ -72,7 +72,7 @@ fn instructions_are_the_sections_in_order_then_agent_instructions() {
         session_id: SessionId::new(),
         model: "gpt-test",
         agent_instructions: Some("You review code; you never edit."),
-        history: &history,
+        history: &crate::support::arcs(&history),
         tools: &tools,
         turn: TurnId::new(1),
         step: StepId::new(1),
@@ -91,7 +91,7 @@ fn instructions_are_the_sections_in_order_then_agent_instructions() {
     assert!(request.instructions.contains("# AGENTS.md\n\nThe project's instruction files"));
     assert!(request.instructions.contains("Run `make test`."));
     assert_eq!(request.tools, tools);
-    assert_eq!(request.history, history);
+    assert_eq!(request.history, crate::support::arcs(&history));
     assert_eq!(request.max_output_tokens, Some(8_000));
     assert_eq!(request.model, "gpt-test");
 

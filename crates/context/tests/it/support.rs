@@ -141,7 +141,7 @@ pub(crate) fn open_body(request: &ModelRequest) -> String {
         serde_json::to_string(&tools).unwrap(),
     );
     for message in &request.history {
-        body.push_str(&serde_json::to_string(message).unwrap());
+        body.push_str(&serde_json::to_string(&**message).unwrap());
         body.push(',');
     }
     body
@@ -163,4 +163,11 @@ pub(crate) fn assert_prefix_stable(requests: &[ModelRequest]) {
             "request body is not a byte-prefix extension of the previous one"
         );
     }
+}
+
+/// Messages as the kernel shares them.
+pub(crate) fn arcs(
+    messages: &[codecoder_protocol::Message],
+) -> Vec<std::sync::Arc<codecoder_protocol::Message>> {
+    messages.iter().cloned().map(std::sync::Arc::new).collect()
 }

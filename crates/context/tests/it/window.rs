@@ -14,7 +14,7 @@ use crate::support::{Project, tools};
 
 fn input<'a>(
     session_id: SessionId,
-    history: &'a [Message],
+    history: &'a [Arc<Message>],
     tools: &'a [codecoder_kernel::ToolSpec],
 ) -> PromptInput<'a> {
     PromptInput {
@@ -43,7 +43,11 @@ fn check_fits_passes_then_fails_with_a_clear_message() {
     let tools = tools();
     let session_id = SessionId::new();
 
-    let small = builder.build(&input(session_id, &[Message::user_text("hi")], &tools));
+    let small = builder.build(&input(
+        session_id,
+        &crate::support::arcs(&[Message::user_text("hi")]),
+        &tools,
+    ));
     let fixed = builder.estimate_tokens(&small);
     assert!(fixed > 500, "instructions and tools count: {fixed}");
     builder.check_fits(&small).unwrap();
@@ -52,14 +56,14 @@ fn check_fits_passes_then_fails_with_a_clear_message() {
     let room = 4_000 - fixed + 1; // the "hi" message was 1 token of content
     let at_limit = builder.build(&input(
         session_id,
-        &[Message::user_text(text_of(usize::try_from(room).unwrap()))],
+        &[Arc::new(Message::user_text(text_of(usize::try_from(room).unwrap())))],
         &tools,
     ));
     assert_eq!(builder.estimate_tokens(&at_limit), 4_000);
     builder.check_fits(&at_limit).unwrap();
 
     let history = [Message::user_text(text_of(usize::try_from(room + 1).unwrap()))];
-    let over = builder.build(&input(session_id, &history, &tools));
+    let over = builder.build(&input(session_id, &crate::support::arcs(&history), &tools));
     let err = builder.check_fits(&over).unwrap_err();
     assert!(
         matches!(err, Error::ContextWindowExceeded { needed: 4_001, available: 4_000, .. }),
@@ -71,7 +75,7 @@ fn check_fits_passes_then_fails_with_a_clear_message() {
          session or compact (coming later)"
     );
     // Never truncated: the request still holds the whole history.
-    assert_eq!(over.history, history);
+    assert_eq!(over.history, crate::support::arcs(&history));
 }
 
 #[test]
@@ -79,7 +83,7 @@ fn an_unresolved_blob_counts_its_preview_not_its_size() {
     let project = Project::new();
     let builder = project.builder(&project.repo(), &project.config());
     let tools = tools();
-    let plain = builder.build(&input(SessionId::new(), &[], &tools));
+    let plain = builder.build(&input(SessionId::new(), &crate::support::arcs(&[]), &tools));
     let blob = BlobRef {
         sha256: "ab".repeat(32),
         size: 10_000_000,
@@ -87,7 +91,8 @@ fn an_unresolved_blob_counts_its_preview_not_its_size() {
         preview: text_of(50),
     };
     let history = [Message::new(Role::User, vec![MessageItem::BlobRef(blob)])];
-    let with_blob = builder.build(&input(SessionId::new(), &history, &tools));
+    let with_blob =
+        builder.build(&input(SessionId::new(), &crate::support::arcs(&history), &tools));
     assert_eq!(builder.estimate_tokens(&with_blob) - builder.estimate_tokens(&plain), 4 + 50);
 }
 
@@ -117,7 +122,7 @@ fn the_guard_agrees_with_check_fits() {
     // What the kernel will send after adding the pending input as a user message.
     let mut next_history = history.clone();
     next_history.push(Message::user_text(text_of(200)));
-    let next = builder.build(&input(session_id, &next_history, &tools));
+    let next = builder.build(&input(session_id, &crate::support::arcs(&next_history), &tools));
     assert_eq!(guard.estimate(&info, &pending), builder.estimate_tokens(&next));
 
     let mut kept = pending.clone();
