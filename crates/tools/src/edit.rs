@@ -372,6 +372,3 @@ fn numbered(lines: &[&str], start: usize, count: usize) -> String {
     }
     out
 }
-
-#[cfg(test)]
-mod tests;

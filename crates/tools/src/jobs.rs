@@ -262,6 +262,3 @@ impl Builtin for JobKill {
         self.0.jobs.kill(args.id).map(ToolOutput::text)
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -48,8 +48,12 @@ pub struct ToolsConfig {
     /// Mutating tools (`write_file`, `edit`) refuse paths outside these directories (after
     /// symlinks are resolved). Pass `/` to allow writes anywhere.
     pub writable_roots: Vec<PathBuf>,
-    /// The shell `run_command` runs `SHELL -lc COMMAND` with. Default `bash`.
+    /// The shell `run_command` runs commands with: `SHELL SHELL_ARGS… COMMAND`. Default `bash`.
     pub shell: PathBuf,
+    /// The arguments before the command. Default `["-lc"]` (a login shell, so the person's
+    /// PATH and tool managers are set up); tests use `["-c"]` to stay independent of the
+    /// machine's profile files.
+    pub shell_args: Vec<String>,
     /// `run_command`'s timeout when the call gives none. Default 2 minutes.
     pub default_timeout: Duration,
     /// The largest `timeout_ms` a call may ask for. Default 10 minutes.
@@ -81,6 +85,7 @@ impl ToolsConfig {
             cwd: cwd.into(),
             writable_roots,
             shell: PathBuf::from("bash"),
+            shell_args: vec!["-lc".to_owned()],
             default_timeout: Duration::from_secs(120),
             max_timeout: Duration::from_secs(600),
             kill_grace: Duration::from_secs(2),

@@ -254,7 +254,7 @@ fn skip_lines(
         reader.consume(at + 1);
         left = 0;
     }
-    Ok((count - left, partial))
+    Ok((count - left, left > 0 && partial))
 }
 
 /// Reads one line into `line` (without its `\n`), keeping at most `MAX_LINE_BYTES` bytes and

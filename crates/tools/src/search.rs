@@ -539,6 +539,3 @@ fn search_root(cwd: &Path, raw: Option<&str>) -> Result<PathBuf, ToolError> {
         Some(raw) => resolve(cwd, raw),
     }
 }
-
-#[cfg(test)]
-mod tests;

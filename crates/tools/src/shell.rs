@@ -1,5 +1,5 @@
-//! `run_command {command, cwd?, timeout_ms?, env?, background?}`: `SHELL -lc COMMAND` through the
-//! sandbox crate's spawner.
+//! `run_command {command, cwd?, timeout_ms?, env?, background?}`: `bash -lc COMMAND` (shell and
+//! flags from `ToolsConfig`) through the sandbox crate's spawner.
 //!
 //! Invariants:
 //! - The whole process group is terminated (SIGTERM, grace, SIGKILL) on timeout, on cancel, and
@@ -173,9 +173,11 @@ fn command_spec(config: &ToolsConfig, args: &Args) -> Result<CommandSpec, ToolEr
         }
         env.push((OsString::from(key), OsString::from(value)));
     }
+    let mut shell_args: Vec<OsString> = config.shell_args.iter().map(OsString::from).collect();
+    shell_args.push(OsString::from(command.as_str()));
     Ok(CommandSpec {
         program: config.shell.clone().into_os_string(),
-        args: vec![OsString::from("-lc"), OsString::from(command.as_str())],
+        args: shell_args,
         cwd: Some(cwd),
         env,
     })
@@ -295,6 +297,3 @@ pub(crate) fn describe(end: &End, timeout: Option<Duration>) -> (String, bool) {
         (None, None) => ("ended".to_owned(), true),
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -177,6 +177,3 @@ fn looks_like_html(body: &[u8]) -> bool {
     let head = String::from_utf8_lossy(&body[..body.len().min(1024)]).to_ascii_lowercase();
     head.contains("<html") || head.contains("<!doctype html")
 }
-
-#[cfg(test)]
-mod tests;
