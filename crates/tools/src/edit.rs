@@ -81,6 +81,9 @@ impl Builtin for WriteFile {
             Ok(meta) if meta.is_dir() => {
                 return Err(failed(format!("`{shown}` is a directory")));
             }
+            Ok(meta) if !meta.is_file() => {
+                return Err(failed(format!("`{shown}` is not a regular file")));
+            }
             Ok(meta) => Some(meta),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
             Err(err) => return Err(failed(err.to_string())),
@@ -172,25 +175,27 @@ impl Builtin for Edit {
         if meta.is_dir() {
             return Err(failed(format!("`{shown}` is a directory")));
         }
+        if !meta.is_file() {
+            return Err(failed(format!("`{shown}` is not a regular file")));
+        }
         let bytes = fs_err::read(&path).map_err(|err| failed(err.to_string()))?;
         if env.cancel().is_cancelled() {
             return Err(ToolError::Cancelled);
         }
-        let mut old = args.old_string;
-        let mut new = args.new_string;
-        let mut matches = find_all(&bytes, old.as_bytes());
-        if matches.is_empty()
-            && old.contains('\n')
-            && !old.contains("\r\n")
-            && memchr::memmem::find(&bytes, b"\r\n").is_some()
-        {
-            let crlf_old = old.replace('\n', "\r\n");
-            let crlf_matches = find_all(&bytes, crlf_old.as_bytes());
-            if !crlf_matches.is_empty() {
+        // A CRLF file gets CRLF text: the model writes `\n`. The text as given is tried too,
+        // for files that mix line endings.
+        let (mut old, mut new) = (args.old_string, args.new_string);
+        let mut matches = Vec::new();
+        if first_line_is_crlf(&bytes) && (old.contains('\n') || new.contains('\n')) {
+            let crlf_old = to_crlf(&old);
+            matches = find_all(&bytes, crlf_old.as_bytes());
+            if !matches.is_empty() {
                 old = crlf_old;
-                new = new.replace("\r\n", "\n").replace('\n', "\r\n");
-                matches = crlf_matches;
+                new = to_crlf(&new);
             }
+        }
+        if matches.is_empty() {
+            matches = find_all(&bytes, old.as_bytes());
         }
         if matches.is_empty() {
             return Err(failed(not_found_message(&shown, &bytes, &old)));
@@ -250,17 +255,26 @@ fn find_all(haystack: &[u8], needle: &[u8]) -> Vec<usize> {
     out
 }
 
-/// Whether the file's first line ends in CRLF.
+/// Whether the file's first line ends in CRLF (reads at most 64 KiB).
 fn uses_crlf(path: &Path) -> bool {
     let Ok(file) = fs_err::File::open(path) else { return false };
     let mut head = Vec::with_capacity(64 * 1024);
     if std::io::Read::read_to_end(&mut std::io::Read::take(file, 64 * 1024), &mut head).is_err() {
         return false;
     }
-    match memchr::memchr(b'\n', &head) {
-        Some(at) => at > 0 && head[at - 1] == b'\r',
+    first_line_is_crlf(&head)
+}
+
+fn first_line_is_crlf(bytes: &[u8]) -> bool {
+    match memchr::memchr(b'\n', bytes) {
+        Some(at) => at > 0 && bytes[at - 1] == b'\r',
         None => false,
     }
+}
+
+/// `text` with every line ending as CRLF.
+fn to_crlf(text: &str) -> String {
+    text.replace("\r\n", "\n").replace('\n', "\r\n")
 }
 
 /// Replaces `path` with `bytes` atomically, keeping the permissions of `existing`.

@@ -62,6 +62,12 @@ pub struct ToolsConfig {
     pub kill_grace: Duration,
     /// Bytes of command output the model sees (head and tail halves). Default 32 KiB.
     pub output_limit: usize,
+    /// Where `run_command` saves the full output of a command whose output went over
+    /// `output_limit` (the result names the file). `None` (the default): not saved. The
+    /// product points it at a per-session directory it cleans up.
+    pub spill_dir: Option<PathBuf>,
+    /// The most bytes saved to one spill file. Default 256 MiB.
+    pub spill_limit: u64,
     /// Background jobs running at once. Default 16.
     pub max_jobs: usize,
     /// `read_file`'s default line count. Default 2,000.
@@ -90,6 +96,8 @@ impl ToolsConfig {
             max_timeout: Duration::from_secs(600),
             kill_grace: Duration::from_secs(2),
             output_limit: 32 * 1024,
+            spill_dir: None,
+            spill_limit: 256 * 1024 * 1024,
             max_jobs: 16,
             read_line_limit: 2000,
             read_byte_limit: 256 * 1024,

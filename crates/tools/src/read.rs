@@ -76,6 +76,12 @@ impl Builtin for ReadFile {
         if meta.is_dir() {
             return Err(failed(format!("`{shown}` is a directory: use list_dir to see it")));
         }
+        if !meta.is_file() {
+            // A FIFO would block the open; a device may never end.
+            return Err(failed(format!(
+                "`{shown}` is not a regular file (a device, FIFO or socket)"
+            )));
+        }
         let mut file = fs_err::File::open(&path).map_err(|err| failed(err.to_string()))?;
         let mut head = vec![0u8; SNIFF_BYTES];
         let sniffed = read_full(&mut file, &mut head).map_err(|err| failed(err.to_string()))?;

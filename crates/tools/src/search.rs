@@ -170,10 +170,15 @@ impl Builtin for Glob {
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: GlobArgs = parse_args(args)?;
         let config = &self.0.config;
-        let root = search_root(&config.cwd, args.path.as_deref())?;
+        let (root, pattern) = if args.pattern.starts_with('/') {
+            split_absolute(&args.pattern)
+        } else {
+            let root = search_root(&config.cwd, args.path.as_deref())?;
+            (root, args.pattern.trim_start_matches("./").to_owned())
+        };
+        let pattern = pattern.as_str();
         let shown_root = display(&config.cwd, &root);
         fs_err::metadata(&root).map_err(|err| failed(io_message(&shown_root, &err)))?;
-        let pattern = args.pattern.trim_start_matches("./");
         let by_name = !pattern.contains('/');
         let matcher = globset::GlobBuilder::new(pattern)
             .literal_separator(true)
@@ -198,7 +203,7 @@ impl Builtin for Glob {
                 if !entry.file_type().is_some_and(|kind| kind.is_file()) {
                     return WalkState::Continue;
                 }
-                let relative = entry.path().strip_prefix(&root).unwrap_or(entry.path());
+                let relative = entry.path().strip_prefix(root).unwrap_or(entry.path());
                 let hit = if by_name {
                     matcher.is_match(entry.file_name())
                 } else {
@@ -529,6 +534,26 @@ impl Sink for FileSink {
         }
         Ok(true)
     }
+}
+
+/// An absolute glob split into the directory before its first wildcard and the rest
+/// (`/src/**/*.rs` → `/src`, `**/*.rs`); a literal path searches its parent for its name.
+fn split_absolute(pattern: &str) -> (PathBuf, String) {
+    let mut base = PathBuf::from("/");
+    let mut rest: Vec<&str> = Vec::new();
+    for part in pattern.split('/').filter(|part| !part.is_empty()) {
+        if rest.is_empty() && !part.contains(['*', '?', '[', '{']) {
+            base.push(part);
+        } else {
+            rest.push(part);
+        }
+    }
+    if rest.is_empty() {
+        let name = base.file_name().map(|name| name.to_string_lossy().into_owned());
+        base.pop();
+        return (base, name.unwrap_or_else(|| "*".to_owned()));
+    }
+    (base, rest.join("/"))
 }
 
 /// The directory (or file) a search starts at.

@@ -119,7 +119,9 @@ impl Builtin for RunCommand {
         let started = Instant::now();
         let child = start_child(config, &spec)?;
         let cancel = env.cancel().signal().clone();
+        let mut spill = Spill::new(config);
         let end = wait_child(child, started, cancel, never(), Some(timeout), &mut |chunk| {
+            spill.push(&output, &chunk.bytes);
             output.push(&chunk.bytes);
             let (stream, decoder) = match chunk.stream {
                 Stream::Stdout => (OutputStream::Stdout, &mut stdout),
@@ -141,7 +143,104 @@ impl Builtin for RunCommand {
         if end.stop == Some(Stop::Cancelled) {
             return Err(ToolError::Cancelled);
         }
-        Ok(report(&output, &end, timeout))
+        let mut result = report(&output, &end, timeout);
+        if let Some(note) = spill.finish() {
+            result.content.push(codecoder_protocol::ContentItem::Text { text: note });
+        }
+        Ok(result)
+    }
+}
+
+/// The full output of a command whose output went over the cap, written to a file in
+/// `ToolsConfig::spill_dir` (when set) so the model can read or grep what was elided. The file
+/// is started only when the cap is first exceeded (with everything kept so far, which is then
+/// all of it), and stops growing at `spill_limit`.
+struct Spill {
+    dir: Option<PathBuf>,
+    limit: u64,
+    file: Option<(std::io::BufWriter<std::fs::File>, PathBuf)>,
+    written: u64,
+    error: Option<String>,
+}
+
+impl Spill {
+    fn new(config: &ToolsConfig) -> Self {
+        Self {
+            dir: config.spill_dir.clone(),
+            limit: config.spill_limit,
+            file: None,
+            written: 0,
+            error: None,
+        }
+    }
+
+    /// Called before `bytes` are pushed to `output`.
+    fn push(&mut self, output: &Capped, bytes: &[u8]) {
+        use std::io::Write as _;
+        if self.error.is_some() {
+            return;
+        }
+        if self.file.is_none() {
+            let Some(dir) = &self.dir else { return };
+            if output.total() + bytes.len() as u64 <= output.limit() as u64 {
+                return;
+            }
+            let opened = fs_err::create_dir_all(dir).and_then(|()| {
+                tempfile::Builder::new().prefix("run-").suffix(".log").tempfile_in(dir)
+            });
+            let temp = match opened {
+                Ok(temp) => temp,
+                Err(err) => {
+                    self.error = Some(err.to_string());
+                    return;
+                }
+            };
+            match temp.keep() {
+                Ok((file, path)) => {
+                    let mut writer = std::io::BufWriter::with_capacity(64 * 1024, file);
+                    let kept = output.kept_bytes();
+                    if let Err(err) = writer.write_all(&kept) {
+                        self.error = Some(err.to_string());
+                        return;
+                    }
+                    self.written = kept.len() as u64;
+                    self.file = Some((writer, path));
+                }
+                Err(err) => {
+                    self.error = Some(err.to_string());
+                    return;
+                }
+            }
+        }
+        let Some((writer, _)) = &mut self.file else { return };
+        let room = self.limit.saturating_sub(self.written);
+        let take = usize::try_from(room).unwrap_or(usize::MAX).min(bytes.len());
+        if let Err(err) = writer.write_all(&bytes[..take]) {
+            self.error = Some(err.to_string());
+        }
+        self.written += take as u64;
+    }
+
+    /// A note for the model naming the file, if one was written.
+    fn finish(self) -> Option<String> {
+        use std::io::Write as _;
+        if let Some(err) = self.error {
+            return Some(format!("(the full output could not be saved: {err})"));
+        }
+        let (mut writer, path) = self.file?;
+        if let Err(err) = writer.flush() {
+            return Some(format!("(the full output could not be saved: {err})"));
+        }
+        let cut = if self.written >= self.limit {
+            format!(" (cut at {} bytes)", self.limit)
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "The full output is in `{}`{cut}: use read_file with an offset, or grep, to see \
+             the elided part.",
+            path.display()
+        ))
     }
 }
 

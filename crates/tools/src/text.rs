@@ -54,6 +54,13 @@ impl Capped {
         self.head_cap + self.tail_cap
     }
 
+    /// The kept bytes, head then tail (all bytes pushed while nothing was dropped).
+    pub(crate) fn kept_bytes(&self) -> Vec<u8> {
+        let mut out = self.head.clone();
+        out.extend(self.tail.iter());
+        out
+    }
+
     /// Bytes pushed in all.
     pub(crate) fn total(&self) -> u64 {
         self.total

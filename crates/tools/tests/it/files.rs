@@ -234,3 +234,21 @@ fn edit_through_a_symlink_changes_the_target() {
     assert_eq!(fixture.read("real.txt"), b"new\n");
     assert!(fs_err::symlink_metadata(fixture.path("alias.txt")).unwrap().file_type().is_symlink());
 }
+
+#[test]
+fn special_files_are_refused() {
+    let fixture = Fixture::new();
+    let err = fixture.err("read_file", json!({ "path": "/dev/null" }));
+    assert!(err.contains("not a regular file"), "{err}");
+    let fixture = Fixture::with(|config| config.writable_roots = vec!["/dev".into()]);
+    let err = fixture.err("write_file", json!({ "path": "/dev/null", "content": "x" }));
+    assert!(err.contains("not a regular file"), "{err}");
+}
+
+#[test]
+fn edit_in_a_crlf_file_converts_new_lines_of_a_one_line_match() {
+    let fixture = Fixture::new();
+    fixture.write("dos.txt", "a\r\nb\r\n");
+    fixture.ok("edit", json!({ "path": "dos.txt", "old_string": "b", "new_string": "b\nc" }));
+    assert_eq!(fixture.read("dos.txt"), b"a\r\nb\r\nc\r\n");
+}

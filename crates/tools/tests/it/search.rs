@@ -57,6 +57,9 @@ fn glob_is_gitignore_aware_and_newest_first() {
     assert!(out.contains("No files match"), "{out}");
     let out = fixture.ok("glob", json!({ "pattern": "*.rs", "path": "src", "head_limit": 1 }));
     assert!(out.starts_with("src/lib.rs\n(1 more not shown"), "{out}");
+    let absolute = format!("{}/src/*.rs", fixture.cwd.display());
+    let out = fixture.ok("glob", json!({ "pattern": absolute }));
+    assert_eq!(out, "src/lib.rs\nsrc/main.rs\n");
     let err = fixture.err("glob", json!({ "pattern": "a[" }));
     assert!(err.contains("not a valid glob"), "{err}");
 }

@@ -245,3 +245,22 @@ fn jobs_die_with_the_session() {
         assert_eq!(live(pid), Vec::<u32>::new());
     }
 }
+
+#[test]
+fn the_full_output_is_spilled_to_a_file_when_asked() {
+    let spill = tempfile::tempdir().unwrap();
+    let spill_dir = spill.path().to_path_buf();
+    let fixture = Fixture::with(|config| {
+        config.output_limit = 1000;
+        config.spill_dir = Some(spill_dir);
+    });
+    let out = fixture.ok("run_command", json!({ "command": "seq 1 100000" }));
+    assert!(out.contains("elided"), "{out}");
+    let path = out.split("The full output is in `").nth(1).unwrap().split('`').next().unwrap();
+    let expected: String = (1..=100_000).map(|n| format!("{n}\n")).collect();
+    assert_eq!(fs_err::read_to_string(path).unwrap(), expected);
+    // Small output: no file.
+    let out = fixture.ok("run_command", json!({ "command": "echo small" }));
+    assert!(!out.contains("full output"), "{out}");
+    assert_eq!(fs_err::read_dir(spill.path()).unwrap().count(), 1);
+}
