@@ -122,7 +122,7 @@ pub fn builtin_tools(config: ToolsConfig) -> Vec<Arc<dyn Tool>> {
 pub fn builtins(config: ToolsConfig) -> Vec<Arc<dyn Builtin>> {
     let shared = Arc::new(Shared { config, jobs: JobTable::new() });
     vec![
-        Arc::new(read::ReadFile(Arc::clone(&shared))),
+        Arc::new(read::ReadFile { shared: Arc::clone(&shared), index: read::LineIndex::default() }),
         Arc::new(edit::WriteFile(Arc::clone(&shared))),
         Arc::new(edit::Edit(Arc::clone(&shared))),
         Arc::new(search::ListDir(Arc::clone(&shared))),

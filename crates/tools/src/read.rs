@@ -7,9 +7,11 @@
 //!   and the output stops at `read_byte_limit`. Only an image (bounded by `image_limit`) is read
 //!   whole.
 //! - When the output stops before the end of the file, a note says which `offset` reads on.
+//! - Checkpoints (`LineIndex`) are used only for the exact file version they were learnt from
+//!   (device, inode, size, modification time).
 
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use base64::Engine as _;
 use codecoder_kernel::{ToolKind, ToolOutput};
@@ -28,7 +30,71 @@ const SNIFF_BYTES: usize = 8192;
 /// The read buffer.
 const BUFFER_BYTES: usize = 256 * 1024;
 
-pub(crate) struct ReadFile(pub(crate) Arc<Shared>);
+pub(crate) struct ReadFile {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) index: LineIndex,
+}
+
+/// Lines between two checkpoints of a `LineIndex`.
+pub(crate) const CHECKPOINT_LINES: u64 = 1 << 16;
+/// Files whose checkpoints are kept.
+const INDEXED_FILES: usize = 16;
+
+/// Which version of which file: checkpoints are reused only while all of it is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileKey {
+    device: u64,
+    inode: u64,
+    size: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileKey {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt as _;
+        Self {
+            device: meta.dev(),
+            inode: meta.ino(),
+            size: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
+}
+
+/// A sparse line index of recently read files, so that paging through a huge file does not
+/// rescan it from the top each time: for each file, the byte offset after every
+/// `CHECKPOINT_LINES`-th newline, learnt as a by-product of skipping. Bounded: at most
+/// `INDEXED_FILES` files (least recently used dropped), 8 bytes per 65,536 lines.
+#[derive(Default)]
+pub(crate) struct LineIndex {
+    // A Mutex because read_file calls run in parallel on worker threads; it is held only to
+    // take or put one entry, never while reading the file.
+    files: Mutex<Vec<(FileKey, Vec<u64>)>>,
+}
+
+impl LineIndex {
+    /// The checkpoints of this file version (empty when unknown), taken out of the cache.
+    fn take(&self, key: &FileKey) -> Vec<u64> {
+        let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        match files.iter().position(|(other, _)| other == key) {
+            Some(at) => files.remove(at).1,
+            None => Vec::new(),
+        }
+    }
+
+    /// Puts checkpoints back as the most recently used entry.
+    fn put(&self, key: FileKey, checkpoints: Vec<u64>) {
+        if checkpoints.is_empty() {
+            return;
+        }
+        let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        files.retain(|(other, _)| other.device != key.device || other.inode != key.inode);
+        if files.len() == INDEXED_FILES {
+            files.remove(0);
+        }
+        files.push((key, checkpoints));
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -69,7 +135,7 @@ impl Builtin for ReadFile {
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(args)?;
-        let config = &self.0.config;
+        let config = &self.shared.config;
         let path = resolve(&config.cwd, &args.path)?;
         let shown = display(&config.cwd, &path);
         let meta = fs_err::metadata(&path).map_err(|err| failed(io_message(&shown, &err)))?;
@@ -118,25 +184,44 @@ impl Builtin for ReadFile {
         if meta.len() == 0 {
             return Ok(ToolOutput::text(format!("`{shown}` is empty (0 bytes).")));
         }
-        file.seek(SeekFrom::Start(0)).map_err(|err| failed(err.to_string()))?;
         let reader = BufReader::with_capacity(BUFFER_BYTES, file);
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(config.read_line_limit as u64).max(1);
-        read_lines(env, reader, &shown, offset, limit, config.read_byte_limit)
+        let key = FileKey::of(&meta);
+        let mut checkpoints = self.index.take(&key);
+        let result = read_lines(
+            env,
+            reader,
+            &shown,
+            (offset, limit),
+            config.read_byte_limit,
+            &mut checkpoints,
+        );
+        self.index.put(key, checkpoints);
+        result
     }
 }
 
 /// The numbered lines `offset..offset + limit` of a text file, with notes.
 fn read_lines(
     env: &dyn CallEnv,
-    mut reader: impl BufRead,
+    mut reader: BufReader<fs_err::File>,
     shown: &str,
-    offset: u64,
-    limit: u64,
+    (offset, limit): (u64, u64),
     byte_limit: usize,
+    checkpoints: &mut Vec<u64>,
 ) -> Result<ToolOutput, ToolError> {
     let io_err = |err: std::io::Error| failed(format!("reading `{shown}`: {err}"));
-    let (skipped, partial) = skip_lines(env, &mut reader, offset - 1).map_err(io_err)?;
+    // Start from the last checkpoint at or before the line we want.
+    let known = usize::try_from((offset - 1) / CHECKPOINT_LINES).unwrap_or(usize::MAX);
+    let start = known.min(checkpoints.len());
+    let (done, position) = match start {
+        0 => (0, 0),
+        start => (start as u64 * CHECKPOINT_LINES, checkpoints[start - 1]),
+    };
+    reader.seek(SeekFrom::Start(position)).map_err(io_err)?;
+    let skip = Skip { done, position, checkpoints };
+    let (skipped, partial) = skip_lines(env, &mut reader, offset - 1, skip).map_err(io_err)?;
     if env.cancel().is_cancelled() {
         return Err(ToolError::Cancelled);
     }
@@ -229,38 +314,66 @@ fn read_lines(
     Ok(ToolOutput::text(out))
 }
 
-/// Skips `count` lines; returns how many were skipped (fewer at the end of the file) and
-/// whether the file ended in a line without a newline. Checks cancel between buffers.
-fn skip_lines(
+/// Where a skip starts and what it learns on the way.
+pub(crate) struct Skip<'a> {
+    /// Lines already behind the reader.
+    pub(crate) done: u64,
+    /// The reader's byte position.
+    pub(crate) position: u64,
+    /// The file's checkpoints so far (see `LineIndex`); extended as the skip passes new ones.
+    pub(crate) checkpoints: &'a mut Vec<u64>,
+}
+
+/// Skips lines until `count` are behind the reader; returns how many are (fewer at the end of
+/// the file) and whether the file ended in a line without a newline. Records a checkpoint
+/// every `CHECKPOINT_LINES` lines past the last known one. Checks cancel between buffers.
+pub(crate) fn skip_lines(
     env: &dyn CallEnv,
     reader: &mut impl BufRead,
     count: u64,
+    skip: Skip<'_>,
 ) -> std::io::Result<(u64, bool)> {
-    let mut left = count;
+    let Skip { mut done, mut position, checkpoints } = skip;
     let mut partial = false;
-    while left > 0 {
+    while done < count {
         if env.cancel().is_cancelled() {
-            return Ok((count - left, false));
+            return Ok((done, false));
         }
         let buffer = reader.fill_buf()?;
         if buffer.is_empty() {
             break;
         }
+        let left = count - done;
         let newlines = memchr::memchr_iter(b'\n', buffer).count() as u64;
+        // Checkpoints that fall in this buffer, up to the target.
+        let usable = newlines.min(left);
+        let mut next = (checkpoints.len() as u64 + 1) * CHECKPOINT_LINES;
+        if done + usable >= next {
+            let mut found = memchr::memchr_iter(b'\n', buffer);
+            let mut seen = 0u64;
+            while done + usable >= next {
+                let index = usize::try_from(next - done - 1 - seen).unwrap_or(usize::MAX);
+                let Some(at) = found.nth(index) else { break };
+                seen = next - done;
+                checkpoints.push(position + at as u64 + 1);
+                next += CHECKPOINT_LINES;
+            }
+        }
         if newlines < left {
-            left -= newlines;
+            done += newlines;
             partial = buffer.last() != Some(&b'\n');
             let length = buffer.len();
             reader.consume(length);
+            position += length as u64;
             continue;
         }
         // The line we want starts in this buffer. `left >= 1` here, so `nth` is in range.
         let index = usize::try_from(left - 1).unwrap_or(usize::MAX);
         let at = memchr::memchr_iter(b'\n', buffer).nth(index).unwrap_or(buffer.len() - 1);
         reader.consume(at + 1);
-        left = 0;
+        done = count;
     }
-    Ok((count - left, left > 0 && partial))
+    Ok((done, done < count && partial))
 }
 
 /// Reads one line into `line` (without its `\n`), keeping at most `MAX_LINE_BYTES` bytes and

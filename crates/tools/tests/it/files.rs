@@ -252,3 +252,25 @@ fn edit_in_a_crlf_file_converts_new_lines_of_a_one_line_match() {
     fixture.ok("edit", json!({ "path": "dos.txt", "old_string": "b", "new_string": "b\nc" }));
     assert_eq!(fixture.read("dos.txt"), b"a\r\nb\r\nc\r\n");
 }
+
+#[test]
+fn deep_reads_reuse_checkpoints_and_notice_changes() {
+    let fixture = Fixture::new();
+    let text: String = (1..=300_000).map(|n| format!("{n}\n")).collect();
+    fixture.write("long.txt", &text);
+    for offset in [250_000u64, 250_001, 70_000, 131_072, 131_073, 300_000, 1] {
+        for _ in 0..2 {
+            let out = fixture
+                .ok("read_file", json!({ "path": "long.txt", "offset": offset, "limit": 2 }));
+            let first = out.lines().next().unwrap();
+            assert_eq!(first, format!("{offset:>6}\t{offset}"), "{out}");
+        }
+    }
+    // A changed file is not read through stale checkpoints.
+    let text: String = (1..=300_000).map(|n| format!("v2 {n}\n")).collect();
+    fixture.write("long.txt", &text);
+    let out = fixture.ok("read_file", json!({ "path": "long.txt", "offset": 250_000, "limit": 1 }));
+    assert!(out.starts_with("250000\tv2 250000\n"), "{out}");
+    let err = fixture.err("read_file", json!({ "path": "long.txt", "offset": 300_001 }));
+    assert!(err.contains("it has 300000 line(s)"), "{err}");
+}
