@@ -97,12 +97,12 @@ fn grep_bench(tree: &Path, rg: Option<&Path>, runs: usize) {
         ),
         (
             "regex, files",
-            json!({ "pattern": "fn [a-z_]+_mut\\(", "output": "files", "head_limit": 1000000 }),
+            json!({ "pattern": "fn [a-z_]+_mut\\(", "output": "files", "head_limit": 10000 }),
             vec!["-l", "fn [a-z_]+_mut\\("],
         ),
         (
             "case-insensitive literal, count",
-            json!({ "pattern": "deprecated", "case_insensitive": true, "output": "count", "head_limit": 1000000 }),
+            json!({ "pattern": "deprecated", "case_insensitive": true, "output": "count", "head_limit": 10000 }),
             vec!["-c", "-i", "deprecated"],
         ),
     ];

@@ -31,6 +31,8 @@ use crate::{Builtin, Shared, failed, invalid, parse_args, str_arg};
 
 /// A shown line longer than this is cut.
 const MAX_LINE_CHARS: usize = 500;
+/// The largest `head_limit` a call may ask for.
+const MAX_HEAD_LIMIT: usize = 10_000;
 /// `list_dir` entries shown at most.
 const MAX_LIST_ENTRIES: usize = 1000;
 
@@ -155,7 +157,7 @@ impl Builtin for Glob {
             "properties": {
                 "pattern": { "type": "string", "minLength": 1, "description": "The glob." },
                 "path": { "type": "string", "description": "The directory to search; the working directory when absent." },
-                "head_limit": { "type": "integer", "minimum": 1, "description": "At most this many paths. Default 200." }
+                "head_limit": { "type": "integer", "minimum": 1, "maximum": MAX_HEAD_LIMIT, "description": "At most this many paths. Default 200." }
             },
             "required": ["pattern"],
             "additionalProperties": false
@@ -185,7 +187,7 @@ impl Builtin for Glob {
             .build()
             .map_err(|err| invalid(format!("`pattern` is not a valid glob: {err}")))?
             .compile_matcher();
-        let limit = args.head_limit.unwrap_or(config.search_limit).max(1);
+        let limit = args.head_limit.unwrap_or(config.search_limit).clamp(1, MAX_HEAD_LIMIT);
         let hard_cap = limit.saturating_mul(50).max(100_000);
         // Workers append matches; each lock is held for one push.
         let found: Mutex<Vec<(SystemTime, PathBuf)>> = Mutex::new(Vec::new());
@@ -304,7 +306,7 @@ impl Builtin for Grep {
                 "case_insensitive": { "type": "boolean", "description": "Ignore case. Default false." },
                 "context": { "type": "integer", "minimum": 0, "maximum": 20, "description": "Lines of context around each match (content output)." },
                 "output": { "type": "string", "enum": ["content", "files", "count"], "description": "What to return. Default content." },
-                "head_limit": { "type": "integer", "minimum": 1, "description": "At most this many lines (content) or files (files, count). Default 200." }
+                "head_limit": { "type": "integer", "minimum": 1, "maximum": MAX_HEAD_LIMIT, "description": "At most this many lines (content) or files (files, count). Default 200." }
             },
             "required": ["pattern"],
             "additionalProperties": false
@@ -331,7 +333,7 @@ impl Builtin for Grep {
         let mode = args.output.unwrap_or(OutputMode::Content);
         let context =
             if mode == OutputMode::Content { args.context.unwrap_or(0).min(20) } else { 0 };
-        let limit = args.head_limit.unwrap_or(config.search_limit).max(1);
+        let limit = args.head_limit.unwrap_or(config.search_limit).clamp(1, MAX_HEAD_LIMIT);
         let mut builder = WalkBuilder::new(&root);
         builder.threads(0);
         if let Some(name) = &args.file_type {
@@ -377,7 +379,8 @@ impl Builtin for Grep {
                 if !entry.file_type().is_some_and(|kind| kind.is_file()) {
                     return WalkState::Continue;
                 }
-                let mut sink = FileSink { mode, text: String::new(), entries: 0, matches: 0 };
+                let mut sink =
+                    FileSink { mode, text: String::new(), entries: 0, matches: 0, cap: hard_cap };
                 if searcher.search_path(&matcher, entry.path(), &mut sink).is_err()
                     || sink.matches == 0
                 {
@@ -472,6 +475,9 @@ struct FileResult {
 }
 
 struct FileSink {
+    /// Lines kept at most: a single huge file stops being searched there (memory stays
+    /// bounded); the walk then quits on the shared cap.
+    cap: usize,
     mode: OutputMode,
     text: String,
     entries: usize,
@@ -511,7 +517,7 @@ impl Sink for FileSink {
             }
             OutputMode::Content => {
                 self.push_line(':', found.line_number(), found.bytes());
-                Ok(true)
+                Ok(self.entries < self.cap)
             }
         }
     }
@@ -524,7 +530,7 @@ impl Sink for FileSink {
         if self.mode == OutputMode::Content {
             self.push_line('-', context.line_number(), context.bytes());
         }
-        Ok(true)
+        Ok(self.entries < self.cap)
     }
 
     fn context_break(&mut self, _searcher: &Searcher) -> Result<bool, io::Error> {

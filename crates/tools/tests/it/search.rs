@@ -106,6 +106,17 @@ fn grep_limits_and_bad_input() {
     let out = fixture.ok("grep", json!({ "pattern": "hit", "head_limit": 10 }));
     assert_eq!(count_prefixed(&out, "big.txt:"), 10);
     assert!(out.contains("990 more lines not shown"), "{out}");
+    // One file with more matching lines than the collection cap: searched up to the cap only.
+    let text: String = (1..=50_000).map(|n| format!("many {n}\n")).collect();
+    fixture.write("many.txt", &text);
+    let out = fixture.ok("grep", json!({ "pattern": "many", "head_limit": 10 }));
+    assert_eq!(count_prefixed(&out, "many.txt:"), 10);
+    assert!(out.contains("(at least 20000 matching lines"), "{out}");
+    let out = fixture.ok("grep", json!({ "pattern": "many", "output": "count" }));
+    assert!(out.contains("many.txt:50000"), "{out}");
+    let err = fixture.err("grep", json!({ "pattern": "x", "head_limit": 10_001 }));
+    assert!(err.contains("at most 10000"), "{err}");
+    fs_err::remove_file(fixture.path("many.txt")).unwrap();
     let err = fixture.err("grep", json!({ "pattern": "(unclosed" }));
     assert!(err.contains("not a valid regex"), "{err}");
     let err = fixture.err("grep", json!({ "pattern": "x", "type": "no-such-type" }));
