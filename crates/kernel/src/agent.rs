@@ -83,7 +83,8 @@ pub struct SubagentConfig {
     pub max_depth: u32,
     /// How long one subagent may run. Default 10 minutes.
     pub timeout: Duration,
-    /// Subagents running at once in the whole tree. Default 4.
+    /// Subagents one agent runs at once (each subagent has its own allowance for its
+    /// children). Default 4.
     pub max_parallel: usize,
     /// Named agent types the `agent` tool offers.
     pub types: Vec<AgentType>,
@@ -183,8 +184,9 @@ impl std::fmt::Debug for AgentDeps {
     }
 }
 
-/// Slots bounding the subagents running at once in one agent tree: a bounded channel used as a
-/// semaphore (send to take a slot, receive to give it back).
+/// Slots bounding the subagents one agent runs at once: a bounded channel used as a semaphore
+/// (send to take a slot, receive to give it back). Each agent has its own: slots shared by a whole
+/// tree could deadlock, with every slot held by a parent waiting for a slot for its child.
 #[derive(Debug, Clone)]
 pub(crate) struct Slots {
     pub(crate) take: Sender<()>,
@@ -192,7 +194,7 @@ pub(crate) struct Slots {
 }
 
 impl Slots {
-    fn new(count: usize) -> Self {
+    pub(crate) fn new(count: usize) -> Self {
         let (take, give_back) = crossbeam_channel::bounded(count.max(1));
         Self { take, give_back }
     }
@@ -213,7 +215,9 @@ pub(crate) struct AgentEnv {
 pub struct AgentHandle {
     /// Client intent: submit, steer, cancel, shutdown. Dropping it shuts the agent down.
     pub cmd: Sender<AgentCommand>,
-    /// Everything the agent does, in order.
+    /// Everything the agent does, in order (subagents' events too, marked by
+    /// `EventSource.subagent_path`). Drain it continuously: it is bounded, a full channel pauses
+    /// the loop (backpressure), and a paused loop sees a `Cancel` only once it can send again.
     pub events: Receiver<AgentEvent>,
     session_id: SessionId,
     session_path: Option<PathBuf>,
@@ -252,7 +256,8 @@ pub fn spawn_agent(config: AgentConfig, deps: AgentDeps) -> Result<AgentHandle> 
     spawn_agent_on(config, deps, writer)
 }
 
-/// Starts an agent on an existing session writer (resume).
+/// Starts an agent on an existing session writer (resume). The writer's log must have nothing
+/// open (`trace().needs_repair()` false: repair it first), or the first turn fails to start.
 pub fn spawn_agent_on(
     config: AgentConfig,
     deps: AgentDeps,

@@ -12,10 +12,10 @@
 //! - `tool_started` is logged before a worker starts; approvals are logged as decided.
 //! - A worker runs its tool under `catch_unwind` and sends exactly one message; a panic becomes
 //!   `ToolError::Panicked`.
-//! - After a cancel, workers get `cancel_grace` to stop; one that does not is kept in
-//!   `lingering` (joined at shutdown) and its call gets a synthetic result now.
+//! - After a cancel, workers get `cancel_grace` to stop; a call whose tool does not stop gets a
+//!   synthetic result now, and its worker (in the pool) is joined at shutdown.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,7 +24,6 @@ use codecoder_protocol::{
     AgentEventKind, AgentStatus, ApprovalDecision, ApprovalRequest, ContentItem, RecordBody, Reply,
     RequestId, StepId, SyntheticReason, ToolCall, ToolError, ToolResult, ToolResultStatus, TurnId,
 };
-use codecoder_stdx::{JoinOnDrop, spawn_named};
 use crossbeam_channel::select;
 
 use crate::approval::{ApprovalQuery, PolicyDecision};
@@ -250,7 +249,7 @@ impl AgentLoop {
         // Each worker sends exactly one message, so this capacity never blocks a worker.
         let (done_tx, done_rx) = crossbeam_channel::bounded::<WorkerDone>(runnable.len().max(1));
         let mut queue: VecDeque<(usize, Arc<dyn Tool>)> = runnable.into();
-        let mut running: HashMap<usize, JoinOnDrop<()>> = HashMap::new();
+        let mut running: HashSet<usize> = HashSet::new();
         loop {
             while running.len() < limit {
                 let Some((index, tool)) = queue.pop_front() else { break };
@@ -268,7 +267,7 @@ impl AgentLoop {
                 };
                 let args = call.args.clone();
                 let done_tx = done_tx.clone();
-                let worker = spawn_named(format!("tool-{}", call.name), move || {
+                let job = Box::new(move || {
                     let outcome = catch_unwind(AssertUnwindSafe(|| tool.execute(&ctx, args)));
                     let result = outcome.unwrap_or_else(|payload| {
                         Err(ToolError::Panicked {
@@ -277,9 +276,9 @@ impl AgentLoop {
                     });
                     let _ = done_tx.send((index, result));
                 });
-                match worker {
-                    Ok(worker) => {
-                        running.insert(index, worker);
+                match self.pool.run(job) {
+                    Ok(()) => {
+                        running.insert(index);
                     }
                     Err(err) => {
                         let failed = Err(ToolError::Failed {
@@ -297,10 +296,7 @@ impl AgentLoop {
                 recv(done_rx) -> message => {
                     // `done_tx` is held here, so the channel cannot disconnect.
                     let Ok((index, result)) = message else { continue };
-                    if let Some(worker) = running.remove(&index) {
-                        // The worker sent its last message; this join returns at once.
-                        let _ = worker.join();
-                    }
+                    running.remove(&index);
                     done[index] = Some(self.finished(&calls[index], result));
                     self.flush(turn, step, calls, done, logged)?;
                 }
@@ -310,16 +306,13 @@ impl AgentLoop {
                     let deadline = Instant::now() + self.env.config.cancel_grace;
                     while !running.is_empty() {
                         let Ok((index, result)) = done_rx.recv_deadline(deadline) else { break };
-                        if let Some(worker) = running.remove(&index) {
-                            let _ = worker.join();
-                        }
+                        running.remove(&index);
                         done[index] = Some(self.finished(&calls[index], result));
                     }
                     if !running.is_empty() {
                         self.emit(AgentEventKind::Warning {
                             message: format!("{} tool(s) did not stop within the cancel grace period", running.len()),
                         });
-                        self.lingering.extend(running.into_values());
                     }
                     return Err(stop);
                 }

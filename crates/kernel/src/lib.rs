@@ -25,6 +25,7 @@ mod cancel;
 mod error;
 mod exec;
 mod model;
+mod pool;
 mod prompt;
 mod schema;
 mod subagent;

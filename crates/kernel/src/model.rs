@@ -11,6 +11,7 @@
 //!   idle timeouts live in the adapter; the kernel never sees a retry.
 
 use std::fmt;
+use std::sync::Arc;
 
 use codecoder_protocol::{Message, SessionId, StopReason, ToolCallId, Usage};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
@@ -38,8 +39,9 @@ pub struct ModelRequest {
     pub model: String,
     /// The system prompt: the prompt sections, assembled.
     pub instructions: String,
-    /// The conversation so far: the session log's projection, oldest first.
-    pub history: Vec<Message>,
+    /// The conversation so far: the session log's projection, oldest first. Shared, not
+    /// copied: each message is cloned once per session, so a request costs O(1) per message.
+    pub history: Vec<Arc<Message>>,
     /// The tools the model may call.
     pub tools: Vec<ToolSpec>,
     /// A cap on generated tokens, when set.
@@ -166,12 +168,20 @@ impl fmt::Debug for ResponseStream {
     }
 }
 
-impl Drop for ResponseStream {
-    fn drop(&mut self) {
+impl ResponseStream {
+    /// Stops the request now without waiting for its thread: runs the abort hook and drops the
+    /// receiver. The thread is joined when the stream is dropped.
+    pub fn abort(&mut self) {
         if let Some(abort) = self.abort.take() {
             abort();
         }
         self.events = never();
+    }
+}
+
+impl Drop for ResponseStream {
+    fn drop(&mut self) {
+        self.abort();
         // `worker` joins when the field drops, after this.
     }
 }

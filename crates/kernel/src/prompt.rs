@@ -5,6 +5,8 @@
 //! Invariant: a builder adds nothing model-visible that is not either fixed configuration
 //! (instructions, tool specs) or the history it is given, so the log rebuilds every request.
 
+use std::sync::Arc;
+
 use codecoder_protocol::{Message, SessionId, StepId, TurnId};
 
 use crate::model::{ModelRequest, ToolSpec};
@@ -18,8 +20,8 @@ pub struct PromptInput<'a> {
     pub model: &'a str,
     /// Extra instructions of this agent (a subagent type's), if any.
     pub agent_instructions: Option<&'a str>,
-    /// The projected history, oldest first.
-    pub history: &'a [Message],
+    /// The projected history, oldest first (shared messages; clone the `Arc`s).
+    pub history: &'a [Arc<Message>],
     /// The tools the model may call.
     pub tools: &'a [ToolSpec],
     /// The turn.

@@ -7,7 +7,7 @@
 //! so nothing a child asks is dropped.
 //!
 //! Invariants: depth is bounded (`max_depth`), children running at once in one tree are bounded
-//! (`max_parallel`, slots shared by the whole tree), a child's thread is always joined before
+//! (`max_parallel` per agent), a child's thread is always joined before
 //! the call returns, and a child's panic or timeout is an error result for the parent.
 
 use std::sync::Arc;
@@ -175,7 +175,7 @@ impl Tool for AgentTool {
             depth,
             source: EventSource { session_id: writer.session_id(), subagent_path },
             events: env.events.clone(),
-            slots: env.slots.clone(),
+            slots: Slots::new(limits.max_parallel),
         });
         // Low volume: one Submit, maybe a Cancel, one Shutdown.
         let (cmd_tx, cmd_rx) = crossbeam_channel::bounded(4);

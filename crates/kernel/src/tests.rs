@@ -1,1 +1,180 @@
-//! Unit tests of the kernel internals.
+//! Unit tests of the kernel's small parts: the schema validator, the cancel token, the response
+//! stream's abort, the tool registry.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use codecoder_protocol::ToolError;
+use crossbeam_channel::{after, select};
+use serde_json::json;
+
+use crate::{
+    CancelToken, Error, ResponseEvent, ResponseStream, Tool, ToolContext, ToolKind, ToolOutput,
+    ToolRegistry, validate_schema,
+};
+
+#[test]
+fn schema_accepts_valid_arguments() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "path": { "type": "string", "minLength": 1 },
+            "mode": { "enum": ["read", "write"] },
+            "lines": { "type": "array", "items": { "type": "integer", "minimum": 1 }, "maxItems": 3 },
+            "extra": { "type": ["string", "null"] }
+        },
+        "required": ["path"],
+        "additionalProperties": false
+    });
+    assert_eq!(validate_schema(&schema, &json!({ "path": "a" })), Ok(()));
+    assert_eq!(
+        validate_schema(
+            &schema,
+            &json!({ "path": "a", "mode": "read", "lines": [1, 2], "extra": null })
+        ),
+        Ok(())
+    );
+    // Unknown keywords are ignored, so richer schemas never refuse a valid call.
+    assert_eq!(validate_schema(&json!({ "type": "string", "format": "uri" }), &json!("x")), Ok(()));
+    assert_eq!(validate_schema(&json!(true), &json!(42)), Ok(()));
+}
+
+#[test]
+fn schema_errors_name_the_path() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "path": { "type": "string", "minLength": 1 },
+            "mode": { "enum": ["read", "write"] },
+            "lines": { "type": "array", "items": { "type": "integer", "minimum": 1 }, "maxItems": 3 }
+        },
+        "required": ["path"],
+        "additionalProperties": false
+    });
+    let check = |value| validate_schema(&schema, &value).unwrap_err();
+    assert_eq!(check(json!({})), "`args.path` is required");
+    assert_eq!(check(json!("{\"path\"")), "`args` must be object, found string");
+    assert_eq!(check(json!({ "path": 3 })), "`args.path` must be string, found number");
+    assert_eq!(check(json!({ "path": "" })), "`args.path` needs at least 1 characters");
+    assert_eq!(
+        check(json!({ "path": "a", "mode": "x" })),
+        "`args.mode` must be one of \"read\", \"write\", found \"x\""
+    );
+    assert_eq!(
+        check(json!({ "path": "a", "lines": [1, 2.5] })),
+        "`args.lines[1]` must be integer, found number"
+    );
+    assert_eq!(check(json!({ "path": "a", "lines": [0] })), "`args.lines[0]` must be at least 1");
+    assert_eq!(
+        check(json!({ "path": "a", "lines": [1, 1, 1, 1] })),
+        "`args.lines` allows at most 3 items, found 4"
+    );
+    assert_eq!(
+        check(json!({ "path": "a", "color": 1 })),
+        "`args.color` is not a known property (known: lines, mode, path)"
+    );
+}
+
+#[test]
+fn cancel_token_wakes_a_select_and_stays_cancelled() {
+    let token = CancelToken::new();
+    let clone = token.clone();
+    assert!(!token.is_cancelled());
+    let waiter = std::thread::spawn(move || {
+        let started = Instant::now();
+        select! {
+            recv(clone.signal()) -> _ => {}
+            recv(after(Duration::from_secs(10))) -> _ => panic!("not woken"),
+        }
+        started.elapsed()
+    });
+    token.cancel();
+    token.cancel();
+    assert!(waiter.join().unwrap() < Duration::from_secs(5));
+    assert!(token.is_cancelled());
+    // A receiver looked at after the cancel is ready at once too.
+    assert!(token.signal().recv().is_err());
+}
+
+#[test]
+fn dropping_a_stream_aborts_and_joins_its_producer() {
+    // The producer would send forever; dropping the stream makes its send fail.
+    let (hook_tx, hook_rx) = crossbeam_channel::bounded(1);
+    let stream = ResponseStream::spawn("test-producer", 4, |tx| {
+        while tx.send(ResponseEvent::TextDelta("x".to_owned())).is_ok() {}
+    })
+    .unwrap()
+    .with_abort(move || {
+        let _ = hook_tx.send(());
+    });
+    assert_eq!(stream.events().recv().unwrap(), ResponseEvent::TextDelta("x".to_owned()));
+    drop(stream);
+    assert!(hook_rx.try_recv().is_ok(), "the abort hook ran");
+}
+
+struct Named(&'static str);
+
+impl Tool for Named {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn description(&self) -> &str {
+        "test"
+    }
+    fn schema(&self) -> serde_json::Value {
+        json!({ "type": "object" })
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::ReadOnly
+    }
+    fn execute(
+        &self,
+        _ctx: &ToolContext,
+        _args: serde_json::Value,
+    ) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(self.0))
+    }
+}
+
+#[test]
+fn registry_keeps_order_refuses_duplicates_and_filters() {
+    let mut registry = ToolRegistry::new();
+    registry.register(Arc::new(Named("b"))).unwrap();
+    registry.register(Arc::new(Named("a"))).unwrap();
+    assert!(
+        matches!(registry.register(Arc::new(Named("a"))), Err(Error::DuplicateTool { name }) if name == "a")
+    );
+    let names: Vec<String> = registry.specs().into_iter().map(|spec| spec.name).collect();
+    assert_eq!(names, ["b", "a"]);
+    let only = registry.only(&["a".to_owned(), "zzz".to_owned()]);
+    assert_eq!(only.tools().len(), 1);
+    assert!(only.get("a").is_some() && only.get("b").is_none());
+}
+
+#[test]
+fn pool_never_queues_a_job_behind_a_busy_worker_and_reuses_idle_ones() {
+    let mut pool = crate::pool::WorkerPool::new();
+    let (release_tx, release_rx) = crossbeam_channel::bounded::<()>(0);
+    let (done_tx, done_rx) = crossbeam_channel::bounded(8);
+    // A job that blocks until released, like a tool ignoring cancel.
+    pool.run(Box::new(move || {
+        let _ = release_rx.recv();
+    }))
+    .unwrap();
+    let tx = done_tx.clone();
+    pool.run(Box::new(move || tx.send(2).unwrap())).unwrap();
+    assert_eq!(done_rx.recv_timeout(Duration::from_secs(5)), Ok(2));
+    assert_eq!(pool.len(), 2);
+    // Wait until the second worker is back to idle (it counts itself idle after its job).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pool.idle() == 0 && Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    let tx = done_tx.clone();
+    pool.run(Box::new(move || tx.send(3).unwrap())).unwrap();
+    assert_eq!(done_rx.recv_timeout(Duration::from_secs(5)), Ok(3));
+    assert_eq!(pool.len(), 2, "the idle worker was reused");
+    drop(release_tx);
+    // Dropping the pool joins both workers.
+    drop(pool);
+}

@@ -8,13 +8,15 @@
 //! `TurnDone`.
 //!
 //! Invariants:
-//! - Model-visible ⟺ logged: the request is built from `writer.history()` only, after every
-//!   record of the previous step was appended.
+//! - Model-visible ⟺ logged: the request is built from `writer.history()` only (shared
+//!   through `shared_history`, which mirrors it message for message), after every record of the
+//!   previous step was appended.
 //! - Whatever stops a turn (completion, cancel, failure), `close_turn` appends what closes the
 //!   open step and turn (synthetic results for pending calls first), so the log validates, and
 //!   `TurnDone` is sent exactly once per `TurnStarted`.
 //! - While a turn runs, every blocking wait also selects on `cmd`: Cancel is seen at once; Submit
-//!   and Steer are queued, never lost.
+//!   and Steer are queued, never lost: injected at the next step boundary, or, when the turn is
+//!   cancelled first, starting the next turn. Only `Shutdown` drops what is still queued.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -25,15 +27,21 @@ use codecoder_protocol::{
     Usage, UserInput,
 };
 use codecoder_session::{CloseReason, SessionWriter, closing_records};
-use codecoder_stdx::JoinOnDrop;
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, select};
 
 use crate::agent::{AgentEnv, StepInfo, StepVerdict};
 use crate::model::{ResponseEvent, ResponseStream, ToolSpec};
+use crate::pool::WorkerPool;
 use crate::prompt::PromptInput;
 
 /// How many queued stream events are handled before `cmd` is looked at again.
 const STREAM_BATCH: usize = 256;
+
+/// How many times the loop yields, waiting for the next stream event, before it parks.
+const SPIN_YIELDS: usize = 16;
+
+/// A drained batch at least this large means the stream is flooding.
+const FLOOD_BATCH: usize = 32;
 
 /// What a finished turn reports to whoever waits for it (the `agent` tool of a parent).
 #[derive(Debug, Clone)]
@@ -146,9 +154,13 @@ pub(crate) struct AgentLoop {
     pub(crate) shutdown: bool,
     /// Failed calls of this turn by (name, arguments), for the repeated-failure nudge.
     pub(crate) failures: HashMap<(String, String), u32>,
-    /// Tool threads that did not stop within the cancel grace; joined at shutdown.
-    pub(crate) lingering: Vec<JoinOnDrop<()>>,
+    /// The tool workers; joined at shutdown.
+    pub(crate) pool: WorkerPool,
     step_usage: Usage,
+    /// The projection as shared messages, for requests; kept in step with `writer.history()`.
+    shared_history: Vec<Arc<Message>>,
+    /// Aborted model streams whose threads are joined once the turn's `TurnDone` is sent.
+    retired: Vec<ResponseStream>,
 }
 
 impl AgentLoop {
@@ -169,8 +181,10 @@ impl AgentLoop {
             grants: HashSet::new(),
             shutdown: false,
             failures: HashMap::new(),
-            lingering: Vec::new(),
+            pool: WorkerPool::new(),
             step_usage: Usage::default(),
+            shared_history: Vec::new(),
+            retired: Vec::new(),
         }
     }
 
@@ -233,9 +247,8 @@ impl AgentLoop {
         if let Err(err) = self.writer.sync() {
             self.emit(AgentEventKind::Warning { message: format!("session log: {err}") });
         }
-        for thread in self.lingering.drain(..) {
-            let _ = thread.join();
-        }
+        // Joins every tool worker, including one still running a tool that ignored a cancel.
+        self.pool = WorkerPool::new();
         // A subagent's shutdown is its parent's business, not the client's.
         if self.done.is_none() {
             self.emit(AgentEventKind::ShutdownComplete);
@@ -270,6 +283,7 @@ impl AgentLoop {
         let cancelled = outcome == TurnOutcome::Cancelled;
         self.emit(AgentEventKind::TurnDone { turn, cancelled, outcome: outcome.clone(), usage });
         self.emit(AgentEventKind::Status(AgentStatus::Idle));
+        self.retired.clear();
         if let Some(done) = &self.done {
             let _ = done.try_send(TurnSummary { outcome, final_text });
         }
@@ -346,13 +360,28 @@ impl AgentLoop {
         }
     }
 
+    /// Brings `shared_history` up to `writer.history()`: new messages are appended (cloned
+    /// once); when the projection changed otherwise (a compaction replaced it), it is rebuilt.
+    fn sync_shared_history(&mut self) {
+        let history = self.writer.history();
+        let known = self.shared_history.len();
+        let extends = known <= history.len()
+            && self.shared_history.last().is_none_or(|last| last.id == history[known - 1].id);
+        if !extends {
+            self.shared_history.clear();
+        }
+        let from = self.shared_history.len();
+        self.shared_history.extend(history[from..].iter().cloned().map(Arc::new));
+    }
+
     fn run_step(&mut self, turn: TurnId, step: StepId) -> Result<StepOutcome, Stop> {
         self.step_usage = Usage::default();
+        self.sync_shared_history();
         let request = self.env.deps.prompt.build(&PromptInput {
             session_id: self.writer.session_id(),
             model: &self.env.config.model,
             agent_instructions: self.env.config.agent_instructions.as_deref(),
-            history: self.writer.history(),
+            history: &self.shared_history,
             tools: &self.specs,
             turn,
             step,
@@ -366,12 +395,19 @@ impl AgentLoop {
             }
         };
         let mut assembly = Assembly::default();
+        let mut stream = stream;
         let end = self.read_stream(turn, step, &stream, &mut assembly);
-        // Dropping the stream aborts the request and joins its thread.
-        drop(stream);
         let stop_reason = match end {
-            StreamEnd::Completed(stop_reason) => stop_reason,
+            StreamEnd::Completed(stop_reason) => {
+                // Finished: its thread is ending, so the join in drop is immediate.
+                drop(stream);
+                stop_reason
+            }
             StreamEnd::Stopped(stop) => {
+                // Abort at once; the join waits until `TurnDone` is out, so a producer thread
+                // that is slow to be scheduled does not delay the cancel.
+                stream.abort();
+                self.retired.push(stream);
                 // What the person saw streamed is kept (text and reasoning, not half-made calls):
                 // the model sees next time what it had said before the interruption.
                 let items = assembly.finish(false);
@@ -420,9 +456,11 @@ impl AgentLoop {
             // Drain what is queued without blocking, a batch at a time so `cmd` is looked at
             // between batches even under a flood of tokens.
             let mut end = None;
+            let mut drained = 0;
             for _ in 0..STREAM_BATCH {
                 match events.try_recv() {
                     Ok(event) => {
+                        drained += 1;
                         end = self.on_response(turn, step, event, assembly, coalesce, &mut pending);
                         if end.is_some() {
                             break;
@@ -443,6 +481,21 @@ impl AgentLoop {
             }
             if let Err(stop) = self.poll_cmd() {
                 return StreamEnd::Stopped(stop);
+            }
+            // Under a flood (the last batch was large), a stream that is merely between two
+            // tokens is refilled within microseconds: yielding a few times before parking saves
+            // the futex round trip of a blocking select, the dominant cost then. A slow stream
+            // (a real model, a few hundred tokens a second) parks at once.
+            if drained >= FLOOD_BATCH && events.is_empty() {
+                for _ in 0..SPIN_YIELDS {
+                    std::thread::yield_now();
+                    if !events.is_empty() {
+                        break;
+                    }
+                }
+            }
+            if !events.is_empty() {
+                continue;
             }
             select! {
                 recv(events) -> event => {

@@ -235,3 +235,53 @@ fn cancel_when_idle_does_nothing_and_shutdown_mid_turn_closes_it() {
     assert_eq!(turn_outcome(&logs, 1), TurnOutcome::Cancelled);
     assert_eq!(record_types(&logs.root).last(), Some(&"session_end"));
 }
+
+/// Sends `Cancel` to its own agent and returns at once, so the cancel lands at the end of the
+/// step (between steps, or racing the result).
+struct CancelsItsAgent(std::sync::OnceLock<crossbeam_channel::Sender<AgentCommand>>);
+
+impl codecoder_kernel::Tool for CancelsItsAgent {
+    fn name(&self) -> &str {
+        "stop"
+    }
+    fn description(&self) -> &str {
+        "Cancels the turn."
+    }
+    fn schema(&self) -> serde_json::Value {
+        json!({ "type": "object" })
+    }
+    fn kind(&self) -> codecoder_kernel::ToolKind {
+        codecoder_kernel::ToolKind::ReadOnly
+    }
+    fn execute(
+        &self,
+        _ctx: &codecoder_kernel::ToolContext,
+        _args: serde_json::Value,
+    ) -> Result<codecoder_kernel::ToolOutput, codecoder_protocol::ToolError> {
+        self.0.get().unwrap().send(AgentCommand::Cancel).unwrap();
+        Ok(codecoder_kernel::ToolOutput::text("sent"))
+    }
+}
+
+#[test]
+fn cancel_at_a_step_boundary_sends_no_further_request() {
+    let tool = Arc::new(CancelsItsAgent(std::sync::OnceLock::new()));
+    let model = ScriptedModel::queue(vec![
+        Response::Events(calls(&[("c1", "stop", json!({}))])),
+        Response::Events(answer("must not be asked")),
+    ]);
+    let harness = Harness::start(model.clone(), vec![tool.clone()]);
+    tool.0.set(harness.handle.cmd.clone()).unwrap();
+    harness.submit("go");
+    let events = harness.turn();
+    assert_eq!(tags(&events).last().unwrap(), "turn_done Cancelled cancelled=true");
+    assert_eq!(model.requests().len(), 1);
+    let logs = harness.shutdown();
+    assert_eq!(turn_outcome(&logs, 1), TurnOutcome::Cancelled);
+    // The tool finished before the cancel was handled, so its real result is logged.
+    let result = bodies(&logs.root).into_iter().find_map(|b| match b {
+        RecordBody::ToolResult { result, synthetic } => Some((result.status, synthetic)),
+        _ => None,
+    });
+    assert_eq!(result, Some((ToolResultStatus::Success, None)));
+}

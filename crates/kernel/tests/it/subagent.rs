@@ -211,8 +211,7 @@ fn parent_cancel_reaches_the_child_and_its_processes() {
     assert_eq!(outcome_of(child), Some(TurnOutcome::Cancelled));
 }
 
-#[test]
-fn children_of_one_response_run_in_parallel() {
+fn two_slow_children(max_parallel: usize) -> Duration {
     let model = ScriptedModel::new(|request| {
         let first = request.history.len() == 1;
         let who = first_user_text(request);
@@ -228,13 +227,68 @@ fn children_of_one_response_run_in_parallel() {
             _ => Response::Events(answer("root done")),
         }
     });
-    let harness = Harness::start(model, vec![agent_tool(), Arc::new(EchoTool)]);
+    let mut config = config();
+    config.subagents.max_parallel = max_parallel;
+    let harness = Harness::with(
+        model,
+        vec![agent_tool(), Arc::new(EchoTool)],
+        Arc::new(AllowAll),
+        config,
+        |_| {},
+    );
     let started = Instant::now();
     harness.submit("root");
     harness.turn();
     let elapsed = started.elapsed();
-    assert!(elapsed < Duration::from_millis(950), "took {elapsed:?}; serial is over 1 s");
     let logs = harness.shutdown();
     assert_eq!(result_texts(&logs.root), ["a1 slow one done", "a2 slow two done"]);
     assert_eq!(logs.children.len(), 2);
+    elapsed
+}
+
+#[test]
+fn children_of_one_response_run_in_parallel() {
+    let elapsed = two_slow_children(4);
+    assert!(elapsed < Duration::from_millis(950), "took {elapsed:?}; serial is over 1 s");
+}
+
+#[test]
+fn children_in_parallel_are_bounded() {
+    let elapsed = two_slow_children(1);
+    assert!(elapsed >= Duration::from_millis(1000), "took {elapsed:?}; one slot means serial");
+}
+
+#[test]
+fn a_child_that_runs_too_long_times_out() {
+    let (_gate_tx, gate) = bounded::<()>(1);
+    let gate = std::sync::Mutex::new(Some(gate));
+    let model = ScriptedModel::new(move |request| {
+        let first = request.history.len() == 1;
+        match first_user_text(request).as_str() {
+            "root" if first => {
+                Response::Events(calls(&[("a1", "agent", json!({ "task": "forever" }))]))
+            }
+            // The child's stream never completes (the gate is never opened).
+            "forever" => Response::Gated {
+                before: vec![text("thinking ")],
+                gate: gate.lock().unwrap().take().unwrap(),
+                after: vec![],
+            },
+            _ => Response::Events(answer("root done")),
+        }
+    });
+    let mut config = config();
+    config.subagents.timeout = Duration::from_millis(200);
+    let harness = Harness::with(model, vec![agent_tool()], Arc::new(AllowAll), config, |_| {});
+    harness.submit("root");
+    let events = harness.turn();
+    let tags = tags(&events);
+    assert!(
+        tags.contains(&"tool_finished a1 error: timed out after 200 ms".to_owned()),
+        "{tags:?}"
+    );
+    assert_eq!(tags.last().unwrap(), "turn_done Completed cancelled=false");
+    let logs = harness.shutdown();
+    assert!(!logs.children[0].trace.needs_repair());
+    assert_eq!(outcome_of(&logs.children[0]), Some(TurnOutcome::Cancelled));
 }
