@@ -367,10 +367,14 @@ fn not_found_message(shown: &str, bytes: &[u8], old: &str) -> String {
         " The most similar parts of the file (copy the text exactly, without the line numbers):",
     );
     for (score, start) in chosen {
+        let end = (start + window).min(file_lines.len());
+        let range = if end == start + 1 {
+            format!("line {end}")
+        } else {
+            format!("lines {}-{end}", start + 1)
+        };
         message.push_str(&format!(
-            "\n\nlines {}-{} ({:.0}% similar):\n{}",
-            start + 1,
-            (start + window).min(file_lines.len()),
+            "\n\n{range} ({:.0}% similar):\n{}",
             score * 100.0,
             numbered(&file_lines, start, window)
         ));

@@ -456,7 +456,15 @@ impl Builtin for Grep {
         let partial = capped.load(Ordering::Relaxed);
         let at_least = if partial { "at least " } else { "" };
         let unit = if mode == OutputMode::Content { "lines" } else { "files" };
-        out.push_str(&format!("({at_least}{total_matches} matching lines in {files} files)\n"));
+        let lines_word = if total_matches == 1 { "line" } else { "lines" };
+        let files_word = if files == 1 { "file" } else { "files" };
+        if mode == OutputMode::Files {
+            out.push_str(&format!("({at_least}{files} {files_word} with matches)\n"));
+        } else {
+            out.push_str(&format!(
+                "({at_least}{total_matches} matching {lines_word} in {files} {files_word})\n"
+            ));
+        }
         if hidden > 0 || partial {
             out.push_str(&format!(
                 "({at_least}{hidden} more {unit} not shown: narrow the search (path, glob, type) \

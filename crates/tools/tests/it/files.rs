@@ -189,7 +189,7 @@ fn edit_refuses_ambiguous_and_missing_strings_with_candidates() {
         json!({ "path": "main.rs", "old_string": "prinltn!(\"{x} {y}\");", "new_string": "" }),
     );
     assert!(
-        err.contains("not found") && err.contains("lines 4-4") && err.contains("     4\tprintln!"),
+        err.contains("not found") && err.contains("line 4 (") && err.contains("     4\tprintln!"),
         "{err}"
     );
     let err = fixture.err(

@@ -74,7 +74,7 @@ fn grep_content_files_count() {
     );
     let out = fixture
         .ok("grep", json!({ "pattern": "hello", "case_insensitive": true, "output": "files" }));
-    assert_eq!(out, "README.md\nsrc/lib.rs\nsrc/main.rs\n(3 matching lines in 3 files)\n");
+    assert_eq!(out, "README.md\nsrc/lib.rs\nsrc/main.rs\n(3 files with matches)\n");
     let out = fixture.ok("grep", json!({ "pattern": "l", "output": "count", "type": "rust" }));
     assert!(out.starts_with("src/lib.rs:2\nsrc/main.rs:1\n"), "{out}");
     let out =
@@ -94,7 +94,7 @@ fn grep_context_and_separators() {
     let out = fixture.ok("grep", json!({ "pattern": "MATCH", "context": 1 }));
     assert_eq!(
         out,
-        "f.txt-4-line 4\nf.txt:5:MATCH\nf.txt-6-line 6\n--\nf.txt-14-line 14\nf.txt:15:MATCH\nf.txt-16-line 16\n(2 matching lines in 1 files)\n"
+        "f.txt-4-line 4\nf.txt:5:MATCH\nf.txt-6-line 6\n--\nf.txt-14-line 14\nf.txt:15:MATCH\nf.txt-16-line 16\n(2 matching lines in 1 file)\n"
     );
 }
 
