@@ -1,0 +1,101 @@
+//! `CallEnv`: what a running tool call can reach (cancel token, output deltas, questions to the
+//! person). The kernel's `ToolContext` is one; `StandaloneEnv` is another, for running tools
+//! without a kernel (tests, benchmarks, the argument fuzzer).
+//!
+//! Invariant: a tool reaches the outside world of its call only through this trait.
+
+use std::sync::{Mutex, PoisonError};
+
+use codecoder_kernel::{CancelToken, ToolContext};
+use codecoder_protocol::{AskUserAnswer, OutputStream, ToolError};
+
+/// What a running call can reach.
+pub trait CallEnv {
+    /// Fires when the call is cancelled.
+    fn cancel(&self) -> &CancelToken;
+    /// Streams output of the running call to the client (not to the model).
+    fn output(&self, stream: OutputStream, chunk: String);
+    /// Asks the person and blocks for the answer.
+    fn ask_user(&self, question: String, options: Vec<String>) -> Result<AskUserAnswer, ToolError>;
+}
+
+impl CallEnv for ToolContext {
+    fn cancel(&self) -> &CancelToken {
+        ToolContext::cancel(self)
+    }
+    fn output(&self, stream: OutputStream, chunk: String) {
+        ToolContext::output(self, stream, chunk);
+    }
+    fn ask_user(&self, question: String, options: Vec<String>) -> Result<AskUserAnswer, ToolError> {
+        ToolContext::ask_user(self, question, options)
+    }
+}
+
+/// A `CallEnv` without a kernel: keeps the streamed output (up to a cap) and answers questions
+/// with a fixed answer.
+#[derive(Debug)]
+pub struct StandaloneEnv {
+    cancel: CancelToken,
+    answer: AskUserAnswer,
+    output_cap: usize,
+    // A Mutex because `output` takes `&self` and tools may stream from a helper thread; it is
+    // never held across a channel operation.
+    output: Mutex<StreamedOutput>,
+}
+
+#[derive(Debug, Default)]
+struct StreamedOutput {
+    text: String,
+    bytes: usize,
+    deltas: usize,
+}
+
+impl StandaloneEnv {
+    /// An env that keeps up to `output_cap` bytes of streamed output and answers every question
+    /// with `answer`.
+    pub fn new(answer: AskUserAnswer, output_cap: usize) -> Self {
+        Self {
+            cancel: CancelToken::new(),
+            answer,
+            output_cap,
+            output: Mutex::new(StreamedOutput::default()),
+        }
+    }
+
+    /// The streamed output kept so far.
+    pub fn streamed(&self) -> String {
+        self.output.lock().unwrap_or_else(PoisonError::into_inner).text.clone()
+    }
+
+    /// Bytes streamed in all, and in how many deltas.
+    pub fn streamed_totals(&self) -> (usize, usize) {
+        let output = self.output.lock().unwrap_or_else(PoisonError::into_inner);
+        (output.bytes, output.deltas)
+    }
+
+    /// The token `cancel()` returns; cancel it to cancel the call.
+    pub fn cancel_token(&self) -> &CancelToken {
+        &self.cancel
+    }
+}
+
+impl CallEnv for StandaloneEnv {
+    fn cancel(&self) -> &CancelToken {
+        &self.cancel
+    }
+    fn output(&self, _stream: OutputStream, chunk: String) {
+        let mut output = self.output.lock().unwrap_or_else(PoisonError::into_inner);
+        output.bytes += chunk.len();
+        output.deltas += 1;
+        if output.text.len() + chunk.len() <= self.output_cap {
+            output.text.push_str(&chunk);
+        }
+    }
+    fn ask_user(
+        &self,
+        _question: String,
+        _options: Vec<String>,
+    ) -> Result<AskUserAnswer, ToolError> {
+        Ok(self.answer.clone())
+    }
+}

@@ -1,0 +1,229 @@
+//! The built-in tools (seed L3, issue 5): `read_file`, `write_file`, `edit`, `list_dir`, `glob`,
+//! `grep`, `run_command` with background jobs (`job_output`, `job_kill`), `update_plan`,
+//! `ask_user` and `web_fetch`. The product calls `builtin_tools(config)` and registers the result
+//! in the kernel's `ToolRegistry`.
+//!
+//! Every tool is a `Builtin` (this crate's own trait, run against a `CallEnv`) wrapped in an
+//! adapter that implements the kernel's `Tool`. The split exists so that tests and the argument
+//! fuzzer can run a tool without a kernel; the kernel path and the test path run the same code.
+//!
+//! Invariants:
+//! - No input makes a tool panic: arguments are checked against the tool's schema, then parsed
+//!   into a typed struct; every failure is a `ToolError` or an `is_error` output that tells the
+//!   model what to change.
+//! - Relative paths resolve against `ToolsConfig::cwd`; mutating tools write only below a
+//!   writable root, checked after symlinks are resolved (`path`).
+//! - Processes are spawned only through `codecoder_sandbox`; background jobs belong to the tool
+//!   set and are killed (whole process group) when the last tool of the set is dropped.
+
+mod ask;
+mod edit;
+mod env;
+mod jobs;
+mod path;
+mod plan;
+mod read;
+mod search;
+mod shell;
+mod text;
+mod web;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use codecoder_kernel::{Tool, ToolContext, ToolKind, ToolOutput};
+use codecoder_protocol::ToolError;
+use serde_json::Value;
+
+pub use crate::env::{CallEnv, StandaloneEnv};
+use crate::jobs::JobTable;
+
+/// What the built-in tools need to know. No `Default`: build it with `ToolsConfig::standard`
+/// and change fields.
+#[derive(Debug, Clone)]
+pub struct ToolsConfig {
+    /// The session's working directory: relative paths resolve against it, commands run in it.
+    pub cwd: PathBuf,
+    /// Mutating tools (`write_file`, `edit`) refuse paths outside these directories (after
+    /// symlinks are resolved). Pass `/` to allow writes anywhere.
+    pub writable_roots: Vec<PathBuf>,
+    /// The shell `run_command` runs commands with: `SHELL SHELL_ARGS… COMMAND`. Default `bash`.
+    pub shell: PathBuf,
+    /// The arguments before the command. Default `["-lc"]` (a login shell, so the person's
+    /// PATH and tool managers are set up); tests use `["-c"]` to stay independent of the
+    /// machine's profile files.
+    pub shell_args: Vec<String>,
+    /// `run_command`'s timeout when the call gives none. Default 2 minutes.
+    pub default_timeout: Duration,
+    /// The largest `timeout_ms` a call may ask for. Default 10 minutes.
+    pub max_timeout: Duration,
+    /// Between SIGTERM and SIGKILL when a process group is terminated. Default 2 s.
+    pub kill_grace: Duration,
+    /// Bytes of command output the model sees (head and tail halves). Default 32 KiB.
+    pub output_limit: usize,
+    /// Where `run_command` saves the full output of a command whose output went over
+    /// `output_limit` (the result names the file). `None` (the default): not saved. The
+    /// product points it at a per-session directory it cleans up.
+    pub spill_dir: Option<PathBuf>,
+    /// The most bytes saved to one spill file. Default 256 MiB.
+    pub spill_limit: u64,
+    /// Background jobs running at once. Default 16.
+    pub max_jobs: usize,
+    /// `read_file`'s default line count. Default 2,000.
+    pub read_line_limit: usize,
+    /// `read_file`'s output cap in bytes. Default 256 KiB.
+    pub read_byte_limit: usize,
+    /// Images larger than this are described, not returned. Default 5 MiB.
+    pub image_limit: u64,
+    /// `grep` and `glob` results shown when the call gives no `head_limit`. Default 200.
+    pub search_limit: usize,
+    /// `web_fetch`'s default download cap. Default 1 MiB; a call may raise it to 10 MiB.
+    pub web_max_bytes: usize,
+    /// `web_fetch`'s whole-request timeout. Default 30 s.
+    pub web_timeout: Duration,
+}
+
+impl ToolsConfig {
+    /// The defaults listed on each field.
+    pub fn standard(cwd: impl Into<PathBuf>, writable_roots: Vec<PathBuf>) -> Self {
+        Self {
+            cwd: cwd.into(),
+            writable_roots,
+            shell: PathBuf::from("bash"),
+            shell_args: vec!["-lc".to_owned()],
+            default_timeout: Duration::from_secs(120),
+            max_timeout: Duration::from_secs(600),
+            kill_grace: Duration::from_secs(2),
+            output_limit: 32 * 1024,
+            spill_dir: None,
+            spill_limit: 256 * 1024 * 1024,
+            max_jobs: 16,
+            read_line_limit: 2000,
+            read_byte_limit: 256 * 1024,
+            image_limit: 5 * 1024 * 1024,
+            search_limit: 200,
+            web_max_bytes: 1024 * 1024,
+            web_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The built-in tools, in the order the model sees them. The background-job table is shared by
+/// `run_command`, `job_output` and `job_kill`; its jobs die when the last of them is dropped.
+pub fn builtin_tools(config: ToolsConfig) -> Vec<Arc<dyn Tool>> {
+    builtins(config)
+        .into_iter()
+        .map(|builtin| Arc::new(Adapter(builtin)) as Arc<dyn Tool>)
+        .collect()
+}
+
+/// The same tools as `Builtin`s, for running them without a kernel (tests, fuzzing).
+pub fn builtins(config: ToolsConfig) -> Vec<Arc<dyn Builtin>> {
+    let shared = Arc::new(Shared { config, jobs: JobTable::new() });
+    vec![
+        Arc::new(read::ReadFile { shared: Arc::clone(&shared), index: read::LineIndex::default() }),
+        Arc::new(edit::WriteFile(Arc::clone(&shared))),
+        Arc::new(edit::Edit(Arc::clone(&shared))),
+        Arc::new(search::ListDir(Arc::clone(&shared))),
+        Arc::new(search::Glob(Arc::clone(&shared))),
+        Arc::new(search::Grep(Arc::clone(&shared))),
+        Arc::new(shell::RunCommand(Arc::clone(&shared))),
+        Arc::new(jobs::JobOutput(Arc::clone(&shared))),
+        Arc::new(jobs::JobKill(Arc::clone(&shared))),
+        Arc::new(plan::UpdatePlan),
+        Arc::new(ask::AskUser),
+        Arc::new(web::WebFetch(shared)),
+    ]
+}
+
+/// State shared by the tools of one set (one session).
+pub(crate) struct Shared {
+    pub(crate) config: ToolsConfig,
+    pub(crate) jobs: JobTable,
+}
+
+/// A built-in tool: the kernel's `Tool` minus the `ToolContext`, so it can run without a kernel.
+pub trait Builtin: Send + Sync {
+    /// The name the model calls it by.
+    fn name(&self) -> &'static str;
+    /// What it does, for the model.
+    fn description(&self) -> &'static str;
+    /// The JSON Schema of its arguments.
+    fn schema(&self) -> Value;
+    /// How much it can change.
+    fn kind(&self) -> ToolKind;
+    /// The keys a session grant covers.
+    fn permission_keys(&self, args: &Value) -> Vec<String> {
+        let _ = args;
+        vec![self.name().to_owned()]
+    }
+    /// One line for the person.
+    fn summary(&self, args: &Value) -> String;
+    /// Runs the call (arguments already checked against the schema by `run_checked`).
+    fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError>;
+}
+
+/// Checks `args` against the tool's schema, then runs it: what the kernel's `execute` does.
+pub fn run_checked(
+    tool: &dyn Builtin,
+    env: &dyn CallEnv,
+    args: Value,
+) -> Result<ToolOutput, ToolError> {
+    if let Err(message) = codecoder_kernel::validate_schema(&tool.schema(), &args) {
+        return Err(ToolError::InvalidArguments { message });
+    }
+    tool.run(env, args)
+}
+
+struct Adapter(Arc<dyn Builtin>);
+
+impl Tool for Adapter {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn description(&self) -> &str {
+        self.0.description()
+    }
+    fn schema(&self) -> Value {
+        self.0.schema()
+    }
+    fn kind(&self) -> ToolKind {
+        self.0.kind()
+    }
+    fn permission_keys(&self, args: &Value) -> Vec<String> {
+        self.0.permission_keys(args)
+    }
+    fn summary(&self, args: &Value) -> String {
+        self.0.summary(args)
+    }
+    fn execute(&self, ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
+        run_checked(self.0.as_ref(), ctx, args)
+    }
+}
+
+/// Parses checked arguments into a tool's argument struct; a mismatch is an error the model
+/// can act on.
+pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args)
+        .map_err(|err| ToolError::InvalidArguments { message: err.to_string() })
+}
+
+/// A `ToolError::InvalidArguments` with this message.
+pub(crate) fn invalid(message: impl Into<String>) -> ToolError {
+    ToolError::InvalidArguments { message: message.into() }
+}
+
+/// A `ToolError::Failed` with this message.
+pub(crate) fn failed(message: impl Into<String>) -> ToolError {
+    ToolError::Failed { message: message.into() }
+}
+
+/// The string field `name` of `args`, or `""`: for summaries and permission keys, which see
+/// unchecked arguments.
+pub(crate) fn str_arg<'a>(args: &'a Value, name: &str) -> &'a str {
+    args.get(name).and_then(Value::as_str).unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,398 @@
+//! `run_command {command, cwd?, timeout_ms?, env?, background?}`: `bash -lc COMMAND` (shell and
+//! flags from `ToolsConfig`) through the sandbox crate's spawner.
+//!
+//! Invariants:
+//! - The whole process group is terminated (SIGTERM, grace, SIGKILL) on timeout, on cancel, and
+//!   when the leader exits (the sandbox does it); `run_command` returns only after that.
+//! - stdout and stderr are merged in arrival order; the model sees at most `output_limit` bytes
+//!   (head and tail, the middle elided with a count) whatever the command prints, and memory
+//!   stays bounded by that plus the sandbox's channel.
+//! - Output deltas go to the client as they come, decoded as UTF-8 without splitting a character.
+//! - A background job is handed to the session's `JobTable` and returns at once with its id.
+
+use std::convert::Infallible;
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use codecoder_kernel::{ToolKind, ToolOutput};
+use codecoder_protocol::{OutputStream, ToolError};
+use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Stream};
+use codecoder_stdx::{JoinOnDrop, spawn_named};
+use crossbeam_channel::{Receiver, Sender, never, select};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::env::CallEnv;
+use crate::path::{display, resolve};
+use crate::text::{Capped, Utf8Stream};
+use crate::{Builtin, Shared, ToolsConfig, failed, invalid, parse_args, str_arg};
+
+pub(crate) struct RunCommand(pub(crate) Arc<Shared>);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    command: String,
+    cwd: Option<String>,
+    timeout_ms: Option<u64>,
+    #[serde(default)]
+    env: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    background: bool,
+}
+
+impl Builtin for RunCommand {
+    fn name(&self) -> &'static str {
+        "run_command"
+    }
+    fn description(&self) -> &'static str {
+        "Runs a shell command with `bash -lc` in the working directory (or `cwd`) and returns its \
+         output (stdout and stderr merged, in order), exit code and duration. Long output is cut: \
+         the beginning and the end are kept. The command and everything it started are killed \
+         at the timeout (default 2 minutes, `timeout_ms` up to 10 minutes) or when the turn is \
+         cancelled; nothing it starts outlives it. Use `background: true` for servers and \
+         watchers: you get a job id at once; read its output with job_output and stop it with \
+         job_kill. Prefer read_file, grep, glob and edit over cat, grep, find and sed."
+    }
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": { "type": "string", "minLength": 1, "description": "The shell command." },
+                "cwd": { "type": "string", "description": "Where to run it; the working directory when absent." },
+                "timeout_ms": { "type": "integer", "minimum": 1, "description": "Kill it after this many milliseconds. Default 120000; at most 600000. Background jobs have no timeout unless given." },
+                "env": { "type": "object", "additionalProperties": { "type": "string" }, "description": "Environment variables to set." },
+                "background": { "type": "boolean", "description": "Start it as a background job and return its id at once. Default false." }
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::Exec
+    }
+    fn permission_keys(&self, args: &Value) -> Vec<String> {
+        vec![format!("shell:{}", str_arg(args, "command"))]
+    }
+    fn summary(&self, args: &Value) -> String {
+        let background = if args.get("background").and_then(Value::as_bool) == Some(true) {
+            " (background)"
+        } else {
+            ""
+        };
+        format!("run `{}`{background}", str_arg(args, "command"))
+    }
+    fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: Args = parse_args(args)?;
+        let config = &self.0.config;
+        let spec = command_spec(config, &args)?;
+        let timeout = match args.timeout_ms {
+            Some(0) => return Err(invalid("`timeout_ms` must be at least 1")),
+            Some(ms) if Duration::from_millis(ms) > config.max_timeout => {
+                return Err(invalid(format!(
+                    "`timeout_ms` is at most {} (use background: true for longer jobs)",
+                    config.max_timeout.as_millis()
+                )));
+            }
+            Some(ms) => Some(Duration::from_millis(ms)),
+            None => None,
+        };
+        if env.cancel().is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        if args.background {
+            let id = self.0.jobs.start(config, &args.command, &spec, timeout)?;
+            return Ok(ToolOutput::text(format!(
+                "Started background job {id}: `{}`. Read its output with job_output {{\"id\": \
+                 {id}}}; stop it with job_kill {{\"id\": {id}}}. It is killed when the session \
+                 ends.",
+                args.command
+            )));
+        }
+        let timeout = timeout.unwrap_or(config.default_timeout);
+        let mut output = Capped::new(config.output_limit);
+        let mut stdout = Utf8Stream::default();
+        let mut stderr = Utf8Stream::default();
+        let started = Instant::now();
+        let child = start_child(config, &spec)?;
+        let cancel = env.cancel().signal().clone();
+        let mut spill = Spill::new(config);
+        let end = wait_child(child, started, cancel, never(), Some(timeout), &mut |chunk| {
+            spill.push(&output, &chunk.bytes);
+            output.push(&chunk.bytes);
+            let (stream, decoder) = match chunk.stream {
+                Stream::Stdout => (OutputStream::Stdout, &mut stdout),
+                Stream::Stderr => (OutputStream::Stderr, &mut stderr),
+            };
+            let text = decoder.decode(&chunk.bytes);
+            if !text.is_empty() {
+                env.output(stream, text);
+            }
+        })?;
+        for (stream, decoder) in
+            [(OutputStream::Stdout, &mut stdout), (OutputStream::Stderr, &mut stderr)]
+        {
+            let text = decoder.finish();
+            if !text.is_empty() {
+                env.output(stream, text);
+            }
+        }
+        if end.stop == Some(Stop::Cancelled) {
+            return Err(ToolError::Cancelled);
+        }
+        let mut result = report(&output, &end, timeout);
+        if let Some(note) = spill.finish() {
+            result.content.push(codecoder_protocol::ContentItem::Text { text: note });
+        }
+        Ok(result)
+    }
+}
+
+/// The full output of a command whose output went over the cap, written to a file in
+/// `ToolsConfig::spill_dir` (when set) so the model can read or grep what was elided. The file
+/// is started only when the cap is first exceeded (with everything kept so far, which is then
+/// all of it), and stops growing at `spill_limit`.
+struct Spill {
+    dir: Option<PathBuf>,
+    limit: u64,
+    file: Option<(std::io::BufWriter<std::fs::File>, PathBuf)>,
+    written: u64,
+    error: Option<String>,
+}
+
+impl Spill {
+    fn new(config: &ToolsConfig) -> Self {
+        Self {
+            dir: config.spill_dir.clone(),
+            limit: config.spill_limit,
+            file: None,
+            written: 0,
+            error: None,
+        }
+    }
+
+    /// Called before `bytes` are pushed to `output`.
+    fn push(&mut self, output: &Capped, bytes: &[u8]) {
+        use std::io::Write as _;
+        if self.error.is_some() {
+            return;
+        }
+        if self.file.is_none() {
+            let Some(dir) = &self.dir else { return };
+            if output.total() + bytes.len() as u64 <= output.limit() as u64 {
+                return;
+            }
+            let opened = fs_err::create_dir_all(dir).and_then(|()| {
+                tempfile::Builder::new().prefix("run-").suffix(".log").tempfile_in(dir)
+            });
+            let temp = match opened {
+                Ok(temp) => temp,
+                Err(err) => {
+                    self.error = Some(err.to_string());
+                    return;
+                }
+            };
+            match temp.keep() {
+                Ok((file, path)) => {
+                    let mut writer = std::io::BufWriter::with_capacity(64 * 1024, file);
+                    let kept = output.kept_bytes();
+                    if let Err(err) = writer.write_all(&kept) {
+                        self.error = Some(err.to_string());
+                        return;
+                    }
+                    self.written = kept.len() as u64;
+                    self.file = Some((writer, path));
+                }
+                Err(err) => {
+                    self.error = Some(err.to_string());
+                    return;
+                }
+            }
+        }
+        let Some((writer, _)) = &mut self.file else { return };
+        let room = self.limit.saturating_sub(self.written);
+        let take = usize::try_from(room).unwrap_or(usize::MAX).min(bytes.len());
+        if let Err(err) = writer.write_all(&bytes[..take]) {
+            self.error = Some(err.to_string());
+        }
+        self.written += take as u64;
+    }
+
+    /// A note for the model naming the file, if one was written.
+    fn finish(self) -> Option<String> {
+        use std::io::Write as _;
+        if let Some(err) = self.error {
+            return Some(format!("(the full output could not be saved: {err})"));
+        }
+        let (mut writer, path) = self.file?;
+        if let Err(err) = writer.flush() {
+            return Some(format!("(the full output could not be saved: {err})"));
+        }
+        let cut = if self.written >= self.limit {
+            format!(" (cut at {} bytes)", self.limit)
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "The full output is in `{}`{cut}: use read_file with an offset, or grep, to see \
+             the elided part.",
+            path.display()
+        ))
+    }
+}
+
+/// The spec for `SHELL -lc COMMAND`, with the call's cwd and environment checked.
+fn command_spec(config: &ToolsConfig, args: &Args) -> Result<CommandSpec, ToolError> {
+    let command = &args.command;
+    if command.trim().is_empty() {
+        return Err(invalid("`command` is empty"));
+    }
+    if command.contains('\0') {
+        return Err(invalid("`command` contains a NUL byte"));
+    }
+    let cwd: PathBuf = match args.cwd.as_deref() {
+        Some(raw) => resolve(&config.cwd, raw)?,
+        None => config.cwd.clone(),
+    };
+    let shown = display(&config.cwd, &cwd);
+    match fs_err::metadata(&cwd) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return Err(failed(format!("`cwd` `{shown}` is not a directory"))),
+        Err(_) => return Err(failed(format!("`cwd` `{shown}` does not exist"))),
+    }
+    let mut env = Vec::new();
+    for (key, value) in &args.env {
+        if key.is_empty() || key.contains(['=', '\0']) || value.contains('\0') {
+            return Err(invalid(format!(
+                "`env.{key}`: names must be non-empty without `=` or NUL, values without NUL"
+            )));
+        }
+        env.push((OsString::from(key), OsString::from(value)));
+    }
+    let mut shell_args: Vec<OsString> = config.shell_args.iter().map(OsString::from).collect();
+    shell_args.push(OsString::from(command.as_str()));
+    Ok(CommandSpec {
+        program: config.shell.clone().into_os_string(),
+        args: shell_args,
+        cwd: Some(cwd),
+        env,
+    })
+}
+
+/// Why a process group was stopped before it exited by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    Cancelled,
+    Killed,
+    TimedOut,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct End {
+    pub(crate) status: Option<std::process::ExitStatus>,
+    pub(crate) stop: Option<Stop>,
+    pub(crate) duration: Duration,
+}
+
+/// Spawns `spec` in a process group of its own.
+pub(crate) fn start_child(
+    config: &ToolsConfig,
+    spec: &CommandSpec,
+) -> Result<codecoder_sandbox::Child, ToolError> {
+    let spawn_config = SpawnConfig { kill_grace: config.kill_grace, ..SpawnConfig::standard() };
+    codecoder_sandbox::spawn(spec, &spawn_config).map_err(|err| failed(err.to_string()))
+}
+
+/// Waits for `child`, handing output chunks to `on_output`, until it exits, `cancel` or `kill`
+/// fire (disconnect), or `timeout` passes; in the last three cases the group is terminated
+/// first. A watcher thread turns the three signals into the one the sandbox waits on. The group
+/// is gone when this returns.
+pub(crate) fn wait_child(
+    mut child: codecoder_sandbox::Child,
+    started: Instant,
+    cancel: Receiver<Infallible>,
+    kill: Receiver<()>,
+    timeout: Option<Duration>,
+    on_output: &mut dyn FnMut(&codecoder_sandbox::OutputChunk),
+) -> Result<End, ToolError> {
+    let pid = child.pid();
+    let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
+    let (trigger_tx, trigger_rx) = crossbeam_channel::bounded::<()>(0);
+    let watcher = watch(pid, cancel, kill, timeout, done_rx, trigger_tx)?;
+    let outcome = child.wait(&trigger_rx, on_output);
+    // Wakes the watcher when the command ended by itself.
+    drop(done_tx);
+    let stop = watcher.join().unwrap_or(None);
+    drop(child);
+    let duration = started.elapsed();
+    match outcome {
+        Ok(Outcome::Exited(status)) => Ok(End { status: Some(status), stop: None, duration }),
+        Ok(Outcome::Cancelled) => {
+            Ok(End { status: None, stop: Some(stop.unwrap_or(Stop::Killed)), duration })
+        }
+        Err(err) => Err(failed(err.to_string())),
+    }
+}
+
+fn watch(
+    pid: u32,
+    cancel: Receiver<Infallible>,
+    kill: Receiver<()>,
+    timeout: Option<Duration>,
+    done: Receiver<()>,
+    trigger: Sender<()>,
+) -> Result<JoinOnDrop<Option<Stop>>, ToolError> {
+    let deadline = timeout.map_or_else(never, crossbeam_channel::after);
+    spawn_named(format!("run-command-watch-{pid}"), move || {
+        let stop = select! {
+            recv(cancel) -> _ => Some(Stop::Cancelled),
+            recv(kill) -> _ => Some(Stop::Killed),
+            recv(deadline) -> _ => Some(Stop::TimedOut),
+            recv(done) -> _ => None,
+        };
+        // Dropping the trigger is the signal the sandbox's `wait` sees.
+        drop(trigger);
+        stop
+    })
+    .map_err(|err| failed(format!("could not start a thread: {err}")))
+}
+
+/// The model's view of a finished foreground command.
+fn report(output: &Capped, end: &End, timeout: Duration) -> ToolOutput {
+    let mut text = if output.is_empty() { "(no output)\n".to_owned() } else { output.render() };
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let seconds = end.duration.as_secs_f64();
+    let (status, is_error) = describe(end, Some(timeout));
+    text.push_str(&format!("[{status}; {seconds:.2} s]"));
+    ToolOutput { content: vec![codecoder_protocol::ContentItem::Text { text }], is_error }
+}
+
+/// How a command ended, in words, and whether that is a failure.
+pub(crate) fn describe(end: &End, timeout: Option<Duration>) -> (String, bool) {
+    match (end.stop, end.status) {
+        (Some(Stop::TimedOut), _) => {
+            let limit = timeout.map_or(0, |timeout| timeout.as_millis());
+            (
+                format!(
+                    "timed out after {limit} ms: the command and its process group were killed"
+                ),
+                true,
+            )
+        }
+        (Some(Stop::Cancelled), _) => ("cancelled: the process group was killed".to_owned(), true),
+        (Some(Stop::Killed), _) => ("killed by job_kill".to_owned(), true),
+        (None, Some(status)) => match (status.code(), status.signal()) {
+            (Some(0), _) => ("exit code 0".to_owned(), false),
+            (Some(code), _) => (format!("exit code {code}"), true),
+            (None, Some(signal)) => (format!("killed by signal {signal}"), true),
+            (None, None) => ("ended".to_owned(), true),
+        },
+        (None, None) => ("ended".to_owned(), true),
+    }
+}

@@ -1,0 +1,147 @@
+//! update_plan, ask_user and web_fetch (against a loopback server started by the test).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+
+use codecoder_protocol::ToolError;
+use codecoder_stdx::{JoinOnDrop, spawn_named};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::support::*;
+
+#[test]
+fn update_plan_validates_and_shows_the_plan() {
+    let fixture = Fixture::new();
+    let out = fixture.ok(
+        "update_plan",
+        json!({ "explanation": "found the bug", "plan": [
+            { "step": "read code", "status": "completed" },
+            { "step": "fix bug", "status": "in_progress" },
+            { "step": "run tests", "status": "pending" }
+        ] }),
+    );
+    assert_eq!(
+        out,
+        "Plan updated (1/3 completed):\nfound the bug\n[x] read code\n[>] fix bug\n[ ] run tests\n"
+    );
+    let summary = fixture.tool("update_plan").summary(&json!({ "plan": [
+        { "step": "a", "status": "completed" }, { "step": "b", "status": "in_progress" }
+    ] }));
+    assert_eq!(summary, "plan: 1/2 done; now: b");
+    let err = fixture.err(
+        "update_plan",
+        json!({ "plan": [
+        { "step": "a", "status": "in_progress" }, { "step": "b", "status": "in_progress" }
+    ] }),
+    );
+    assert!(err.contains("at most one step may be in_progress"), "{err}");
+    let err = fixture.err("update_plan", json!({ "plan": [] }));
+    assert!(err.contains("at least 1"), "{err}");
+    let err = fixture.err("update_plan", json!({ "plan": [{ "step": "a", "status": "done" }] }));
+    assert!(err.contains("must be one of"), "{err}");
+    let err = fixture.err("update_plan", json!({ "plan": [{ "step": " ", "status": "pending" }] }));
+    assert!(err.contains("is empty"), "{err}");
+}
+
+#[test]
+fn ask_user_returns_the_answer() {
+    let fixture = Fixture::new();
+    let out =
+        fixture.ok("ask_user", json!({ "question": "Which color?", "options": ["red", "blue"] }));
+    assert_eq!(out, "The user answered: blue");
+    let err = fixture.err("ask_user", json!({ "question": "" }));
+    assert!(err.contains("at least 1"), "{err}");
+    let err = fixture.err("ask_user", json!({ "question": "q", "options": ["a", " "] }));
+    assert!(err.contains("empty answer"), "{err}");
+}
+
+/// Serves `count` requests on a loopback port with `respond(path) -> (status, content type,
+/// body)`; returns the base URL and the server thread.
+fn serve(
+    count: usize,
+    respond: impl Fn(&str) -> (u16, &'static str, Vec<u8>) + Send + 'static,
+) -> (String, JoinOnDrop<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let thread = spawn_named("test-http", move || {
+        for _ in 0..count {
+            let Ok((stream, _)) = listener.accept() else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            reader.read_line(&mut request_line).unwrap();
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap() == 0 || header == "\r\n" {
+                    break;
+                }
+            }
+            let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+            let (status, content_type, body) = respond(&path);
+            let mut stream = stream;
+            let head = format!(
+                "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+            let _ = stream.flush();
+            // Drain so the client sees a clean close.
+            let _ = reader.get_mut().set_nonblocking(true);
+            let _ = reader.read(&mut [0u8; 16]);
+        }
+    })
+    .unwrap();
+    (url, thread)
+}
+
+#[test]
+fn web_fetch_converts_html_to_markdown() {
+    let (url, _server) = serve(1, |path| {
+        assert_eq!(path, "/page");
+        let html = "<html><head><title>T</title><style>p{}</style></head><body><h1>Title</h1><p>Some <a href=\"https://example.org/x\">link</a> and <code>code</code>.</p><script>alert(1)</script><ul><li>one</li><li>two</li></ul></body></html>";
+        (200, "text/html; charset=utf-8", html.as_bytes().to_vec())
+    });
+    let fixture = Fixture::new();
+    let out = fixture.ok("web_fetch", json!({ "url": format!("{url}/page") }));
+    assert!(out.contains("Status: 200"), "{out}");
+    assert!(out.contains("# Title"), "{out}");
+    assert!(out.contains("[link](https://example.org/x)"), "{out}");
+    assert!(out.contains("`code`"), "{out}");
+    assert!(out.contains("one") && out.contains("two"), "{out}");
+    assert!(!out.contains("alert") && !out.contains("p{}"), "{out}");
+}
+
+#[test]
+fn web_fetch_caps_size_and_reports_errors() {
+    let (url, _server) = serve(3, |path| match path {
+        "/big" => (200, "text/plain", vec![b'a'; 100_000]),
+        "/missing" => (404, "text/plain", b"no such page".to_vec()),
+        _ => (200, "application/octet-stream", vec![0, 1, 2, 3]),
+    });
+    let fixture = Fixture::new();
+    let out = fixture.ok("web_fetch", json!({ "url": format!("{url}/big"), "max_bytes": 1000 }));
+    assert!(out.contains("cut at 1000 bytes"), "{out}");
+    assert!(out.contains(&"a".repeat(1000)) && !out.contains(&"a".repeat(1001)), "{out}");
+    let output = fixture.call("web_fetch", json!({ "url": format!("{url}/missing") })).unwrap();
+    assert!(output.is_error);
+    assert!(text(&output).contains("Status: 404") && text(&output).contains("no such page"));
+    let out = fixture.ok("web_fetch", json!({ "url": format!("{url}/bin") }));
+    assert!(out.contains("binary content"), "{out}");
+}
+
+#[test]
+fn web_fetch_bad_urls() {
+    let fixture = Fixture::new();
+    let err = fixture.err("web_fetch", json!({ "url": "file:///etc/passwd" }));
+    assert!(err.contains("http://"), "{err}");
+    let err = fixture.err("web_fetch", json!({ "url": "http://" }));
+    assert!(err.contains("no host"), "{err}");
+    // Nothing listens on port 1 of loopback.
+    let err = fixture.call("web_fetch", json!({ "url": "http://127.0.0.1:1/" })).unwrap_err();
+    assert!(matches!(err, ToolError::Failed { .. }), "{err:?}");
+    let keys = fixture
+        .tool("web_fetch")
+        .permission_keys(&json!({ "url": "https://User@Example.com:8080/a?b" }));
+    assert_eq!(keys, ["web_fetch:example.com"]);
+}
