@@ -241,7 +241,11 @@ impl AgentLoop {
             };
             self.run_turn(input);
         }
-        if let Err(stop) = self.append(RecordBody::SessionEnd) {
+        // A subagent's log is finished when it stops. The root's stays open to `exec resume`
+        // and friends: `session_end` admits nothing after it, so the root never writes it.
+        if self.done.is_some()
+            && let Err(stop) = self.append(RecordBody::SessionEnd)
+        {
             self.emit(AgentEventKind::Warning { message: stop.message() });
         }
         if let Err(err) = self.writer.sync() {

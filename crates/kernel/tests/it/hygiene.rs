@@ -55,7 +55,7 @@ fn step_limit_fails_the_turn() {
     assert_eq!(model.requests().len(), 3);
     let logs = harness.shutdown();
     assert!(matches!(
-        bodies(&logs.root).into_iter().rev().nth(1),
+        bodies(&logs.root).into_iter().last(),
         Some(RecordBody::TurnEnd { outcome: TurnOutcome::Failed { .. }, .. })
     ));
 }

@@ -58,8 +58,7 @@ fn text_only_turn() {
             "step_start",
             "assistant_message",
             "step_end",
-            "turn_end",
-            "session_end"
+            "turn_end"
         ]
     );
     let history = logs.root.projection().into_history();
@@ -350,8 +349,7 @@ fn steer_mid_turn_is_injected_at_the_next_step_boundary_in_order() {
             "step_start",
             "assistant_message",
             "step_end",
-            "turn_end",
-            "session_end"
+            "turn_end"
         ]
     );
 }
