@@ -1,0 +1,25 @@
+//! Model providers over real HTTP (design.md "Models"; seed L2.1).
+//!
+//! `HttpModelClient` implements the kernel's `ModelClient` for three wire APIs: OpenAI
+//! Responses, OpenAI-compatible Chat Completions and Anthropic Messages. Retries, backoff, the
+//! idle timeout and token accounting live here; the kernel never sees a retry. Wire JSON stays
+//! private to each adapter module. `ProviderConfig` describes a provider (codex's
+//! `model_providers` shape) and `ProviderConfig::preset` gives the built-in ones.
+
+mod anthropic;
+mod chat;
+mod client;
+mod config;
+mod error;
+mod responses;
+mod sse;
+mod wire;
+
+pub use client::HttpModelClient;
+pub use config::{
+    DEFAULT_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, PRESET_IDS, ProviderConfig, WireApi,
+};
+pub use error::Error;
+
+#[cfg(test)]
+mod tests;
