@@ -20,9 +20,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use codecoder_kernel::{ModelClient, ModelError, ModelRequest, ResponseEvent, ResponseStream};
+use codecoder_protocol::Usage;
 use codecoder_stdx::spawn_named;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
+use crate::catalog::estimate_tokens;
 use crate::config::{ProviderConfig, WireApi};
 use crate::error::{Error, scrub};
 use crate::sse::SseDecoder;
@@ -310,35 +312,30 @@ impl Job {
         };
         let mut parser = parser(self.config.wire_api);
         let mut decoder = SseDecoder::new();
-        let mut emitted = false;
-        let mut gone = false;
+        let mut emitter = Emitter {
+            tx,
+            body: &self.body,
+            emitted: false,
+            gone: false,
+            saw_usage: false,
+            output: String::new(),
+        };
         let mut buf = vec![0u8; 16 * 1024];
         let result: Result<bool, Error> = loop {
             let n = match reader.read(&mut buf) {
-                Ok(0) => {
-                    let mut on_event = |event| {
-                        emitted = true;
-                        gone |= tx.send(event).is_err();
-                    };
-                    break parser.on_eof(&mut on_event).map(|()| true);
-                }
+                Ok(0) => break parser.on_eof(&mut |event| emitter.emit(event)).map(|()| true),
                 Ok(n) => n,
                 Err(err) => break Err(Error::Connection { message: err.to_string() }),
             };
             let _ = progress_tx.try_send(());
             let mut complete = false;
             let pushed = decoder.push(&buf[..n], &mut |event| {
-                if complete {
-                    return Ok(());
+                if !complete {
+                    complete = parser.on_event(event, &mut |event| emitter.emit(event))?;
                 }
-                let mut on_event = |event| {
-                    emitted = true;
-                    gone |= tx.send(event).is_err();
-                };
-                complete = parser.on_event(event, &mut on_event)?;
                 Ok(())
             });
-            if gone {
+            if emitter.gone {
                 break Ok(false);
             }
             if let Err(err) = pushed {
@@ -348,6 +345,7 @@ impl Job {
                 break Ok(true);
             }
         };
+        let (emitted, gone) = (emitter.emitted, emitter.gone);
         drop(progress_tx);
         if let Ok(watchdog) = watchdog {
             let _ = watchdog.join();
@@ -365,6 +363,47 @@ impl Job {
             },
             Err(error) => Attempt::Failed { error, emitted, retry_after: None },
         }
+    }
+}
+
+/// Sends parsed events to the kernel, and fills in estimated usage when the provider sent none.
+struct Emitter<'a> {
+    tx: &'a Sender<ResponseEvent>,
+    body: &'a [u8],
+    emitted: bool,
+    gone: bool,
+    saw_usage: bool,
+    /// Generated text, kept only to estimate usage the provider did not report.
+    output: String,
+}
+
+impl Emitter<'_> {
+    fn emit(&mut self, event: ResponseEvent) {
+        match &event {
+            ResponseEvent::Usage(_) => self.saw_usage = true,
+            ResponseEvent::TextDelta(text)
+            | ResponseEvent::ReasoningDelta(text)
+            | ResponseEvent::ToolCallArgsDelta { delta: text, .. }
+                if !self.saw_usage =>
+            {
+                self.output.push_str(text);
+            }
+            ResponseEvent::Completed { .. } if !self.saw_usage => {
+                let usage = Usage {
+                    input_tokens: estimate_tokens(&String::from_utf8_lossy(self.body)),
+                    output_tokens: estimate_tokens(&self.output),
+                    ..Usage::default()
+                };
+                self.send(ResponseEvent::Usage(usage));
+            }
+            _ => {}
+        }
+        self.send(event);
+    }
+
+    fn send(&mut self, event: ResponseEvent) {
+        self.emitted = true;
+        self.gone |= self.tx.send(event).is_err();
     }
 }
 

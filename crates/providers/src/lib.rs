@@ -7,6 +7,7 @@
 //! `model_providers` shape) and `ProviderConfig::preset` gives the built-in ones.
 
 mod anthropic;
+mod catalog;
 mod chat;
 mod client;
 mod config;
@@ -15,6 +16,7 @@ mod responses;
 mod sse;
 mod wire;
 
+pub use catalog::{ModelInfo, UNKNOWN_MODEL, estimate_tokens, model_info};
 pub use client::HttpModelClient;
 pub use config::{
     DEFAULT_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, PRESET_IDS, ProviderConfig, WireApi,

@@ -417,3 +417,34 @@ fn a_missing_key_names_the_variable() {
     let err = client::HttpModelClient::new(config, &|_| Some("  ".into())).unwrap_err();
     assert_eq!(err.to_string(), "no API key for provider `anthropic`: set ANTHROPIC_API_KEY");
 }
+
+#[test]
+fn catalog_lookup_by_prefix() {
+    let gpt5 = crate::model_info("gpt-5-2025-08-07");
+    assert!(gpt5.known && gpt5.reasoning);
+    assert_eq!(gpt5.context_window, 400_000);
+    assert_eq!(crate::model_info("gpt-5-mini").input_price, Some(0.25));
+    let sonnet = crate::model_info("anthropic/claude-sonnet-4.5");
+    assert!(sonnet.known);
+    assert_eq!(sonnet.max_output_tokens, 64_000);
+    assert_eq!(crate::model_info("gpt-4o-mini-2024-07-18").output_price, Some(0.60));
+    let unknown = crate::model_info("llama3.2:3b");
+    assert_eq!(unknown, crate::UNKNOWN_MODEL);
+    let cost = gpt5
+        .cost(&Usage {
+            input_tokens: 1_000_000,
+            cached_input_tokens: 500_000,
+            output_tokens: 100_000,
+            reasoning_output_tokens: 0,
+        })
+        .unwrap();
+    assert!((cost - (0.625 + 0.0625 + 1.0)).abs() < 1e-9, "{cost}");
+    assert_eq!(unknown.cost(&Usage::default()), None);
+}
+
+#[test]
+fn token_estimates() {
+    assert_eq!(crate::estimate_tokens(""), 0);
+    let n = crate::estimate_tokens("The quick brown fox jumps over the lazy dog.");
+    assert!((8..=12).contains(&n), "{n}");
+}
