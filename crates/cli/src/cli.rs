@@ -10,8 +10,25 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "codecoder", version, about, long_about = None, propagate_version = true)]
 pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: GlobalArgs,
     #[command(subcommand)]
     pub(crate) command: Command,
+}
+
+/// Options every command understands.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct GlobalArgs {
+    /// Override a config value: a dotted TOML path and a TOML value (`-c model="gpt-5"`,
+    /// `-c agent.max_steps_per_turn=50`); repeatable, later ones win.
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE", global = true)]
+    pub(crate) overrides: Vec<String>,
+    /// Use the settings of `[profiles.NAME]` from config.toml.
+    #[arg(short = 'p', long = "profile", value_name = "NAME", global = true)]
+    pub(crate) profile: Option<String>,
+    /// Work in DIR instead of the current directory.
+    #[arg(short = 'C', long = "cd", value_name = "DIR", global = true)]
+    pub(crate) cd: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -22,6 +39,56 @@ pub(crate) enum Command {
     /// per session. A session is named by its id, a unique prefix of it, or a path to its file.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Apply a patch in codex's apply_patch format to the current directory.
+    ///
+    /// The patch is the one argument, or read from stdin when there is none. Prints
+    /// `Success. Updated the following files:` with A/M/D lines and exits 0; exits 1 when the
+    /// patch does not parse or apply (files changed before the failure stay changed, and are
+    /// listed), 2 on usage errors.
+    #[command(name = "apply-patch", visible_alias = "apply_patch")]
+    ApplyPatch(ApplyPatchArgs),
+    /// Show the effective configuration, or its JSON Schema.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Trust a project, so its .codecoder/config.toml is read (default: the current project).
+    Trust(TrustArgs),
+    /// Store an API key for a provider (read from stdin) in $CODECODER_HOME/credentials.toml.
+    Login(LoginArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Print the effective configuration (every layer merged).
+    Show(ConfigShowArgs),
+    /// Print the JSON Schema of config.toml.
+    Schema,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ConfigShowArgs {
+    /// Say which layer (file, profile or -c) each value came from.
+    #[arg(long)]
+    pub(crate) origin: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TrustArgs {
+    /// A directory inside the project (default: the current directory).
+    pub(crate) dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LoginArgs {
+    /// The provider the key is for (`openai`, `anthropic`, or a `model_providers` id).
+    #[arg(long, value_name = "ID")]
+    pub(crate) provider: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ApplyPatchArgs {
+    /// The patch (`*** Begin Patch` … `*** End Patch`); omit to read it from stdin.
+    #[arg(allow_hyphen_values = true, num_args = 0.., value_name = "PATCH")]
+    pub(crate) patch: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -2,10 +2,11 @@
 //! codes. Behaviour lives in the libraries; this crate only parses, prints and exits.
 //!
 //! Exit codes: 0 success; 1 the command failed (for `sessions validate`: the log is invalid);
-//! 2 usage error (clap's own). A closed stdout (`| head`) counts as success.
+//! 2 usage error (clap's own) or configuration error. A closed stdout (`| head`) counts as success.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // L0: the one crate that prints.
 
 mod cli;
+mod config_cmd;
 mod sessions;
 
 use std::io::{self, Write};
@@ -21,6 +22,10 @@ fn main() -> ExitCode {
     let mut out = io::BufWriter::new(stdout.lock());
     let result = match cli.command {
         Command::Sessions(args) => sessions::run(args, &mut out),
+        Command::ApplyPatch(args) => apply_patch(&args.patch, &mut out),
+        Command::Config(command) => config_cmd::run_config(command, &cli.global, &mut out),
+        Command::Trust(args) => config_cmd::run_trust(&args, &cli.global, &mut out),
+        Command::Login(args) => config_cmd::run_login(&args, &mut out),
     };
     let flushed = out.flush();
     match result.and_then(|code| flushed.map(|()| code).map_err(Into::into)) {
@@ -28,9 +33,19 @@ fn main() -> ExitCode {
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("codecoder: {err:#}");
+            if err.chain().any(|cause| cause.is::<codecoder_config::Error>()) {
+                return ExitCode::from(2);
+            }
             ExitCode::FAILURE
         }
     }
+}
+
+fn apply_patch(args: &[String], out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let cwd = std::env::current_dir()?;
+    let mut err = io::stderr().lock();
+    let code = codecoder_apply_patch::run(args, io::stdin().lock(), &cwd, out, &mut err);
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -14,7 +14,7 @@ use crate::cli::{ForkArgs, ListArgs, SessionsCommand, ShowArgs, ValidateArgs};
 const PREVIEW_LINES: usize = 6;
 
 pub(crate) fn run(command: SessionsCommand, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
-    let store = SessionStore::new(home()?);
+    let store = SessionStore::new(crate::config_cmd::home()?);
     match command {
         SessionsCommand::List(args) => list(&store, &args, out),
         SessionsCommand::Show(args) => show(&store, &args, out),
@@ -32,16 +32,6 @@ pub(crate) fn run(command: SessionsCommand, out: &mut dyn Write) -> anyhow::Resu
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-fn home() -> anyhow::Result<std::path::PathBuf> {
-    codecoder_stdx::codecoder_home(|key| std::env::var_os(key)).with_context(|| {
-        format!(
-            "cannot find the codecoder home: set {} or {}",
-            codecoder_protocol::env::CODECODER_HOME,
-            codecoder_protocol::env::HOME
-        )
-    })
 }
 
 fn list(store: &SessionStore, args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {

@@ -3,6 +3,7 @@
 // Tests run the real binary (std::process::Command), use std::fs freely, and unwrap in helpers.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
+mod config;
 mod sessions;
 
 use std::path::Path;
@@ -38,4 +39,44 @@ fn version_and_help() {
     assert!(stdout(&out).contains("sessions"), "{}", stdout(&out));
     let out = codecoder(home.path(), &["sessions", "nonsense"]);
     assert_eq!(out.status.code(), Some(2), "usage errors exit 2");
+}
+
+#[test]
+fn apply_patch_from_an_argument_and_from_stdin() {
+    use std::io::Write;
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
+    let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n one\n-two\n+2\n*** Add File: b.txt\n+new\n*** End Patch\n";
+    let out = Command::new(env!("CARGO_BIN_EXE_codecoder"))
+        .args(["apply-patch", patch])
+        .current_dir(dir.path())
+        .env("CODECODER_HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "Success. Updated the following files:\nM a.txt\nA b.txt\n");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\n2\n");
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_codecoder"))
+        .arg("apply-patch")
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"*** Begin Patch\n*** Update File: a.txt\n@@\n-missing line\n+x\n*** End Patch\n",
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("a.txt"), "{}", stderr(&out));
+    let out = codecoder(home.path(), &["apply-patch", "a", "b"]);
+    assert_eq!(out.status.code(), Some(2));
 }

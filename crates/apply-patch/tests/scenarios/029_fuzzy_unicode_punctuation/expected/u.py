@@ -1,0 +1,2 @@
+# don’t touch — really
+x = "plain"

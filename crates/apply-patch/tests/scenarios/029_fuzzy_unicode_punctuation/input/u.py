@@ -1,0 +1,2 @@
+# don’t touch — really
+x = “quoted” value

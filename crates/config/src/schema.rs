@@ -1,0 +1,206 @@
+//! The shape of `config.toml`: every key optional, unknown keys refused.
+//!
+//! The same types describe every layer (a file, a profile, a `-c` override). Defaults are not
+//! here but in the code that reads the merged result, so `config show` prints only what some
+//! layer set. `json_schema()` is what `codecoder config schema` prints; the checked-in copy
+//! (`schema/config.schema.json`) is kept in step by a test.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `config.toml`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigToml {
+    /// The model id sent to the provider (default `gpt-5`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The provider id: a preset (`openai`, `openai-chat`, `anthropic`, `deepseek`, `openrouter`,
+    /// `ollama`, `lmstudio`) or a key of `model_providers` (default `openai`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_provider: Option<String>,
+    /// Reasoning effort for models that reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_reasoning_effort: Option<ReasoningEffort>,
+    /// A cap on generated tokens per request (default: the model's limit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_max_output_tokens: Option<u32>,
+    /// The profile used when `-p` is not given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Model providers, by id; an entry with a preset's id overrides the preset's fields.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub model_providers: BTreeMap<String, ProviderToml>,
+    /// Catalog overrides, by model id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub models: BTreeMap<String, ModelToml>,
+    /// Named sets of settings selected with `-p NAME`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub profiles: BTreeMap<String, ProfileToml>,
+    /// The session log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionToml>,
+    /// The agent loop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentToml>,
+    /// The budget for AGENTS.md files in the prompt, in bytes (default 32768).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project_doc_max_bytes: Option<usize>,
+    /// File names read where a directory has no AGENTS.md (e.g. `["CLAUDE.md"]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project_doc_fallback_filenames: Option<Vec<String>>,
+}
+
+/// How hard a reasoning model thinks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    /// As little as the model allows.
+    Minimal,
+    /// Low.
+    Low,
+    /// Medium.
+    Medium,
+    /// High.
+    High,
+}
+
+/// `[model_providers.<id>]`, in the shape codex users know.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderToml {
+    /// A display name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The API root (`https://api.openai.com/v1`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// `responses`, `chat` or `anthropic`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wire_api: Option<WireApiToml>,
+    /// The environment variable holding the API key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env_key: Option<String>,
+    /// Extra headers.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub http_headers: BTreeMap<String, String>,
+    /// Extra headers whose values come from environment variables (header = variable).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env_http_headers: BTreeMap<String, String>,
+    /// Extra query parameters.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub query_params: BTreeMap<String, String>,
+    /// Retries on 408/409/429/5xx/529 and connection failures (default 4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_max_retries: Option<u32>,
+    /// Milliseconds a stream may stay silent (default 300000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_idle_timeout_ms: Option<u64>,
+    /// Chat Completions: send earlier reasoning back as `reasoning_content`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_reasoning_content: Option<bool>,
+}
+
+/// The wire format of a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WireApiToml {
+    /// OpenAI Responses.
+    Responses,
+    /// OpenAI-compatible Chat Completions.
+    Chat,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+/// `[models.<id>]`: what the catalog says about a model, overridden.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelToml {
+    /// Total tokens the model attends to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// Most tokens per response.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u64>,
+    /// Whether it reasons.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<bool>,
+    /// USD per million input tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_price: Option<f64>,
+    /// USD per million cached input tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_input_price: Option<f64>,
+    /// USD per million output tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_price: Option<f64>,
+}
+
+/// `[profiles.<name>]`: the settings a profile may change.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileToml {
+    /// The model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The provider.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_provider: Option<String>,
+    /// Reasoning effort.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_reasoning_effort: Option<ReasoningEffort>,
+    /// Output cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_max_output_tokens: Option<u32>,
+    /// The agent loop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentToml>,
+}
+
+/// `[session]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionToml {
+    /// `always`, `turn` (default) or `never`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fsync: Option<FsyncToml>,
+    /// Tool outputs and attachments larger than this go to the blob store (default 16384).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blob_threshold_bytes: Option<usize>,
+}
+
+/// When the session log is synced to disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FsyncToml {
+    /// After every record.
+    Always,
+    /// At turn end.
+    Turn,
+    /// Never.
+    Never,
+}
+
+/// `[agent]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentToml {
+    /// Steps per turn before the turn fails (default 100).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_steps_per_turn: Option<u32>,
+    /// Read-only tool calls run at once (default 8).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_parallel_tools: Option<usize>,
+    /// How deep subagents may nest (default 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent_max_depth: Option<u32>,
+}
+
+/// The JSON Schema of `config.toml`, pretty-printed.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(ConfigToml);
+    serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"
+}

@@ -1,0 +1,189 @@
+//! Tests of the config crate: layering and origins, trust, errors with file and line, `-c`,
+//! profiles, credentials, and the checked-in schema.
+#![allow(clippy::disallowed_methods)] // Tests set up fixtures with std::fs.
+
+use std::path::{Path, PathBuf};
+
+use pretty_assertions::assert_eq;
+
+use crate::{Error, LoadOptions, Origin, ReasoningEffort, load, parse_override};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    system: PathBuf,
+    home: PathBuf,
+    project: PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let home = root.join("home");
+    let project = root.join("project");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    Fixture { system: root.join("etc-config.toml"), root, home, project, _dir: dir }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+impl Fixture {
+    fn options(&self, profile: Option<&str>, overrides: &[&str]) -> LoadOptions {
+        LoadOptions {
+            system_path: self.system.clone(),
+            home: Some(self.home.clone()),
+            cwd: self.project.join("src"),
+            profile: profile.map(str::to_owned),
+            overrides: overrides.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+}
+
+#[test]
+fn layers_merge_in_order_and_remember_origins() {
+    let f = fixture();
+    write(
+        &f.system,
+        "model = \"sys-model\"\nmodel_provider = \"openai\"\n[agent]\nmax_steps_per_turn = 10\n",
+    );
+    write(
+        &f.home.join("config.toml"),
+        "model = \"user-model\"\n[agent]\nmax_parallel_tools = 4\n[profiles.fast]\nmodel = \"fast-model\"\nmodel_reasoning_effort = \"low\"\n",
+    );
+    let project_config = f.project.join(".codecoder/config.toml");
+    write(&project_config, "model_provider = \"anthropic\"\n");
+
+    // Untrusted: the project layer is ignored, with a notice.
+    let loaded = load(&f.options(None, &[])).unwrap();
+    assert_eq!(loaded.config.model.as_deref(), Some("user-model"));
+    assert_eq!(loaded.config.model_provider.as_deref(), Some("openai"));
+    assert_eq!(loaded.notices.len(), 1, "{:?}", loaded.notices);
+    assert!(loaded.notices[0].contains("not trusted"));
+
+    crate::trust(&f.home, &f.project).unwrap();
+    let loaded = load(
+        &f.options(Some("fast"), &["agent.max_steps_per_turn=7", "model_max_output_tokens=2000"]),
+    )
+    .unwrap();
+    let config = &loaded.config;
+    assert_eq!(config.model.as_deref(), Some("fast-model"));
+    assert_eq!(config.model_provider.as_deref(), Some("anthropic"));
+    assert_eq!(config.model_reasoning_effort, Some(ReasoningEffort::Low));
+    assert_eq!(config.model_max_output_tokens, Some(2000));
+    let agent = config.agent.clone().unwrap();
+    assert_eq!((agent.max_steps_per_turn, agent.max_parallel_tools), (Some(7), Some(4)));
+    assert!(loaded.notices.is_empty());
+    assert_eq!(loaded.origins["model"], Origin::Profile("fast".into()));
+    assert_eq!(loaded.origins["model_provider"], Origin::Project(project_config));
+    assert_eq!(
+        loaded.origins["agent.max_parallel_tools"],
+        Origin::User(f.home.join("config.toml"))
+    );
+    assert_eq!(
+        loaded.origins["agent.max_steps_per_turn"],
+        Origin::Override("agent.max_steps_per_turn=7".into())
+    );
+    let _ = &f.root;
+}
+
+#[test]
+fn an_unknown_key_names_file_line_and_the_closest_key() {
+    let f = fixture();
+    let path = f.home.join("config.toml");
+    write(&path, "model = \"m\"\n\n[agent]\nmax_step_per_turn = 3\n");
+    let err = load(&f.options(None, &[])).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:4: unknown key `max_step_per_turn` (did you mean `max_steps_per_turn`?)",
+            path.display()
+        )
+    );
+    write(&path, "modle = \"m\"\n");
+    let err = load(&f.options(None, &[])).unwrap_err();
+    assert!(err.to_string().ends_with(":1: unknown key `modle` (did you mean `model`?)"), "{err}");
+}
+
+#[test]
+fn a_bad_value_or_bad_toml_names_file_line_and_column() {
+    let f = fixture();
+    let path = f.home.join("config.toml");
+    write(&path, "model = \"m\"\n[agent]\nmax_steps_per_turn = \"many\"\n");
+    let err = load(&f.options(None, &[])).unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with(&format!("{}:3:", path.display())), "{text}");
+    assert!(matches!(err, Error::Invalid { line: 3, .. }), "{err:?}");
+    write(&path, "model = \n");
+    let err = load(&f.options(None, &[])).unwrap_err();
+    assert!(matches!(err, Error::Invalid { line: 1, .. }), "{err:?}");
+}
+
+#[test]
+fn overrides_parse_values_and_reject_unknown_keys() {
+    let table = parse_override("model_providers.local.base_url=http://127.0.0.1:9/v1").unwrap();
+    assert_eq!(
+        table["model_providers"]["local"]["base_url"].as_str(),
+        Some("http://127.0.0.1:9/v1")
+    );
+    let table = parse_override("agent.max_parallel_tools = 3").unwrap();
+    assert_eq!(table["agent"]["max_parallel_tools"].as_integer(), Some(3));
+    let table = parse_override("project_doc_fallback_filenames=[\"CLAUDE.md\"]").unwrap();
+    assert_eq!(table["project_doc_fallback_filenames"][0].as_str(), Some("CLAUDE.md"));
+    let err = parse_override("modle=x").unwrap_err();
+    assert_eq!(err.to_string(), "-c modle=x: unknown key `modle` (did you mean `model`?)");
+    let err = parse_override("no-equals-sign").unwrap_err();
+    assert_eq!(err.to_string(), "-c no-equals-sign: expected key=value");
+    assert!(parse_override("agent.max_parallel_tools=lots").is_err());
+}
+
+#[test]
+fn an_unknown_profile_lists_the_defined_ones() {
+    let f = fixture();
+    write(
+        &f.home.join("config.toml"),
+        "[profiles.a]\nmodel = \"x\"\n[profiles.b]\nmodel = \"y\"\n",
+    );
+    let err = load(&f.options(Some("c"), &[])).unwrap_err();
+    assert_eq!(err.to_string(), "no profile named `c` (defined: a, b)");
+    let loaded = load(&f.options(None, &["profile=b"])).unwrap();
+    assert_eq!(loaded.config.model.as_deref(), Some("y"));
+}
+
+#[test]
+fn credentials_are_stored_owner_only() {
+    let f = fixture();
+    crate::store_credential(&f.home, "openai", "sk-test-123").unwrap();
+    crate::store_credential(&f.home, "anthropic", "sk-ant-456").unwrap();
+    assert_eq!(crate::load_credential(&f.home, "openai").as_deref(), Some("sk-test-123"));
+    assert_eq!(crate::load_credential(&f.home, "anthropic").as_deref(), Some("sk-ant-456"));
+    assert_eq!(crate::load_credential(&f.home, "deepseek"), None);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode =
+            std::fs::metadata(f.home.join(crate::CREDENTIALS_FILE)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}
+
+/// `UPDATE_EXPECT=1 cargo test -p codecoder-config` rewrites the checked-in schema.
+#[test]
+fn config_schema_is_up_to_date() {
+    let actual = crate::json_schema();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/config.schema.json");
+    if std::env::var_os(codecoder_protocol::env::UPDATE_EXPECT).is_some() {
+        write(&path, &actual);
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        expected == actual,
+        "{} is stale: run `UPDATE_EXPECT=1 cargo test -p codecoder-config`",
+        path.display()
+    );
+}
