@@ -12,11 +12,14 @@ use codecoder_kernel::{ModelRequest, ResponseEvent};
 use codecoder_protocol::{
     ContentItem, Image, MessageItem, Role, StopReason, ToolCallId, ToolResultStatus, Usage,
 };
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::Error;
 use crate::sse::SseEvent;
-use crate::wire::{StreamParser, blob_text, parse_data, str_field, u64_field};
+use crate::wire::{StreamParser, blob_text, parse_data, parse_typed, str_field, u64_field};
 
 /// The API version header value.
 pub(crate) const API_VERSION: &str = "2023-06-01";
@@ -122,6 +125,31 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
     body
 }
 
+/// The fields of an event the delta hot path needs, borrowed from the event's text.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default, borrow)]
+    delta: Option<DeltaHead<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct DeltaHead<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    partial_json: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    signature: Option<Cow<'a, str>>,
+}
+
 #[derive(Debug)]
 enum Block {
     Text,
@@ -148,12 +176,48 @@ impl Parser {
 impl StreamParser for Parser {
     fn on_event(
         &mut self,
-        event: SseEvent,
+        event: &SseEvent,
         out: &mut dyn FnMut(ResponseEvent),
     ) -> Result<bool, Error> {
-        let data = parse_data(&event)?;
-        let kind = event.event.as_deref().unwrap_or_else(|| str_field(&data, "type"));
-        let index = u64_field(&data, "index");
+        // The hot path (content_block_delta) reads a typed, borrowing view; other events parse
+        // into a Value.
+        let head: Head<'_> = parse_typed(event)?;
+        let kind = event.event.as_deref().or(head.kind.as_deref()).unwrap_or("");
+        let index = head.index.unwrap_or(0);
+        if kind == "content_block_delta" {
+            let delta = head.delta.unwrap_or_default();
+            match (delta.kind.as_deref().unwrap_or(""), self.blocks.get_mut(&index)) {
+                ("text_delta", _) => {
+                    let text = delta.text.unwrap_or_default();
+                    if !text.is_empty() {
+                        out(ResponseEvent::TextDelta(text.into_owned()));
+                    }
+                }
+                ("input_json_delta", Some(Block::ToolUse(id))) => {
+                    let partial = delta.partial_json.unwrap_or_default();
+                    if !partial.is_empty() {
+                        out(ResponseEvent::ToolCallArgsDelta {
+                            id: id.clone(),
+                            delta: partial.into_owned(),
+                        });
+                    }
+                }
+                ("thinking_delta", _) => {
+                    let text = delta.thinking.unwrap_or_default();
+                    if !text.is_empty() {
+                        out(ResponseEvent::ReasoningDelta(text.into_owned()));
+                    }
+                }
+                ("signature_delta", Some(Block::Thinking { signature })) => {
+                    signature
+                        .get_or_insert_with(String::new)
+                        .push_str(&delta.signature.unwrap_or_default());
+                }
+                _ => {}
+            }
+            return Ok(false);
+        }
+        let data = parse_data(event)?;
         match kind {
             "message_start" => {
                 let usage = &data["message"]["usage"];
@@ -204,38 +268,6 @@ impl StreamParser for Parser {
                     _ => Block::Other,
                 };
                 self.blocks.insert(index, state);
-            }
-            "content_block_delta" => {
-                let delta = &data["delta"];
-                match (str_field(delta, "type"), self.blocks.get_mut(&index)) {
-                    ("text_delta", _) => {
-                        let text = str_field(delta, "text");
-                        if !text.is_empty() {
-                            out(ResponseEvent::TextDelta(text.to_owned()));
-                        }
-                    }
-                    ("input_json_delta", Some(Block::ToolUse(id))) => {
-                        let partial = str_field(delta, "partial_json");
-                        if !partial.is_empty() {
-                            out(ResponseEvent::ToolCallArgsDelta {
-                                id: id.clone(),
-                                delta: partial.to_owned(),
-                            });
-                        }
-                    }
-                    ("thinking_delta", _) => {
-                        let text = str_field(delta, "thinking");
-                        if !text.is_empty() {
-                            out(ResponseEvent::ReasoningDelta(text.to_owned()));
-                        }
-                    }
-                    ("signature_delta", Some(Block::Thinking { signature })) => {
-                        signature
-                            .get_or_insert_with(String::new)
-                            .push_str(str_field(delta, "signature"));
-                    }
-                    _ => {}
-                }
             }
             "content_block_stop" => match self.blocks.remove(&index) {
                 Some(Block::ToolUse(id)) => out(ResponseEvent::ToolCallDone { id }),

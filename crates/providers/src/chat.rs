@@ -8,12 +8,15 @@
 
 use codecoder_kernel::{ModelRequest, ResponseEvent};
 use codecoder_protocol::{ContentItem, MessageItem, Role, StopReason, ToolCallId, Usage};
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::Error;
 use crate::sse::SseEvent;
 use crate::wire::{
-    StreamParser, args_text, blob_text, content_text, data_url, parse_data, str_field, u64_field,
+    StreamParser, args_text, blob_text, content_text, data_url, parse_typed, str_field, u64_field,
 };
 
 /// The request body.
@@ -126,6 +129,56 @@ pub(crate) fn request_body(request: &ModelRequest, send_reasoning_content: bool)
     body
 }
 
+/// One `chat.completion.chunk`, borrowing its strings where they have no escapes. Only the
+/// fields we read are named; serde skips the rest without building values for them.
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<Choice<'a>>,
+    #[serde(default)]
+    usage: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(default, borrow)]
+    delta: Delta<'a>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<Fragment<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct Fragment<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Option<FunctionFragment<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct FunctionFragment<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
+}
+
 /// Stream state.
 #[derive(Debug, Default)]
 pub(crate) struct Parser {
@@ -177,74 +230,67 @@ fn usage(value: &Value) -> Usage {
 impl StreamParser for Parser {
     fn on_event(
         &mut self,
-        event: SseEvent,
+        event: &SseEvent,
         out: &mut dyn FnMut(ResponseEvent),
     ) -> Result<bool, Error> {
         if event.data.trim() == "[DONE]" {
             self.complete(out);
             return Ok(true);
         }
-        let data = parse_data(&event)?;
-        if let Some(error) = data.get("error") {
+        let chunk: Chunk<'_> = parse_typed(event)?;
+        if let Some(error) = chunk.error {
             let error_type = error
                 .get("type")
                 .or_else(|| error.get("code"))
                 .and_then(|t| t.as_str().map(str::to_owned));
             return Err(Error::Stream {
                 error_type,
-                message: str_field(error, "message").to_owned(),
+                message: str_field(&error, "message").to_owned(),
             });
         }
-        if let Some(u) = data.get("usage").filter(|u| u.is_object()) {
-            self.usage = Some(usage(u));
+        if let Some(u) = chunk.usage.filter(Value::is_object) {
+            self.usage = Some(usage(&u));
         }
-        for choice in data["choices"].as_array().into_iter().flatten() {
-            let delta = &choice["delta"];
-            let reasoning = delta
-                .get("reasoning_content")
-                .and_then(Value::as_str)
-                .or_else(|| delta.get("reasoning").and_then(Value::as_str))
-                .unwrap_or("");
+        for choice in chunk.choices {
+            let delta = choice.delta;
+            let reasoning = delta.reasoning_content.or(delta.reasoning).unwrap_or_default();
             if !reasoning.is_empty() {
                 self.in_reasoning = true;
-                out(ResponseEvent::ReasoningDelta(reasoning.to_owned()));
+                out(ResponseEvent::ReasoningDelta(reasoning.into_owned()));
             }
-            let text = str_field(delta, "content");
+            let text = delta.content.unwrap_or_default();
             if !text.is_empty() {
                 self.end_reasoning(out);
-                out(ResponseEvent::TextDelta(text.to_owned()));
+                out(ResponseEvent::TextDelta(text.into_owned()));
             }
-            for fragment in delta["tool_calls"].as_array().into_iter().flatten() {
+            for fragment in delta.tool_calls.unwrap_or_default() {
                 self.end_reasoning(out);
-                let index = fragment
-                    .get("index")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(self.calls.len() as u64);
-                let function = &fragment["function"];
+                let index = fragment.index.unwrap_or(self.calls.len() as u64);
+                let function = fragment.function.unwrap_or_default();
                 let id = match self.calls.iter().find(|(i, _)| *i == index) {
                     Some((_, id)) => id.clone(),
                     None => {
-                        let raw_id = str_field(fragment, "id");
+                        let raw_id = fragment.id.unwrap_or_default();
                         let id = ToolCallId::new(if raw_id.is_empty() {
                             format!("call_{index}")
                         } else {
-                            raw_id.to_owned()
+                            raw_id.into_owned()
                         });
                         self.calls.push((index, id.clone()));
                         out(ResponseEvent::ToolCallStart {
                             id: id.clone(),
-                            name: str_field(function, "name").to_owned(),
+                            name: function.name.unwrap_or_default().into_owned(),
                         });
                         id
                     }
                 };
-                let args = str_field(function, "arguments");
+                let args = function.arguments.unwrap_or_default();
                 if !args.is_empty() {
-                    out(ResponseEvent::ToolCallArgsDelta { id, delta: args.to_owned() });
+                    out(ResponseEvent::ToolCallArgsDelta { id, delta: args.into_owned() });
                 }
             }
-            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-                self.finish = Some(match reason {
+            if let Some(reason) = choice.finish_reason {
+                self.finish = Some(match reason.as_ref() {
                     "stop" => StopReason::EndTurn,
                     "tool_calls" | "function_call" => StopReason::ToolUse,
                     "length" => StopReason::MaxTokens,

@@ -25,3 +25,23 @@ pub use error::Error;
 
 #[cfg(test)]
 mod tests;
+
+/// Decodes and parses a whole SSE body of `api` in memory; returns the number of events
+/// produced. For the benchmark only: it measures parsing without the network.
+#[doc(hidden)]
+pub fn parse_sse_body(api: WireApi, body: &[u8], chunk: usize) -> Result<usize, Error> {
+    let mut parser: Box<dyn wire::StreamParser> = match api {
+        WireApi::Responses => Box::new(responses::Parser::new()),
+        WireApi::Chat => Box::new(chat::Parser::new()),
+        WireApi::Anthropic => Box::new(anthropic::Parser::new()),
+    };
+    let mut decoder = sse::SseDecoder::new();
+    let mut events = 0;
+    for piece in body.chunks(chunk.max(1)) {
+        decoder.push(piece, &mut |event| {
+            parser.on_event(event, &mut |_| events += 1)?;
+            Ok(())
+        })?;
+    }
+    Ok(events)
+}

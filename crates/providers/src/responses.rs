@@ -9,12 +9,16 @@ use std::collections::HashMap;
 
 use codecoder_kernel::{ModelRequest, ResponseEvent};
 use codecoder_protocol::{ContentItem, MessageItem, Role, StopReason, ToolCallId, Usage};
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::Error;
 use crate::sse::SseEvent;
 use crate::wire::{
-    StreamParser, args_text, blob_text, content_text, data_url, parse_data, str_field, u64_field,
+    StreamParser, args_text, blob_text, content_text, data_url, parse_data, parse_typed, str_field,
+    u64_field,
 };
 
 /// The request body.
@@ -119,6 +123,17 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
     body
 }
 
+/// The fields of an event the delta hot path needs, borrowed from the event's text.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    item_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    delta: Option<Cow<'a, str>>,
+}
+
 /// Stream state: which output items are which.
 #[derive(Debug, Default)]
 pub(crate) struct Parser {
@@ -161,11 +176,49 @@ fn provider_error(value: &Value) -> Error {
 impl StreamParser for Parser {
     fn on_event(
         &mut self,
-        event: SseEvent,
+        event: &SseEvent,
         out: &mut dyn FnMut(ResponseEvent),
     ) -> Result<bool, Error> {
-        let data = parse_data(&event)?;
-        let kind = event.event.as_deref().unwrap_or_else(|| str_field(&data, "type"));
+        // The hot path (deltas) reads a typed, borrowing view; other events parse into a Value.
+        let head: Head<'_> = parse_typed(event)?;
+        let kind = event.event.as_deref().or(head.kind.as_deref()).unwrap_or("");
+        match kind {
+            "response.output_text.delta" => {
+                if let Some(item_id) = &head.item_id
+                    && !self.text_streamed.contains(item_id.as_ref())
+                {
+                    self.text_streamed.insert(item_id.to_string());
+                }
+                let delta = head.delta.unwrap_or_default();
+                if !delta.is_empty() {
+                    out(ResponseEvent::TextDelta(delta.into_owned()));
+                }
+                return Ok(false);
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                let delta = head.delta.unwrap_or_default();
+                if !delta.is_empty() {
+                    out(ResponseEvent::ReasoningDelta(delta.into_owned()));
+                }
+                return Ok(false);
+            }
+            "response.function_call_arguments.delta" => {
+                let item_id = head.item_id.unwrap_or_default();
+                if let Some(id) = self.calls.get(item_id.as_ref()) {
+                    let id = id.clone();
+                    if !self.args_streamed.contains(item_id.as_ref()) {
+                        self.args_streamed.insert(item_id.into_owned());
+                    }
+                    out(ResponseEvent::ToolCallArgsDelta {
+                        id,
+                        delta: head.delta.unwrap_or_default().into_owned(),
+                    });
+                }
+                return Ok(false);
+            }
+            _ => {}
+        }
+        let data = parse_data(event)?;
         match kind {
             "response.output_item.added" => {
                 let item = &data["item"];
@@ -176,29 +229,6 @@ impl StreamParser for Parser {
                     out(ResponseEvent::ToolCallStart {
                         id,
                         name: str_field(item, "name").to_owned(),
-                    });
-                }
-            }
-            "response.output_text.delta" => {
-                self.text_streamed.insert(str_field(&data, "item_id").to_owned());
-                let delta = str_field(&data, "delta");
-                if !delta.is_empty() {
-                    out(ResponseEvent::TextDelta(delta.to_owned()));
-                }
-            }
-            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                let delta = str_field(&data, "delta");
-                if !delta.is_empty() {
-                    out(ResponseEvent::ReasoningDelta(delta.to_owned()));
-                }
-            }
-            "response.function_call_arguments.delta" => {
-                let item_id = str_field(&data, "item_id");
-                if let Some(id) = self.calls.get(item_id) {
-                    self.args_streamed.insert(item_id.to_owned());
-                    out(ResponseEvent::ToolCallArgsDelta {
-                        id: id.clone(),
-                        delta: str_field(&data, "delta").to_owned(),
                     });
                 }
             }

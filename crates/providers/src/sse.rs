@@ -22,8 +22,10 @@ pub(crate) struct SseEvent {
 #[derive(Debug, Default)]
 pub(crate) struct SseDecoder {
     buf: Vec<u8>,
-    event: Option<String>,
-    data: String,
+    /// The event being built; its strings are reused from one event to the next, so decoding
+    /// allocates nothing per event once warm.
+    current: SseEvent,
+    has_event: bool,
     has_data: bool,
     /// The previous chunk ended with CR: a LF at the start of the next one belongs to it.
     skip_lf: bool,
@@ -38,7 +40,7 @@ impl SseDecoder {
     pub(crate) fn push(
         &mut self,
         mut bytes: &[u8],
-        on_event: &mut dyn FnMut(SseEvent) -> Result<(), Error>,
+        on_event: &mut dyn FnMut(&SseEvent) -> Result<(), Error>,
     ) -> Result<(), Error> {
         if self.skip_lf {
             self.skip_lf = false;
@@ -72,14 +74,18 @@ impl SseDecoder {
     fn line(
         &mut self,
         line: &[u8],
-        on_event: &mut dyn FnMut(SseEvent) -> Result<(), Error>,
+        on_event: &mut dyn FnMut(&SseEvent) -> Result<(), Error>,
     ) -> Result<(), Error> {
         if line.is_empty() {
-            if self.has_data || self.event.is_some() {
-                let event =
-                    SseEvent { event: self.event.take(), data: std::mem::take(&mut self.data) };
+            if self.has_data || self.has_event {
+                if !self.has_event {
+                    self.current.event = None;
+                }
+                let result = on_event(&self.current);
+                self.current.data.clear();
                 self.has_data = false;
-                return on_event(event);
+                self.has_event = false;
+                return result;
             }
             return Ok(());
         }
@@ -94,12 +100,17 @@ impl SseDecoder {
             None => (line, ""),
         };
         match field {
-            "event" => self.event = Some(value.to_owned()),
+            "event" => {
+                let name = self.current.event.get_or_insert_with(String::new);
+                name.clear();
+                name.push_str(value);
+                self.has_event = true;
+            }
             "data" => {
                 if self.has_data {
-                    self.data.push('\n');
+                    self.current.data.push('\n');
                 }
-                self.data.push_str(value);
+                self.current.data.push_str(value);
                 self.has_data = true;
             }
             // `id` and `retry` matter to browsers reconnecting, not to one-shot model streams.
@@ -119,7 +130,7 @@ mod tests {
         for chunk in chunks {
             decoder
                 .push(chunk, &mut |event| {
-                    out.push(event);
+                    out.push(event.clone());
                     Ok(())
                 })
                 .unwrap();

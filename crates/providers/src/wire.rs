@@ -12,7 +12,7 @@ pub(crate) trait StreamParser: Send {
     /// Handles one event. `Ok(true)` means the response is complete.
     fn on_event(
         &mut self,
-        event: SseEvent,
+        event: &SseEvent,
         out: &mut dyn FnMut(ResponseEvent),
     ) -> Result<bool, Error>;
 
@@ -62,6 +62,16 @@ pub(crate) fn args_text(args: &serde_json::Value) -> String {
 
 /// Parses an event's JSON data, or says which event was malformed.
 pub(crate) fn parse_data(event: &SseEvent) -> Result<serde_json::Value, Error> {
+    serde_json::from_str(&event.data).map_err(|err| Error::Protocol {
+        message: format!(
+            "malformed SSE data{}: {err}",
+            event.event.as_deref().map(|e| format!(" in `{e}`")).unwrap_or_default()
+        ),
+    })
+}
+
+/// Parses an event's JSON data into a typed (borrowing) shape.
+pub(crate) fn parse_typed<'a, T: serde::Deserialize<'a>>(event: &'a SseEvent) -> Result<T, Error> {
     serde_json::from_str(&event.data).map_err(|err| Error::Protocol {
         message: format!(
             "malformed SSE data{}: {err}",
