@@ -139,14 +139,17 @@ impl SessionWriter {
     /// and returns its seq. An invalid record is refused (`Error::Trace`) and nothing is written;
     /// a failed write (`Error::Io`) leaves the file, trace and projection as they were.
     pub fn append(&mut self, body: RecordBody) -> Result<u64> {
-        let body = self.externalize(body)?;
         let record =
             Record { seq: self.trace.last_seq() + 1, ts: self.config.clock.now_ms(), body };
         let transition = self.trace.validate(&record)?;
+        // Only an accepted record may leave blobs behind. Externalizing keeps every id and role,
+        // all the trace looked at, so the transition still fits the record.
+        let record = Record { body: self.externalize(record.body)?, ..record };
         self.line.clear();
         serde_json::to_writer(&mut self.line, &record)?;
         self.line.push(b'\n');
         if let Some(sink) = &mut self.sink {
+            let len_before = sink.len;
             sink.write_line(&self.line)?;
             let sync_now = match self.config.fsync {
                 FsyncPolicy::Always => true,
@@ -158,8 +161,11 @@ impl SessionWriter {
                 ),
                 FsyncPolicy::Never => false,
             };
-            if sync_now {
-                sink.sync()?;
+            if sync_now && let Err(err) = sink.sync() {
+                // The record is not durable, so it is not in the log: take the line back, or the
+                // next append would repeat its seq.
+                sink.truncate_to(len_before);
+                return Err(err);
             }
         }
         self.trace.commit(transition);
@@ -233,12 +239,19 @@ impl FileSink {
     fn write_line(&mut self, line: &[u8]) -> Result<()> {
         if let Err(err) = self.file.write_all(line) {
             // Roll back a partial line so the next append starts on a line boundary.
-            let _ = self.file.file().set_len(self.len);
+            let len = self.len;
+            self.truncate_to(len);
             return Err(err.into());
         }
         self.len += line.len() as u64;
         self.unsynced = true;
         Ok(())
+    }
+
+    fn truncate_to(&mut self, len: u64) {
+        if self.file.file().set_len(len).is_ok() {
+            self.len = len;
+        }
     }
 
     fn sync(&mut self) -> Result<()> {

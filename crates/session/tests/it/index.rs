@@ -1,0 +1,142 @@
+//! `Index`: the SQLite cache of session summaries follows the files, which are the truth.
+
+use codecoder_session::{Index, RefreshStats, SessionStore, load};
+use pretty_assertions::assert_eq;
+
+use crate::{config, new_session, step_end, step_start, temp_store, turn_end, turn_start, user};
+
+/// Writes a one-turn session in `cwd` whose records are stamped from `start_ms`.
+fn session(store: &SessionStore, cwd: &str, start_ms: u64, input: &str) -> String {
+    let mut writer = store.create(new_session(cwd), config(start_ms)).unwrap();
+    for body in [turn_start(1), user(input), step_start(1, 1), step_end(1, 1), turn_end(1)] {
+        writer.append(body).unwrap();
+    }
+    writer.session_id().to_string()
+}
+
+fn ids(index: &Index, cwd: Option<&str>) -> Vec<String> {
+    index.list(cwd).unwrap().into_iter().map(|summary| summary.id).collect()
+}
+
+#[test]
+fn list_filters_by_cwd_newest_first_with_titles() {
+    let (_home, store) = temp_store();
+    let old = session(&store, "/repo/a", 1_000, "\n  Fix the parser  \nwith details");
+    let other = session(&store, "/repo/b", 2_000, "Write docs");
+    let new = session(&store, "/repo/a", 3_000, &"long title ".repeat(20));
+
+    let mut index = Index::open(&store).unwrap();
+    assert_eq!(index.refresh(&store).unwrap(), RefreshStats { files: 3, updated: 3, removed: 0 });
+    // Nothing changed: nothing is re-read.
+    assert_eq!(index.refresh(&store).unwrap(), RefreshStats { files: 3, updated: 0, removed: 0 });
+
+    assert_eq!(ids(&index, None), vec![new.clone(), other.clone(), old.clone()]);
+    assert_eq!(ids(&index, Some("/repo/a")), vec![new.clone(), old.clone()]);
+    assert_eq!(ids(&index, Some("/repo/b")), vec![other]);
+    assert!(ids(&index, Some("/elsewhere")).is_empty());
+
+    let rows = index.list(Some("/repo/a")).unwrap();
+    let oldest = &rows[1];
+    assert_eq!(oldest.title, "Fix the parser");
+    assert_eq!(oldest.cwd, "/repo/a");
+    assert_eq!(oldest.model, "test-model");
+    assert_eq!(oldest.provider, "fake");
+    assert_eq!((oldest.created_ms, oldest.updated_ms), (1_000, 1_005));
+    assert_eq!(oldest.record_count, 6);
+    assert_eq!(oldest.parent, None);
+    assert_eq!(oldest.problem, None);
+    assert_eq!(oldest.path, store.path_of(old.parse().unwrap()));
+    assert_eq!(rows[0].title.chars().count(), 80);
+    assert!(rows[0].title.starts_with("long title long title"));
+
+    // A fork names its parent.
+    let fork = store.fork(&new, None, config(4_000)).unwrap();
+    let fork_id = fork.session_id().to_string();
+    drop(fork);
+    index.refresh(&store).unwrap();
+    let rows = index.list(None).unwrap();
+    assert_eq!(rows[0].id, fork_id);
+    assert_eq!(rows[0].parent.as_deref(), Some(new.as_str()));
+}
+
+#[test]
+fn refresh_follows_changed_and_deleted_files() {
+    let (_home, store) = temp_store();
+    let first = session(&store, "/repo", 1_000, "first");
+    let second = session(&store, "/repo", 2_000, "second");
+    let mut index = Index::open(&store).unwrap();
+    index.refresh(&store).unwrap();
+    assert_eq!(ids(&index, None), vec![second.clone(), first.clone()]);
+
+    // The older session goes on: its row is re-read and it becomes the newest.
+    let path = store.path_of(first.parse().unwrap());
+    let (_, mut writer) = store.resume(&path, config(10_000)).unwrap();
+    writer.append(turn_start(2)).unwrap();
+    writer.append(user("again")).unwrap();
+    drop(writer);
+    assert_eq!(index.refresh(&store).unwrap(), RefreshStats { files: 2, updated: 1, removed: 0 });
+    let rows = index.list(None).unwrap();
+    assert_eq!(rows[0].id, first);
+    assert_eq!(rows[0].record_count, 8);
+    assert_eq!(rows[0].updated_ms, 10_001);
+    assert_eq!(rows[0].title, "first");
+
+    // A deleted file loses its row.
+    store.remove(&second).unwrap();
+    assert_eq!(index.refresh(&store).unwrap(), RefreshStats { files: 1, updated: 0, removed: 1 });
+    assert_eq!(ids(&index, None), vec![first.clone()]);
+
+    // Rebuild reads everything again.
+    assert_eq!(index.rebuild(&store).unwrap(), RefreshStats { files: 1, updated: 1, removed: 0 });
+    assert_eq!(ids(&index, None), vec![first]);
+}
+
+#[test]
+fn corrupt_index_file_is_rebuilt() {
+    let (_home, store) = temp_store();
+    let id = session(&store, "/repo", 1_000, "hello");
+    {
+        let mut index = Index::open(&store).unwrap();
+        index.refresh(&store).unwrap();
+    }
+    let garbage: Vec<u8> =
+        (0..8192u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    fs_err::write(store.index_path(), garbage).unwrap();
+
+    let mut index = Index::open(&store).unwrap();
+    assert_eq!(index.refresh(&store).unwrap(), RefreshStats { files: 1, updated: 1, removed: 0 });
+    assert_eq!(ids(&index, None), vec![id.clone()]);
+    drop(index);
+    // And the rebuilt file is a good index from then on.
+    let index = Index::open(&store).unwrap();
+    assert_eq!(ids(&index, None), vec![id]);
+}
+
+#[test]
+fn unreadable_log_gets_a_row_with_its_problem() {
+    let (_home, store) = temp_store();
+    let good = session(&store, "/repo", 1_000, "fine");
+    let bad = session(&store, "/repo", 2_000, "broken");
+    let path = store.path_of(bad.parse().unwrap());
+    let text = fs_err::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2] = "{\"seq\":3, this is not json";
+    fs_err::write(&path, format!("{}\n", lines.join("\n"))).unwrap();
+    let expected_problem = load(&path).unwrap_err().to_string();
+
+    let mut index = Index::open(&store).unwrap();
+    index.refresh(&store).unwrap();
+    let rows = index.list(None).unwrap();
+    assert_eq!(rows.len(), 2);
+    let broken = rows.iter().find(|row| row.id == bad).unwrap();
+    let problem = broken.problem.as_deref().unwrap();
+    assert_eq!(problem, expected_problem);
+    assert!(problem.contains(":3:"), "{problem}");
+    assert_eq!(broken.record_count, 0);
+    let fine = rows.iter().find(|row| row.id == good).unwrap();
+    assert_eq!(fine.problem, None);
+    assert_eq!(fine.title, "fine");
+    // Listing by cwd skips the unreadable row: its cwd is unknown.
+    assert_eq!(ids(&index, Some("/repo")), vec![good]);
+    assert!(matches!(load(&path).unwrap_err(), codecoder_session::Error::Corrupt { line: 3, .. }));
+}
