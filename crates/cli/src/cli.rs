@@ -47,6 +47,14 @@ pub(crate) enum Command {
     /// listed), 2 on usage errors.
     #[command(name = "apply-patch", visible_alias = "apply_patch")]
     ApplyPatch(ApplyPatchArgs),
+    /// Run a task to completion without the interactive UI.
+    ///
+    /// The prompt is the argument, or stdin when absent or `-` (with both, stdin is appended as
+    /// a <stdin> block). Progress goes to stderr, the final message to stdout. Exit codes: 0 done,
+    /// 1 the turn failed, 2 usage or configuration error, 130 interrupted (the first Ctrl-C
+    /// cancels the turn cleanly; a second exits at once).
+    #[command(visible_alias = "e")]
+    Exec(ExecArgs),
     /// Show the effective configuration, or its JSON Schema.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -150,4 +158,64 @@ pub(crate) struct ForkArgs {
 pub(crate) struct RmArgs {
     /// The session to delete (id, unique prefix, or path).
     pub(crate) session: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExecArgs {
+    /// The task; `-` or absent reads it from stdin.
+    #[arg(value_name = "PROMPT")]
+    pub(crate) prompt: Option<String>,
+    #[command(flatten)]
+    pub(crate) options: ExecOptions,
+    #[command(subcommand)]
+    pub(crate) command: Option<ExecCommand>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ExecOptions {
+    /// Print events as JSON lines on stdout (the event names of `codex exec --json`).
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    /// The model (overrides `model` in config.toml).
+    #[arg(short = 'm', long, value_name = "MODEL", global = true)]
+    pub(crate) model: Option<String>,
+    /// The provider id: a preset (openai, openai-chat, anthropic, deepseek, openrouter, ollama,
+    /// lmstudio) or a `[model_providers.ID]` of config.toml.
+    #[arg(long, value_name = "ID", global = true)]
+    pub(crate) provider: Option<String>,
+    /// Also write the final message to FILE.
+    #[arg(short = 'o', long = "output-last-message", value_name = "FILE", global = true)]
+    pub(crate) output_last_message: Option<PathBuf>,
+    /// Keep no session log.
+    #[arg(long, global = true)]
+    pub(crate) ephemeral: bool,
+    /// Attach an image to the prompt (repeatable).
+    #[arg(short = 'i', long = "image", value_name = "FILE", global = true)]
+    pub(crate) images: Vec<PathBuf>,
+    /// A JSON Schema the final message must follow.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub(crate) output_schema: Option<PathBuf>,
+    /// Answer with the model responses recorded in a session log instead of calling a provider
+    /// (tools still run for real).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub(crate) replay: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ExecCommand {
+    /// Continue a session with its whole history.
+    Resume(ResumeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ResumeArgs {
+    /// The session id (or a unique prefix); with --last, this is the prompt.
+    #[arg(value_name = "ID")]
+    pub(crate) session: Option<String>,
+    /// The follow-up prompt; `-` or absent reads stdin.
+    #[arg(value_name = "PROMPT")]
+    pub(crate) prompt: Option<String>,
+    /// Resume the newest session of this directory.
+    #[arg(long)]
+    pub(crate) last: bool,
 }

@@ -7,6 +7,9 @@
 
 mod cli;
 mod config_cmd;
+mod exec;
+mod prompt;
+mod render;
 mod sessions;
 
 use std::io::{self, Write};
@@ -23,6 +26,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Sessions(args) => sessions::run(args, &mut out),
         Command::ApplyPatch(args) => apply_patch(&args.patch, &mut out),
+        Command::Exec(args) => exec::run(args, &cli.global, &mut out),
         Command::Config(command) => config_cmd::run_config(command, &cli.global, &mut out),
         Command::Trust(args) => config_cmd::run_trust(&args, &cli.global, &mut out),
         Command::Login(args) => config_cmd::run_login(&args, &mut out),
@@ -35,6 +39,9 @@ fn main() -> ExitCode {
             eprintln!("codecoder: {err:#}");
             if err.chain().any(|cause| cause.is::<codecoder_config::Error>()) {
                 return ExitCode::from(2);
+            }
+            if let Some(exit) = err.downcast_ref::<exec::Exit>() {
+                return ExitCode::from(exit.code);
             }
             ExitCode::FAILURE
         }

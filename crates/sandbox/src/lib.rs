@@ -175,6 +175,7 @@ pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
         source,
     })?;
     let pid = child.id();
+    live_groups::insert(pid);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
 
@@ -328,15 +329,19 @@ impl Child {
         }
         self.terminated = true;
         if !self.group_alive() {
+            live_groups::remove(self.pid);
             return;
         }
         self.signal(Signal::SIGTERM);
         let deadline = Instant::now() + self.kill_grace;
         if self.wait_group_gone(deadline) {
+            live_groups::remove(self.pid);
             return;
         }
         self.signal(Signal::SIGKILL);
-        self.wait_group_gone(Instant::now() + Duration::from_secs(1));
+        if self.wait_group_gone(Instant::now() + Duration::from_secs(1)) {
+            live_groups::remove(self.pid);
+        }
     }
 
     fn signal(&self, signal: Signal) {
@@ -395,6 +400,45 @@ impl Drop for Child {
         // own drops join the threads.
         self.output = never();
         self.exit = never();
+    }
+}
+
+/// SIGKILLs every process group this process started that may still be alive. For a last-resort
+/// exit (a second Ctrl-C) that will not run the `Child` drop guards.
+pub fn kill_all() {
+    for pgid in live_groups::snapshot() {
+        if let Ok(pgid) = i32::try_from(pgid) {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        }
+    }
+}
+
+/// The process groups started and not yet seen gone. A global because a last-resort exit must
+/// reach every child, whichever thread started it; the lock is held only to insert, remove or
+/// copy the set.
+mod live_groups {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+
+    fn set() -> &'static Mutex<HashSet<u32>> {
+        static SET: OnceLock<Mutex<HashSet<u32>>> = OnceLock::new();
+        SET.get_or_init(|| Mutex::new(HashSet::new()))
+    }
+
+    pub(super) fn insert(pgid: u32) {
+        if let Ok(mut set) = set().lock() {
+            set.insert(pgid);
+        }
+    }
+
+    pub(super) fn remove(pgid: u32) {
+        if let Ok(mut set) = set().lock() {
+            set.remove(&pgid);
+        }
+    }
+
+    pub(super) fn snapshot() -> Vec<u32> {
+        set().lock().map(|set| set.iter().copied().collect()).unwrap_or_default()
     }
 }
 

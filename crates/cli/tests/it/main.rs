@@ -4,6 +4,7 @@
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 mod config;
+mod exec;
 mod sessions;
 
 use std::path::Path;

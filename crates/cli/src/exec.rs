@@ -1,0 +1,524 @@
+//! `codecoder exec`: one task, headless, to completion (seed L0; codex's `exec`).
+//!
+//! Wiring: config → provider client (or the replay model) → session writer (new, resumed or
+//! in memory) → kernel agent; then the events are rendered, as text (progress on stderr, the
+//! final message on stdout) or as codex-compatible JSON lines. Ctrl-C: the first sends `Cancel`
+//! (the turn closes cleanly and the log validates), a second kills every process group the
+//! agent started and exits at once with 130.
+//!
+//! Exit codes: 0 done; 1 the turn failed; 2 usage or configuration error; 130 interrupted.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::Context;
+use codecoder_kernel::{
+    AgentConfig, AgentDeps, AllowAll, ModelClient, ModelError, ModelRequest, ResponseEvent,
+    ResponseStream, StaticPrompt, ToolRegistry, spawn_agent_on,
+};
+use codecoder_protocol::{
+    AgentCommand, AgentEventKind, ApprovalDecision, AskUserAnswer, ContentItem, Image, MessageItem,
+    RecordBody, StopReason, TurnOutcome, UserInput,
+};
+use codecoder_providers::{HttpModelClient, ProviderConfig, WireApi};
+use codecoder_session::{
+    FsyncPolicy, Index, NewSession, SessionStore, SessionWriter, WriterConfig,
+};
+use codecoder_stdx::spawn_named;
+
+use crate::cli::{ExecArgs, ExecCommand, ExecOptions, GlobalArgs};
+use crate::config_cmd::{cwd, home, load_config};
+use crate::render::{HumanRenderer, JsonRenderer, Renderer};
+
+const DEFAULT_MODEL: &str = "gpt-5";
+const DEFAULT_PROVIDER: &str = "openai";
+/// The exit code of an interrupted run (128 + SIGINT).
+const EXIT_INTERRUPTED: u8 = 130;
+const EXIT_USAGE: u8 = 2;
+
+/// A failure that ends `exec` with a specific exit code and a message.
+#[derive(Debug)]
+pub(crate) struct Exit {
+    pub(crate) code: u8,
+    pub(crate) message: String,
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Exit {}
+
+fn usage(message: impl Into<String>) -> anyhow::Error {
+    Exit { code: EXIT_USAGE, message: message.into() }.into()
+}
+
+pub(crate) fn run(
+    args: ExecArgs,
+    global: &GlobalArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
+    let home = home()?;
+    let cwd = cwd(global)?;
+    let loaded = load_config(global, &home, &cwd)?;
+    for notice in &loaded.notices {
+        eprintln_note(&format!("note: {notice}"));
+    }
+    let config = &loaded.config;
+    let options: &ExecOptions = &args.options;
+    let (resume, prompt_arg) = match &args.command {
+        Some(ExecCommand::Resume(resume)) => {
+            // With --last the first positional is the prompt.
+            if resume.last {
+                (Some(None), resume.session.clone().or_else(|| resume.prompt.clone()))
+            } else {
+                let Some(id) = resume.session.clone() else {
+                    return Err(usage("exec resume needs a session id, or --last"));
+                };
+                (Some(Some(id)), resume.prompt.clone())
+            }
+        }
+        None => (None, args.prompt.clone()),
+    };
+    let prompt = read_prompt(prompt_arg.as_deref())?;
+    let images =
+        options.images.iter().map(|path| read_image(path)).collect::<anyhow::Result<Vec<_>>>()?;
+    let output_schema =
+        match &options.output_schema {
+            Some(path) => {
+                let text = fs_err::read_to_string(path).map_err(|err| usage(err.to_string()))?;
+                Some(serde_json::from_str::<serde_json::Value>(&text).map_err(|err| {
+                    usage(format!("{}: not a JSON Schema: {err}", path.display()))
+                })?)
+            }
+            None => None,
+        };
+
+    let provider_id = options
+        .provider
+        .clone()
+        .or_else(|| config.model_provider.clone())
+        .unwrap_or_else(|| DEFAULT_PROVIDER.to_owned());
+    let model = options
+        .model
+        .clone()
+        .or_else(|| config.model.clone())
+        .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+    let model_client: Arc<dyn ModelClient> = match &options.replay {
+        Some(path) => Arc::new(ReplayModel::load(path)?),
+        None => {
+            let provider = resolve_provider(&provider_id, config)?;
+            let env_key = provider.env_key.clone();
+            let lookup = |key: &str| {
+                std::env::var(key).ok().filter(|v| !v.trim().is_empty()).or_else(|| {
+                    (Some(key) == env_key.as_deref())
+                        .then(|| codecoder_config::load_credential(&home, &provider_id))
+                        .flatten()
+                })
+            };
+            match HttpModelClient::new(provider, &lookup) {
+                Ok(client) => Arc::new(client),
+                Err(err @ codecoder_providers::Error::MissingApiKey { .. }) => {
+                    return Err(usage(format!(
+                        "{err} (or run `codecoder login --provider {provider_id}`)"
+                    )));
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+    };
+    let info = codecoder_providers::model_info(&model);
+    if !info.known && !config.models.contains_key(&model) {
+        eprintln_note(&format!(
+            "note: model `{model}` is not in the catalog; assuming a {}-token context (set [models.\"{model}\"] in config.toml)",
+            info.context_window
+        ));
+    }
+
+    let store = SessionStore::new(&home);
+    let writer_config = WriterConfig {
+        fsync: match config.session.as_ref().and_then(|s| s.fsync) {
+            Some(codecoder_config::FsyncToml::Always) => FsyncPolicy::Always,
+            Some(codecoder_config::FsyncToml::Never) => FsyncPolicy::Never,
+            Some(codecoder_config::FsyncToml::Turn) | None => FsyncPolicy::Turn,
+        },
+        blob_threshold: config
+            .session
+            .as_ref()
+            .and_then(|s| s.blob_threshold_bytes)
+            .unwrap_or(16 * 1024),
+        ..WriterConfig::standard()
+    };
+    let cwd_text = cwd.to_string_lossy().into_owned();
+    let new_session = NewSession {
+        cwd: cwd_text.clone(),
+        model: model.clone(),
+        provider: provider_id.clone(),
+        config_hash: None,
+        parent: None,
+    };
+    let writer: SessionWriter = match resume {
+        Some(query) => {
+            let path = match query {
+                Some(id) => store.find(&id)?,
+                None => {
+                    let mut index = Index::open(&store)?;
+                    index.refresh(&store)?;
+                    let newest =
+                        index.list(Some(&cwd_text))?.into_iter().find(|s| s.problem.is_none());
+                    newest
+                        .map(|s| s.path)
+                        .with_context(|| format!("no session to resume in {cwd_text}"))?
+                }
+            };
+            store.resume(&path, writer_config)?.1
+        }
+        None if options.ephemeral => SessionWriter::in_memory(new_session, writer_config)?,
+        None => store.create(new_session, writer_config)?,
+    };
+
+    let mut agent_config = AgentConfig::standard(&model, &provider_id, &cwd_text);
+    if let Some(agent) = &config.agent {
+        if let Some(max) = agent.max_steps_per_turn {
+            agent_config.max_steps = max;
+        }
+        if let Some(max) = agent.max_parallel_tools {
+            agent_config.max_parallel_tools = max;
+        }
+        if let Some(depth) = agent.subagent_max_depth {
+            agent_config.subagents.max_depth = depth;
+        }
+    }
+    let session_store = store.clone();
+    let ephemeral = options.ephemeral;
+    // Subagents' logs follow the root's: in memory when it is.
+    let sessions = Arc::new(move |new: NewSession| {
+        if ephemeral {
+            return SessionWriter::in_memory(new, WriterConfig::standard());
+        }
+        session_store.create(new, WriterConfig::standard())
+    });
+    let deps = AgentDeps {
+        model: model_client,
+        prompt: Arc::new(StaticPrompt {
+            instructions: crate::prompt::base_instructions(),
+            max_output_tokens: config.model_max_output_tokens,
+        }),
+        tools: Arc::new(ToolRegistry::new()),
+        approval: Arc::new(AllowAll),
+        sessions,
+        interceptors: Vec::new(),
+    };
+    let agent = spawn_agent_on(agent_config, deps, writer)?;
+    let session_path = agent.session_path().map(Path::to_owned);
+
+    let mut renderer: Box<dyn Renderer> =
+        if options.json { Box::new(JsonRenderer::new()) } else { Box::new(HumanRenderer::new()) };
+    renderer.session_started(agent.session_id(), out)?;
+
+    // Ctrl-C: the first cancels the turn, the second leaves at once.
+    let interrupts = Arc::new(AtomicUsize::new(0));
+    let signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT])
+        .context("installing the Ctrl-C handler")?;
+    let signals_handle = signals.handle();
+    let signal_thread = {
+        let cmd = agent.cmd.clone();
+        let interrupts = Arc::clone(&interrupts);
+        let mut signals = signals;
+        spawn_named("exec-signals", move || {
+            for _ in signals.forever() {
+                if interrupts.fetch_add(1, Ordering::SeqCst) == 0 {
+                    let _ = cmd.send(AgentCommand::Cancel);
+                } else {
+                    codecoder_sandbox::kill_all();
+                    std::process::exit(i32::from(EXIT_INTERRUPTED));
+                }
+            }
+        })?
+    };
+
+    let mut content = vec![ContentItem::Text { text: prompt }];
+    content.extend(images.into_iter().map(ContentItem::Image));
+    agent.cmd.send(AgentCommand::Submit(UserInput { content })).context("the agent stopped")?;
+
+    let mut outcome = None;
+    let mut final_message = String::new();
+    for event in agent.events.iter() {
+        match &event.kind {
+            AgentEventKind::ApprovalRequest(_) | AgentEventKind::AskUser(_) => {}
+            _ => renderer.event(&event, out)?,
+        }
+        match event.kind {
+            // Headless: nobody can answer. Like codex exec, requests are declined.
+            AgentEventKind::ApprovalRequest(request) => {
+                renderer
+                    .note(&format!("declined (no one to ask in exec): {}", request.summary), out)?;
+                request.reply.send(ApprovalDecision::DenyWithFeedback {
+                    feedback: "codecoder exec runs without a person to approve this; do without it"
+                        .to_owned(),
+                });
+            }
+            AgentEventKind::AskUser(request) => {
+                request.reply.send(AskUserAnswer::Declined);
+            }
+            AgentEventKind::TurnDone { outcome: turn_outcome, .. }
+                if event.source.subagent_path.is_empty() =>
+            {
+                final_message = renderer.final_message();
+                outcome = Some(turn_outcome);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let _ = agent.cmd.send(AgentCommand::Shutdown);
+    for event in agent.events.iter() {
+        if matches!(event.kind, AgentEventKind::ShutdownComplete) {
+            break;
+        }
+    }
+    signals_handle.close();
+    let _ = signal_thread.join();
+    let _ = agent.join();
+
+    let code = match outcome {
+        Some(TurnOutcome::Completed) => {
+            if let Some(schema) = &output_schema {
+                let value: serde_json::Value =
+                    serde_json::from_str(final_message.trim()).map_err(|err| {
+                        anyhow::anyhow!(
+                            "the final message is not JSON as --output-schema asks: {err}"
+                        )
+                    })?;
+                codecoder_kernel::validate_schema(schema, &value).map_err(|err| {
+                    anyhow::anyhow!("the final message does not follow --output-schema: {err}")
+                })?;
+            }
+            if let Some(path) = &options.output_last_message {
+                if final_message.is_empty() {
+                    eprintln_note(
+                        "warning: the turn ended without a final message; writing an empty file",
+                    );
+                }
+                fs_err::write(path, &final_message)?;
+            }
+            renderer.finish(&final_message, out)?;
+            ExitCode::SUCCESS
+        }
+        Some(TurnOutcome::Cancelled | TurnOutcome::Interrupted) => ExitCode::from(EXIT_INTERRUPTED),
+        Some(TurnOutcome::Failed { message }) => {
+            eprintln_note(&format!("codecoder: the turn failed: {message}"));
+            ExitCode::FAILURE
+        }
+        None => {
+            eprintln_note("codecoder: the agent stopped before the turn ended");
+            ExitCode::FAILURE
+        }
+    };
+    if let Some(path) = session_path
+        && !options.json
+    {
+        eprintln_note(&format!("session log: {}", path.display()));
+    }
+    Ok(code)
+}
+
+#[allow(clippy::print_stderr)]
+fn eprintln_note(text: &str) {
+    eprintln!("{text}");
+}
+
+/// The prompt: the argument, stdin (`-` or absent), or both (stdin appended as a block).
+fn read_prompt(arg: Option<&str>) -> anyhow::Result<String> {
+    let stdin = std::io::stdin();
+    let from_stdin = |what: &str| -> anyhow::Result<String> {
+        let mut text = String::new();
+        stdin
+            .lock()
+            .read_to_string(&mut text)
+            .with_context(|| format!("reading {what} from stdin"))?;
+        Ok(text)
+    };
+    match arg {
+        None | Some("-") => {
+            if stdin.is_terminal() {
+                return Err(usage("no prompt: give it as an argument or on stdin"));
+            }
+            let text = from_stdin("the prompt")?;
+            if text.trim().is_empty() {
+                return Err(usage("no prompt: stdin was empty"));
+            }
+            Ok(text)
+        }
+        Some(prompt) => {
+            if stdin.is_terminal() {
+                return Ok(prompt.to_owned());
+            }
+            let piped = from_stdin("piped input")?;
+            if piped.trim().is_empty() {
+                return Ok(prompt.to_owned());
+            }
+            Ok(format!("{prompt}\n\n<stdin>\n{}\n</stdin>", piped.trim_end()))
+        }
+    }
+}
+
+fn read_image(path: &Path) -> anyhow::Result<Image> {
+    let bytes = fs_err::read(path).map_err(|err| usage(err.to_string()))?;
+    let media_type = match bytes.get(..8) {
+        Some([0x89, b'P', b'N', b'G', ..]) => "image/png",
+        Some([0xff, 0xd8, 0xff, ..]) => "image/jpeg",
+        Some([b'G', b'I', b'F', b'8', ..]) => "image/gif",
+        Some([b'R', b'I', b'F', b'F', ..]) => "image/webp",
+        _ => return Err(usage(format!("{}: not a PNG, JPEG, GIF or WebP image", path.display()))),
+    };
+    Ok(Image { media_type: media_type.to_owned(), data_base64: base64_encode(&bytes) })
+}
+
+fn base64_encode(bytes: &[u8]) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(TABLE[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// A provider from its preset and/or `[model_providers.<id>]`.
+fn resolve_provider(
+    id: &str,
+    config: &codecoder_config::ConfigToml,
+) -> anyhow::Result<ProviderConfig> {
+    let env = |key: &str| std::env::var(key).ok();
+    let preset = ProviderConfig::preset(id, &env);
+    let table = config.model_providers.get(id);
+    let mut provider = match (preset, table) {
+        (Some(preset), _) => preset,
+        (None, Some(table)) => {
+            let Some(base_url) = &table.base_url else {
+                return Err(usage(format!("[model_providers.{id}] needs base_url")));
+            };
+            ProviderConfig::new(id, base_url.clone(), WireApi::Chat, None)
+        }
+        (None, None) => {
+            let mut known: Vec<String> =
+                codecoder_providers::PRESET_IDS.iter().map(|s| (*s).to_owned()).collect();
+            known.extend(config.model_providers.keys().cloned());
+            return Err(usage(format!("unknown provider `{id}` (known: {})", known.join(", "))));
+        }
+    };
+    if let Some(table) = table {
+        if let Some(name) = &table.name {
+            provider.name.clone_from(name);
+        }
+        if let Some(base_url) = &table.base_url {
+            provider.base_url.clone_from(base_url);
+        }
+        if let Some(wire_api) = table.wire_api {
+            provider.wire_api = match wire_api {
+                codecoder_config::WireApiToml::Responses => WireApi::Responses,
+                codecoder_config::WireApiToml::Chat => WireApi::Chat,
+                codecoder_config::WireApiToml::Anthropic => WireApi::Anthropic,
+            };
+        }
+        if let Some(env_key) = &table.env_key {
+            provider.env_key = Some(env_key.clone());
+        }
+        provider.http_headers.extend(table.http_headers.clone());
+        provider.env_http_headers.extend(table.env_http_headers.clone());
+        provider.query_params.extend(table.query_params.clone());
+        if let Some(n) = table.request_max_retries {
+            provider.request_max_retries = n;
+        }
+        if let Some(ms) = table.stream_idle_timeout_ms {
+            provider.stream_idle_timeout_ms = ms;
+        }
+        if let Some(send) = table.send_reasoning_content {
+            provider.send_reasoning_content = send;
+        }
+    }
+    Ok(provider)
+}
+
+/// Answers each request with the next assistant message recorded in a session log, so a
+/// recorded session re-runs offline and deterministically (the tools run for real).
+struct ReplayModel {
+    responses: Vec<codecoder_protocol::Message>,
+    next: AtomicUsize,
+}
+
+impl ReplayModel {
+    fn load(path: &Path) -> anyhow::Result<Self> {
+        let loaded =
+            codecoder_session::load(path).map_err(|err| usage(format!("--replay: {err}")))?;
+        let responses: Vec<_> = loaded
+            .records()
+            .filter_map(|record| match &record.body {
+                RecordBody::AssistantMessage { message } => Some(message.clone()),
+                _ => None,
+            })
+            .collect();
+        if responses.is_empty() {
+            return Err(usage(format!("--replay: {} holds no model response", path.display())));
+        }
+        Ok(Self { responses, next: AtomicUsize::new(0) })
+    }
+}
+
+impl ModelClient for ReplayModel {
+    fn stream(&self, _request: ModelRequest) -> Result<ResponseStream, ModelError> {
+        let index = self.next.fetch_add(1, Ordering::SeqCst);
+        let Some(message) = self.responses.get(index).cloned() else {
+            return Err(ModelError::new(format!(
+                "the replayed session has only {} model response(s)",
+                self.responses.len()
+            )));
+        };
+        // Unbounded: it holds one recorded message, which is already in memory.
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let mut calls = false;
+        for item in message.items {
+            let _ = match item {
+                MessageItem::Text { text } => tx.send(ResponseEvent::TextDelta(text)),
+                MessageItem::Reasoning(r) => {
+                    let _ = tx.send(ResponseEvent::ReasoningDelta(r.text));
+                    tx.send(ResponseEvent::ReasoningDone {
+                        signature: r.signature,
+                        encrypted_content: r.encrypted_content,
+                    })
+                }
+                MessageItem::ToolCall(call) => {
+                    calls = true;
+                    let _ = tx.send(ResponseEvent::ToolCallStart {
+                        id: call.id.clone(),
+                        name: call.name,
+                    });
+                    let _ = tx.send(ResponseEvent::ToolCallArgsDelta {
+                        id: call.id.clone(),
+                        delta: call.args.to_string(),
+                    });
+                    tx.send(ResponseEvent::ToolCallDone { id: call.id })
+                }
+                MessageItem::ToolResult(_) | MessageItem::Image(_) | MessageItem::BlobRef(_) => {
+                    Ok(())
+                }
+            };
+        }
+        let stop_reason = if calls { StopReason::ToolUse } else { StopReason::EndTurn };
+        let _ = tx.send(ResponseEvent::Completed { stop_reason });
+        Ok(ResponseStream::new(rx))
+    }
+}

@@ -1,0 +1,320 @@
+//! Anthropic Messages: `POST {base}/v1/messages` with `"stream": true`.
+//!
+//! History becomes alternating user/assistant messages of content blocks: tool results travel in
+//! user messages, thinking blocks go back with their signatures (redacted thinking with its
+//! data), and consecutive messages of one side are merged. Prompt caching: `cache_control`
+//! breakpoints on the system prompt, on the last tool, on the last block before the newest user
+//! input, and on the last block of the request (so the next step of a turn hits the cache).
+
+use std::collections::HashMap;
+
+use codecoder_kernel::{ModelRequest, ResponseEvent};
+use codecoder_protocol::{
+    ContentItem, Image, MessageItem, Role, StopReason, ToolCallId, ToolResultStatus, Usage,
+};
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::Error;
+use crate::sse::SseEvent;
+use crate::wire::{StreamParser, blob_text, parse_data, parse_typed, str_field, u64_field};
+
+/// The API version header value.
+pub(crate) const API_VERSION: &str = "2023-06-01";
+/// `max_tokens` is required; this is used when the request sets none.
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+fn image_block(image: &Image) -> Value {
+    json!({"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data_base64}})
+}
+
+fn cache_last_block(message: &mut Value) {
+    if let Some(last) = message["content"].as_array_mut().and_then(|blocks| blocks.last_mut()) {
+        last["cache_control"] = json!({"type": "ephemeral"});
+    }
+}
+
+/// The request body.
+pub(crate) fn request_body(request: &ModelRequest) -> Value {
+    let mut messages: Vec<Value> = Vec::new();
+    // Index in `messages` of the message holding the newest genuine user input.
+    let mut newest_user: Option<usize> = None;
+    for message in &request.history {
+        let role = match message.role {
+            Role::Assistant => "assistant",
+            Role::User | Role::Tool | Role::System => "user",
+        };
+        let mut blocks = Vec::new();
+        for item in &message.items {
+            match item {
+                MessageItem::Text { text } if !text.is_empty() => blocks.push(json!({"type": "text", "text": text})),
+                MessageItem::Text { .. } => {}
+                MessageItem::Image(image) => blocks.push(image_block(image)),
+                MessageItem::BlobRef(blob) => blocks.push(json!({"type": "text", "text": blob_text(blob)})),
+                MessageItem::Reasoning(reasoning) => match (&reasoning.signature, &reasoning.encrypted_content) {
+                    (Some(signature), _) => blocks.push(json!({"type": "thinking", "thinking": reasoning.text, "signature": signature})),
+                    (None, Some(data)) => blocks.push(json!({"type": "redacted_thinking", "data": data})),
+                    // Unsigned reasoning (from another provider) cannot be sent back.
+                    (None, None) => {}
+                },
+                MessageItem::ToolCall(call) => {
+                    let input = if call.args.is_object() { call.args.clone() } else { json!({}) };
+                    blocks.push(json!({"type": "tool_use", "id": call.id.as_str(), "name": call.name, "input": input}));
+                }
+                MessageItem::ToolResult(result) => {
+                    let content: Vec<Value> = result
+                        .content
+                        .iter()
+                        .filter_map(|c| match c {
+                            ContentItem::Text { text } if text.is_empty() => None,
+                            ContentItem::Text { text } => Some(json!({"type": "text", "text": text})),
+                            ContentItem::Image(image) => Some(image_block(image)),
+                            ContentItem::BlobRef(blob) => Some(json!({"type": "text", "text": blob_text(blob)})),
+                        })
+                        .collect();
+                    let mut block = json!({"type": "tool_result", "tool_use_id": result.tool_call_id.as_str(), "content": content});
+                    if result.status != ToolResultStatus::Success {
+                        block["is_error"] = json!(true);
+                    }
+                    blocks.push(block);
+                }
+            }
+        }
+        if blocks.is_empty() {
+            continue;
+        }
+        match messages.last_mut() {
+            Some(last) if last["role"] == role => {
+                if let Some(content) = last["content"].as_array_mut() {
+                    content.extend(blocks);
+                }
+            }
+            _ => messages.push(json!({"role": role, "content": blocks})),
+        }
+        if message.role == Role::User {
+            newest_user = Some(messages.len() - 1);
+        }
+    }
+    if let Some(index) = newest_user.filter(|&i| i > 0) {
+        cache_last_block(&mut messages[index - 1]);
+    }
+    if let Some(last) = messages.last_mut() {
+        cache_last_block(last);
+    }
+    let mut body = json!({
+        "model": request.model,
+        "max_tokens": request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "system": [{"type": "text", "text": request.instructions, "cache_control": {"type": "ephemeral"}}],
+        "messages": messages,
+        "stream": true,
+    });
+    if !request.tools.is_empty() {
+        let mut tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| json!({"name": tool.name, "description": tool.description, "input_schema": tool.schema}))
+            .collect();
+        if let Some(last) = tools.last_mut() {
+            last["cache_control"] = json!({"type": "ephemeral"});
+        }
+        body["tools"] = Value::Array(tools);
+        body["tool_choice"] = json!({"type": "auto"});
+    }
+    body
+}
+
+/// The fields of an event the delta hot path needs, borrowed from the event's text.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default, borrow)]
+    delta: Option<DeltaHead<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct DeltaHead<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    partial_json: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    signature: Option<Cow<'a, str>>,
+}
+
+#[derive(Debug)]
+enum Block {
+    Text,
+    ToolUse(ToolCallId),
+    Thinking { signature: Option<String> },
+    Redacted(Option<String>),
+    Other,
+}
+
+/// Stream state.
+#[derive(Debug, Default)]
+pub(crate) struct Parser {
+    blocks: HashMap<u64, Block>,
+    usage: Usage,
+    stop_reason: Option<StopReason>,
+}
+
+impl Parser {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl StreamParser for Parser {
+    fn on_event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut dyn FnMut(ResponseEvent),
+    ) -> Result<bool, Error> {
+        // The hot path (content_block_delta) reads a typed, borrowing view; other events parse
+        // into a Value.
+        let head: Head<'_> = parse_typed(event)?;
+        let kind = event.event.as_deref().or(head.kind.as_deref()).unwrap_or("");
+        let index = head.index.unwrap_or(0);
+        if kind == "content_block_delta" {
+            let delta = head.delta.unwrap_or_default();
+            match (delta.kind.as_deref().unwrap_or(""), self.blocks.get_mut(&index)) {
+                ("text_delta", _) => {
+                    let text = delta.text.unwrap_or_default();
+                    if !text.is_empty() {
+                        out(ResponseEvent::TextDelta(text.into_owned()));
+                    }
+                }
+                ("input_json_delta", Some(Block::ToolUse(id))) => {
+                    let partial = delta.partial_json.unwrap_or_default();
+                    if !partial.is_empty() {
+                        out(ResponseEvent::ToolCallArgsDelta {
+                            id: id.clone(),
+                            delta: partial.into_owned(),
+                        });
+                    }
+                }
+                ("thinking_delta", _) => {
+                    let text = delta.thinking.unwrap_or_default();
+                    if !text.is_empty() {
+                        out(ResponseEvent::ReasoningDelta(text.into_owned()));
+                    }
+                }
+                ("signature_delta", Some(Block::Thinking { signature })) => {
+                    signature
+                        .get_or_insert_with(String::new)
+                        .push_str(&delta.signature.unwrap_or_default());
+                }
+                _ => {}
+            }
+            return Ok(false);
+        }
+        let data = parse_data(event)?;
+        match kind {
+            "message_start" => {
+                let usage = &data["message"]["usage"];
+                let cache_read = u64_field(usage, "cache_read_input_tokens");
+                self.usage = Usage {
+                    input_tokens: u64_field(usage, "input_tokens")
+                        + cache_read
+                        + u64_field(usage, "cache_creation_input_tokens"),
+                    cached_input_tokens: cache_read,
+                    output_tokens: u64_field(usage, "output_tokens"),
+                    reasoning_output_tokens: 0,
+                };
+            }
+            "content_block_start" => {
+                let block = &data["content_block"];
+                let state = match str_field(block, "type") {
+                    "text" => {
+                        let text = str_field(block, "text");
+                        if !text.is_empty() {
+                            out(ResponseEvent::TextDelta(text.to_owned()));
+                        }
+                        Block::Text
+                    }
+                    "tool_use" => {
+                        let id = ToolCallId::new(str_field(block, "id"));
+                        out(ResponseEvent::ToolCallStart {
+                            id: id.clone(),
+                            name: str_field(block, "name").to_owned(),
+                        });
+                        Block::ToolUse(id)
+                    }
+                    "thinking" => {
+                        let text = str_field(block, "thinking");
+                        if !text.is_empty() {
+                            out(ResponseEvent::ReasoningDelta(text.to_owned()));
+                        }
+                        Block::Thinking {
+                            signature: block
+                                .get("signature")
+                                .and_then(Value::as_str)
+                                .filter(|s| !s.is_empty())
+                                .map(str::to_owned),
+                        }
+                    }
+                    "redacted_thinking" => Block::Redacted(
+                        block.get("data").and_then(Value::as_str).map(str::to_owned),
+                    ),
+                    _ => Block::Other,
+                };
+                self.blocks.insert(index, state);
+            }
+            "content_block_stop" => match self.blocks.remove(&index) {
+                Some(Block::ToolUse(id)) => out(ResponseEvent::ToolCallDone { id }),
+                Some(Block::Thinking { signature }) => {
+                    out(ResponseEvent::ReasoningDone { signature, encrypted_content: None })
+                }
+                Some(Block::Redacted(data)) => {
+                    out(ResponseEvent::ReasoningDone { signature: None, encrypted_content: data })
+                }
+                Some(Block::Text | Block::Other) | None => {}
+            },
+            "message_delta" => {
+                if let Some(reason) = data["delta"].get("stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(match reason {
+                        "end_turn" | "stop_sequence" => StopReason::EndTurn,
+                        "tool_use" => StopReason::ToolUse,
+                        "max_tokens" => StopReason::MaxTokens,
+                        _ => StopReason::Other,
+                    });
+                }
+                if let Some(output) =
+                    data.get("usage").and_then(|u| u.get("output_tokens")).and_then(Value::as_u64)
+                {
+                    self.usage.output_tokens = output;
+                }
+            }
+            "message_stop" => {
+                out(ResponseEvent::Usage(self.usage));
+                out(ResponseEvent::Completed {
+                    stop_reason: self.stop_reason.unwrap_or(StopReason::EndTurn),
+                });
+                return Ok(true);
+            }
+            "error" => {
+                let error = &data["error"];
+                return Err(Error::Stream {
+                    error_type: error.get("type").and_then(Value::as_str).map(str::to_owned),
+                    message: str_field(error, "message").to_owned(),
+                });
+            }
+            // `ping` and anything newer.
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    fn on_eof(&mut self, _out: &mut dyn FnMut(ResponseEvent)) -> Result<(), Error> {
+        Err(Error::Connection { message: "the stream ended before message_stop".to_owned() })
+    }
+}

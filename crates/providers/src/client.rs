@@ -1,0 +1,450 @@
+//! `HttpModelClient`: the kernel's `ModelClient` over real HTTP (ureq, rustls).
+//!
+//! Each request runs on its own named thread (`provider-<id>`): send, retry with backoff,
+//! read the SSE body, parse it into neutral events, send them into the stream's channel. What
+//! the kernel never sees: retries (429/408/409/5xx/529 and connection failures before the
+//! first event, exponential backoff with full jitter, `Retry-After` honoured), the idle
+//! watchdog, and the socket.
+//!
+//! Invariants:
+//! - Cancel closes the socket at once: dropping the `ResponseStream` runs an abort hook that
+//!   shuts down the request's agent (its connections), which wakes a blocked read, and wakes a
+//!   backoff sleep; then the worker is joined.
+//! - An agent whose request was aborted is never reused; one whose request completed goes back
+//!   to a small pool so the next step reuses the connection.
+//! - The API key is read once, sent only in its header, and scrubbed from every error text.
+
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use codecoder_kernel::{ModelClient, ModelError, ModelRequest, ResponseEvent, ResponseStream};
+use codecoder_protocol::Usage;
+use codecoder_stdx::spawn_named;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+
+use crate::catalog::estimate_tokens;
+use crate::config::{ProviderConfig, WireApi};
+use crate::error::{Error, scrub};
+use crate::sse::SseDecoder;
+use crate::wire::StreamParser;
+use crate::{anthropic, chat, responses};
+
+/// Events buffered between the HTTP thread and the kernel.
+const STREAM_CAPACITY: usize = 1024;
+/// Idle agents kept for reuse.
+const POOL_SIZE: usize = 4;
+/// First backoff delay; doubles per attempt.
+const BACKOFF_BASE: Duration = Duration::from_millis(500);
+/// Longest backoff delay, and longest `Retry-After` honoured.
+const BACKOFF_CAP: Duration = Duration::from_secs(60);
+/// How much of an error body is read.
+const ERROR_BODY_LIMIT: u64 = 64 * 1024;
+
+/// A model provider reached over HTTP.
+pub struct HttpModelClient {
+    config: Arc<ProviderConfig>,
+    /// Resolved once: every header to send, the key included.
+    headers: Arc<Vec<(String, String)>>,
+    api_key: Option<Arc<str>>,
+    // Idle agents. A Mutex because stream() is called from any agent thread; it is held only
+    // to push or pop, never across I/O or a channel operation.
+    pool: Arc<Mutex<Vec<ureq::Agent>>>,
+}
+
+impl std::fmt::Debug for HttpModelClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpModelClient").field("provider", &self.config.id).finish_non_exhaustive()
+    }
+}
+
+impl HttpModelClient {
+    /// A client for `config`, reading the key and header variables through `env`.
+    pub fn new(
+        config: ProviderConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, Error> {
+        let api_key = match &config.env_key {
+            Some(env_key) => {
+                match env(env_key).map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()) {
+                    Some(key) => Some(key),
+                    None => {
+                        return Err(Error::MissingApiKey {
+                            provider: config.id.clone(),
+                            env_key: env_key.clone(),
+                        });
+                    }
+                }
+            }
+            None => None,
+        };
+        let mut headers = vec![
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ("accept".to_owned(), "text/event-stream".to_owned()),
+            ("user-agent".to_owned(), format!("codecoder/{}", env!("CARGO_PKG_VERSION"))),
+        ];
+        match (config.wire_api, &api_key) {
+            (WireApi::Anthropic, key) => {
+                headers.push(("anthropic-version".to_owned(), anthropic::API_VERSION.to_owned()));
+                if let Some(key) = key {
+                    headers.push(("x-api-key".to_owned(), key.clone()));
+                }
+            }
+            (WireApi::Responses | WireApi::Chat, Some(key)) => {
+                headers.push(("authorization".to_owned(), format!("Bearer {key}")));
+            }
+            (WireApi::Responses | WireApi::Chat, None) => {}
+        }
+        for (name, value) in &config.http_headers {
+            headers.push((name.to_ascii_lowercase(), value.clone()));
+        }
+        for (name, var) in &config.env_http_headers {
+            if let Some(value) = env(var).filter(|v| !v.is_empty()) {
+                headers.push((name.to_ascii_lowercase(), value));
+            }
+        }
+        Ok(Self {
+            config: Arc::new(config),
+            headers: Arc::new(headers),
+            api_key: api_key.map(Arc::from),
+            pool: Arc::new(Mutex::new(Vec::new())),
+        })
+    }
+
+    /// The provider's configuration.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    fn take_agent(&self) -> ureq::Agent {
+        let pooled = self.pool.lock().ok().and_then(|mut pool| pool.pop());
+        pooled.unwrap_or_else(new_agent)
+    }
+}
+
+fn new_agent() -> ureq::Agent {
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(Duration::from_secs(30)))
+        .max_idle_connections_per_host(2)
+        .build();
+    ureq::Agent::new_with_config(config)
+}
+
+/// The body of a request for `api`.
+pub(crate) fn request_body(config: &ProviderConfig, request: &ModelRequest) -> serde_json::Value {
+    match config.wire_api {
+        WireApi::Responses => responses::request_body(request),
+        WireApi::Chat => chat::request_body(request, config.send_reasoning_content),
+        WireApi::Anthropic => anthropic::request_body(request),
+    }
+}
+
+fn parser(api: WireApi) -> Box<dyn StreamParser> {
+    match api {
+        WireApi::Responses => Box::new(responses::Parser::new()),
+        WireApi::Chat => Box::new(chat::Parser::new()),
+        WireApi::Anthropic => Box::new(anthropic::Parser::new()),
+    }
+}
+
+impl ModelClient for HttpModelClient {
+    fn stream(&self, request: ModelRequest) -> Result<ResponseStream, ModelError> {
+        let body = serde_json::to_vec(&request_body(&self.config, &request))
+            .map_err(|err| ModelError::new(format!("could not encode the request: {err}")))?;
+        let agent = self.take_agent();
+        let aborted = Arc::new(AtomicBool::new(false));
+        let finished = Arc::new(AtomicBool::new(false));
+        // Dropped by the abort hook: wakes a backoff sleep at once.
+        let (wake_tx, wake_rx) = crossbeam_channel::bounded::<()>(0);
+        let job = Job {
+            config: Arc::clone(&self.config),
+            headers: Arc::clone(&self.headers),
+            api_key: self.api_key.clone(),
+            agent: agent.clone(),
+            body,
+            aborted: Arc::clone(&aborted),
+            wake: wake_rx,
+        };
+        let pool = Arc::clone(&self.pool);
+        let finished_in_worker = Arc::clone(&finished);
+        let stream = ResponseStream::spawn(
+            format!("provider-{}", self.config.id),
+            STREAM_CAPACITY,
+            move |tx| {
+                let reusable = job.run(&tx);
+                finished_in_worker.store(true, Ordering::SeqCst);
+                if reusable
+                    && !job.aborted.load(Ordering::SeqCst)
+                    && let Ok(mut pool) = pool.lock()
+                    && pool.len() < POOL_SIZE
+                {
+                    pool.push(job.agent.clone());
+                }
+            },
+        )
+        .map_err(|err| ModelError::new(format!("could not start the provider thread: {err}")))?;
+        Ok(stream.with_abort(move || {
+            if !finished.load(Ordering::SeqCst) {
+                aborted.store(true, Ordering::SeqCst);
+                agent.shutdown();
+            }
+            drop(wake_tx);
+        }))
+    }
+}
+
+/// One request, with its retries.
+struct Job {
+    config: Arc<ProviderConfig>,
+    headers: Arc<Vec<(String, String)>>,
+    api_key: Option<Arc<str>>,
+    agent: ureq::Agent,
+    body: Vec<u8>,
+    aborted: Arc<AtomicBool>,
+    wake: Receiver<()>,
+}
+
+/// How one attempt ended.
+enum Attempt {
+    /// The response completed; the connection can be reused.
+    Done,
+    /// Failed; `emitted` says whether events already reached the kernel.
+    Failed { error: Error, emitted: bool, retry_after: Option<Duration> },
+    /// The kernel went away (cancel).
+    Gone,
+}
+
+impl Job {
+    /// Runs the request to its end. Returns whether the agent may be reused.
+    fn run(&self, tx: &Sender<ResponseEvent>) -> bool {
+        let mut attempt = 0u32;
+        loop {
+            match self.attempt(tx) {
+                Attempt::Done => return true,
+                Attempt::Gone => return false,
+                Attempt::Failed { error, emitted, retry_after } => {
+                    if self.aborted.load(Ordering::SeqCst) {
+                        return false;
+                    }
+                    let retry = !emitted
+                        && error.is_retryable()
+                        && attempt < self.config.request_max_retries;
+                    if !retry {
+                        let message = scrub(&error.to_string(), self.api_key.as_deref());
+                        let _ = tx.send(ResponseEvent::Error(ModelError::new(message)));
+                        return false;
+                    }
+                    let delay = retry_after.unwrap_or_else(|| backoff(attempt)).min(BACKOFF_CAP);
+                    attempt += 1;
+                    match self.wake.recv_timeout(delay) {
+                        Err(RecvTimeoutError::Timeout) => {}
+                        Ok(()) | Err(RecvTimeoutError::Disconnected) => return false,
+                    }
+                }
+            }
+        }
+    }
+
+    fn attempt(&self, tx: &Sender<ResponseEvent>) -> Attempt {
+        let url = self.config.endpoint();
+        let mut builder = self.agent.post(&url);
+        for (name, value) in self.headers.iter() {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        let response = match builder.send(&self.body[..]) {
+            Ok(response) => response,
+            Err(err) => {
+                return Attempt::Failed {
+                    error: Error::Connection {
+                        message: scrub(&err.to_string(), self.api_key.as_deref()),
+                    },
+                    emitted: false,
+                    retry_after: None,
+                };
+            }
+        };
+        let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
+            let retry_after = retry_after(response.headers());
+            let request_id = header(response.headers(), "x-request-id")
+                .or_else(|| header(response.headers(), "request-id"));
+            let mut text = String::new();
+            let _ =
+                response.into_body().into_reader().take(ERROR_BODY_LIMIT).read_to_string(&mut text);
+            let (error_type, message) = error_body(&text);
+            return Attempt::Failed {
+                error: Error::Http {
+                    status,
+                    error_type,
+                    message: scrub(&message, self.api_key.as_deref()),
+                    request_id,
+                    env_key: self.config.env_key.clone(),
+                },
+                emitted: false,
+                retry_after,
+            };
+        }
+        self.read_stream(response.into_body().into_reader(), tx)
+    }
+
+    fn read_stream(&self, mut reader: impl Read, tx: &Sender<ResponseEvent>) -> Attempt {
+        let timeout = Duration::from_millis(self.config.stream_idle_timeout_ms.max(1));
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let (progress_tx, progress_rx) = crossbeam_channel::bounded::<()>(1);
+        let watchdog = {
+            let agent = self.agent.clone();
+            let timed_out = Arc::clone(&timed_out);
+            spawn_named(format!("provider-{}-idle", self.config.id), move || {
+                loop {
+                    match progress_rx.recv_timeout(timeout) {
+                        Ok(()) => {}
+                        Err(RecvTimeoutError::Disconnected) => return,
+                        Err(RecvTimeoutError::Timeout) => {
+                            timed_out.store(true, Ordering::SeqCst);
+                            agent.shutdown();
+                            return;
+                        }
+                    }
+                }
+            })
+        };
+        let mut parser = parser(self.config.wire_api);
+        let mut decoder = SseDecoder::new();
+        let mut emitter = Emitter {
+            tx,
+            body: &self.body,
+            emitted: false,
+            gone: false,
+            saw_usage: false,
+            output: String::new(),
+        };
+        let mut buf = vec![0u8; 16 * 1024];
+        let result: Result<bool, Error> = loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break parser.on_eof(&mut |event| emitter.emit(event)).map(|()| true),
+                Ok(n) => n,
+                Err(err) => break Err(Error::Connection { message: err.to_string() }),
+            };
+            let _ = progress_tx.try_send(());
+            let mut complete = false;
+            let pushed = decoder.push(&buf[..n], &mut |event| {
+                if !complete {
+                    complete = parser.on_event(event, &mut |event| emitter.emit(event))?;
+                }
+                Ok(())
+            });
+            if emitter.gone {
+                break Ok(false);
+            }
+            if let Err(err) = pushed {
+                break Err(err);
+            }
+            if complete {
+                break Ok(true);
+            }
+        };
+        let (emitted, gone) = (emitter.emitted, emitter.gone);
+        drop(progress_tx);
+        if let Ok(watchdog) = watchdog {
+            let _ = watchdog.join();
+        }
+        if gone || self.aborted.load(Ordering::SeqCst) {
+            return Attempt::Gone;
+        }
+        match result {
+            Ok(true) => Attempt::Done,
+            Ok(false) => Attempt::Gone,
+            Err(_) if timed_out.load(Ordering::SeqCst) => Attempt::Failed {
+                error: Error::IdleTimeout { timeout_ms: self.config.stream_idle_timeout_ms },
+                emitted,
+                retry_after: None,
+            },
+            Err(error) => Attempt::Failed { error, emitted, retry_after: None },
+        }
+    }
+}
+
+/// Sends parsed events to the kernel, and fills in estimated usage when the provider sent none.
+struct Emitter<'a> {
+    tx: &'a Sender<ResponseEvent>,
+    body: &'a [u8],
+    emitted: bool,
+    gone: bool,
+    saw_usage: bool,
+    /// Generated text, kept only to estimate usage the provider did not report.
+    output: String,
+}
+
+impl Emitter<'_> {
+    fn emit(&mut self, event: ResponseEvent) {
+        match &event {
+            ResponseEvent::Usage(_) => self.saw_usage = true,
+            ResponseEvent::TextDelta(text)
+            | ResponseEvent::ReasoningDelta(text)
+            | ResponseEvent::ToolCallArgsDelta { delta: text, .. }
+                if !self.saw_usage =>
+            {
+                self.output.push_str(text);
+            }
+            ResponseEvent::Completed { .. } if !self.saw_usage => {
+                let usage = Usage {
+                    input_tokens: estimate_tokens(&String::from_utf8_lossy(self.body)),
+                    output_tokens: estimate_tokens(&self.output),
+                    ..Usage::default()
+                };
+                self.send(ResponseEvent::Usage(usage));
+            }
+            _ => {}
+        }
+        self.send(event);
+    }
+
+    fn send(&mut self, event: ResponseEvent) {
+        self.emitted = true;
+        self.gone |= self.tx.send(event).is_err();
+    }
+}
+
+/// Exponential backoff with full jitter: a random delay in `[0, base · 2^attempt]`, capped.
+fn backoff(attempt: u32) -> Duration {
+    let ceiling = BACKOFF_BASE.saturating_mul(2u32.saturating_pow(attempt)).min(BACKOFF_CAP);
+    let millis = u64::try_from(ceiling.as_millis()).unwrap_or(u64::MAX);
+    Duration::from_millis(fastrand::u64(0..=millis))
+}
+
+fn header(headers: &ureq::http::HeaderMap, name: &str) -> Option<String> {
+    headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+}
+
+/// `Retry-After` (seconds) or `retry-after-ms`.
+fn retry_after(headers: &ureq::http::HeaderMap) -> Option<Duration> {
+    if let Some(ms) = header(headers, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
+        return Some(Duration::from_secs_f64((ms / 1000.0).clamp(0.0, BACKOFF_CAP.as_secs_f64())));
+    }
+    let secs = header(headers, "retry-after")?.trim().parse::<f64>().ok()?;
+    Some(Duration::from_secs_f64(secs.clamp(0.0, BACKOFF_CAP.as_secs_f64())))
+}
+
+/// The provider's error type and message from an error body (`{"error": {"type", "message"}}`
+/// in OpenAI's and Anthropic's shapes), or the body's text.
+fn error_body(text: &str) -> (Option<String>, String) {
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+        let error = value.get("error").unwrap_or(&value);
+        if let Some(message) = error.get("message").and_then(serde_json::Value::as_str) {
+            let error_type = error
+                .get("type")
+                .or_else(|| error.get("code"))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned);
+            return (error_type, message.to_owned());
+        }
+        if let Some(message) = error.as_str() {
+            return (None, message.to_owned());
+        }
+    }
+    let text = text.trim();
+    let cut: String = text.chars().take(500).collect();
+    (None, cut)
+}

@@ -1,0 +1,47 @@
+//! Model providers over real HTTP (design.md "Models"; seed L2.1).
+//!
+//! `HttpModelClient` implements the kernel's `ModelClient` for three wire APIs: OpenAI
+//! Responses, OpenAI-compatible Chat Completions and Anthropic Messages. Retries, backoff, the
+//! idle timeout and token accounting live here; the kernel never sees a retry. Wire JSON stays
+//! private to each adapter module. `ProviderConfig` describes a provider (codex's
+//! `model_providers` shape) and `ProviderConfig::preset` gives the built-in ones.
+
+mod anthropic;
+mod catalog;
+mod chat;
+mod client;
+mod config;
+mod error;
+mod responses;
+mod sse;
+mod wire;
+
+pub use catalog::{ModelInfo, UNKNOWN_MODEL, estimate_tokens, model_info};
+pub use client::HttpModelClient;
+pub use config::{
+    DEFAULT_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, PRESET_IDS, ProviderConfig, WireApi,
+};
+pub use error::Error;
+
+#[cfg(test)]
+mod tests;
+
+/// Decodes and parses a whole SSE body of `api` in memory; returns the number of events
+/// produced. For the benchmark only: it measures parsing without the network.
+#[doc(hidden)]
+pub fn parse_sse_body(api: WireApi, body: &[u8], chunk: usize) -> Result<usize, Error> {
+    let mut parser: Box<dyn wire::StreamParser> = match api {
+        WireApi::Responses => Box::new(responses::Parser::new()),
+        WireApi::Chat => Box::new(chat::Parser::new()),
+        WireApi::Anthropic => Box::new(anthropic::Parser::new()),
+    };
+    let mut decoder = sse::SseDecoder::new();
+    let mut events = 0;
+    for piece in body.chunks(chunk.max(1)) {
+        decoder.push(piece, &mut |event| {
+            parser.on_event(event, &mut |_| events += 1)?;
+            Ok(())
+        })?;
+    }
+    Ok(events)
+}
