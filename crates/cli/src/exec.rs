@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::Context;
 use codecoder_kernel::{
     AgentConfig, AgentDeps, AllowAll, ModelClient, ModelError, ModelRequest, ResponseEvent,
-    ResponseStream, StaticPrompt, ToolRegistry, spawn_agent_on,
+    ResponseStream, ToolRegistry, spawn_agent_on,
 };
 use codecoder_protocol::{
     AgentCommand, AgentEventKind, ApprovalDecision, AskUserAnswer, ContentItem, Image, MessageItem,
@@ -203,16 +203,55 @@ pub(crate) fn run(
         }
         session_store.create(new, WriterConfig::standard())
     });
+    // Tools: the built-ins, writing only inside the working directory.
+    let tools_config = codecoder_tools::ToolsConfig::standard(&cwd, vec![cwd.clone()]);
+    let mut registry = ToolRegistry::new();
+    for tool in codecoder_tools::builtin_tools(tools_config) {
+        registry.register(tool)?;
+    }
+    let registry = Arc::new(registry);
+
+    // The prompt: base instructions, environment, AGENTS.md; the model's window and reserve.
+    let window =
+        config.models.get(&model).and_then(|m| m.context_window).unwrap_or(info.context_window);
+    let max_output = config
+        .model_max_output_tokens
+        .map(u64::from)
+        .or_else(|| config.models.get(&model).and_then(|m| m.max_output_tokens))
+        .unwrap_or(info.max_output_tokens)
+        .min(window / 2);
+    let mut context_config =
+        codecoder_context::ContextConfig::standard(window, max_output, Some(home.clone()));
+    context_config.base_instructions = crate::prompt::base_instructions();
+    if let Some(names) = &config.project_doc_fallback_filenames {
+        context_config.agents_md.fallback_names.clone_from(names);
+    }
+    if let Some(budget) = config.project_doc_max_bytes {
+        context_config.agents_md.budget_bytes = budget;
+    }
+    let mut environment = codecoder_context::Environment::new(&cwd, std::env::var("SHELL").ok());
+    environment.git_status_porcelain = git_status(&cwd);
+    let blobs = store.blobs();
+    let builder = codecoder_context::ContextBuilder::new(
+        &context_config,
+        &environment,
+        &codecoder_stdx::SystemClock,
+        &codecoder_context::AgentsMdLoader::new(),
+    )?
+    .with_blob_resolver(move |blob| blobs.resolve(blob).ok());
+    let builder = Arc::new(builder);
+    let guard = codecoder_context::ContextWindowGuard::new(
+        Arc::clone(&builder),
+        model.clone(),
+        registry.specs(),
+    );
     let deps = AgentDeps {
         model: model_client,
-        prompt: Arc::new(StaticPrompt {
-            instructions: crate::prompt::base_instructions(),
-            max_output_tokens: config.model_max_output_tokens,
-        }),
-        tools: Arc::new(ToolRegistry::new()),
+        prompt: builder,
+        tools: registry,
         approval: Arc::new(AllowAll),
         sessions,
-        interceptors: Vec::new(),
+        interceptors: vec![Arc::new(guard)],
     };
     let agent = spawn_agent_on(agent_config, deps, writer)?;
     let session_path = agent.session_path().map(Path::to_owned);
@@ -326,6 +365,31 @@ pub(crate) fn run(
         eprintln_note(&format!("session log: {}", path.display()));
     }
     Ok(code)
+}
+
+/// `git status --porcelain` in `cwd`, for the prompt's environment section; `None` outside a
+/// repository or when git is missing or slow (one second at most).
+fn git_status(cwd: &Path) -> Option<String> {
+    codecoder_context::find_project_root(cwd)?;
+    let mut spec = codecoder_sandbox::CommandSpec::new("git", ["status", "--porcelain"]);
+    spec.cwd = Some(cwd.to_owned());
+    let mut child =
+        codecoder_sandbox::spawn(&spec, &codecoder_sandbox::SpawnConfig::standard()).ok()?;
+    let mut stdout = Vec::new();
+    let deadline = crossbeam_channel::after(std::time::Duration::from_secs(1));
+    let outcome = child
+        .wait(&deadline, &mut |chunk| {
+            if chunk.stream == codecoder_sandbox::Stream::Stdout {
+                stdout.extend_from_slice(&chunk.bytes);
+            }
+        })
+        .ok()?;
+    match outcome {
+        codecoder_sandbox::Outcome::Exited(status) if status.success() => {
+            Some(String::from_utf8_lossy(&stdout).into_owned())
+        }
+        _ => None,
+    }
 }
 
 #[allow(clippy::print_stderr)]

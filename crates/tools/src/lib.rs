@@ -1,4 +1,5 @@
-//! The built-in tools (seed L3, issue 5): `read_file`, `write_file`, `edit`, `list_dir`, `glob`,
+//! The built-in tools (seed L3, issue 5): `read_file`, `write_file`, `edit`, `apply_patch`,
+//! `list_dir`, `glob`,
 //! `grep`, `run_command` with background jobs (`job_output`, `job_kill`), `update_plan`,
 //! `ask_user` and `web_fetch`. The product calls `builtin_tools(config)` and registers the result
 //! in the kernel's `ToolRegistry`.
@@ -20,6 +21,7 @@ mod ask;
 mod edit;
 mod env;
 mod jobs;
+mod patch;
 mod path;
 mod plan;
 mod read;
@@ -125,6 +127,7 @@ pub fn builtins(config: ToolsConfig) -> Vec<Arc<dyn Builtin>> {
         Arc::new(read::ReadFile { shared: Arc::clone(&shared), index: read::LineIndex::default() }),
         Arc::new(edit::WriteFile(Arc::clone(&shared))),
         Arc::new(edit::Edit(Arc::clone(&shared))),
+        Arc::new(patch::ApplyPatch(Arc::clone(&shared))),
         Arc::new(search::ListDir(Arc::clone(&shared))),
         Arc::new(search::Glob(Arc::clone(&shared))),
         Arc::new(search::Grep(Arc::clone(&shared))),

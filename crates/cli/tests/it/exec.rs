@@ -254,3 +254,136 @@ fn replay_answers_from_a_recorded_session_offline() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "Recorded answer.\n");
 }
+
+/// Copies the example repository into `dir` and makes it a git repository.
+fn example_repo(dir: &Path) {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/bugfix/repo");
+    for name in ["calc.py", "test_calc.py"] {
+        std::fs::copy(source.join(name), dir.join(name)).unwrap();
+    }
+    std::fs::create_dir(dir.join(".git")).unwrap();
+    std::fs::write(dir.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+}
+
+const FIX: &str = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n*** End Patch\n";
+
+fn bugfix_script() -> Script {
+    Script::new()
+        .reply(Reply::text("Let me look at the code.").and_tool_call(
+            "call_1",
+            "glob",
+            serde_json::json!({"pattern": "*.py"}),
+        ))
+        .reply(Reply::tool_call("call_2", "read_file", serde_json::json!({"path": "calc.py"})))
+        .reply(Reply::tool_call("call_3", "apply_patch", serde_json::json!({"input": FIX})))
+        .reply(Reply::tool_call(
+            "call_4",
+            "run_command",
+            serde_json::json!({"command": "python3 test_calc.py"}),
+        ))
+        .reply(Reply::text("Fixed `add` in calc.py: it subtracted. The tests pass now."))
+}
+
+#[test]
+fn a_multi_step_bug_fix_in_every_wire_api() {
+    for provider in ["openai", "openai-chat", "anthropic"] {
+        let home = tempfile::tempdir().unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        example_repo(repo.path());
+        let server = FakeModelServer::start(bugfix_script()).unwrap();
+        let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
+        let out = run
+            .run(&["exec", "--provider", provider, "Fix the bug that makes the tests fail."], "");
+        assert!(out.status.success(), "{provider}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "Fixed `add` in calc.py: it subtracted. The tests pass now.\n");
+        let fixed = std::fs::read_to_string(repo.path().join("calc.py")).unwrap();
+        assert!(fixed.contains("return a + b"), "{provider}: {fixed}");
+        let requests = server.requests();
+        assert_eq!(requests.len(), 5, "{provider}");
+        // Each tool's result reached the model in the next request.
+        assert!(requests[1].raw_body.contains("calc.py"), "{provider}: glob result");
+        assert!(requests[2].raw_body.contains("return a - b"), "{provider}: read_file result");
+        assert!(
+            requests[3].raw_body.contains("Success. Updated the following files"),
+            "{provider}"
+        );
+        assert!(
+            requests[4].raw_body.contains("OK"),
+            "{provider}: the tests ran: {}",
+            requests[4].raw_body
+        );
+        // The prompt carries the environment and the tools.
+        assert!(
+            requests[0].raw_body.contains("apply_patch")
+                && requests[0].raw_body.contains("run_command")
+        );
+        validate_all(home.path());
+        if provider == "openai-chat" && std::env::var_os("UPDATE_EXPECT").is_some() {
+            let log = std::fs::read_dir(home.path().join("sessions"))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| p.extension().and_then(|e| e.to_str()) == Some("jsonl"))
+                .unwrap();
+            let target =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/bugfix/session.jsonl");
+            std::fs::copy(log, target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn json_output_of_a_tool_run() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    example_repo(repo.path());
+    let server = FakeModelServer::start(bugfix_script()).unwrap();
+    let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
+    let out = run.run(&["exec", "--json", "Fix the bug."], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<serde_json::Value> =
+        stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let items: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["type"] == "item.completed").map(|l| &l["item"]).collect();
+    let kinds: Vec<&str> = items.iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "agent_message",
+            "tool_call",
+            "tool_call",
+            "file_change",
+            "command_execution",
+            "agent_message"
+        ]
+    );
+    assert_eq!(items[3]["changes"], serde_json::json!([{"path": "calc.py", "kind": "update"}]));
+    assert_eq!(items[3]["status"], "completed");
+    assert_eq!(items[4]["command"], "python3 test_calc.py");
+    assert_eq!(items[4]["status"], "completed");
+    assert!(items[4]["aggregated_output"].as_str().unwrap().contains("OK"), "{:?}", items[4]);
+    let started: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["type"] == "item.started").collect();
+    assert_eq!(
+        started.len(),
+        3,
+        "glob, read_file and run_command start; file changes only complete"
+    );
+    assert_eq!(lines.last().unwrap()["type"], "turn.completed");
+}
+
+#[test]
+fn the_shipped_example_replays_offline() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    example_repo(repo.path());
+    let log = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/bugfix/session.jsonl");
+    let offline = Run { home: home.path(), cwd: repo.path(), env: Vec::new() };
+    let out = offline.run(
+        &["exec", "--replay", log.to_str().unwrap(), "Fix the bug that makes the tests fail."],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(std::fs::read_to_string(repo.path().join("calc.py")).unwrap().contains("return a + b"));
+    assert!(stdout(&out).contains("The tests pass now."), "{}", stdout(&out));
+    validate_all(home.path());
+}

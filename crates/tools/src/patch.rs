@@ -1,0 +1,95 @@
+//! `apply_patch {input}`: codex's patch format (the `codecoder-apply-patch` crate), as a tool.
+//!
+//! Every path the patch touches (and every move destination) is checked against the writable
+//! roots before anything is written, so a patch either starts inside the roots or not at all.
+//! Invariant: a patch that does not parse changes nothing and comes back as invalid arguments
+//! with the parser's line-numbered message; a patch that fails midway says which files it had
+//! already changed (the format is not atomic).
+
+use std::sync::Arc;
+
+use codecoder_apply_patch::Hunk;
+use codecoder_kernel::{ToolKind, ToolOutput};
+use codecoder_protocol::ToolError;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::env::CallEnv;
+use crate::path::resolve_writable;
+use crate::{Builtin, Shared, invalid, parse_args, str_arg};
+
+pub(crate) struct ApplyPatch(pub(crate) Arc<Shared>);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PatchArgs {
+    input: String,
+}
+
+/// The files a patch names, as written in it.
+fn patch_paths(input: &str) -> Vec<String> {
+    let mut paths = Vec::new();
+    for line in input.lines() {
+        let line = line.trim();
+        for marker in ["*** Add File: ", "*** Delete File: ", "*** Update File: ", "*** Move to: "]
+        {
+            if let Some(path) = line.strip_prefix(marker) {
+                paths.push(path.trim().to_owned());
+            }
+        }
+    }
+    paths
+}
+
+impl Builtin for ApplyPatch {
+    fn name(&self) -> &'static str {
+        "apply_patch"
+    }
+    fn description(&self) -> &'static str {
+        "Edits files with a patch: `*** Begin Patch`, then for each file `*** Add File: PATH` \
+         (every line prefixed with +), `*** Delete File: PATH`, or `*** Update File: PATH` \
+         (optionally `*** Move to: NEW`) followed by chunks that start with `@@` (optionally \
+         `@@ a line to seek to`) and lines prefixed with ' ' (context, about 3 lines around each \
+         change), '-' (remove) or '+' (add); then `*** End Patch`. Paths are relative to the \
+         working directory. Prefer this for multi-line or multi-file edits."
+    }
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "input": { "type": "string", "description": "The whole patch, from `*** Begin Patch` to `*** End Patch`." }
+            },
+            "required": ["input"],
+            "additionalProperties": false
+        })
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::Edit
+    }
+    fn permission_keys(&self, args: &Value) -> Vec<String> {
+        patch_paths(str_arg(args, "input")).into_iter().map(|path| format!("edit:{path}")).collect()
+    }
+    fn summary(&self, args: &Value) -> String {
+        let paths = patch_paths(str_arg(args, "input"));
+        format!("patch {}", paths.join(", "))
+    }
+    fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: PatchArgs = parse_args(args)?;
+        let patch =
+            codecoder_apply_patch::parse(&args.input).map_err(|err| invalid(err.to_string()))?;
+        let config = &self.0.config;
+        for hunk in patch.hunks() {
+            resolve_writable(config, &hunk.path().to_string_lossy())?;
+            if let Hunk::Update { move_to: Some(to), .. } = hunk {
+                resolve_writable(config, &to.to_string_lossy())?;
+            }
+        }
+        if env.cancel().is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        match codecoder_apply_patch::apply(&patch, &config.cwd) {
+            Ok(report) => Ok(ToolOutput::text(report.to_string())),
+            Err(err) => Ok(ToolOutput::error(err.to_string())),
+        }
+    }
+}
