@@ -244,14 +244,7 @@ impl Renderer for JsonRenderer {
                         if item["aggregated_output"].as_str().is_none_or(str::is_empty) {
                             item["aggregated_output"] = json!(text);
                         }
-                        let exit_code = text
-                            .lines()
-                            .find_map(|l| {
-                                l.trim()
-                                    .strip_prefix("exit code: ")
-                                    .or_else(|| l.trim().strip_prefix("Exit code: "))
-                            })
-                            .and_then(|c| c.trim().parse::<i64>().ok());
+                        let exit_code = exit_code_of(&text);
                         item["exit_code"] = exit_code.map_or(Value::Null, |c| json!(c));
                         item["status"] = json!(if ok { "completed" } else { "failed" });
                     }
@@ -268,6 +261,15 @@ impl Renderer for JsonRenderer {
             AgentEventKind::StepFinished { usage, .. } => {
                 self.usage += *usage;
                 self.flush_text(out)
+            }
+            AgentEventKind::StepRetried { reason, .. } => {
+                self.messages.step_text.clear();
+                self.reasoning.clear();
+                let id = self.item_id();
+                Self::line(
+                    out,
+                    &json!({"type": "item.completed", "item": {"id": id, "type": "error", "message": reason}}),
+                )
             }
             AgentEventKind::Warning { message } => {
                 let id = self.item_id();
@@ -314,6 +316,16 @@ impl Renderer for JsonRenderer {
     fn finish(&mut self, _final_message: &str, _out: &mut dyn Write) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// The exit code `run_command` reports (`[exit code N; …]`), the last one in the text.
+fn exit_code_of(text: &str) -> Option<i64> {
+    let at = text.rfind("exit code ")?;
+    let digits: String = text[at + "exit code ".len()..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
+    digits.parse().ok()
 }
 
 fn usage_json(usage: &Usage) -> Value {
@@ -388,6 +400,10 @@ impl Renderer for HumanRenderer {
                 self.messages.close();
             }
             AgentEventKind::Warning { message } => self.progress(&format!("warning: {message}")),
+            AgentEventKind::StepRetried { reason, .. } if !nested => {
+                self.messages.step_text.clear();
+                self.progress(&format!("\n[{reason}]"));
+            }
             AgentEventKind::TurnDone { .. } if !nested => {
                 self.messages.close();
                 let u = self.usage;

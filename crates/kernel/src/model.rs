@@ -53,12 +53,21 @@ pub struct ModelRequest {
 pub struct ModelError {
     /// What went wrong, for the person.
     pub message: String,
+    /// The stream broke after it had produced events, in a way that sending the same request
+    /// again may fix (a dropped connection, an overloaded server). The kernel then discards the
+    /// partial response (nothing of it was logged) and runs the step again.
+    pub retryable: bool,
 }
 
 impl ModelError {
-    /// An error with this message.
+    /// An error with this message; the step is not run again.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into() }
+        Self { message: message.into(), retryable: false }
+    }
+
+    /// A broken stream the kernel may run again.
+    pub fn retryable(message: impl Into<String>) -> Self {
+        Self { message: message.into(), retryable: true }
     }
 }
 

@@ -77,7 +77,12 @@ struct StepOutcome {
 enum StreamEnd {
     Completed(StopReason),
     Stopped(Stop),
+    /// The stream broke after partial output in a way a new request may fix.
+    Broken(String),
 }
+
+/// How often a step whose stream broke is run again before the turn fails.
+const MAX_STREAM_RETRIES: u32 = 2;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum DeltaKind {
@@ -381,49 +386,74 @@ impl AgentLoop {
     fn run_step(&mut self, turn: TurnId, step: StepId) -> Result<StepOutcome, Stop> {
         self.step_usage = Usage::default();
         self.sync_shared_history();
-        let request = self.env.deps.prompt.build(&PromptInput {
-            session_id: self.writer.session_id(),
-            model: &self.env.config.model,
-            agent_instructions: self.env.config.agent_instructions.as_deref(),
-            history: &self.shared_history,
-            tools: &self.specs,
-            turn,
-            step,
-        });
-        let stream = match self.env.deps.model.stream(request) {
-            Ok(stream) => stream,
-            Err(err) => {
-                let message = format!("model request failed: {err}");
-                self.append(RecordBody::Error { message: message.clone() })?;
-                return Err(Stop::Failed(message));
-            }
-        };
-        let mut assembly = Assembly::default();
-        let mut stream = stream;
-        let end = self.read_stream(turn, step, &stream, &mut assembly);
-        let stop_reason = match end {
-            StreamEnd::Completed(stop_reason) => {
-                // Finished: its thread is ending, so the join in drop is immediate.
-                drop(stream);
-                stop_reason
-            }
-            StreamEnd::Stopped(stop) => {
-                // Abort at once; the join waits until `TurnDone` is out, so a producer thread
-                // that is slow to be scheduled does not delay the cancel.
-                stream.abort();
-                self.retired.push(stream);
-                // What the person saw streamed is kept (text and reasoning, not half-made calls):
-                // the model sees next time what it had said before the interruption.
-                let items = assembly.finish(false);
-                if !items.is_empty() {
-                    self.append(RecordBody::AssistantMessage {
-                        message: Message::new(Role::Assistant, items),
-                    })?;
-                }
-                if let Stop::Failed(message) = &stop {
+        let mut attempt = 0;
+        let (assembly, stop_reason) = loop {
+            let request = self.env.deps.prompt.build(&PromptInput {
+                session_id: self.writer.session_id(),
+                model: &self.env.config.model,
+                agent_instructions: self.env.config.agent_instructions.as_deref(),
+                history: &self.shared_history,
+                tools: &self.specs,
+                turn,
+                step,
+            });
+            let stream = match self.env.deps.model.stream(request) {
+                Ok(stream) => stream,
+                Err(err) => {
+                    let message = format!("model request failed: {err}");
                     self.append(RecordBody::Error { message: message.clone() })?;
+                    return Err(Stop::Failed(message));
                 }
-                return Err(stop);
+            };
+            let mut assembly = Assembly::default();
+            let mut stream = stream;
+            let end = self.read_stream(turn, step, &stream, &mut assembly);
+            match end {
+                StreamEnd::Completed(stop_reason) => {
+                    // Finished: its thread is ending, so the join in drop is immediate.
+                    drop(stream);
+                    break (assembly, stop_reason);
+                }
+                StreamEnd::Broken(message) if attempt < MAX_STREAM_RETRIES => {
+                    // Nothing of the broken response was logged: the same request goes again,
+                    // rebuilt from the log, and the client is told why the text restarts.
+                    attempt += 1;
+                    stream.abort();
+                    self.retired.push(stream);
+                    self.step_usage = Usage::default();
+                    self.emit(AgentEventKind::StepRetried {
+                        turn,
+                        step,
+                        reason: format!(
+                            "the model stream broke ({message}); running step {step} again"
+                        ),
+                    });
+                }
+                StreamEnd::Broken(message) => {
+                    stream.abort();
+                    self.retired.push(stream);
+                    let message = format!("model error: {message}");
+                    self.append(RecordBody::Error { message: message.clone() })?;
+                    return Err(Stop::Failed(message));
+                }
+                StreamEnd::Stopped(stop) => {
+                    // Abort at once; the join waits until `TurnDone` is out, so a producer thread
+                    // that is slow to be scheduled does not delay the cancel.
+                    stream.abort();
+                    self.retired.push(stream);
+                    // What the person saw streamed is kept (text and reasoning, not half-made
+                    // calls): the model sees next time what it had said before the interruption.
+                    let items = assembly.finish(false);
+                    if !items.is_empty() {
+                        self.append(RecordBody::AssistantMessage {
+                            message: Message::new(Role::Assistant, items),
+                        })?;
+                    }
+                    if let Stop::Failed(message) = &stop {
+                        self.append(RecordBody::Error { message: message.clone() })?;
+                    }
+                    return Err(stop);
+                }
             }
         };
         let text = assembly.text();
@@ -610,6 +640,9 @@ impl AgentLoop {
             ResponseEvent::Usage(usage) => self.step_usage = usage,
             ResponseEvent::Completed { stop_reason } => {
                 return Some(StreamEnd::Completed(stop_reason));
+            }
+            ResponseEvent::Error(err) if err.retryable => {
+                return Some(StreamEnd::Broken(err.message));
             }
             ResponseEvent::Error(err) => {
                 return Some(StreamEnd::Stopped(Stop::Failed(format!("model error: {err}"))));

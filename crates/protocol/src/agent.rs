@@ -170,6 +170,16 @@ pub enum AgentEventKind {
         /// The result, or why there is none.
         result: Result<ToolResult, ToolError>,
     },
+    /// The model stream broke after partial output; the step's request is sent again. What was
+    /// streamed for this step so far is void (it was never logged).
+    StepRetried {
+        /// The turn.
+        turn: TurnId,
+        /// The step.
+        step: StepId,
+        /// Why, for the person.
+        reason: String,
+    },
     /// A step ended.
     StepFinished {
         /// The turn.

@@ -233,7 +233,14 @@ impl Job {
                         && attempt < self.config.request_max_retries;
                     if !retry {
                         let message = scrub(&error.to_string(), self.api_key.as_deref());
-                        let _ = tx.send(ResponseEvent::Error(ModelError::new(message)));
+                        // After events reached the kernel the adapter cannot retry without the
+                        // person seeing text twice; the kernel re-runs the step instead.
+                        let error = if emitted && error.is_retryable() {
+                            ModelError::retryable(message)
+                        } else {
+                            ModelError::new(message)
+                        };
+                        let _ = tx.send(ResponseEvent::Error(error));
                         return false;
                     }
                     let delay = retry_after.unwrap_or_else(|| backoff(attempt)).min(BACKOFF_CAP);

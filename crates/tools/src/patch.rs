@@ -2,7 +2,7 @@
 //!
 //! Every path the patch touches (and every move destination) is checked against the writable
 //! roots before anything is written, so a patch either starts inside the roots or not at all.
-//! Invariant: a patch that does not parse changes nothing and comes back as invalid arguments
+//! Invariant: a patch that does not parse changes nothing and comes back as an error output
 //! with the parser's line-numbered message; a patch that fails midway says which files it had
 //! already changed (the format is not atomic).
 
@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::env::CallEnv;
 use crate::path::resolve_writable;
-use crate::{Builtin, Shared, invalid, parse_args, str_arg};
+use crate::{Builtin, Shared, parse_args, str_arg};
 
 pub(crate) struct ApplyPatch(pub(crate) Arc<Shared>);
 
@@ -75,8 +75,11 @@ impl Builtin for ApplyPatch {
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: PatchArgs = parse_args(args)?;
-        let patch =
-            codecoder_apply_patch::parse(&args.input).map_err(|err| invalid(err.to_string()))?;
+        // A patch that does not parse is the tool's answer (with the line to fix), as in codex.
+        let patch = match codecoder_apply_patch::parse(&args.input) {
+            Ok(patch) => patch,
+            Err(err) => return Ok(ToolOutput::error(format!("the patch does not parse: {err}"))),
+        };
         let config = &self.0.config;
         for hunk in patch.hunks() {
             resolve_writable(config, &hunk.path().to_string_lossy())?;

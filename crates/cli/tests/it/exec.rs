@@ -360,6 +360,7 @@ fn json_output_of_a_tool_run() {
     assert_eq!(items[3]["status"], "completed");
     assert_eq!(items[4]["command"], "python3 test_calc.py");
     assert_eq!(items[4]["status"], "completed");
+    assert_eq!(items[4]["exit_code"], 0);
     assert!(items[4]["aggregated_output"].as_str().unwrap().contains("OK"), "{:?}", items[4]);
     let started: Vec<&serde_json::Value> =
         lines.iter().filter(|l| l["type"] == "item.started").collect();
@@ -386,4 +387,34 @@ fn the_shipped_example_replays_offline() {
     assert!(std::fs::read_to_string(repo.path().join("calc.py")).unwrap().contains("return a + b"));
     assert!(stdout(&out).contains("The tests pass now."), "{}", stdout(&out));
     validate_all(home.path());
+}
+
+#[test]
+fn a_stream_broken_mid_answer_reruns_the_step_from_the_log() {
+    for provider in ["openai", "openai-chat", "anthropic"] {
+        let home = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let script = Script::new()
+            .reply(Reply::text("a partial answer that will break").chunks(10).drop_after(8))
+            .reply(Reply::text("The complete answer."));
+        let server = FakeModelServer::start(script).unwrap();
+        let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+        let out = run.run(&["exec", "--provider", provider, "question"], "");
+        assert!(out.status.success(), "{provider}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "The complete answer.\n", "{provider}");
+        assert!(stderr(&out).contains("running step 1 again"), "{provider}: {}", stderr(&out));
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "{provider}");
+        assert_eq!(requests[0].body, requests[1].body, "{provider}: the same request again");
+        validate_all(home.path());
+        // The broken partial answer was never logged.
+        let log = std::fs::read_dir(home.path().join("sessions"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().and_then(|e| e.to_str()) == Some("jsonl"))
+            .unwrap();
+        let text = std::fs::read_to_string(log).unwrap();
+        assert!(!text.contains("partial"), "{provider}: {text}");
+        assert_eq!(text.matches("\"type\":\"assistant_message\"").count(), 1, "{provider}");
+    }
 }

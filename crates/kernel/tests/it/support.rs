@@ -552,6 +552,7 @@ pub(crate) fn tags(events: &[AgentEvent]) -> Vec<String> {
                 Err(err) => format!("tool_finished {call_id} error: {err}"),
             },
             AgentEventKind::StepFinished { step, .. } => format!("step_finished {step}"),
+            AgentEventKind::StepRetried { step, .. } => format!("step_retried {step}"),
             AgentEventKind::ApprovalRequest(request) => format!("approval {}", request.call.id),
             AgentEventKind::AskUser(request) => format!("ask {}", request.call_id),
             AgentEventKind::Warning { message } => format!("warning {message}"),

@@ -255,6 +255,10 @@ fn a_stream_broken_after_events_is_an_error_not_a_silent_retry() {
         let error = error_of(&events);
         assert!(error.contains("connection") || error.contains("ended"), "{api}: {error}");
         assert!(!events.iter().any(|e| matches!(e, ResponseEvent::Completed { .. })), "{api}");
+        assert!(
+            matches!(events.last(), Some(ResponseEvent::Error(err)) if err.retryable),
+            "{api}: a broken stream is retryable for the kernel"
+        );
         assert_eq!(
             server.requests().len(),
             1,

@@ -122,6 +122,7 @@ fn a_turn_that_writes_reads_edits_searches_and_runs() {
             "read_file",
             "write_file",
             "edit",
+            "apply_patch",
             "list_dir",
             "glob",
             "grep",
