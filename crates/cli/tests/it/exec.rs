@@ -317,6 +317,43 @@ fn a_multi_step_bug_fix_in_every_wire_api() {
             requests[0].raw_body.contains("apply_patch")
                 && requests[0].raw_body.contains("run_command")
         );
+        // Consecutive requests extend each other: same instructions and tools, and each
+        // history is a prefix of the next (so provider prompt caches hit).
+        for pair in requests.windows(2) {
+            let (a, b) = (&pair[0].body, &pair[1].body);
+            let history_key = match provider {
+                "openai" => "input",
+                _ => "messages",
+            };
+            for key in ["instructions", "system", "tools"] {
+                assert_eq!(a.get(key), b.get(key), "{provider}: `{key}` changed between steps");
+            }
+            let (ha, hb) = (a[history_key].as_array().unwrap(), b[history_key].as_array().unwrap());
+            assert!(ha.len() < hb.len(), "{provider}");
+            for (i, (x, y)) in ha.iter().zip(hb).enumerate() {
+                let (mut x, mut y) = (x.clone(), y.clone());
+                // Anthropic moves its cache breakpoint to the newest block; that marker aside,
+                // the earlier messages are sent unchanged.
+                for v in [&mut x, &mut y] {
+                    if let Some(blocks) = v.get_mut("content").and_then(|c| c.as_array_mut()) {
+                        for block in blocks {
+                            if let Some(o) = block.as_object_mut() {
+                                o.remove("cache_control");
+                            }
+                        }
+                    }
+                }
+                assert_eq!(x, y, "{provider}: history item {i} changed between steps");
+            }
+        }
+        // No credential reaches the session log.
+        let log_text: String = std::fs::read_dir(home.path().join("sessions"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("jsonl"))
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect();
+        assert!(!log_text.contains("sk-test") && !log_text.contains("sk-ant-test"), "{provider}");
         validate_all(home.path());
         if provider == "openai-chat" && std::env::var_os("UPDATE_EXPECT").is_some() {
             let log = std::fs::read_dir(home.path().join("sessions"))
@@ -417,4 +454,50 @@ fn a_stream_broken_mid_answer_reruns_the_step_from_the_log() {
         assert!(!text.contains("partial"), "{provider}: {text}");
         assert_eq!(text.matches("\"type\":\"assistant_message\"").count(), 1, "{provider}");
     }
+}
+
+#[test]
+fn ctrl_c_during_a_running_command_leaves_no_process() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    // A duration no other process on the machine uses, to find ours in /proc.
+    let marker = format!("{}.{}", 90 + std::process::id() % 9, std::process::id() % 1000);
+    let script = Script::new()
+        .reply(Reply::tool_call(
+            "call_1",
+            "run_command",
+            serde_json::json!({"command": format!("sleep {marker}")}),
+        ))
+        .reply(Reply::text("unreachable"));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
+    let child = run
+        .command(&["exec", "--provider", "openai-chat", "sleep a while"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sleeping = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| std::fs::read(e.unwrap().path().join("cmdline")).ok())
+            .filter(|cmdline| {
+                String::from_utf8_lossy(cmdline)
+                    .replace('\0', " ")
+                    .contains(&format!("sleep {marker}"))
+            })
+            .count()
+    };
+    let started = std::time::Instant::now();
+    while sleeping() == 0 {
+        assert!(started.elapsed() < Duration::from_secs(20), "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert_eq!(sleeping(), 0, "a process of the cancelled command survived");
+    validate_all(home.path());
 }
