@@ -226,6 +226,7 @@ pub(crate) fn run(
     if let Some(names) = &config.project_doc_fallback_filenames {
         context_config.agents_md.fallback_names.clone_from(names);
     }
+    context_config.output_schema.clone_from(&output_schema);
     if let Some(budget) = config.project_doc_max_bytes {
         context_config.agents_md.budget_bytes = budget;
     }

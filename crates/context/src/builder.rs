@@ -57,6 +57,8 @@ pub struct ContextConfig {
     pub agents_md: AgentsMdConfig,
     /// Section size thresholds.
     pub sections: SectionPolicy,
+    /// A JSON Schema every answer's text must follow (`exec --output-schema`); `None` normally.
+    pub output_schema: Option<serde_json::Value>,
 }
 
 impl ContextConfig {
@@ -68,6 +70,7 @@ impl ContextConfig {
             base_instructions: BASE_INSTRUCTIONS.to_owned(),
             agents_md: AgentsMdConfig::standard(home),
             sections: SectionPolicy::standard(),
+            output_schema: None,
         }
     }
 }
@@ -103,6 +106,7 @@ pub struct ContextBuilder {
     /// `file_warnings`, then large sections; computed on first use (it counts tokens).
     warnings: OnceLock<Vec<Warning>>,
     resolver: Option<Box<BlobResolver>>,
+    output_schema: Option<serde_json::Value>,
     // `build` takes `&self` and is called from the thread of every agent in the tree (root and
     // subagents), so the caches sit behind one mutex. It is never held while a blob is resolved.
     caches: Mutex<Caches>,
@@ -153,6 +157,7 @@ impl ContextBuilder {
         Ok(Self {
             context_window: config.context_window,
             max_output_tokens: config.max_output_tokens,
+            output_schema: config.output_schema.clone(),
             policy: config.sections,
             base: base.join("\n\n").into(),
             sections,
@@ -391,6 +396,7 @@ impl PromptBuilder for ContextBuilder {
             history: self.resolve_history(input.history),
             tools: input.tools.to_vec(),
             max_output_tokens: Some(u32::try_from(self.max_output_tokens).unwrap_or(u32::MAX)),
+            output_schema: self.output_schema.clone(),
         }
     }
 }

@@ -46,6 +46,9 @@ pub struct ModelRequest {
     pub tools: Vec<ToolSpec>,
     /// A cap on generated tokens, when set.
     pub max_output_tokens: Option<u32>,
+    /// A JSON Schema the answer's text must follow (`exec --output-schema`), for providers that
+    /// support structured output.
+    pub output_schema: Option<serde_json::Value>,
 }
 
 /// A failure to get an answer, after the adapter's own retries.

@@ -58,6 +58,7 @@ impl PromptBuilder for StaticPrompt {
             history: input.history.to_vec(),
             tools: input.tools.to_vec(),
             max_output_tokens: self.max_output_tokens,
+            output_schema: None,
         }
     }
 }

@@ -45,6 +45,7 @@ fn request() -> ModelRequest {
         history: vec![std::sync::Arc::new(Message::user_text("go"))],
         tools: Vec::new(),
         max_output_tokens: None,
+        output_schema: None,
     }
 }
 

@@ -5,6 +5,8 @@
 //! data), and consecutive messages of one side are merged. Prompt caching: `cache_control`
 //! breakpoints on the system prompt, on the last tool, on the last block before the newest user
 //! input, and on the last block of the request (so the next step of a turn hits the cache).
+//! Messages has no structured-output option: `output_schema` is not sent (exec validates the
+//! final message itself).
 
 use std::collections::HashMap;
 

@@ -126,6 +126,12 @@ pub(crate) fn request_body(request: &ModelRequest, send_reasoning_content: bool)
     if let Some(max) = request.max_output_tokens {
         body["max_tokens"] = json!(max);
     }
+    if let Some(schema) = &request.output_schema {
+        body["response_format"] = json!({
+            "type": "json_schema",
+            "json_schema": {"name": "output", "schema": schema, "strict": false},
+        });
+    }
     body
 }
 

@@ -120,6 +120,9 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
     if let Some(max) = request.max_output_tokens {
         body["max_output_tokens"] = json!(max);
     }
+    if let Some(schema) = &request.output_schema {
+        body["text"] = json!({"format": {"type": "json_schema", "name": "output", "schema": schema, "strict": false}});
+    }
     body
 }
 

@@ -293,6 +293,7 @@ fn conversation() -> ModelRequest {
             schema: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
         }],
         max_output_tokens: Some(1000),
+        output_schema: None,
     }
 }
 
@@ -450,4 +451,23 @@ fn token_estimates() {
     assert_eq!(crate::estimate_tokens(""), 0);
     let n = crate::estimate_tokens("The quick brown fox jumps over the lazy dog.");
     assert!((8..=12).contains(&n), "{n}");
+}
+
+#[test]
+fn output_schema_goes_where_each_api_takes_it() {
+    let schema =
+        json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]});
+    let mut request = conversation();
+    request.output_schema = Some(schema.clone());
+    let body = responses::request_body(&request);
+    assert_eq!(
+        body["text"]["format"],
+        json!({"type": "json_schema", "name": "output", "schema": schema, "strict": false})
+    );
+    let body = chat::request_body(&request, false);
+    assert_eq!(body["response_format"]["json_schema"]["schema"], schema);
+    let body = anthropic::request_body(&request);
+    assert!(body.get("response_format").is_none() && body.get("text").is_none());
+    let plain = responses::request_body(&conversation());
+    assert!(plain.get("text").is_none());
 }

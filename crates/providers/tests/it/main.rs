@@ -44,6 +44,7 @@ fn request(history: Vec<Message>) -> ModelRequest {
             schema: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
         }],
         max_output_tokens: Some(512),
+        output_schema: None,
     }
 }
 
