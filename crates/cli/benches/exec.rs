@@ -1,7 +1,12 @@
 //! Product benchmarks (prints figures): `codecoder --version`, process start to the first
 //! request at the fake model server, peak RSS of the multi-step bug-fix task, and harness
 //! overhead per step with a model that answers at once. Run: `cargo bench -p codecoder-cli`.
-#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+#![allow(
+    clippy::print_stdout,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods
+)]
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -58,7 +63,10 @@ fn bugfix_repo(dir: &Path) {
 }
 
 fn main() {
-    println!("exec benchmarks ({} cores)", std::thread::available_parallelism().map_or(1, usize::from));
+    println!(
+        "exec benchmarks ({} cores)",
+        std::thread::available_parallelism().map_or(1, usize::from)
+    );
 
     let mut version_ms = Vec::new();
     for _ in 0..31 {
@@ -80,7 +88,10 @@ fn main() {
         first_request_ms.push(started.elapsed().as_secs_f64() * 1000.0);
         child.wait().unwrap();
     }
-    println!("process start -> first request at the server: median {:.2} ms (21 runs)", median(first_request_ms));
+    println!(
+        "process start -> first request at the server: median {:.2} ms (21 runs)",
+        median(first_request_ms)
+    );
 
     let mut rss = Vec::new();
     for _ in 0..5 {
@@ -92,7 +103,11 @@ fn main() {
             .reply(Reply::tool_call("c1", "glob", serde_json::json!({"pattern": "*.py"})))
             .reply(Reply::tool_call("c2", "read_file", serde_json::json!({"path": "calc.py"})))
             .reply(Reply::tool_call("c3", "apply_patch", serde_json::json!({"input": fix})))
-            .reply(Reply::tool_call("c4", "run_command", serde_json::json!({"command": "python3 test_calc.py"})))
+            .reply(Reply::tool_call(
+                "c4",
+                "run_command",
+                serde_json::json!({"command": "python3 test_calc.py"}),
+            ))
             .reply(Reply::text("Fixed."));
         let server = FakeModelServer::start(script).unwrap();
         let mut child = exec(home.path(), repo.path(), &server, "fix the bug").spawn().unwrap();
@@ -109,11 +124,16 @@ fn main() {
         std::fs::write(repo.path().join("a.txt"), "hello\n").unwrap();
         let mut script = Script::new();
         for i in 0..STEPS {
-            script = script.reply(Reply::tool_call(format!("c{i}"), "read_file", serde_json::json!({"path": "a.txt"})));
+            script = script.reply(Reply::tool_call(
+                format!("c{i}"),
+                "read_file",
+                serde_json::json!({"path": "a.txt"}),
+            ));
         }
         let server = FakeModelServer::start(script.reply(Reply::text("done"))).unwrap();
         let started = Instant::now();
-        let mut child = exec(home.path(), repo.path(), &server, "read it many times").spawn().unwrap();
+        let mut child =
+            exec(home.path(), repo.path(), &server, "read it many times").spawn().unwrap();
         server.wait_for_requests(1, Duration::from_secs(30)).unwrap();
         let first = started.elapsed();
         assert!(child.wait().unwrap().success());

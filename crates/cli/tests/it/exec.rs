@@ -52,6 +52,28 @@ fn openai_env(server: &FakeModelServer) -> Vec<(String, String)> {
     ]
 }
 
+/// Checks one `exec --json` line against the documented schema (`crates/cli/schema/exec-events.json`).
+fn check_json_line(line: &serde_json::Value) {
+    static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    let schema = SCHEMA.get_or_init(|| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/exec-events.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    });
+    let kind = line["type"].as_str().expect("every line has a type");
+    let event_schema =
+        schema["events"].get(kind).unwrap_or_else(|| panic!("undocumented event `{kind}`"));
+    codecoder_kernel::validate_schema(event_schema, line)
+        .unwrap_or_else(|err| panic!("{line}: {err}"));
+    if let Some(item) = line.get("item") {
+        let item_kind = item["type"].as_str().expect("every item has a type");
+        let item_schema = schema["items"]
+            .get(item_kind)
+            .unwrap_or_else(|| panic!("undocumented item `{item_kind}`"));
+        codecoder_kernel::validate_schema(item_schema, item)
+            .unwrap_or_else(|err| panic!("{item}: {err}"));
+    }
+}
+
 fn validate_all(home: &Path) {
     for entry in std::fs::read_dir(home.join("sessions")).unwrap() {
         let path = entry.unwrap().path();
@@ -98,6 +120,7 @@ fn json_output_uses_codex_event_names() {
     assert!(out.status.success(), "{}", stderr(&out));
     let lines: Vec<serde_json::Value> =
         stdout(&out).lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect();
+    lines.iter().for_each(check_json_line);
     let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
     assert_eq!(
         types,
@@ -379,6 +402,7 @@ fn json_output_of_a_tool_run() {
     assert!(out.status.success(), "{}", stderr(&out));
     let lines: Vec<serde_json::Value> =
         stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    lines.iter().for_each(check_json_line);
     let items: Vec<&serde_json::Value> =
         lines.iter().filter(|l| l["type"] == "item.completed").map(|l| &l["item"]).collect();
     let kinds: Vec<&str> = items.iter().map(|i| i["type"].as_str().unwrap()).collect();
