@@ -108,7 +108,7 @@ impl SessionStore {
             SessionTrace::new(),
             Projection::new(),
             config,
-        );
+        )?;
         writer.append(RecordBody::SessionMeta(meta))?;
         Ok(writer)
     }
@@ -184,7 +184,7 @@ impl SessionStore {
             loaded.trace.clone(),
             loaded.projection(),
             config,
-        );
+        )?;
         for body in loaded.repair_plan() {
             writer.append(body)?;
         }

@@ -4,7 +4,8 @@
 //! that generates valid logs (all accepted, every prefix closable by `closing_records`), and
 //! proptests of single mutations of those logs (swap, drop, duplicate, renumber, orphan result,
 //! wrong role), each rejected with the violation kind the mutation must cause. Writer failures
-//! that need a crate-private constructor (a full disk) live here too.
+//! that need a crate-private constructor (a full disk, a file that cannot sync) live here too,
+//! and so do the group-commit tests that read the syncer's test-only counters.
 
 use std::fs::OpenOptions;
 use std::sync::Arc;
@@ -21,8 +22,8 @@ use proptest::sample::Index as SampleIndex;
 use uuid::Uuid;
 
 use crate::{
-    CloseReason, Error, FsyncPolicy, NewSession, SessionStore, SessionTrace, SessionWriter,
-    TraceError, WriterConfig, closing_records, load,
+    CloseReason, Error, FsyncPolicy, NewSession, Projection, SessionStore, SessionTrace,
+    SessionWriter, TraceError, WriterConfig, closing_records, load,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -877,7 +878,8 @@ fn failed_append_leaves_trace_and_projection_alone() {
         loaded.trace.clone(),
         loaded.projection(),
         writer_config(FsyncPolicy::Always),
-    );
+    )
+    .unwrap();
     let history_before = writer.history().to_vec();
     assert_eq!(history_before.len(), 1);
     for body in [user("second"), step_start(1, 1), turn_end(1)] {
@@ -912,4 +914,114 @@ fn in_memory_writer_validates_and_projects() {
     assert!(matches!(err, Error::Trace(TraceError::TurnAlreadyOpen { .. })), "{err:?}");
     assert_eq!(writer.trace().last_seq(), 3);
     writer.sync().unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Group commit under `FsyncPolicy::Turn`.
+
+/// Appends one complete turn (`turn_start` … `turn_end`) of five records.
+fn append_turn(writer: &mut SessionWriter, turn: u32) {
+    for body in
+        [turn_start(turn), user("go"), step_start(turn, 1), step_end(turn, 1), turn_end(turn)]
+    {
+        writer.append(body).unwrap();
+    }
+}
+
+/// `sync()` returns only once the syncer's synced generation has caught up with the written one,
+/// also for records after the last turn boundary.
+#[test]
+fn turn_sync_waits_until_everything_written_is_synced() {
+    let home = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let mut writer = store.create(new_session(), writer_config(FsyncPolicy::Turn)).unwrap();
+    for turn in 1..=3 {
+        append_turn(&mut writer, turn);
+    }
+    writer.sync().unwrap();
+    let counts = writer.sync_counts().unwrap();
+    assert_eq!(counts.written, 16);
+    assert_eq!(counts.synced, counts.written);
+    // An open turn has asked for no sync; `sync()` still covers it.
+    writer.append(turn_start(4)).unwrap();
+    writer.append(user("unfinished")).unwrap();
+    assert_eq!(writer.sync_counts().unwrap().written, 18);
+    writer.sync().unwrap();
+    let counts = writer.sync_counts().unwrap();
+    assert_eq!(counts.synced, 18);
+    // Nothing new: no sync.
+    writer.sync().unwrap();
+    assert_eq!(writer.sync_counts().unwrap().syncs, counts.syncs);
+    // Other policies and in-memory writers have no syncer.
+    let never = store.create(new_session(), writer_config(FsyncPolicy::Never)).unwrap();
+    assert_eq!(never.sync_counts(), None);
+    let in_memory =
+        SessionWriter::in_memory(new_session(), writer_config(FsyncPolicy::Turn)).unwrap();
+    assert_eq!(in_memory.sync_counts(), None);
+}
+
+/// Turn boundaries that arrive while a sync is pending share one sync: the syncer is held at
+/// its gate while 100 turns are appended, so at most one request is in flight and one queued.
+#[test]
+fn turn_syncs_coalesce() {
+    let home = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let mut writer = store.create(new_session(), writer_config(FsyncPolicy::Turn)).unwrap();
+    writer.sync().unwrap();
+    let before = writer.sync_counts().unwrap();
+    assert_eq!(before.syncs, 1, "{before:?}");
+    {
+        let shared = writer.sync_shared().unwrap();
+        let _gate = shared.gate.lock().unwrap();
+        for turn in 1..=100 {
+            append_turn(&mut writer, turn);
+        }
+    }
+    writer.sync().unwrap();
+    let after = writer.sync_counts().unwrap();
+    assert_eq!(after.written, 501);
+    assert_eq!(after.synced, after.written);
+    // The one in flight, the one queued, and at most one more for `sync()` itself.
+    assert!(after.syncs - before.syncs <= 3, "{after:?}");
+    let path = writer.path().unwrap().to_owned();
+    drop(writer);
+    assert_eq!(load(&path).unwrap().trace.last_turn(), 100);
+}
+
+/// A background sync that fails (`/dev/null` takes writes but cannot sync) is sticky: `sync()`
+/// and every later `append` return it as `Error::Io`, and the refused appends write nothing.
+#[test]
+fn failed_turn_sync_is_sticky() {
+    let null = OpenOptions::new().append(true).open("/dev/null").unwrap();
+    let null = fs_err::File::from_parts(null, "/dev/null");
+    let mut writer = SessionWriter::from_parts(
+        SessionId::from(Uuid::from_u128(1)),
+        Some((null, 0)),
+        None,
+        SessionTrace::new(),
+        Projection::new(),
+        writer_config(FsyncPolicy::Turn),
+    )
+    .unwrap();
+    // The records themselves are written; the failure comes later, on the syncer thread (held
+    // at its gate here so that it cannot fail before the turn is complete).
+    {
+        let shared = writer.sync_shared().unwrap();
+        let _gate = shared.gate.lock().unwrap();
+        writer.append(meta()).unwrap();
+        append_turn(&mut writer, 1);
+    }
+    let trace = writer.trace().clone();
+    for _ in 0..2 {
+        let err = writer.sync().unwrap_err();
+        assert!(matches!(err, Error::Io(_)), "{err:?}");
+        assert!(err.to_string().contains("/dev/null"), "{err}");
+        assert!(err.to_string().contains("turn-boundary sync failed"), "{err}");
+        let err = writer.append(turn_start(2)).unwrap_err();
+        assert!(matches!(err, Error::Io(_)), "{err:?}");
+        assert_eq!(writer.trace(), &trace);
+    }
+    assert_eq!(writer.sync_counts().unwrap().written, 6);
+    // Dropping a failed writer neither hangs nor panics.
+    drop(writer);
 }

@@ -1,16 +1,31 @@
-//! `SessionWriter`: validates, externalizes large content, and appends one line per record.
+//! `SessionWriter`: validates, externalizes large content, and appends one line per record;
+//! under `FsyncPolicy::Turn` a `session-sync` thread group-commits the turn-boundary syncs.
 //!
 //! Invariant: a record reaches the file with one `write` call of one complete line, and only
 //! after `SessionTrace::validate` accepted it; the trace and the projection advance only after
 //! the write succeeded. A failed write is rolled back by truncating the file to its previous
 //! length, so a later append never glues onto a partial line.
+//!
+//! Invariant (durability): `sync()` and `Drop` return only once every line written so far is on
+//! disk (or the sync failed). Under `Turn`, `append` only *asks* for a sync at a turn boundary:
+//! the syncer thread calls `sync_data` on a clone of the file, and one sync covers every line
+//! written before it started, so requests that arrive while a sync is pending are coalesced
+//! (group commit). Progress is counted in generations: the writer's *written* generation (lines
+//! written) and the syncer's *synced* generation (the written generation it read before its
+//! last successful sync).
+//!
+//! Invariant (threads): the syncer is owned by the writer: it is started only for a file writer
+//! under `Turn` (never for `in_memory`), its request sender is dropped before its handle, and
+//! the handle joins it on drop.
 
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use codecoder_protocol::{ContentItem, Message, MessageItem, Record, RecordBody, SessionId};
-use codecoder_stdx::{Clock, SystemClock};
+use codecoder_stdx::{Clock, JoinOnDrop, SystemClock, spawn_named};
+use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use crate::blob::BlobStore;
 use crate::error::Result;
@@ -23,8 +38,16 @@ use crate::trace::SessionTrace;
 pub enum FsyncPolicy {
     /// After every record: slowest, loses nothing.
     Always,
-    /// After `session_meta`, `turn_end` and `session_end`: a crash loses at most the open turn,
-    /// which repair closes anyway.
+    /// After `session_meta`, `turn_end` and `session_end`, group-committed: `append` hands the
+    /// sync to the writer's `session-sync` thread and does not wait for it; syncs asked for
+    /// while one is pending are merged into one. `sync()` and dropping the writer wait until
+    /// everything written is on disk. A crash loses at most the open turn (which repair closes
+    /// anyway) plus the turns whose sync had not finished yet.
+    ///
+    /// A failed background sync is sticky: that `append` already returned `Ok`, so the next
+    /// `append` or `sync`, and every one after it, returns `Error::Io` and writes nothing. The
+    /// records written before the failure stay in the file (nothing is rolled back) but are not
+    /// known to be on disk; reopen the log with `SessionStore::resume` to go on.
     Turn,
     /// Never; the OS writes when it likes.
     Never,
@@ -88,7 +111,73 @@ struct FileSink {
     file: fs_err::File,
     path: PathBuf,
     len: u64,
-    unsynced: bool,
+    durability: Durability,
+}
+
+/// Who calls `sync_data`, and when.
+enum Durability {
+    /// `Always` (`every_record`) and `Never`: the writer's own thread, after every record or on
+    /// `sync()`. `unsynced` says whether a line was written since the last sync.
+    Inline { every_record: bool, unsynced: bool },
+    /// `Turn`: the syncer thread, asked at turn boundaries.
+    Group(Syncer),
+}
+
+/// The writer's side of the `session-sync` thread.
+struct Syncer {
+    /// Lines written by this writer: the written generation. Only the writer thread changes it.
+    written: u64,
+    /// Set once a sync failed; from then on every `append` and `sync` return it.
+    failure: Option<SyncFailure>,
+    shared: Arc<SyncShared>,
+    /// The syncer's first failure, sent without waiting (it sends at most one).
+    failures: Receiver<SyncFailure>,
+    // Field order: `requests` is declared (and so dropped) before `_thread`, so the syncer sees
+    // the disconnect and leaves its loop before the handle joins it.
+    requests: Sender<SyncRequest>,
+    // Never read: it is here to be dropped, which joins the thread.
+    _thread: JoinOnDrop<()>,
+}
+
+/// The generations, shared as atomics: the writer publishes `written` before it asks for a sync,
+/// and the syncer reads it just before `sync_data`, so a sync covers every line counted.
+#[derive(Default)]
+pub(crate) struct SyncShared {
+    written: AtomicU64,
+    /// Only the syncer thread stores it.
+    synced: AtomicU64,
+    /// Successful `sync_data` calls, to check that syncs coalesce.
+    #[cfg(test)]
+    syncs: AtomicU64,
+    /// Held by a test to keep the syncer from syncing while requests pile up.
+    #[cfg(test)]
+    pub(crate) gate: std::sync::Mutex<()>,
+}
+
+enum SyncRequest {
+    /// A turn boundary: make everything written so far durable.
+    Sync,
+    /// `sync()` or drop: the same, then answer with the outcome.
+    Confirm(Sender<std::result::Result<(), SyncFailure>>),
+}
+
+/// A failed `sync_data`, kept to be reported again: `io::Error` cannot be cloned.
+#[derive(Debug, Clone)]
+struct SyncFailure {
+    kind: io::ErrorKind,
+    message: String,
+}
+
+/// The generations of a `Turn` writer, for tests.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SyncCounts {
+    /// Lines written.
+    pub(crate) written: u64,
+    /// The written generation the last successful sync covered.
+    pub(crate) synced: u64,
+    /// Successful `sync_data` calls.
+    pub(crate) syncs: u64,
 }
 
 impl std::fmt::Debug for SessionWriter {
@@ -104,6 +193,7 @@ impl std::fmt::Debug for SessionWriter {
 impl SessionWriter {
     /// A writer over an open file of `len` bytes whose records produced `trace` and
     /// `projection`. The caller guarantees the file ends with a complete line (or is empty).
+    /// Under `FsyncPolicy::Turn` this starts the syncer thread (an `Err` if it cannot).
     pub(crate) fn from_parts(
         session_id: SessionId,
         file: Option<(fs_err::File, u64)>,
@@ -111,12 +201,32 @@ impl SessionWriter {
         trace: SessionTrace,
         projection: Projection,
         config: WriterConfig,
-    ) -> Self {
-        let sink = file.map(|(file, len)| {
-            let path = file.path().to_owned();
-            FileSink { file, path, len, unsynced: false }
-        });
-        Self { session_id, sink, blobs, trace, projection, config, line: Vec::with_capacity(512) }
+    ) -> Result<Self> {
+        let sink = match file {
+            Some((file, len)) => {
+                let durability = match config.fsync {
+                    FsyncPolicy::Always => {
+                        Durability::Inline { every_record: true, unsynced: false }
+                    }
+                    FsyncPolicy::Never => {
+                        Durability::Inline { every_record: false, unsynced: false }
+                    }
+                    FsyncPolicy::Turn => Durability::Group(Syncer::spawn(&file)?),
+                };
+                let path = file.path().to_owned();
+                Some(FileSink { file, path, len, durability })
+            }
+            None => None,
+        };
+        Ok(Self {
+            session_id,
+            sink,
+            blobs,
+            trace,
+            projection,
+            config,
+            line: Vec::with_capacity(512),
+        })
     }
 
     /// A writer that validates and projects but writes no file (for `--ephemeral` and tests).
@@ -130,15 +240,21 @@ impl SessionWriter {
             SessionTrace::new(),
             Projection::new(),
             config,
-        );
+        )?;
         writer.append(RecordBody::SessionMeta(meta))?;
         Ok(writer)
     }
 
     /// Validates `body`, moves large content to the blob store, writes it as the next record
     /// and returns its seq. An invalid record is refused (`Error::Trace`) and nothing is written;
-    /// a failed write (`Error::Io`) leaves the file, trace and projection as they were.
+    /// a failed write (`Error::Io`) leaves the file, trace and projection as they were. Under
+    /// `FsyncPolicy::Always` a failed sync is a failed write (the line is taken back); under
+    /// `Turn` the sync runs later on the syncer thread, and an earlier failed one is returned
+    /// here as `Error::Io` before anything is written (see `FsyncPolicy::Turn`).
     pub fn append(&mut self, body: RecordBody) -> Result<u64> {
+        if let Some(sink) = &mut self.sink {
+            sink.check_failure()?;
+        }
         let record =
             Record { seq: self.trace.last_seq() + 1, ts: self.config.clock.now_ms(), body };
         let transition = self.trace.validate(&record)?;
@@ -151,21 +267,26 @@ impl SessionWriter {
         if let Some(sink) = &mut self.sink {
             let len_before = sink.len;
             sink.write_line(&self.line)?;
-            let sync_now = match self.config.fsync {
-                FsyncPolicy::Always => true,
-                FsyncPolicy::Turn => matches!(
-                    record.body,
-                    RecordBody::SessionMeta(_)
-                        | RecordBody::TurnEnd { .. }
-                        | RecordBody::SessionEnd
-                ),
-                FsyncPolicy::Never => false,
-            };
-            if sync_now && let Err(err) = sink.sync() {
-                // The record is not durable, so it is not in the log: take the line back, or the
-                // next append would repeat its seq.
-                sink.truncate_to(len_before);
-                return Err(err);
+            match &mut sink.durability {
+                Durability::Inline { every_record: true, .. } => {
+                    if let Err(err) = sink.sync() {
+                        // The record is not durable, so it is not in the log: take the line back,
+                        // or the next append would repeat its seq.
+                        sink.truncate_to(len_before);
+                        return Err(err);
+                    }
+                }
+                Durability::Inline { every_record: false, .. } => {}
+                Durability::Group(syncer) => {
+                    if matches!(
+                        record.body,
+                        RecordBody::SessionMeta(_)
+                            | RecordBody::TurnEnd { .. }
+                            | RecordBody::SessionEnd
+                    ) {
+                        syncer.request();
+                    }
+                }
             }
         }
         self.trace.commit(transition);
@@ -173,7 +294,9 @@ impl SessionWriter {
         Ok(record.seq)
     }
 
-    /// Forces what was written to disk.
+    /// Forces what was written to disk: returns once every record appended so far is durable.
+    /// Under `FsyncPolicy::Turn` this waits for the syncer thread (which syncs only if something
+    /// is not yet covered), and returns a failure of an earlier background sync.
     pub fn sync(&mut self) -> Result<()> {
         match &mut self.sink {
             Some(sink) => sink.sync(),
@@ -204,6 +327,29 @@ impl SessionWriter {
     /// The blob store large content goes to; `None` for an in-memory writer.
     pub fn blobs(&self) -> Option<&BlobStore> {
         self.blobs.as_ref()
+    }
+
+    /// The generations of a `Turn` writer's syncer; `None` without one.
+    #[cfg(test)]
+    pub(crate) fn sync_counts(&self) -> Option<SyncCounts> {
+        match &self.sink.as_ref()?.durability {
+            Durability::Group(syncer) => Some(SyncCounts {
+                written: syncer.written,
+                synced: syncer.shared.synced.load(Ordering::Acquire),
+                syncs: syncer.shared.syncs.load(Ordering::Relaxed),
+            }),
+            Durability::Inline { .. } => None,
+        }
+    }
+
+    /// What a `Turn` writer shares with its syncer; while its `gate` is held, the syncer does
+    /// not sync.
+    #[cfg(test)]
+    pub(crate) fn sync_shared(&self) -> Option<Arc<SyncShared>> {
+        match &self.sink.as_ref()?.durability {
+            Durability::Group(syncer) => Some(Arc::clone(&syncer.shared)),
+            Durability::Inline { .. } => None,
+        }
     }
 
     fn externalize(&self, body: RecordBody) -> Result<RecordBody> {
@@ -244,8 +390,18 @@ impl FileSink {
             return Err(err.into());
         }
         self.len += line.len() as u64;
-        self.unsynced = true;
+        match &mut self.durability {
+            Durability::Inline { unsynced, .. } => *unsynced = true,
+            Durability::Group(syncer) => syncer.written += 1,
+        }
         Ok(())
+    }
+
+    fn check_failure(&mut self) -> Result<()> {
+        match &mut self.durability {
+            Durability::Inline { .. } => Ok(()),
+            Durability::Group(syncer) => syncer.check_failure(),
+        }
     }
 
     fn truncate_to(&mut self, len: u64) {
@@ -255,11 +411,149 @@ impl FileSink {
     }
 
     fn sync(&mut self) -> Result<()> {
-        if self.unsynced {
-            self.file.sync_data()?;
-            self.unsynced = false;
+        match &mut self.durability {
+            Durability::Inline { unsynced, .. } => {
+                if *unsynced {
+                    self.file.sync_data()?;
+                    *unsynced = false;
+                }
+                Ok(())
+            }
+            Durability::Group(syncer) => syncer.confirm(),
         }
-        Ok(())
+    }
+}
+
+impl Syncer {
+    /// Starts the `session-sync` thread over a clone of `file` (the same open file, so its
+    /// `sync_data` covers what the writer wrote through the original).
+    fn spawn(file: &fs_err::File) -> Result<Self> {
+        let file = file.try_clone()?;
+        let shared = Arc::new(SyncShared::default());
+        // One slot: a queued request covers every line written before the syncer takes it, so
+        // a second one would add nothing (the writer drops it: coalescing).
+        let (requests, request_rx) = crossbeam_channel::bounded(1);
+        let (failure_tx, failures) = crossbeam_channel::bounded(1);
+        let thread = {
+            let shared = Arc::clone(&shared);
+            spawn_named("session-sync", move || {
+                run_syncer(&file, &shared, &request_rx, &failure_tx)
+            })?
+        };
+        Ok(Self { written: 0, failure: None, shared, failures, requests, _thread: thread })
+    }
+
+    /// Asks for a sync of everything written so far, without waiting. If a request is already
+    /// queued, it will cover this one too.
+    fn request(&mut self) {
+        self.shared.written.store(self.written, Ordering::Release);
+        match self.requests.try_send(SyncRequest::Sync) {
+            Ok(()) | Err(TrySendError::Full(_)) => {}
+            // The thread is gone (it panicked): nothing will sync from now on.
+            Err(TrySendError::Disconnected(_)) => self.failure = Some(SyncFailure::stopped()),
+        }
+    }
+
+    /// The sticky failure, if the syncer reported one.
+    fn check_failure(&mut self) -> Result<()> {
+        if self.failure.is_none()
+            && let Ok(failure) = self.failures.try_recv()
+        {
+            self.failure = Some(failure);
+        }
+        match &self.failure {
+            Some(failure) => Err(failure.to_error()),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until everything written so far is durable.
+    fn confirm(&mut self) -> Result<()> {
+        self.check_failure()?;
+        if self.shared.synced.load(Ordering::Acquire) == self.written {
+            return Ok(());
+        }
+        self.shared.written.store(self.written, Ordering::Release);
+        // A one-shot reply channel: the syncer answers after its sync (a blocking send only
+        // waits for a queued `Sync` to be taken).
+        let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
+        let outcome = match self.requests.send(SyncRequest::Confirm(reply_tx)) {
+            Ok(()) => reply_rx.recv().unwrap_or_else(|_| Err(SyncFailure::stopped())),
+            Err(_) => Err(SyncFailure::stopped()),
+        };
+        match outcome {
+            Ok(()) => Ok(()),
+            Err(failure) => {
+                let err = failure.to_error();
+                self.failure = Some(failure);
+                Err(err)
+            }
+        }
+    }
+}
+
+/// The syncer thread: for each request, syncs unless the last sync already covers the written
+/// generation. After a failure it syncs no more (what that sync should have made durable may
+/// be lost whatever a later sync says) and answers every `Confirm` with the failure. It ends
+/// when the writer drops its sender. A panic here ends the thread; the writer sees the
+/// disconnect and reports it as a failure.
+fn run_syncer(
+    file: &fs_err::File,
+    shared: &SyncShared,
+    requests: &Receiver<SyncRequest>,
+    failures: &Sender<SyncFailure>,
+) {
+    let mut failure: Option<SyncFailure> = None;
+    for request in requests {
+        if failure.is_none() {
+            let target = shared.written.load(Ordering::Acquire);
+            if shared.synced.load(Ordering::Relaxed) < target {
+                #[cfg(test)]
+                let _gate = shared.gate.lock();
+                match file.sync_data() {
+                    Ok(()) => {
+                        shared.synced.store(target, Ordering::Release);
+                        #[cfg(test)]
+                        shared.syncs.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(err) => {
+                        let failed = SyncFailure { kind: err.kind(), message: err.to_string() };
+                        // The slot is empty: this is the only failure ever sent.
+                        let _ = failures.try_send(failed.clone());
+                        failure = Some(failed);
+                    }
+                }
+            }
+        }
+        match request {
+            SyncRequest::Sync => {}
+            SyncRequest::Confirm(reply) => {
+                let outcome = match &failure {
+                    Some(failed) => Err(failed.clone()),
+                    None => Ok(()),
+                };
+                // The writer waits for this reply; it is gone only if it panicked meanwhile.
+                let _ = reply.send(outcome);
+            }
+        }
+    }
+}
+
+impl SyncFailure {
+    fn stopped() -> Self {
+        Self { kind: io::ErrorKind::Other, message: "the session-sync thread stopped".to_owned() }
+    }
+
+    fn to_error(&self) -> crate::Error {
+        let message = &self.message;
+        io::Error::new(
+            self.kind,
+            format!(
+                "{message} (a turn-boundary sync failed: records written before it may not be on \
+                 disk, and this writer takes no more)"
+            ),
+        )
+        .into()
     }
 }
 

@@ -1,12 +1,14 @@
-//! `SessionWriter`: refused records write nothing, fsync policies, clock stamps, blobs.
+//! `SessionWriter`: refused records write nothing, fsync policies (the `turn` policy's syncer
+//! thread included), clock stamps, blobs.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use codecoder_protocol::{
     ContentItem, Image, Message, MessageItem, RecordBody, Role, ToolCallId, ToolResult,
     ToolResultStatus,
 };
-use codecoder_session::{Error, FsyncPolicy, WriterConfig, load};
+use codecoder_session::{Error, FsyncPolicy, SessionWriter, WriterConfig, load};
 use codecoder_stdx::ManualClock;
 use pretty_assertions::assert_eq;
 
@@ -95,6 +97,84 @@ fn fsync_policies_parse_and_all_write_loadable_logs() {
         assert_eq!(loaded.records().count(), 8, "{fsync:?}");
         assert!(loaded.trace.is_ended());
     }
+}
+
+/// The threads of this process named `session-sync`.
+fn syncer_threads() -> usize {
+    fs_err::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| fs_err::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim_end() == "session-sync")
+        .count()
+}
+
+#[test]
+fn turn_writers_own_one_syncer_thread_each_and_join_it_on_drop() {
+    let (_home, store) = temp_store();
+    let config = || WriterConfig { fsync: FsyncPolicy::Turn, ..config(1_000) };
+    // Other tests of this binary run in parallel, and one may hold a `turn` writer meanwhile.
+    let slack = 2;
+    let before = syncer_threads();
+    let mut writers = Vec::new();
+    for _ in 0..20 {
+        let mut writer = store.create(new_session("/w"), config()).unwrap();
+        writer.append(turn_start(1)).unwrap();
+        // The syncer has answered, so it runs and has set its name.
+        writer.sync().unwrap();
+        writers.push(writer);
+    }
+    assert!(syncer_threads() >= 20, "{} syncer threads", syncer_threads());
+    drop(writers);
+    // A joined thread has exited, but its /proc entry may outlive the join by a moment.
+    let after = settled_syncer_threads(before + slack);
+    assert!(after <= before + slack, "{before} syncer threads before, {after} after");
+    // In-memory writers start none, whatever their policy.
+    let in_memory: Vec<SessionWriter> =
+        (0..20).map(|_| SessionWriter::in_memory(new_session("/w"), config()).unwrap()).collect();
+    assert!(syncer_threads() <= before + slack);
+    drop(in_memory);
+}
+
+/// `syncer_threads()` once it is at most `at_most`, or after two seconds.
+fn settled_syncer_threads(at_most: usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let count = syncer_threads();
+        if count <= at_most || Instant::now() > deadline {
+            return count;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn turn_log_dropped_without_sync_loads_cleanly() {
+    let (_home, store) = temp_store();
+    let config = WriterConfig { fsync: FsyncPolicy::Turn, ..config(1_000) };
+    let mut writer = store.create(new_session("/w"), config).unwrap();
+    for turn in 1..=50 {
+        for body in [
+            turn_start(turn),
+            user("hi"),
+            step_start(turn, 1),
+            assistant("hello", &[]),
+            step_end(turn, 1),
+            turn_end(turn),
+        ] {
+            writer.append(body).unwrap();
+        }
+    }
+    // An open turn at the end: written, not yet asked to sync.
+    writer.append(turn_start(51)).unwrap();
+    writer.append(user("unfinished")).unwrap();
+    let path = writer.path().unwrap().to_owned();
+    let len = file_len(&path);
+    drop(writer);
+    assert_eq!(file_len(&path), len);
+    let loaded = load(&path).unwrap();
+    assert!(loaded.torn_tail.is_none(), "{:?}", loaded.torn_tail);
+    assert_eq!(loaded.records().count(), 1 + 50 * 6 + 2);
+    assert_eq!(loaded.trace.last_turn(), 51);
 }
 
 #[test]
