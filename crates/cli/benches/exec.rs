@@ -55,6 +55,14 @@ fn peak_rss_kib(child: &mut std::process::Child) -> u64 {
     }
 }
 
+/// User + system CPU time of all waited-for children so far, in ms.
+fn children_cpu_ms() -> f64 {
+    let usage =
+        nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap();
+    let ms = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 * 1000.0 + t.tv_usec() as f64 / 1000.0;
+    ms(usage.user_time()) + ms(usage.system_time())
+}
+
 fn bugfix_repo(dir: &Path) {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/bugfix/repo");
     for name in ["calc.py", "test_calc.py"] {
@@ -118,6 +126,7 @@ fn main() {
 
     const STEPS: usize = 50;
     let mut per_step_ms = Vec::new();
+    let mut cpu_per_step_ms = Vec::new();
     for _ in 0..7 {
         let home = tempfile::tempdir().unwrap();
         let repo = tempfile::tempdir().unwrap();
@@ -131,6 +140,7 @@ fn main() {
             ));
         }
         let server = FakeModelServer::start(script.reply(Reply::text("done"))).unwrap();
+        let cpu_before = children_cpu_ms();
         let started = Instant::now();
         let mut child =
             exec(home.path(), repo.path(), &server, "read it many times").spawn().unwrap();
@@ -139,9 +149,11 @@ fn main() {
         assert!(child.wait().unwrap().success());
         let total = started.elapsed();
         per_step_ms.push((total - first).as_secs_f64() * 1000.0 / STEPS as f64);
+        cpu_per_step_ms.push((children_cpu_ms() - cpu_before) / STEPS as f64);
     }
     println!(
-        "harness overhead per step (instant model, one read_file per step, {STEPS} steps, includes the fake server and loopback HTTP): median {:.2} ms",
-        median(per_step_ms)
+        "harness overhead per step (instant model, one read_file per step, {STEPS} steps): wall median {:.2} ms (includes the fake server and loopback HTTP); codecoder's own CPU median {:.2} ms (whole run, start-up included, / steps)",
+        median(per_step_ms),
+        median(cpu_per_step_ms)
     );
 }
