@@ -204,7 +204,10 @@ pub(crate) fn run(
         session_store.create(new, WriterConfig::standard())
     });
     // Tools: the built-ins, writing only inside the working directory.
-    let tools_config = codecoder_tools::ToolsConfig::standard(&cwd, vec![cwd.clone()]);
+    let mut tools_config = codecoder_tools::ToolsConfig::standard(&cwd, vec![cwd.clone()]);
+    // Output over the cap is kept whole, as a blob beside the session logs.
+    tools_config.spill_dir = Some(store.blobs().dir().join("spill"));
+    tools_config.blobs = Some(store.blobs());
     let mut registry = ToolRegistry::new();
     for tool in codecoder_tools::builtin_tools(tools_config) {
         registry.register(tool)?;

@@ -53,6 +53,34 @@ impl BlobStore {
         Ok(sha)
     }
 
+    /// Moves the file at `path` into the store (hashing it as a stream, so its size does not
+    /// matter) and returns its SHA-256 and size. The file must be on the store's file system;
+    /// when the blob already exists the file is removed instead.
+    pub fn adopt(&self, path: &Path) -> Result<(String, u64)> {
+        let mut file = fs_err::File::open(path)?;
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut size = 0u64;
+        loop {
+            let n = std::io::Read::read(&mut file, &mut buf)?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            size += n as u64;
+        }
+        drop(file);
+        let sha = hex(&hasher.finalize());
+        let target = self.path_of(&sha);
+        if target.exists() {
+            fs_err::remove_file(path)?;
+            return Ok((sha, size));
+        }
+        fs_err::create_dir_all(target.parent().unwrap_or(&self.dir))?;
+        fs_err::rename(path, &target)?;
+        Ok((sha, size))
+    }
+
     /// The bytes of a blob.
     pub fn get(&self, sha256: &str) -> Result<Vec<u8>> {
         Ok(fs_err::read(self.path_of(sha256))?)

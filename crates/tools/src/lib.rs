@@ -68,6 +68,9 @@ pub struct ToolsConfig {
     /// `output_limit` (the result names the file). `None` (the default): not saved. The
     /// product points it at a per-session directory it cleans up.
     pub spill_dir: Option<PathBuf>,
+    /// When set, a spill file is moved into this content-addressed blob store once the command
+    /// ends, and the note names its SHA-256 (the session log's blobs live there too).
+    pub blobs: Option<codecoder_session::BlobStore>,
     /// The most bytes saved to one spill file. Default 256 MiB.
     pub spill_limit: u64,
     /// Background jobs running at once. Default 16.
@@ -99,6 +102,7 @@ impl ToolsConfig {
             kill_grace: Duration::from_secs(2),
             output_limit: 32 * 1024,
             spill_dir: None,
+            blobs: None,
             spill_limit: 256 * 1024 * 1024,
             max_jobs: 16,
             read_line_limit: 2000,

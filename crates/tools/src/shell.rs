@@ -157,6 +157,7 @@ impl Builtin for RunCommand {
 /// all of it), and stops growing at `spill_limit`.
 struct Spill {
     dir: Option<PathBuf>,
+    blobs: Option<codecoder_session::BlobStore>,
     limit: u64,
     file: Option<(std::io::BufWriter<std::fs::File>, PathBuf)>,
     written: u64,
@@ -167,6 +168,7 @@ impl Spill {
     fn new(config: &ToolsConfig) -> Self {
         Self {
             dir: config.spill_dir.clone(),
+            blobs: config.blobs.clone(),
             limit: config.spill_limit,
             file: None,
             written: 0,
@@ -236,6 +238,17 @@ impl Spill {
         } else {
             String::new()
         };
+        drop(writer);
+        if let Some(blobs) = &self.blobs {
+            return Some(match blobs.adopt(&path) {
+                Ok((sha, size)) => format!(
+                    "The full output ({size} bytes{cut}) is stored as blob sha256:{sha} in `{}`: \
+                     use read_file with an offset, or grep, to see the elided part.",
+                    blobs.path_of(&sha).display()
+                ),
+                Err(err) => format!("(the full output could not be stored: {err})"),
+            });
+        }
         Some(format!(
             "The full output is in `{}`{cut}: use read_file with an offset, or grep, to see \
              the elided part.",

@@ -264,3 +264,23 @@ fn the_full_output_is_spilled_to_a_file_when_asked() {
     assert!(!out.contains("full output"), "{out}");
     assert_eq!(fs_err::read_dir(spill.path()).unwrap().count(), 1);
 }
+
+#[test]
+fn the_full_output_becomes_a_content_addressed_blob_when_a_store_is_given() {
+    let home = tempfile::tempdir().unwrap();
+    let blobs = codecoder_session::BlobStore::new(home.path().join("blobs"));
+    let store = blobs.clone();
+    let fixture = Fixture::with(move |config| {
+        config.output_limit = 1000;
+        config.spill_dir = Some(store.dir().join("spill"));
+        config.blobs = Some(store.clone());
+    });
+    let out = fixture.ok("run_command", json!({ "command": "seq 1 100000" }));
+    assert!(out.contains("elided"), "{out}");
+    let sha = out.split("blob sha256:").nth(1).unwrap().split_whitespace().next().unwrap();
+    let expected: String = (1..=100_000).map(|n| format!("{n}\n")).collect();
+    assert_eq!(blobs.get(sha).unwrap(), expected.as_bytes());
+    assert!(out.contains(&format!("({} bytes)", expected.len())), "{out}");
+    // The spill file itself was moved, not copied.
+    assert_eq!(fs_err::read_dir(home.path().join("blobs/spill")).unwrap().count(), 0);
+}
