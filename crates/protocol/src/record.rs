@@ -21,7 +21,7 @@ use crate::usage::Usage;
 pub const FORMAT_VERSION: u32 = 1;
 
 /// One line of a session log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Record {
     /// Position in the log: from 1, strictly increasing.
     pub seq: u64,
@@ -251,4 +251,122 @@ pub struct ParentLink {
     pub session_id: SessionId,
     /// The `agent` call that started the subagent.
     pub tool_call_id: ToolCallId,
+}
+
+/// `Record` is read in one pass: `seq` and `ts` are taken out of the map as they go by, and the
+/// other entries stream straight into `RecordBody`'s own (internally tagged) deserializer. The
+/// derived form (`#[serde(flatten)]`) buffered every field twice; this buffers once. Keys may
+/// come in any order.
+impl<'de> Deserialize<'de> for Record {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(RecordVisitor)
+    }
+}
+
+struct RecordVisitor;
+
+impl<'de> serde::de::Visitor<'de> for RecordVisitor {
+    type Value = Record;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a session-log record (an object with seq, ts and type)")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Record, A::Error> {
+        let mut header = HeaderTaker { map, seq: None, ts: None, pending: None };
+        let body =
+            RecordBody::deserialize(serde::de::value::MapAccessDeserializer::new(&mut header))?;
+        // The body may stop reading before the end (it has all it needs); drain the rest so
+        // a trailing `seq`/`ts` is still seen.
+        while serde::de::MapAccess::next_key::<serde::de::IgnoredAny>(&mut header)?.is_some() {
+            serde::de::MapAccess::next_value::<serde::de::IgnoredAny>(&mut header)?;
+        }
+        let seq = header.seq.ok_or_else(|| serde::de::Error::missing_field("seq"))?;
+        let ts = header.ts.ok_or_else(|| serde::de::Error::missing_field("ts"))?;
+        Ok(Record { seq, ts, body })
+    }
+}
+
+/// A map access that hands every entry to the body except `seq` and `ts`, which it keeps.
+struct HeaderTaker<A> {
+    map: A,
+    seq: Option<u64>,
+    ts: Option<u64>,
+    /// A key read from the map and not yet handed on.
+    pending: Option<String>,
+}
+
+impl<'de, A: serde::de::MapAccess<'de>> serde::de::MapAccess<'de> for HeaderTaker<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        loop {
+            let Some(key) = self.map.next_key::<KeyName<'de>>()? else { return Ok(None) };
+            match key {
+                KeyName::Seq => self.seq = Some(self.map.next_value()?),
+                KeyName::Ts => self.ts = Some(self.map.next_value()?),
+                KeyName::Borrowed(name) => {
+                    return seed
+                        .deserialize(serde::de::value::BorrowedStrDeserializer::new(name))
+                        .map(Some);
+                }
+                KeyName::Owned(name) => {
+                    self.pending = Some(name);
+                    let name = self.pending.as_deref().unwrap_or_default();
+                    return seed
+                        .deserialize(serde::de::value::StrDeserializer::new(name))
+                        .map(Some);
+                }
+            }
+        }
+    }
+
+    fn next_value_seed<V: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, A::Error> {
+        self.pending = None;
+        self.map.next_value_seed(seed)
+    }
+}
+
+/// A map key, borrowed from the input when it can be.
+enum KeyName<'de> {
+    Seq,
+    Ts,
+    Borrowed(&'de str),
+    Owned(String),
+}
+
+impl<'de> Deserialize<'de> for KeyName<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> serde::de::Visitor<'de> for KeyVisitor {
+            type Value = KeyName<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(
+                self,
+                v: &'de str,
+            ) -> Result<Self::Value, E> {
+                Ok(match v {
+                    "seq" => KeyName::Seq,
+                    "ts" => KeyName::Ts,
+                    other => KeyName::Borrowed(other),
+                })
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(match v {
+                    "seq" => KeyName::Seq,
+                    "ts" => KeyName::Ts,
+                    other => KeyName::Owned(other.to_owned()),
+                })
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
 }

@@ -107,3 +107,32 @@ fn session_record_schema_is_up_to_date() {
         path.display()
     );
 }
+
+#[test]
+fn records_parse_whatever_the_key_order_and_need_seq_and_ts() {
+    let expected = Record {
+        seq: 7,
+        ts: 8,
+        body: RecordBody::StepStart { turn: TurnId::new(1), step: StepId::new(2) },
+    };
+    for line in [
+        r#"{"seq":7,"ts":8,"type":"step_start","turn":1,"step":2}"#,
+        r#"{"type":"step_start","turn":1,"step":2,"seq":7,"ts":8}"#,
+        r#"{"turn":1,"seq":7,"type":"step_start","ts":8,"step":2}"#,
+        r#"{"seq":7,"ts":8,"type":"step_start","turn":1,"step":2,"extra":{"a":[1,2]}}"#,
+        r#"{"se\u0071":7,"ts":8,"typ\u0065":"step_start","turn":1,"step":2}"#,
+    ] {
+        let record: Record =
+            serde_json::from_str(line).unwrap_or_else(|err| panic!("{line}: {err}"));
+        assert_eq!(record, expected, "{line}");
+    }
+    for bad in [
+        r#"{"ts":8,"type":"step_start","turn":1,"step":2}"#,
+        r#"{"seq":7,"type":"step_start","turn":1,"step":2}"#,
+        r#"{"seq":7,"ts":8,"turn":1,"step":2}"#,
+        r#"{"seq":"7","ts":8,"type":"step_start","turn":1,"step":2}"#,
+        r#"[7, 8]"#,
+    ] {
+        assert!(serde_json::from_str::<Record>(bad).is_err(), "{bad}");
+    }
+}
