@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
+use base64::Engine as _;
 use codecoder_kernel::{
     AgentConfig, AgentDeps, AllowAll, ModelClient, ModelError, ModelRequest, ResponseEvent,
     ResponseStream, ToolRegistry, spawn_agent_on,
@@ -225,7 +226,6 @@ pub(crate) fn run(
         .min(window / 2);
     let mut context_config =
         codecoder_context::ContextConfig::standard(window, max_output, Some(home.clone()));
-    context_config.base_instructions = crate::prompt::base_instructions();
     if let Some(names) = &config.project_doc_fallback_filenames {
         context_config.agents_md.fallback_names.clone_from(names);
     }
@@ -445,24 +445,10 @@ fn read_image(path: &Path) -> anyhow::Result<Image> {
         Some([b'R', b'I', b'F', b'F', ..]) => "image/webp",
         _ => return Err(usage(format!("{}: not a PNG, JPEG, GIF or WebP image", path.display()))),
     };
-    Ok(Image { media_type: media_type.to_owned(), data_base64: base64_encode(&bytes) })
-}
-
-fn base64_encode(bytes: &[u8]) -> String {
-    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(TABLE[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    Ok(Image {
+        media_type: media_type.to_owned(),
+        data_base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
+    })
 }
 
 /// A provider from its preset and/or `[model_providers.<id>]`.

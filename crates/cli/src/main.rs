@@ -8,7 +8,6 @@
 mod cli;
 mod config_cmd;
 mod exec;
-mod prompt;
 mod render;
 mod sessions;
 

@@ -5,9 +5,8 @@
 //! `.` to `-` (`anthropic/claude-sonnet-4.5` → `claude-sonnet-4-5`), so dated snapshots
 //! (`gpt-5-2025-08-07`) find their family. An unknown model gets conservative limits and
 //! `known: false`, so the caller can warn once. Prices are USD per million tokens, as published
-//! by the providers; config can override any entry.
-
-use std::sync::OnceLock;
+//! by the providers; config can override any entry. Token counting lives in the `context`
+//! crate (`count_tokens`), with one lazily loaded tokenizer for the whole process.
 
 /// What codecoder needs to know about a model.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,15 +96,5 @@ impl ModelInfo {
                 + per_token(self.cached_input_price?, usage.cached_input_tokens)
                 + per_token(self.output_price?, usage.output_tokens),
         )
-    }
-}
-
-/// Estimated tokens of `text` (o200k_base), for providers that report no usage. The tokenizer
-/// is loaded on first use; should it fail to load, four bytes a token.
-pub fn estimate_tokens(text: &str) -> u64 {
-    static BPE: OnceLock<Option<tiktoken_rs::CoreBPE>> = OnceLock::new();
-    match BPE.get_or_init(|| tiktoken_rs::o200k_base().ok()) {
-        Some(bpe) => bpe.encode_ordinary(text).len() as u64,
-        None => (text.len() as u64).div_ceil(4),
     }
 }

@@ -24,12 +24,11 @@ use codecoder_protocol::Usage;
 use codecoder_stdx::spawn_named;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use crate::catalog::estimate_tokens;
 use crate::config::{ProviderConfig, WireApi};
 use crate::error::{Error, scrub};
 use crate::sse::SseDecoder;
-use crate::wire::StreamParser;
 use crate::{anthropic, chat, responses};
+use codecoder_context::count_tokens as estimate_tokens;
 
 /// Events buffered between the HTTP thread and the kernel.
 const STREAM_CAPACITY: usize = 1024;
@@ -138,14 +137,6 @@ pub(crate) fn request_body(config: &ProviderConfig, request: &ModelRequest) -> s
         WireApi::Responses => responses::request_body(request),
         WireApi::Chat => chat::request_body(request, config.send_reasoning_content),
         WireApi::Anthropic => anthropic::request_body(request),
-    }
-}
-
-fn parser(api: WireApi) -> Box<dyn StreamParser> {
-    match api {
-        WireApi::Responses => Box::new(responses::Parser::new()),
-        WireApi::Chat => Box::new(chat::Parser::new()),
-        WireApi::Anthropic => Box::new(anthropic::Parser::new()),
     }
 }
 
@@ -317,7 +308,7 @@ impl Job {
                 }
             })
         };
-        let mut parser = parser(self.config.wire_api);
+        let mut parser = crate::wire::parser(self.config.wire_api);
         let mut decoder = SseDecoder::new();
         let mut emitter = Emitter {
             tx,

@@ -16,7 +16,7 @@ mod responses;
 mod sse;
 mod wire;
 
-pub use catalog::{ModelInfo, UNKNOWN_MODEL, estimate_tokens, model_info};
+pub use catalog::{ModelInfo, UNKNOWN_MODEL, model_info};
 pub use client::HttpModelClient;
 pub use config::{
     DEFAULT_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, PRESET_IDS, ProviderConfig, WireApi,
@@ -30,11 +30,7 @@ mod tests;
 /// produced. For the benchmark only: it measures parsing without the network.
 #[doc(hidden)]
 pub fn parse_sse_body(api: WireApi, body: &[u8], chunk: usize) -> Result<usize, Error> {
-    let mut parser: Box<dyn wire::StreamParser> = match api {
-        WireApi::Responses => Box::new(responses::Parser::new()),
-        WireApi::Chat => Box::new(chat::Parser::new()),
-        WireApi::Anthropic => Box::new(anthropic::Parser::new()),
-    };
+    let mut parser = wire::parser(api);
     let mut decoder = sse::SseDecoder::new();
     let mut events = 0;
     for piece in body.chunks(chunk.max(1)) {

@@ -12,20 +12,11 @@ use serde_json::json;
 use crate::config::{ProviderConfig, WireApi};
 use crate::error::Error;
 use crate::sse::SseDecoder;
-use crate::wire::StreamParser;
 use crate::{anthropic, chat, client, responses};
-
-fn parser(api: WireApi) -> Box<dyn StreamParser> {
-    match api {
-        WireApi::Responses => Box::new(responses::Parser::new()),
-        WireApi::Chat => Box::new(chat::Parser::new()),
-        WireApi::Anthropic => Box::new(anthropic::Parser::new()),
-    }
-}
 
 /// Runs `sse` through a decoder and a parser in chunks of `chunk` bytes, as the client does.
 fn run(api: WireApi, sse: &str, chunk: usize) -> Result<Vec<ResponseEvent>, Error> {
-    let mut parser = parser(api);
+    let mut parser = crate::wire::parser(api);
     let mut decoder = SseDecoder::new();
     let mut out = Vec::new();
     let mut complete = false;
@@ -448,8 +439,8 @@ fn catalog_lookup_by_prefix() {
 
 #[test]
 fn token_estimates() {
-    assert_eq!(crate::estimate_tokens(""), 0);
-    let n = crate::estimate_tokens("The quick brown fox jumps over the lazy dog.");
+    assert_eq!(codecoder_context::count_tokens(""), 0);
+    let n = codecoder_context::count_tokens("The quick brown fox jumps over the lazy dog.");
     assert!((8..=12).contains(&n), "{n}");
 }
 

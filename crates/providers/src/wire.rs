@@ -4,8 +4,10 @@
 use codecoder_kernel::ResponseEvent;
 use codecoder_protocol::{BlobRef, ContentItem, Image};
 
+use crate::config::WireApi;
 use crate::error::Error;
 use crate::sse::SseEvent;
+use crate::{anthropic, chat, responses};
 
 /// Turns one API's SSE events into neutral `ResponseEvent`s.
 pub(crate) trait StreamParser: Send {
@@ -19,6 +21,15 @@ pub(crate) trait StreamParser: Send {
     /// The byte stream ended without a terminal event. `Ok(())` when this API allows that (the
     /// parser then emits what completes the response), else the error for a broken stream.
     fn on_eof(&mut self, out: &mut dyn FnMut(ResponseEvent)) -> Result<(), Error>;
+}
+
+/// A fresh parser for `api`'s stream.
+pub(crate) fn parser(api: WireApi) -> Box<dyn StreamParser> {
+    match api {
+        WireApi::Responses => Box::new(responses::Parser::new()),
+        WireApi::Chat => Box::new(chat::Parser::new()),
+        WireApi::Anthropic => Box::new(anthropic::Parser::new()),
+    }
 }
 
 /// The text of a tool result or user content, as one string for APIs that take strings.
