@@ -68,7 +68,7 @@ pub(crate) fn run(
     let cwd = cwd(global)?;
     let loaded = load_config(global, &home, &cwd)?;
     for notice in &loaded.notices {
-        eprintln_note(&format!("note: {notice}"));
+        eprintln!("note: {notice}");
     }
     let config = &loaded.config;
     let options: &ExecOptions = &args.options;
@@ -135,10 +135,10 @@ pub(crate) fn run(
     };
     let info = codecoder_providers::model_info(&model);
     if !info.known && !config.models.contains_key(&model) {
-        eprintln_note(&format!(
+        eprintln!(
             "note: model `{model}` is not in the catalog; assuming a {}-token context (set [models.\"{model}\"] in config.toml)",
             info.context_window
-        ));
+        );
     }
 
     let store = SessionStore::new(&home);
@@ -344,7 +344,7 @@ pub(crate) fn run(
             }
             if let Some(path) = &options.output_last_message {
                 if final_message.is_empty() {
-                    eprintln_note(
+                    eprintln!(
                         "warning: the turn ended without a final message; writing an empty file",
                     );
                 }
@@ -355,18 +355,18 @@ pub(crate) fn run(
         }
         Some(TurnOutcome::Cancelled | TurnOutcome::Interrupted) => ExitCode::from(EXIT_INTERRUPTED),
         Some(TurnOutcome::Failed { message }) => {
-            eprintln_note(&format!("codecoder: the turn failed: {message}"));
+            eprintln!("codecoder: the turn failed: {message}");
             ExitCode::FAILURE
         }
         None => {
-            eprintln_note("codecoder: the agent stopped before the turn ended");
+            eprintln!("codecoder: the agent stopped before the turn ended");
             ExitCode::FAILURE
         }
     };
     if let Some(path) = session_path
         && !options.json
     {
-        eprintln_note(&format!("session log: {}", path.display()));
+        eprintln!("session log: {}", path.display());
     }
     Ok(code)
 }
@@ -394,11 +394,6 @@ fn git_status(cwd: &Path) -> Option<String> {
         }
         _ => None,
     }
-}
-
-#[allow(clippy::print_stderr)]
-fn eprintln_note(text: &str) {
-    eprintln!("{text}");
 }
 
 /// The prompt: the argument, stdin (`-` or absent), or both (stdin appended as a block).

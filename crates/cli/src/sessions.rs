@@ -337,11 +337,6 @@ fn fork(store: &SessionStore, args: &ForkArgs, out: &mut dyn Write) -> anyhow::R
     writeln!(out, "{}", writer.session_id())?;
     drop(writer);
     Index::open(store)?.refresh(store)?;
-    eprintln_path(&path);
-    Ok(ExitCode::SUCCESS)
-}
-
-#[allow(clippy::print_stderr)]
-fn eprintln_path(path: &str) {
     eprintln!("forked into {path}");
+    Ok(ExitCode::SUCCESS)
 }
