@@ -211,51 +211,103 @@ fn parent_cancel_reaches_the_child_and_its_processes() {
     assert_eq!(outcome_of(child), Some(TurnOutcome::Cancelled));
 }
 
-fn two_slow_children(max_parallel: usize) -> Duration {
+/// A read-only tool that counts how many of its calls run at once. Each call waits until
+/// `expected` calls are running (or `wait` passes), so two children that really run in
+/// parallel are seen together whatever the machine's load, and serial ones never are.
+struct Rendezvous {
+    running: std::sync::atomic::AtomicUsize,
+    peak: std::sync::atomic::AtomicUsize,
+    /// Set once `expected` calls were inside together: everyone may leave.
+    met: std::sync::atomic::AtomicBool,
+    expected: usize,
+    wait: Duration,
+}
+
+impl Tool for Rendezvous {
+    fn name(&self) -> &str {
+        "rendezvous"
+    }
+    fn description(&self) -> &str {
+        "Waits for the other callers."
+    }
+    fn schema(&self) -> serde_json::Value {
+        json!({ "type": "object", "properties": {} })
+    }
+    fn kind(&self) -> codecoder_kernel::ToolKind {
+        codecoder_kernel::ToolKind::ReadOnly
+    }
+    fn execute(
+        &self,
+        _ctx: &codecoder_kernel::ToolContext,
+        _args: serde_json::Value,
+    ) -> Result<codecoder_kernel::ToolOutput, codecoder_protocol::ToolError> {
+        use std::sync::atomic::Ordering;
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(now, Ordering::SeqCst);
+        if now >= self.expected {
+            self.met.store(true, Ordering::SeqCst);
+        }
+        let deadline = Instant::now() + self.wait;
+        while !self.met.load(Ordering::SeqCst) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        Ok(codecoder_kernel::ToolOutput::text("met"))
+    }
+}
+
+/// Two children from one response, each calling `rendezvous`; returns the peak number of
+/// children inside the tool at once.
+fn two_children(max_parallel: usize, wait: Duration) -> usize {
     let model = ScriptedModel::new(|request| {
         let first = request.history.len() == 1;
         let who = first_user_text(request);
         match who.as_str() {
             "root" if first => Response::Events(calls(&[
-                ("a1", "agent", json!({ "task": "slow one" })),
-                ("a2", "agent", json!({ "task": "slow two" })),
+                ("a1", "agent", json!({ "task": "child one" })),
+                ("a2", "agent", json!({ "task": "child two" })),
             ])),
-            "slow one" | "slow two" if first => {
-                Response::Events(calls(&[("e1", "echo", json!({ "text": "z", "sleep_ms": 500 }))]))
+            "child one" | "child two" if first => {
+                Response::Events(calls(&[("r1", "rendezvous", json!({}))]))
             }
-            "slow one" | "slow two" => Response::Events(answer(&format!("{who} done"))),
+            "child one" | "child two" => Response::Events(answer(&format!("{who} done"))),
             _ => Response::Events(answer("root done")),
         }
+    });
+    let probe = Arc::new(Rendezvous {
+        running: std::sync::atomic::AtomicUsize::new(0),
+        peak: std::sync::atomic::AtomicUsize::new(0),
+        met: std::sync::atomic::AtomicBool::new(false),
+        expected: 2,
+        wait,
     });
     let mut config = config();
     config.subagents.max_parallel = max_parallel;
     let harness = Harness::with(
         model,
-        vec![agent_tool(), Arc::new(EchoTool)],
+        vec![agent_tool(), Arc::clone(&probe) as Arc<dyn Tool>],
         Arc::new(AllowAll),
         config,
         |_| {},
     );
-    let started = Instant::now();
     harness.submit("root");
     harness.turn();
-    let elapsed = started.elapsed();
     let logs = harness.shutdown();
-    assert_eq!(result_texts(&logs.root), ["a1 slow one done", "a2 slow two done"]);
+    assert_eq!(result_texts(&logs.root), ["a1 child one done", "a2 child two done"]);
     assert_eq!(logs.children.len(), 2);
-    elapsed
+    probe.peak.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 #[test]
 fn children_of_one_response_run_in_parallel() {
-    let elapsed = two_slow_children(4);
-    assert!(elapsed < Duration::from_millis(950), "took {elapsed:?}; serial is over 1 s");
+    // Each child waits (up to 15 s) for the other inside the tool: only parallel children meet.
+    assert_eq!(two_children(4, Duration::from_secs(15)), 2);
 }
 
 #[test]
 fn children_in_parallel_are_bounded() {
-    let elapsed = two_slow_children(1);
-    assert!(elapsed >= Duration::from_millis(1000), "took {elapsed:?}; one slot means serial");
+    // One slot: the second child starts only after the first is done, so they never meet.
+    assert_eq!(two_children(1, Duration::from_millis(200)), 1);
 }
 
 #[test]
