@@ -72,6 +72,9 @@ pub struct CommandSpec {
     pub cwd: Option<PathBuf>,
     /// Variables set on top of the inherited environment.
     pub env: Vec<(OsString, OsString)>,
+    /// Bytes written to the child's stdin (by a thread of its own), which is then closed.
+    /// `None`: stdin is `/dev/null`.
+    pub stdin: Option<Vec<u8>>,
 }
 
 impl CommandSpec {
@@ -86,6 +89,7 @@ impl CommandSpec {
             args: args.into_iter().map(Into::into).collect(),
             cwd: None,
             env: Vec::new(),
+            stdin: None,
         }
     }
 }
@@ -162,7 +166,8 @@ pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
     }
     #[allow(clippy::disallowed_methods)] // This crate is the one place allowed to spawn processes.
     let mut command = std::process::Command::new(&spec.program);
-    command.args(&spec.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let stdin = if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() };
+    command.args(&spec.args).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }
@@ -178,6 +183,7 @@ pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
     live_groups::insert(pid);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
+    let stdin = child.stdin.take().zip(spec.stdin.clone());
 
     // From here on the group exists: build a `Child` at once so that any early return below
     // still terminates it on drop.
@@ -205,6 +211,14 @@ pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
             handle.signal(Signal::SIGKILL);
             return Err(Error::Thread(err));
         }
+    }
+    if let Some((mut pipe, bytes)) = stdin {
+        // A child that exits without reading gives EPIPE here; that is its business.
+        let writer = spawn_named(format!("sandbox-stdin-{pid}"), move || {
+            let _ = std::io::Write::write_all(&mut pipe, &bytes);
+        })
+        .map_err(Error::Thread)?;
+        handle.readers.push(writer);
     }
     if let Some(stdout) = stdout {
         handle.readers.push(spawn_reader(pid, Stream::Stdout, stdout, output_tx.clone())?);

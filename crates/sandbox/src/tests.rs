@@ -97,3 +97,29 @@ fn missing_program_is_an_error() {
     let err = spawn(&spec, &SpawnConfig::standard()).unwrap_err();
     assert!(err.to_string().contains("could not start"), "{err}");
 }
+
+#[test]
+fn stdin_bytes_reach_the_child_and_are_closed() {
+    let mut spec = CommandSpec::new("sh", ["-c", "wc -c; cat >/dev/null; echo done"]);
+    // More than a pipe buffer, so the writer thread must keep up with the reader.
+    spec.stdin = Some(vec![b'x'; 200_000]);
+    let mut child = spawn(&spec, &SpawnConfig::standard()).unwrap();
+    let (_keep, cancel) = no_cancel();
+    let mut stdout = Vec::new();
+    let outcome = child.wait(&cancel, &mut |chunk| stdout.extend_from_slice(&chunk.bytes)).unwrap();
+    assert!(matches!(outcome, Outcome::Exited(status) if status.success()));
+    assert_eq!(
+        String::from_utf8(stdout).unwrap().split_whitespace().collect::<Vec<_>>(),
+        ["200000", "done"]
+    );
+}
+
+#[test]
+fn a_child_that_ignores_its_stdin_does_not_hang_the_writer() {
+    let mut spec = CommandSpec::new("true", Vec::<String>::new());
+    spec.stdin = Some(vec![b'x'; 1 << 20]);
+    let mut child = spawn(&spec, &SpawnConfig::standard()).unwrap();
+    let (_keep, cancel) = no_cancel();
+    let outcome = child.wait(&cancel, &mut |_| {}).unwrap();
+    assert!(matches!(outcome, Outcome::Exited(status) if status.success()));
+}

@@ -292,6 +292,7 @@ fn command_spec(config: &ToolsConfig, args: &Args) -> Result<CommandSpec, ToolEr
         args: shell_args,
         cwd: Some(cwd),
         env,
+        stdin: None,
     })
 }
 
