@@ -10,6 +10,7 @@ mod config_cmd;
 mod exec;
 mod render;
 mod sessions;
+mod stack;
 
 use std::io::{self, Write};
 use std::process::ExitCode;

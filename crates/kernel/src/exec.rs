@@ -196,6 +196,7 @@ impl AgentLoop {
             call: call.clone(),
             summary: tool.summary(&call.args),
             permission_keys: keys.to_vec(),
+            reason: None,
             reply,
         }));
         self.emit(AgentEventKind::Status(AgentStatus::WaitingForUser));

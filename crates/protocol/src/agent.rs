@@ -335,6 +335,10 @@ pub struct ApprovalRequest {
     pub summary: String,
     /// The keys a session grant would cover (`shell:git status`, `edit:src/**`).
     pub permission_keys: Vec<String>,
+    /// Why the person is asked: the rule, hook or default behind the question
+    /// (`ask — project rule ask \`run_command(git push*)\``), or the sandbox denial an
+    /// escalation would retry past. `None` when nothing more specific than "the policy asks".
+    pub reason: Option<String>,
     /// Where to send the decision.
     #[serde(skip)]
     pub reply: Reply<ApprovalDecision>,
