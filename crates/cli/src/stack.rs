@@ -223,6 +223,7 @@ pub(crate) fn build(global: &GlobalArgs, request: &StackRequest) -> anyhow::Resu
         prompt: builder,
         tools: registry,
         approval: Arc::new(AllowAll),
+        hooks: Arc::new(codecoder_kernel::NoHooks),
         sessions,
         interceptors: vec![Arc::new(guard)],
     };

@@ -18,6 +18,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use crate::approval::ApprovalPolicy;
 use crate::error::Result;
+use crate::hooks::Hooks;
 use crate::model::ModelClient;
 use crate::prompt::PromptBuilder;
 use crate::tool::ToolRegistry;
@@ -172,6 +173,8 @@ pub struct AgentDeps {
     pub tools: Arc<ToolRegistry>,
     /// Decides approvals.
     pub approval: Arc<dyn ApprovalPolicy>,
+    /// Lifecycle hooks (`NoHooks` for none).
+    pub hooks: Arc<dyn Hooks>,
     /// Makes session logs (the root's and the subagents').
     pub sessions: Arc<dyn SessionFactory>,
     /// Pre-step interceptors, run in order.

@@ -1,11 +1,14 @@
 //! The approval seam: an `ApprovalPolicy` decides Allow, Deny or Ask for each call before it
 //! runs (the rules, modes and hooks of the `policy` crate sit behind it).
 //!
-//! Invariant: deny wins. The loop asks the policy first; only when it says `Ask` are the
-//! session's grants consulted, and only then is the person asked.
+//! Invariant: deny wins. The loop runs the PreToolUse hooks, then asks the policy (telling it
+//! the hooks' verdict and whether a session grant covers the call); only when the policy says
+//! `Ask` do the session's grants apply, then the PermissionRequest hooks, and only then is the
+//! person asked.
 
 use codecoder_protocol::ToolCall;
 
+use crate::hooks::HookVerdict;
 use crate::tool::ToolKind;
 
 /// What the policy is asked about.
@@ -19,6 +22,10 @@ pub struct ApprovalQuery<'a> {
     pub permission_keys: &'a [String],
     /// 0 for the root agent, 1 for its subagents, …
     pub depth: u32,
+    /// What the PreToolUse hooks decided, if they decided.
+    pub hook: Option<&'a HookVerdict>,
+    /// Whether the session's grants ("allow for this session" answers) cover every key.
+    pub granted: bool,
 }
 
 /// The policy's answer.
@@ -35,10 +42,31 @@ pub enum PolicyDecision {
     Ask,
 }
 
+/// A decision with what made it, for the log and the person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyAnswer {
+    /// The decision.
+    pub decision: PolicyDecision,
+    /// Who decided, as logged in the approval record: `rule`, `mode`, `hook`, `session-grant`,
+    /// `policy`.
+    pub decided_by: String,
+    /// The rule or default behind it, in one line (shown with an approval request).
+    pub explanation: Option<String>,
+}
+
 /// Decides whether calls may run.
 pub trait ApprovalPolicy: Send + Sync {
     /// The decision for one call.
     fn decide(&self, query: &ApprovalQuery<'_>) -> PolicyDecision;
+
+    /// The decision with what made it. Default: `decide`, made by "policy".
+    fn explain(&self, query: &ApprovalQuery<'_>) -> PolicyAnswer {
+        PolicyAnswer {
+            decision: self.decide(query),
+            decided_by: "policy".to_owned(),
+            explanation: None,
+        }
+    }
 }
 
 /// Allows everything (tests, "full auto" modes).

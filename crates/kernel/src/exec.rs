@@ -28,6 +28,7 @@ use crossbeam_channel::select;
 
 use crate::approval::{ApprovalQuery, PolicyDecision};
 use crate::cancel::CancelToken;
+use crate::hooks::HookScope;
 use crate::schema;
 use crate::tool::{Tool, ToolContext, ToolOutput};
 use crate::turn::{AgentLoop, Stop};
@@ -41,11 +42,15 @@ struct Finished {
 }
 
 enum Prepared {
-    Run(Arc<dyn Tool>),
+    /// Run it; the strings are PreToolUse hook context for the model, added to its result.
+    Run(Arc<dyn Tool>, Vec<String>),
     Refused(ToolError),
 }
 
 type WorkerDone = (usize, Result<ToolOutput, ToolError>);
+
+/// A call cleared to run: its index, its tool, and hook context for its result.
+type Runnable = (usize, Arc<dyn Tool>, Vec<String>);
 
 impl AgentLoop {
     /// Runs the calls of one response and logs their results in order.
@@ -53,7 +58,7 @@ impl AgentLoop {
         &mut self,
         turn: TurnId,
         step: StepId,
-        calls: Vec<ToolCall>,
+        mut calls: Vec<ToolCall>,
     ) -> Result<(), Stop> {
         self.emit(AgentEventKind::Status(AgentStatus::RunningTools));
         let mut done: Vec<Option<Finished>> = calls.iter().map(|_| None).collect();
@@ -70,8 +75,8 @@ impl AgentLoop {
             }
             let mut runnable = Vec::new();
             for index in start..end {
-                match self.prepare(turn, step, &calls[index]) {
-                    Ok(Prepared::Run(tool)) => runnable.push((index, tool)),
+                match self.prepare(turn, step, &mut calls[index]) {
+                    Ok(Prepared::Run(tool, context)) => runnable.push((index, tool, context)),
                     Ok(Prepared::Refused(err)) => {
                         done[index] = Some(refused(&calls[index], err, self))
                     }
@@ -121,55 +126,113 @@ impl AgentLoop {
         self.env.deps.tools.get(&call.name).is_some_and(|tool| tool.runs_in_parallel())
     }
 
-    /// Looks the tool up, checks the arguments, and gets an approval decision (asking the
-    /// person when the policy says so). `Err` only when a command stops the turn meanwhile.
-    fn prepare(&mut self, turn: TurnId, step: StepId, call: &ToolCall) -> Result<Prepared, Stop> {
+    /// Looks the tool up, checks the arguments, runs the PreToolUse hooks (which may rewrite
+    /// them: `call.args` is then the rewritten arguments), and gets an approval decision (asking
+    /// the person when the policy says so). `Err` only when a command stops the turn meanwhile.
+    fn prepare(
+        &mut self,
+        turn: TurnId,
+        step: StepId,
+        call: &mut ToolCall,
+    ) -> Result<Prepared, Stop> {
         let Some(tool) = self.env.deps.tools.get(&call.name).cloned() else {
             return Ok(Prepared::Refused(ToolError::UnknownTool { name: call.name.clone() }));
         };
         if let Err(message) = schema::validate(&tool.schema(), &call.args) {
             return Ok(Prepared::Refused(ToolError::InvalidArguments { message }));
         }
+        let hooks = Arc::clone(&self.env.deps.hooks);
+        let scope = HookScope { depth: self.env.depth, agent_type: None };
+        let pre = hooks.pre_tool_use(scope, call);
+        for message in pre.messages {
+            self.emit(AgentEventKind::Warning { message });
+        }
+        let mut rewritten = None;
+        if let Some(args) = pre.updated_args {
+            if let Err(message) = schema::validate(&tool.schema(), &args) {
+                return Ok(Prepared::Refused(ToolError::InvalidArguments {
+                    message: format!("a PreToolUse hook rewrote the arguments: {message}"),
+                }));
+            }
+            call.args = args.clone();
+            rewritten = Some(args);
+        }
+        let context = pre.context;
         let keys = tool.permission_keys(&call.args);
+        let granted = !keys.is_empty() && keys.iter().all(|key| self.grants.contains(key));
         let query = ApprovalQuery {
             call,
             kind: tool.kind(),
             permission_keys: &keys,
             depth: self.env.depth,
+            hook: pre.verdict.as_ref(),
+            granted,
         };
-        match self.env.deps.approval.decide(&query) {
+        let answer = self.env.deps.approval.explain(&query);
+        let by = answer.decided_by.as_str();
+        match answer.decision {
             PolicyDecision::Allow => {
-                self.log_approval(call, &keys, ApprovalDecision::AllowOnce, "policy")?;
-                Ok(Prepared::Run(tool))
+                self.log_approval(call, &keys, ApprovalDecision::AllowOnce, by, rewritten)?;
+                Ok(Prepared::Run(tool, context))
             }
             PolicyDecision::Deny { reason } => {
-                self.log_approval(call, &keys, ApprovalDecision::Deny, "policy")?;
+                self.log_approval(call, &keys, ApprovalDecision::Deny, by, rewritten)?;
                 Ok(Prepared::Refused(ToolError::PermissionDenied { reason }))
             }
             PolicyDecision::Ask => {
-                if !keys.is_empty() && keys.iter().all(|key| self.grants.contains(key)) {
+                if granted {
                     self.log_approval(
                         call,
                         &keys,
                         ApprovalDecision::AllowForSession,
                         "session-grant",
+                        rewritten,
                     )?;
-                    return Ok(Prepared::Run(tool));
+                    return Ok(Prepared::Run(tool, context));
                 }
-                let decision = self.ask_approval(turn, step, call, tool.as_ref(), &keys)?;
-                self.log_approval(call, &keys, decision.clone(), "user")?;
+                let explanation = answer.explanation;
+                let (decision, decided_by) = match hooks.permission_request(
+                    scope,
+                    call,
+                    explanation.as_deref(),
+                ) {
+                    Some(hook_answer) => {
+                        if let Some(args) = hook_answer.updated_args {
+                            if let Err(message) = schema::validate(&tool.schema(), &args) {
+                                return Ok(Prepared::Refused(ToolError::InvalidArguments {
+                                    message: format!(
+                                        "a PermissionRequest hook rewrote the arguments: {message}"
+                                    ),
+                                }));
+                            }
+                            call.args = args.clone();
+                            rewritten = Some(args);
+                        }
+                        (hook_answer.decision, "hook")
+                    }
+                    None => {
+                        hooks.notification(
+                            &format!("codecoder needs your permission to use {}", call.name),
+                            "permission_prompt",
+                        );
+                        let decision =
+                            self.ask_approval(turn, step, call, tool.as_ref(), &keys, explanation)?;
+                        (decision, "user")
+                    }
+                };
+                self.log_approval(call, &keys, decision.clone(), decided_by, rewritten)?;
                 Ok(match decision {
-                    ApprovalDecision::AllowOnce => Prepared::Run(tool),
+                    ApprovalDecision::AllowOnce => Prepared::Run(tool, context),
                     ApprovalDecision::AllowForSession => {
                         self.grants.extend(keys);
-                        Prepared::Run(tool)
+                        Prepared::Run(tool, context)
                     }
                     ApprovalDecision::Deny => Prepared::Refused(ToolError::PermissionDenied {
-                        reason: "the user denied this call".to_owned(),
+                        reason: format!("the {decided_by} denied this call"),
                     }),
                     ApprovalDecision::DenyWithFeedback { feedback } => {
                         Prepared::Refused(ToolError::PermissionDenied {
-                            reason: format!("the user denied this call: {feedback}"),
+                            reason: format!("the {decided_by} denied this call: {feedback}"),
                         })
                     }
                     ApprovalDecision::Cancelled => Prepared::Refused(ToolError::Cancelled),
@@ -187,6 +250,7 @@ impl AgentLoop {
         call: &ToolCall,
         tool: &dyn Tool,
         keys: &[String],
+        reason: Option<String>,
     ) -> Result<ApprovalDecision, Stop> {
         let (reply, answer) = Reply::pair();
         self.emit(AgentEventKind::ApprovalRequest(ApprovalRequest {
@@ -196,7 +260,7 @@ impl AgentLoop {
             call: call.clone(),
             summary: tool.summary(&call.args),
             permission_keys: keys.to_vec(),
-            reason: None,
+            reason,
             reply,
         }));
         self.emit(AgentEventKind::Status(AgentStatus::WaitingForUser));
@@ -208,7 +272,7 @@ impl AgentLoop {
                         // The request is withdrawn: dropping `answer` makes the client's
                         // `Reply::send` return false.
                         drop(answer);
-                        self.log_approval(call, keys, ApprovalDecision::Cancelled, "cancel")?;
+                        self.log_approval(call, keys, ApprovalDecision::Cancelled, "cancel", None)?;
                         return Err(stop);
                     }
                 }
@@ -224,12 +288,14 @@ impl AgentLoop {
         keys: &[String],
         decision: ApprovalDecision,
         by: &str,
+        updated_args: Option<serde_json::Value>,
     ) -> Result<(), Stop> {
         self.append(RecordBody::Approval {
             call_id: call.id.clone(),
             permission_keys: keys.to_vec(),
             decision,
             decided_by: by.to_owned(),
+            updated_args,
         })?;
         Ok(())
     }
@@ -241,7 +307,7 @@ impl AgentLoop {
         turn: TurnId,
         step: StepId,
         calls: &[ToolCall],
-        runnable: Vec<(usize, Arc<dyn Tool>)>,
+        runnable: Vec<Runnable>,
         limit: usize,
         token: &CancelToken,
         done: &mut [Option<Finished>],
@@ -249,16 +315,17 @@ impl AgentLoop {
     ) -> Result<(), Stop> {
         // Each worker sends exactly one message, so this capacity never blocks a worker.
         let (done_tx, done_rx) = crossbeam_channel::bounded::<WorkerDone>(runnable.len().max(1));
-        let mut queue: VecDeque<(usize, Arc<dyn Tool>)> = runnable.into();
+        let mut queue: VecDeque<Runnable> = runnable.into();
         let mut running: HashSet<usize> = HashSet::new();
         loop {
             while running.len() < limit {
-                let Some((index, tool)) = queue.pop_front() else { break };
+                let Some((index, tool, context)) = queue.pop_front() else { break };
                 let call = &calls[index];
                 self.append(RecordBody::ToolStarted { call_id: call.id.clone() })?;
                 self.emit(AgentEventKind::ToolStarted { turn, step, call: call.clone() });
                 let ctx = ToolContext {
                     call_id: call.id.clone(),
+                    call: call.clone(),
                     turn,
                     step,
                     cancel: token.clone(),
@@ -266,15 +333,18 @@ impl AgentLoop {
                     events: self.env.events.clone(),
                     env: Arc::clone(&self.env),
                 };
-                let args = call.args.clone();
+                let worker_call = call.clone();
                 let done_tx = done_tx.clone();
                 let job = Box::new(move || {
+                    let call = worker_call;
+                    let args = call.args.clone();
                     let outcome = catch_unwind(AssertUnwindSafe(|| tool.execute(&ctx, args)));
                     let result = outcome.unwrap_or_else(|payload| {
                         Err(ToolError::Panicked {
                             message: codecoder_stdx::thread::panic_message(&*payload),
                         })
                     });
+                    let result = after_tool(&ctx, &call, result, context);
                     let _ = done_tx.send((index, result));
                 });
                 match self.pool.run(job) {
@@ -451,4 +521,59 @@ fn refused(call: &ToolCall, err: ToolError, agent: &AgentLoop) -> Finished {
     };
     let result = ToolResult::text(call.id.clone(), status, text);
     Finished { result, synthetic: Some(synthetic), event: Err(err) }
+}
+
+/// Runs the PostToolUse (or PostToolUseFailure) hooks on a worker's result and adds what they
+/// and the PreToolUse hooks said for the model to it. A cancelled call runs no hook.
+fn after_tool(
+    ctx: &ToolContext,
+    call: &ToolCall,
+    result: Result<ToolOutput, ToolError>,
+    pre_context: Vec<String>,
+) -> Result<ToolOutput, ToolError> {
+    if matches!(result, Err(ToolError::Cancelled)) {
+        return result;
+    }
+    let (text, failed) = match &result {
+        Ok(output) => (output_text(&output.content), output.is_error),
+        Err(err) => (err.to_string(), true),
+    };
+    let scope = HookScope { depth: ctx.env.depth, agent_type: None };
+    let post = ctx.env.deps.hooks.post_tool_use(scope, call, &text, failed);
+    for message in post.messages {
+        let kind = AgentEventKind::Warning { message };
+        let _ =
+            ctx.events.send(codecoder_protocol::AgentEvent { source: ctx.source.clone(), kind });
+    }
+    let notes: Vec<String> = pre_context
+        .into_iter()
+        .chain(post.context)
+        .map(|text| format!("<hook-context>\n{text}\n</hook-context>"))
+        .chain(post.feedback.map(|text| format!("<hook-feedback>\n{text}\n</hook-feedback>")))
+        .collect();
+    if notes.is_empty() {
+        return result;
+    }
+    let mut output = match result {
+        Ok(output) => output,
+        // The hooks have something to say about a failure: it becomes an error output, so
+        // their words reach the model with it.
+        Err(err) => ToolOutput::error(err.to_string()),
+    };
+    output.content.extend(notes.into_iter().map(|text| ContentItem::Text { text }));
+    Ok(output)
+}
+
+/// The text items of an output, joined.
+fn output_text(content: &[ContentItem]) -> String {
+    let mut text = String::new();
+    for item in content {
+        if let ContentItem::Text { text: part } = item {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(part);
+        }
+    }
+    text
 }

@@ -24,6 +24,7 @@ mod approval;
 mod cancel;
 mod error;
 mod exec;
+mod hooks;
 mod model;
 mod pool;
 mod prompt;
@@ -36,9 +37,13 @@ pub use agent::{
     AgentConfig, AgentDeps, AgentHandle, AgentType, SessionFactory, StepInfo, StepInterceptor,
     StepVerdict, SubagentConfig, spawn_agent, spawn_agent_on,
 };
-pub use approval::{AllowAll, ApprovalPolicy, ApprovalQuery, PolicyDecision};
+pub use approval::{AllowAll, ApprovalPolicy, ApprovalQuery, PolicyAnswer, PolicyDecision};
 pub use cancel::CancelToken;
 pub use error::{Error, Result};
+pub use hooks::{
+    HookDecision, HookScope, HookVerdict, Hooks, NoHooks, PermissionAnswer, PostToolUse,
+    PreToolUse, PromptSubmit,
+};
 pub use model::{ModelClient, ModelError, ModelRequest, ResponseEvent, ResponseStream, ToolSpec};
 pub use prompt::{PromptBuilder, PromptInput, StaticPrompt};
 pub use schema::validate as validate_schema;

@@ -21,6 +21,7 @@ use crossbeam_channel::{after, select};
 use serde_json::{Value, json};
 
 use crate::agent::{AgentDeps, AgentEnv, AgentType, Slots};
+use crate::hooks::HookScope;
 use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
 use crate::turn::{AgentLoop, TurnSummary};
 
@@ -186,6 +187,11 @@ impl Tool for AgentTool {
             spawn_named(format!("subagent-{depth}"), move || child.run()).map_err(|err| {
                 ToolError::Failed { message: format!("could not start the subagent: {err}") }
             })?;
+        let hooks = Arc::clone(&env.deps.hooks);
+        let type_name = agent_type.as_ref().map_or("general-purpose", |t| t.name.as_str());
+        let scope = HookScope { depth, agent_type: Some(type_name) };
+        let agent_id = ctx.call_id.to_string();
+        hooks.subagent_start(scope, &agent_id);
         let _ = cmd_tx.send(AgentCommand::Submit(UserInput::text(task)));
 
         enum Ended {
@@ -213,6 +219,11 @@ impl Tool for AgentTool {
         if let Err(panic) = joined {
             return Err(ToolError::Panicked { message: format!("the subagent crashed: {panic}") });
         }
+        let last_message = match &ended {
+            Ended::Answered(summary) => summary.final_text.as_str(),
+            _ => "",
+        };
+        hooks.subagent_stop(scope, &agent_id, last_message);
         match ended {
             Ended::Answered(summary) => match summary.outcome {
                 TurnOutcome::Completed if summary.final_text.is_empty() => {

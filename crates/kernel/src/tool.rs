@@ -9,8 +9,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use codecoder_protocol::{
-    AgentEvent, AgentEventKind, AskUserAnswer, AskUserRequest, ContentItem, EventSource,
-    OutputStream, Reply, RequestId, StepId, ToolCallId, ToolError, TurnId,
+    AgentEvent, AgentEventKind, ApprovalDecision, ApprovalRequest, AskUserAnswer, AskUserRequest,
+    ContentItem, EventSource, OutputStream, Reply, RequestId, StepId, ToolCall, ToolCallId,
+    ToolError, TurnId,
 };
 use crossbeam_channel::{Sender, select};
 
@@ -93,6 +94,8 @@ pub trait Tool: Send + Sync {
 /// questions to the person).
 pub struct ToolContext {
     pub(crate) call_id: ToolCallId,
+    /// The call as it runs (after any hook rewrite).
+    pub(crate) call: ToolCall,
     pub(crate) turn: TurnId,
     pub(crate) step: StepId,
     pub(crate) cancel: CancelToken,
@@ -131,6 +134,44 @@ impl ToolContext {
             chunk: chunk.into(),
         };
         let _ = self.events.send(AgentEvent { source: self.source.clone(), kind });
+    }
+
+    /// Asks the person to approve something this call needs beyond what it was approved for
+    /// (running a command again outside the sandbox, say) and blocks for the answer:
+    /// `Cancelled` when the turn is cancelled meanwhile or nobody answers. The decision is the
+    /// tool's to act on and to cache; the session log sees its effect in the call's result.
+    pub fn request_approval(
+        &self,
+        summary: impl Into<String>,
+        permission_keys: Vec<String>,
+        reason: Option<String>,
+    ) -> ApprovalDecision {
+        let (reply, answer) = Reply::pair();
+        self.env.deps.hooks.notification(
+            &format!("codecoder needs your permission to use {}", self.call.name),
+            "permission_prompt",
+        );
+        let request = ApprovalRequest {
+            id: RequestId::new(),
+            turn: self.turn,
+            step: self.step,
+            call: self.call.clone(),
+            summary: summary.into(),
+            permission_keys,
+            reason,
+            reply,
+        };
+        let event = AgentEvent {
+            source: self.source.clone(),
+            kind: AgentEventKind::ApprovalRequest(request),
+        };
+        if self.events.send(event).is_err() {
+            return ApprovalDecision::Cancelled;
+        }
+        select! {
+            recv(answer) -> answer => answer.unwrap_or(ApprovalDecision::Cancelled),
+            recv(self.cancel.signal()) -> _ => ApprovalDecision::Cancelled,
+        }
     }
 
     /// Asks the person a question and blocks for the answer. `Err(Cancelled)` when the turn is

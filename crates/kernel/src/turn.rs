@@ -30,6 +30,7 @@ use codecoder_session::{CloseReason, SessionWriter, closing_records};
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, select};
 
 use crate::agent::{AgentEnv, StepInfo, StepVerdict};
+use crate::hooks::HookScope;
 use crate::model::{ResponseEvent, ResponseStream, ToolSpec};
 use crate::pool::WorkerPool;
 use crate::prompt::PromptInput;
@@ -159,6 +160,8 @@ pub(crate) struct AgentLoop {
     pub(crate) shutdown: bool,
     /// Failed calls of this turn by (name, arguments), for the repeated-failure nudge.
     pub(crate) failures: HashMap<(String, String), u32>,
+    /// Whether the SessionStart hooks ran (on the first turn of this process).
+    session_started: bool,
     /// The tool workers; joined at shutdown.
     pub(crate) pool: WorkerPool,
     step_usage: Usage,
@@ -184,6 +187,7 @@ impl AgentLoop {
             specs,
             queued: VecDeque::new(),
             grants: HashSet::new(),
+            session_started: false,
             shutdown: false,
             failures: HashMap::new(),
             pool: WorkerPool::new(),
@@ -256,6 +260,9 @@ impl AgentLoop {
         if let Err(err) = self.writer.sync() {
             self.emit(AgentEventKind::Warning { message: format!("session log: {err}") });
         }
+        if self.done.is_none() {
+            self.env.deps.hooks.session_end("other");
+        }
         // Joins every tool worker, including one still running a tool that ignored a cancel.
         self.pool = WorkerPool::new();
         // A subagent's shutdown is its parent's business, not the client's.
@@ -325,6 +332,9 @@ impl AgentLoop {
         final_text: &mut String,
     ) -> Result<(), Stop> {
         let mut step = StepId::new(0);
+        // Consecutive Stop-hook blocks; the turn ends anyway after `MAX_STOP_BLOCKS`.
+        let mut stop_blocks = 0;
+        let mut continuation: Option<UserInput> = None;
         loop {
             self.poll_cmd()?;
             step = step.next();
@@ -334,7 +344,8 @@ impl AgentLoop {
                     "the turn reached its limit of {max_steps} steps"
                 )));
             }
-            let mut inputs: Vec<UserInput> = self.queued.drain(..).collect();
+            let mut inputs = self.submitted_inputs(step)?;
+            inputs.extend(continuation.take());
             let info = StepInfo {
                 session_id: self.writer.session_id(),
                 turn,
@@ -364,9 +375,68 @@ impl AgentLoop {
             }
             self.poll_cmd()?;
             if !outcome.wants_more && self.queued.is_empty() {
+                if self.env.depth == 0 && stop_blocks < MAX_STOP_BLOCKS {
+                    let scope = HookScope { depth: 0, agent_type: None };
+                    let hooks = Arc::clone(&self.env.deps.hooks);
+                    if let Some(instruction) = hooks.stop(scope, stop_blocks > 0, final_text) {
+                        stop_blocks += 1;
+                        continuation = Some(UserInput::text(format!(
+                            "<stop-hook>\nA Stop hook kept the turn going: {instruction}\n</stop-hook>"
+                        )));
+                        continue;
+                    }
+                }
                 return Ok(());
             }
         }
+    }
+
+    /// The inputs queued for this step, after the UserPromptSubmit hooks (a blocked prompt is
+    /// dropped with a warning; a turn whose every prompt is blocked fails) and, on the first
+    /// turn of the root agent, the SessionStart hooks' context.
+    fn submitted_inputs(&mut self, step: StepId) -> Result<Vec<UserInput>, Stop> {
+        let queued: Vec<UserInput> = self.queued.drain(..).collect();
+        let hooks = Arc::clone(&self.env.deps.hooks);
+        let scope = HookScope { depth: self.env.depth, agent_type: None };
+        let mut inputs = Vec::with_capacity(queued.len());
+        let mut blocked = None;
+        for mut input in queued {
+            let prompt = input_text(&input);
+            let verdict = hooks.user_prompt_submit(scope, &prompt);
+            for message in verdict.messages {
+                self.emit(AgentEventKind::Warning { message });
+            }
+            if let Some(reason) = verdict.blocked {
+                self.emit(AgentEventKind::Warning {
+                    message: format!("a UserPromptSubmit hook blocked the prompt: {reason}"),
+                });
+                blocked = Some(reason);
+                continue;
+            }
+            input.content.extend(verdict.context.into_iter().map(|text| ContentItem::Text {
+                text: format!("<hook-context>\n{text}\n</hook-context>"),
+            }));
+            inputs.push(input);
+        }
+        if step.get() == 1
+            && inputs.is_empty()
+            && let Some(reason) = blocked
+        {
+            return Err(Stop::Failed(format!(
+                "a UserPromptSubmit hook blocked the prompt: {reason}"
+            )));
+        }
+        if !self.session_started && self.env.depth == 0 {
+            self.session_started = true;
+            let source = if self.writer.history().is_empty() { "startup" } else { "resume" };
+            let context = hooks.session_start(source);
+            if let Some(first) = inputs.first_mut() {
+                first.content.extend(context.into_iter().map(|text| ContentItem::Text {
+                    text: format!("<session-start-hook>\n{text}\n</session-start-hook>"),
+                }));
+            }
+        }
+        Ok(inputs)
     }
 
     /// Brings `shared_history` up to `writer.history()`: new messages are appended (cloned
@@ -653,6 +723,22 @@ impl AgentLoop {
 }
 
 /// User input as message items. Blob references (large attachments) show as their preview.
+/// The most times in a row a Stop hook may keep a turn going (Claude Code's cap).
+const MAX_STOP_BLOCKS: u32 = 8;
+
+/// The text items of an input, joined by newlines.
+fn input_text(input: &UserInput) -> String {
+    let texts: Vec<&str> = input
+        .content
+        .iter()
+        .filter_map(|item| match item {
+            ContentItem::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n")
+}
+
 fn user_item(item: ContentItem) -> MessageItem {
     match item {
         ContentItem::Text { text } => MessageItem::Text { text },

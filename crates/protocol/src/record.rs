@@ -118,6 +118,9 @@ pub enum RecordBody {
         decision: ApprovalDecision,
         /// Who decided: `user`, `rule`, `mode`, `hook`, `session-grant`.
         decided_by: String,
+        /// The arguments a hook rewrote the call's into; the call runs with these.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        updated_args: Option<serde_json::Value>,
     },
     /// The history is replaced from here on (outside a step). Projection starts from the
     /// newest compaction's history and adds what follows it.

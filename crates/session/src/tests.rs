@@ -103,6 +103,7 @@ fn approval(call: &str) -> RecordBody {
         permission_keys: vec!["read".to_owned()],
         decision: ApprovalDecision::AllowOnce,
         decided_by: "user".to_owned(),
+        updated_args: None,
     }
 }
 

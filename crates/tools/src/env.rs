@@ -7,7 +7,7 @@
 use std::sync::{Mutex, PoisonError};
 
 use codecoder_kernel::{CancelToken, ToolContext};
-use codecoder_protocol::{AskUserAnswer, OutputStream, ToolError};
+use codecoder_protocol::{ApprovalDecision, AskUserAnswer, OutputStream, ToolError};
 
 /// What a running call can reach.
 pub trait CallEnv {
@@ -17,6 +17,14 @@ pub trait CallEnv {
     fn output(&self, stream: OutputStream, chunk: String);
     /// Asks the person and blocks for the answer.
     fn ask_user(&self, question: String, options: Vec<String>) -> Result<AskUserAnswer, ToolError>;
+    /// Asks the person to approve more than the call was approved for (a retry outside the
+    /// sandbox); blocks for the decision.
+    fn request_approval(
+        &self,
+        summary: String,
+        permission_keys: Vec<String>,
+        reason: Option<String>,
+    ) -> ApprovalDecision;
 }
 
 impl CallEnv for ToolContext {
@@ -29,6 +37,14 @@ impl CallEnv for ToolContext {
     fn ask_user(&self, question: String, options: Vec<String>) -> Result<AskUserAnswer, ToolError> {
         ToolContext::ask_user(self, question, options)
     }
+    fn request_approval(
+        &self,
+        summary: String,
+        permission_keys: Vec<String>,
+        reason: Option<String>,
+    ) -> ApprovalDecision {
+        ToolContext::request_approval(self, summary, permission_keys, reason)
+    }
 }
 
 /// A `CallEnv` without a kernel: keeps the streamed output (up to a cap) and answers questions
@@ -37,6 +53,8 @@ impl CallEnv for ToolContext {
 pub struct StandaloneEnv {
     cancel: CancelToken,
     answer: AskUserAnswer,
+    approval: ApprovalDecision,
+    approvals: Mutex<Vec<String>>,
     output_cap: usize,
     // A Mutex because `output` takes `&self` and tools may stream from a helper thread; it is
     // never held across a channel operation.
@@ -57,9 +75,22 @@ impl StandaloneEnv {
         Self {
             cancel: CancelToken::new(),
             answer,
+            approval: ApprovalDecision::Deny,
+            approvals: Mutex::new(Vec::new()),
             output_cap,
             output: Mutex::new(StreamedOutput::default()),
         }
+    }
+
+    /// Answers approval requests with `decision` from now on (default: deny).
+    pub fn with_approval(mut self, decision: ApprovalDecision) -> Self {
+        self.approval = decision;
+        self
+    }
+
+    /// The summaries of the approval requests made so far.
+    pub fn approval_requests(&self) -> Vec<String> {
+        self.approvals.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// The streamed output kept so far.
@@ -97,5 +128,14 @@ impl CallEnv for StandaloneEnv {
         _options: Vec<String>,
     ) -> Result<AskUserAnswer, ToolError> {
         Ok(self.answer.clone())
+    }
+    fn request_approval(
+        &self,
+        summary: String,
+        _permission_keys: Vec<String>,
+        _reason: Option<String>,
+    ) -> ApprovalDecision {
+        self.approvals.lock().unwrap_or_else(PoisonError::into_inner).push(summary);
+        self.approval.clone()
     }
 }

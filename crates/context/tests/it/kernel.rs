@@ -112,6 +112,7 @@ fn run_turn(
         prompt: builder,
         tools: Arc::new(registry),
         approval: Arc::new(AllowAll),
+        hooks: Arc::new(codecoder_kernel::NoHooks),
         sessions: Arc::new(move |new| {
             let config = WriterConfig {
                 fsync: FsyncPolicy::Never,

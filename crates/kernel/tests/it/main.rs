@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cancel;
+mod hooks;
 mod hygiene;
 mod leak;
 mod order;

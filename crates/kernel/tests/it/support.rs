@@ -429,6 +429,7 @@ pub(crate) fn deps(
         }),
         tools,
         approval,
+        hooks: Arc::new(codecoder_kernel::NoHooks),
         sessions: Arc::new(move |new| {
             let config = WriterConfig { fsync: FsyncPolicy::Never, ..WriterConfig::standard() };
             store.create(new, config)

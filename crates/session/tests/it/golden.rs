@@ -84,6 +84,7 @@ fn basic_records() -> Vec<Record> {
             permission_keys: vec!["shell:cargo".to_owned()],
             decision: ApprovalDecision::DenyWithFeedback { feedback: "not now".to_owned() },
             decided_by: "user".to_owned(),
+            updated_args: None,
         },
         RecordBody::ToolResult {
             result: ToolResult::text(

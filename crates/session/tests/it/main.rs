@@ -102,6 +102,7 @@ pub(crate) fn approval(call: &str) -> RecordBody {
         permission_keys: vec!["shell:echo".to_owned()],
         decision: ApprovalDecision::AllowOnce,
         decided_by: "user".to_owned(),
+        updated_args: None,
     }
 }
 

@@ -233,6 +233,7 @@ impl Harness {
             }),
             tools: Arc::new(registry),
             approval,
+            hooks: Arc::new(codecoder_kernel::NoHooks),
             sessions: Arc::new(move |new| {
                 let writer = WriterConfig { fsync: FsyncPolicy::Never, ..WriterConfig::standard() };
                 sessions_store.create(new, writer)

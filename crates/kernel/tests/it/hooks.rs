@@ -1,0 +1,343 @@
+//! The hook seam: what a `Hooks` implementation's answers do to a turn, its calls and its log.
+
+use std::sync::{Arc, Mutex};
+
+use codecoder_kernel::{
+    AllowAll, ApprovalPolicy, ApprovalQuery, HookDecision, HookScope, HookVerdict, Hooks,
+    PermissionAnswer, PolicyDecision, PostToolUse, PreToolUse, PromptSubmit,
+};
+use codecoder_protocol::{
+    AgentEventKind, ApprovalDecision, ContentItem, RecordBody, ToolCall, TurnOutcome,
+};
+use serde_json::{Value, json};
+
+use crate::support::{
+    AskUnlessReadOnly, EchoTool, Harness, Response, ScriptedModel, WriteTool, answer, calls, config,
+};
+
+/// Hooks whose answers the test sets, recording what they were shown.
+#[derive(Default)]
+struct TestHooks {
+    pre: Mutex<Option<PreToolUse>>,
+    permission: Mutex<Option<PermissionAnswer>>,
+    post: Mutex<Option<PostToolUse>>,
+    prompt: Mutex<Option<PromptSubmit>>,
+    stop_instruction: Mutex<Option<String>>,
+    session_context: Vec<String>,
+    seen: Mutex<Vec<String>>,
+}
+
+impl TestHooks {
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+    fn note(&self, line: String) {
+        self.seen.lock().unwrap().push(line);
+    }
+}
+
+impl Hooks for TestHooks {
+    fn pre_tool_use(&self, _scope: HookScope<'_>, call: &ToolCall) -> PreToolUse {
+        self.note(format!("pre {} {}", call.name, call.args));
+        self.pre.lock().unwrap().clone().unwrap_or_default()
+    }
+    fn permission_request(
+        &self,
+        _scope: HookScope<'_>,
+        call: &ToolCall,
+        _reason: Option<&str>,
+    ) -> Option<PermissionAnswer> {
+        self.note(format!("permission {}", call.name));
+        self.permission.lock().unwrap().clone()
+    }
+    fn post_tool_use(
+        &self,
+        _scope: HookScope<'_>,
+        call: &ToolCall,
+        response: &str,
+        failed: bool,
+    ) -> PostToolUse {
+        self.note(format!("post {} {response:?} failed={failed}", call.name));
+        self.post.lock().unwrap().clone().unwrap_or_default()
+    }
+    fn user_prompt_submit(&self, _scope: HookScope<'_>, prompt: &str) -> PromptSubmit {
+        self.note(format!("prompt {prompt}"));
+        self.prompt.lock().unwrap().clone().unwrap_or_default()
+    }
+    fn stop(&self, _scope: HookScope<'_>, active: bool, last: &str) -> Option<String> {
+        self.note(format!("stop active={active} last={last}"));
+        self.stop_instruction.lock().unwrap().take()
+    }
+    fn session_start(&self, source: &str) -> Vec<String> {
+        self.note(format!("session_start {source}"));
+        self.session_context.clone()
+    }
+    fn session_end(&self, reason: &str) {
+        self.note(format!("session_end {reason}"));
+    }
+    fn notification(&self, _message: &str, kind: &str) {
+        self.note(format!("notification {kind}"));
+    }
+}
+
+/// Records what the policy was told by the hooks.
+#[derive(Default)]
+struct RecordingPolicy {
+    hook: Mutex<Vec<Option<HookDecision>>>,
+}
+
+impl ApprovalPolicy for RecordingPolicy {
+    fn decide(&self, query: &ApprovalQuery<'_>) -> PolicyDecision {
+        self.hook.lock().unwrap().push(query.hook.map(|verdict| verdict.decision));
+        match query.hook.map(|verdict| verdict.decision) {
+            Some(HookDecision::Deny) => {
+                PolicyDecision::Deny { reason: "a hook said no".to_owned() }
+            }
+            Some(HookDecision::Ask) => PolicyDecision::Ask,
+            _ => PolicyDecision::Allow,
+        }
+    }
+}
+
+fn start(
+    model: Arc<ScriptedModel>,
+    hooks: Arc<TestHooks>,
+    approval: Arc<dyn ApprovalPolicy>,
+) -> Harness {
+    Harness::with(
+        model,
+        vec![Arc::new(EchoTool), Arc::new(WriteTool::default())],
+        approval,
+        config(),
+        move |deps| deps.hooks = hooks,
+    )
+}
+
+fn texts(content: &[ContentItem]) -> String {
+    content
+        .iter()
+        .filter_map(|item| match item {
+            ContentItem::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+fn results(logs: &crate::support::Logs) -> Vec<String> {
+    logs.root
+        .records()
+        .filter_map(|r| match &r.body {
+            RecordBody::ToolResult { result, .. } => Some(texts(&result.content)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_hook_deny_refuses_the_call_through_the_policy() {
+    let model = ScriptedModel::queue(vec![
+        Response::Events(calls(&[("c1", "echo", json!({ "text": "secret" }))])),
+        Response::Events(answer("ok")),
+    ]);
+    let hooks = Arc::new(TestHooks::default());
+    *hooks.pre.lock().unwrap() = Some(PreToolUse {
+        verdict: Some(HookVerdict { decision: HookDecision::Deny, reason: Some("no".to_owned()) }),
+        ..PreToolUse::default()
+    });
+    let policy = Arc::new(RecordingPolicy::default());
+    let harness = start(model, Arc::clone(&hooks), policy.clone());
+    harness.submit("go");
+    harness.turn();
+    let logs = harness.shutdown();
+    assert_eq!(*policy.hook.lock().unwrap(), [Some(HookDecision::Deny)]);
+    let result = results(&logs);
+    assert_eq!(result.len(), 1);
+    assert!(result[0].contains("a hook said no"), "{result:?}");
+    // The tool never ran, so no PostToolUse.
+    assert!(!hooks.seen().iter().any(|line| line.starts_with("post")), "{:?}", hooks.seen());
+}
+
+#[test]
+fn rewritten_arguments_run_are_logged_and_context_reaches_the_model() {
+    let model = ScriptedModel::queue(vec![
+        Response::Events(calls(&[("c1", "echo", json!({ "text": "model's" }))])),
+        Response::Events(answer("ok")),
+    ]);
+    let hooks = Arc::new(TestHooks::default());
+    *hooks.pre.lock().unwrap() = Some(PreToolUse {
+        updated_args: Some(json!({ "text": "hook's" })),
+        context: vec!["pre context".to_owned()],
+        ..PreToolUse::default()
+    });
+    *hooks.post.lock().unwrap() =
+        Some(PostToolUse { feedback: Some("post feedback".to_owned()), ..PostToolUse::default() });
+    let harness = start(model, Arc::clone(&hooks), Arc::new(AllowAll));
+    harness.submit("go");
+    harness.turn();
+    let logs = harness.shutdown();
+    let result = results(&logs);
+    assert_eq!(result.len(), 1);
+    assert!(result[0].starts_with("hook's|"), "{result:?}");
+    assert!(result[0].contains("pre context") && result[0].contains("post feedback"), "{result:?}");
+    let updated: Vec<Value> = logs
+        .root
+        .records()
+        .filter_map(|r| match &r.body {
+            RecordBody::Approval { updated_args, .. } => updated_args.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(updated, [json!({ "text": "hook's" })]);
+    assert!(hooks.seen().contains(&r#"post echo "hook's" failed=false"#.to_owned()));
+}
+
+#[test]
+fn invalid_rewritten_arguments_are_refused() {
+    let model = ScriptedModel::queue(vec![
+        Response::Events(calls(&[("c1", "echo", json!({ "text": "x" }))])),
+        Response::Events(answer("ok")),
+    ]);
+    let hooks = Arc::new(TestHooks::default());
+    *hooks.pre.lock().unwrap() =
+        Some(PreToolUse { updated_args: Some(json!({ "txt": 1 })), ..PreToolUse::default() });
+    let harness = start(model, hooks, Arc::new(AllowAll));
+    harness.submit("go");
+    harness.turn();
+    let result = results(&harness.shutdown());
+    assert!(result[0].contains("PreToolUse hook rewrote the arguments"), "{result:?}");
+}
+
+#[test]
+fn a_permission_request_hook_answers_in_the_persons_place() {
+    let model = ScriptedModel::queue(vec![
+        Response::Events(calls(&[("c1", "write", json!({ "path": "f" }))])),
+        Response::Events(answer("ok")),
+    ]);
+    let hooks = Arc::new(TestHooks::default());
+    *hooks.permission.lock().unwrap() = Some(PermissionAnswer {
+        decision: ApprovalDecision::DenyWithFeedback { feedback: "not f".to_owned() },
+        updated_args: None,
+    });
+    let harness = start(model, Arc::clone(&hooks), Arc::new(AskUnlessReadOnly));
+    harness.submit("go");
+    let events = harness.turn();
+    assert!(
+        !events.iter().any(|e| matches!(e.kind, AgentEventKind::ApprovalRequest(_))),
+        "nobody should have been asked"
+    );
+    let logs = harness.shutdown();
+    assert!(results(&logs)[0].contains("the hook denied this call: not f"));
+    let by: Vec<String> = logs
+        .root
+        .records()
+        .filter_map(|r| match &r.body {
+            RecordBody::Approval { decided_by, .. } => Some(decided_by.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(by, ["hook"]);
+}
+
+#[test]
+fn asking_the_person_notifies_first() {
+    let model = ScriptedModel::queue(vec![
+        Response::Events(calls(&[("c1", "write", json!({ "path": "f" }))])),
+        Response::Events(answer("ok")),
+    ]);
+    let hooks = Arc::new(TestHooks::default());
+    let harness = start(model, Arc::clone(&hooks), Arc::new(AskUnlessReadOnly));
+    harness.submit("go");
+    loop {
+        let event = harness.next();
+        if let AgentEventKind::ApprovalRequest(request) = event.kind {
+            assert!(hooks.seen().contains(&"notification permission_prompt".to_owned()));
+            request.reply.send(ApprovalDecision::AllowOnce);
+            break;
+        }
+    }
+    harness.turn();
+    harness.shutdown();
+}
+
+#[test]
+fn a_blocked_prompt_fails_the_turn_before_the_model_is_called() {
+    let model = ScriptedModel::queue(vec![Response::Events(answer("never"))]);
+    let hooks = Arc::new(TestHooks::default());
+    *hooks.prompt.lock().unwrap() =
+        Some(PromptSubmit { blocked: Some("no secrets".to_owned()), ..PromptSubmit::default() });
+    let harness = start(Arc::clone(&model), hooks, Arc::new(AllowAll));
+    harness.submit("here is my password");
+    let events = harness.turn();
+    match &events.last().unwrap().kind {
+        AgentEventKind::TurnDone { outcome: TurnOutcome::Failed { message }, .. } => {
+            assert!(message.contains("no secrets"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(model.requests().is_empty());
+    let logs = harness.shutdown();
+    assert!(!logs.root.records().any(|r| matches!(r.body, RecordBody::UserMessage { .. })));
+}
+
+#[test]
+fn prompt_and_session_start_context_are_added_to_the_prompt() {
+    let model = ScriptedModel::queue(vec![Response::Events(answer("ok"))]);
+    let hooks = Arc::new(TestHooks {
+        session_context: vec!["branch main".to_owned()],
+        ..TestHooks::default()
+    });
+    *hooks.prompt.lock().unwrap() = Some(PromptSubmit {
+        context: vec!["today is Monday".to_owned()],
+        ..PromptSubmit::default()
+    });
+    let harness = start(Arc::clone(&model), Arc::clone(&hooks), Arc::new(AllowAll));
+    harness.submit("hi");
+    harness.turn();
+    harness.shutdown();
+    let request = &model.requests()[0];
+    let sent = format!("{:?}", request.history);
+    assert!(sent.contains("today is Monday") && sent.contains("branch main"), "{sent}");
+    let seen = hooks.seen();
+    assert_eq!(seen[..2], ["prompt hi".to_owned(), "session_start startup".to_owned()]);
+    assert_eq!(seen.last().unwrap(), "session_end other");
+}
+
+#[test]
+fn a_stop_hook_keeps_the_turn_going_once() {
+    let model = ScriptedModel::queue(vec![
+        Response::Events(answer("first")),
+        Response::Events(answer("second")),
+    ]);
+    let hooks = Arc::new(TestHooks::default());
+    *hooks.stop_instruction.lock().unwrap() = Some("run the tests too".to_owned());
+    let harness = start(Arc::clone(&model), Arc::clone(&hooks), Arc::new(AllowAll));
+    harness.submit("go");
+    let events = harness.turn();
+    assert!(matches!(
+        events.last().unwrap().kind,
+        AgentEventKind::TurnDone { outcome: TurnOutcome::Completed, .. }
+    ));
+    harness.shutdown();
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(format!("{:?}", requests[1].history).contains("run the tests too"));
+    let stops: Vec<String> =
+        hooks.seen().into_iter().filter(|line| line.starts_with("stop")).collect();
+    assert_eq!(stops, ["stop active=false last=first", "stop active=true last=second"]);
+}
+
+#[test]
+fn tool_kinds_reach_the_policy_unchanged() {
+    // A hook with no verdict leaves the policy's answer alone.
+    let policy = Arc::new(RecordingPolicy::default());
+    let model = ScriptedModel::queue(vec![
+        Response::Events(calls(&[("c1", "echo", json!({ "text": "a" }))])),
+        Response::Events(answer("ok")),
+    ]);
+    let harness = start(model, Arc::new(TestHooks::default()), policy.clone());
+    harness.submit("go");
+    harness.turn();
+    harness.shutdown();
+    assert_eq!(*policy.hook.lock().unwrap(), [None]);
+}
