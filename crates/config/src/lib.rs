@@ -20,8 +20,9 @@ pub use credentials::{CREDENTIALS_FILE, load_credential, store_credential};
 pub use error::{Error, Result};
 pub use load::{LoadOptions, LoadedConfig, Origin, load, parse_override};
 pub use schema::{
-    AgentToml, ConfigToml, FsyncToml, ModelToml, ProfileToml, ProviderToml, ReasoningEffort,
-    SessionToml, WireApiToml, json_schema,
+    AgentToml, ApprovalPolicyToml, ConfigToml, FsyncToml, HookGroupToml, HookHandlerToml,
+    ModelToml, PermissionsToml, ProfileToml, ProviderToml, ReasoningEffort, SandboxBackendToml,
+    SandboxModeToml, SandboxToml, SandboxWorkspaceWriteToml, SessionToml, WireApiToml, json_schema,
 };
 pub use trust::{is_trusted, project_root, trust};
 

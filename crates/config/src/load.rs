@@ -70,6 +70,11 @@ pub struct LoadedConfig {
     pub profile: Option<String>,
     /// One-line notices for the person (an untrusted project config that was ignored).
     pub notices: Vec<String>,
+    /// Every layer that was applied, in order, as checked settings (permission rules and hooks
+    /// are per layer: the project's rules are consulted before the user's).
+    pub layers: Vec<(Origin, ConfigToml)>,
+    /// Whether the project is trusted (its config, hooks and rules are read).
+    pub project_trusted: bool,
 }
 
 /// Loads every layer.
@@ -77,23 +82,31 @@ pub fn load(options: &LoadOptions) -> Result<LoadedConfig> {
     let mut table = Table::new();
     let mut origins = BTreeMap::new();
     let mut notices = Vec::new();
+    let mut layers = Vec::new();
 
     if let Some(layer) = read_layer(&options.system_path)? {
-        merge(&mut table, layer, "", &Origin::System(options.system_path.clone()), &mut origins);
+        let origin = Origin::System(options.system_path.clone());
+        layers.push((origin.clone(), checked(&layer)?));
+        merge(&mut table, layer, "", &origin, &mut origins);
     }
     if let Some(home) = &options.home {
         let path = home.join("config.toml");
         if let Some(layer) = read_layer(&path)? {
-            merge(&mut table, layer, "", &Origin::User(path), &mut origins);
+            let origin = Origin::User(path);
+            layers.push((origin.clone(), checked(&layer)?));
+            merge(&mut table, layer, "", &origin, &mut origins);
         }
     }
     let root = trust::project_root(&options.cwd);
     let project_path = root.join(".codecoder").join("config.toml");
+    let project_trusted =
+        options.home.as_deref().is_some_and(|home| trust::is_trusted(home, &root));
     if project_path.is_file() {
-        let trusted = options.home.as_deref().is_some_and(|home| trust::is_trusted(home, &root));
-        if trusted {
+        if project_trusted {
             if let Some(layer) = read_layer(&project_path)? {
-                merge(&mut table, layer, "", &Origin::Project(project_path), &mut origins);
+                let origin = Origin::Project(project_path);
+                layers.push((origin.clone(), checked(&layer)?));
+                merge(&mut table, layer, "", &origin, &mut origins);
             }
         } else {
             notices.push(format!(
@@ -126,12 +139,20 @@ pub fn load(options: &LoadOptions) -> Result<LoadedConfig> {
         merge(&mut table, selected, "", &Origin::Profile(name.clone()), &mut origins);
     }
     for (argument, layer) in override_tables {
-        merge(&mut table, layer, "", &Origin::Override(argument), &mut origins);
+        let origin = Origin::Override(argument);
+        layers.push((origin.clone(), checked(&layer)?));
+        merge(&mut table, layer, "", &origin, &mut origins);
     }
     let config = ConfigToml::deserialize(Value::Table(table.clone())).map_err(|err| {
         Error::Override { argument: "(merged configuration)".to_owned(), message: err.to_string() }
     })?;
-    Ok(LoadedConfig { config, table, origins, profile, notices })
+    Ok(LoadedConfig { config, table, origins, profile, notices, layers, project_trusted })
+}
+
+/// A layer's table as settings (already checked when read, so this only fails on a bug).
+fn checked(layer: &Table) -> Result<ConfigToml> {
+    ConfigToml::deserialize(Value::Table(layer.clone()))
+        .map_err(|err| Error::Override { argument: "(layer)".to_owned(), message: err.to_string() })
 }
 
 /// Reads one file layer; `None` when the file does not exist.

@@ -51,6 +51,137 @@ pub struct ConfigToml {
     /// File names read where a directory has no AGENTS.md (e.g. `["CLAUDE.md"]`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub project_doc_fallback_filenames: Option<Vec<String>>,
+    /// What commands may touch: `read-only`, `workspace-write` (the default where a sandbox
+    /// backend works) or `danger-full-access`. `-s/--sandbox` overrides it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_mode: Option<SandboxModeToml>,
+    /// When to ask: `untrusted`, `on-request` (the default interactively) or `never` (the
+    /// default in `exec`). `-a/--ask-for-approval` overrides it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_policy: Option<ApprovalPolicyToml>,
+    /// The workspace-write sandbox, as codex spells it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_workspace_write: Option<SandboxWorkspaceWriteToml>,
+    /// The OS sandbox.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxToml>,
+    /// Permission rules: `allow`, `ask` and `deny` lists of `Tool(pattern)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<PermissionsToml>,
+    /// Hooks, as in Claude Code's settings: event name → list of `{ matcher, hooks = [{ type =
+    /// "command", command, timeout }] }`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub hooks: BTreeMap<String, Vec<HookGroupToml>>,
+}
+
+/// `sandbox_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxModeToml {
+    /// Commands may read, not write.
+    ReadOnly,
+    /// Commands may write in the workspace, /tmp and the added directories.
+    WorkspaceWrite,
+    /// No sandbox.
+    DangerFullAccess,
+}
+
+/// `approval_policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalPolicyToml {
+    /// Only known-safe read-only commands run without asking.
+    Untrusted,
+    /// Ask for what leaves the sandbox or is destructive.
+    OnRequest,
+    /// Never ask; what would ask is refused, and failures go back to the model.
+    Never,
+}
+
+/// `[sandbox_workspace_write]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxWorkspaceWriteToml {
+    /// More directories commands may write (besides the workspace, /tmp and $TMPDIR).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable_roots: Vec<String>,
+    /// Let commands reach the network (default false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_access: Option<bool>,
+    /// Leave $TMPDIR out of the writable roots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exclude_tmpdir_env_var: Option<bool>,
+    /// Leave /tmp out of the writable roots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exclude_slash_tmp: Option<bool>,
+}
+
+/// `[sandbox]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxToml {
+    /// `auto` (default: bubblewrap when it works, else Landlock), `bwrap` or `landlock`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<SandboxBackendToml>,
+    /// Paths hidden from every sandboxed command and refused to the read tools (`~/` allowed).
+    /// Default: the usual credential stores (~/.ssh, ~/.aws, ~/.gnupg, …) and codecoder's own
+    /// credentials file. Listed paths are added to the default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden_paths: Vec<String>,
+}
+
+/// `sandbox.backend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxBackendToml {
+    /// bubblewrap when it works, else Landlock.
+    Auto,
+    /// bubblewrap only.
+    Bwrap,
+    /// Landlock only.
+    Landlock,
+}
+
+/// `[permissions]`: rules like `run_command(git status*)`, `edit(src/**)`, `read(~/.ssh/**)`,
+/// `web_fetch(domain:docs.rs)` (Claude Code's `Bash(…)`, `Edit(…)`, `Read(…)`, `WebFetch(…)`
+/// work too). A deny anywhere wins; the project's rules are consulted before the user's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsToml {
+    /// Run without asking.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<String>,
+    /// Always ask.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ask: Vec<String>,
+    /// Never run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<String>,
+}
+
+/// One group of hooks for an event.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HookGroupToml {
+    /// Which tool names (or sources, types) the group applies to: `*` or empty for all, a
+    /// `|`-list of names, or a regular expression.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+    /// The handlers.
+    pub hooks: Vec<HookHandlerToml>,
+}
+
+/// One hook handler.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HookHandlerToml {
+    /// `command` (others are skipped with a warning).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The shell command (`sh -c`), given the event's JSON on stdin.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Seconds before it is killed (default 60).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
 }
 
 /// How hard a reasoning model thinks.
@@ -158,6 +289,12 @@ pub struct ProfileToml {
     /// The agent loop.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentToml>,
+    /// The sandbox mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_mode: Option<SandboxModeToml>,
+    /// The approval policy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_policy: Option<ApprovalPolicyToml>,
 }
 
 /// `[session]`.

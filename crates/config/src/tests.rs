@@ -187,3 +187,57 @@ fn config_schema_is_up_to_date() {
         path.display()
     );
 }
+
+#[test]
+fn permission_rules_and_hooks_are_kept_per_layer() {
+    let f = fixture();
+    write(
+        &f.home.join("config.toml"),
+        "sandbox_mode = \"read-only\"\n[permissions]\nallow = [\"run_command(git status*)\"]\n\
+         [[hooks.PreToolUse]]\nmatcher = \"Bash\"\nhooks = [{ type = \"command\", command = \"./check.sh\", timeout = 5 }]\n",
+    );
+    write(
+        &f.project.join(".codecoder/config.toml"),
+        "approval_policy = \"never\"\n[permissions]\ndeny = [\"run_command(git push*)\"]\n",
+    );
+    crate::trust(&f.home, &f.project).unwrap();
+    let loaded = load(&f.options(None, &["permissions.ask=[\"edit(src/**)\"]"])).unwrap();
+    assert!(loaded.project_trusted);
+    let summary: Vec<(String, Vec<String>, Vec<String>, Vec<String>)> = loaded
+        .layers
+        .iter()
+        .map(|(origin, layer)| {
+            let rules = layer.permissions.clone().unwrap_or_default();
+            let kind = match origin {
+                Origin::User(_) => "user",
+                Origin::Project(_) => "project",
+                Origin::Override(_) => "override",
+                _ => "other",
+            };
+            (kind.to_owned(), rules.allow, rules.ask, rules.deny)
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("user".to_owned(), vec!["run_command(git status*)".to_owned()], vec![], vec![]),
+            ("project".to_owned(), vec![], vec![], vec!["run_command(git push*)".to_owned()]),
+            ("override".to_owned(), vec![], vec!["edit(src/**)".to_owned()], vec![]),
+        ]
+    );
+    assert_eq!(loaded.config.sandbox_mode, Some(crate::SandboxModeToml::ReadOnly));
+    assert_eq!(loaded.config.approval_policy, Some(crate::ApprovalPolicyToml::Never));
+    let hook = &loaded.config.hooks["PreToolUse"][0];
+    assert_eq!(hook.matcher.as_deref(), Some("Bash"));
+    assert_eq!(hook.hooks[0].command.as_deref(), Some("./check.sh"));
+    assert_eq!(hook.hooks[0].timeout, Some(5.0));
+}
+
+#[test]
+fn a_bad_sandbox_mode_names_the_file_and_line() {
+    let f = fixture();
+    write(&f.home.join("config.toml"), "model = \"m\"\nsandbox_mode = \"workspace\"\n");
+    let err = load(&f.options(None, &[])).unwrap_err().to_string();
+    assert!(err.contains("config.toml") && err.contains(":2"), "{err}");
+    assert!(err.contains("workspace-write"), "{err}");
+}
