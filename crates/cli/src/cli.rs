@@ -29,6 +29,62 @@ pub(crate) struct GlobalArgs {
     /// Work in DIR instead of the current directory.
     #[arg(short = 'C', long = "cd", value_name = "DIR", global = true)]
     pub(crate) cd: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) safety: SafetyArgs,
+}
+
+/// The two safety axes, with codex's flag names.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct SafetyArgs {
+    /// What commands may touch: `read-only`, `workspace-write` (the workspace, /tmp, $TMPDIR and
+    /// --add-dir directories; .git and .codecoder stay read-only; no network) or
+    /// `danger-full-access` (no sandbox). Default: `sandbox_mode` in config.toml, else
+    /// workspace-write where a sandbox backend works (`codecoder doctor` says which).
+    #[arg(short = 's', long = "sandbox", value_name = "MODE", global = true)]
+    pub(crate) sandbox: Option<SandboxModeArg>,
+    /// When to ask before acting: `untrusted` (only known-safe read-only commands run without
+    /// asking), `on-request` (ask for what is destructive, leaves the workspace or reaches the
+    /// network) or `never` (never ask: what would ask is refused, failures go back to the model).
+    /// Default: `approval_policy` in config.toml, else on-request interactively and never in exec.
+    #[arg(short = 'a', long = "ask-for-approval", value_name = "POLICY", global = true)]
+    pub(crate) approval: Option<ApprovalArg>,
+    /// Low-friction sandboxed work: workspace-write and on-request (never in exec).
+    #[arg(long, global = true, conflicts_with_all = ["sandbox", "approval"])]
+    pub(crate) full_auto: bool,
+    /// No sandbox and no approvals (deny rules and hooks still apply). Only for environments
+    /// that are themselves sandboxed.
+    #[arg(
+        long = "dangerously-bypass-approvals-and-sandbox",
+        visible_alias = "yolo",
+        global = true,
+        conflicts_with_all = ["sandbox", "approval", "full_auto"]
+    )]
+    pub(crate) yolo: bool,
+    /// Another directory commands and edits may write (repeatable).
+    #[arg(long = "add-dir", value_name = "DIR", global = true)]
+    pub(crate) add_dirs: Vec<PathBuf>,
+}
+
+/// `-s/--sandbox`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SandboxModeArg {
+    /// Read anywhere (but hidden credential stores), write nowhere.
+    ReadOnly,
+    /// Write in the workspace, /tmp, $TMPDIR and --add-dir directories.
+    WorkspaceWrite,
+    /// No sandbox.
+    DangerFullAccess,
+}
+
+/// `-a/--ask-for-approval`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ApprovalArg {
+    /// Only known-safe read-only commands run without asking.
+    Untrusted,
+    /// Ask for what is destructive, leaves the workspace or reaches the network.
+    OnRequest,
+    /// Never ask.
+    Never,
 }
 
 #[derive(Debug, Subcommand)]

@@ -127,6 +127,9 @@ impl Builtin for ReadFile {
             "additionalProperties": false
         })
     }
+    fn permission_keys(&self, args: &Value) -> Vec<String> {
+        vec![format!("read:{}", str_arg(args, "path"))]
+    }
     fn kind(&self) -> ToolKind {
         ToolKind::ReadOnly
     }

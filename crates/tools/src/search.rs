@@ -64,6 +64,10 @@ impl Builtin for ListDir {
             "additionalProperties": false
         })
     }
+    fn permission_keys(&self, args: &Value) -> Vec<String> {
+        let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
+        vec![format!("read:{path}")]
+    }
     fn kind(&self) -> ToolKind {
         ToolKind::ReadOnly
     }
@@ -162,6 +166,10 @@ impl Builtin for Glob {
             "required": ["pattern"],
             "additionalProperties": false
         })
+    }
+    fn permission_keys(&self, args: &Value) -> Vec<String> {
+        let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
+        vec![format!("read:{path}")]
     }
     fn kind(&self) -> ToolKind {
         ToolKind::ReadOnly
@@ -311,6 +319,10 @@ impl Builtin for Grep {
             "required": ["pattern"],
             "additionalProperties": false
         })
+    }
+    fn permission_keys(&self, args: &Value) -> Vec<String> {
+        let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
+        vec![format!("read:{path}")]
     }
     fn kind(&self) -> ToolKind {
         ToolKind::ReadOnly

@@ -145,3 +145,15 @@ fn web_fetch_bad_urls() {
         .permission_keys(&json!({ "url": "https://User@Example.com:8080/a?b" }));
     assert_eq!(keys, ["web_fetch:example.com"]);
 }
+
+#[test]
+fn permission_keys_name_what_a_call_touches() {
+    let fixture = Fixture::new();
+    let keys = |tool: &str, args: serde_json::Value| fixture.tool(tool).permission_keys(&args);
+    assert_eq!(keys("read_file", json!({ "path": "~/.ssh/id_rsa" })), ["read:~/.ssh/id_rsa"]);
+    assert_eq!(keys("list_dir", json!({})), ["read:."]);
+    assert_eq!(keys("glob", json!({ "pattern": "*.rs", "path": "src" })), ["read:src"]);
+    assert_eq!(keys("grep", json!({ "pattern": "x", "path": "/etc" })), ["read:/etc"]);
+    assert_eq!(keys("write_file", json!({ "path": "a.txt", "content": "" })), ["edit:a.txt"]);
+    assert_eq!(keys("run_command", json!({ "command": "git status" })), ["shell:git status"]);
+}
