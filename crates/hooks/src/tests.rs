@@ -1,0 +1,1 @@
+//! Unit tests of the pure parts: tool mapping, matchers, folding of answers.
