@@ -9,6 +9,9 @@
 //! 5. `~/.claude/settings.json` (3–5 only the `hooks` key, and only when
 //!    `read_claude_settings`).
 //!
+//! Files 2–4 belong to the project and are read only when it is trusted: a cloned repository
+//! must not be able to run commands just by being opened.
+//!
 //! The order matters only where two sources configure the same command for an event: the
 //! command runs once, with the timeout (and the source named in messages) of the first one.
 //! A missing file is no source; the same file reached twice (the project is the home) is read
@@ -53,6 +56,10 @@ pub struct HookSources {
     pub config_hooks: Option<(Value, PathBuf)>,
     /// Whether to read the `hooks` key of Claude Code's settings files.
     pub read_claude_settings: bool,
+    /// Whether the project is trusted (`codecoder trust`). Hooks run arbitrary commands, so
+    /// the project's own files (`.codecoder/hooks.json`, `.claude/settings*.json`) are read
+    /// only for a trusted project; otherwise each one holding hooks is a warning.
+    pub project_trusted: bool,
 }
 
 /// Every configured hook, ready to run. Cheap to share behind an `Arc`.
@@ -139,22 +146,37 @@ impl HookSet {
         if let Some((table, origin)) = &sources.config_hooks {
             set.add_table(table, origin, "hooks", &mut warnings)?;
         }
-        let mut files = vec![(sources.project_dir.join(".codecoder").join("hooks.json"), false)];
+        // `(file, is a settings file, belongs to the project)`.
+        let mut files =
+            vec![(sources.project_dir.join(".codecoder").join("hooks.json"), false, true)];
         if sources.read_claude_settings {
             let claude = sources.project_dir.join(".claude");
-            files.push((claude.join("settings.local.json"), true));
-            files.push((claude.join("settings.json"), true));
+            files.push((claude.join("settings.local.json"), true, true));
+            files.push((claude.join("settings.json"), true, true));
             if let Some(home) = &sources.home {
-                files.push((home.join(".claude").join("settings.json"), true));
+                files.push((home.join(".claude").join("settings.json"), true, false));
             }
         }
         let mut seen: Vec<PathBuf> = Vec::new();
-        for (path, settings_only) in files {
-            let Some(value) = read_json(&path)? else { continue };
+        for (path, settings_only, in_project) in files {
             let identity = fs_err::canonicalize(&path).unwrap_or_else(|_| path.clone());
             if seen.contains(&identity) {
                 continue;
             }
+            if in_project && !sources.project_trusted {
+                // Only to say what is ignored: a broken untrusted file is not our business.
+                let has_hooks = matches!(read_json(&path), Ok(Some(value))
+                    if !settings_only || value.get("hooks").is_some());
+                if has_hooks {
+                    warnings.push(format!(
+                        "ignoring the hooks in {} because {} is not trusted (run `codecoder trust` there to use them)",
+                        path.display(),
+                        sources.project_dir.display()
+                    ));
+                }
+                continue;
+            }
+            let Some(value) = read_json(&path)? else { continue };
             seen.push(identity);
             let (table, at) = match value.get("hooks") {
                 Some(hooks) => (hooks, "hooks"),

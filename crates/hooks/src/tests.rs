@@ -112,6 +112,7 @@ fn set(hooks: Value) -> (HookSet, Vec<String>) {
         home: None,
         config_hooks: Some((hooks, PathBuf::from("/etc/config.toml"))),
         read_claude_settings: false,
+        project_trusted: true,
     };
     HookSet::load(&sources).unwrap()
 }
@@ -253,6 +254,7 @@ fn malformed_entries_are_errors_naming_file_and_place() {
             home: None,
             config_hooks: Some((hooks, PathBuf::from("/etc/config.toml"))),
             read_claude_settings: false,
+            project_trusted: true,
         };
         let err = HookSet::load(&sources).unwrap_err().to_string();
         assert!(err.starts_with("/etc/config.toml: "), "{err}");

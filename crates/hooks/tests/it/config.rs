@@ -19,6 +19,7 @@ fn sources(fixture: &Fixture, read_claude_settings: bool) -> HookSources {
             fixture.dir.path().join("config.toml"),
         )),
         read_claude_settings,
+        project_trusted: true,
     }
 }
 
@@ -153,4 +154,27 @@ fn unknown_events_in_claude_settings_are_warnings() {
         warnings[0].starts_with(&format!("{}: `hooks.FileChanged`", path.display())),
         "{warnings:?}"
     );
+}
+
+#[test]
+fn an_untrusted_project_runs_none_of_its_own_hooks() {
+    let fixture = Fixture::new();
+    let hooks_json = fixture.write("project/.codecoder/hooks.json", &stop_hook("from-hooks-json"));
+    let settings = fixture.write("project/.claude/settings.json", &stop_hook("from-settings"));
+    // A settings file without hooks, even a broken one, is not worth a warning.
+    fixture.write("project/.claude/settings.local.json", "{broken");
+    fixture.write("home/.claude/settings.json", &stop_hook("from-home"));
+    let sources = HookSources { project_trusted: false, ..sources(&fixture, true) };
+    let (set, warnings) = HookSet::load(&sources).unwrap();
+    assert_eq!(set.commands_for(Event::Stop, ""), ["from-config-toml", "from-home"]);
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(&format!("ignoring the hooks in {}", hooks_json.display())),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings[1].starts_with(&format!("ignoring the hooks in {}", settings.display())),
+        "{warnings:?}"
+    );
+    assert!(warnings[1].contains("codecoder trust"), "{warnings:?}");
 }

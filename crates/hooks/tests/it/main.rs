@@ -60,6 +60,7 @@ impl Fixture {
             home: None,
             config_hooks: Some((hooks, self.dir.path().join("config.toml"))),
             read_claude_settings: false,
+            project_trusted: true,
         };
         let (set, warnings) = HookSet::load(&sources).unwrap();
         assert_eq!(warnings, Vec::<String>::new());
