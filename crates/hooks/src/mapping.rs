@@ -116,6 +116,14 @@ pub fn claude_tool_name(tool: &str) -> &str {
     by_ours(tool).map_or(tool, |mapped| mapped.claude)
 }
 
+/// True when argument `argument` of our tool `tool` survives the round trip through a hook:
+/// the tool has no Claude counterpart, or the mapping table knows the argument. A test that
+/// sees both this crate and the tool schemas should assert it for every schema property, so
+/// that a new tool argument is not silently dropped from a hook's `updatedInput`.
+pub fn covers(tool: &str, argument: &str) -> bool {
+    by_ours(tool).is_none_or(|mapped| mapped.keys.iter().any(|(ours, _)| *ours == argument))
+}
+
 /// Our tool's arguments as Claude's tool would take them (see the module table). Arguments
 /// that are not an object are passed unchanged.
 pub fn to_claude(tool: &str, args: &Value) -> Value {

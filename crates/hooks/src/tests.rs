@@ -5,11 +5,56 @@ use std::path::{Path, PathBuf};
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
 
-use crate::mapping::{claude_tool_name, from_claude, to_claude};
+use crate::mapping::{claude_tool_name, covers, from_claude, to_claude};
 use crate::outcome::{self, Answer, Ran};
 use crate::{Decision, DecisionKind, Event, HookSet, HookSources, PermissionBehavior};
 
+// ---- Events ----
+
+#[test]
+fn event_names_round_trip_and_slots_follow_all() {
+    for (slot, event) in Event::ALL.into_iter().enumerate() {
+        assert_eq!(event.slot(), slot, "{event}");
+        assert_eq!(Event::from_name(event.name()), Some(event));
+    }
+    assert_eq!(Event::from_name("pretooluse"), None);
+}
+
 // ---- Tool mapping ----
+
+#[test]
+fn covers_knows_every_argument_of_our_mapped_tools() {
+    // The arguments of the tools crate's schemas (crates/tools/src/*.rs) at the time of
+    // writing; `covers` is what a cross-crate test should check against the live schemas.
+    let schemas: [(&str, &[&str]); 7] = [
+        ("run_command", &["command", "cwd", "timeout_ms", "env", "background"]),
+        ("read_file", &["path", "offset", "limit"]),
+        ("write_file", &["path", "content"]),
+        ("edit", &["path", "old_string", "new_string", "replace_all"]),
+        ("glob", &["pattern", "path", "head_limit"]),
+        (
+            "grep",
+            &[
+                "pattern",
+                "path",
+                "glob",
+                "type",
+                "case_insensitive",
+                "context",
+                "output",
+                "head_limit",
+            ],
+        ),
+        ("web_fetch", &["url", "max_bytes"]),
+    ];
+    for (tool, arguments) in schemas {
+        for argument in arguments {
+            assert!(covers(tool, argument), "{tool}.{argument}");
+        }
+    }
+    assert!(!covers("run_command", "shell"));
+    assert!(covers("apply_patch", "anything"));
+}
 
 #[test]
 fn tool_names_map_to_claude_and_others_stay() {
