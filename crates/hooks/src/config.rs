@@ -179,6 +179,7 @@ impl HookSet {
             let Some(value) = read_json(&path)? else { continue };
             seen.push(identity);
             let (table, at) = match value.get("hooks") {
+                Some(Value::Null) => continue,
                 Some(hooks) => (hooks, "hooks"),
                 // A settings file without hooks has nothing for us; hooks.json may be bare.
                 None if settings_only => continue,

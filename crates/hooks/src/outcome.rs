@@ -59,8 +59,9 @@ pub struct Decision {
 pub struct PreToolUse {
     /// What the hooks decided; `None` when none did (the approval chain decides).
     pub decision: Option<Decision>,
-    /// The arguments to run the tool with instead, in our argument names (from `updatedInput`;
-    /// the first hook in configuration order that gave one wins). `None`: unchanged.
+    /// The arguments to run the tool with instead, in our argument names (from `updatedInput`,
+    /// which replaces the whole input as in Claude Code; the first hook in configuration order
+    /// that gave one wins). `None`: unchanged, and always `None` when the decision is deny.
     pub updated_args: Option<Value>,
     /// Text to add to the model's context before the tool runs.
     pub additional_context: Vec<String>,
@@ -333,6 +334,10 @@ pub(crate) fn pre_tool_use(tool: &str, rans: &[Ran]) -> PreToolUse {
         let reasons =
             decisions.into_iter().filter(|(k, _)| *k == kind).filter_map(|(_, r)| r).collect();
         outcome.decision = Some(Decision { kind, reason: join(reasons) });
+    }
+    if outcome.decision.as_ref().is_some_and(|decision| decision.kind == DecisionKind::Deny) {
+        // A denied call does not run, so there is nothing to rewrite.
+        outcome.updated_args = None;
     }
     outcome
 }

@@ -367,6 +367,21 @@ fn pre_tool_use_deny_beats_ask_beats_allow() {
     );
     let outcome = outcome::pre_tool_use("run_command", &[decision("a", "allow", "fine")]);
     assert_eq!(outcome.decision.map(|d| d.kind), Some(DecisionKind::Allow));
+    // A denied call has nothing to rewrite.
+    let outcome = outcome::pre_tool_use(
+        "run_command",
+        &[
+            json_ran(
+                "a",
+                json!({"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": {"command": "ls"}}}),
+            ),
+            ran("b", Answer::Blocked("no".into())),
+        ],
+    );
+    assert_eq!(
+        (outcome.decision.map(|d| d.kind), outcome.updated_args),
+        (Some(DecisionKind::Deny), None)
+    );
 }
 
 #[test]
