@@ -1,0 +1,346 @@
+//! Running the hooks of one event: the stdin JSON, the processes, the classification of what
+//! they did.
+//!
+//! Each matching command runs as `sh -c COMMAND` in the project directory, through
+//! `codecoder_sandbox::spawn` (its own process group), with `CLAUDE_PROJECT_DIR` and
+//! `CODECODER_PROJECT_DIR` set and the event's JSON on stdin. Its timeout is a
+//! `crossbeam_channel::after` receiver handed to `Child::wait` as the cancel: when it fires,
+//! the whole group is terminated (TERM, then KILL after the grace period).
+//!
+//! Invariants:
+//! - No matching hook: nothing is encoded, no thread and no process is started.
+//! - Several matching hooks run in parallel, one named thread each, all joined before the
+//!   method returns; their answers are folded in configuration order, so outcomes do not
+//!   depend on timing.
+//! - At most `OUTPUT_CAP` bytes of each stream are kept; the rest is read and discarded so
+//!   that a chatty hook never blocks on a full pipe.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Stream, spawn};
+use serde_json::{Map, Value, json};
+
+use crate::config::{Handler, HookSet};
+use crate::event::Event;
+use crate::outcome::{
+    self, Answer, PermissionRequest, PostToolUse, PreToolUse, Ran, Report, SessionStart, Stop,
+    SubagentStart, UserPromptSubmit,
+};
+use crate::{CLAUDE_PROJECT_DIR, CODECODER_PROJECT_DIR, mapping};
+
+/// Bytes kept of a hook's stdout and of its stderr.
+const OUTPUT_CAP: usize = 1 << 20;
+/// Characters of a command shown in messages.
+const LABEL_CHARS: usize = 80;
+
+/// The fields every hook input carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommonInput {
+    /// The session's id.
+    pub session_id: String,
+    /// The session log file.
+    pub transcript_path: PathBuf,
+    /// The session's working directory.
+    pub cwd: PathBuf,
+    /// Claude's name for the approval mode: `default`, `plan`, `acceptEdits`, `auto`,
+    /// `dontAsk` or `bypassPermissions`.
+    pub permission_mode: String,
+}
+
+/// Runs the hooks of a [`HookSet`], one method per event. Cheap to clone; share it between
+/// threads freely (it holds no mutable state).
+#[derive(Debug, Clone)]
+pub struct HookRunner {
+    set: Arc<HookSet>,
+    common: CommonInput,
+}
+
+impl HookRunner {
+    /// A runner for `set`, whose hooks all get `common` in their input.
+    pub fn new(set: Arc<HookSet>, common: CommonInput) -> HookRunner {
+        HookRunner { set, common }
+    }
+
+    /// The hooks this runner runs.
+    pub fn set(&self) -> &HookSet {
+        &self.set
+    }
+
+    /// Before our tool `tool` runs with `args` (call `call_id`). The input carries Claude's
+    /// tool and argument names where one maps; `updated_args` comes back in ours.
+    pub fn pre_tool_use(&self, tool: &str, args: &Value, call_id: &str) -> PreToolUse {
+        let rans = self.run(Event::PreToolUse, tool, || tool_fields(tool, args, call_id));
+        outcome::pre_tool_use(tool, &rans)
+    }
+
+    /// When the user would be asked to approve `tool` with `args`.
+    pub fn permission_request(&self, tool: &str, args: &Value, call_id: &str) -> PermissionRequest {
+        let rans = self.run(Event::PermissionRequest, tool, || tool_fields(tool, args, call_id));
+        outcome::permission_request(tool, &rans)
+    }
+
+    /// After `tool` ran and succeeded; `response` is its result (`tool_response`).
+    pub fn post_tool_use(
+        &self,
+        tool: &str,
+        args: &Value,
+        call_id: &str,
+        response: &Value,
+    ) -> PostToolUse {
+        let rans = self.run(Event::PostToolUse, tool, || {
+            let mut fields = tool_fields(tool, args, call_id);
+            fields.insert("tool_response".to_owned(), response.clone());
+            fields
+        });
+        outcome::post_tool_use(Event::PostToolUse, &rans)
+    }
+
+    /// After `tool` ran and failed with `error`.
+    pub fn post_tool_use_failure(
+        &self,
+        tool: &str,
+        args: &Value,
+        call_id: &str,
+        error: &str,
+    ) -> PostToolUse {
+        let rans = self.run(Event::PostToolUseFailure, tool, || {
+            let mut fields = tool_fields(tool, args, call_id);
+            fields.insert("error".to_owned(), Value::String(error.to_owned()));
+            fields
+        });
+        outcome::post_tool_use(Event::PostToolUseFailure, &rans)
+    }
+
+    /// When the user submits `prompt`.
+    pub fn user_prompt_submit(&self, prompt: &str) -> UserPromptSubmit {
+        let rans = self.run(Event::UserPromptSubmit, "", || fields([("prompt", json!(prompt))]));
+        outcome::user_prompt_submit(&rans)
+    }
+
+    /// When the model ends its turn. `stop_hook_active`: the turn is already going on because
+    /// of a Stop hook.
+    pub fn stop(&self, stop_hook_active: bool, last_assistant_message: Option<&str>) -> Stop {
+        let rans = self.run(Event::Stop, "", || {
+            let mut fields = fields([("stop_hook_active", json!(stop_hook_active))]);
+            if let Some(message) = last_assistant_message {
+                fields.insert("last_assistant_message".to_owned(), json!(message));
+            }
+            fields
+        });
+        outcome::stop(&rans)
+    }
+
+    /// When a subagent (`agent_id`, of type `agent_type`) starts. Matchers see `agent_type`.
+    pub fn subagent_start(&self, agent_id: &str, agent_type: &str) -> SubagentStart {
+        let rans = self.run(Event::SubagentStart, agent_type, || {
+            fields([("agent_id", json!(agent_id)), ("agent_type", json!(agent_type))])
+        });
+        let (additional_context, report) = outcome::context_only(Event::SubagentStart, &rans);
+        SubagentStart { additional_context, report }
+    }
+
+    /// When a subagent ends its turn. Matchers see `agent_type`. `block` makes it go on.
+    pub fn subagent_stop(
+        &self,
+        agent_id: &str,
+        agent_type: &str,
+        agent_transcript_path: &Path,
+        stop_hook_active: bool,
+        last_assistant_message: Option<&str>,
+    ) -> Stop {
+        let rans = self.run(Event::SubagentStop, agent_type, || {
+            let mut fields = fields([
+                ("stop_hook_active", json!(stop_hook_active)),
+                ("agent_id", json!(agent_id)),
+                ("agent_type", json!(agent_type)),
+                ("agent_transcript_path", json!(agent_transcript_path)),
+            ]);
+            if let Some(message) = last_assistant_message {
+                fields.insert("last_assistant_message".to_owned(), json!(message));
+            }
+            fields
+        });
+        outcome::stop(&rans)
+    }
+
+    /// When the session starts; `source` is `startup`, `resume`, `clear` or `compact` (what
+    /// matchers see). Plain stdout counts as context.
+    pub fn session_start(&self, source: &str) -> SessionStart {
+        let rans = self.run(Event::SessionStart, source, || fields([("source", json!(source))]));
+        let (additional_context, report) = outcome::context_only(Event::SessionStart, &rans);
+        SessionStart { additional_context, report }
+    }
+
+    /// When the session ends; `reason` is `clear`, `logout`, `prompt_input_exit` or `other`.
+    /// Matchers see the reason (Claude's reference does not say; this is the natural reading).
+    pub fn session_end(&self, reason: &str) -> Report {
+        let rans = self.run(Event::SessionEnd, reason, || fields([("reason", json!(reason))]));
+        outcome::report_only(&rans)
+    }
+
+    /// Before compaction; `trigger` is `manual` or `auto` (what matchers see).
+    pub fn pre_compact(&self, trigger: &str, custom_instructions: &str) -> Report {
+        let rans = self.run(Event::PreCompact, trigger, || {
+            fields([
+                ("trigger", json!(trigger)),
+                ("custom_instructions", json!(custom_instructions)),
+            ])
+        });
+        outcome::report_only(&rans)
+    }
+
+    /// After compaction; `trigger` is `manual` or `auto` (what matchers see).
+    pub fn post_compact(&self, trigger: &str) -> Report {
+        let rans = self.run(Event::PostCompact, trigger, || fields([("trigger", json!(trigger))]));
+        outcome::report_only(&rans)
+    }
+
+    /// When the user is notified; `notification_type` (what matchers see) is
+    /// `permission_prompt`, `idle_prompt`, `auth_success` or `elicitation_dialog`.
+    pub fn notification(&self, message: &str, notification_type: &str) -> Report {
+        let rans = self.run(Event::Notification, notification_type, || {
+            fields([("message", json!(message)), ("notification_type", json!(notification_type))])
+        });
+        outcome::report_only(&rans)
+    }
+
+    /// Runs the hooks of `event` matching `subject`; `event_fields` builds the event's own
+    /// input fields, only when something runs.
+    fn run(
+        &self,
+        event: Event,
+        subject: &str,
+        event_fields: impl FnOnce() -> Map<String, Value>,
+    ) -> Vec<Ran> {
+        let handlers = self.set.matching(event, subject);
+        if handlers.is_empty() {
+            return Vec::new();
+        }
+        let mut input = Map::new();
+        input.insert("session_id".to_owned(), json!(self.common.session_id));
+        input.insert("transcript_path".to_owned(), json!(self.common.transcript_path));
+        input.insert("cwd".to_owned(), json!(self.common.cwd));
+        input.insert("permission_mode".to_owned(), json!(self.common.permission_mode));
+        input.insert("hook_event_name".to_owned(), json!(event.name()));
+        input.extend(event_fields());
+        // Serializing a `Value` cannot fail (its keys are strings).
+        let input = Arc::new(serde_json::to_vec(&Value::Object(input)).unwrap_or_default());
+        let project_dir = self.set.project_dir();
+        if let [handler] = handlers.as_slice() {
+            return vec![run_handler(handler, project_dir, &input)];
+        }
+        let mut threads = Vec::with_capacity(handlers.len());
+        for (handler_idx, handler) in handlers.iter().enumerate() {
+            let owned = (*handler).clone();
+            let project_dir = project_dir.to_owned();
+            let input = Arc::clone(&input);
+            let thread =
+                codecoder_stdx::spawn_named(format!("hook-{event}-{handler_idx}"), move || {
+                    run_handler(&owned, &project_dir, &input)
+                });
+            threads.push((handler, thread));
+        }
+        threads
+            .into_iter()
+            .map(|(handler, thread)| match thread {
+                Ok(thread) => thread.join().unwrap_or_else(|panic| Ran {
+                    hook: label(handler),
+                    answer: Answer::Failed(format!(
+                        "{}: its thread panicked: {panic}",
+                        label(handler)
+                    )),
+                }),
+                // Out of threads: run it here rather than skip a hook that may guard something.
+                Err(_) => run_handler(handler, project_dir, &input),
+            })
+            .collect()
+    }
+}
+
+fn fields<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
+    pairs.into_iter().map(|(key, value)| (key.to_owned(), value)).collect()
+}
+
+fn tool_fields(tool: &str, args: &Value, call_id: &str) -> Map<String, Value> {
+    fields([
+        ("tool_name", json!(mapping::claude_tool_name(tool))),
+        ("tool_input", mapping::to_claude(tool, args)),
+        ("tool_use_id", json!(call_id)),
+    ])
+}
+
+/// How a hook is named in messages: "hook `COMMAND` (from FILE)".
+fn label(handler: &Handler) -> String {
+    let mut command: String = handler.command.chars().take(LABEL_CHARS).collect();
+    if command.len() < handler.command.len() {
+        command.push('…');
+    }
+    format!("hook `{command}` (from {})", handler.source.display())
+}
+
+fn run_handler(handler: &Handler, project_dir: &Path, input: &[u8]) -> Ran {
+    let hook = label(handler);
+    let answer = execute(handler, project_dir, input, &hook);
+    Ran { hook, answer }
+}
+
+fn execute(handler: &Handler, project_dir: &Path, input: &[u8], hook: &str) -> Answer {
+    let spec = CommandSpec {
+        program: OsString::from("sh"),
+        args: vec![OsString::from("-c"), OsString::from(&handler.command)],
+        cwd: Some(project_dir.to_owned()),
+        env: vec![
+            (OsString::from(CLAUDE_PROJECT_DIR), project_dir.as_os_str().to_owned()),
+            (OsString::from(CODECODER_PROJECT_DIR), project_dir.as_os_str().to_owned()),
+        ],
+        stdin: Some(input.to_vec()),
+    };
+    let mut child = match spawn(&spec, &SpawnConfig::standard()) {
+        Ok(child) => child,
+        Err(err) => return Answer::Failed(format!("{hook}: {err}")),
+    };
+    let timeout = crossbeam_channel::after(handler.timeout);
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    let waited = child.wait(&timeout, &mut |chunk| {
+        let buffer = match chunk.stream {
+            Stream::Stdout => &mut stdout,
+            Stream::Stderr => &mut stderr,
+        };
+        let room = OUTPUT_CAP.saturating_sub(buffer.len());
+        buffer.extend_from_slice(&chunk.bytes[..chunk.bytes.len().min(room)]);
+    });
+    let stdout = String::from_utf8_lossy(&stdout).trim().to_owned();
+    let stderr = String::from_utf8_lossy(&stderr).trim().to_owned();
+    let status = match waited {
+        Ok(Outcome::Exited(status)) => status,
+        Ok(Outcome::Cancelled) => {
+            return Answer::Failed(format!(
+                "{hook}: timed out after {}s and was killed",
+                handler.timeout.as_secs_f64()
+            ));
+        }
+        Err(err) => return Answer::Failed(format!("{hook}: {err}")),
+    };
+    match status.code() {
+        Some(0) if stdout.starts_with('{') => match serde_json::from_str::<Value>(&stdout) {
+            Ok(Value::Object(json)) => Answer::Json(json),
+            Ok(_) => Answer::Text(stdout),
+            Err(err) => Answer::Failed(format!(
+                "{hook}: printed invalid JSON ({err}); its output was ignored"
+            )),
+        },
+        Some(0) => Answer::Text(stdout),
+        Some(2) => Answer::Blocked(stderr),
+        Some(code) => {
+            Answer::Failed(with_stderr(format!("{hook}: exited with code {code}"), &stderr))
+        }
+        None => Answer::Failed(with_stderr(format!("{hook}: was killed by a signal"), &stderr)),
+    }
+}
+
+fn with_stderr(message: String, stderr: &str) -> String {
+    if stderr.is_empty() { message } else { format!("{message}: {stderr}") }
+}
