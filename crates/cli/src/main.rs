@@ -9,6 +9,7 @@ mod cli;
 mod config_cmd;
 mod exec;
 mod render;
+mod safety;
 mod sessions;
 mod stack;
 

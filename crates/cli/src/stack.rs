@@ -218,12 +218,24 @@ pub(crate) fn build(global: &GlobalArgs, request: &StackRequest) -> anyhow::Resu
         model.clone(),
         registry.specs(),
     );
+    let hook_set = crate::safety::load_hooks(&loaded, &cwd)?;
+    let hooks: Arc<dyn codecoder_kernel::Hooks> = match crate::safety::kernel_hooks(
+        &hook_set,
+        writer.session_id().to_string(),
+        writer.path(),
+        &cwd,
+        "default",
+        store.sessions_dir(),
+    ) {
+        Some(hooks) => Arc::new(hooks),
+        None => Arc::new(codecoder_kernel::NoHooks),
+    };
     let deps = AgentDeps {
         model: model_client,
         prompt: builder,
         tools: registry,
         approval: Arc::new(AllowAll),
-        hooks: Arc::new(codecoder_kernel::NoHooks),
+        hooks,
         sessions,
         interceptors: vec![Arc::new(guard)],
     };

@@ -20,12 +20,14 @@
 
 mod config;
 mod event;
+mod kernel;
 pub mod mapping;
 mod outcome;
 mod runner;
 
 pub use config::{HookSet, HookSources};
 pub use event::Event;
+pub use kernel::KernelHooks;
 pub use outcome::{
     Decision, DecisionKind, PermissionBehavior, PermissionRequest, PermissionVerdict, PostToolUse,
     PreToolUse, Report, SessionStart, Stop, SubagentStart, UserPromptSubmit,

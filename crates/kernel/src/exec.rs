@@ -26,9 +26,9 @@ use codecoder_protocol::{
 };
 use crossbeam_channel::select;
 
-use crate::approval::{ApprovalQuery, PolicyDecision};
+use crate::approval::{ApprovalQuery, PolicyAnswer, PolicyDecision};
 use crate::cancel::CancelToken;
-use crate::hooks::HookScope;
+use crate::hooks::{HookDecision, HookScope, HookVerdict};
 use crate::schema;
 use crate::tool::{Tool, ToolContext, ToolOutput};
 use crate::turn::{AgentLoop, Stop};
@@ -168,7 +168,22 @@ impl AgentLoop {
             hook: pre.verdict.as_ref(),
             granted,
         };
-        let answer = self.env.deps.approval.explain(&query);
+        let mut answer = self.env.deps.approval.explain(&query);
+        // Deny wins: a hook's deny stands whatever the policy thinks of the call.
+        if let Some(HookVerdict { decision: HookDecision::Deny, reason }) = &pre.verdict
+            && !matches!(answer.decision, PolicyDecision::Deny { .. })
+        {
+            answer = PolicyAnswer {
+                decision: PolicyDecision::Deny {
+                    reason: match reason {
+                        Some(reason) => format!("a PreToolUse hook denied this call: {reason}"),
+                        None => "a PreToolUse hook denied this call".to_owned(),
+                    },
+                },
+                decided_by: "hook".to_owned(),
+                explanation: None,
+            };
+        }
         let by = answer.decided_by.as_str();
         match answer.decision {
             PolicyDecision::Allow => {

@@ -8,14 +8,14 @@ use codecoder_test_support::{FakeModelServer, Reply, Script, Usage};
 
 use crate::{stderr, stdout};
 
-struct Run<'a> {
-    home: &'a Path,
-    cwd: &'a Path,
-    env: Vec<(String, String)>,
+pub(crate) struct Run<'a> {
+    pub(crate) home: &'a Path,
+    pub(crate) cwd: &'a Path,
+    pub(crate) env: Vec<(String, String)>,
 }
 
 impl Run<'_> {
-    fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_codecoder"));
         command
             .args(args)
@@ -29,7 +29,7 @@ impl Run<'_> {
         command
     }
 
-    fn run(&self, args: &[&str], stdin: &str) -> Output {
+    pub(crate) fn run(&self, args: &[&str], stdin: &str) -> Output {
         use std::io::Write;
         let mut child = self
             .command(args)
@@ -43,7 +43,7 @@ impl Run<'_> {
     }
 }
 
-fn openai_env(server: &FakeModelServer) -> Vec<(String, String)> {
+pub(crate) fn openai_env(server: &FakeModelServer) -> Vec<(String, String)> {
     vec![
         ("OPENAI_BASE_URL".into(), format!("{}/v1", server.base_url())),
         ("OPENAI_API_KEY".into(), "sk-test".into()),

@@ -5,6 +5,7 @@
 
 mod config;
 mod exec;
+mod hooks;
 mod sessions;
 
 use std::path::Path;

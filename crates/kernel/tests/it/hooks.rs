@@ -341,3 +341,35 @@ fn tool_kinds_reach_the_policy_unchanged() {
     harness.shutdown();
     assert_eq!(*policy.hook.lock().unwrap(), [None]);
 }
+
+#[test]
+fn a_hook_deny_stands_even_when_the_policy_allows_everything() {
+    let model = ScriptedModel::queue(vec![
+        Response::Events(calls(&[("c1", "write", json!({ "path": "f" }))])),
+        Response::Events(answer("ok")),
+    ]);
+    let hooks = Arc::new(TestHooks::default());
+    *hooks.pre.lock().unwrap() = Some(PreToolUse {
+        verdict: Some(HookVerdict {
+            decision: HookDecision::Deny,
+            reason: Some("not f".to_owned()),
+        }),
+        ..PreToolUse::default()
+    });
+    let harness = start(model, hooks, Arc::new(AllowAll));
+    harness.submit("go");
+    harness.turn();
+    let logs = harness.shutdown();
+    assert!(results(&logs)[0].contains("a PreToolUse hook denied this call: not f"));
+    let by: Vec<String> = logs
+        .root
+        .records()
+        .filter_map(|r| match &r.body {
+            RecordBody::Approval { decided_by, decision, .. } => {
+                Some(format!("{decision:?} {decided_by}"))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(by, ["Deny hook"]);
+}

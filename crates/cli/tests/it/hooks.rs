@@ -1,0 +1,163 @@
+//! Claude Code hook scripts, unchanged, driving `codecoder exec` end to end: the real binary, the
+//! fake model server, and shell-script hooks in a temp HOME's `~/.claude/settings.json` or a
+//! trusted project's `.claude/settings.json`.
+
+use std::path::Path;
+
+use codecoder_test_support::{FakeModelServer, Reply, Script};
+use serde_json::json;
+
+use crate::exec::{Run, openai_env};
+use crate::stderr;
+
+/// Writes `script` as an executable file and returns its path.
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+fn settings(dir: &Path, hooks: serde_json::Value) {
+    std::fs::create_dir_all(dir.join(".claude")).unwrap();
+    std::fs::write(dir.join(".claude/settings.json"), json!({ "hooks": hooks }).to_string())
+        .unwrap();
+}
+
+struct Setup {
+    home: tempfile::TempDir,
+    user_home: tempfile::TempDir,
+    repo: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let setup = Self {
+            home: tempfile::tempdir().unwrap(),
+            user_home: tempfile::tempdir().unwrap(),
+            repo: tempfile::tempdir().unwrap(),
+        };
+        std::fs::create_dir(setup.repo.path().join(".git")).unwrap();
+        setup
+    }
+
+    fn run(&self, server: &FakeModelServer, args: &[&str]) -> std::process::Output {
+        let mut env = openai_env(server);
+        env.push(("HOME".into(), self.user_home.path().to_string_lossy().into_owned()));
+        let run = Run { home: self.home.path(), cwd: self.repo.path(), env };
+        run.run(args, "")
+    }
+}
+
+#[test]
+fn a_pre_tool_use_hook_blocks_a_command_with_exit_2() {
+    let setup = Setup::new();
+    let guard = script(
+        setup.user_home.path(),
+        "no-rm.sh",
+        r#"input=$(cat)
+case "$input" in *'"tool_name":"Bash"'*) ;; *) exit 0;; esac
+case "$input" in *'"command":"rm '*) echo "rm is not allowed here" >&2; exit 2;; esac
+exit 0"#,
+    );
+    settings(
+        setup.user_home.path(),
+        json!({ "PreToolUse": [{ "matcher": "Bash", "hooks": [{ "type": "command", "command": guard }] }] }),
+    );
+    std::fs::write(setup.repo.path().join("keep.txt"), "precious").unwrap();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("c1", "run_command", json!({ "command": "rm keep.txt" })))
+            .reply(Reply::text("could not remove it")),
+    )
+    .unwrap();
+    let out = setup.run(&server, &["exec", "remove keep.txt"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(setup.repo.path().join("keep.txt").exists(), "the hook must have blocked rm");
+    let requests = server.requests();
+    assert!(requests[1].raw_body.contains("rm is not allowed here"), "{}", requests[1].raw_body);
+}
+
+#[test]
+fn a_pre_tool_use_hook_rewrites_the_command() {
+    let setup = Setup::new();
+    let rewrite = script(
+        setup.user_home.path(),
+        "rewrite.sh",
+        r#"cat >/dev/null
+echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","updatedInput":{"command":"echo rewritten-by-hook"}}}'"#,
+    );
+    settings(
+        setup.user_home.path(),
+        json!({ "PreToolUse": [{ "matcher": "Bash", "hooks": [{ "type": "command", "command": rewrite }] }] }),
+    );
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("c1", "run_command", json!({ "command": "echo original" })))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let out = setup.run(&server, &["exec", "say something"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = &server.requests()[1].raw_body;
+    assert!(body.contains("rewritten-by-hook") && !body.contains("original\\n"), "{body}");
+}
+
+#[test]
+fn prompt_hooks_add_context_and_post_hooks_see_claude_names() {
+    let setup = Setup::new();
+    let log = setup.user_home.path().join("post.json");
+    let context = script(
+        setup.user_home.path(),
+        "context.sh",
+        "cat >/dev/null; echo 'the build is broken on main'",
+    );
+    let post = script(setup.user_home.path(), "post.sh", &format!("cat > '{}'", log.display()));
+    settings(
+        setup.user_home.path(),
+        json!({
+            "UserPromptSubmit": [{ "hooks": [{ "type": "command", "command": context }] }],
+            "PostToolUse": [{ "matcher": "Read", "hooks": [{ "type": "command", "command": post }] }],
+        }),
+    );
+    std::fs::write(setup.repo.path().join("a.txt"), "alpha\n").unwrap();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("c1", "read_file", json!({ "path": "a.txt" })))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let out = setup.run(&server, &["exec", "read a.txt"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(server.requests()[0].raw_body.contains("the build is broken on main"));
+    let input: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "PostToolUse");
+    assert_eq!(input["tool_name"], "Read");
+    assert_eq!(input["tool_input"]["file_path"], "a.txt");
+    assert!(input["session_id"].as_str().is_some_and(|id| !id.is_empty()), "{input}");
+}
+
+#[test]
+fn an_untrusted_projects_hooks_do_not_run() {
+    let setup = Setup::new();
+    let marker = setup.user_home.path().join("ran");
+    let hook = script(setup.user_home.path(), "mark.sh", &format!("touch '{}'", marker.display()));
+    settings(
+        setup.repo.path(),
+        json!({ "UserPromptSubmit": [{ "hooks": [{ "type": "command", "command": hook }] }] }),
+    );
+    let server = FakeModelServer::start(Script::new().reply(Reply::text("hi"))).unwrap();
+    let out = setup.run(&server, &["exec", "hello"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!marker.exists(), "a cloned repository must not run commands by being opened");
+    assert!(stderr(&out).contains("codecoder trust"), "{}", stderr(&out));
+    // Once trusted, it runs.
+    let out = setup.run(&server, &["trust"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let server = FakeModelServer::start(Script::new().reply(Reply::text("hi"))).unwrap();
+    let out = setup.run(&server, &["exec", "hello"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(marker.exists());
+}
