@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codecoder_sandbox::{
-    BackendPreference, CommandSpec, Confinement, FsAccess, Outcome, Sandbox, SandboxPolicy,
-    SpawnConfig, default_hidden_paths, probe, spawn,
+    Backend, BackendPreference, CommandSpec, Confinement, FsAccess, Outcome, STAGE_MARKER, Sandbox,
+    SandboxPolicy, SpawnConfig, default_hidden_paths, probe, spawn,
 };
 
 const RUNS: usize = 60;
@@ -22,12 +22,20 @@ const STAGE: &str = env!("CARGO_BIN_EXE_codecoder-sandbox-stage");
 fn median_run(confinement: &Confinement, workspace: &std::path::Path) -> Duration {
     let mut spec = CommandSpec::new("true", Vec::<String>::new());
     spec.cwd = Some(workspace.to_path_buf());
+    median(&spec, confinement)
+}
+
+fn median_spec(spec: &CommandSpec) -> Duration {
+    median(spec, &Confinement::Unconfined)
+}
+
+fn median(spec: &CommandSpec, confinement: &Confinement) -> Duration {
     let config = SpawnConfig { confinement: confinement.clone(), ..SpawnConfig::standard() };
     let (_keep, cancel) = crossbeam_channel::bounded::<()>(1);
     let mut times = Vec::with_capacity(RUNS);
     for run in 0..RUNS + 5 {
         let started = Instant::now();
-        let mut child = spawn(&spec, &config).unwrap();
+        let mut child = spawn(spec, &config).unwrap();
         let outcome = child.wait(&cancel, &mut |_| {}).unwrap();
         drop(child);
         let elapsed = started.elapsed();
@@ -54,16 +62,30 @@ fn main() {
     };
     let unconfined = median_run(&Confinement::Unconfined, &workspace);
     println!("unconfined `true`: median {unconfined:?} over {RUNS} runs");
-    for (name, preference, target) in [
-        ("bwrap", BackendPreference::Bwrap, Duration::from_millis(15)),
-        ("landlock", BackendPreference::Landlock, Duration::from_millis(5)),
+    // What this machine charges for any exec, and for the least bwrap can do: the floor under
+    // the backends' figures.
+    let stage_args = [STAGE_MARKER, "--mode", "seccomp", "--network", "off", "--", "true"];
+    let mut stage_only = CommandSpec::new(STAGE, stage_args);
+    stage_only.cwd = Some(workspace.clone());
+    println!("the seccomp stage alone, then `true`: median {:?}", median_spec(&stage_only));
+    if let Some(Backend::Bwrap(bwrap)) = probe(BackendPreference::Bwrap).backend {
+        let bare = CommandSpec::new(bwrap, ["--ro-bind", "/", "/", "--", "true"]);
+        println!("floor, `bwrap --ro-bind / / -- true`: median {:?}", median_spec(&bare));
+    }
+    for (name, preference, target, namespaces) in [
+        ("bwrap", BackendPreference::Bwrap, Duration::from_millis(15), true),
+        ("landlock", BackendPreference::Landlock, Duration::from_millis(5), true),
+        ("landlock (path grants)", BackendPreference::Landlock, Duration::from_millis(5), false),
     ] {
         let found = probe(preference);
         let Some(backend) = found.backend else {
             println!("{name}: unavailable ({})", found.notes.join("; "));
             continue;
         };
-        let sandbox = Sandbox::new(policy.clone(), backend, PathBuf::from(STAGE));
+        let mut sandbox = Sandbox::new(policy.clone(), backend, PathBuf::from(STAGE));
+        if !namespaces {
+            sandbox = sandbox.without_namespaces();
+        }
         let confinement = Confinement::Sandboxed(Arc::new(sandbox));
         let median = median_run(&confinement, &workspace);
         let added = median.saturating_sub(unconfined);
