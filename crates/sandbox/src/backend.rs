@@ -136,7 +136,19 @@ fn probe_bwrap(notes: &mut Vec<String>) -> Option<PathBuf> {
             return None;
         }
     };
-    let mut smoke: Vec<&str> = vec!["--ro-bind", "/", "/", "--unshare-pid", "--unshare-net"];
+    // The same mounts and namespaces a command gets, so a container that refuses any of them
+    // (a `/proc` mount, say) is found here and not at the first command.
+    let mut smoke: Vec<&str> = vec![
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-pid",
+        "--unshare-net",
+    ];
     if !nix::unistd::geteuid().is_root() {
         smoke.push("--unshare-user");
     }

@@ -239,17 +239,21 @@ mod linux {
         let mut push = |paths: Vec<PathBuf>, access: BitFlags<AccessFs>| {
             grants.extend(paths.into_iter().map(|path| (path, access)));
         };
+        // Listing a split directory stays possible: `ls ~` works, though Landlock's inheritance
+        // then also lets the names (never the contents) inside a hidden directory be listed.
+        let readable = grant_tree(Path::new("/"), &stage.hidden);
+        push(readable.split, AccessFs::ReadDir.into());
         match stage.access {
-            FsAccess::FullAccess => push(grant_tree(Path::new("/"), &stage.hidden), all),
+            FsAccess::FullAccess => push(readable.whole, all),
             FsAccess::ReadOnly | FsAccess::WorkspaceWrite => {
-                push(grant_tree(Path::new("/"), &stage.hidden), read);
+                push(readable.whole, read);
                 let mut excluded = stage.hidden.clone();
                 if !mounted {
                     excluded.extend(stage.protected.iter().cloned());
                 }
                 if stage.access == FsAccess::WorkspaceWrite {
                     for root in &stage.writable_roots {
-                        push(grant_tree(root, &excluded), all);
+                        push(grant_tree(root, &excluded).whole, all);
                     }
                 }
                 push(DEVICES.iter().map(PathBuf::from).collect(), all);
@@ -265,30 +269,38 @@ mod linux {
         Ok(())
     }
 
-    /// The paths to grant so that all of `root` is covered except the `excluded` trees: `root`
-    /// itself when nothing excluded lies inside it, else its children, recursively. A symlinked
-    /// child is granted (through its target) only when the target is clear of every excluded
-    /// tree, so a link cannot smuggle a hidden path back in.
-    pub(crate) fn grant_tree(root: &Path, excluded: &[PathBuf]) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        walk(root, excluded, &mut out);
-        out
+    /// The paths to grant so that all of `root` is covered except the `excluded` trees.
+    #[derive(Debug, Default, PartialEq, Eq)]
+    pub(crate) struct Grants {
+        /// Granted whole: `root` itself when nothing excluded lies inside it, else its children,
+        /// recursively. A symlinked child is granted (through its target) only when the target
+        /// is clear of every excluded tree, so a link cannot smuggle a hidden path back in.
+        pub(crate) whole: Vec<PathBuf>,
+        /// The directories that were split because an excluded tree lies inside them.
+        pub(crate) split: Vec<PathBuf>,
     }
 
-    fn walk(path: &Path, excluded: &[PathBuf], out: &mut Vec<PathBuf>) {
+    pub(crate) fn grant_tree(root: &Path, excluded: &[PathBuf]) -> Grants {
+        let mut grants = Grants::default();
+        walk(root, excluded, &mut grants);
+        grants
+    }
+
+    fn walk(path: &Path, excluded: &[PathBuf], grants: &mut Grants) {
         if excluded.iter().any(|hidden| path.starts_with(hidden)) {
             return;
         }
         if !excluded.iter().any(|hidden| hidden.starts_with(path)) {
-            out.push(path.to_path_buf());
+            grants.whole.push(path.to_path_buf());
             return;
         }
+        grants.split.push(path.to_path_buf());
         let Ok(entries) = fs_err::read_dir(path) else { return };
         for entry in entries.flatten() {
             let child = entry.path();
             let is_link = entry.file_type().is_ok_and(|kind| kind.is_symlink());
             if !is_link {
-                walk(&child, excluded, out);
+                walk(&child, excluded, grants);
                 continue;
             }
             let Ok(target) = fs_err::canonicalize(&child) else { continue };
@@ -296,7 +308,7 @@ mod linux {
                 .iter()
                 .any(|hidden| target.starts_with(hidden) || hidden.starts_with(&target));
             if !overlaps {
-                out.push(child);
+                grants.whole.push(child);
             }
         }
     }
@@ -348,7 +360,7 @@ mod linux {
 
 #[cfg(target_os = "linux")]
 #[cfg(all(test, target_os = "linux"))]
-pub(crate) use linux::grant_tree;
+pub(crate) use linux::{Grants, grant_tree};
 
 #[cfg(test)]
 mod tests;

@@ -323,12 +323,14 @@ fn ordinary_work(backend: &str) {
         echo new > new.txt && mkdir -p sub/dir && echo deep > sub/dir/f && cat new.txt sub/dir/f
         echo tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"
         cat \"$HOME/notes.txt\" src/main.txt
+        ls \"$HOME\" && ls / >/dev/null
         ls .git
         python3 -c 'import socket; a, b = socket.socketpair(); a.send(b\"unix\"); print(b.recv(4).decode())'
         echo \"$CODECODER_SANDBOX $CODECODER_SANDBOX_NETWORK_DISABLED\"";
     let (code, output) = fixture.run(&confinement, script);
     assert_eq!(code, Some(0), "{output}");
-    let expected = format!("new\ndeep\ntmp\nreadable\nworkspace file\nhooks\nunix\n{backend} 1\n");
+    let expected =
+        format!("new\ndeep\ntmp\nreadable\nworkspace file\nnotes.txt\nhooks\nunix\n{backend} 1\n");
     assert_eq!(output, expected);
 }
 

@@ -53,7 +53,9 @@ fn grants_go_around_excluded_trees() {
     std::os::unix::fs::symlink(root.join("a/secret"), root.join("link-to-secret")).unwrap();
     std::os::unix::fs::symlink(root.join("b"), root.join("link-to-b")).unwrap();
     let excluded = vec![root.join("a/secret")];
-    let mut grants = crate::stage::grant_tree(&root, &excluded);
+    let grants = crate::stage::grant_tree(&root, &excluded);
+    assert_eq!(grants.split, vec![root.clone(), root.join("a")]);
+    let mut grants = grants.whole;
     grants.sort();
     let expected: Vec<PathBuf> = ["a/file.txt", "a/open", "b", "link-to-b"]
         .iter()
@@ -61,9 +63,9 @@ fn grants_go_around_excluded_trees() {
         .collect();
     assert_eq!(grants, expected);
     // Nothing excluded inside: the root itself; the root excluded: nothing.
-    assert_eq!(crate::stage::grant_tree(&root.join("b"), &excluded), vec![root.join("b")]);
+    assert_eq!(crate::stage::grant_tree(&root.join("b"), &excluded).whole, vec![root.join("b")]);
     assert_eq!(
         crate::stage::grant_tree(&root.join("a/secret/inner"), &excluded),
-        Vec::<PathBuf>::new()
+        crate::stage::Grants::default()
     );
 }
