@@ -16,7 +16,10 @@
 //!    `EACCES` (the names in a hidden directory's parent stay listable); TCP bind/connect denied
 //!    when the network is off (ABI ≥ 4); signals and abstract unix sockets scoped to the sandbox
 //!    (ABI ≥ 6);
-//! 4. installs the same seccomp filter.
+//! 4. when running as root, drops from the capability bounding set what would let the command
+//!    step around the sandbox (`CAP_SYS_PTRACE` above all: Landlock lets it read other
+//!    processes' `/proc/<pid>/environ`), so the exec'd command never has them;
+//! 5. installs the same seccomp filter.
 //!
 //! Invariants:
 //! - The stage never returns to the caller's `main` once it saw its marker: it execs the command
@@ -216,8 +219,8 @@ mod linux {
         ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm"];
 
     pub(super) fn apply_landlock(stage: &StageArgs) -> Result<(), String> {
-        let mounted = stage.protected.is_empty()
-            || (!stage.no_namespaces && protect_with_mounts(&stage.protected).is_ok());
+        let namespaces = !stage.no_namespaces && enter_namespaces(&stage.protected).is_ok();
+        let mounted = stage.protected.is_empty() || namespaces;
         let abi = ABI::V6;
         let landlock_err = |err: landlock::RulesetError| format!("landlock: {err}");
         let mut ruleset = Ruleset::default()
@@ -266,6 +269,46 @@ mod linux {
             created = created.add_rule(PathBeneath::new(fd, access)).map_err(landlock_err)?;
         }
         created.restrict_self().map_err(landlock_err)?;
+        if geteuid().is_root() {
+            drop_dangerous_capabilities()?;
+        }
+        Ok(())
+    }
+
+    /// Capabilities a confined root command must not get back at exec: process inspection,
+    /// mounts and namespaces, raw devices and modules, network administration, clock, MAC and
+    /// BPF. The file-permission ones stay: Landlock, not DAC, is the file-system boundary here.
+    const DANGEROUS_CAPABILITIES: [(&str, i32); 15] = [
+        ("CAP_NET_ADMIN", 12),
+        ("CAP_NET_RAW", 13),
+        ("CAP_SYS_MODULE", 16),
+        ("CAP_SYS_RAWIO", 17),
+        ("CAP_SYS_CHROOT", 18),
+        ("CAP_SYS_PTRACE", 19),
+        ("CAP_SYS_ADMIN", 21),
+        ("CAP_SYS_BOOT", 22),
+        ("CAP_SYS_TIME", 25),
+        ("CAP_MKNOD", 27),
+        ("CAP_MAC_OVERRIDE", 32),
+        ("CAP_MAC_ADMIN", 33),
+        ("CAP_SYSLOG", 34),
+        ("CAP_PERFMON", 38),
+        ("CAP_BPF", 39),
+    ];
+
+    #[allow(unsafe_code)]
+    fn drop_dangerous_capabilities() -> Result<(), String> {
+        use nix::libc;
+        for (name, capability) in DANGEROUS_CAPABILITIES {
+            // SAFETY: `PR_CAPBSET_DROP` takes a capability number and no pointers; the unused
+            // arguments are zero as the man page asks.
+            let result =
+                unsafe { libc::prctl(libc::PR_CAPBSET_DROP, capability as libc::c_ulong, 0, 0, 0) };
+            // EINVAL: a capability this kernel does not know, so nothing to drop.
+            if result != 0 && nix::errno::Errno::last() != nix::errno::Errno::EINVAL {
+                return Err(format!("dropping {name}: {}", nix::errno::Errno::last()));
+            }
+        }
         Ok(())
     }
 
@@ -313,8 +356,9 @@ mod linux {
         }
     }
 
-    /// Makes `protected` read-only in a private mount namespace of this process.
-    fn protect_with_mounts(protected: &[PathBuf]) -> Result<(), String> {
+    /// Moves this process into a private mount namespace (inside a user namespace of its own,
+    /// mapping its own ids, when not root) and makes `protected` read-only there.
+    fn enter_namespaces(protected: &[PathBuf]) -> Result<(), String> {
         let euid = geteuid();
         if euid.is_root() {
             unshare(CloneFlags::CLONE_NEWNS).map_err(|err| format!("unshare: {err}"))?;

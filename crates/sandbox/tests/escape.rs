@@ -205,9 +205,19 @@ fn attempts(fixture: &Fixture, confinement: &Confinement, include_etc: bool) -> 
     results.push(Attempt { name: "ptrace", succeeded: code == Some(0), trace: false, output });
 
     // A process outside the sandbox (started unconfined by the test) must survive a kill.
-    let outsider_spec = CommandSpec::new("sleep", ["30"]);
+    let mut outsider_spec = CommandSpec::new("sleep", ["30"]);
+    outsider_spec.env = vec![("FAKE_AGENT_KEY".into(), "FAKE-KEY-IN-ENVIRON".into())];
     let outsider = spawn(&outsider_spec, &SpawnConfig::standard()).unwrap();
     let pid = outsider.pid();
+    // Another process's environment (the agent's API keys live there) must stay unreadable.
+    let (code, output) = fixture.run(confinement, &format!("cat /proc/{pid}/environ"));
+    let leaked = output.contains("FAKE-KEY-IN-ENVIRON");
+    results.push(Attempt {
+        name: "read another process's environ",
+        succeeded: code == Some(0) && leaked,
+        trace: leaked,
+        output,
+    });
     let (code, output) = fixture.run(confinement, &format!("kill -TERM {pid}"));
     let died = wait_until(Duration::from_millis(500), || live_group_members(pid).is_empty());
     drop(outsider);
@@ -260,7 +270,7 @@ fn assert_all_blocked(backend: &str, results: &[Attempt]) {
         .collect();
     assert!(escaped.is_empty(), "{backend}: these attempts got through: {escaped:#?}");
     // The suite has teeth only if it ran everything.
-    assert!(results.len() >= 13, "{backend}: only {} attempts ran", results.len());
+    assert!(results.len() >= 14, "{backend}: only {} attempts ran", results.len());
 }
 
 fn escape_suite(backend: &str) {
@@ -311,7 +321,7 @@ fn the_same_attempts_succeed_unconfined() {
         })
         .collect();
     assert!(blocked.is_empty(), "these controls failed unconfined: {blocked:#?}");
-    assert_eq!(results.len(), 12);
+    assert_eq!(results.len(), 13);
 }
 
 /// Ordinary work still works under each backend: the workspace and scratch are writable, the
