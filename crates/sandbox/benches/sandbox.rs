@@ -60,6 +60,9 @@ fn main() {
         network: false,
         hidden_paths: default_hidden_paths(&home, &[]),
     };
+    for note in probe(BackendPreference::Auto).notes {
+        println!("probe: {note}");
+    }
     let unconfined = median_run(&Confinement::Unconfined, &workspace);
     println!("unconfined `true`: median {unconfined:?} over {RUNS} runs");
     // What this machine charges for any exec, and for the least bwrap can do: the floor under

@@ -100,14 +100,16 @@ fn probe_uncached(preference: BackendPreference) -> Probe {
         BackendPreference::Auto | BackendPreference::Bwrap => probe_bwrap(&mut notes),
         BackendPreference::Landlock => None,
     };
-    if let Some(path) = bwrap {
-        return Probe { backend: Some(Backend::Bwrap(path)), notes };
-    }
+    // Under `auto` Landlock is probed even when bwrap wins, so `doctor` shows both.
     let landlock = match preference {
         BackendPreference::Auto | BackendPreference::Landlock => probe_landlock(&mut notes),
         BackendPreference::Bwrap => false,
     };
-    Probe { backend: landlock.then_some(Backend::Landlock), notes }
+    let backend = match bwrap {
+        Some(path) => Some(Backend::Bwrap(path)),
+        None => landlock.then_some(Backend::Landlock),
+    };
+    Probe { backend, notes }
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]

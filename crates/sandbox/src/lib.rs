@@ -7,9 +7,13 @@
 //!
 //! Invariants:
 //! - No orphan process: when a `Child` is cancelled, finishes, or is dropped, the whole group
-//!   gets SIGTERM, then SIGKILL after the grace period if any member is still there. Members that
-//!   left the group on purpose (`setsid`) escape this; the confinement seam below is where that
-//!   will be closed.
+//!   gets SIGTERM, then SIGKILL after the grace period if any member is still there. Under
+//!   bubblewrap that reaches everything inside, `setsid` children included (pid namespace plus
+//!   `--die-with-parent`); unconfined or under Landlock a member that left the group on purpose
+//!   (`setsid`) still escapes.
+//! - Only this crate spawns processes, and a `Confinement::Sandboxed` command never starts
+//!   unconfined: if the backend cannot apply the policy, the stage exits 126 before the command
+//!   runs.
 //! - Every thread this crate starts is named and joined before `Child` is gone.
 //!
 //! Confinement: `Confinement::Sandboxed` wraps the command for a backend chosen by [`probe`]:
@@ -25,9 +29,8 @@ use std::ffi::OsString;
 use std::io::{self, Read};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
-use std::time::{Duration, Instant};
-
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use codecoder_stdx::{JoinOnDrop, spawn_named};
 use crossbeam_channel::{Receiver, Sender, never, select};

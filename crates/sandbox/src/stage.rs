@@ -204,7 +204,7 @@ mod linux {
 
     use landlock::{
         ABI, Access, AccessFs, AccessNet, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr,
-        RulesetCreatedAttr, Scope,
+        RulesetCreatedAttr, RulesetStatus, Scope,
     };
     use nix::mount::{MsFlags, mount};
     use nix::sched::{CloneFlags, unshare};
@@ -268,7 +268,11 @@ mod linux {
             let access = if path.is_dir() { access } else { access & AccessFs::from_file(abi) };
             created = created.add_rule(PathBeneath::new(fd, access)).map_err(landlock_err)?;
         }
-        created.restrict_self().map_err(landlock_err)?;
+        let status = created.restrict_self().map_err(landlock_err)?;
+        // Best effort covers an older ABI (fewer rights handled), never no Landlock at all.
+        if status.ruleset == RulesetStatus::NotEnforced {
+            return Err("landlock is not enforced by this kernel; use the bwrap backend".to_owned());
+        }
         if geteuid().is_root() {
             drop_dangerous_capabilities()?;
         }
