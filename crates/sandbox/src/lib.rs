@@ -7,18 +7,29 @@
 //!
 //! Invariants:
 //! - No orphan process: when a `Child` is cancelled, finishes, or is dropped, the whole group
-//!   gets SIGTERM, then SIGKILL after the grace period if any member is still there. Members that
-//!   left the group on purpose (`setsid`) escape this; the confinement seam below is where that
-//!   will be closed.
+//!   gets SIGTERM, then SIGKILL after the grace period if any member is still there. Under
+//!   bubblewrap that reaches everything inside, `setsid` children included (pid namespace plus
+//!   `--die-with-parent`); unconfined or under Landlock a member that left the group on purpose
+//!   (`setsid`) still escapes.
+//! - Only this crate spawns processes, and a `Confinement::Sandboxed` command never starts
+//!   unconfined: if the backend cannot apply the policy, the stage exits 126 before the command
+//!   runs.
 //! - Every thread this crate starts is named and joined before `Child` is gone.
 //!
-//! Confinement (bubblewrap, landlock, seccomp, seatbelt) is not here yet: `Confinement` is the
-//! seam, and today it has one variant, `Unconfined`.
+//! Confinement: `Confinement::Sandboxed` wraps the command for a backend chosen by [`probe`]:
+//! bubblewrap plus a seccomp stage, or Landlock plus the same stage (Linux), or Seatbelt (macOS).
+//! The stage is the product's own executable re-run with a hidden marker
+//! ([`run_stage_if_requested`]). Under bubblewrap the command runs in a pid namespace of its own
+//! with `--die-with-parent`, so terminating the group of the outer `bwrap` still ends everything
+//! inside; under Landlock the stage execs the command in place, keeping its pid and group.
+//! Secrets stay unreadable under every backend: the policy's hidden paths (credential stores)
+//! are masked (bubblewrap) or left out of the read grants (Landlock, Seatbelt).
 
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codecoder_stdx::{JoinOnDrop, spawn_named};
@@ -26,6 +37,21 @@ use crossbeam_channel::{Receiver, Sender, never, select};
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+
+pub use crate::backend::{Backend, BackendPreference, Probe, Sandbox, probe};
+pub use crate::hint::denial_hint;
+pub use crate::policy::{FsAccess, PROTECTED_NAMES, SandboxPolicy, default_hidden_paths};
+pub use crate::seatbelt::seatbelt_profile;
+pub use crate::stage::{STAGE_MARKER, run_stage_if_requested};
+
+mod backend;
+pub mod env;
+mod hint;
+mod policy;
+mod seatbelt;
+#[cfg(target_os = "linux")]
+mod seccomp;
+mod stage;
 
 /// The sandbox crate's error.
 #[derive(Debug, thiserror::Error)]
@@ -53,12 +79,14 @@ pub enum Error {
 /// The sandbox crate's result.
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// How a process is confined. The seam for the safety issue: only `Unconfined` exists today.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a process is confined.
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Confinement {
-    /// No OS sandbox: the process runs with the agent's rights.
+    /// No OS sandbox: the process runs with the agent's rights (danger-full-access).
     Unconfined,
+    /// Run under an OS sandbox: the policy, the backend and the stage executable.
+    Sandboxed(Arc<Sandbox>),
 }
 
 /// What to run.
@@ -161,17 +189,21 @@ pub struct Child {
 
 /// Starts `spec` in a new process group.
 pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
-    match config.confinement {
-        Confinement::Unconfined => {}
-    }
+    let (program, args, sandbox_env) = match &config.confinement {
+        Confinement::Unconfined => (spec.program.clone(), spec.args.clone(), Vec::new()),
+        Confinement::Sandboxed(sandbox) => {
+            sandbox.wrap(&spec.program, &spec.args, spec.cwd.as_deref())
+        }
+    };
     #[allow(clippy::disallowed_methods)] // This crate is the one place allowed to spawn processes.
-    let mut command = std::process::Command::new(&spec.program);
+    let mut command = std::process::Command::new(&program);
     let stdin = if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() };
-    command.args(&spec.args).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
+    command.args(&args).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }
-    for (key, value) in &spec.env {
+    // The sandbox's own variables go last, so a spec cannot pretend to be unconfined.
+    for (key, value) in spec.env.iter().chain(&sandbox_env) {
         command.env(key, value);
     }
     std::os::unix::process::CommandExt::process_group(&mut command, 0);

@@ -1,0 +1,100 @@
+//! Time added per command by each sandbox backend: spawns `true` repeatedly unconfined, under
+//! bubblewrap and under Landlock (workspace-write, network off, the default hidden paths of the
+//! real `$HOME`, which are only looked at), and prints the medians. Targets: < 15 ms added by
+//! bubblewrap, < 5 ms by Landlock. A backend that does not work here is reported and skipped.
+//!
+//! Run with `cargo bench -p codecoder-sandbox`.
+
+#![allow(clippy::print_stdout, clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use codecoder_sandbox::{
+    Backend, BackendPreference, CommandSpec, Confinement, FsAccess, Outcome, STAGE_MARKER, Sandbox,
+    SandboxPolicy, SpawnConfig, default_hidden_paths, probe, spawn,
+};
+
+const RUNS: usize = 60;
+const STAGE: &str = env!("CARGO_BIN_EXE_codecoder-sandbox-stage");
+
+fn median_run(confinement: &Confinement, workspace: &std::path::Path) -> Duration {
+    let mut spec = CommandSpec::new("true", Vec::<String>::new());
+    spec.cwd = Some(workspace.to_path_buf());
+    median(&spec, confinement)
+}
+
+fn median_spec(spec: &CommandSpec) -> Duration {
+    median(spec, &Confinement::Unconfined)
+}
+
+fn median(spec: &CommandSpec, confinement: &Confinement) -> Duration {
+    let config = SpawnConfig { confinement: confinement.clone(), ..SpawnConfig::standard() };
+    let (_keep, cancel) = crossbeam_channel::bounded::<()>(1);
+    let mut times = Vec::with_capacity(RUNS);
+    for run in 0..RUNS + 5 {
+        let started = Instant::now();
+        let mut child = spawn(spec, &config).unwrap();
+        let outcome = child.wait(&cancel, &mut |_| {}).unwrap();
+        drop(child);
+        let elapsed = started.elapsed();
+        assert!(matches!(outcome, Outcome::Exited(status) if status.success()), "{outcome:?}");
+        // The first few runs warm the page cache and the probe.
+        if run >= 5 {
+            times.push(elapsed);
+        }
+    }
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn main() {
+    let base = tempfile::tempdir().unwrap();
+    let workspace = base.path().join("ws");
+    fs_err::create_dir_all(workspace.join(".git")).unwrap();
+    let home = std::env::var_os("HOME").map_or_else(|| base.path().join("home"), PathBuf::from);
+    let policy = SandboxPolicy {
+        access: FsAccess::WorkspaceWrite,
+        writable_roots: vec![workspace.clone(), PathBuf::from("/tmp")],
+        network: false,
+        hidden_paths: default_hidden_paths(&home, &[]),
+    };
+    for note in probe(BackendPreference::Auto).notes {
+        println!("probe: {note}");
+    }
+    let unconfined = median_run(&Confinement::Unconfined, &workspace);
+    println!("unconfined `true`: median {unconfined:?} over {RUNS} runs");
+    // What this machine charges for any exec, and for the least bwrap can do: the floor under
+    // the backends' figures.
+    let stage_args = [STAGE_MARKER, "--mode", "seccomp", "--network", "off", "--", "true"];
+    let mut stage_only = CommandSpec::new(STAGE, stage_args);
+    stage_only.cwd = Some(workspace.clone());
+    println!("the seccomp stage alone, then `true`: median {:?}", median_spec(&stage_only));
+    if let Some(Backend::Bwrap(bwrap)) = probe(BackendPreference::Bwrap).backend {
+        let bare = CommandSpec::new(bwrap, ["--ro-bind", "/", "/", "--", "true"]);
+        println!("floor, `bwrap --ro-bind / / -- true`: median {:?}", median_spec(&bare));
+    }
+    for (name, preference, target, namespaces) in [
+        ("bwrap", BackendPreference::Bwrap, Duration::from_millis(15), true),
+        ("landlock", BackendPreference::Landlock, Duration::from_millis(5), true),
+        ("landlock (path grants)", BackendPreference::Landlock, Duration::from_millis(5), false),
+    ] {
+        let found = probe(preference);
+        let Some(backend) = found.backend else {
+            println!("{name}: unavailable ({})", found.notes.join("; "));
+            continue;
+        };
+        let mut sandbox = Sandbox::new(policy.clone(), backend, PathBuf::from(STAGE));
+        if !namespaces {
+            sandbox = sandbox.without_namespaces();
+        }
+        let confinement = Confinement::Sandboxed(Arc::new(sandbox));
+        let median = median_run(&confinement, &workspace);
+        let added = median.saturating_sub(unconfined);
+        let verdict = if added < target { "within" } else { "OVER" };
+        println!(
+            "{name} `true`: median {median:?}, added {added:?} ({verdict} the {target:?} target)"
+        );
+    }
+}

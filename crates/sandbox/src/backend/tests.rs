@@ -1,0 +1,128 @@
+//! Unit tests of command wrapping for each backend.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use crate::backend::bwrap_args;
+use crate::{Backend, FsAccess, STAGE_MARKER, Sandbox, SandboxPolicy, env};
+
+struct Fixture {
+    base: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let base = tempfile::tempdir().unwrap();
+        for dir in ["ws/.git", "ws/.codecoder", "home/.ssh"] {
+            fs_err::create_dir_all(base.path().join(dir)).unwrap();
+        }
+        fs_err::write(base.path().join("home/.netrc"), "machine x").unwrap();
+        Fixture { base }
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        fs_err::canonicalize(self.base.path()).unwrap().join(relative)
+    }
+
+    fn policy(&self, network: bool) -> SandboxPolicy {
+        SandboxPolicy {
+            access: FsAccess::WorkspaceWrite,
+            writable_roots: vec![self.path("ws"), self.path("missing-root")],
+            network,
+            hidden_paths: vec![
+                self.path("home/.ssh"),
+                self.path("home/.netrc"),
+                self.path("home/.aws"),
+            ],
+        }
+    }
+}
+
+fn strings(args: &[OsString]) -> Vec<String> {
+    args.iter().map(|arg| arg.to_string_lossy().into_owned()).collect()
+}
+
+fn contains_run(haystack: &[String], needle: &[&str]) -> bool {
+    haystack.windows(needle.len()).any(|window| window.iter().zip(needle).all(|(a, b)| a == b))
+}
+
+#[test]
+fn bwrap_binds_roots_protects_and_masks() {
+    let fixture = Fixture::new();
+    let ws = fixture.path("ws").display().to_string();
+    let args = strings(&bwrap_args(&fixture.policy(false), None));
+    assert_eq!(args[..3], ["--ro-bind", "/", "/"]);
+    assert!(contains_run(&args, &["--bind", &ws, &ws]), "{args:?}");
+    let git = format!("{ws}/.git");
+    let codecoder = format!("{ws}/.codecoder");
+    assert!(contains_run(&args, &["--ro-bind", &git, &git]), "{args:?}");
+    assert!(contains_run(&args, &["--ro-bind", &codecoder, &codecoder]), "{args:?}");
+    let ssh = fixture.path("home/.ssh").display().to_string();
+    assert!(contains_run(&args, &["--perms", "0000", "--tmpfs", &ssh, "--remount-ro", &ssh]));
+    let netrc = fixture.path("home/.netrc").display().to_string();
+    let at = args.iter().position(|arg| *arg == netrc).unwrap();
+    assert_eq!(args[at - 3..at - 1], ["0000", "--ro-bind-data"]);
+    for flag in ["--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"] {
+        assert!(args.contains(&flag.to_owned()), "{flag} missing: {args:?}");
+    }
+    assert!(contains_run(&args, &["--cap-drop", "ALL"]));
+    // Missing roots and hidden paths are left out; the protected binds come after the roots.
+    assert!(!args.iter().any(|arg| arg.contains("missing-root") || arg.contains(".aws")));
+    let bind = args.iter().position(|arg| *arg == ws).unwrap();
+    let protect = args.iter().position(|arg| *arg == git).unwrap();
+    assert!(bind < protect);
+}
+
+#[test]
+fn bwrap_keeps_the_network_when_allowed() {
+    let fixture = Fixture::new();
+    let args = strings(&bwrap_args(&fixture.policy(true), Some(&fixture.path("ws"))));
+    assert!(!args.contains(&"--unshare-net".to_owned()));
+    assert!(contains_run(&args, &["--chdir", &fixture.path("ws").display().to_string()]));
+}
+
+#[test]
+fn wrapping_runs_the_stage_with_the_command_after_it() {
+    let fixture = Fixture::new();
+    let stage = PathBuf::from("/opt/codecoder");
+    let bwrap =
+        Sandbox::new(fixture.policy(false), Backend::Bwrap("/usr/bin/bwrap".into()), stage.clone());
+    let (program, args, env_vars) = bwrap.wrap(&"ls".into(), &["-l".into()], None);
+    assert_eq!(program, "/usr/bin/bwrap");
+    let args = strings(&args);
+    assert!(
+        contains_run(
+            &args,
+            &["--", "/opt/codecoder", STAGE_MARKER, "--mode", "seccomp", "--network", "off"]
+        ),
+        "{args:?}"
+    );
+    assert_eq!(args[args.len() - 3..], ["--", "ls", "-l"]);
+    assert_eq!(
+        env_vars,
+        [
+            (OsString::from(env::CODECODER_SANDBOX), OsString::from("bwrap")),
+            (OsString::from(env::CODECODER_SANDBOX_NETWORK_DISABLED), OsString::from("1")),
+        ]
+    );
+
+    let mut policy = fixture.policy(true);
+    policy.access = FsAccess::ReadOnly;
+    let landlock = Sandbox::new(policy, Backend::Landlock, stage);
+    let (program, args, env_vars) = landlock.wrap(&"ls".into(), &[], None);
+    assert_eq!(program, "/opt/codecoder");
+    let args = strings(&args);
+    assert_eq!(args[..5], [STAGE_MARKER, "--mode", "landlock", "--network", "on"]);
+    assert!(contains_run(&args, &["--access", "read-only"]));
+    assert!(contains_run(&args, &["--hide", &fixture.path("home/.ssh").display().to_string()]));
+    assert_eq!(env_vars, [(OsString::from(env::CODECODER_SANDBOX), OsString::from("landlock"))]);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn seccomp_filters_compile() {
+    assert!(!crate::seccomp::build(false).unwrap().is_empty());
+    assert!(
+        crate::seccomp::build(true).unwrap().len() < crate::seccomp::build(false).unwrap().len()
+    );
+}

@@ -1,0 +1,414 @@
+//! The re-exec stage: the product's own executable, started as
+//! `exe __codecoder-sandbox-stage <options> -- program args…`, confines itself and then execs the
+//! command in its place (same pid, same process group, so the spawner's TERM→KILL still reaches
+//! it).
+//!
+//! Under bubblewrap the stage runs inside the namespaces bwrap made and only sets
+//! `PR_SET_NO_NEW_PRIVS` and installs the seccomp filter. Under the Landlock backend it also:
+//! 1. makes the protected subpaths (`.git`, `.codecoder`, `.agents`) read-only with bind mounts in
+//!    a private mount namespace (`unshare(CLONE_NEWNS)`, plus `CLONE_NEWUSER` when not root) —
+//!    Landlock only grants, it cannot take `.git` back out of a writable root;
+//! 2. when namespaces are refused, falls back to path grants instead: each writable root is
+//!    granted child by child, leaving the protected ones out (creating a new entry directly in
+//!    such a root is then refused too, but nothing protected becomes writable);
+//! 3. builds a Landlock ruleset: read on `/` and write on the roots, where any tree holding a
+//!    hidden path is granted child by child around it, so reading a hidden path fails with
+//!    `EACCES` (the names in a hidden directory's parent stay listable); TCP bind/connect denied
+//!    when the network is off (ABI ≥ 4); signals and abstract unix sockets scoped to the sandbox
+//!    (ABI ≥ 6);
+//! 4. when running as root, drops from the capability bounding set what would let the command
+//!    step around the sandbox (`CAP_SYS_PTRACE` above all: Landlock lets it read other
+//!    processes' `/proc/<pid>/environ`), so the exec'd command never has them;
+//! 5. installs the same seccomp filter.
+//!
+//! Invariants:
+//! - The stage never returns to the caller's `main` once it saw its marker: it execs the command
+//!   or prints one line to stderr and exits 126.
+//! - The option encoding round-trips any path (arguments are `OsString`s, never re-split).
+
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+
+use crate::policy::FsAccess;
+
+/// The hidden first argument that turns the product's executable into the stage.
+pub const STAGE_MARKER: &str = "__codecoder-sandbox-stage";
+
+/// What the stage must do, as passed on its command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StageArgs {
+    /// Apply Landlock (and the protection mounts); otherwise seccomp only (inside bwrap).
+    pub(crate) landlock: bool,
+    pub(crate) network: bool,
+    pub(crate) access: FsAccess,
+    pub(crate) writable_roots: Vec<PathBuf>,
+    pub(crate) protected: Vec<PathBuf>,
+    pub(crate) hidden: Vec<PathBuf>,
+    /// Never use the mount namespace (tests of the fallback).
+    pub(crate) no_namespaces: bool,
+    pub(crate) command: Vec<OsString>,
+}
+
+impl StageArgs {
+    /// The arguments after the marker.
+    pub(crate) fn encode(&self) -> Vec<OsString> {
+        let mut out: Vec<OsString> = vec![
+            "--mode".into(),
+            (if self.landlock { "landlock" } else { "seccomp" }).into(),
+            "--network".into(),
+            (if self.network { "on" } else { "off" }).into(),
+            "--access".into(),
+            match self.access {
+                FsAccess::ReadOnly => "read-only",
+                FsAccess::WorkspaceWrite => "workspace-write",
+                FsAccess::FullAccess => "full-access",
+            }
+            .into(),
+        ];
+        if self.no_namespaces {
+            out.push("--no-namespaces".into());
+        }
+        for (flag, paths) in [
+            ("--write", &self.writable_roots),
+            ("--protect", &self.protected),
+            ("--hide", &self.hidden),
+        ] {
+            for path in paths {
+                out.push(flag.into());
+                out.push(path.into());
+            }
+        }
+        out.push("--".into());
+        out.extend(self.command.iter().cloned());
+        out
+    }
+
+    /// Parses what `encode` produced.
+    pub(crate) fn parse(args: Vec<OsString>) -> Result<Self, String> {
+        let mut parsed = StageArgs {
+            landlock: false,
+            network: false,
+            access: FsAccess::ReadOnly,
+            writable_roots: Vec::new(),
+            protected: Vec::new(),
+            hidden: Vec::new(),
+            no_namespaces: false,
+            command: Vec::new(),
+        };
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            let flag = arg.to_string_lossy().into_owned();
+            if flag == "--" {
+                parsed.command = args.collect();
+                if parsed.command.is_empty() {
+                    return Err("no command after `--`".to_owned());
+                }
+                return Ok(parsed);
+            }
+            if flag == "--no-namespaces" {
+                parsed.no_namespaces = true;
+                continue;
+            }
+            let Some(value) = args.next() else {
+                return Err(format!("option `{flag}` needs a value"));
+            };
+            let text = value.to_string_lossy();
+            match flag.as_str() {
+                "--mode" => parsed.landlock = parse_choice(&text, "landlock", "seccomp")?,
+                "--network" => parsed.network = parse_choice(&text, "on", "off")?,
+                "--access" => {
+                    parsed.access = match text.as_ref() {
+                        "read-only" => FsAccess::ReadOnly,
+                        "workspace-write" => FsAccess::WorkspaceWrite,
+                        "full-access" => FsAccess::FullAccess,
+                        other => return Err(format!("unknown access `{other}`")),
+                    };
+                }
+                "--write" => parsed.writable_roots.push(value.into()),
+                "--protect" => parsed.protected.push(value.into()),
+                "--hide" => parsed.hidden.push(value.into()),
+                other => return Err(format!("unknown option `{other}`")),
+            }
+        }
+        Err("no `--` before the command".to_owned())
+    }
+}
+
+fn parse_choice(value: &str, yes: &str, no: &str) -> Result<bool, String> {
+    match value {
+        v if v == yes => Ok(true),
+        v if v == no => Ok(false),
+        other => Err(format!("expected `{yes}` or `{no}`, got `{other}`")),
+    }
+}
+
+/// When this process was started as the stage (its first argument is [`STAGE_MARKER`]), confines
+/// it and execs the command; otherwise returns at once. The product's `main` calls it first.
+/// On any error it prints one line to stderr and exits with status 126.
+pub fn run_stage_if_requested() {
+    let mut args = std::env::args_os();
+    let _exe = args.next();
+    if args.next().as_deref() != Some(OsStr::new(STAGE_MARKER)) {
+        return;
+    }
+    let message = match StageArgs::parse(args.collect()) {
+        Ok(stage) => match confine_and_exec(&stage) {
+            Ok(never) => match never {},
+            Err(message) => message,
+        },
+        Err(message) => format!("bad stage arguments: {message}"),
+    };
+    // This is the stage's `main` in effect: its one line of output is the error.
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("codecoder sandbox: {message}");
+    }
+    std::process::exit(126);
+}
+
+#[cfg(target_os = "linux")]
+fn confine_and_exec(stage: &StageArgs) -> Result<std::convert::Infallible, String> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+
+    if stage.landlock {
+        linux::apply_landlock(stage)?;
+    } else {
+        nix::sys::prctl::set_no_new_privs()
+            .map_err(|err| format!("setting PR_SET_NO_NEW_PRIVS: {err}"))?;
+    }
+    crate::seccomp::install(stage.network)?;
+    let argv = stage
+        .command
+        .iter()
+        .map(|arg| CString::new(arg.as_bytes()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| "an argument holds a NUL byte".to_owned())?;
+    let Some(program) = argv.first() else { return Err("no command".to_owned()) };
+    match nix::unistd::execvp(program, &argv) {
+        Ok(never) => match never {},
+        Err(err) => Err(format!("could not run `{}`: {err}", program.to_string_lossy())),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn confine_and_exec(_stage: &StageArgs) -> Result<std::convert::Infallible, String> {
+    Err("the re-exec stage is only used on Linux".to_owned())
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    //! Landlock and mount-namespace setup, run in the single-threaded stage process.
+
+    use std::path::{Path, PathBuf};
+
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr,
+        RulesetCreatedAttr, RulesetStatus, Scope,
+    };
+    use nix::mount::{MsFlags, mount};
+    use nix::sched::{CloneFlags, unshare};
+    use nix::sys::statvfs::{FsFlags, statvfs};
+    use nix::unistd::{getegid, geteuid};
+
+    use crate::policy::FsAccess;
+    use crate::stage::StageArgs;
+
+    /// Device files every command may read and write.
+    const DEVICES: [&str; 7] =
+        ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm"];
+
+    pub(super) fn apply_landlock(stage: &StageArgs) -> Result<(), String> {
+        let namespaces = !stage.no_namespaces && enter_namespaces(&stage.protected).is_ok();
+        let mounted = stage.protected.is_empty() || namespaces;
+        let abi = ABI::V6;
+        let landlock_err = |err: landlock::RulesetError| format!("landlock: {err}");
+        let mut ruleset = Ruleset::default()
+            .handle_access(AccessFs::from_all(abi))
+            .map_err(landlock_err)?
+            .scope(Scope::Signal)
+            .map_err(landlock_err)?;
+        if !stage.network {
+            ruleset = ruleset
+                .handle_access(AccessNet::from_all(ABI::V4))
+                .map_err(landlock_err)?
+                .scope(Scope::AbstractUnixSocket)
+                .map_err(landlock_err)?;
+        }
+        let mut created = ruleset.create().map_err(landlock_err)?;
+        let all = AccessFs::from_all(abi);
+        let read = AccessFs::from_read(abi) | AccessFs::IoctlDev;
+        let mut grants: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
+        let mut push = |paths: Vec<PathBuf>, access: BitFlags<AccessFs>| {
+            grants.extend(paths.into_iter().map(|path| (path, access)));
+        };
+        // Listing a split directory stays possible: `ls ~` works, though Landlock's inheritance
+        // then also lets the names (never the contents) inside a hidden directory be listed.
+        let readable = grant_tree(Path::new("/"), &stage.hidden);
+        push(readable.split, AccessFs::ReadDir.into());
+        match stage.access {
+            FsAccess::FullAccess => push(readable.whole, all),
+            FsAccess::ReadOnly | FsAccess::WorkspaceWrite => {
+                push(readable.whole, read);
+                let mut excluded = stage.hidden.clone();
+                if !mounted {
+                    excluded.extend(stage.protected.iter().cloned());
+                }
+                if stage.access == FsAccess::WorkspaceWrite {
+                    for root in &stage.writable_roots {
+                        push(grant_tree(root, &excluded).whole, all);
+                    }
+                }
+                push(DEVICES.iter().map(PathBuf::from).collect(), all);
+            }
+        }
+        for (path, access) in grants {
+            // A path that vanished since it was listed is simply not granted.
+            let Ok(fd) = PathFd::new(&path) else { continue };
+            let access = if path.is_dir() { access } else { access & AccessFs::from_file(abi) };
+            created = created.add_rule(PathBeneath::new(fd, access)).map_err(landlock_err)?;
+        }
+        let status = created.restrict_self().map_err(landlock_err)?;
+        // Best effort covers an older ABI (fewer rights handled), never no Landlock at all.
+        if status.ruleset == RulesetStatus::NotEnforced {
+            return Err("landlock is not enforced by this kernel; use the bwrap backend".to_owned());
+        }
+        if geteuid().is_root() {
+            drop_dangerous_capabilities()?;
+        }
+        Ok(())
+    }
+
+    /// Capabilities a confined root command must not get back at exec: process inspection,
+    /// mounts and namespaces, raw devices and modules, network administration, clock, MAC and
+    /// BPF. The file-permission ones stay: Landlock, not DAC, is the file-system boundary here.
+    const DANGEROUS_CAPABILITIES: [(&str, i32); 15] = [
+        ("CAP_NET_ADMIN", 12),
+        ("CAP_NET_RAW", 13),
+        ("CAP_SYS_MODULE", 16),
+        ("CAP_SYS_RAWIO", 17),
+        ("CAP_SYS_CHROOT", 18),
+        ("CAP_SYS_PTRACE", 19),
+        ("CAP_SYS_ADMIN", 21),
+        ("CAP_SYS_BOOT", 22),
+        ("CAP_SYS_TIME", 25),
+        ("CAP_MKNOD", 27),
+        ("CAP_MAC_OVERRIDE", 32),
+        ("CAP_MAC_ADMIN", 33),
+        ("CAP_SYSLOG", 34),
+        ("CAP_PERFMON", 38),
+        ("CAP_BPF", 39),
+    ];
+
+    #[allow(unsafe_code)]
+    fn drop_dangerous_capabilities() -> Result<(), String> {
+        use nix::libc;
+        for (name, capability) in DANGEROUS_CAPABILITIES {
+            // SAFETY: `PR_CAPBSET_DROP` takes a capability number and no pointers; the unused
+            // arguments are zero as the man page asks.
+            let result =
+                unsafe { libc::prctl(libc::PR_CAPBSET_DROP, capability as libc::c_ulong, 0, 0, 0) };
+            // EINVAL: a capability this kernel does not know, so nothing to drop.
+            if result != 0 && nix::errno::Errno::last() != nix::errno::Errno::EINVAL {
+                return Err(format!("dropping {name}: {}", nix::errno::Errno::last()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The paths to grant so that all of `root` is covered except the `excluded` trees.
+    #[derive(Debug, Default, PartialEq, Eq)]
+    pub(crate) struct Grants {
+        /// Granted whole: `root` itself when nothing excluded lies inside it, else its children,
+        /// recursively. A symlinked child is granted (through its target) only when the target
+        /// is clear of every excluded tree, so a link cannot smuggle a hidden path back in.
+        pub(crate) whole: Vec<PathBuf>,
+        /// The directories that were split because an excluded tree lies inside them.
+        pub(crate) split: Vec<PathBuf>,
+    }
+
+    pub(crate) fn grant_tree(root: &Path, excluded: &[PathBuf]) -> Grants {
+        let mut grants = Grants::default();
+        walk(root, excluded, &mut grants);
+        grants
+    }
+
+    fn walk(path: &Path, excluded: &[PathBuf], grants: &mut Grants) {
+        if excluded.iter().any(|hidden| path.starts_with(hidden)) {
+            return;
+        }
+        if !excluded.iter().any(|hidden| hidden.starts_with(path)) {
+            grants.whole.push(path.to_path_buf());
+            return;
+        }
+        grants.split.push(path.to_path_buf());
+        let Ok(entries) = fs_err::read_dir(path) else { return };
+        for entry in entries.flatten() {
+            let child = entry.path();
+            let is_link = entry.file_type().is_ok_and(|kind| kind.is_symlink());
+            if !is_link {
+                walk(&child, excluded, grants);
+                continue;
+            }
+            let Ok(target) = fs_err::canonicalize(&child) else { continue };
+            let overlaps = excluded
+                .iter()
+                .any(|hidden| target.starts_with(hidden) || hidden.starts_with(&target));
+            if !overlaps {
+                grants.whole.push(child);
+            }
+        }
+    }
+
+    /// Moves this process into a private mount namespace (inside a user namespace of its own,
+    /// mapping its own ids, when not root) and makes `protected` read-only there.
+    fn enter_namespaces(protected: &[PathBuf]) -> Result<(), String> {
+        let euid = geteuid();
+        if euid.is_root() {
+            unshare(CloneFlags::CLONE_NEWNS).map_err(|err| format!("unshare: {err}"))?;
+        } else {
+            let egid = getegid();
+            unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
+                .map_err(|err| format!("unshare: {err}"))?;
+            let write = |file: &str, text: String| {
+                fs_err::write(file, text).map_err(|err| format!("user namespace: {err}"))
+            };
+            write("/proc/self/setgroups", "deny".to_owned())?;
+            write("/proc/self/uid_map", format!("{euid} {euid} 1"))?;
+            write("/proc/self/gid_map", format!("{egid} {egid} 1"))?;
+        }
+        mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
+            .map_err(|err| format!("making mounts private: {err}"))?;
+        for path in protected {
+            mount(Some(path), path, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
+                .map_err(|err| format!("bind-mounting {}: {err}", path.display()))?;
+            // A remount must keep the flags a user namespace may not drop.
+            let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+            if let Ok(stat) = statvfs(path) {
+                let kept = stat.flags();
+                for (fs_flag, ms_flag) in [
+                    (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+                    (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+                    (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+                    (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+                    (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+                    (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+                ] {
+                    if kept.contains(fs_flag) {
+                        flags |= ms_flag;
+                    }
+                }
+            }
+            mount(None::<&str>, path, None::<&str>, flags, None::<&str>)
+                .map_err(|err| format!("making {} read-only: {err}", path.display()))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) use linux::{Grants, grant_tree};
+
+#[cfg(test)]
+mod tests;
