@@ -87,6 +87,21 @@ pub struct ToolsConfig {
     pub web_max_bytes: usize,
     /// `web_fetch`'s whole-request timeout. Default 30 s.
     pub web_timeout: Duration,
+    /// The OS sandbox `run_command` and background jobs run in. Default `Unconfined`.
+    pub confinement: codecoder_sandbox::Confinement,
+    /// What happens when a sandboxed command fails in a way that looks like the sandbox's
+    /// doing. Default `Never` (the failure goes back to the model with the reason).
+    pub escalation: Escalation,
+}
+
+/// `run_command`'s answer to a sandbox denial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Escalation {
+    /// Ask the person once whether to run it again without the sandbox (on-request,
+    /// untrusted).
+    Ask,
+    /// Never retry; tell the model why it failed (never).
+    Never,
 }
 
 impl ToolsConfig {
@@ -111,6 +126,8 @@ impl ToolsConfig {
             search_limit: 200,
             web_max_bytes: 1024 * 1024,
             web_timeout: Duration::from_secs(30),
+            confinement: codecoder_sandbox::Confinement::Unconfined,
+            escalation: Escalation::Never,
         }
     }
 }
@@ -126,7 +143,8 @@ pub fn builtin_tools(config: ToolsConfig) -> Vec<Arc<dyn Tool>> {
 
 /// The same tools as `Builtin`s, for running them without a kernel (tests, fuzzing).
 pub fn builtins(config: ToolsConfig) -> Vec<Arc<dyn Builtin>> {
-    let shared = Arc::new(Shared { config, jobs: JobTable::new() });
+    let shared =
+        Arc::new(Shared { config, jobs: JobTable::new(), escalations: Default::default() });
     vec![
         Arc::new(read::ReadFile { shared: Arc::clone(&shared), index: read::LineIndex::default() }),
         Arc::new(edit::WriteFile(Arc::clone(&shared))),
@@ -148,6 +166,9 @@ pub fn builtins(config: ToolsConfig) -> Vec<Arc<dyn Builtin>> {
 pub(crate) struct Shared {
     pub(crate) config: ToolsConfig,
     pub(crate) jobs: JobTable,
+    /// Commands the person allowed to run outside the sandbox for the rest of the session
+    /// (`escalate:<command>`).
+    pub(crate) escalations: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// A built-in tool: the kernel's `Tool` minus the `ToolContext`, so it can run without a kernel.

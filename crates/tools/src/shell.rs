@@ -14,12 +14,12 @@ use std::convert::Infallible;
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use codecoder_kernel::{ToolKind, ToolOutput};
-use codecoder_protocol::{OutputStream, ToolError};
-use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Stream};
+use codecoder_protocol::{ApprovalDecision, OutputStream, ToolError};
+use codecoder_sandbox::{CommandSpec, Confinement, Outcome, SpawnConfig, Stream};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
 use crossbeam_channel::{Receiver, Sender, never, select};
 use serde::Deserialize;
@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use crate::env::CallEnv;
 use crate::path::{display, resolve};
 use crate::text::{Capped, Utf8Stream};
-use crate::{Builtin, Shared, ToolsConfig, failed, invalid, parse_args, str_arg};
+use crate::{Builtin, Escalation, Shared, ToolsConfig, failed, invalid, parse_args, str_arg};
 
 pub(crate) struct RunCommand(pub(crate) Arc<Shared>);
 
@@ -113,42 +113,138 @@ impl Builtin for RunCommand {
             )));
         }
         let timeout = timeout.unwrap_or(config.default_timeout);
-        let mut output = Capped::new(config.output_limit);
-        let mut stdout = Utf8Stream::default();
-        let mut stderr = Utf8Stream::default();
-        let started = Instant::now();
-        let child = start_child(config, &spec)?;
-        let cancel = env.cancel().signal().clone();
-        let mut spill = Spill::new(config);
-        let end = wait_child(child, started, cancel, never(), Some(timeout), &mut |chunk| {
-            spill.push(&output, &chunk.bytes);
-            output.push(&chunk.bytes);
-            let (stream, decoder) = match chunk.stream {
-                Stream::Stdout => (OutputStream::Stdout, &mut stdout),
-                Stream::Stderr => (OutputStream::Stderr, &mut stderr),
-            };
-            let text = decoder.decode(&chunk.bytes);
-            if !text.is_empty() {
-                env.output(stream, text);
-            }
-        })?;
-        for (stream, decoder) in
-            [(OutputStream::Stdout, &mut stdout), (OutputStream::Stderr, &mut stderr)]
-        {
-            let text = decoder.finish();
-            if !text.is_empty() {
-                env.output(stream, text);
-            }
+        let first = foreground(env, config, &spec, timeout, &config.confinement)?;
+        let Confinement::Sandboxed(sandbox) = &config.confinement else {
+            return Ok(first.result);
+        };
+        let code = first.end.status.and_then(|status| status.code());
+        if first.end.stop.is_some() || code == Some(0) {
+            return Ok(first.result);
         }
-        if end.stop == Some(Stop::Cancelled) {
-            return Err(ToolError::Cancelled);
-        }
-        let mut result = report(&output, &end, timeout);
-        if let Some(note) = spill.finish() {
-            result.content.push(codecoder_protocol::ContentItem::Text { text: note });
-        }
-        Ok(result)
+        let Some(reason) = codecoder_sandbox::denial_hint(code, &first.text, sandbox.policy())
+        else {
+            return Ok(first.result);
+        };
+        self.escalate(env, &args.command, &spec, timeout, first.result, &reason)
     }
+}
+
+impl RunCommand {
+    /// A sandboxed command failed in a way that looks like the sandbox's doing: under
+    /// `Escalation::Ask`, ask once to run it again without the sandbox (a "for this session"
+    /// answer is remembered for this exact command); under `Never`, the failure goes back to
+    /// the model with the reason.
+    fn escalate(
+        &self,
+        env: &dyn CallEnv,
+        command: &str,
+        spec: &CommandSpec,
+        timeout: Duration,
+        mut blocked: ToolOutput,
+        reason: &str,
+    ) -> Result<ToolOutput, ToolError> {
+        let config = &self.0.config;
+        let note = |text: String| codecoder_protocol::ContentItem::Text { text };
+        if config.escalation == Escalation::Never {
+            blocked.content.push(note(format!(
+                "[sandbox] {reason}. The approval mode is `never`, so it was not run again outside                  the sandbox: work within the sandbox (write inside the workspace, no network),                  or tell the user what needs wider access."
+            )));
+            return Ok(blocked);
+        }
+        let key = format!("escalate:{command}");
+        let granted =
+            self.0.escalations.lock().unwrap_or_else(PoisonError::into_inner).contains(&key);
+        if !granted {
+            let decision = env.request_approval(
+                format!("run `{command}` again without the sandbox"),
+                vec![key.clone()],
+                Some(format!("the sandbox blocked it: {reason}")),
+            );
+            match decision {
+                ApprovalDecision::AllowOnce => {}
+                ApprovalDecision::AllowForSession => {
+                    self.0.escalations.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
+                }
+                ApprovalDecision::Cancelled if env.cancel().is_cancelled() => {
+                    return Err(ToolError::Cancelled);
+                }
+                ApprovalDecision::Deny | ApprovalDecision::Cancelled => {
+                    blocked.content.push(note(format!(
+                        "[sandbox] {reason}. The user declined to run it outside the sandbox."
+                    )));
+                    return Ok(blocked);
+                }
+                ApprovalDecision::DenyWithFeedback { feedback } => {
+                    blocked.content.push(note(format!(
+                        "[sandbox] {reason}. The user declined to run it outside the sandbox:                          {feedback}"
+                    )));
+                    return Ok(blocked);
+                }
+            }
+        }
+        let mut second = foreground(env, config, spec, timeout, &Confinement::Unconfined)?.result;
+        second.content.insert(
+            0,
+            note(format!(
+                "[sandbox] The first attempt was blocked ({reason}); with the user's approval                  it ran again without the sandbox:"
+            )),
+        );
+        Ok(second)
+    }
+}
+
+/// A foreground run: the result for the model, how it ended, and the output kept (for the
+/// denial check).
+struct Foreground {
+    result: ToolOutput,
+    end: End,
+    text: String,
+}
+
+/// Runs `spec` under `confinement` to its end, streaming output to the client.
+fn foreground(
+    env: &dyn CallEnv,
+    config: &ToolsConfig,
+    spec: &CommandSpec,
+    timeout: Duration,
+    confinement: &Confinement,
+) -> Result<Foreground, ToolError> {
+    let mut output = Capped::new(config.output_limit);
+    let mut stdout = Utf8Stream::default();
+    let mut stderr = Utf8Stream::default();
+    let started = Instant::now();
+    let child = spawn_confined(config, spec, confinement)?;
+    let cancel = env.cancel().signal().clone();
+    let mut spill = Spill::new(config);
+    let end = wait_child(child, started, cancel, never(), Some(timeout), &mut |chunk| {
+        spill.push(&output, &chunk.bytes);
+        output.push(&chunk.bytes);
+        let (stream, decoder) = match chunk.stream {
+            Stream::Stdout => (OutputStream::Stdout, &mut stdout),
+            Stream::Stderr => (OutputStream::Stderr, &mut stderr),
+        };
+        let text = decoder.decode(&chunk.bytes);
+        if !text.is_empty() {
+            env.output(stream, text);
+        }
+    })?;
+    for (stream, decoder) in
+        [(OutputStream::Stdout, &mut stdout), (OutputStream::Stderr, &mut stderr)]
+    {
+        let text = decoder.finish();
+        if !text.is_empty() {
+            env.output(stream, text);
+        }
+    }
+    if end.stop == Some(Stop::Cancelled) {
+        return Err(ToolError::Cancelled);
+    }
+    let mut result = report(&output, &end, timeout);
+    if let Some(note) = spill.finish() {
+        result.content.push(codecoder_protocol::ContentItem::Text { text: note });
+    }
+    let text = String::from_utf8_lossy(&output.kept_bytes()).into_owned();
+    Ok(Foreground { result, end, text })
 }
 
 /// The full output of a command whose output went over the cap, written to a file in
@@ -312,12 +408,24 @@ pub(crate) struct End {
     pub(crate) duration: Duration,
 }
 
-/// Spawns `spec` in a process group of its own.
+/// Spawns `spec` in a process group of its own, under the session's confinement.
 pub(crate) fn start_child(
     config: &ToolsConfig,
     spec: &CommandSpec,
 ) -> Result<codecoder_sandbox::Child, ToolError> {
-    let spawn_config = SpawnConfig { kill_grace: config.kill_grace, ..SpawnConfig::standard() };
+    spawn_confined(config, spec, &config.confinement)
+}
+
+fn spawn_confined(
+    config: &ToolsConfig,
+    spec: &CommandSpec,
+    confinement: &Confinement,
+) -> Result<codecoder_sandbox::Child, ToolError> {
+    let spawn_config = SpawnConfig {
+        kill_grace: config.kill_grace,
+        confinement: confinement.clone(),
+        ..SpawnConfig::standard()
+    };
     codecoder_sandbox::spawn(spec, &spawn_config).map_err(|err| failed(err.to_string()))
 }
 
