@@ -303,7 +303,13 @@ impl Judge<'_> {
         }
         let mut text_pieces: Vec<&str> = words.iter().map(|w| w.raw.as_str()).collect();
         text_pieces.extend(command.redirects.iter().map(|r| r.raw.as_str()));
-        let text = normalize_whitespace(&text_pieces.join(" "));
+        let mut text = normalize_whitespace(&text_pieces.join(" "));
+        if text.is_empty() {
+            // Only assignments (or a lone keyword): show them.
+            text = normalize_whitespace(
+                &command.words.iter().map(|w| w.raw.as_str()).collect::<Vec<_>>().join(" "),
+            );
+        }
 
         // Redirections.
         for redirect in &command.redirects {
@@ -316,6 +322,10 @@ impl Judge<'_> {
             self.words(words, command, depth, &text)
         };
         severity = severity.max(verdict.severity);
+        if words.is_empty() && command.redirects.is_empty() && severity.is_safe() {
+            // A lone keyword (`done`, `fi`, `}`) or a harmless assignment.
+            return;
+        }
         self.parts.push(Part { text, command: verdict.command, severity });
     }
 
@@ -334,8 +344,12 @@ impl Judge<'_> {
             return Severity::Safe;
         }
         let Some(cwd) = &self.cwd else { return Severity::Normal };
-        let path = resolve(Path::new(value), cwd);
-        match programs::system_path_reason(&path) {
+        // Both spellings: `/etc/resolv.conf` is often a symlink to somewhere under `/run`.
+        let lexical = crate::paths::normalize_lexically(&cwd.join(value));
+        let resolved = resolve(Path::new(value), cwd);
+        match programs::system_path_reason(&lexical)
+            .or_else(|| programs::system_path_reason(&resolved))
+        {
             Some(why) => Severity::Dangerous { reason: format!("`{}` {why}", shorten(text)) },
             None => Severity::Normal,
         }
@@ -440,6 +454,15 @@ impl Judge<'_> {
                                     self.stdin_interpreter = Some(command_text.clone());
                                 }
                             }
+                        }
+                    }
+                    programs::Source::Inline(None) => {
+                        // `sh -c "$(curl …)"`, `python3 -c "$X"`.
+                        if self.stdin_interpreter.is_none() {
+                            self.stdin_interpreter = Some(command_text.clone());
+                        }
+                        if programs::is_shell(program) {
+                            floor(&mut severity, dangerous("runs a script only known at run time"));
                         }
                     }
                     programs::Source::Substituted => {
