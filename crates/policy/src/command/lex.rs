@@ -419,16 +419,16 @@ impl<'s> Parser<'s> {
                 }
                 other => other,
             };
-        if kind == RedirectKind::HereDoc {
-            if let Some(command) = self.current {
-                self.pending.push(PendingHereDoc {
-                    command,
-                    redirect: index,
-                    delimiter: target.value.clone(),
-                    quoted: target.quoted,
-                    strip_tabs: operator == "<<-",
-                });
-            }
+        if kind == RedirectKind::HereDoc
+            && let Some(command) = self.current
+        {
+            self.pending.push(PendingHereDoc {
+                command,
+                redirect: index,
+                delimiter: target.value.clone(),
+                quoted: target.quoted,
+                strip_tabs: operator == "<<-",
+            });
         }
         Some(Redirect { kind, target, body: None, raw: self.source(start) })
     }

@@ -178,9 +178,8 @@ fn fork_bomb(command: &str) -> Option<String> {
     let mut search = compact.as_str();
     while let Some(at) = search.find("(){") {
         let before = &search[..at];
-        let name_start = before
-            .rfind(|c: char| matches!(c, ';' | '&' | '|' | '\n' | '(' | ')' | '{' | '}'))
-            .map_or(0, |i| i + 1);
+        let name_start =
+            before.rfind([';', '&', '|', '\n', '(', ')', '{', '}']).map_or(0, |i| i + 1);
         let name = &before[name_start..];
         let body = &search[at + 3..];
         if !name.is_empty() && body.starts_with(&format!("{name}|{name}&")) {

@@ -8,7 +8,6 @@ use codecoder_policy::CommandContext;
 pub(crate) struct Workspace {
     // Kept alive for the directories' lifetime.
     _dir: tempfile::TempDir,
-    pub(crate) root: PathBuf,
     pub(crate) ws: PathBuf,
     pub(crate) tmp: PathBuf,
     pub(crate) home: PathBuf,
@@ -27,7 +26,7 @@ impl Workspace {
         for path in [&ws, &tmp, &home, &outside, &ws.join("src"), &ws.join(".git")] {
             fs_err::create_dir_all(path).expect("mkdir");
         }
-        Self { _dir: dir, root, ws, tmp, home, outside }
+        Self { _dir: dir, ws, tmp, home, outside }
     }
 
     pub(crate) fn ctx(&self) -> CommandContext {
