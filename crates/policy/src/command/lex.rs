@@ -16,6 +16,10 @@
 /// How deep substitutions, subshells and `bash -c` scripts may nest before the parser gives up.
 pub(crate) const MAX_DEPTH: usize = 32;
 
+/// Keywords after which a `(` opens a subshell.
+const OPENING_KEYWORDS: &[&str] =
+    &["!", "{", "if", "then", "elif", "else", "do", "while", "until", "time"];
+
 /// The parse of one script.
 #[derive(Debug, Default)]
 pub(crate) struct Script {
@@ -258,6 +262,16 @@ impl<'s> Parser<'s> {
                 '\n' | ';' | '|' | ')' => break,
                 '&' if self.peek_at(1) != Some('>') => break,
                 '(' => {
+                    if words.iter().all(|w| {
+                        w.is_literal() && !w.quoted && OPENING_KEYWORDS.contains(&w.value.as_str())
+                    }) {
+                        // `do ( … )`, `then ( … )`, `! ( … )`: a subshell after keywords.
+                        self.pos += 1;
+                        self.depth += 1;
+                        self.parse_list(End::Paren, piped);
+                        self.depth -= 1;
+                        continue;
+                    }
                     if words.len() == 1 && self.next_nonblank_after_paren_is_close() {
                         defines_function = true;
                     } else if words.last().is_some_and(|w| w.raw.ends_with('=')) {

@@ -136,11 +136,15 @@ pub fn classify(command: &str, ctx: &CommandContext) -> Classification {
             shorten(interpreter),
             shorten(download)
         );
-        judge.parts.push(Part {
-            text: normalize_whitespace(command),
-            command: normalize_whitespace(command),
-            severity: Severity::Dangerous { reason },
-        });
+        // First, so that this reason (more specific than the pipe's) is the line's.
+        judge.parts.insert(
+            0,
+            Part {
+                text: normalize_whitespace(command),
+                command: normalize_whitespace(command),
+                severity: Severity::Dangerous { reason },
+            },
+        );
     }
     if let Some(name) = fork_bomb(command) {
         judge.parts.push(Part {
@@ -448,11 +452,20 @@ impl Judge<'_> {
                                 return Verdict { severity, command: command_text };
                             }
                             Some(_) => {}
-                            None => {
-                                if command.piped_stdin && self.stdin_interpreter.is_none() {
+                            None if command.piped_stdin => {
+                                if self.stdin_interpreter.is_none() {
                                     self.stdin_interpreter = Some(command_text.clone());
                                 }
+                                if programs::is_shell(program) {
+                                    floor(
+                                        &mut severity,
+                                        dangerous(
+                                            "runs a script fed through a pipe, which cannot be checked",
+                                        ),
+                                    );
+                                }
                             }
+                            None => {}
                         }
                     }
                     programs::Source::Inline(None) => {
@@ -482,6 +495,9 @@ impl Judge<'_> {
             }
             let found = match program {
                 "rm" => self.rm(&args_view, input_args, &command_text),
+                "tee" | "cp" | "mv" | "install" | "ln" | "truncate" | "touch" => {
+                    self.writes_to(program, &args_view, &command_text)
+                }
                 "find" => self.find(&args_view, depth, &command_text),
                 _ => programs::judge(program, &args_view, &command_text),
             };
@@ -568,6 +584,12 @@ impl Judge<'_> {
             (path, false)
         };
         let resolved = resolve(&path, cwd);
+        if glob && let Some(dir) = self.glob_reaches_protected(word, &resolved) {
+            return Some(format!(
+                "can delete `{}`, which holds history or agent state that cannot be recovered",
+                dir.display()
+            ));
+        }
         if resolved.parent().is_none() {
             return Some(if glob {
                 "deletes everything under `/`".to_owned()
@@ -596,6 +618,48 @@ impl Judge<'_> {
                     .then(|| format!("deletes the whole writable root `{}`", resolved.display()))
             }
         }
+    }
+
+    /// `tee`, `cp`, `mv`, … : Normal, or Dangerous when a destination is a system path or a
+    /// disk device.
+    fn writes_to(&self, program: &str, args: &programs::Args<'_>, text: &str) -> Severity {
+        let positionals = args.positionals();
+        // `cp`, `mv`, `install` and `ln` write their last operand; the others all of them.
+        let destinations: &[&Word] = match program {
+            "cp" | "mv" | "install" | "ln" => {
+                positionals.len().checked_sub(1).map_or(&[], |last| &positionals[last..])
+            }
+            _ => &positionals,
+        };
+        let Some(cwd) = &self.cwd else { return Severity::Normal };
+        for word in destinations {
+            let Some(path) = self.word_path(word) else { continue };
+            let lexical = crate::paths::normalize_lexically(&cwd.join(&path));
+            let resolved = resolve(&path, cwd);
+            if let Some(why) = programs::system_path_reason(&lexical)
+                .or_else(|| programs::system_path_reason(&resolved))
+            {
+                return Severity::Dangerous { reason: format!("`{}` {why}", shorten(text)) };
+            }
+        }
+        Severity::Normal
+    }
+
+    /// For a glob like `.*` or `.g*` in a writable root: the protected directory it can match.
+    fn glob_reaches_protected(&self, word: &Word, directory: &Path) -> Option<PathBuf> {
+        if !self.roots.roots().iter().any(|root| root == directory) {
+            return None;
+        }
+        let component = word.value.rsplit('/').find(|c| !c.is_empty())?;
+        // The shell's `*` does not match a leading dot unless the pattern starts with one.
+        if !component.starts_with('.') && !component.starts_with("[.") {
+            return None;
+        }
+        let glob = globset::Glob::new(component).ok()?.compile_matcher();
+        crate::paths::PROTECTED_DIRS
+            .iter()
+            .find(|name| glob.is_match(name))
+            .map(|name| directory.join(name))
     }
 
     fn rm(&self, args: &programs::Args<'_>, input_args: bool, text: &str) -> Severity {

@@ -248,8 +248,9 @@ pub(crate) fn unwrap<'a>(program: &str, args: &'a [Word]) -> Unwrap<'a> {
 }
 
 const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish"];
-const OTHER_INTERPRETERS: &[&str] =
-    &["python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua"];
+const OTHER_INTERPRETERS: &[&str] = &[
+    "python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "source", ".",
+];
 
 pub(crate) fn is_shell(program: &str) -> bool {
     SHELLS.contains(&program)
@@ -533,12 +534,14 @@ pub(crate) fn judge(program: &str, args: &Args<'_>, text: &str) -> Severity {
             }
         }
         "npm" | "pnpm" | "yarn" | "bun" => match args.first_positional() {
+            Some("publish") if args.long("--dry-run") => Severity::Normal,
             Some("publish" | "unpublish") => {
                 dangerous("publishes a package, which cannot be taken back")
             }
             _ => Severity::Normal,
         },
         "cargo" | "poetry" | "uv" | "hatch" | "flit" => match args.first_positional() {
+            Some("publish") if args.long("--dry-run") => Severity::Normal,
             Some("publish") => dangerous("publishes a package, which cannot be taken back"),
             _ => Severity::Normal,
         },
