@@ -1,0 +1,470 @@
+//! The decision chain: one `Decision` per tool call, with the level that made it and a
+//! one-line explanation.
+//!
+//! Order: (1) the PreToolUse hook verdict → (2) a session grant → (3) project rules → (4) user
+//! rules → (5) the default for the tool's kind under the current modes. The first level with
+//! an opinion decides, with two exceptions:
+//! - a deny at any level wins (hook deny, project deny, user deny, and the default deny of
+//!   reads and edits under a hidden path);
+//! - an `ask` rule (project or user) beats a hook `allow`: a hook can skip the prompt, not an
+//!   ask rule (as in Claude Code).
+//!
+//! A hook that rewrites the input does so before the chain runs: the caller recomputes the
+//! permission keys from the new input and passes the hook's verdict here.
+//!
+//! Invariants: `decide` is pure (no I/O beyond canonicalizing existing paths) and total;
+//! every decision names its source; bypass (`--yolo`) turns default asks and mode denies into
+//! allows but never overrides a hook deny, a rule deny, or a hidden path (only a user allow
+//! rule lifts a hidden path: project config, which comes with the repository, cannot).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::command::{CommandContext, Severity};
+use crate::mode::{ApprovalMode, Modes, SandboxMode};
+use crate::paths::{Placement, Roots, resolve};
+use crate::rules::{Call, RuleList, RuleSet, Subject};
+
+/// How much a tool can change (mirrors the kernel's `ToolKind`, plus `Other`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Reads files or searches.
+    ReadOnly,
+    /// Edits files.
+    Edit,
+    /// Runs commands.
+    Exec,
+    /// Reaches the network.
+    Network,
+    /// Talks to the person.
+    Interactive,
+    /// Anything else (MCP tools, say).
+    Other,
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::ReadOnly => "read-only",
+            Self::Edit => "edit",
+            Self::Exec => "exec",
+            Self::Network => "network",
+            Self::Interactive => "interactive",
+            Self::Other => "other",
+        })
+    }
+}
+
+/// A PreToolUse hook's `permissionDecision`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookDecision {
+    /// Skip the prompt (ask and deny rules still apply).
+    Allow,
+    /// Block the call.
+    Deny,
+    /// Ask the person.
+    Ask,
+}
+
+/// What the PreToolUse hooks decided, merged across hooks (deny > ask > allow).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookVerdict {
+    /// The decision.
+    pub decision: HookDecision,
+    /// `permissionDecisionReason`, if any.
+    pub reason: Option<String>,
+}
+
+/// The session-wide inputs of the chain.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// `--sandbox`, `--ask-for-approval`, `--yolo`.
+    pub modes: Modes,
+    /// Whether a sandbox backend is actually confining commands. Under on-request, a command
+    /// that is not known read-only is only run without asking when something contains it.
+    pub sandbox_active: bool,
+    /// The session's working directory.
+    pub cwd: PathBuf,
+    /// Where edits and commands may write (workspace-write: cwd, /tmp, `$TMPDIR`,
+    /// `--add-dir`); their `.git`, `.codecoder` and `.agents` stay read-only. Empty means the
+    /// cwd alone.
+    pub writable_roots: Vec<PathBuf>,
+    /// Credential stores: reads and edits under them are denied unless a user rule allows
+    /// them (see `default_hidden_paths`).
+    pub hidden_paths: Vec<PathBuf>,
+    /// The home directory (`~` in rules and commands).
+    pub home: Option<PathBuf>,
+    /// The project's rules (`RuleOrigin::Project`).
+    pub project_rules: RuleSet,
+    /// The user's rules (`RuleOrigin::User`).
+    pub user_rules: RuleSet,
+}
+
+impl Policy {
+    /// The context commands are classified in.
+    pub fn command_context(&self) -> CommandContext {
+        CommandContext {
+            cwd: self.cwd.clone(),
+            writable_roots: self.writable_roots.clone(),
+            home: self.home.clone(),
+        }
+    }
+}
+
+/// One call to decide.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The tool's kind.
+    pub kind: Kind,
+    /// The keys the tool derived from the arguments (`shell:<command>`, `edit:<path>`,
+    /// `read:<path>`, `web_fetch:<host>`, or the bare tool name).
+    pub permission_keys: &'a [String],
+    /// The PreToolUse hooks' verdict, if any hook gave one.
+    pub hook: Option<&'a HookVerdict>,
+    /// True when a "for this session" answer covers every key.
+    pub session_grant: bool,
+}
+
+/// The outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// Run it.
+    Allow,
+    /// Ask the person.
+    Ask,
+    /// Do not run it; the reason goes to the model.
+    Deny,
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        })
+    }
+}
+
+/// Which level decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The PreToolUse hook.
+    Hook,
+    /// A "for this session" answer.
+    SessionGrant,
+    /// A rule of the project's config.
+    ProjectRule {
+        /// The rule as written.
+        rule: String,
+        /// Its list.
+        list: RuleList,
+    },
+    /// A rule of the user's config.
+    UserRule {
+        /// The rule as written.
+        rule: String,
+        /// Its list.
+        list: RuleList,
+    },
+    /// A read or edit under a hidden path (credentials).
+    HiddenPath {
+        /// The path the call touches.
+        path: PathBuf,
+        /// The hidden path it is under.
+        hidden: PathBuf,
+    },
+    /// The default for the tool's kind under the modes.
+    Default {
+        /// The tool's kind.
+        kind: Kind,
+        /// The modes it was decided under.
+        modes: Modes,
+    },
+}
+
+/// The chain's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Allow, ask or deny.
+    pub verdict: Verdict,
+    /// The level that decided.
+    pub source: Source,
+    /// One line: the source and why (`` project rule deny `run_command(git push*)` ``,
+    /// `` default: `git reset --hard` discards uncommitted work (on-request) ``).
+    pub reason: String,
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} — {}", self.verdict, self.reason)
+    }
+}
+
+/// The credential stores under `home` that are hidden by default.
+pub fn default_hidden_paths(home: &Path) -> Vec<PathBuf> {
+    [
+        ".ssh",
+        ".aws",
+        ".gnupg",
+        ".config/gcloud",
+        ".azure",
+        ".kube",
+        ".docker/config.json",
+        ".netrc",
+        ".git-credentials",
+    ]
+    .iter()
+    .map(|relative| home.join(relative))
+    .collect()
+}
+
+fn rule_decision(origin_is_project: bool, list: RuleList, rule: &str, note: &str) -> Decision {
+    let verdict = match list {
+        RuleList::Allow => Verdict::Allow,
+        RuleList::Ask => Verdict::Ask,
+        RuleList::Deny => Verdict::Deny,
+    };
+    let (source, who) = if origin_is_project {
+        (Source::ProjectRule { rule: rule.to_owned(), list }, "project")
+    } else {
+        (Source::UserRule { rule: rule.to_owned(), list }, "user")
+    };
+    Decision { verdict, source, reason: format!("{who} rule {list} `{rule}`{note}") }
+}
+
+/// Decides one call.
+pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
+    let ctx = policy.command_context();
+    let call = Call::new(request.tool, request.permission_keys, &ctx);
+    let hook_reason = request.hook.and_then(|hook| hook.reason.as_deref());
+    let hook_text = match hook_reason {
+        Some(reason) => format!("PreToolUse hook: {reason}"),
+        None => "PreToolUse hook".to_owned(),
+    };
+
+    // A deny at any level wins.
+    if request.hook.is_some_and(|hook| hook.decision == HookDecision::Deny) {
+        return Decision { verdict: Verdict::Deny, source: Source::Hook, reason: hook_text };
+    }
+    let project = policy.project_rules.evaluate(&call, &ctx);
+    let user = policy.user_rules.evaluate(&call, &ctx);
+    if let Some((RuleList::Deny, rule)) = project {
+        return rule_decision(true, RuleList::Deny, rule.text(), "");
+    }
+    if let Some((RuleList::Deny, rule)) = user {
+        return rule_decision(false, RuleList::Deny, rule.text(), "");
+    }
+    if let Some(decision) = hidden_path_denial(policy, &call, &ctx) {
+        return decision;
+    }
+
+    // The hook; an ask rule beats its allow.
+    match request.hook.map(|hook| hook.decision) {
+        Some(HookDecision::Allow) => {
+            for (is_project, found) in [(true, project), (false, user)] {
+                if let Some((RuleList::Ask, rule)) = found {
+                    return rule_decision(
+                        is_project,
+                        RuleList::Ask,
+                        rule.text(),
+                        " (an ask rule beats the hook's allow)",
+                    );
+                }
+            }
+            return Decision { verdict: Verdict::Allow, source: Source::Hook, reason: hook_text };
+        }
+        Some(HookDecision::Ask) => {
+            return Decision { verdict: Verdict::Ask, source: Source::Hook, reason: hook_text };
+        }
+        Some(HookDecision::Deny) | None => {}
+    }
+
+    if request.session_grant {
+        return Decision {
+            verdict: Verdict::Allow,
+            source: Source::SessionGrant,
+            reason: "allowed for this session".to_owned(),
+        };
+    }
+    if let Some((list, rule)) = project {
+        return rule_decision(true, list, rule.text(), "");
+    }
+    if let Some((list, rule)) = user {
+        return rule_decision(false, list, rule.text(), "");
+    }
+    default_decision(policy, request, &call, &ctx)
+}
+
+fn hidden_path_denial(policy: &Policy, call: &Call, ctx: &CommandContext) -> Option<Decision> {
+    let hidden: Vec<PathBuf> =
+        policy.hidden_paths.iter().map(|path| resolve(path, &ctx.cwd)).collect();
+    for subject in call.subjects() {
+        let (Subject::Read(path) | Subject::Edit(path)) = subject else { continue };
+        let Some(under) = hidden.iter().find(|hidden| path.starts_with(hidden)) else { continue };
+        let single = Call::single(call.tool(), subject.clone());
+        if policy.user_rules.allowing(&single, ctx).is_some() {
+            continue;
+        }
+        return Some(Decision {
+            verdict: Verdict::Deny,
+            source: Source::HiddenPath { path: path.clone(), hidden: under.clone() },
+            reason: format!(
+                "default: `{}` is under the hidden path `{}` (credentials); a user allow rule can lift this",
+                path.display(),
+                under.display()
+            ),
+        });
+    }
+    None
+}
+
+/// A default cell: the verdict per approval mode.
+fn cell(
+    approval: ApprovalMode,
+    untrusted: Verdict,
+    on_request: Verdict,
+    never: Verdict,
+) -> Verdict {
+    match approval {
+        ApprovalMode::Untrusted => untrusted,
+        ApprovalMode::OnRequest => on_request,
+        ApprovalMode::Never => never,
+    }
+}
+
+fn default_decision(
+    policy: &Policy,
+    request: &Request<'_>,
+    call: &Call,
+    ctx: &CommandContext,
+) -> Decision {
+    use Verdict::{Allow, Ask, Deny};
+    let modes = policy.modes;
+    let approval = modes.approval;
+    let tool = request.tool;
+    let (verdict, why) = match request.kind {
+        Kind::ReadOnly => (Allow, format!("`{tool}` only reads")),
+        Kind::Interactive => (Allow, format!("`{tool}` talks to the person")),
+        Kind::Network => (cell(approval, Ask, Ask, Allow), format!("`{tool}` reaches the network")),
+        Kind::Other => {
+            (cell(approval, Ask, Ask, Allow), format!("`{tool}` is not a known kind of tool"))
+        }
+        Kind::Edit => edit_default(policy, call, ctx, tool),
+        Kind::Exec => exec_default(policy, call, tool),
+    };
+    let source = Source::Default { kind: request.kind, modes };
+    if modes.bypass && verdict != Allow {
+        return Decision {
+            verdict: Allow,
+            source,
+            reason: format!(
+                "default: {why}; bypassed (--dangerously-bypass-approvals-and-sandbox)"
+            ),
+        };
+    }
+    let reason = if verdict == Deny {
+        format!("default: {why}; it needs approval, and the approval mode is never")
+    } else {
+        format!("default: {why} ({approval})")
+    };
+    Decision { verdict, source, reason }
+}
+
+fn edit_default(
+    policy: &Policy,
+    call: &Call,
+    ctx: &CommandContext,
+    tool: &str,
+) -> (Verdict, String) {
+    use Verdict::{Allow, Ask, Deny};
+    let approval = policy.modes.approval;
+    let outside = |why: String| (cell(approval, Ask, Ask, Deny), why);
+    match policy.modes.sandbox {
+        SandboxMode::DangerFullAccess => {
+            return (
+                cell(approval, Ask, Allow, Allow),
+                "edits are unrestricted (danger-full-access)".to_owned(),
+            );
+        }
+        SandboxMode::ReadOnly => return outside("the sandbox is read-only".to_owned()),
+        SandboxMode::WorkspaceWrite => {}
+    }
+    let roots = if ctx.writable_roots.is_empty() {
+        Roots::new(std::slice::from_ref(&ctx.cwd), &ctx.cwd)
+    } else {
+        Roots::new(&ctx.writable_roots, &ctx.cwd)
+    };
+    let mut paths = Vec::new();
+    for subject in call.subjects() {
+        let Subject::Edit(path) = subject else {
+            return outside(format!("`{tool}` does not say which files it edits"));
+        };
+        match roots.place(path) {
+            Placement::Writable => paths.push(path),
+            Placement::Protected(dir) => {
+                return outside(format!(
+                    "`{}` is inside `{}`, which stays read-only",
+                    path.display(),
+                    dir.display()
+                ));
+            }
+            Placement::Outside => {
+                return outside(format!("`{}` is outside the writable roots", path.display()));
+            }
+        }
+    }
+    let shown = paths.iter().map(|p| format!("`{}`", p.display())).collect::<Vec<_>>().join(", ");
+    (cell(approval, Ask, Allow, Allow), format!("{shown} is inside the writable roots"))
+}
+
+fn exec_default(policy: &Policy, call: &Call, tool: &str) -> (Verdict, String) {
+    use Verdict::{Allow, Ask, Deny};
+    let approval = policy.modes.approval;
+    let mut worst = Severity::Safe;
+    let mut commands = Vec::new();
+    for subject in call.subjects() {
+        match subject {
+            Subject::Shell { command, classification } => {
+                commands.push(command.as_str());
+                worst = worst.max(classification.severity.clone());
+            }
+            _ => worst = worst.max(Severity::Normal),
+        }
+    }
+    let shown = if commands.is_empty() {
+        format!("`{tool}`")
+    } else {
+        commands.iter().map(|c| format!("`{}`", shorten(c))).collect::<Vec<_>>().join(", ")
+    };
+    match worst {
+        Severity::Safe => (Allow, format!("{shown} is known read-only")),
+        Severity::Normal => {
+            let contained =
+                policy.sandbox_active || policy.modes.sandbox == SandboxMode::DangerFullAccess;
+            let on_request = if contained { Allow } else { Ask };
+            let why = match (approval, contained, policy.modes.sandbox) {
+                (ApprovalMode::Untrusted, _, _) => format!("{shown} is not known read-only"),
+                (_, _, SandboxMode::DangerFullAccess) => {
+                    format!("{shown} runs without a sandbox (danger-full-access)")
+                }
+                (_, true, sandbox) => format!("{shown} runs sandboxed ({sandbox})"),
+                (_, false, _) => format!("{shown} is not known read-only and no sandbox is active"),
+            };
+            (cell(approval, Ask, on_request, Allow), why)
+        }
+        Severity::Dangerous { reason } => (cell(approval, Ask, Ask, Deny), reason),
+    }
+}
+
+fn shorten(text: &str) -> String {
+    let text = crate::command::normalize_whitespace(text);
+    if text.chars().count() <= 80 {
+        return text;
+    }
+    let mut short: String = text.chars().take(79).collect();
+    short.push('…');
+    short
+}

@@ -1,0 +1,60 @@
+//! Approval policy logic for codecoder: the sandbox and approval modes, shell command
+//! classification, permission rules, and the decision chain that combines them with hooks
+//! and session grants. Pure logic: no kernel dependency and no I/O beyond canonicalizing
+//! paths that exist. The kernel adapter (`ApprovalPolicy`) and the CLI live elsewhere.
+//!
+//! - `mode`: `SandboxMode` (`read-only | workspace-write | danger-full-access`),
+//!   `ApprovalMode` (`untrusted | on-request | never`), `Modes` (with `--full-auto` and
+//!   `--yolo` presets).
+//! - `command`: `classify(command, ctx)` splits a shell line into parts and judges each
+//!   Safe, Normal or Dangerous, with a reason naming the part.
+//! - `rules`: `RuleSet::parse(allow, ask, deny, origin)` and matching.
+//! - `chain`: `decide(policy, request)` → `Decision { verdict, source, reason }`.
+//!
+//! # The chain
+//!
+//! Hook → session grant → project rules → user rules → default; the first level with an
+//! opinion decides, except that a deny anywhere wins (hook deny, project or user deny rule,
+//! reads and edits under a hidden path) and an ask rule beats a hook allow. Within one rule
+//! set, deny beats ask beats allow.
+//!
+//! # Defaults
+//!
+//! | kind | untrusted | on-request | never |
+//! |---|---|---|---|
+//! | ReadOnly | allow | allow | allow |
+//! | Interactive | allow | allow | allow |
+//! | Edit inside the writable roots (workspace-write; not `.git`/`.codecoder`/`.agents`) | ask | allow | allow |
+//! | Edit outside the roots, in a protected dir, with no path, or sandbox read-only | ask | ask | deny |
+//! | Edit under danger-full-access | ask | allow | allow |
+//! | Exec Safe | allow | allow | allow |
+//! | Exec Normal (sandbox active, or danger-full-access) | ask | allow | allow |
+//! | Exec Normal (a restricted sandbox mode but no active backend) | ask | ask | allow |
+//! | Exec Dangerous | ask | ask | deny |
+//! | Network | ask | ask | allow |
+//! | Other | ask | ask | allow |
+//!
+//! Reads and edits under a hidden path (`default_hidden_paths` plus what the caller adds) are
+//! denied before any of this, unless a *user* allow rule covers them. Bypass (`--yolo`) turns
+//! every default ask and deny into allow; hook denies, rule denies and hidden paths still
+//! apply. An Exec call without a `shell:` key counts as Normal.
+//!
+//! Invariants: every decision carries its source and a one-line reason; nothing here panics
+//! on any input.
+
+pub mod chain;
+pub mod command;
+mod error;
+pub mod mode;
+mod paths;
+pub mod rules;
+
+pub use chain::{
+    Decision, HookDecision, HookVerdict, Kind, Policy, Request, Source, Verdict, decide,
+    default_hidden_paths,
+};
+pub use command::{Classification, CommandContext, Part, Severity, classify};
+pub use error::{Error, Result, RuleError, RuleProblem};
+pub use mode::{ApprovalMode, Modes, SandboxMode};
+pub use paths::{normalize_lexically, resolve};
+pub use rules::{Call, Rule, RuleList, RuleOrigin, RuleSet, Subject};

@@ -1,0 +1,520 @@
+//! The decision chain: every default cell, deny-wins across levels, ask-beats-hook-allow,
+//! session grants, project-before-user order, bypass, hidden paths, explanation strings.
+
+use codecoder_policy::{
+    ApprovalMode, Decision, HookDecision, HookVerdict, Kind, Modes, Policy, Request, RuleList,
+    RuleOrigin, RuleSet, SandboxMode, Source, Verdict, decide, default_hidden_paths,
+};
+use pretty_assertions::assert_eq;
+
+use crate::support::Workspace;
+
+fn strings(rules: &[&str]) -> Vec<String> {
+    rules.iter().map(|rule| (*rule).to_owned()).collect()
+}
+
+fn policy(workspace: &Workspace, sandbox: SandboxMode, approval: ApprovalMode) -> Policy {
+    Policy {
+        modes: Modes { sandbox, approval, bypass: false },
+        sandbox_active: true,
+        cwd: workspace.ws.clone(),
+        writable_roots: vec![workspace.ws.clone(), workspace.tmp.clone()],
+        hidden_paths: default_hidden_paths(&workspace.home),
+        home: Some(workspace.home.clone()),
+        project_rules: RuleSet::empty(RuleOrigin::Project { root: workspace.ws.clone() }),
+        user_rules: RuleSet::empty(RuleOrigin::User),
+    }
+}
+
+fn with_rules(mut policy: Policy, project: [&[&str]; 3], user: [&[&str]; 3]) -> Policy {
+    let origin = policy.project_rules.origin().clone();
+    policy.project_rules =
+        RuleSet::parse(&strings(project[0]), &strings(project[1]), &strings(project[2]), origin)
+            .expect("project rules");
+    policy.user_rules =
+        RuleSet::parse(&strings(user[0]), &strings(user[1]), &strings(user[2]), RuleOrigin::User)
+            .expect("user rules");
+    policy
+}
+
+fn tool_for(kind: Kind) -> &'static str {
+    match kind {
+        Kind::ReadOnly => "read_file",
+        Kind::Edit => "write_file",
+        Kind::Exec => "run_command",
+        Kind::Network => "web_fetch",
+        Kind::Interactive => "ask_user",
+        Kind::Other => "mcp__server__tool",
+    }
+}
+
+struct Call<'a> {
+    kind: Kind,
+    keys: Vec<String>,
+    hook: Option<HookVerdict>,
+    session_grant: bool,
+    tool: &'a str,
+}
+
+fn call(kind: Kind, key: &str) -> Call<'static> {
+    Call {
+        kind,
+        keys: vec![key.to_owned()],
+        hook: None,
+        session_grant: false,
+        tool: tool_for(kind),
+    }
+}
+
+impl Call<'_> {
+    fn hook(mut self, decision: HookDecision, reason: Option<&str>) -> Self {
+        self.hook = Some(HookVerdict { decision, reason: reason.map(str::to_owned) });
+        self
+    }
+
+    fn granted(mut self) -> Self {
+        self.session_grant = true;
+        self
+    }
+
+    fn decide(&self, policy: &Policy) -> Decision {
+        decide(
+            policy,
+            &Request {
+                tool: self.tool,
+                kind: self.kind,
+                permission_keys: &self.keys,
+                hook: self.hook.as_ref(),
+                session_grant: self.session_grant,
+            },
+        )
+    }
+}
+
+use Verdict::{Allow as A, Ask as K, Deny as D};
+
+/// A default-table row: what, kind, key, sandbox mode, sandbox active, verdicts under
+/// untrusted, on-request and never.
+type Row<'a> = (&'a str, Kind, &'a str, SandboxMode, bool, [Verdict; 3]);
+
+#[test]
+fn every_default_cell() {
+    let workspace = Workspace::new();
+    let outside = workspace.outside.join("x.txt").display().to_string();
+    let outside_key = format!("edit:{outside}");
+    let rows: Vec<Row<'_>> = vec![
+        ("read", Kind::ReadOnly, "read:src/lib.rs", SandboxMode::WorkspaceWrite, true, [A, A, A]),
+        (
+            "read hidden",
+            Kind::ReadOnly,
+            "read:~/.ssh/id_rsa",
+            SandboxMode::WorkspaceWrite,
+            true,
+            [D, D, D],
+        ),
+        (
+            "interactive",
+            Kind::Interactive,
+            "ask_user",
+            SandboxMode::WorkspaceWrite,
+            true,
+            [A, A, A],
+        ),
+        (
+            "edit inside",
+            Kind::Edit,
+            "edit:src/lib.rs",
+            SandboxMode::WorkspaceWrite,
+            true,
+            [K, A, A],
+        ),
+        (
+            "edit in /tmp root",
+            Kind::Edit,
+            "edit:../tmp/scratch",
+            SandboxMode::WorkspaceWrite,
+            true,
+            [K, A, A],
+        ),
+        ("edit outside", Kind::Edit, &outside_key, SandboxMode::WorkspaceWrite, true, [K, K, D]),
+        ("edit .git", Kind::Edit, "edit:.git/config", SandboxMode::WorkspaceWrite, true, [K, K, D]),
+        (
+            "edit .codecoder",
+            Kind::Edit,
+            "edit:.codecoder/config.toml",
+            SandboxMode::WorkspaceWrite,
+            true,
+            [K, K, D],
+        ),
+        (
+            "edit without a path",
+            Kind::Edit,
+            "write_file",
+            SandboxMode::WorkspaceWrite,
+            true,
+            [K, K, D],
+        ),
+        (
+            "edit read-only sandbox",
+            Kind::Edit,
+            "edit:src/lib.rs",
+            SandboxMode::ReadOnly,
+            true,
+            [K, K, D],
+        ),
+        (
+            "edit full access",
+            Kind::Edit,
+            &outside_key,
+            SandboxMode::DangerFullAccess,
+            false,
+            [K, A, A],
+        ),
+        ("exec safe", Kind::Exec, "shell:ls -la", SandboxMode::WorkspaceWrite, true, [A, A, A]),
+        (
+            "exec normal sandboxed",
+            Kind::Exec,
+            "shell:cargo test",
+            SandboxMode::WorkspaceWrite,
+            true,
+            [K, A, A],
+        ),
+        (
+            "exec normal unsandboxed",
+            Kind::Exec,
+            "shell:cargo test",
+            SandboxMode::WorkspaceWrite,
+            false,
+            [K, K, A],
+        ),
+        (
+            "exec normal full access",
+            Kind::Exec,
+            "shell:cargo test",
+            SandboxMode::DangerFullAccess,
+            false,
+            [K, A, A],
+        ),
+        (
+            "exec without a command",
+            Kind::Exec,
+            "job_kill",
+            SandboxMode::WorkspaceWrite,
+            true,
+            [K, A, A],
+        ),
+        (
+            "exec dangerous",
+            Kind::Exec,
+            "shell:git reset --hard",
+            SandboxMode::WorkspaceWrite,
+            true,
+            [K, K, D],
+        ),
+        (
+            "network",
+            Kind::Network,
+            "web_fetch:docs.rs",
+            SandboxMode::WorkspaceWrite,
+            true,
+            [K, K, A],
+        ),
+        ("other", Kind::Other, "mcp__server__tool", SandboxMode::WorkspaceWrite, true, [K, K, A]),
+    ];
+    let mut failures = Vec::new();
+    for (what, kind, key, sandbox, active, expected) in &rows {
+        for (approval, expected) in
+            [ApprovalMode::Untrusted, ApprovalMode::OnRequest, ApprovalMode::Never]
+                .into_iter()
+                .zip(expected)
+        {
+            let mut policy = policy(&workspace, *sandbox, approval);
+            policy.sandbox_active = *active;
+            let decision = call(*kind, key).decide(&policy);
+            if decision.verdict != *expected {
+                failures.push(format!("{what} ({approval}): expected {expected}, got {decision}"));
+            }
+            // Bypass allows whatever the default asked for or denied by mode; the hidden
+            // path deny stays.
+            policy.modes.bypass = true;
+            let bypassed = call(*kind, key).decide(&policy);
+            let expected_bypassed = if *what == "read hidden" { D } else { A };
+            if bypassed.verdict != expected_bypassed {
+                failures.push(format!(
+                    "{what} ({approval}, bypass): expected {expected_bypassed}, got {bypassed}"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn explanations() {
+    let workspace = Workspace::new();
+    let on_request = policy(&workspace, SandboxMode::WorkspaceWrite, ApprovalMode::OnRequest);
+    let rules = with_rules(
+        on_request.clone(),
+        [&[], &[], &["run_command(git push*)"]],
+        [&[], &["Bash(git commit:*)"], &[]],
+    );
+    let line = |decision: Decision| decision.to_string();
+
+    assert_eq!(
+        line(call(Kind::Exec, "shell:git push origin main").decide(&rules)),
+        "deny — project rule deny `run_command(git push*)`"
+    );
+    assert_eq!(
+        line(call(Kind::Exec, "shell:git reset --hard").decide(&on_request)),
+        "ask — default: `git reset --hard` discards uncommitted work (on-request)"
+    );
+    let never = policy(&workspace, SandboxMode::WorkspaceWrite, ApprovalMode::Never);
+    assert_eq!(
+        line(call(Kind::Exec, "shell:git reset --hard").decide(&never)),
+        "deny — default: `git reset --hard` discards uncommitted work; it needs approval, and the approval mode is never"
+    );
+    assert_eq!(
+        line(call(Kind::Exec, "shell:cargo test").decide(&on_request)),
+        "allow — default: `cargo test` runs sandboxed (workspace-write) (on-request)"
+    );
+    assert_eq!(
+        line(call(Kind::Exec, "shell:ls").decide(&on_request)),
+        "allow — default: `ls` is known read-only (on-request)"
+    );
+    assert_eq!(
+        line(call(Kind::Exec, "shell:cargo test").granted().decide(&on_request)),
+        "allow — allowed for this session"
+    );
+    assert_eq!(
+        line(
+            call(Kind::Exec, "shell:ls")
+                .hook(HookDecision::Deny, Some("no shell on Fridays"))
+                .decide(&on_request)
+        ),
+        "deny — PreToolUse hook: no shell on Fridays"
+    );
+    assert_eq!(
+        line(
+            call(Kind::Exec, "shell:git commit -m x")
+                .hook(HookDecision::Allow, None)
+                .decide(&rules)
+        ),
+        "ask — user rule ask `Bash(git commit:*)` (an ask rule beats the hook's allow)"
+    );
+    assert_eq!(
+        line(call(Kind::Edit, "edit:src/a.rs").decide(&on_request)),
+        format!(
+            "allow — default: `{}` is inside the writable roots (on-request)",
+            workspace.ws.join("src/a.rs").display()
+        )
+    );
+    assert_eq!(
+        line(call(Kind::ReadOnly, "read:~/.ssh/id_rsa").decide(&on_request)),
+        format!(
+            "deny — default: `{}` is under the hidden path `{}` (credentials); a user allow rule can lift this",
+            workspace.home.join(".ssh/id_rsa").display(),
+            workspace.home.join(".ssh").display()
+        )
+    );
+    let mut bypass = on_request.clone();
+    bypass.modes = Modes::BYPASS;
+    assert_eq!(
+        line(call(Kind::Exec, "shell:git reset --hard").decide(&bypass)),
+        "allow — default: `git reset --hard` discards uncommitted work; bypassed (--dangerously-bypass-approvals-and-sandbox)"
+    );
+}
+
+#[test]
+fn a_deny_at_any_level_wins() {
+    let workspace = Workspace::new();
+    let base = policy(&workspace, SandboxMode::WorkspaceWrite, ApprovalMode::OnRequest);
+    let project_deny =
+        with_rules(base.clone(), [&[], &[], &["Bash(rm:*)"]], [&["Bash(rm:*)"], &[], &[]]);
+    let user_deny =
+        with_rules(base.clone(), [&["Bash(rm:*)"], &[], &[]], [&[], &[], &["Bash(rm:*)"]]);
+    let rm = || call(Kind::Exec, "shell:rm x");
+
+    // A hook allow, a session grant, an allow at the other level: the deny still wins.
+    for decision in [
+        rm().hook(HookDecision::Allow, None).decide(&project_deny),
+        rm().granted().decide(&project_deny),
+    ] {
+        assert_eq!(
+            decision.source,
+            Source::ProjectRule { rule: "Bash(rm:*)".to_owned(), list: RuleList::Deny }
+        );
+    }
+    for decision in [
+        rm().hook(HookDecision::Allow, None).decide(&user_deny),
+        rm().granted().decide(&user_deny),
+        rm().decide(&user_deny),
+    ] {
+        assert_eq!(decision.verdict, D);
+        assert_eq!(
+            decision.source,
+            Source::UserRule { rule: "Bash(rm:*)".to_owned(), list: RuleList::Deny }
+        );
+    }
+    // A hook deny beats every allow.
+    let allowed =
+        with_rules(base.clone(), [&["Bash(ls:*)"], &[], &[]], [&["Bash(ls:*)"], &[], &[]]);
+    let decision =
+        call(Kind::Exec, "shell:ls").granted().hook(HookDecision::Deny, None).decide(&allowed);
+    assert_eq!((decision.verdict, decision.source), (D, Source::Hook));
+    // Hidden paths beat a hook allow, a session grant and a project allow.
+    let project_allows =
+        with_rules(base.clone(), [&["read(~/.ssh/**)"], &[], &[]], [&[], &[], &[]]);
+    let decision = call(Kind::ReadOnly, "read:~/.ssh/config")
+        .hook(HookDecision::Allow, None)
+        .granted()
+        .decide(&project_allows);
+    assert_eq!(decision.verdict, D);
+    assert!(matches!(decision.source, Source::HiddenPath { .. }), "{decision}");
+    // Bypass does not lift rule denies or hook denies.
+    let mut bypass = user_deny.clone();
+    bypass.modes = Modes::BYPASS;
+    assert_eq!(rm().decide(&bypass).verdict, D);
+    assert_eq!(
+        call(Kind::Exec, "shell:ls").hook(HookDecision::Deny, None).decide(&bypass).verdict,
+        D
+    );
+}
+
+#[test]
+fn a_user_allow_rule_lifts_a_hidden_path() {
+    let workspace = Workspace::new();
+    let base = policy(&workspace, SandboxMode::WorkspaceWrite, ApprovalMode::OnRequest);
+    let user_allows = with_rules(base, [&[], &[], &[]], [&["read(~/.ssh/config)"], &[], &[]]);
+    let decision = call(Kind::ReadOnly, "read:~/.ssh/config").decide(&user_allows);
+    assert_eq!(decision.verdict, A);
+    assert_eq!(
+        decision.source,
+        Source::UserRule { rule: "read(~/.ssh/config)".to_owned(), list: RuleList::Allow }
+    );
+    assert_eq!(call(Kind::ReadOnly, "read:~/.ssh/id_rsa").decide(&user_allows).verdict, D);
+    // Edits under a hidden path are denied too.
+    assert_eq!(call(Kind::Edit, "edit:~/.aws/credentials").decide(&user_allows).verdict, D);
+}
+
+#[test]
+fn ask_rules_beat_a_hook_allow_but_nothing_else_does() {
+    let workspace = Workspace::new();
+    let base = policy(&workspace, SandboxMode::WorkspaceWrite, ApprovalMode::Untrusted);
+    let project_ask = with_rules(base.clone(), [&[], &["Bash(npm:*)"], &[]], [&[], &[], &[]]);
+    let decision =
+        call(Kind::Exec, "shell:npm install").hook(HookDecision::Allow, None).decide(&project_ask);
+    assert_eq!(decision.verdict, K);
+    assert_eq!(
+        decision.source,
+        Source::ProjectRule { rule: "Bash(npm:*)".to_owned(), list: RuleList::Ask }
+    );
+    // Without an ask rule the hook's allow skips the default's prompt (untrusted asks).
+    let decision =
+        call(Kind::Exec, "shell:npm install").hook(HookDecision::Allow, Some("ok")).decide(&base);
+    assert_eq!((decision.verdict, decision.source), (A, Source::Hook));
+    // A hook ask beats an allow rule.
+    let allows = with_rules(base.clone(), [&["Bash(npm:*)"], &[], &[]], [&[], &[], &[]]);
+    let decision =
+        call(Kind::Exec, "shell:npm install").hook(HookDecision::Ask, None).decide(&allows);
+    assert_eq!((decision.verdict, decision.source), (K, Source::Hook));
+}
+
+#[test]
+fn session_grants_come_before_rules_and_defaults() {
+    let workspace = Workspace::new();
+    let base = policy(&workspace, SandboxMode::WorkspaceWrite, ApprovalMode::Never);
+    let asks = with_rules(base.clone(), [&[], &["Bash(git:*)"], &[]], [&[], &["Bash(git:*)"], &[]]);
+    let decision = call(Kind::Exec, "shell:git push --force").granted().decide(&asks);
+    assert_eq!((decision.verdict, decision.source), (A, Source::SessionGrant));
+    // Without the grant the project ask decides (and the default would deny under never).
+    let decision = call(Kind::Exec, "shell:git push --force").decide(&asks);
+    assert_eq!(decision.verdict, K);
+    let decision = call(Kind::Exec, "shell:git push --force").decide(&base);
+    assert_eq!(decision.verdict, D);
+}
+
+#[test]
+fn project_rules_come_before_user_rules() {
+    let workspace = Workspace::new();
+    let base = policy(&workspace, SandboxMode::WorkspaceWrite, ApprovalMode::OnRequest);
+    let project_allows =
+        with_rules(base.clone(), [&["Bash(make:*)"], &[], &[]], [&[], &["Bash(make:*)"], &[]]);
+    let decision = call(Kind::Exec, "shell:make").decide(&project_allows);
+    assert_eq!(
+        decision.source,
+        Source::ProjectRule { rule: "Bash(make:*)".to_owned(), list: RuleList::Allow }
+    );
+    let project_asks =
+        with_rules(base.clone(), [&[], &["Bash(make:*)"], &[]], [&["Bash(make:*)"], &[], &[]]);
+    let decision = call(Kind::Exec, "shell:make").decide(&project_asks);
+    assert_eq!(
+        decision.source,
+        Source::ProjectRule { rule: "Bash(make:*)".to_owned(), list: RuleList::Ask }
+    );
+    // The user's rules decide when the project has no opinion.
+    let user_allows =
+        with_rules(base, [&["Bash(cargo:*)"], &[], &[]], [&["Bash(make:*)"], &[], &[]]);
+    let decision = call(Kind::Exec, "shell:make all").decide(&user_allows);
+    assert_eq!(
+        decision.source,
+        Source::UserRule { rule: "Bash(make:*)".to_owned(), list: RuleList::Allow }
+    );
+    // An allow rule turns a dangerous default into an allow: the rule is explicit.
+    let decision = call(Kind::Exec, "shell:git push --force").decide(&with_rules(
+        policy(&workspace, SandboxMode::WorkspaceWrite, ApprovalMode::Never),
+        [&[], &[], &[]],
+        [&["Bash(git push:*)"], &[], &[]],
+    ));
+    assert_eq!(decision.verdict, A);
+}
+
+#[test]
+fn modes_parse_print_and_serialize_with_the_cli_spellings() {
+    for (text, mode) in [
+        ("read-only", SandboxMode::ReadOnly),
+        ("workspace-write", SandboxMode::WorkspaceWrite),
+        ("danger-full-access", SandboxMode::DangerFullAccess),
+    ] {
+        assert_eq!(text.parse::<SandboxMode>(), Ok(mode));
+        assert_eq!(mode.to_string(), text);
+        assert_eq!(serde_json::to_string(&mode).expect("serialize"), format!("\"{text}\""));
+        assert_eq!(
+            serde_json::from_str::<SandboxMode>(&format!("\"{text}\"")).expect("deserialize"),
+            mode
+        );
+    }
+    for (text, mode) in [
+        ("untrusted", ApprovalMode::Untrusted),
+        ("on-request", ApprovalMode::OnRequest),
+        ("never", ApprovalMode::Never),
+    ] {
+        assert_eq!(text.parse::<ApprovalMode>(), Ok(mode));
+        assert_eq!(mode.to_string(), text);
+        assert_eq!(serde_json::to_string(&mode).expect("serialize"), format!("\"{text}\""));
+    }
+    assert_eq!(
+        "rw".parse::<SandboxMode>().map_err(|err| err.to_string()),
+        Err("unknown sandbox mode `rw`: expected one of read-only, workspace-write, danger-full-access".to_owned())
+    );
+    assert_eq!(
+        "on-failure".parse::<ApprovalMode>().map_err(|err| err.to_string()),
+        Err("unknown approval mode `on-failure`: expected one of untrusted, on-request, never"
+            .to_owned())
+    );
+    assert_eq!(
+        Modes::FULL_AUTO,
+        Modes {
+            sandbox: SandboxMode::WorkspaceWrite,
+            approval: ApprovalMode::OnRequest,
+            bypass: false
+        }
+    );
+    assert_eq!(
+        Modes::BYPASS,
+        Modes {
+            sandbox: SandboxMode::DangerFullAccess,
+            approval: ApprovalMode::Never,
+            bypass: true
+        }
+    );
+}
