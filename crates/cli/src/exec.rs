@@ -90,6 +90,7 @@ pub(crate) fn run(
             ephemeral: options.ephemeral,
             output_schema: output_schema.clone(),
             resume,
+            interactive: false,
         },
     )?;
     let agent = stack.agent;

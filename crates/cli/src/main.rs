@@ -21,6 +21,9 @@ use clap::Parser;
 use crate::cli::{Cli, Command};
 
 fn main() -> ExitCode {
+    // A sandboxed command's inner stage (the sandbox re-executes this binary): it confines
+    // itself and execs the command, and never returns.
+    codecoder_sandbox::run_stage_if_requested();
     let cli = Cli::parse();
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());

@@ -6,8 +6,356 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use codecoder_config::LoadedConfig;
+use codecoder_config::{
+    ApprovalPolicyToml, LoadedConfig, Origin, SandboxBackendToml, SandboxModeToml,
+};
 use codecoder_hooks::{CommonInput, HookRunner, HookSet, HookSources, KernelHooks};
+use codecoder_kernel::{
+    ApprovalPolicy, ApprovalQuery, HookDecision, PolicyAnswer, PolicyDecision, ToolKind,
+};
+use codecoder_policy::{ApprovalMode, Modes, RuleOrigin, RuleSet, SandboxMode};
+use codecoder_sandbox::{BackendPreference, Confinement, FsAccess, Probe, Sandbox, SandboxPolicy};
+use codecoder_tools::Escalation;
+
+use crate::cli::{ApprovalArg, SafetyArgs, SandboxModeArg};
+
+/// Everything the safety flags and settings resolve to for one session.
+pub(crate) struct Safety {
+    /// The two axes and the bypass.
+    pub(crate) modes: Modes,
+    /// The approval chain, as the kernel's policy.
+    pub(crate) policy: Arc<ChainPolicy>,
+    /// What `run_command` runs in.
+    pub(crate) confinement: Confinement,
+    /// What a sandbox denial does.
+    pub(crate) escalation: Escalation,
+    /// The backend probe (for `doctor`).
+    pub(crate) probe: Probe,
+    /// The sandbox policy (also when unconfined: `doctor` and `sandbox` print it).
+    pub(crate) sandbox_policy: SandboxPolicy,
+    /// Warnings for the person (no backend, a mode downgraded).
+    pub(crate) warnings: Vec<String>,
+}
+
+/// Claude Code's name for the mode, as hooks see it in `permission_mode`.
+pub(crate) fn claude_permission_mode(modes: Modes) -> &'static str {
+    match (modes.bypass, modes.approval) {
+        (true, _) => "bypassPermissions",
+        (false, ApprovalMode::Never) => "dontAsk",
+        (false, ApprovalMode::Untrusted | ApprovalMode::OnRequest) => "default",
+    }
+}
+
+/// Resolves the modes (flags, then profile/config, then defaults), the sandbox and the rules.
+/// `interactive` picks the default approval mode: on-request with a person at hand, never in
+/// `exec`.
+pub(crate) fn build(
+    args: &SafetyArgs,
+    loaded: &LoadedConfig,
+    cwd: &Path,
+    codecoder_home: &Path,
+    interactive: bool,
+) -> anyhow::Result<Safety> {
+    let config = &loaded.config;
+    let mut warnings = Vec::new();
+    let preference = match config.sandbox.as_ref().and_then(|s| s.backend) {
+        Some(SandboxBackendToml::Bwrap) => BackendPreference::Bwrap,
+        Some(SandboxBackendToml::Landlock) => BackendPreference::Landlock,
+        Some(SandboxBackendToml::Auto) | None => BackendPreference::Auto,
+    };
+    let probe = codecoder_sandbox::probe(preference);
+    let modes = resolve_modes(args, loaded, interactive, probe.backend.is_some(), &mut warnings);
+    if probe.backend.is_none() && modes.sandbox != SandboxMode::DangerFullAccess {
+        warnings.push(format!(
+            "no sandbox backend works here ({}); commands that are not known to be read-only              will ask first (see `codecoder doctor`)",
+            probe.notes.join("; ")
+        ));
+    }
+
+    let home = std::env::var_os(codecoder_protocol::env::HOME).map(PathBuf::from);
+    let workspace_write = config.sandbox_workspace_write.clone().unwrap_or_default();
+    let mut writable_roots = vec![cwd.to_owned()];
+    if !workspace_write.exclude_slash_tmp.unwrap_or(false) {
+        writable_roots.push(PathBuf::from("/tmp"));
+    }
+    if !workspace_write.exclude_tmpdir_env_var.unwrap_or(false)
+        && let Some(tmpdir) = std::env::var_os("TMPDIR").filter(|t| !t.is_empty())
+    {
+        writable_roots.push(PathBuf::from(tmpdir));
+    }
+    for root in workspace_write
+        .writable_roots
+        .iter()
+        .map(PathBuf::from)
+        .chain(args.add_dirs.iter().cloned())
+    {
+        let root = expand_home(&root, home.as_deref());
+        let root = if root.is_absolute() { root } else { cwd.join(root) };
+        let root = fs_err::canonicalize(&root)
+            .with_context(|| format!("--add-dir / writable_roots: {}", root.display()))?;
+        writable_roots.push(root);
+    }
+
+    let (project_rules, user_rules) = rules(loaded, cwd)?;
+    let mut extra_hidden: Vec<PathBuf> =
+        vec![codecoder_home.join(codecoder_config::CREDENTIALS_FILE)];
+    for path in config.sandbox.iter().flat_map(|s| s.hidden_paths.iter()) {
+        extra_hidden.push(expand_home(Path::new(path), home.as_deref()));
+    }
+    extra_hidden.extend(denied_read_paths(loaded, cwd, home.as_deref()));
+    let hidden_paths = match &home {
+        Some(home) => codecoder_sandbox::default_hidden_paths(home, &extra_hidden),
+        None => extra_hidden,
+    };
+    let sandbox_policy = SandboxPolicy {
+        access: match modes.sandbox {
+            SandboxMode::ReadOnly => FsAccess::ReadOnly,
+            SandboxMode::WorkspaceWrite => FsAccess::WorkspaceWrite,
+            SandboxMode::DangerFullAccess => FsAccess::FullAccess,
+        },
+        writable_roots: writable_roots.clone(),
+        network: workspace_write.network_access.unwrap_or(false)
+            && modes.sandbox == SandboxMode::WorkspaceWrite,
+        hidden_paths: hidden_paths.clone(),
+    };
+    let confinement = match (&probe.backend, modes.sandbox) {
+        (_, SandboxMode::DangerFullAccess) => Confinement::Unconfined,
+        (Some(backend), _) => {
+            let exe = std::env::current_exe().context("finding the codecoder executable")?;
+            Confinement::Sandboxed(Arc::new(Sandbox::new(
+                sandbox_policy.clone(),
+                backend.clone(),
+                exe,
+            )))
+        }
+        (None, _) => Confinement::Unconfined,
+    };
+    let escalation = match (modes.bypass, modes.approval) {
+        (false, ApprovalMode::Untrusted | ApprovalMode::OnRequest) => Escalation::Ask,
+        _ => Escalation::Never,
+    };
+    let policy = codecoder_policy::Policy {
+        modes,
+        sandbox_active: matches!(confinement, Confinement::Sandboxed(_)),
+        cwd: cwd.to_owned(),
+        writable_roots: match modes.sandbox {
+            SandboxMode::WorkspaceWrite => writable_roots,
+            SandboxMode::ReadOnly | SandboxMode::DangerFullAccess => vec![cwd.to_owned()],
+        },
+        hidden_paths,
+        home,
+        project_rules,
+        user_rules,
+    };
+    Ok(Safety {
+        modes,
+        policy: Arc::new(ChainPolicy { policy }),
+        confinement,
+        escalation,
+        probe,
+        sandbox_policy,
+        warnings,
+    })
+}
+
+fn resolve_modes(
+    args: &SafetyArgs,
+    loaded: &LoadedConfig,
+    interactive: bool,
+    backend: bool,
+    warnings: &mut Vec<String>,
+) -> Modes {
+    if args.yolo {
+        return Modes::BYPASS;
+    }
+    let default_approval = if interactive { ApprovalMode::OnRequest } else { ApprovalMode::Never };
+    if args.full_auto {
+        return Modes { approval: default_approval, ..Modes::FULL_AUTO };
+    }
+    let config = &loaded.config;
+    let sandbox = match (args.sandbox, config.sandbox_mode) {
+        (Some(SandboxModeArg::ReadOnly), _) | (None, Some(SandboxModeToml::ReadOnly)) => {
+            SandboxMode::ReadOnly
+        }
+        (Some(SandboxModeArg::WorkspaceWrite), _)
+        | (None, Some(SandboxModeToml::WorkspaceWrite)) => SandboxMode::WorkspaceWrite,
+        (Some(SandboxModeArg::DangerFullAccess), _)
+        | (None, Some(SandboxModeToml::DangerFullAccess)) => SandboxMode::DangerFullAccess,
+        (None, None) if backend => SandboxMode::WorkspaceWrite,
+        (None, None) => {
+            warnings.push(
+                "no sandbox backend works here, so the sandbox mode is read-only (pass                  `-s workspace-write` or `-s danger-full-access` to choose)"
+                    .to_owned(),
+            );
+            SandboxMode::ReadOnly
+        }
+    };
+    let approval = match (args.approval, config.approval_policy) {
+        (Some(ApprovalArg::Untrusted), _) | (None, Some(ApprovalPolicyToml::Untrusted)) => {
+            ApprovalMode::Untrusted
+        }
+        (Some(ApprovalArg::OnRequest), _) | (None, Some(ApprovalPolicyToml::OnRequest)) => {
+            ApprovalMode::OnRequest
+        }
+        (Some(ApprovalArg::Never), _) | (None, Some(ApprovalPolicyToml::Never)) => {
+            ApprovalMode::Never
+        }
+        (None, None) => default_approval,
+    };
+    Modes { sandbox, approval, bypass: false }
+}
+
+/// The project's rules (its config layer) and the user's (every other layer), parsed.
+fn rules(loaded: &LoadedConfig, cwd: &Path) -> anyhow::Result<(RuleSet, RuleSet)> {
+    let root = codecoder_config::project_root(cwd);
+    let mut project = (Vec::new(), Vec::new(), Vec::new());
+    let mut user = (Vec::new(), Vec::new(), Vec::new());
+    for (origin, layer) in &loaded.layers {
+        let Some(rules) = &layer.permissions else { continue };
+        let target = if matches!(origin, Origin::Project(_)) { &mut project } else { &mut user };
+        target.0.extend(rules.allow.iter().cloned());
+        target.1.extend(rules.ask.iter().cloned());
+        target.2.extend(rules.deny.iter().cloned());
+        // Each layer is checked on its own so an error names its file.
+        let origin_rules = if matches!(origin, Origin::Project(_)) {
+            RuleOrigin::Project { root: root.clone() }
+        } else {
+            RuleOrigin::User
+        };
+        RuleSet::parse(&rules.allow, &rules.ask, &rules.deny, origin_rules)
+            .with_context(|| format!("[permissions] in {origin}"))?;
+    }
+    let project = RuleSet::parse(&project.0, &project.1, &project.2, RuleOrigin::Project { root })?;
+    let user = RuleSet::parse(&user.0, &user.1, &user.2, RuleOrigin::User)?;
+    Ok((project, user))
+}
+
+/// The literal directories and files of `read(…)` deny rules, hidden from sandboxed commands
+/// too (a glob's literal prefix: `read(~/secrets/**)` hides `~/secrets`).
+fn denied_read_paths(loaded: &LoadedConfig, cwd: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    let root = codecoder_config::project_root(cwd);
+    let mut out = Vec::new();
+    for (origin, layer) in &loaded.layers {
+        let Some(rules) = &layer.permissions else { continue };
+        for rule in &rules.deny {
+            let rule = rule.trim();
+            let Some(inner) = ["read(", "Read(", "read_file("]
+                .iter()
+                .find_map(|prefix| rule.strip_prefix(prefix))
+                .and_then(|rest| rest.strip_suffix(')'))
+            else {
+                continue;
+            };
+            let literal: String =
+                inner.chars().take_while(|c| !matches!(c, '*' | '?' | '[' | '{')).collect();
+            let literal = literal.trim_end_matches('/');
+            if literal.is_empty() {
+                continue;
+            }
+            let path = if let Some(absolute) = literal.strip_prefix("//") {
+                PathBuf::from("/").join(absolute)
+            } else if literal.starts_with("~/") {
+                expand_home(Path::new(literal), home)
+            } else if let Some(relative) = literal.strip_prefix('/') {
+                if matches!(origin, Origin::Project(_)) {
+                    root.join(relative)
+                } else {
+                    PathBuf::from(literal)
+                }
+            } else if matches!(origin, Origin::Project(_)) {
+                root.join(literal)
+            } else {
+                cwd.join(literal)
+            };
+            out.push(path);
+        }
+    }
+    out
+}
+
+fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
+    match (path.strip_prefix("~"), home) {
+        (Ok(rest), Some(home)) => home.join(rest),
+        _ => path.to_owned(),
+    }
+}
+
+/// The permission chain behind the kernel's approval seam.
+#[derive(Debug)]
+pub(crate) struct ChainPolicy {
+    pub(crate) policy: codecoder_policy::Policy,
+}
+
+impl ChainPolicy {
+    /// The chain's decision for a call, in its own terms.
+    pub(crate) fn decide_call(
+        &self,
+        tool: &str,
+        kind: ToolKind,
+        keys: &[String],
+        hook: Option<&codecoder_kernel::HookVerdict>,
+        granted: bool,
+    ) -> codecoder_policy::Decision {
+        let hook = hook.map(|verdict| codecoder_policy::HookVerdict {
+            decision: match verdict.decision {
+                HookDecision::Allow => codecoder_policy::HookDecision::Allow,
+                HookDecision::Ask => codecoder_policy::HookDecision::Ask,
+                HookDecision::Deny => codecoder_policy::HookDecision::Deny,
+            },
+            reason: verdict.reason.clone(),
+        });
+        let kind = match kind {
+            ToolKind::ReadOnly => codecoder_policy::Kind::ReadOnly,
+            ToolKind::Edit => codecoder_policy::Kind::Edit,
+            ToolKind::Exec => codecoder_policy::Kind::Exec,
+            ToolKind::Network => codecoder_policy::Kind::Network,
+            ToolKind::Interactive => codecoder_policy::Kind::Interactive,
+        };
+        codecoder_policy::decide(
+            &self.policy,
+            &codecoder_policy::Request {
+                tool,
+                kind,
+                permission_keys: keys,
+                hook: hook.as_ref(),
+                session_grant: granted,
+            },
+        )
+    }
+}
+
+impl ApprovalPolicy for ChainPolicy {
+    fn decide(&self, query: &ApprovalQuery<'_>) -> PolicyDecision {
+        self.explain(query).decision
+    }
+
+    fn explain(&self, query: &ApprovalQuery<'_>) -> PolicyAnswer {
+        let decision = self.decide_call(
+            &query.call.name,
+            query.kind,
+            query.permission_keys,
+            query.hook,
+            query.granted,
+        );
+        let decided_by = match decision.source {
+            codecoder_policy::Source::Hook => "hook",
+            codecoder_policy::Source::SessionGrant => "session-grant",
+            codecoder_policy::Source::ProjectRule { .. }
+            | codecoder_policy::Source::UserRule { .. }
+            | codecoder_policy::Source::HiddenPath { .. } => "rule",
+            codecoder_policy::Source::Default { .. } => "mode",
+        };
+        let explanation = decision.to_string();
+        let decision = match decision.verdict {
+            codecoder_policy::Verdict::Allow => PolicyDecision::Allow,
+            codecoder_policy::Verdict::Ask => PolicyDecision::Ask,
+            codecoder_policy::Verdict::Deny => PolicyDecision::Deny {
+                reason: format!("blocked by the permission policy: {}", decision.reason),
+            },
+        };
+        PolicyAnswer { decision, decided_by: decided_by.to_owned(), explanation: Some(explanation) }
+    }
+}
 
 /// Every hook configured for this project: `[hooks]` of each config layer (the project's only
 /// when trusted), `.codecoder/hooks.json`, `.claude/settings.json`, `.claude/settings.local.json`

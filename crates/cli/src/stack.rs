@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::Context;
 use codecoder_config::ConfigToml;
 use codecoder_kernel::{
-    AgentConfig, AgentDeps, AgentHandle, AllowAll, ModelClient, ModelError, ModelRequest,
-    ResponseEvent, ResponseStream, ToolRegistry, spawn_agent_on,
+    AgentConfig, AgentDeps, AgentHandle, ModelClient, ModelError, ModelRequest, ResponseEvent,
+    ResponseStream, ToolRegistry, spawn_agent_on,
 };
 use codecoder_protocol::{MessageItem, RecordBody, StopReason};
 use codecoder_providers::{HttpModelClient, ProviderConfig, WireApi};
@@ -40,6 +40,9 @@ pub(crate) struct StackRequest {
     pub(crate) output_schema: Option<serde_json::Value>,
     /// `None`: a new session; `Some(None)`: the newest of this directory; `Some(Some(id))`.
     pub(crate) resume: Option<Option<String>>,
+    /// A person is at hand to answer approvals (the TUI): the default approval mode is then
+    /// on-request instead of never.
+    pub(crate) interactive: bool,
 }
 
 /// A running agent and what the front-end shows about it.
@@ -58,6 +61,8 @@ pub(crate) struct Stack {
     pub(crate) cwd: PathBuf,
     /// `$CODECODER_HOME`.
     pub(crate) home: PathBuf,
+    /// The sandbox and approval modes the session runs under.
+    pub(crate) modes: codecoder_policy::Modes,
 }
 
 /// Loads the configuration and starts an agent. Notices from loading go to stderr.
@@ -69,6 +74,10 @@ pub(crate) fn build(global: &GlobalArgs, request: &StackRequest) -> anyhow::Resu
         eprintln!("note: {notice}");
     }
     let config = &loaded.config;
+    let safety = crate::safety::build(&global.safety, &loaded, &cwd, &home, request.interactive)?;
+    for warning in &safety.warnings {
+        eprintln!("warning: {warning}");
+    }
     let provider_id = request
         .provider
         .clone()
@@ -173,8 +182,11 @@ pub(crate) fn build(global: &GlobalArgs, request: &StackRequest) -> anyhow::Resu
         }
         session_store.create(new, WriterConfig::standard())
     });
-    // Tools: the built-ins, writing only inside the working directory.
-    let mut tools_config = codecoder_tools::ToolsConfig::standard(&cwd, vec![cwd.clone()]);
+    // Tools: the built-ins. Where edits may go is the approval chain's call (it asks for an
+    // edit outside the writable roots), so the tools themselves may write anywhere.
+    let mut tools_config = codecoder_tools::ToolsConfig::standard(&cwd, vec![PathBuf::from("/")]);
+    tools_config.confinement = safety.confinement.clone();
+    tools_config.escalation = safety.escalation;
     // Output over the cap is kept whole, as a blob beside the session logs.
     tools_config.spill_dir = Some(store.blobs().dir().join("spill"));
     tools_config.blobs = Some(store.blobs());
@@ -224,7 +236,7 @@ pub(crate) fn build(global: &GlobalArgs, request: &StackRequest) -> anyhow::Resu
         writer.session_id().to_string(),
         writer.path(),
         &cwd,
-        "default",
+        crate::safety::claude_permission_mode(safety.modes),
         store.sessions_dir(),
     ) {
         Some(hooks) => Arc::new(hooks),
@@ -234,7 +246,7 @@ pub(crate) fn build(global: &GlobalArgs, request: &StackRequest) -> anyhow::Resu
         model: model_client,
         prompt: builder,
         tools: registry,
-        approval: Arc::new(AllowAll),
+        approval: safety.policy.clone(),
         hooks,
         sessions,
         interceptors: vec![Arc::new(guard)],
@@ -248,6 +260,7 @@ pub(crate) fn build(global: &GlobalArgs, request: &StackRequest) -> anyhow::Resu
         context_window: window,
         cwd,
         home,
+        modes: safety.modes,
     })
 }
 
