@@ -118,6 +118,52 @@ pub(crate) enum Command {
     Trust(TrustArgs),
     /// Store an API key for a provider (read from stdin) in $CODECODER_HOME/credentials.toml.
     Login(LoginArgs),
+    /// Run a command exactly as the agent would: in the OS sandbox of the chosen mode.
+    ///
+    /// `codecoder sandbox -- CMD ARGS…` (default mode workspace-write; `-s read-only`, `-s
+    /// danger-full-access`, `--add-dir DIR` as for the agent). Credential stores (~/.ssh, ~/.aws,
+    /// …) are hidden, `.git` and `.codecoder` stay read-only, and the network is off unless
+    /// `--network`. Exits with the command's exit code (126 when it could not be confined).
+    Sandbox(SandboxArgs),
+    /// Report how codecoder is set up here: which sandbox backend is active and why, the modes a
+    /// session would run under, writable roots, hidden paths, hooks and permission rules.
+    Doctor,
+    /// Inspect the permission rules.
+    #[command(subcommand)]
+    Permissions(PermissionsCommand),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SandboxArgs {
+    /// Let the command reach the network.
+    #[arg(long)]
+    pub(crate) network: bool,
+    /// The command and its arguments.
+    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    pub(crate) command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PermissionsCommand {
+    /// Print the approval chain's decision for a call, and the rule or default that made it.
+    ///
+    /// `codecoder permissions check run_command '{"command":"git push --force"}'` prints
+    /// e.g. `ask — default: ... (on-request)`. Hooks are not run. Exit code 0 for allow, 1 for
+    /// deny, 3 for ask.
+    Check(PermissionsCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PermissionsCheckArgs {
+    /// The tool (`run_command`, `edit`, `write_file`, `read_file`, `web_fetch`, …; Claude's
+    /// names `Bash`, `Edit`, `Write`, `Read`, `WebFetch` work too).
+    pub(crate) tool: String,
+    /// The call's arguments as JSON (`'{"command":"git status"}'`).
+    #[arg(value_name = "ARGS-JSON")]
+    pub(crate) args: String,
+    /// Decide as in `exec` (approval default never) instead of as in the interactive UI.
+    #[arg(long)]
+    pub(crate) exec: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -10,6 +10,7 @@ mod config_cmd;
 mod exec;
 mod render;
 mod safety;
+mod safety_cmd;
 mod sessions;
 mod stack;
 
@@ -34,6 +35,11 @@ fn main() -> ExitCode {
         Command::Config(command) => config_cmd::run_config(command, &cli.global, &mut out),
         Command::Trust(args) => config_cmd::run_trust(&args, &cli.global, &mut out),
         Command::Login(args) => config_cmd::run_login(&args, &mut out),
+        Command::Sandbox(args) => safety_cmd::run_sandbox(&args, &cli.global),
+        Command::Doctor => safety_cmd::run_doctor(&cli.global, &mut out),
+        Command::Permissions(cli::PermissionsCommand::Check(args)) => {
+            safety_cmd::run_permissions_check(&args, &cli.global, &mut out)
+        }
     };
     let flushed = out.flush();
     match result.and_then(|code| flushed.map(|()| code).map_err(Into::into)) {

@@ -67,7 +67,8 @@ pub(crate) fn build(
     let modes = resolve_modes(args, loaded, interactive, probe.backend.is_some(), &mut warnings);
     if probe.backend.is_none() && modes.sandbox != SandboxMode::DangerFullAccess {
         warnings.push(format!(
-            "no sandbox backend works here ({}); commands that are not known to be read-only              will ask first (see `codecoder doctor`)",
+            "no sandbox backend works here ({}); commands that are not known to be read-only \
+             will ask first (see `codecoder doctor`)",
             probe.notes.join("; ")
         ));
     }
@@ -184,7 +185,8 @@ fn resolve_modes(
         (None, None) if backend => SandboxMode::WorkspaceWrite,
         (None, None) => {
             warnings.push(
-                "no sandbox backend works here, so the sandbox mode is read-only (pass                  `-s workspace-write` or `-s danger-full-access` to choose)"
+                "no sandbox backend works here, so the sandbox mode is read-only (pass \
+                 `-s workspace-write` or `-s danger-full-access` to choose)"
                     .to_owned(),
             );
             SandboxMode::ReadOnly

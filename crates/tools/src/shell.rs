@@ -147,7 +147,9 @@ impl RunCommand {
         let note = |text: String| codecoder_protocol::ContentItem::Text { text };
         if config.escalation == Escalation::Never {
             blocked.content.push(note(format!(
-                "[sandbox] {reason}. The approval mode is `never`, so it was not run again outside                  the sandbox: work within the sandbox (write inside the workspace, no network),                  or tell the user what needs wider access."
+                "[sandbox] {reason}. The approval mode is `never`, so it was not run again outside \
+                 the sandbox: work within the sandbox (write inside the workspace, no network), \
+                 or tell the user what needs wider access."
             )));
             return Ok(blocked);
         }
@@ -176,7 +178,8 @@ impl RunCommand {
                 }
                 ApprovalDecision::DenyWithFeedback { feedback } => {
                     blocked.content.push(note(format!(
-                        "[sandbox] {reason}. The user declined to run it outside the sandbox:                          {feedback}"
+                        "[sandbox] {reason}. The user declined to run it outside the sandbox: \
+                         {feedback}"
                     )));
                     return Ok(blocked);
                 }
@@ -186,7 +189,8 @@ impl RunCommand {
         second.content.insert(
             0,
             note(format!(
-                "[sandbox] The first attempt was blocked ({reason}); with the user's approval                  it ran again without the sandbox:"
+                "[sandbox] The first attempt was blocked ({reason}); with the user's approval \
+                 it ran again without the sandbox:"
             )),
         );
         Ok(second)

@@ -5,6 +5,7 @@
 // Test helpers unwrap: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod escalate;
 mod files;
 mod fuzz;
 mod kernel;
