@@ -6,6 +6,7 @@
 mod config;
 mod exec;
 mod hooks;
+mod safety;
 mod sessions;
 
 use std::path::Path;
