@@ -604,8 +604,18 @@ impl<'s> Parser<'s> {
         }
     }
 
-    /// At a `$`.
+    /// At a `$`. Counts towards the nesting limit (`${…${…}}`, `$((…$((…))))` nest too).
     fn read_dollar(&mut self, word: &mut Word, in_double_quotes: bool) {
+        if self.depth > MAX_DEPTH {
+            self.abandon(format!("nested more than {MAX_DEPTH} levels deep"));
+            return;
+        }
+        self.depth += 1;
+        self.read_dollar_unguarded(word, in_double_quotes);
+        self.depth -= 1;
+    }
+
+    fn read_dollar_unguarded(&mut self, word: &mut Word, in_double_quotes: bool) {
         let start = self.pos;
         match self.peek_at(1) {
             Some('(') if self.peek_at(2) == Some('(') => {

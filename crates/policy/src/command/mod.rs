@@ -376,6 +376,27 @@ impl Judge<'_> {
             let Some((program_word, args)) = words.split_first() else {
                 return Verdict { severity, command: text.to_owned() };
             };
+            let program = program_word.value.rsplit('/').next().unwrap_or_default().to_owned();
+            let program = program.as_str();
+            let unwrapped = if program_word.is_literal() {
+                programs::unwrap(program, args)
+            } else {
+                programs::Unwrap::NotWrapper
+            };
+            // Wrappers are looked through before the text is built, so that a long chain of
+            // them stays linear.
+            if let programs::Unwrap::Inner { rest, floor: wrapper_floor, adds_arguments } =
+                unwrapped
+            {
+                if wrapper_floor {
+                    floor(&mut severity, Severity::Normal);
+                }
+                input_args |= adds_arguments;
+                if !rest.is_empty() {
+                    words = rest;
+                    continue;
+                }
+            }
             let command_text = normalize_whitespace(
                 &words.iter().map(|w| w.raw.as_str()).collect::<Vec<_>>().join(" "),
             );
@@ -393,19 +414,10 @@ impl Judge<'_> {
                 }
                 return Verdict { severity, command: command_text };
             }
-            let program = program_word.value.rsplit('/').next().unwrap_or_default().to_owned();
-            let program = program.as_str();
-            match programs::unwrap(program, args) {
-                programs::Unwrap::Inner { rest, floor: wrapper_floor, adds_arguments } => {
-                    if wrapper_floor {
-                        floor(&mut severity, Severity::Normal);
-                    }
-                    input_args |= adds_arguments;
-                    if rest.is_empty() {
-                        return Verdict { severity, command: command_text };
-                    }
-                    words = rest;
-                    continue;
+            match unwrapped {
+                programs::Unwrap::Inner { .. } => {
+                    // Nothing left to run (`env`, `nice`, `command -v x`).
+                    return Verdict { severity, command: command_text };
                 }
                 programs::Unwrap::Script { script, floor: wrapper_floor } => {
                     if wrapper_floor {
@@ -681,6 +693,12 @@ impl Judge<'_> {
     }
 
     fn find(&mut self, args: &programs::Args<'_>, depth: usize, text: &str) -> Severity {
+        // `find -exec find -exec …` copies the rest of the line per level: keep it shallow.
+        if depth > MAX_DEPTH / 4 {
+            return Severity::Dangerous {
+                reason: format!("`{}` nests commands too deeply to check", shorten(text)),
+            };
+        }
         let words = args.words();
         let starts: Vec<&Word> = words
             .iter()

@@ -371,6 +371,23 @@ fn symlinked_directories_are_followed_for_rm() {
 }
 
 #[test]
+fn deep_nesting_is_dangerous_not_a_crash() {
+    let workspace = Workspace::new();
+    let ctx = workspace.ctx();
+    for command in [
+        "find . -exec ".repeat(5_000),
+        "eval ".repeat(5_000) + "ls",
+        format!("{}ls{}", "$(".repeat(5_000), ")".repeat(5_000)),
+    ] {
+        let found = classify(&command, &ctx);
+        assert!(found.severity.is_dangerous(), "{}: {}", &command[..20], found.severity);
+    }
+    // A long chain of wrappers is not nesting: it is looked through in a loop.
+    let found = classify(&("timeout 1 ".repeat(5_000) + "ls"), &ctx);
+    assert_eq!(found.severity, Severity::Safe);
+}
+
+#[test]
 fn arbitrary_input_never_panics() {
     let workspace = Workspace::new();
     let ctx = workspace.ctx();

@@ -87,8 +87,17 @@ fn problems_are_reported() {
 fn deep_nesting_is_a_problem_not_a_crash() {
     let source = format!("{}x{}", "$(".repeat(500), ")".repeat(500));
     assert!(parse(&source).problem.is_some());
-    let backticks = format!("echo {}", "(".repeat(10_000));
-    assert!(parse(&backticks).problem.is_some());
+    for source in [
+        format!("echo {}", "(".repeat(10_000)),
+        format!("echo {}", "${".repeat(20_000)),
+        format!("echo {}", "$((".repeat(20_000)),
+        format!("echo {}", "\"$(".repeat(20_000)),
+        format!("echo {}", "${x:-\"".repeat(20_000)),
+        format!("echo {}", "`".repeat(20_001)),
+        format!("echo {}", "<(".repeat(20_000)),
+    ] {
+        assert!(parse(&source).problem.is_some(), "{}", &source[..20]);
+    }
 }
 
 #[test]
