@@ -42,6 +42,8 @@
 //! Invariants: every decision carries its source and a one-line reason; nothing here panics
 //! on any input.
 
+#![warn(missing_docs)]
+
 pub mod chain;
 pub mod command;
 mod error;

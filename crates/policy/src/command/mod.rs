@@ -128,6 +128,7 @@ pub fn classify(command: &str, ctx: &CommandContext) -> Classification {
         parts: Vec::new(),
         downloader: None,
         stdin_interpreter: None,
+        environment_changed: false,
     };
     judge.script(command, 0);
     if let (Some(download), Some(interpreter)) = (&judge.downloader, &judge.stdin_interpreter) {
@@ -194,6 +195,16 @@ fn fork_bomb(command: &str) -> Option<String> {
     None
 }
 
+/// Directories whose programs are the system's own (`/usr/bin/git` is `git`).
+const TRUSTED_BIN_DIRS: &[&str] =
+    &["/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/", "/opt/homebrew/bin/"];
+
+/// Builtins that change how later commands of the line run (what a name means, `PATH`, …).
+const ENVIRONMENT_CHANGERS: &[&str] = &[
+    "export", "declare", "typeset", "readonly", "local", "alias", "unalias", "hash", "enable",
+    "shopt", "source", ".", "function",
+];
+
 /// Environment variables whose assignment cannot change what a command runs.
 const HARMLESS_VARIABLES: &[&str] = &[
     "LANG",
@@ -240,6 +251,9 @@ struct Judge<'c> {
     downloader: Option<String>,
     /// The first interpreter part that reads its program from a pipe or a substitution.
     stdin_interpreter: Option<String>,
+    /// An earlier part changed what names mean (an assignment, `export`, `alias`, a function
+    /// definition): later parts are no longer known read-only.
+    environment_changed: bool,
 }
 
 /// What judging one command's words found.
@@ -283,16 +297,27 @@ impl Judge<'_> {
         }
         let mut severity = Severity::Safe;
         let mut words: &[Word] = &command.words;
+        if self.environment_changed {
+            severity = Severity::Normal;
+        }
+        let mut changes_environment = command.defines_function;
         while let Some((first, rest)) = words.split_first() {
             match assignment_name(first) {
                 Some(name) => {
                     if !harmless_variable(name) {
                         severity = Severity::Normal;
+                        // A bare assignment lasts for the rest of the line.
+                        changes_environment |= rest.is_empty();
                     }
                     words = rest;
                 }
                 None => break,
             }
+        }
+        if let Some(first) = words.first()
+            && ENVIRONMENT_CHANGERS.contains(&first.value.as_str())
+        {
+            changes_environment = true;
         }
         while let Some((first, rest)) = words.split_first() {
             if first.is_literal() && !first.quoted && KEYWORDS.contains(&first.value.as_str()) {
@@ -325,6 +350,7 @@ impl Judge<'_> {
             self.words(words, command, depth, &text)
         };
         severity = severity.max(verdict.severity);
+        self.environment_changed |= changes_environment;
         if words.is_empty() && command.redirects.is_empty() && severity.is_safe() {
             // A lone keyword (`done`, `fi`, `}`) or a harmless assignment.
             return;
@@ -378,7 +404,15 @@ impl Judge<'_> {
             };
             let program = program_word.value.rsplit('/').next().unwrap_or_default().to_owned();
             let program = program.as_str();
-            let unwrapped = if program_word.is_literal() {
+            // `./ls` or `bin/cat` is whatever file is there, not the tool the table knows.
+            let local_program = program_word.value.contains('/')
+                && !TRUSTED_BIN_DIRS.iter().any(|dir| {
+                    program_word.value.strip_prefix(dir).is_some_and(|rest| !rest.contains('/'))
+                });
+            if local_program {
+                floor(&mut severity, Severity::Normal);
+            }
+            let unwrapped = if program_word.is_literal() && !local_program {
                 programs::unwrap(program, args)
             } else {
                 programs::Unwrap::NotWrapper
