@@ -344,6 +344,13 @@ impl Judge<'_> {
             severity = severity.max(self.redirect(redirect, &text));
         }
 
+        // The part's slot comes before the parts of the scripts it runs (`bash -c '…'`).
+        let slot = self.parts.len();
+        self.parts.push(Part {
+            text: String::new(),
+            command: String::new(),
+            severity: Severity::Safe,
+        });
         let verdict = if command.defines_function {
             Verdict { severity: Severity::Safe, command: text.clone() }
         } else {
@@ -353,9 +360,10 @@ impl Judge<'_> {
         self.environment_changed |= changes_environment;
         if words.is_empty() && command.redirects.is_empty() && severity.is_safe() {
             // A lone keyword (`done`, `fi`, `}`) or a harmless assignment.
+            self.parts.remove(slot);
             return;
         }
-        self.parts.push(Part { text, command: verdict.command, severity });
+        self.parts[slot] = Part { text, command: verdict.command, severity };
     }
 
     fn redirect(&self, redirect: &lex::Redirect, text: &str) -> Severity {

@@ -364,6 +364,15 @@ fn parts_are_split_and_normalized() {
 }
 
 #[test]
+fn outer_parts_come_before_the_ones_they_run() {
+    let workspace = Workspace::new();
+    let found = classify("bash -c 'git status; ls' && echo $(pwd)", &workspace.ctx());
+    let texts: Vec<&str> = found.parts.iter().map(|p| p.text.as_str()).collect();
+    assert_eq!(texts, vec!["bash -c 'git status; ls'", "git status", "ls", "echo $(pwd)", "pwd"]);
+    assert_eq!(found.severity, Severity::Safe);
+}
+
+#[test]
 fn the_worst_part_wins_and_its_reason_names_it() {
     let workspace = Workspace::new();
     let found = classify("git status; git reset --hard; git push --force", &workspace.ctx());
