@@ -106,3 +106,11 @@ fn pipes_mark_stdin() {
     let piped: Vec<bool> = script.commands.iter().map(|c| c.piped_stdin).collect();
     assert_eq!(piped, vec![false, true, false]);
 }
+
+#[test]
+fn double_bracket_tests_keep_their_operators() {
+    assert_eq!(
+        words("[[ $x =~ ^(a|b)$ && -n $y ]] && echo yes"),
+        vec![vec!["[[", "$x", "=~", "^(a|b)$", "&&", "-n", "$y", "]]"], vec!["echo", "yes"]]
+    );
+}
