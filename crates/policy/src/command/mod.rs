@@ -746,6 +746,7 @@ impl Judge<'_> {
             .iter()
             .take_while(|w| !(w.value.starts_with('-') || w.value == "(" || w.value == "!"))
             .collect();
+        let written_starts = starts.len();
         let dot = Word { raw: ".".to_owned(), value: ".".to_owned(), ..Word::default() };
         let starts: Vec<&Word> = if starts.is_empty() { vec![&dot] } else { starts };
         let mut severity = Severity::Safe;
@@ -794,9 +795,22 @@ impl Judge<'_> {
                 }
                 "-delete" => {
                     severity = severity.max(Severity::Normal);
+                    // Without a test (`-name`, `-type`, …) everything under the start goes.
+                    let unfiltered = words.iter().skip(written_starts).all(|w| {
+                        matches!(
+                            w.value.as_str(),
+                            "-delete"
+                                | "-depth"
+                                | "-xdev"
+                                | "-mount"
+                                | "-print"
+                                | "-mindepth"
+                                | "-maxdepth"
+                        ) || w.value.chars().all(|c| c.is_ascii_digit())
+                    });
                     for start in &starts {
                         if let Some(why) = self.deletion_danger(start, true)
-                            && !why.starts_with("deletes the whole writable root")
+                            && (unfiltered || !why.starts_with("deletes the whole writable root"))
                         {
                             severity = severity.max(Severity::Dangerous {
                                 reason: format!("`{}` {why}", shorten(text)),
