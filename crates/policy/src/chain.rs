@@ -430,6 +430,14 @@ fn exec_default(policy: &Policy, call: &Call, tool: &str) -> (Verdict, String) {
             Subject::Shell { command, classification } => {
                 commands.push(command.as_str());
                 worst = worst.max(classification.severity.clone());
+                if let Some(hidden) = hidden_mention(policy, command) {
+                    worst = worst.max(Severity::Dangerous {
+                        reason: format!(
+                            "`{}` names the hidden path `{hidden}` (credentials)",
+                            shorten(command)
+                        ),
+                    });
+                }
             }
             _ => worst = worst.max(Severity::Normal),
         }
@@ -457,6 +465,39 @@ fn exec_default(policy: &Policy, call: &Call, tool: &str) -> (Verdict, String) {
         }
         Severity::Dangerous { reason } => (cell(approval, Ask, Ask, Deny), reason),
     }
+}
+
+/// The hidden path a command line names, as written (`~/.ssh`, `$HOME/.aws`, or absolute).
+/// A heuristic on the text: the sandbox is what hides these paths from commands; this only
+/// makes sure a command that names one is not run without asking.
+fn hidden_mention(policy: &Policy, command: &str) -> Option<String> {
+    let home = policy.home.as_deref();
+    for hidden in &policy.hidden_paths {
+        let mut spellings = vec![hidden.display().to_string()];
+        if let Some(relative) = home.and_then(|home| hidden.strip_prefix(home).ok()) {
+            let relative = relative.display();
+            spellings.extend([
+                format!("~/{relative}"),
+                format!("$HOME/{relative}"),
+                format!("${{HOME}}/{relative}"),
+            ]);
+        }
+        for spelling in spellings {
+            let mut rest = command;
+            while let Some(at) = rest.find(&spelling) {
+                let after = &rest[at + spelling.len()..];
+                let boundary = after
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.')));
+                if boundary {
+                    return Some(spelling);
+                }
+                rest = after;
+            }
+        }
+    }
+    None
 }
 
 fn shorten(text: &str) -> String {

@@ -30,7 +30,7 @@
 //! | Exec Safe | allow | allow | allow |
 //! | Exec Normal (sandbox active, or danger-full-access) | ask | allow | allow |
 //! | Exec Normal (a restricted sandbox mode but no active backend) | ask | ask | allow |
-//! | Exec Dangerous | ask | ask | deny |
+//! | Exec Dangerous, or naming a hidden path (`cat ~/.ssh/id_rsa`) | ask | ask | deny |
 //! | Network | ask | ask | allow |
 //! | Other | ask | ask | allow |
 //!
@@ -41,6 +41,8 @@
 //!
 //! Invariants: every decision carries its source and a one-line reason; nothing here panics
 //! on any input.
+
+#![warn(missing_docs)]
 
 pub mod chain;
 pub mod command;

@@ -118,3 +118,6 @@ impl Roots {
         self.roots.iter().any(|root| root.starts_with(path))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -345,7 +345,7 @@ impl RuleSet {
                 {
                     classification.parts.iter().any(|part| rule_matches_part(rule, part))
                 }
-                _ => rule_matches_subject(rule, subject, &call.tool, &self.origin, ctx),
+                _ => rule_matches_subject(rule, subject, &call.tool, ctx),
             })
         })
     }
@@ -356,9 +356,11 @@ impl RuleSet {
         for subject in &call.subjects {
             match subject {
                 Subject::Shell { classification, .. } => {
-                    if let Some(rule) = self.allow.iter().find(|rule| {
-                        rule_matches_subject(rule, subject, &call.tool, &self.origin, ctx)
-                    }) {
+                    if let Some(rule) = self
+                        .allow
+                        .iter()
+                        .find(|rule| rule_matches_subject(rule, subject, &call.tool, ctx))
+                    {
                         first.get_or_insert(rule);
                         continue;
                     }
@@ -373,9 +375,10 @@ impl RuleSet {
                     }
                 }
                 _ => {
-                    let rule = self.allow.iter().find(|rule| {
-                        rule_matches_subject(rule, subject, &call.tool, &self.origin, ctx)
-                    })?;
+                    let rule = self
+                        .allow
+                        .iter()
+                        .find(|rule| rule_matches_subject(rule, subject, &call.tool, ctx))?;
                     first.get_or_insert(rule);
                 }
             }
@@ -415,14 +418,7 @@ fn wildcard_matches(pieces: &[String], text: &str) -> bool {
     rest.ends_with(last.as_str())
 }
 
-fn rule_matches_subject(
-    rule: &Rule,
-    subject: &Subject,
-    tool: &str,
-    origin: &RuleOrigin,
-    ctx: &CommandContext,
-) -> bool {
-    let _ = origin;
+fn rule_matches_subject(rule: &Rule, subject: &Subject, tool: &str, ctx: &CommandContext) -> bool {
     match (&rule.matcher, subject) {
         (Matcher::Tool { name, prefix }, _) => {
             tool == name

@@ -258,6 +258,18 @@ impl<'s> Parser<'s> {
             self.skip_blanks();
             let Some(c) = self.peek() else { break };
             let start = self.pos;
+            // Inside `[[ … ]]` until the closing `]]`.
+            let in_test = words.first().is_some_and(|w| w.raw == "[[")
+                && !(words.len() > 1 && words.last().is_some_and(|w| w.raw == "]]"));
+            if in_test && c != '\n' {
+                let word = self.read_word(true);
+                if word.raw.is_empty() {
+                    self.pos += 1;
+                } else {
+                    words.push(word);
+                }
+                continue;
+            }
             match c {
                 '\n' | ';' | '|' | ')' => break,
                 '&' if self.peek_at(1) != Some('>') => break,
@@ -297,7 +309,7 @@ impl<'s> Parser<'s> {
                     redirects.push(redirect);
                 }
             } else {
-                let word = self.read_word();
+                let word = self.read_word(false);
                 if !word.raw.is_empty() {
                     if words.is_empty() && word.raw == "case" && word.is_literal() {
                         self.case_depth += 1;
@@ -358,7 +370,7 @@ impl<'s> Parser<'s> {
                 Some('\n') => self.pos += 1,
                 Some(_) => {
                     let before = self.pos;
-                    let word = self.read_word();
+                    let word = self.read_word(false);
                     array.expands |= word.expands;
                     array.substitutes |= word.substitutes;
                     if self.pos == before {
@@ -415,8 +427,10 @@ impl<'s> Parser<'s> {
         let before = self.pos;
         let target = match self.peek() {
             Some(c) if !matches!(c, '\n' | ';' | '|' | '&' | '(' | ')' | '<' | '>') => {
-                self.read_word()
+                self.read_word(false)
             }
+            // `< <(cmd)`: a process substitution as the target.
+            Some('<' | '>') if self.peek_at(1) == Some('(') => self.read_word(false),
             _ => Word::default(),
         };
         if self.pos == before || target.raw.is_empty() {
@@ -511,12 +525,19 @@ impl<'s> Parser<'s> {
         self.pos = self.pos.min(self.chars.len());
     }
 
-    fn read_word(&mut self) -> Word {
+    /// Reads one word. In a `[[ … ]]` test (`in_test`), only blanks end it: `(`, `|`, `&`,
+    /// `<` and `>` are part of the expression.
+    fn read_word(&mut self, in_test: bool) -> Word {
         let start = self.pos;
         let mut word = Word { tilde: self.peek() == Some('~'), ..Word::default() };
         while let Some(c) = self.peek() {
             match c {
-                ' ' | '\t' | '\r' | '\n' | ';' | '&' | '|' | '(' | ')' => break,
+                ' ' | '\t' | '\r' | '\n' => break,
+                ';' | '&' | '|' | '(' | ')' | '<' | '>' if in_test => {
+                    word.value.push(c);
+                    self.pos += 1;
+                }
+                ';' | '&' | '|' | '(' | ')' => break,
                 '<' | '>' => {
                     if self.peek_at(1) != Some('(') {
                         break;
@@ -567,6 +588,10 @@ impl<'s> Parser<'s> {
         }
         self.pos = self.pos.min(self.chars.len());
         word.raw = self.source(start);
+        if matches!(word.raw.as_str(), "[" | "[[") {
+            // The test commands, not a glob.
+            word.glob = false;
+        }
         word
     }
 
@@ -604,8 +629,18 @@ impl<'s> Parser<'s> {
         }
     }
 
-    /// At a `$`.
+    /// At a `$`. Counts towards the nesting limit (`${…${…}}`, `$((…$((…))))` nest too).
     fn read_dollar(&mut self, word: &mut Word, in_double_quotes: bool) {
+        if self.depth > MAX_DEPTH {
+            self.abandon(format!("nested more than {MAX_DEPTH} levels deep"));
+            return;
+        }
+        self.depth += 1;
+        self.read_dollar_unguarded(word, in_double_quotes);
+        self.depth -= 1;
+    }
+
+    fn read_dollar_unguarded(&mut self, word: &mut Word, in_double_quotes: bool) {
         let start = self.pos;
         match self.peek_at(1) {
             Some('(') if self.peek_at(2) == Some('(') => {

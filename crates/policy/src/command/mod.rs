@@ -128,6 +128,7 @@ pub fn classify(command: &str, ctx: &CommandContext) -> Classification {
         parts: Vec::new(),
         downloader: None,
         stdin_interpreter: None,
+        environment_changed: false,
     };
     judge.script(command, 0);
     if let (Some(download), Some(interpreter)) = (&judge.downloader, &judge.stdin_interpreter) {
@@ -194,6 +195,16 @@ fn fork_bomb(command: &str) -> Option<String> {
     None
 }
 
+/// Directories whose programs are the system's own (`/usr/bin/git` is `git`).
+const TRUSTED_BIN_DIRS: &[&str] =
+    &["/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/", "/opt/homebrew/bin/"];
+
+/// Builtins that change how later commands of the line run (what a name means, `PATH`, …).
+const ENVIRONMENT_CHANGERS: &[&str] = &[
+    "export", "declare", "typeset", "readonly", "local", "alias", "unalias", "hash", "enable",
+    "shopt", "source", ".", "function",
+];
+
 /// Environment variables whose assignment cannot change what a command runs.
 const HARMLESS_VARIABLES: &[&str] = &[
     "LANG",
@@ -240,6 +251,9 @@ struct Judge<'c> {
     downloader: Option<String>,
     /// The first interpreter part that reads its program from a pipe or a substitution.
     stdin_interpreter: Option<String>,
+    /// An earlier part changed what names mean (an assignment, `export`, `alias`, a function
+    /// definition): later parts are no longer known read-only.
+    environment_changed: bool,
 }
 
 /// What judging one command's words found.
@@ -283,16 +297,27 @@ impl Judge<'_> {
         }
         let mut severity = Severity::Safe;
         let mut words: &[Word] = &command.words;
+        if self.environment_changed {
+            severity = Severity::Normal;
+        }
+        let mut changes_environment = command.defines_function;
         while let Some((first, rest)) = words.split_first() {
             match assignment_name(first) {
                 Some(name) => {
                     if !harmless_variable(name) {
                         severity = Severity::Normal;
+                        // A bare assignment lasts for the rest of the line.
+                        changes_environment |= rest.is_empty();
                     }
                     words = rest;
                 }
                 None => break,
             }
+        }
+        if let Some(first) = words.first()
+            && ENVIRONMENT_CHANGERS.contains(&first.value.as_str())
+        {
+            changes_environment = true;
         }
         while let Some((first, rest)) = words.split_first() {
             if first.is_literal() && !first.quoted && KEYWORDS.contains(&first.value.as_str()) {
@@ -319,17 +344,26 @@ impl Judge<'_> {
             severity = severity.max(self.redirect(redirect, &text));
         }
 
+        // The part's slot comes before the parts of the scripts it runs (`bash -c '…'`).
+        let slot = self.parts.len();
+        self.parts.push(Part {
+            text: String::new(),
+            command: String::new(),
+            severity: Severity::Safe,
+        });
         let verdict = if command.defines_function {
             Verdict { severity: Severity::Safe, command: text.clone() }
         } else {
             self.words(words, command, depth, &text)
         };
         severity = severity.max(verdict.severity);
+        self.environment_changed |= changes_environment;
         if words.is_empty() && command.redirects.is_empty() && severity.is_safe() {
             // A lone keyword (`done`, `fi`, `}`) or a harmless assignment.
+            self.parts.remove(slot);
             return;
         }
-        self.parts.push(Part { text, command: verdict.command, severity });
+        self.parts[slot] = Part { text, command: verdict.command, severity };
     }
 
     fn redirect(&self, redirect: &lex::Redirect, text: &str) -> Severity {
@@ -376,6 +410,35 @@ impl Judge<'_> {
             let Some((program_word, args)) = words.split_first() else {
                 return Verdict { severity, command: text.to_owned() };
             };
+            let program = program_word.value.rsplit('/').next().unwrap_or_default().to_owned();
+            let program = program.as_str();
+            // `./ls` or `bin/cat` is whatever file is there, not the tool the table knows.
+            let local_program = program_word.value.contains('/')
+                && !TRUSTED_BIN_DIRS.iter().any(|dir| {
+                    program_word.value.strip_prefix(dir).is_some_and(|rest| !rest.contains('/'))
+                });
+            if local_program {
+                floor(&mut severity, Severity::Normal);
+            }
+            let unwrapped = if program_word.is_literal() && !local_program {
+                programs::unwrap(program, args)
+            } else {
+                programs::Unwrap::NotWrapper
+            };
+            // Wrappers are looked through before the text is built, so that a long chain of
+            // them stays linear.
+            if let programs::Unwrap::Inner { rest, floor: wrapper_floor, adds_arguments } =
+                unwrapped
+            {
+                if wrapper_floor {
+                    floor(&mut severity, Severity::Normal);
+                }
+                input_args |= adds_arguments;
+                if !rest.is_empty() {
+                    words = rest;
+                    continue;
+                }
+            }
             let command_text = normalize_whitespace(
                 &words.iter().map(|w| w.raw.as_str()).collect::<Vec<_>>().join(" "),
             );
@@ -393,19 +456,10 @@ impl Judge<'_> {
                 }
                 return Verdict { severity, command: command_text };
             }
-            let program = program_word.value.rsplit('/').next().unwrap_or_default().to_owned();
-            let program = program.as_str();
-            match programs::unwrap(program, args) {
-                programs::Unwrap::Inner { rest, floor: wrapper_floor, adds_arguments } => {
-                    if wrapper_floor {
-                        floor(&mut severity, Severity::Normal);
-                    }
-                    input_args |= adds_arguments;
-                    if rest.is_empty() {
-                        return Verdict { severity, command: command_text };
-                    }
-                    words = rest;
-                    continue;
+            match unwrapped {
+                programs::Unwrap::Inner { .. } => {
+                    // Nothing left to run (`env`, `nice`, `command -v x`).
+                    return Verdict { severity, command: command_text };
                 }
                 programs::Unwrap::Script { script, floor: wrapper_floor } => {
                     if wrapper_floor {
@@ -681,11 +735,18 @@ impl Judge<'_> {
     }
 
     fn find(&mut self, args: &programs::Args<'_>, depth: usize, text: &str) -> Severity {
+        // `find -exec find -exec …` copies the rest of the line per level: keep it shallow.
+        if depth > MAX_DEPTH / 4 {
+            return Severity::Dangerous {
+                reason: format!("`{}` nests commands too deeply to check", shorten(text)),
+            };
+        }
         let words = args.words();
         let starts: Vec<&Word> = words
             .iter()
             .take_while(|w| !(w.value.starts_with('-') || w.value == "(" || w.value == "!"))
             .collect();
+        let written_starts = starts.len();
         let dot = Word { raw: ".".to_owned(), value: ".".to_owned(), ..Word::default() };
         let starts: Vec<&Word> = if starts.is_empty() { vec![&dot] } else { starts };
         let mut severity = Severity::Safe;
@@ -734,9 +795,22 @@ impl Judge<'_> {
                 }
                 "-delete" => {
                     severity = severity.max(Severity::Normal);
+                    // Without a test (`-name`, `-type`, …) everything under the start goes.
+                    let unfiltered = words.iter().skip(written_starts).all(|w| {
+                        matches!(
+                            w.value.as_str(),
+                            "-delete"
+                                | "-depth"
+                                | "-xdev"
+                                | "-mount"
+                                | "-print"
+                                | "-mindepth"
+                                | "-maxdepth"
+                        ) || w.value.chars().all(|c| c.is_ascii_digit())
+                    });
                     for start in &starts {
                         if let Some(why) = self.deletion_danger(start, true)
-                            && !why.starts_with("deletes the whole writable root")
+                            && (unfiltered || !why.starts_with("deletes the whole writable root"))
                         {
                             severity = severity.max(Severity::Dangerous {
                                 reason: format!("`{}` {why}", shorten(text)),

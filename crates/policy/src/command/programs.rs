@@ -239,6 +239,13 @@ pub(crate) fn unwrap<'a>(program: &str, args: &'a [Word]) -> Unwrap<'a> {
             Unwrap::Inner { rest, floor: false, adds_arguments: true }
         }
         "eval" => Unwrap::Script { script: literal_script(args), floor: true },
+        // `trap 'commands' SIGNAL…`: the commands run later in this shell.
+        "trap" => match args.first() {
+            Some(first) if !first.value.starts_with('-') && args.len() > 1 => {
+                Unwrap::Script { script: literal_script(std::slice::from_ref(first)), floor: true }
+            }
+            _ => Unwrap::Inner { rest: &[], floor: true, adds_arguments: false },
+        },
         "watch" => {
             let rest = skip_options(args, &["-n", "--interval", "-q", "--equexit"], true);
             Unwrap::Script { script: literal_script(rest), floor: true }
@@ -833,11 +840,23 @@ fn git(args: &Args<'_>, dangerous: &dyn Fn(&str) -> Severity) -> Severity {
             Some(_) => Severity::Normal,
         },
         "config" => safe_unless(
-            !(["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list"]
-                .iter()
-                .any(|f| rest.long(f))
-                || rest.has("-l")
-                || matches!(rest.first_positional(), Some("get" | "list"))),
+            [
+                "--unset",
+                "--unset-all",
+                "--add",
+                "--replace-all",
+                "--rename-section",
+                "--remove-section",
+                "--edit",
+            ]
+            .iter()
+            .any(|f| rest.long(f))
+                || rest.short('e')
+                || !(["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list"]
+                    .iter()
+                    .any(|f| rest.long(f))
+                    || rest.has("-l")
+                    || matches!(rest.first_positional(), Some("get" | "list"))),
         ),
         "stash" => match rest.first_positional() {
             Some("list" | "show") => Severity::Safe,

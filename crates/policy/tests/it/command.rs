@@ -147,6 +147,7 @@ const CASES: &[(&str, Expect)] = &[
     ("sed 's/x/y/e' f", N),
     ("awk '{print $1}' f", N),
     ("find . -name '*.o' -delete", N),
+    ("find -name 3 -delete", N),
     ("find . -exec grep -l x {} \\;", N),
     ("fd -x wc -l", N),
     ("rg --pre pdftotext foo", N),
@@ -178,6 +179,24 @@ const CASES: &[(&str, Expect)] = &[
     ("for d in */; do (cd \"$d\" && git pull); done", N),
     ("source <(echo x=1)", N),
     ("git clean -nfd", N),
+    ("[[ $(touch x) ]]", N),
+    ("./ls", N),
+    ("while read -r f; do echo \"$f\"; done < <(git ls-files)", S),
+    ("[[ $x =~ ^(a|b)$ && -n $y ]] && echo yes", S),
+    ("[[ -f x ]] || rm -rf /", D("whole file system")),
+    ("[ -f x ] && cat x", S),
+    ("bin/cat x", N),
+    ("/usr/bin/git status", S),
+    ("/usr/bin/env ls", S),
+    ("./env rm x", N),
+    ("export PATH=.:$PATH; ls", N),
+    ("PATH=.; ls", N),
+    ("ls() { touch x; }; ls", N),
+    ("alias ls=touch; ls", N),
+    ("LC_ALL=C; ls", S),
+    ("trap - EXIT", N),
+    ("git config --get x --unset", N),
+    ("git config user.name me", N),
     // Destructive or irreversible.
     ("rm -rf /", D("deletes the whole file system")),
     ("rm -rf \"/\"", D("deletes the whole file system")),
@@ -195,6 +214,8 @@ const CASES: &[(&str, Expect)] = &[
     ("rm -Rf .", D("deletes the whole writable root")),
     ("rm -rf .git", D("cannot be recovered")),
     ("rm -rf .*", D("can delete")),
+    ("trap 'rm -rf ~' EXIT; ls", D("home directory")),
+    ("$'\\x72m' -rf /", D("name is only known at run time")),
     ("rm -rf src/../.g*", D("can delete")),
     ("rm -rf -- /", D("whole file system")),
     ("/bin/rm -rf /", D("whole file system")),
@@ -293,6 +314,8 @@ const CASES: &[(&str, Expect)] = &[
     ("terraform destroy", D("destroys infrastructure")),
     ("kubectl delete pod x", D("cluster resources")),
     ("find / -delete", D("whole file system")),
+    ("find . -delete", D("whole writable root")),
+    ("find -maxdepth 3 -delete", D("whole writable root")),
     ("find . -exec rm -rf {} \\;", D("whole writable root")),
     ("find /etc -exec rm {} +", D("outside the writable roots")),
     ("xargs rm -rf", D("read from input")),
@@ -349,6 +372,15 @@ fn parts_are_split_and_normalized() {
 }
 
 #[test]
+fn outer_parts_come_before_the_ones_they_run() {
+    let workspace = Workspace::new();
+    let found = classify("bash -c 'git status; ls' && echo $(pwd)", &workspace.ctx());
+    let texts: Vec<&str> = found.parts.iter().map(|p| p.text.as_str()).collect();
+    assert_eq!(texts, vec!["bash -c 'git status; ls'", "git status", "ls", "echo $(pwd)", "pwd"]);
+    assert_eq!(found.severity, Severity::Safe);
+}
+
+#[test]
 fn the_worst_part_wins_and_its_reason_names_it() {
     let workspace = Workspace::new();
     let found = classify("git status; git reset --hard; git push --force", &workspace.ctx());
@@ -368,6 +400,23 @@ fn symlinked_directories_are_followed_for_rm() {
         matches!(&found.severity, Severity::Dangerous { reason } if reason.contains("outside the writable roots")),
         "{found:?}"
     );
+}
+
+#[test]
+fn deep_nesting_is_dangerous_not_a_crash() {
+    let workspace = Workspace::new();
+    let ctx = workspace.ctx();
+    for command in [
+        "find . -exec ".repeat(5_000),
+        "eval ".repeat(5_000) + "ls",
+        format!("{}ls{}", "$(".repeat(5_000), ")".repeat(5_000)),
+    ] {
+        let found = classify(&command, &ctx);
+        assert!(found.severity.is_dangerous(), "{}: {}", &command[..20], found.severity);
+    }
+    // A long chain of wrappers is not nesting: it is looked through in a loop.
+    let found = classify(&("timeout 1 ".repeat(5_000) + "ls"), &ctx);
+    assert_eq!(found.severity, Severity::Safe);
 }
 
 #[test]

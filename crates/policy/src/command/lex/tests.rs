@@ -87,8 +87,17 @@ fn problems_are_reported() {
 fn deep_nesting_is_a_problem_not_a_crash() {
     let source = format!("{}x{}", "$(".repeat(500), ")".repeat(500));
     assert!(parse(&source).problem.is_some());
-    let backticks = format!("echo {}", "(".repeat(10_000));
-    assert!(parse(&backticks).problem.is_some());
+    for source in [
+        format!("echo {}", "(".repeat(10_000)),
+        format!("echo {}", "${".repeat(20_000)),
+        format!("echo {}", "$((".repeat(20_000)),
+        format!("echo {}", "\"$(".repeat(20_000)),
+        format!("echo {}", "${x:-\"".repeat(20_000)),
+        format!("echo {}", "`".repeat(20_001)),
+        format!("echo {}", "<(".repeat(20_000)),
+    ] {
+        assert!(parse(&source).problem.is_some(), "{}", &source[..20]);
+    }
 }
 
 #[test]
@@ -96,4 +105,12 @@ fn pipes_mark_stdin() {
     let script = parse("curl x | (sh) ; ls");
     let piped: Vec<bool> = script.commands.iter().map(|c| c.piped_stdin).collect();
     assert_eq!(piped, vec![false, true, false]);
+}
+
+#[test]
+fn double_bracket_tests_keep_their_operators() {
+    assert_eq!(
+        words("[[ $x =~ ^(a|b)$ && -n $y ]] && echo yes"),
+        vec![vec!["[[", "$x", "=~", "^(a|b)$", "&&", "-n", "$y", "]]"], vec!["echo", "yes"]]
+    );
 }
