@@ -18,7 +18,7 @@
 //! rule lifts a hidden path: project config, which comes with the repository, cannot).
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::command::{CommandContext, Severity};
 use crate::mode::{ApprovalMode, Modes, SandboxMode};
@@ -90,7 +90,8 @@ pub struct Policy {
     /// cwd alone.
     pub writable_roots: Vec<PathBuf>,
     /// Credential stores: reads and edits under them are denied unless a user rule allows
-    /// them (see `default_hidden_paths`).
+    /// them (the product passes `codecoder_sandbox::default_hidden_paths`, so the sandbox and
+    /// the read tools hide the same list).
     pub hidden_paths: Vec<PathBuf>,
     /// The home directory (`~` in rules and commands).
     pub home: Option<PathBuf>,
@@ -201,24 +202,6 @@ impl fmt::Display for Decision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} — {}", self.verdict, self.reason)
     }
-}
-
-/// The credential stores under `home` that are hidden by default.
-pub fn default_hidden_paths(home: &Path) -> Vec<PathBuf> {
-    [
-        ".ssh",
-        ".aws",
-        ".gnupg",
-        ".config/gcloud",
-        ".azure",
-        ".kube",
-        ".docker/config.json",
-        ".netrc",
-        ".git-credentials",
-    ]
-    .iter()
-    .map(|relative| home.join(relative))
-    .collect()
 }
 
 fn rule_decision(origin_is_project: bool, list: RuleList, rule: &str, note: &str) -> Decision {

@@ -34,7 +34,8 @@
 //! | Network | ask | ask | allow |
 //! | Other | ask | ask | allow |
 //!
-//! Reads and edits under a hidden path (`default_hidden_paths` plus what the caller adds) are
+//! Reads and edits under a hidden path (`Policy::hidden_paths`: the sandbox crate's default list
+//! plus what the caller adds) are
 //! denied before any of this, unless a *user* allow rule covers them. Bypass (`--yolo`) turns
 //! every default ask and deny into allow; hook denies, rule denies and hidden paths still
 //! apply. An Exec call without a `shell:` key counts as Normal.
@@ -53,7 +54,6 @@ pub mod rules;
 
 pub use chain::{
     Decision, HookDecision, HookVerdict, Kind, Policy, Request, Source, Verdict, decide,
-    default_hidden_paths,
 };
 pub use command::{Classification, CommandContext, Part, Severity, classify};
 pub use error::{Error, Result, RuleError, RuleProblem};

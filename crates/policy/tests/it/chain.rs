@@ -3,11 +3,16 @@
 
 use codecoder_policy::{
     ApprovalMode, Decision, HookDecision, HookVerdict, Kind, Modes, Policy, Request, RuleList,
-    RuleOrigin, RuleSet, SandboxMode, Source, Verdict, decide, default_hidden_paths,
+    RuleOrigin, RuleSet, SandboxMode, Source, Verdict, decide,
 };
 use pretty_assertions::assert_eq;
 
 use crate::support::Workspace;
+
+/// Three of the credential stores the product hides (`codecoder_sandbox::default_hidden_paths`).
+fn hidden_paths(home: &std::path::Path) -> Vec<std::path::PathBuf> {
+    [".ssh", ".aws", ".netrc"].iter().map(|relative| home.join(relative)).collect()
+}
 
 fn strings(rules: &[&str]) -> Vec<String> {
     rules.iter().map(|rule| (*rule).to_owned()).collect()
@@ -19,7 +24,7 @@ fn policy(workspace: &Workspace, sandbox: SandboxMode, approval: ApprovalMode) -
         sandbox_active: true,
         cwd: workspace.ws.clone(),
         writable_roots: vec![workspace.ws.clone(), workspace.tmp.clone()],
-        hidden_paths: default_hidden_paths(&workspace.home),
+        hidden_paths: hidden_paths(&workspace.home),
         home: Some(workspace.home.clone()),
         project_rules: RuleSet::empty(RuleOrigin::Project { root: workspace.ws.clone() }),
         user_rules: RuleSet::empty(RuleOrigin::User),
