@@ -283,7 +283,7 @@ impl Sandbox {
         program: &OsString,
         args: &[OsString],
         cwd: Option<&Path>,
-    ) -> (OsString, Vec<OsString>, Vec<(OsString, OsString)>) {
+    ) -> Wrapped {
         let mut env_vars = vec![(env::CODECODER_SANDBOX.into(), self.backend.name().into())];
         if !self.policy.network {
             env_vars.push((env::CODECODER_SANDBOX_NETWORK_DISABLED.into(), "1".into()));
@@ -307,23 +307,108 @@ impl Sandbox {
             Backend::Landlock => {
                 let mut stage_argv = stage_argv.into_iter();
                 let program = stage_argv.next().unwrap_or_default();
-                (program, stage_argv.collect(), env_vars)
+                Wrapped { program, args: stage_argv.collect(), env: env_vars, keep: None }
             }
             Backend::Bwrap(bwrap) => {
                 let mut argv = bwrap_args(&self.policy, cwd);
-                argv.push("--".into());
-                argv.extend(stage_argv);
-                (bwrap.clone().into_os_string(), argv, env_vars)
+                // bwrap itself installs the filter (after PR_SET_NO_NEW_PRIVS, right before it
+                // execs the command) when handed the compiled program on a descriptor: that
+                // saves exec'ing the stage, a third of bwrap's added time. Without the
+                // descriptor (pipe creation failed), the stage does it.
+                match seccomp_fd(self.policy.network) {
+                    Some(fd) => {
+                        argv.push("--seccomp".into());
+                        argv.push(std::os::fd::AsRawFd::as_raw_fd(&fd).to_string().into());
+                        argv.push("--".into());
+                        argv.push(program.clone());
+                        argv.extend(args.iter().cloned());
+                        Wrapped {
+                            program: bwrap.clone().into_os_string(),
+                            args: argv,
+                            env: env_vars,
+                            keep: Some(fd),
+                        }
+                    }
+                    None => {
+                        argv.push("--".into());
+                        argv.extend(stage_argv);
+                        Wrapped {
+                            program: bwrap.clone().into_os_string(),
+                            args: argv,
+                            env: env_vars,
+                            keep: None,
+                        }
+                    }
+                }
             }
             Backend::Seatbelt(sandbox_exec) => {
                 let mut argv: Vec<OsString> =
                     vec!["-p".into(), crate::seatbelt_profile(&self.policy).into(), "--".into()];
                 argv.push(program.clone());
                 argv.extend(args.iter().cloned());
-                (sandbox_exec.clone().into_os_string(), argv, env_vars)
+                Wrapped {
+                    program: sandbox_exec.clone().into_os_string(),
+                    args: argv,
+                    env: env_vars,
+                    keep: None,
+                }
             }
         }
     }
+}
+
+/// A command wrapped for its backend.
+pub(crate) struct Wrapped {
+    /// What to execute.
+    pub(crate) program: OsString,
+    /// Its arguments.
+    pub(crate) args: Vec<OsString>,
+    /// Variables the confined command sees.
+    pub(crate) env: Vec<(OsString, OsString)>,
+    /// A descriptor the child inherits (the seccomp program for bwrap); the parent closes it
+    /// once the child is started.
+    pub(crate) keep: Option<std::os::fd::OwnedFd>,
+}
+
+/// The compiled seccomp program (raw `sock_filter` array, as bwrap's `--seccomp FD` reads it)
+/// for `network`, compiled once per process.
+#[cfg(target_os = "linux")]
+fn seccomp_bytes(network: bool) -> Option<&'static [u8]> {
+    static PROGRAMS: OnceLock<[Option<Vec<u8>>; 2]> = OnceLock::new();
+    let programs = PROGRAMS.get_or_init(|| {
+        [false, true].map(|network| {
+            let program = crate::seccomp::build(network).ok()?;
+            let mut bytes = Vec::with_capacity(program.len() * 8);
+            for filter in program {
+                bytes.extend_from_slice(&filter.code.to_ne_bytes());
+                bytes.push(filter.jt);
+                bytes.push(filter.jf);
+                bytes.extend_from_slice(&filter.k.to_ne_bytes());
+            }
+            Some(bytes)
+        })
+    });
+    programs[usize::from(network)].as_deref()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn seccomp_bytes(_network: bool) -> Option<&'static [u8]> {
+    None
+}
+
+/// A pipe's read end holding the seccomp program, inheritable by the next child. The program
+/// is a few hundred bytes, far below a pipe's buffer, so writing it never blocks.
+fn seccomp_fd(network: bool) -> Option<std::os::fd::OwnedFd> {
+    use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
+    let bytes = seccomp_bytes(network)?;
+    let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).ok()?;
+    let written = nix::unistd::write(&write, bytes).ok()?;
+    if written != bytes.len() {
+        return None;
+    }
+    drop(write);
+    fcntl(&read, FcntlArg::F_SETFD(FdFlag::empty())).ok()?;
+    Some(read)
 }
 
 /// The bubblewrap options (before `--`) for `policy`: read-only `/` (or read-write under full

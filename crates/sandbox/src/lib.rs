@@ -189,10 +189,11 @@ pub struct Child {
 
 /// Starts `spec` in a new process group.
 pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
-    let (program, args, sandbox_env) = match &config.confinement {
-        Confinement::Unconfined => (spec.program.clone(), spec.args.clone(), Vec::new()),
+    let (program, args, sandbox_env, inherited) = match &config.confinement {
+        Confinement::Unconfined => (spec.program.clone(), spec.args.clone(), Vec::new(), None),
         Confinement::Sandboxed(sandbox) => {
-            sandbox.wrap(&spec.program, &spec.args, spec.cwd.as_deref())
+            let wrapped = sandbox.wrap(&spec.program, &spec.args, spec.cwd.as_deref());
+            (wrapped.program, wrapped.args, wrapped.env, wrapped.keep)
         }
     };
     #[allow(clippy::disallowed_methods)] // This crate is the one place allowed to spawn processes.
@@ -207,7 +208,10 @@ pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
         command.env(key, value);
     }
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    let mut child = command.spawn().map_err(|source| Error::Spawn {
+    let spawned = command.spawn();
+    // The child has its copy of the descriptor (or failed to start); ours goes.
+    drop(inherited);
+    let mut child = spawned.map_err(|source| Error::Spawn {
         program: spec.program.to_string_lossy().into_owned(),
         source,
     })?;

@@ -1,5 +1,6 @@
-//! The seccomp filter every confined command runs under (Linux), installed by the re-exec stage
-//! right before it execs the command, under both backends.
+//! The seccomp filter every confined command runs under (Linux), installed right before the
+//! command is exec'd: by bubblewrap from the compiled program (`--seccomp FD`), or by the re-exec
+//! stage under Landlock.
 //!
 //! Invariants:
 //! - `ptrace`, `process_vm_readv`/`process_vm_writev` and the `io_uring_*` calls (which can do

@@ -82,21 +82,20 @@ fn bwrap_keeps_the_network_when_allowed() {
 }
 
 #[test]
-fn wrapping_runs_the_stage_with_the_command_after_it() {
+fn wrapping_hands_bwrap_the_filter_and_runs_the_stage_under_landlock() {
     let fixture = Fixture::new();
     let stage = PathBuf::from("/opt/codecoder");
     let bwrap =
         Sandbox::new(fixture.policy(false), Backend::Bwrap("/usr/bin/bwrap".into()), stage.clone());
-    let (program, args, env_vars) = bwrap.wrap(&"ls".into(), &["-l".into()], None);
+    let wrapped = bwrap.wrap(&"ls".into(), &["-l".into()], None);
+    let (program, args, env_vars) = (wrapped.program, wrapped.args, wrapped.env);
     assert_eq!(program, "/usr/bin/bwrap");
     let args = strings(&args);
-    assert!(
-        contains_run(
-            &args,
-            &["--", "/opt/codecoder", STAGE_MARKER, "--mode", "seccomp", "--network", "off"]
-        ),
-        "{args:?}"
-    );
+    // bwrap installs the seccomp program it reads from the inherited descriptor; no stage.
+    let fd = wrapped.keep.as_ref().map(|fd| std::os::fd::AsRawFd::as_raw_fd(fd).to_string());
+    let fd = fd.expect("a seccomp descriptor");
+    assert!(contains_run(&args, &["--seccomp", &fd, "--", "ls", "-l"]), "{args:?}");
+    assert!(!args.iter().any(|arg| arg == STAGE_MARKER), "{args:?}");
     assert_eq!(args[args.len() - 3..], ["--", "ls", "-l"]);
     assert_eq!(
         env_vars,
@@ -109,7 +108,9 @@ fn wrapping_runs_the_stage_with_the_command_after_it() {
     let mut policy = fixture.policy(true);
     policy.access = FsAccess::ReadOnly;
     let landlock = Sandbox::new(policy, Backend::Landlock, stage);
-    let (program, args, env_vars) = landlock.wrap(&"ls".into(), &[], None);
+    let wrapped = landlock.wrap(&"ls".into(), &[], None);
+    assert!(wrapped.keep.is_none());
+    let (program, args, env_vars) = (wrapped.program, wrapped.args, wrapped.env);
     assert_eq!(program, "/opt/codecoder");
     let args = strings(&args);
     assert_eq!(args[..5], [STAGE_MARKER, "--mode", "landlock", "--network", "on"]);
