@@ -17,9 +17,10 @@
 //! - Every thread this crate starts is named and joined before `Child` is gone.
 //!
 //! Confinement: `Confinement::Sandboxed` wraps the command for a backend chosen by [`probe`]:
-//! bubblewrap plus a seccomp stage, or Landlock plus the same stage (Linux), or Seatbelt (macOS).
-//! The stage is the product's own executable re-run with a hidden marker
-//! ([`run_stage_if_requested`]). Under bubblewrap the command runs in a pid namespace of its own
+//! bubblewrap with a seccomp filter it installs itself (`--seccomp FD`), or Landlock plus the same
+//! filter applied by a re-exec stage (Linux), or Seatbelt (macOS). The stage is the product's own
+//! executable re-run with a hidden marker ([`run_stage_if_requested`]); it also serves bubblewrap
+//! when the filter cannot be handed over on a pipe. Under bubblewrap the command runs in a pid namespace of its own
 //! with `--die-with-parent`, so terminating the group of the outer `bwrap` still ends everything
 //! inside; under Landlock the stage execs the command in place, keeping its pid and group.
 //! Secrets stay unreadable under every backend: the policy's hidden paths (credential stores)

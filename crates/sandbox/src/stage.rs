@@ -3,7 +3,8 @@
 //! command in its place (same pid, same process group, so the spawner's TERM→KILL still reaches
 //! it).
 //!
-//! Under bubblewrap the stage runs inside the namespaces bwrap made and only sets
+//! Under bubblewrap (only when the filter could not be handed to bwrap on a pipe) the stage runs
+//! inside the namespaces bwrap made and only sets
 //! `PR_SET_NO_NEW_PRIVS` and installs the seccomp filter. Under the Landlock backend it also:
 //! 1. makes the protected subpaths (`.git`, `.codecoder`, `.agents`) read-only with bind mounts in
 //!    a private mount namespace (`unshare(CLONE_NEWNS)`, plus `CLONE_NEWUSER` when not root) —
