@@ -6,6 +6,7 @@
 mod config;
 mod exec;
 mod sessions;
+mod tui;
 
 use std::path::Path;
 use std::process::{Command, Output};
