@@ -28,6 +28,9 @@ mod markdown;
 mod run;
 mod view;
 
+#[cfg(test)]
+mod testing;
+
 use std::path::PathBuf;
 
 use codecoder_kernel::AgentHandle;
