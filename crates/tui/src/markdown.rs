@@ -338,3 +338,6 @@ impl StreamSplitter {
         self.boundary
     }
 }
+
+#[cfg(test)]
+mod tests;

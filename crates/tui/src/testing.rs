@@ -62,7 +62,10 @@ pub(crate) fn approval(
     reason: Option<&str>,
 ) -> (AgentEvent, Receiver<ApprovalDecision>) {
     let (reply, rx) = Reply::pair();
-    let keys = vec![format!("shell:{}", call.args["command"].as_str().unwrap_or("x"))];
+    let keys = match call.args["command"].as_str() {
+        Some(command) => vec![format!("shell:{command}")],
+        None => vec!["edit:src/**".to_owned()],
+    };
     let request = ApprovalRequest {
         id: RequestId::new(),
         turn: turn(),

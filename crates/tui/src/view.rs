@@ -301,3 +301,6 @@ fn wrap_input(text: &str, cursor: usize, prefix: &str, width: u16) -> (Vec<Line<
     let cursor_at = cursor_at.unwrap_or((column, rows.len().saturating_sub(1)));
     (rows, cursor_at)
 }
+
+#[cfg(test)]
+mod tests;
