@@ -36,7 +36,11 @@ pub(crate) fn run(
             "the interactive UI needs a terminal on stdin and stdout; for pipes and scripts use `codecoder exec \"PROMPT\"`",
         ));
     }
-    let mut host = CliHost { global: global.clone(), model: options.model.clone(), provider: options.provider.clone() };
+    let mut host = CliHost {
+        global: global.clone(),
+        model: options.model.clone(),
+        provider: options.provider.clone(),
+    };
     let session = host.start_stack(resume, None, None)?;
     let config = TuiConfig {
         // FIXME: the approval mode comes from the policy flags once they land.

@@ -199,7 +199,9 @@ impl App {
             match item {
                 TranscriptItem::User(text) => self.push(Cell::User { text, queued: false }),
                 TranscriptItem::Assistant(text) => {
-                    self.push(Cell::Assistant { lines: markdown::render(&text, Code::Highlighted) });
+                    self.push(Cell::Assistant {
+                        lines: markdown::render(&text, Code::Highlighted),
+                    });
                 }
                 TranscriptItem::Reasoning(text) => {
                     self.push(Cell::Reasoning { text, expanded: self.show_reasoning });
@@ -322,7 +324,10 @@ impl App {
                 self.reasoning.clear();
                 let tail_start = self.committed;
                 self.stream.truncate(tail_start);
-                self.note(NoteKind::Warning, format!("the model stream broke; retrying ({reason})"));
+                self.note(
+                    NoteKind::Warning,
+                    format!("the model stream broke; retrying ({reason})"),
+                );
             }
             AgentEventKind::StepFinished { usage, .. } => {
                 self.context_tokens = usage.input_tokens + usage.output_tokens;
@@ -363,7 +368,9 @@ impl App {
             AgentEventKind::ApprovalRequest(request) => self.approvals.push_back(request),
             AgentEventKind::AskUser(request) => self.asks.push_back(request),
             AgentEventKind::ToolStarted { call, .. } => {
-                if let Some(card) = self.tools.iter_mut().find(|c| c.call.id.to_string() == root_call) {
+                if let Some(card) =
+                    self.tools.iter_mut().find(|c| c.call.id.to_string() == root_call)
+                {
                     let (name, detail) = call_title(&call);
                     card.children.push(ChildTool {
                         id: call.id.to_string(),
@@ -431,12 +438,18 @@ impl App {
                 self.note(NoteKind::Info, text.trim_end().to_owned());
             }
             "/model" if arg.is_empty() => {
-                let text = format!("model: {} (switch with `/model NAME`, or start with --model)", self.info.model);
+                let text = format!(
+                    "model: {} (switch with `/model NAME`, or start with --model)",
+                    self.info.model
+                );
                 self.note(NoteKind::Info, text);
             }
             "/model" => self.restart_current(Some(arg.to_owned()), None),
             "/provider" if arg.is_empty() => {
-                let text = format!("provider: {} (switch with `/provider ID`, or start with --provider)", self.info.provider);
+                let text = format!(
+                    "provider: {} (switch with `/provider ID`, or start with --provider)",
+                    self.info.provider
+                );
                 self.note(NoteKind::Info, text);
             }
             "/provider" => self.restart_current(None, Some(arg.to_owned())),
@@ -453,7 +466,11 @@ impl App {
             }
             "/diff" => self.effects.push(Effect::Diff),
             "/init" => self.effects.push(Effect::Init),
-            "/new" => self.start(StartRequest { session: SessionChoice::New, model: None, provider: None }),
+            "/new" => self.start(StartRequest {
+                session: SessionChoice::New,
+                model: None,
+                provider: None,
+            }),
             "/resume" if arg.is_empty() => self.effects.push(Effect::ListSessions),
             "/resume" => self.start(StartRequest {
                 session: SessionChoice::Resume(arg.to_owned()),
@@ -462,7 +479,11 @@ impl App {
             }),
             "/fork" => {
                 let id = self.info.session_id.to_string();
-                self.start(StartRequest { session: SessionChoice::Fork(id), model: None, provider: None });
+                self.start(StartRequest {
+                    session: SessionChoice::Fork(id),
+                    model: None,
+                    provider: None,
+                });
             }
             "/compact" => self.note(
                 NoteKind::Info,
@@ -575,7 +596,8 @@ impl App {
         if let Some(menu) = &mut self.completion {
             match key.code {
                 KeyCode::Up => {
-                    menu.selected = menu.selected.checked_sub(1).unwrap_or(menu.items.len().saturating_sub(1));
+                    menu.selected =
+                        menu.selected.checked_sub(1).unwrap_or(menu.items.len().saturating_sub(1));
                     return;
                 }
                 KeyCode::Down => {
@@ -621,9 +643,7 @@ impl App {
             KeyCode::Char('u') if ctrl => self.editor.clear(),
             KeyCode::Char('a') if ctrl => self.editor.home(),
             KeyCode::Char('e') if ctrl => self.editor.end(),
-            KeyCode::Enter
-                if key.modifiers.intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) =>
-            {
+            KeyCode::Enter if key.modifiers.intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) => {
                 self.editor.insert("\n");
             }
             KeyCode::Enter => self.enter(),
@@ -632,7 +652,11 @@ impl App {
                 if let (Some(digit), true, true) =
                     (c.to_digit(10), self.editor.is_empty(), self.mode == InputMode::Normal)
                     && let Some(ask) = self.asks.front()
-                    && let Some(option) = usize::try_from(digit).ok().and_then(|d| d.checked_sub(1)).and_then(|i| ask.options.get(i)).cloned()
+                    && let Some(option) = usize::try_from(digit)
+                        .ok()
+                        .and_then(|d| d.checked_sub(1))
+                        .and_then(|i| ask.options.get(i))
+                        .cloned()
                 {
                     self.answer(AskUserAnswer::Answer { text: option });
                     return;
@@ -665,11 +689,17 @@ impl App {
                 let chosen = picker.items.get(picker.selected).map(|s| s.id.clone());
                 self.picker = None;
                 if let Some(id) = chosen {
-                    self.start(StartRequest { session: SessionChoice::Resume(id), model: None, provider: None });
+                    self.start(StartRequest {
+                        session: SessionChoice::Resume(id),
+                        model: None,
+                        provider: None,
+                    });
                 }
             }
             KeyCode::Esc => self.picker = None,
-            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => self.picker = None,
+            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                self.picker = None
+            }
             _ => {}
         }
     }
@@ -751,7 +781,9 @@ impl App {
     fn answer(&mut self, answer: AskUserAnswer) {
         let Some(request) = self.asks.pop_front() else { return };
         let shown = match &answer {
-            AskUserAnswer::Answer { text } => format!("{} → {}", request.question, truncate(text, 200)),
+            AskUserAnswer::Answer { text } => {
+                format!("{} → {}", request.question, truncate(text, 200))
+            }
             AskUserAnswer::Declined => format!("{} → (declined)", request.question),
         };
         if request.reply.send(answer) {

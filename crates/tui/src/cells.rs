@@ -85,7 +85,13 @@ pub(crate) enum ToolState {
 impl ToolCard {
     /// A card for a call that just started.
     pub(crate) fn new(call: ToolCall, started: Instant) -> Self {
-        Self { call, started, output: String::new(), state: ToolState::Running, children: Vec::new() }
+        Self {
+            call,
+            started,
+            output: String::new(),
+            state: ToolState::Running,
+            children: Vec::new(),
+        }
     }
 
     /// Appends live output, keeping a bounded tail.
@@ -159,9 +165,7 @@ pub(crate) fn call_title(call: &ToolCall) -> (String, String) {
         "agent" => first_line(str_arg(args, "task"), 120),
         "ask_user" => first_line(str_arg(args, "question"), 120),
         "update_plan" => String::new(),
-        "job_output" | "job_kill" => {
-            args.get("job").map(ToString::to_string).unwrap_or_default()
-        }
+        "job_output" | "job_kill" => args.get("job").map(ToString::to_string).unwrap_or_default(),
         _ => match args {
             Value::Object(map) if map.is_empty() => String::new(),
             Value::Null => String::new(),
@@ -208,7 +212,10 @@ pub(crate) fn diff_lines<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<Line<'
         } else {
             Style::default()
         };
-        out.push(Line::from(vec![Span::styled("    ", dim()), Span::styled(line.to_owned(), style)]));
+        out.push(Line::from(vec![
+            Span::styled("    ", dim()),
+            Span::styled(line.to_owned(), style),
+        ]));
     }
     if more > 0 {
         out.push(Line::styled(format!("    … {more} more lines"), dim()));
@@ -251,8 +258,12 @@ pub(crate) fn plan_lines(call: &ToolCall) -> Vec<Line<'static>> {
     for step in steps {
         let text = str_arg(step, "step").to_owned();
         let (mark, style) = match str_arg(step, "status") {
-            "completed" => ("[x]", Style::default().fg(Color::Green).add_modifier(Modifier::CROSSED_OUT)),
-            "in_progress" => ("[~]", Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD)),
+            "completed" => {
+                ("[x]", Style::default().fg(Color::Green).add_modifier(Modifier::CROSSED_OUT))
+            }
+            "in_progress" => {
+                ("[~]", Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD))
+            }
             _ => ("[ ]", Style::default()),
         };
         out.push(Line::from(vec![
@@ -272,7 +283,11 @@ fn tail_lines(text: &str, n: usize) -> Vec<&str> {
 
 fn format_elapsed(elapsed: Duration) -> String {
     let secs = elapsed.as_secs();
-    if secs >= 60 { format!("{}m{:02}s", secs / 60, secs % 60) } else { format!("{}.{}s", secs, elapsed.subsec_millis() / 100) }
+    if secs >= 60 {
+        format!("{}m{:02}s", secs / 60, secs % 60)
+    } else {
+        format!("{}.{}s", secs, elapsed.subsec_millis() / 100)
+    }
 }
 
 impl Cell {
@@ -290,7 +305,10 @@ impl Cell {
                     };
                     out.push(Line::from(vec![
                         Span::styled(marker, marker_style),
-                        Span::styled(line.to_owned(), Style::default().add_modifier(Modifier::BOLD)),
+                        Span::styled(
+                            line.to_owned(),
+                            Style::default().add_modifier(Modifier::BOLD),
+                        ),
                     ]));
                 }
                 if *queued {
@@ -347,9 +365,10 @@ impl ToolCard {
     pub(crate) fn lines(&self, now: Instant, frame: usize) -> Vec<Line<'static>> {
         let (name, detail) = call_title(&self.call);
         let (icon, icon_style) = match &self.state {
-            ToolState::Running => {
-                (SPINNER.get(frame % SPINNER.len()).copied().unwrap_or("*"), Style::default().fg(Color::Cyan))
-            }
+            ToolState::Running => (
+                SPINNER.get(frame % SPINNER.len()).copied().unwrap_or("*"),
+                Style::default().fg(Color::Cyan),
+            ),
             ToolState::Done { ok: true, .. } => ("✓", Style::default().fg(Color::Green)),
             ToolState::Done { ok: false, .. } => ("✗", Style::default().fg(Color::Red)),
         };
@@ -365,7 +384,10 @@ impl ToolCard {
         }
         for child in &self.children {
             let (mark, style) = match child.ok {
-                None => (SPINNER.get(frame % SPINNER.len()).copied().unwrap_or("*"), Style::default().fg(Color::Cyan)),
+                None => (
+                    SPINNER.get(frame % SPINNER.len()).copied().unwrap_or("*"),
+                    Style::default().fg(Color::Cyan),
+                ),
                 Some(true) => ("✓", Style::default().fg(Color::Green)),
                 Some(false) => ("✗", Style::default().fg(Color::Red)),
             };
@@ -426,7 +448,10 @@ pub(crate) fn diff_lines_unbounded(text: &str) -> Vec<Line<'static>> {
         .lines()
         .take(MAX)
         .map(|line| {
-            let style = if line.starts_with("diff ") || line.starts_with("+++") || line.starts_with("---") {
+            let style = if line.starts_with("diff ")
+                || line.starts_with("+++")
+                || line.starts_with("---")
+            {
                 Style::default().add_modifier(Modifier::BOLD)
             } else if line.starts_with('+') {
                 Style::default().fg(Color::Green)

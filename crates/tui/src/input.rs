@@ -85,7 +85,11 @@ impl Editor {
 
     /// To the end of the line.
     pub(crate) fn end(&mut self) {
-        self.cursor = self.text.get(self.cursor..).and_then(|s| s.find('\n')).map_or(self.text.len(), |i| self.cursor + i);
+        self.cursor = self
+            .text
+            .get(self.cursor..)
+            .and_then(|s| s.find('\n'))
+            .map_or(self.text.len(), |i| self.cursor + i);
     }
 
     fn line_start(&self) -> usize {
@@ -97,7 +101,8 @@ impl Editor {
         let start = self.line_start();
         if start > 0 {
             let column = self.text.get(start..self.cursor).map_or(0, |s| s.chars().count());
-            let prev_start = self.text.get(..start - 1).and_then(|s| s.rfind('\n')).map_or(0, |i| i + 1);
+            let prev_start =
+                self.text.get(..start - 1).and_then(|s| s.rfind('\n')).map_or(0, |i| i + 1);
             self.cursor = advance_chars(&self.text, prev_start, column, start - 1);
             return;
         }
@@ -120,9 +125,14 @@ impl Editor {
     /// Down: to the line below, or (on the last line) the next history entry or the draft.
     pub(crate) fn down(&mut self) {
         if let Some(rel) = self.text.get(self.cursor..).and_then(|s| s.find('\n')) {
-            let column = self.text.get(self.line_start()..self.cursor).map_or(0, |s| s.chars().count());
+            let column =
+                self.text.get(self.line_start()..self.cursor).map_or(0, |s| s.chars().count());
             let next_start = self.cursor + rel + 1;
-            let next_end = self.text.get(next_start..).and_then(|s| s.find('\n')).map_or(self.text.len(), |i| next_start + i);
+            let next_end = self
+                .text
+                .get(next_start..)
+                .and_then(|s| s.find('\n'))
+                .map_or(self.text.len(), |i| next_start + i);
             self.cursor = advance_chars(&self.text, next_start, column, next_end);
             return;
         }

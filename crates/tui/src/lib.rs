@@ -160,7 +160,9 @@ pub struct TuiConfig {
 
 /// The transcript of a session log's records: user and assistant text, reasoning, tool calls
 /// paired with their results.
-pub fn transcript_from_records<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<TranscriptItem> {
+pub fn transcript_from_records<'a>(
+    records: impl IntoIterator<Item = &'a Record>,
+) -> Vec<TranscriptItem> {
     let mut items = Vec::new();
     let mut open_calls: Vec<(usize, codecoder_protocol::ToolCallId)> = Vec::new();
     for record in records {
@@ -189,7 +191,8 @@ pub fn transcript_from_records<'a>(records: impl IntoIterator<Item = &'a Record>
                 }
             }
             RecordBody::ToolResult { result, .. } => {
-                if let Some(pos) = open_calls.iter().position(|(_, id)| *id == result.tool_call_id) {
+                if let Some(pos) = open_calls.iter().position(|(_, id)| *id == result.tool_call_id)
+                {
                     let (index, _) = open_calls.remove(pos);
                     if let Some(TranscriptItem::Tool { result: slot, .. }) = items.get_mut(index) {
                         *slot = Some(result.clone());

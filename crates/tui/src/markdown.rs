@@ -197,7 +197,8 @@ impl Writer {
                 self.styles.push(Style::default().add_modifier(Modifier::CROSSED_OUT));
             }
             Tag::Link { dest_url, .. } => {
-                self.styles.push(Style::default().fg(Color::Blue).add_modifier(Modifier::UNDERLINED));
+                self.styles
+                    .push(Style::default().fg(Color::Blue).add_modifier(Modifier::UNDERLINED));
                 self.link = Some(dest_url.into_string());
             }
             Tag::Image { dest_url, .. } => {

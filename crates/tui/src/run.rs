@@ -120,7 +120,9 @@ fn viewport_height(rows: u16) -> u16 {
 pub fn run(config: TuiConfig, session: Session, host: &mut dyn Host) -> anyhow::Result<()> {
     let started = Instant::now();
     if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
-        anyhow::bail!("the interactive UI needs a terminal; use `codecoder exec` for pipes and scripts");
+        anyhow::bail!(
+            "the interactive UI needs a terminal; use `codecoder exec` for pipes and scripts"
+        );
     }
     crate::highlight::preload();
     let guard = TerminalGuard::enter()?;
@@ -258,15 +260,26 @@ fn ui_loop(
                             let Session { agent: new_agent, info, transcript } = session;
                             app.switch_session(info, new_agent.cmd.clone());
                             agent = Some(new_agent);
-                            if !matches!(request.session, SessionChoice::Resume(ref id) if *id == old_id) {
+                            if !matches!(request.session, SessionChoice::Resume(ref id) if *id == old_id)
+                            {
                                 app.replay(transcript);
                             }
-                            app.note(NoteKind::Info, format!("{verb} {} · model {}", app.info.session_id, app.info.model));
+                            app.note(
+                                NoteKind::Info,
+                                format!(
+                                    "{verb} {} · model {}",
+                                    app.info.session_id, app.info.model
+                                ),
+                            );
                         }
                         Err(err) => {
                             app.note(NoteKind::Error, format!("could not start: {err:#}"));
                             // Back to where we were, so the person is not left without an agent.
-                            let back = StartRequest { session: SessionChoice::Resume(old_id), model: None, provider: None };
+                            let back = StartRequest {
+                                session: SessionChoice::Resume(old_id),
+                                model: None,
+                                provider: None,
+                            };
                             match host.start(&back) {
                                 Ok(session) => {
                                     app.switch_session(session.info, session.agent.cmd.clone());
@@ -279,10 +292,14 @@ fn ui_loop(
                 }
                 Effect::ListSessions => match host.sessions() {
                     Ok(items) => app.picker = Some(Picker { items, selected: 0 }),
-                    Err(err) => app.note(NoteKind::Error, format!("could not list sessions: {err:#}")),
+                    Err(err) => {
+                        app.note(NoteKind::Error, format!("could not list sessions: {err:#}"))
+                    }
                 },
                 Effect::Diff => match git_diff(&app.info.cwd) {
-                    Ok(text) if text.trim().is_empty() => app.note(NoteKind::Info, "no changes (git diff is empty)"),
+                    Ok(text) if text.trim().is_empty() => {
+                        app.note(NoteKind::Info, "no changes (git diff is empty)")
+                    }
                     Ok(text) => app.push(Cell::Lines { lines: diff_lines_unbounded(&text) }),
                     Err(err) => app.note(NoteKind::Error, format!("/diff: {err:#}")),
                 },
@@ -300,9 +317,11 @@ fn ui_loop(
             let frame_start = Instant::now();
             draw(term, &mut app, config.no_color, spinner_frame(started))?;
             let now = Instant::now();
-            let took = u64::try_from(now.duration_since(frame_start).as_micros()).unwrap_or(u64::MAX);
+            let took =
+                u64::try_from(now.duration_since(frame_start).as_micros()).unwrap_or(u64::MAX);
             if stats.frames == 0 {
-                stats.first_frame_us = u64::try_from(now.duration_since(started).as_micros()).unwrap_or(u64::MAX);
+                stats.first_frame_us =
+                    u64::try_from(now.duration_since(started).as_micros()).unwrap_or(u64::MAX);
             }
             stats.frames += 1;
             stats.max_frame_us = stats.max_frame_us.max(took);
@@ -320,7 +339,9 @@ fn ui_loop(
     Ok(())
 }
 
-fn agent_cmd(agent: Option<&codecoder_kernel::AgentHandle>) -> crossbeam_channel::Sender<AgentCommand> {
+fn agent_cmd(
+    agent: Option<&codecoder_kernel::AgentHandle>,
+) -> crossbeam_channel::Sender<AgentCommand> {
     match agent {
         Some(agent) => agent.cmd.clone(),
         None => crossbeam_channel::bounded(0).0,
@@ -339,7 +360,10 @@ fn header(app: &App) -> Cell {
                 Span::styled("codecoder", Style::default().add_modifier(Modifier::BOLD)),
                 Span::styled(format!(" · {} · {}", app.info.model, app.info.cwd.display()), dim),
             ]),
-            Line::styled(format!("session {} · /help for keys and commands", app.info.session_id), dim),
+            Line::styled(
+                format!("session {} · /help for keys and commands", app.info.session_id),
+                dim,
+            ),
         ],
     }
 }
@@ -446,10 +470,17 @@ pub(crate) fn init_agents_md(cwd: &Path) -> anyhow::Result<String> {
     if path.exists() {
         return Ok(format!("{} already exists; edit it by hand (or ask me to)", path.display()));
     }
-    let name = cwd.file_name().map_or_else(|| "this project".to_owned(), |n| n.to_string_lossy().into_owned());
+    let name = cwd
+        .file_name()
+        .map_or_else(|| "this project".to_owned(), |n| n.to_string_lossy().into_owned());
     let mut commands = Vec::new();
     if cwd.join("Cargo.toml").exists() {
-        commands.extend(["- Build: `cargo build`", "- Test: `cargo test`", "- Lint: `cargo clippy --all-targets -- -D warnings`", "- Format: `cargo fmt`"]);
+        commands.extend([
+            "- Build: `cargo build`",
+            "- Test: `cargo test`",
+            "- Lint: `cargo clippy --all-targets -- -D warnings`",
+            "- Format: `cargo fmt`",
+        ]);
     }
     if cwd.join("package.json").exists() {
         commands.extend(["- Install: `npm install`", "- Test: `npm test`"]);

@@ -4,8 +4,7 @@ use std::path::PathBuf;
 
 use codecoder_protocol::{
     AgentCommand, AgentEvent, AgentEventKind, ApprovalDecision, ApprovalRequest, AskUserAnswer,
-    AskUserRequest, EventSource, Reply, RequestId, SessionId, StepId, ToolCall, ToolCallId,
-    TurnId,
+    AskUserRequest, EventSource, Reply, RequestId, SessionId, StepId, ToolCall, ToolCallId, TurnId,
 };
 use crossbeam_channel::{Receiver, Sender};
 
@@ -33,7 +32,8 @@ pub(crate) fn info() -> SessionInfo {
 pub(crate) fn app() -> (App, Receiver<AgentCommand>) {
     let (tx, rx): (Sender<AgentCommand>, Receiver<AgentCommand>) = crossbeam_channel::unbounded();
     let mut app = App::new(info(), "on-request".to_owned(), tx);
-    app.files = Some(vec!["src/main.rs".to_owned(), "src/lib.rs".to_owned(), "README.md".to_owned()]);
+    app.files =
+        Some(vec!["src/main.rs".to_owned(), "src/lib.rs".to_owned(), "README.md".to_owned()]);
     (app, rx)
 }
 
@@ -43,7 +43,10 @@ pub(crate) fn event(kind: AgentEventKind) -> AgentEvent {
 
 pub(crate) fn sub_event(parent: &str, kind: AgentEventKind) -> AgentEvent {
     AgentEvent {
-        source: EventSource { session_id: session_id(), subagent_path: vec![ToolCallId::new(parent)] },
+        source: EventSource {
+            session_id: session_id(),
+            subagent_path: vec![ToolCallId::new(parent)],
+        },
         kind,
     }
 }

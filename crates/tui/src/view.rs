@@ -29,7 +29,13 @@ fn dim() -> Style {
 }
 
 /// Draws the viewport; returns where the cursor goes.
-pub(crate) fn render(app: &App, now: Instant, frame: usize, area: Rect, buf: &mut Buffer) -> Option<Position> {
+pub(crate) fn render(
+    app: &App,
+    now: Instant,
+    frame: usize,
+    area: Rect,
+    buf: &mut Buffer,
+) -> Option<Position> {
     if area.width == 0 || area.height == 0 {
         return None;
     }
@@ -46,7 +52,8 @@ pub(crate) fn render(app: &App, now: Instant, frame: usize, area: Rect, buf: &mu
     };
     let (rows, cursor) = wrap_input(app.editor.text(), app.editor.cursor(), prefix, area.width);
     let shown = rows.len().clamp(1, MAX_INPUT_ROWS);
-    let first = cursor.1.saturating_sub(shown.saturating_sub(1)).min(rows.len().saturating_sub(shown));
+    let first =
+        cursor.1.saturating_sub(shown.saturating_sub(1)).min(rows.len().saturating_sub(shown));
     let input_height = u16::try_from(shown).unwrap_or(1).min(bottom.saturating_sub(area.y));
     let input_area = Rect { y: bottom.saturating_sub(input_height), height: input_height, ..area };
     let visible: Vec<Line<'static>> = rows.iter().skip(first).take(shown).cloned().collect();
@@ -55,14 +62,21 @@ pub(crate) fn render(app: &App, now: Instant, frame: usize, area: Rect, buf: &mu
         let hint = if !app.approvals.is_empty() {
             "y allow once · a allow for session · n deny · f deny with feedback"
         } else if let Some(ask) = app.asks.front() {
-            if ask.options.is_empty() { "type an answer · Esc declines" } else { "press a number or type an answer · Esc declines" }
+            if ask.options.is_empty() {
+                "type an answer · Esc declines"
+            } else {
+                "press a number or type an answer · Esc declines"
+            }
         } else if app.turn_running {
             "type to steer the running turn · Esc cancels"
         } else {
             "ask anything · / for commands · @ for files"
         };
         placeholder = Some(Line::from(vec![
-            Span::styled(prefix.to_owned(), Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD)),
+            Span::styled(
+                prefix.to_owned(),
+                Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            ),
             Span::styled(hint, dim()),
         ]));
     }
@@ -72,7 +86,10 @@ pub(crate) fn render(app: &App, now: Instant, frame: usize, area: Rect, buf: &mu
     }
     bottom = input_area.y;
     let cursor_position = (input_height > 0).then(|| Position {
-        x: area.x.saturating_add(u16::try_from(cursor.0).unwrap_or(u16::MAX)).min(area.right().saturating_sub(1)),
+        x: area
+            .x
+            .saturating_add(u16::try_from(cursor.0).unwrap_or(u16::MAX))
+            .min(area.right().saturating_sub(1)),
         y: input_area.y.saturating_add(u16::try_from(cursor.1.saturating_sub(first)).unwrap_or(0)),
     });
 
@@ -100,7 +117,10 @@ pub(crate) fn render(app: &App, now: Instant, frame: usize, area: Rect, buf: &mu
                 } else {
                     Style::default()
                 };
-                Line::from(vec![Span::styled(format!(" {text} "), style), Span::styled(format!(" {help}"), dim())])
+                Line::from(vec![
+                    Span::styled(format!(" {text} "), style),
+                    Span::styled(format!(" {help}"), dim()),
+                ])
             })
             .collect();
         let menu_area = Rect { y: bottom.saturating_sub(height), height, ..area };
@@ -137,14 +157,21 @@ pub(crate) fn live_lines(app: &App, now: Instant, frame: usize, height: u16) -> 
         lines.extend(card.lines(now, frame));
     }
     if let Some(picker) = &app.picker {
-        lines.push(Line::styled("Resume which session? (Up/Down, Enter, Esc)", Style::default().add_modifier(Modifier::BOLD)));
+        lines.push(Line::styled(
+            "Resume which session? (Up/Down, Enter, Esc)",
+            Style::default().add_modifier(Modifier::BOLD),
+        ));
         if picker.items.is_empty() {
             lines.push(Line::styled("  (no sessions in this directory)", dim()));
         }
         let rows = usize::from(height.saturating_sub(1)).max(1);
         let start = picker.selected.saturating_sub(rows.saturating_sub(1));
         for (i, item) in picker.items.iter().enumerate().skip(start).take(rows) {
-            let style = if i == picker.selected { Style::default().fg(Color::Black).bg(Color::Cyan) } else { Style::default() };
+            let style = if i == picker.selected {
+                Style::default().fg(Color::Black).bg(Color::Cyan)
+            } else {
+                Style::default()
+            };
             lines.push(Line::from(vec![
                 Span::styled(format!(" {} ", truncate(&item.id, 13)), style),
                 Span::styled(format!(" {} ", item.updated), dim()),
@@ -155,9 +182,16 @@ pub(crate) fn live_lines(app: &App, now: Instant, frame: usize, height: u16) -> 
         let border = Style::default().fg(Color::Yellow);
         lines.push(Line::from(vec![
             Span::styled("▌ ", border),
-            Span::styled(format!("Allow {}?", request.call.name), border.add_modifier(Modifier::BOLD)),
             Span::styled(
-                if app.approvals.len() > 1 { format!("  (1 of {})", app.approvals.len()) } else { String::new() },
+                format!("Allow {}?", request.call.name),
+                border.add_modifier(Modifier::BOLD),
+            ),
+            Span::styled(
+                if app.approvals.len() > 1 {
+                    format!("  (1 of {})", app.approvals.len())
+                } else {
+                    String::new()
+                },
                 dim(),
             ),
         ]));
@@ -165,10 +199,19 @@ pub(crate) fn live_lines(app: &App, now: Instant, frame: usize, height: u16) -> 
         match command {
             Some(command) => {
                 for line in command.lines() {
-                    lines.push(Line::from(vec![Span::styled("▌ ", border), Span::styled(format!("$ {line}"), Style::default().add_modifier(Modifier::BOLD))]));
+                    lines.push(Line::from(vec![
+                        Span::styled("▌ ", border),
+                        Span::styled(
+                            format!("$ {line}"),
+                            Style::default().add_modifier(Modifier::BOLD),
+                        ),
+                    ]));
                 }
             }
-            None => lines.push(Line::from(vec![Span::styled("▌ ", border), Span::raw(request.summary.clone())])),
+            None => lines.push(Line::from(vec![
+                Span::styled("▌ ", border),
+                Span::raw(request.summary.clone()),
+            ])),
         }
         let mut diff = call_diff(&request.call);
         let room = usize::from(height).saturating_sub(7);
@@ -183,17 +226,31 @@ pub(crate) fn live_lines(app: &App, now: Instant, frame: usize, height: u16) -> 
             lines.push(Line::from(spans));
         }
         if let Some(reason) = &request.reason {
-            lines.push(Line::from(vec![Span::styled("▌ ", border), Span::styled(format!("why: {reason}"), Style::default().fg(Color::Yellow))]));
+            lines.push(Line::from(vec![
+                Span::styled("▌ ", border),
+                Span::styled(format!("why: {reason}"), Style::default().fg(Color::Yellow)),
+            ]));
         }
         if !request.permission_keys.is_empty() {
-            lines.push(Line::from(vec![Span::styled("▌ ", border), Span::styled(format!("a covers: {}", request.permission_keys.join(", ")), dim())]));
+            lines.push(Line::from(vec![
+                Span::styled("▌ ", border),
+                Span::styled(format!("a covers: {}", request.permission_keys.join(", ")), dim()),
+            ]));
         }
         let key = |k: &str, label: &str| {
-            vec![Span::styled(format!("[{k}]"), Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD)), Span::raw(format!(" {label}  "))]
+            vec![
+                Span::styled(
+                    format!("[{k}]"),
+                    Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+                ),
+                Span::raw(format!(" {label}  ")),
+            ]
         };
         let mut keys = vec![Span::styled("▌ ", border)];
         if app.mode == InputMode::Feedback {
-            keys.push(Span::raw("type feedback for the model · Enter denies with it · Esc goes back"));
+            keys.push(Span::raw(
+                "type feedback for the model · Enter denies with it · Esc goes back",
+            ));
         } else {
             keys.extend(key("y", "allow once"));
             keys.extend(key("a", "allow for session"));
@@ -203,9 +260,16 @@ pub(crate) fn live_lines(app: &App, now: Instant, frame: usize, height: u16) -> 
         lines.push(Line::from(keys));
     } else if let Some(ask) = app.asks.front() {
         let border = Style::default().fg(Color::Magenta);
-        lines.push(Line::from(vec![Span::styled("▌ ", border), Span::styled(ask.question.clone(), Style::default().add_modifier(Modifier::BOLD))]));
+        lines.push(Line::from(vec![
+            Span::styled("▌ ", border),
+            Span::styled(ask.question.clone(), Style::default().add_modifier(Modifier::BOLD)),
+        ]));
         for (i, option) in ask.options.iter().enumerate() {
-            lines.push(Line::from(vec![Span::styled("▌ ", border), Span::styled(format!("{}. ", i + 1), Style::default().fg(Color::Cyan)), Span::raw(option.clone())]));
+            lines.push(Line::from(vec![
+                Span::styled("▌ ", border),
+                Span::styled(format!("{}. ", i + 1), Style::default().fg(Color::Cyan)),
+                Span::raw(option.clone()),
+            ]));
         }
     }
     lines
@@ -225,7 +289,10 @@ fn status_line(app: &App, now: Instant, frame: usize) -> Line<'static> {
             AgentStatus::Thinking | AgentStatus::Idle => "thinking",
         };
         let secs = elapsed.map(|s| format!(" {s}s")).unwrap_or_default();
-        Span::styled(format!("{spinner} {what}{secs} · Esc to cancel"), Style::default().fg(Color::Cyan))
+        Span::styled(
+            format!("{spinner} {what}{secs} · Esc to cancel"),
+            Style::default().fg(Color::Cyan),
+        )
     } else {
         Span::styled("ready", dim())
     };
@@ -253,7 +320,12 @@ fn human(n: u64) -> String {
 
 /// Wraps the editor text at `width` columns (the first row after `prefix`); returns the rows
 /// and the cursor's (column, row).
-fn wrap_input(text: &str, cursor: usize, prefix: &str, width: u16) -> (Vec<Line<'static>>, (usize, usize)) {
+fn wrap_input(
+    text: &str,
+    cursor: usize,
+    prefix: &str,
+    width: u16,
+) -> (Vec<Line<'static>>, (usize, usize)) {
     let width = usize::from(width).max(1);
     let prefix_width: usize = prefix.chars().filter_map(UnicodeWidthChar::width).sum();
     let mut rows: Vec<Line<'static>> = Vec::new();
@@ -265,7 +337,10 @@ fn wrap_input(text: &str, cursor: usize, prefix: &str, width: u16) -> (Vec<Line<
         let text = std::mem::take(row);
         if *first {
             rows.push(Line::from(vec![
-                Span::styled(prefix.to_owned(), Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD)),
+                Span::styled(
+                    prefix.to_owned(),
+                    Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+                ),
                 Span::raw(text),
             ]));
             *first = false;

@@ -195,7 +195,11 @@ fn prompt_tool_output_cancel_and_quit_in_a_pty() {
                 .with_text("Running it now.")
                 .usage(Usage::tokens(1000, 20)),
         )
-        .reply(Reply::text("The **command** printed `pty-tool-output`.").chunks(4).usage(Usage::tokens(1100, 10)))
+        .reply(
+            Reply::text("The **command** printed `pty-tool-output`.")
+                .chunks(4)
+                .usage(Usage::tokens(1100, 10)),
+        )
         .reply(Reply::endless_text());
     let server = FakeModelServer::start(script).unwrap();
     let home = tempfile::tempdir().unwrap();

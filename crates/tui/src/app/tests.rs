@@ -28,7 +28,12 @@ fn type_str(app: &mut crate::app::App, s: &str) {
 }
 
 fn turn_done(outcome: TurnOutcome) -> codecoder_protocol::AgentEvent {
-    event(AgentEventKind::TurnDone { turn: turn(), cancelled: outcome == TurnOutcome::Cancelled, outcome, usage: Usage::default() })
+    event(AgentEventKind::TurnDone {
+        turn: turn(),
+        cancelled: outcome == TurnOutcome::Cancelled,
+        outcome,
+        usage: Usage::default(),
+    })
 }
 
 fn notes(cells: &[Cell]) -> Vec<String> {
@@ -53,7 +58,10 @@ fn enter_submits_and_typing_during_a_turn_steers() {
     app.on_key(key(KeyCode::Enter));
     assert_eq!(rx.try_recv().unwrap(), AgentCommand::Steer(UserInput::text("also this")));
     let history = app.take_history();
-    assert!(matches!(&history[..], [Cell::User { queued: false, .. }, Cell::User { queued: true, .. }]), "{history:?}");
+    assert!(
+        matches!(&history[..], [Cell::User { queued: false, .. }, Cell::User { queued: true, .. }]),
+        "{history:?}"
+    );
 }
 
 #[test]
@@ -83,7 +91,11 @@ fn ctrl_j_and_shift_enter_insert_newlines_and_up_down_walk_history() {
     app.on_key(key(KeyCode::Down));
     assert_eq!(app.editor.text(), "second");
     app.on_key(key(KeyCode::Down));
-    assert_eq!(app.editor.text(), "draft", "coming down past the newest entry gives the draft back");
+    assert_eq!(
+        app.editor.text(),
+        "draft",
+        "coming down past the newest entry gives the draft back"
+    );
 }
 
 #[test]
@@ -96,7 +108,11 @@ fn approval_keys_answer_through_the_reply() {
     for (pressed, expected) in cases {
         let (mut app, _rx) = app();
         app.on_agent_event(turn_started());
-        let (ev, reply) = approval(call("c1", "run_command", json!({"command": "git push"})), "run `git push`", None);
+        let (ev, reply) = approval(
+            call("c1", "run_command", json!({"command": "git push"})),
+            "run `git push`",
+            None,
+        );
         app.on_agent_event(ev);
         app.on_key(key(KeyCode::Char(pressed)));
         assert_eq!(reply.try_recv().unwrap(), expected);
@@ -109,14 +125,21 @@ fn approval_keys_answer_through_the_reply() {
 fn deny_with_feedback_collects_text_then_sends_it() {
     let (mut app, _rx) = app();
     app.on_agent_event(turn_started());
-    let (ev, reply) = approval(call("c1", "run_command", json!({"command": "rm -rf build"})), "run `rm -rf build`", Some("ask — default"));
+    let (ev, reply) = approval(
+        call("c1", "run_command", json!({"command": "rm -rf build"})),
+        "run `rm -rf build`",
+        Some("ask — default"),
+    );
     app.on_agent_event(ev);
     app.on_key(key(KeyCode::Char('f')));
     assert_eq!(app.mode, InputMode::Feedback);
     type_str(&mut app, "use make clean");
     assert!(reply.try_recv().is_err(), "nothing is sent before Enter");
     app.on_key(key(KeyCode::Enter));
-    assert_eq!(reply.try_recv().unwrap(), ApprovalDecision::DenyWithFeedback { feedback: "use make clean".to_owned() });
+    assert_eq!(
+        reply.try_recv().unwrap(),
+        ApprovalDecision::DenyWithFeedback { feedback: "use make clean".to_owned() }
+    );
     assert_eq!(app.mode, InputMode::Normal);
 }
 
@@ -124,7 +147,8 @@ fn deny_with_feedback_collects_text_then_sends_it() {
 fn turn_end_drops_open_requests_as_cancelled() {
     let (mut app, _rx) = app();
     app.on_agent_event(turn_started());
-    let (ev, reply) = approval(call("c1", "run_command", json!({"command": "ls"})), "run `ls`", None);
+    let (ev, reply) =
+        approval(call("c1", "run_command", json!({"command": "ls"})), "run `ls`", None);
     app.on_agent_event(ev);
     let (ev, answer) = ask("Which?", &["a"]);
     app.on_agent_event(ev);
@@ -180,7 +204,9 @@ fn esc_and_ctrl_c_cancel_a_running_turn_and_ctrl_c_twice_quits_when_idle() {
 fn streamed_text_is_committed_at_block_boundaries_never_inside_a_fence() {
     let (mut app, _rx) = app();
     app.on_agent_event(turn_started());
-    for chunk in ["# Title\n", "\nSome ", "text.\n\n```rust\nfn a() {}\n", "\n", "fn b() {}\n```\n", "tail"] {
+    for chunk in
+        ["# Title\n", "\nSome ", "text.\n\n```rust\nfn a() {}\n", "\n", "fn b() {}\n```\n", "tail"]
+    {
         app.on_agent_event(text(chunk));
     }
     let committed = app.take_history();
@@ -190,12 +216,20 @@ fn streamed_text_is_committed_at_block_boundaries_never_inside_a_fence() {
         .map(|l| l.to_string())
         .collect();
     assert!(rendered.iter().any(|l| l == "Title"), "{rendered:?}");
-    assert!(rendered.iter().any(|l| l.contains("fn b() {}")), "the closed fence is committed whole: {rendered:?}");
+    assert!(
+        rendered.iter().any(|l| l.contains("fn b() {}")),
+        "the closed fence is committed whole: {rendered:?}"
+    );
     let live: Vec<String> = app.live_answer().iter().map(ToString::to_string).collect();
     assert_eq!(live, vec!["tail".to_owned()]);
     app.on_agent_event(turn_done(TurnOutcome::Completed));
     assert!(app.live_answer().is_empty());
-    let rest: Vec<String> = app.take_history().iter().flat_map(|c| c.lines(std::time::Instant::now(), 0)).map(|l| l.to_string()).collect();
+    let rest: Vec<String> = app
+        .take_history()
+        .iter()
+        .flat_map(|c| c.lines(std::time::Instant::now(), 0))
+        .map(|l| l.to_string())
+        .collect();
     assert!(rest.iter().any(|l| l == "tail"), "{rest:?}");
 }
 
@@ -208,25 +242,39 @@ fn tool_cards_live_while_running_and_go_to_history_when_done() {
         step: StepId::FIRST,
         call: call("c1", "agent", json!({"task": "find the bug"})),
     }));
-    app.on_agent_event(sub_event("c1", AgentEventKind::ToolStarted {
-        turn: turn(),
-        step: StepId::FIRST,
-        call: call("s1", "grep", json!({"pattern": "panic!"})),
-    }));
+    app.on_agent_event(sub_event(
+        "c1",
+        AgentEventKind::ToolStarted {
+            turn: turn(),
+            step: StepId::FIRST,
+            call: call("s1", "grep", json!({"pattern": "panic!"})),
+        },
+    ));
     assert_eq!(app.tools.len(), 1);
     assert_eq!(app.tools[0].children.len(), 1, "the subagent's tool nests under its card");
-    app.on_agent_event(sub_event("c1", AgentEventKind::ToolFinished {
-        turn: turn(),
-        step: StepId::FIRST,
-        call_id: ToolCallId::new("s1"),
-        result: Ok(ToolResult::text(ToolCallId::new("s1"), ToolResultStatus::Success, "3 matches")),
-    }));
+    app.on_agent_event(sub_event(
+        "c1",
+        AgentEventKind::ToolFinished {
+            turn: turn(),
+            step: StepId::FIRST,
+            call_id: ToolCallId::new("s1"),
+            result: Ok(ToolResult::text(
+                ToolCallId::new("s1"),
+                ToolResultStatus::Success,
+                "3 matches",
+            )),
+        },
+    ));
     assert_eq!(app.tools[0].children[0].ok, Some(true));
     app.on_agent_event(event(AgentEventKind::ToolFinished {
         turn: turn(),
         step: StepId::FIRST,
         call_id: ToolCallId::new("c1"),
-        result: Ok(ToolResult { tool_call_id: ToolCallId::new("c1"), content: vec![ContentItem::Text { text: "found".to_owned() }], status: ToolResultStatus::Success }),
+        result: Ok(ToolResult {
+            tool_call_id: ToolCallId::new("c1"),
+            content: vec![ContentItem::Text { text: "found".to_owned() }],
+            status: ToolResultStatus::Success,
+        }),
     }));
     assert!(app.tools.is_empty());
     assert!(matches!(app.take_history().as_slice(), [Cell::Tool(_)]));
@@ -241,7 +289,10 @@ fn slash_commands() {
     app.slash("/bogus");
     let texts = notes(&app.take_history());
     assert!(texts[0].contains("not available"), "{texts:?}");
-    assert!(texts[1].contains("on-request") && texts[1].contains("--ask-for-approval"), "{texts:?}");
+    assert!(
+        texts[1].contains("on-request") && texts[1].contains("--ask-for-approval"),
+        "{texts:?}"
+    );
     assert!(texts[2].contains(crate::testing::SESSION) && texts[2].contains("gpt-5"), "{texts:?}");
     assert!(texts[3].contains("unknown command /bogus"), "{texts:?}");
 
@@ -255,9 +306,21 @@ fn slash_commands() {
     assert_eq!(
         app.take_effects(),
         vec![
-            Effect::Start(StartRequest { session: SessionChoice::Resume(id.clone()), model: Some("o3".to_owned()), provider: None }),
-            Effect::Start(StartRequest { session: SessionChoice::New, model: None, provider: None }),
-            Effect::Start(StartRequest { session: SessionChoice::Fork(id), model: None, provider: None }),
+            Effect::Start(StartRequest {
+                session: SessionChoice::Resume(id.clone()),
+                model: Some("o3".to_owned()),
+                provider: None
+            }),
+            Effect::Start(StartRequest {
+                session: SessionChoice::New,
+                model: None,
+                provider: None
+            }),
+            Effect::Start(StartRequest {
+                session: SessionChoice::Fork(id),
+                model: None,
+                provider: None
+            }),
             Effect::ListSessions,
             Effect::Diff,
             Effect::Quit,
@@ -272,7 +335,10 @@ fn completion_menus_for_commands_files_and_skills() {
     let menu = app.completion.clone().unwrap();
     assert_eq!(menu.items[0].0, "/status");
     app.on_key(key(KeyCode::Enter));
-    assert!(notes(&app.take_history()).iter().any(|n| n.contains("session:")), "Enter on a command runs it");
+    assert!(
+        notes(&app.take_history()).iter().any(|n| n.contains("session:")),
+        "Enter on a command runs it"
+    );
 
     type_str(&mut app, "look at @mai");
     assert_eq!(app.completion.as_ref().unwrap().items[0].0, "@src/main.rs");
@@ -295,13 +361,23 @@ fn usage_context_and_cost() {
     app.on_agent_event(event(AgentEventKind::StepFinished {
         turn: turn(),
         step: StepId::FIRST,
-        usage: Usage { input_tokens: 40_000, cached_input_tokens: 0, output_tokens: 0, reasoning_output_tokens: 0 },
+        usage: Usage {
+            input_tokens: 40_000,
+            cached_input_tokens: 0,
+            output_tokens: 0,
+            reasoning_output_tokens: 0,
+        },
     }));
     app.on_agent_event(event(AgentEventKind::TurnDone {
         turn: turn(),
         cancelled: false,
         outcome: TurnOutcome::Completed,
-        usage: Usage { input_tokens: 1_000_000, cached_input_tokens: 0, output_tokens: 100_000, reasoning_output_tokens: 0 },
+        usage: Usage {
+            input_tokens: 1_000_000,
+            cached_input_tokens: 0,
+            output_tokens: 100_000,
+            reasoning_output_tokens: 0,
+        },
     }));
     assert_eq!(app.context_percent(), 10);
     // 1M input at $1.25 + 100k output at $10.

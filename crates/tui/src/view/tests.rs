@@ -63,7 +63,11 @@ fn cell_text(cell: &Cell, width: u16) -> String {
 }
 
 fn running(app: &mut App, id: &str, name: &str, args: serde_json::Value) {
-    app.on_agent_event(event(AgentEventKind::ToolStarted { turn: turn(), step: StepId::FIRST, call: call(id, name, args) }));
+    app.on_agent_event(event(AgentEventKind::ToolStarted {
+        turn: turn(),
+        step: StepId::FIRST,
+        call: call(id, name, args),
+    }));
 }
 
 #[test]
@@ -90,7 +94,9 @@ fn streaming_answer_and_running_command() {
         stream: codecoder_protocol::OutputStream::Stdout,
         chunk: "running 3 tests\ntest a ... ok\ntest b ... ok\n".to_owned(),
     }));
-    app.on_agent_event(event(AgentEventKind::Status(codecoder_protocol::AgentStatus::RunningTools)));
+    app.on_agent_event(event(AgentEventKind::Status(
+        codecoder_protocol::AgentStatus::RunningTools,
+    )));
     // Pin the card's start to the turn's, so the elapsed time shown is exactly 3 s.
     app.tools[0].started = app.turn_started.unwrap();
     insta::assert_snapshot!(screen(&app, 80, 14));
@@ -114,7 +120,8 @@ fn approval_of_a_patch_shows_the_diff() {
     let (mut app, _rx) = app();
     app.on_agent_event(turn_started());
     let patch = "*** Begin Patch\n*** Update File: src/lib.rs\n@@ fn add\n-    a - b\n+    a + b\n*** End Patch\n";
-    let (ev, _reply) = approval(call("c1", "apply_patch", json!({"input": patch})), "edit src/lib.rs", None);
+    let (ev, _reply) =
+        approval(call("c1", "apply_patch", json!({"input": patch})), "edit src/lib.rs", None);
     app.on_agent_event(ev);
     insta::assert_snapshot!(screen(&app, 80, 14));
 }
@@ -123,7 +130,11 @@ fn approval_of_a_patch_shows_the_diff() {
 fn deny_with_feedback_mode() {
     let (mut app, _rx) = app();
     app.on_agent_event(turn_started());
-    let (ev, _reply) = approval(call("c1", "run_command", json!({"command": "rm -rf target"})), "run `rm -rf target`", None);
+    let (ev, _reply) = approval(
+        call("c1", "run_command", json!({"command": "rm -rf target"})),
+        "run `rm -rf target`",
+        None,
+    );
     app.on_agent_event(ev);
     app.on_key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char('f')));
     app.on_paste("use cargo clean");
@@ -152,8 +163,16 @@ fn resume_picker() {
     let (mut app, _rx) = app();
     app.picker = Some(crate::app::Picker {
         items: vec![
-            crate::SessionSummary { id: "01a22c1c-aaaa".to_owned(), title: "fix the flaky test".to_owned(), updated: "2026-11-30 10:00:00".to_owned() },
-            crate::SessionSummary { id: "01a22c1c-bbbb".to_owned(), title: "add a --json flag".to_owned(), updated: "2026-11-29 09:00:00".to_owned() },
+            crate::SessionSummary {
+                id: "01a22c1c-aaaa".to_owned(),
+                title: "fix the flaky test".to_owned(),
+                updated: "2026-11-30 10:00:00".to_owned(),
+            },
+            crate::SessionSummary {
+                id: "01a22c1c-bbbb".to_owned(),
+                title: "add a --json flag".to_owned(),
+                updated: "2026-11-29 09:00:00".to_owned(),
+            },
         ],
         selected: 1,
     });
@@ -163,7 +182,10 @@ fn resume_picker() {
 #[test]
 fn quit_hint_in_the_status_line() {
     let (mut app, _rx) = app();
-    app.on_key(crossterm::event::KeyEvent::new(crossterm::event::KeyCode::Char('c'), crossterm::event::KeyModifiers::CONTROL));
+    app.on_key(crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::Char('c'),
+        crossterm::event::KeyModifiers::CONTROL,
+    ));
     insta::assert_snapshot!(screen(&app, 80, 4));
 }
 
@@ -173,7 +195,8 @@ fn no_panic_at_tiny_sizes() {
     app.on_agent_event(turn_started());
     app.on_agent_event(text("some text\nmore"));
     running(&mut app, "c1", "run_command", json!({"command": "sleep 5"}));
-    let (ev, _reply) = approval(call("c2", "run_command", json!({"command": "ls"})), "run `ls`", Some("why not"));
+    let (ev, _reply) =
+        approval(call("c2", "run_command", json!({"command": "ls"})), "run `ls`", Some("why not"));
     app.on_agent_event(ev);
     app.on_paste("typed ünïcödé 日本語 text\nand more");
     app.update_completion();
@@ -197,19 +220,34 @@ fn finished(name: &str, args: serde_json::Value, output: &str, ok: bool) -> Cell
 
 #[test]
 fn card_command_done() {
-    let cell = finished("run_command", json!({"command": "cargo test"}), "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\n[exit code 0; 1.25 s]", true);
+    let cell = finished(
+        "run_command",
+        json!({"command": "cargo test"}),
+        "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\n[exit code 0; 1.25 s]",
+        true,
+    );
     insta::assert_snapshot!(cell_text(&cell, 60));
 }
 
 #[test]
 fn card_command_failed() {
-    let cell = finished("run_command", json!({"command": "false"}), "(no output)\n[exit code 1; 0.00 s]", false);
+    let cell = finished(
+        "run_command",
+        json!({"command": "false"}),
+        "(no output)\n[exit code 1; 0.00 s]",
+        false,
+    );
     insta::assert_snapshot!(cell_text(&cell, 60));
 }
 
 #[test]
 fn card_edit_diff() {
-    let cell = finished("edit", json!({"path": "src/lib.rs", "old_string": "a - b\nx", "new_string": "a + b\nx"}), "edited", true);
+    let cell = finished(
+        "edit",
+        json!({"path": "src/lib.rs", "old_string": "a - b\nx", "new_string": "a + b\nx"}),
+        "edited",
+        true,
+    );
     insta::assert_snapshot!(cell_text(&cell, 60));
 }
 
@@ -231,9 +269,20 @@ fn card_plan_checklist() {
 #[test]
 fn card_subagent_running_with_children() {
     let started = Instant::now();
-    let mut card = ToolCard::new(call("c1", "agent", json!({"task": "find where the config is parsed"})), started);
-    card.children.push(ChildTool { id: "s1".to_owned(), title: "grep parse_config".to_owned(), ok: Some(true) });
-    card.children.push(ChildTool { id: "s2".to_owned(), title: "read_file src/config.rs".to_owned(), ok: None });
+    let mut card = ToolCard::new(
+        call("c1", "agent", json!({"task": "find where the config is parsed"})),
+        started,
+    );
+    card.children.push(ChildTool {
+        id: "s1".to_owned(),
+        title: "grep parse_config".to_owned(),
+        ok: Some(true),
+    });
+    card.children.push(ChildTool {
+        id: "s2".to_owned(),
+        title: "read_file src/config.rs".to_owned(),
+        ok: None,
+    });
     insta::assert_snapshot!(cell_text(&Cell::Tool(card), 60));
 }
 
@@ -241,7 +290,10 @@ fn card_subagent_running_with_children() {
 fn card_tool_error() {
     let started = Instant::now();
     let mut card = ToolCard::new(call("c1", "read_file", json!({"path": "missing.rs"})), started);
-    card.finish(Err("permission denied: outside the workspace".to_owned()), started + Duration::from_millis(10));
+    card.finish(
+        Err("permission denied: outside the workspace".to_owned()),
+        started + Duration::from_millis(10),
+    );
     insta::assert_snapshot!(cell_text(&Cell::Tool(card), 60));
 }
 
