@@ -15,13 +15,7 @@ use clap::{Args, Parser, Subcommand};
 /// y (allow once), a (allow for the session), n (deny) or f (deny with feedback); /help lists
 /// the slash commands. The UI needs a terminal: for pipes and scripts use `codecoder exec`.
 #[derive(Debug, Parser)]
-#[command(
-    name = "codecoder",
-    version,
-    about,
-    propagate_version = true,
-    args_conflicts_with_subcommands = true
-)]
+#[command(name = "codecoder", version, about, propagate_version = true)]
 pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) global: GlobalArgs,

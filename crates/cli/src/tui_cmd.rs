@@ -37,6 +37,7 @@ pub(crate) fn run(
         ));
     }
     let mut host = CliHost {
+        home: None,
         global: global.clone(),
         model: options.model.clone(),
         provider: options.provider.clone(),
@@ -57,11 +58,20 @@ pub(crate) fn run(
 /// Starts agents for the UI with the command line's settings.
 struct CliHost {
     global: GlobalArgs,
+    /// `$CODECODER_HOME`, known once the first stack is built.
+    home: Option<PathBuf>,
     model: Option<String>,
     provider: Option<String>,
 }
 
 impl CliHost {
+    fn home(&self) -> anyhow::Result<PathBuf> {
+        match &self.home {
+            Some(home) => Ok(home.clone()),
+            None => crate::config_cmd::home(),
+        }
+    }
+
     fn start_stack(
         &mut self,
         resume: Option<Option<String>>,
@@ -94,18 +104,24 @@ impl CliHost {
             }
             _ => Vec::new(),
         };
-        let price = codecoder_providers::model_info(&stack.model);
+        // Prices: `[models."ID"]` of config.toml first, then the catalog.
+        let catalog = codecoder_providers::model_info(&stack.model);
+        let configured = stack.config.models.get(&stack.model);
+        let pricing = Pricing {
+            input: configured.and_then(|m| m.input_price).or(catalog.input_price),
+            cached_input: configured
+                .and_then(|m| m.cached_input_price)
+                .or(catalog.cached_input_price),
+            output: configured.and_then(|m| m.output_price).or(catalog.output_price),
+        };
+        self.home = Some(stack.home);
         let info = SessionInfo {
             session_id: stack.agent.session_id(),
             model: stack.model,
             provider: stack.provider_id,
             context_window: stack.context_window,
             cwd: stack.cwd,
-            pricing: Pricing {
-                input: price.input_price,
-                cached_input: price.cached_input_price,
-                output: price.output_price,
-            },
+            pricing,
         };
         Ok(Session { agent: stack.agent, info, transcript })
     }
@@ -117,7 +133,7 @@ impl Host for CliHost {
             SessionChoice::New => None,
             SessionChoice::Resume(id) => Some(Some(id.clone())),
             SessionChoice::Fork(id) => {
-                let store = SessionStore::new(&crate::config_cmd::home()?);
+                let store = SessionStore::new(&self.home()?);
                 let writer = store.fork(id, None, WriterConfig::standard())?;
                 let path: Option<PathBuf> = writer.path().map(ToOwned::to_owned);
                 let forked = writer.session_id().to_string();
@@ -129,7 +145,7 @@ impl Host for CliHost {
     }
 
     fn sessions(&mut self) -> anyhow::Result<Vec<SessionSummary>> {
-        let store = SessionStore::new(&crate::config_cmd::home()?);
+        let store = SessionStore::new(&self.home()?);
         let mut index = Index::open(&store)?;
         index.refresh(&store)?;
         let cwd = crate::config_cmd::cwd(&self.global)?;
