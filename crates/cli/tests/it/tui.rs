@@ -257,3 +257,56 @@ fn help_explains_the_ui() {
     assert!(help.contains("resume"), "{help}");
     assert!(help.contains("y (allow once)"), "{help}");
 }
+
+/// `codecoder resume --last` re-renders the earlier session's transcript from its log, and the
+/// conversation goes on in the same session; `/status` names it.
+#[test]
+fn resume_last_rerenders_the_transcript() {
+    let script = Script::new()
+        .reply(
+            Reply::tool_call("call_1", "run_command", json!({"command": "echo from-the-first-run"}))
+                .usage(Usage::tokens(1000, 20)),
+        )
+        .reply(Reply::text("First answer, **remembered**.").usage(Usage::tokens(1100, 10)))
+        .reply(Reply::text("Second answer.").usage(Usage::tokens(1200, 10)));
+    let server = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_codecoder"))
+        .args(["exec", "the first question"])
+        .current_dir(cwd.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("CODECODER_HOME", home.path())
+        .envs(env_for(&server))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", crate::stderr(&out));
+
+    let mut pty = Pty::spawn(home.path(), cwd.path(), &env_for(&server), &["resume", "--last"]);
+    pty.wait_for("› the first question", "the earlier prompt");
+    pty.wait_for("✓ run_command $ echo from-the-first-run", "the earlier tool card");
+    pty.wait_for("First answer, remembered.", "the earlier answer");
+    pty.wait_visible("ask anything", "the input prompt");
+    pty.type_text("and now?");
+    pty.send("\r");
+    pty.wait_for("Second answer.", "the new answer");
+    pty.wait_visible("ready", "the idle status line");
+    pty.type_text("/status");
+    pty.send("\r");
+    pty.wait_for("context:", "the /status report");
+    pty.type_text("/quit");
+    pty.send("\r");
+    let status = pty.wait_exit();
+    assert!(status.success(), "exit status {status:?}");
+    // One session: the conversation went on in the resumed log.
+    let logs: Vec<_> = std::fs::read_dir(home.path().join("sessions"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("jsonl"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let log = std::fs::read_to_string(&logs[0]).unwrap();
+    assert!(log.contains("and now?"), "the new prompt is in the resumed log");
+}
