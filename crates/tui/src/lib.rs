@@ -20,6 +20,7 @@
 //!   crate never builds an agent itself.
 
 mod app;
+mod bench;
 mod cells;
 mod complete;
 mod highlight;
@@ -36,6 +37,7 @@ use std::path::PathBuf;
 use codecoder_kernel::AgentHandle;
 use codecoder_protocol::{MessageItem, Record, RecordBody, SessionId, ToolCall, ToolResult};
 
+pub use bench::simulate_stream;
 pub use run::{FrameStats, run};
 
 /// USD prices per million tokens, when the model's are known.

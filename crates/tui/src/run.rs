@@ -24,7 +24,7 @@ use crossterm::event::{
     PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
 };
 use crossterm::{cursor, execute, terminal};
-use ratatui::backend::CrosstermBackend;
+use ratatui::backend::{Backend, CrosstermBackend};
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -109,7 +109,7 @@ impl Drop for TerminalGuard {
     }
 }
 
-fn viewport_height(rows: u16) -> u16 {
+pub(crate) fn viewport_height(rows: u16) -> u16 {
     (rows / 2).max(8).min(rows)
 }
 
@@ -391,8 +391,8 @@ fn decolor(buf: &mut Buffer) {
     }
 }
 
-fn flush_history(
-    term: &mut Terminal<CrosstermBackend<Stdout>>,
+pub(crate) fn flush_history<B: Backend>(
+    term: &mut Terminal<B>,
     app: &mut App,
     no_color: bool,
     frame: usize,
@@ -418,8 +418,8 @@ fn flush_history(
     Ok(())
 }
 
-fn draw(
-    term: &mut Terminal<CrosstermBackend<Stdout>>,
+pub(crate) fn draw<B: Backend>(
+    term: &mut Terminal<B>,
     app: &mut App,
     no_color: bool,
     frame: usize,
