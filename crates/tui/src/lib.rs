@@ -219,3 +219,6 @@ fn message_text(items: &[MessageItem]) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests;

@@ -504,3 +504,6 @@ pub(crate) fn init_agents_md(cwd: &Path) -> anyhow::Result<String> {
     fs_err::write(&path, text)?;
     Ok(format!("wrote {} — fill in the conventions and layout", path.display()))
 }
+
+#[cfg(test)]
+mod tests;

@@ -113,7 +113,8 @@ pub(crate) fn render(
             .take(rows)
             .map(|(i, (text, help))| {
                 let style = if i == menu.selected {
-                    Style::default().fg(Color::Black).bg(Color::Cyan)
+                    // Reversed as well as coloured, so the selection shows under NO_COLOR.
+                    Style::default().fg(Color::Cyan).add_modifier(Modifier::REVERSED)
                 } else {
                     Style::default()
                 };
@@ -168,7 +169,7 @@ pub(crate) fn live_lines(app: &App, now: Instant, frame: usize, height: u16) -> 
         let start = picker.selected.saturating_sub(rows.saturating_sub(1));
         for (i, item) in picker.items.iter().enumerate().skip(start).take(rows) {
             let style = if i == picker.selected {
-                Style::default().fg(Color::Black).bg(Color::Cyan)
+                Style::default().fg(Color::Cyan).add_modifier(Modifier::REVERSED)
             } else {
                 Style::default()
             };
