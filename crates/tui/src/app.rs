@@ -401,6 +401,12 @@ impl App {
     /// Sends the editor's text: a prompt, a steering message, or a slash command.
     fn submit(&mut self) {
         let text = self.editor.take();
+        self.send_text(text);
+    }
+
+    /// Sends `text` as if typed and entered: a prompt, a steering message or a slash command.
+    pub(crate) fn send_text(&mut self, text: String) {
+        self.dirty = true;
         let trimmed = text.trim();
         if trimmed.is_empty() {
             return;

@@ -194,8 +194,7 @@ fn ui_loop(
     app.push(header(&app));
     app.replay(transcript);
     if let Some(prompt) = &config.initial_prompt {
-        app.on_paste(prompt);
-        app.on_key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Enter));
+        app.send_text(prompt.clone());
     }
     let ticker = crossbeam_channel::tick(FRAME);
     let never = crossbeam_channel::never::<AgentEvent>();

@@ -398,3 +398,11 @@ fn a_50k_token_stream_keeps_the_live_tail_bounded() {
     // Every committed cell is a finished paragraph.
     assert_eq!(app.take_history().len(), 100);
 }
+
+#[test]
+fn an_initial_prompt_is_sent_whole_even_when_it_ends_in_a_completable_word() {
+    let (mut app, rx) = app();
+    app.send_text("explain @src/mai".to_owned());
+    assert_eq!(rx.try_recv().unwrap(), AgentCommand::Submit(UserInput::text("explain @src/mai")));
+    assert!(app.completion.is_none());
+}
