@@ -259,8 +259,14 @@ fn ui_loop(
                             let Session { agent: new_agent, info, transcript } = session;
                             app.switch_session(info, new_agent.cmd.clone());
                             agent = Some(new_agent);
-                            if !matches!(request.session, SessionChoice::Resume(ref id) if *id == old_id)
-                            {
+                            // The same conversation is already on screen after a fork or a
+                            // model/provider switch; only another session's past is replayed.
+                            let same = match &request.session {
+                                SessionChoice::Resume(id) => *id == old_id,
+                                SessionChoice::Fork(_) => true,
+                                SessionChoice::New => false,
+                            };
+                            if !same {
                                 app.replay(transcript);
                             }
                             app.note(
