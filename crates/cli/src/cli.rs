@@ -7,13 +7,60 @@ use clap::{Args, Parser, Subcommand};
 /// codecoder: a terminal coding agent. An LLM decides; tools read, search, edit and run code;
 /// a sandbox and an approval chain bound what they may do; an append-only session log is its
 /// memory.
+///
+/// With no subcommand, `codecoder` opens the interactive terminal UI (`codecoder "PROMPT"` opens
+/// it and sends PROMPT at once); `codecoder resume [ID | --last]` opens it on an earlier
+/// session. In the UI: Enter sends, Ctrl+J or Shift+Enter starts a new line, Esc or Ctrl+C
+/// cancels the running turn, Ctrl+C twice on empty input quits; approvals are answered with
+/// y (allow once), a (allow for the session), n (deny) or f (deny with feedback); /help lists
+/// the slash commands. The UI needs a terminal: for pipes and scripts use `codecoder exec`.
 #[derive(Debug, Parser)]
-#[command(name = "codecoder", version, about, long_about = None, propagate_version = true)]
+#[command(name = "codecoder", version, about, propagate_version = true)]
 pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) global: GlobalArgs,
+    /// Options of the interactive UI (no subcommand).
+    #[command(flatten)]
+    pub(crate) tui: TuiArgs,
     #[command(subcommand)]
-    pub(crate) command: Command,
+    pub(crate) command: Option<Command>,
+}
+
+/// The interactive UI's options.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct TuiArgs {
+    /// A first prompt to send as soon as the UI opens.
+    #[arg(value_name = "PROMPT")]
+    pub(crate) prompt: Option<String>,
+    #[command(flatten)]
+    pub(crate) options: TuiOptions,
+}
+
+/// Options the UI shares with `codecoder resume`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct TuiOptions {
+    /// The model (overrides `model` in config.toml).
+    #[arg(short = 'm', long, value_name = "MODEL")]
+    pub(crate) model: Option<String>,
+    /// The provider id (a preset or a `[model_providers.ID]` of config.toml).
+    #[arg(long, value_name = "ID")]
+    pub(crate) provider: Option<String>,
+    /// Write frame statistics (frames, frame times, event batches) as JSON to FILE at exit.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub(crate) stats_file: Option<PathBuf>,
+}
+
+/// `codecoder resume`.
+#[derive(Debug, Args)]
+pub(crate) struct TuiResumeArgs {
+    /// The session id (or a unique prefix, or a path to its log).
+    #[arg(value_name = "ID", conflicts_with = "last")]
+    pub(crate) session: Option<String>,
+    /// Resume the newest session of this directory.
+    #[arg(long)]
+    pub(crate) last: bool,
+    #[command(flatten)]
+    pub(crate) options: TuiOptions,
 }
 
 /// Options every command understands.
@@ -89,6 +136,11 @@ pub(crate) enum ApprovalArg {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Open the interactive UI on an earlier session, its transcript re-rendered from the log.
+    ///
+    /// Give a session id (a unique prefix, or a path to its log), or --last for the newest
+    /// session of this directory.
+    Resume(TuiResumeArgs),
     /// List, inspect, validate, fork and remove session logs.
     ///
     /// Logs live under $CODECODER_HOME/sessions (default ~/.codecoder/sessions), one JSONL file

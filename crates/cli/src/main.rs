@@ -13,6 +13,7 @@ mod safety;
 mod safety_cmd;
 mod sessions;
 mod stack;
+mod tui_cmd;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -26,18 +27,28 @@ fn main() -> ExitCode {
     // itself and execs the command, and never returns.
     codecoder_sandbox::run_stage_if_requested();
     let cli = Cli::parse();
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
+    // Not `stdout.lock()`: the TUI writes to stdout itself, and its panic hook may do so from
+    // another thread; a lock held for the whole run would deadlock them.
+    let mut out = io::BufWriter::new(io::stdout());
     let result = match cli.command {
-        Command::Sessions(args) => sessions::run(args, &mut out),
-        Command::ApplyPatch(args) => apply_patch(&args.patch, &mut out),
-        Command::Exec(args) => exec::run(args, &cli.global, &mut out),
-        Command::Config(command) => config_cmd::run_config(command, &cli.global, &mut out),
-        Command::Trust(args) => config_cmd::run_trust(&args, &cli.global, &mut out),
-        Command::Login(args) => config_cmd::run_login(&args, &mut out),
-        Command::Sandbox(args) => safety_cmd::run_sandbox(&args, &cli.global),
-        Command::Doctor => safety_cmd::run_doctor(&cli.global, &mut out),
-        Command::Permissions(cli::PermissionsCommand::Check(args)) => {
+        None => tui_cmd::run(&cli.global, &cli.tui.options, cli.tui.prompt.clone(), None),
+        Some(Command::Resume(args)) => {
+            let which = if args.last { None } else { args.session.clone() };
+            if which.is_none() && !args.last {
+                Err(exec::usage("resume needs a session id, or --last"))
+            } else {
+                tui_cmd::run(&cli.global, &args.options, None, Some(which))
+            }
+        }
+        Some(Command::Sessions(args)) => sessions::run(args, &mut out),
+        Some(Command::ApplyPatch(args)) => apply_patch(&args.patch, &mut out),
+        Some(Command::Exec(args)) => exec::run(args, &cli.global, &mut out),
+        Some(Command::Config(command)) => config_cmd::run_config(command, &cli.global, &mut out),
+        Some(Command::Trust(args)) => config_cmd::run_trust(&args, &cli.global, &mut out),
+        Some(Command::Login(args)) => config_cmd::run_login(&args, &mut out),
+        Some(Command::Sandbox(args)) => safety_cmd::run_sandbox(&args, &cli.global),
+        Some(Command::Doctor) => safety_cmd::run_doctor(&cli.global, &mut out),
+        Some(Command::Permissions(cli::PermissionsCommand::Check(args))) => {
             safety_cmd::run_permissions_check(&args, &cli.global, &mut out)
         }
     };

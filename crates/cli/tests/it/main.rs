@@ -8,6 +8,7 @@ mod exec;
 mod hooks;
 mod safety;
 mod sessions;
+mod tui;
 
 use std::path::Path;
 use std::process::{Command, Output};

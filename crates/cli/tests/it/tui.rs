@@ -1,0 +1,398 @@
+//! The interactive UI end to end: the real binary in a pseudo-terminal (portable-pty) against
+//! the fake model server, its screen read back through a terminal emulator (vt100). The test
+//! answers the cursor-position queries a real terminal would (the inline viewport asks where
+//! the cursor is when it starts).
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use codecoder_test_support::{FakeModelServer, Reply, Script, Usage};
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use serde_json::json;
+
+const ROWS: u16 = 40;
+const COLS: u16 = 100;
+
+/// A codecoder process in a pseudo-terminal and the emulated screen it draws on.
+struct Pty {
+    screen: Arc<Mutex<vt100::Parser>>,
+    /// Everything the program printed, for failure messages.
+    raw: Arc<Mutex<Vec<u8>>>,
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    _reader: std::thread::JoinHandle<()>,
+}
+
+impl Pty {
+    fn spawn(home: &Path, cwd: &Path, env: &[(String, String)], args: &[&str]) -> Pty {
+        let pair = native_pty_system()
+            .openpty(PtySize { rows: ROWS, cols: COLS, pixel_width: 0, pixel_height: 0 })
+            .unwrap();
+        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_codecoder"));
+        command.args(args);
+        command.cwd(cwd);
+        command.env_clear();
+        command.env("PATH", std::env::var_os("PATH").unwrap_or_default());
+        command.env("TERM", "xterm-256color");
+        command.env("CODECODER_HOME", home);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let child = pair.slave.spawn_command(command).unwrap();
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().unwrap();
+        let writer: Arc<Mutex<Box<dyn Write + Send>>> =
+            Arc::new(Mutex::new(pair.master.take_writer().unwrap()));
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(ROWS, COLS, 1000)));
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let reader_thread = {
+            let screen = Arc::clone(&screen);
+            let writer = Arc::clone(&writer);
+            let raw = Arc::clone(&raw);
+            // The master must outlive the reader; it moves into the thread.
+            let master = pair.master;
+            std::thread::spawn(move || {
+                let _master = master;
+                let mut buf = [0u8; 8192];
+                loop {
+                    let n = match reader.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    let chunk = &buf[..n];
+                    raw.lock().unwrap().extend_from_slice(chunk);
+                    let mut parser = screen.lock().unwrap();
+                    // Answer "where is the cursor?" (CSI 6 n) after the bytes before it.
+                    let mut rest = chunk;
+                    while let Some(at) = find(rest, b"\x1b[6n") {
+                        parser.process(&rest[..at]);
+                        let (row, col) = parser.screen().cursor_position();
+                        let answer = format!("\x1b[{};{}R", row + 1, col + 1);
+                        let _ = writer.lock().unwrap().write_all(answer.as_bytes());
+                        rest = &rest[at + 4..];
+                    }
+                    parser.process(rest);
+                }
+            })
+        };
+        Pty { screen, raw, writer, child, _reader: reader_thread }
+    }
+
+    fn send(&self, bytes: &str) {
+        let mut writer = self.writer.lock().unwrap();
+        writer.write_all(bytes.as_bytes()).unwrap();
+        writer.flush().unwrap();
+    }
+
+    /// Types text one key at a time (as a person would: no paste).
+    fn type_text(&self, text: &str) {
+        for c in text.chars() {
+            self.send(&c.to_string());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The visible screen plus the scrollback, as text.
+    fn text(&self) -> String {
+        let mut parser = self.screen.lock().unwrap();
+        parser.set_scrollback(usize::MAX);
+        let back = parser.screen().scrollback();
+        let mut all = String::new();
+        // Walk the scrollback a screen at a time, from the oldest line.
+        let mut offset = back;
+        loop {
+            parser.set_scrollback(offset);
+            let contents = parser.screen().contents();
+            let rows: Vec<&str> = contents.split('\n').collect();
+            let take = if offset >= usize::from(ROWS) { usize::from(ROWS) } else { offset };
+            if offset == 0 {
+                all.push_str(&contents);
+                break;
+            }
+            for row in rows.iter().take(take) {
+                all.push_str(row);
+                all.push('\n');
+            }
+            offset -= take;
+        }
+        parser.set_scrollback(0);
+        all
+    }
+
+    fn visible(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    fn wait_for(&self, needle: &str, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if self.text().contains(needle) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!(
+            "timed out waiting for {what} ({needle:?}); screen:\n{}\nraw tail: {:?}",
+            self.text(),
+            String::from_utf8_lossy(&tail(&self.raw.lock().unwrap(), 2000))
+        );
+    }
+
+    fn wait_visible(&self, needle: &str, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if self.visible().contains(needle) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("timed out waiting for {what} ({needle:?}); screen:\n{}", self.visible());
+    }
+
+    fn wait_exit(&mut self) -> portable_pty::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        let _ = self.child.kill();
+        panic!("codecoder did not exit; screen:\n{}", self.text());
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn tail(bytes: &[u8], n: usize) -> Vec<u8> {
+    bytes[bytes.len().saturating_sub(n)..].to_vec()
+}
+
+fn env_for(server: &FakeModelServer) -> Vec<(String, String)> {
+    vec![
+        ("OPENAI_BASE_URL".into(), format!("{}/v1", server.base_url())),
+        ("OPENAI_API_KEY".into(), "sk-test".into()),
+    ]
+}
+
+/// Type a prompt, watch a command run and its output appear, cancel a streaming turn with Esc,
+/// quit with Ctrl+C twice: the transcript stays on the screen after exit.
+#[test]
+fn prompt_tool_output_cancel_and_quit_in_a_pty() {
+    let script = Script::new()
+        .reply(
+            Reply::tool_call("call_1", "run_command", json!({"command": "echo pty-tool-output"}))
+                .with_text("Running it now.")
+                .usage(Usage::tokens(1000, 20)),
+        )
+        .reply(
+            Reply::text("The **command** printed `pty-tool-output`.")
+                .chunks(4)
+                .usage(Usage::tokens(1100, 10)),
+        )
+        .reply(Reply::endless_text());
+    let server = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let mut pty = Pty::spawn(home.path(), cwd.path(), &env_for(&server), &[]);
+
+    pty.wait_visible("ask anything", "the input prompt");
+    pty.type_text("please run the command");
+    pty.wait_visible("please run the command", "the typed prompt in the editor");
+    pty.send("\r");
+
+    pty.wait_for("› please run the command", "the prompt in the transcript");
+    pty.wait_for("✓ run_command $ echo pty-tool-output", "the finished tool card");
+    pty.wait_for("│ pty-tool-output", "the command's output in the card");
+    pty.wait_for("exit code 0", "the exit code");
+    pty.wait_for("The command printed pty-tool-output.", "the final answer");
+    pty.wait_visible("ready", "the idle status line");
+
+    pty.type_text("stream forever");
+    pty.send("\r");
+    pty.wait_for("tick", "the streaming answer");
+    pty.wait_visible("Esc to cancel", "the busy status line");
+    pty.send("\x1b");
+    pty.wait_for("turn cancelled", "the cancel notice");
+    pty.wait_visible("ready", "the idle status line after cancel");
+
+    pty.send("\x03");
+    pty.wait_visible("press Ctrl+C again to quit", "the quit hint");
+    pty.send("\x03");
+    let status = pty.wait_exit();
+    assert!(status.success(), "exit status {status:?}");
+    // The transcript stays in the terminal after exit.
+    let text = pty.text();
+    assert!(text.contains("The command printed pty-tool-output."), "{text}");
+    assert!(!text.contains("ask anything"), "the viewport is cleared at exit:\n{text}");
+}
+
+/// Without a terminal the UI refuses with a pointer to `exec`, exit 2, and draws nothing.
+#[test]
+fn without_a_terminal_it_points_at_exec() {
+    let home = tempfile::tempdir().unwrap();
+    let out = crate::codecoder(home.path(), &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", crate::stderr(&out));
+    assert!(crate::stderr(&out).contains("codecoder exec"), "{}", crate::stderr(&out));
+    assert!(crate::stdout(&out).is_empty(), "nothing is drawn on a pipe");
+}
+
+/// `--help` explains the UI and its entry points.
+#[test]
+fn help_explains_the_ui() {
+    let home = tempfile::tempdir().unwrap();
+    let out = crate::codecoder(home.path(), &["--help"]);
+    let help = crate::stdout(&out);
+    assert!(help.contains("interactive terminal UI"), "{help}");
+    assert!(help.contains("resume"), "{help}");
+    assert!(help.contains("y (allow once)"), "{help}");
+}
+
+/// `codecoder resume --last` re-renders the earlier session's transcript from its log, and the
+/// conversation goes on in the same session; `/status` names it.
+#[test]
+fn resume_last_rerenders_the_transcript() {
+    let script = Script::new()
+        .reply(
+            Reply::tool_call(
+                "call_1",
+                "run_command",
+                json!({"command": "echo from-the-first-run"}),
+            )
+            .usage(Usage::tokens(1000, 20)),
+        )
+        .reply(Reply::text("First answer, **remembered**.").usage(Usage::tokens(1100, 10)))
+        .reply(Reply::text("Second answer.").usage(Usage::tokens(1200, 10)));
+    let server = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_codecoder"))
+        .args(["exec", "the first question"])
+        .current_dir(cwd.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("CODECODER_HOME", home.path())
+        .envs(env_for(&server))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", crate::stderr(&out));
+
+    let mut pty = Pty::spawn(home.path(), cwd.path(), &env_for(&server), &["resume", "--last"]);
+    pty.wait_for("› the first question", "the earlier prompt");
+    pty.wait_for("✓ run_command $ echo from-the-first-run", "the earlier tool card");
+    pty.wait_for("First answer, remembered.", "the earlier answer");
+    pty.wait_visible("ask anything", "the input prompt");
+    pty.type_text("and now?");
+    pty.send("\r");
+    pty.wait_for("Second answer.", "the new answer");
+    pty.wait_visible("ready", "the idle status line");
+    pty.type_text("/status");
+    pty.send("\r");
+    pty.wait_for("context:", "the /status report");
+    pty.type_text("/quit");
+    pty.send("\r");
+    let status = pty.wait_exit();
+    assert!(status.success(), "exit status {status:?}");
+    // One session: the conversation went on in the resumed log.
+    let logs: Vec<_> = std::fs::read_dir(home.path().join("sessions"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("jsonl"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let log = std::fs::read_to_string(&logs[0]).unwrap();
+    assert!(log.contains("and now?"), "the new prompt is in the resumed log");
+}
+
+/// CPU seconds (user + system) used so far by a process (`/proc/PID/stat`) or one of its
+/// threads (`/proc/PID/task/TID/stat`), Linux only.
+fn cpu_seconds(stat_path: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(stat_path).ok()?;
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
+/// 50,000 text deltas as fast as the fake server sends them: the UI shows the last one soon
+/// after the server is done (no backlog), stays under one core, and records its frame times.
+#[test]
+fn a_50k_token_stream_keeps_up() {
+    const TOKENS: usize = 50_000;
+    let mut answer = String::new();
+    for i in 0..TOKENS - 1 {
+        answer.push_str(if i % 400 == 399 { "tok\n\n" } else { "tok " });
+    }
+    answer.push_str("END-OF-STREAM");
+    let script =
+        Script::new().reply(Reply::text(answer).chunks(TOKENS).usage(Usage::tokens(100, 50_000)));
+    let server = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let stats_path = cwd.path().join("stats.json");
+    let spawned = Instant::now();
+    let mut pty = Pty::spawn(
+        home.path(),
+        cwd.path(),
+        &env_for(&server),
+        &["--stats-file", stats_path.to_str().unwrap()],
+    );
+    pty.wait_visible("ask anything", "the input prompt");
+    let to_first_frame = spawned.elapsed();
+    let pid = pty.child.process_id().unwrap();
+    // The UI runs on the main thread, whose task id is the process id.
+    let process = format!("/proc/{pid}/stat");
+    let ui_thread = format!("/proc/{pid}/task/{pid}/stat");
+    let cpu_before = cpu_seconds(&process).unwrap();
+    let ui_before = cpu_seconds(&ui_thread).unwrap();
+    let started = Instant::now();
+    pty.type_text("go");
+    pty.send("\r");
+    pty.wait_for("END-OF-STREAM", "the last token");
+    pty.wait_visible("ready", "the idle status line");
+    let wall = started.elapsed().as_secs_f64();
+    let cpu = cpu_seconds(&process).unwrap() - cpu_before;
+    let ui_cpu = cpu_seconds(&ui_thread).unwrap() - ui_before;
+    pty.send("\x03");
+    pty.send("\x03");
+    assert!(pty.wait_exit().success());
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats_path).unwrap()).unwrap();
+    eprintln!(
+        "process start to first frame (as the test sees it): {:.1} ms",
+        to_first_frame.as_secs_f64() * 1e3
+    );
+    eprintln!(
+        "50k-token stream: wall {wall:.2} s, process cpu {cpu:.2} s ({:.0}% of one core), UI thread cpu {ui_cpu:.2} s ({:.0}%), stats {stats}",
+        100.0 * cpu / wall,
+        100.0 * ui_cpu / wall,
+    );
+    // The whole answer arrived (the provider may merge deltas, so events ≤ tokens).
+    assert!(stats["events"].as_u64().unwrap() > 0, "{stats}");
+    // The UI thread leaves most of a core idle even in a debug build: it drains all queued
+    // events before each frame and draws at most ~60 frames a second.
+    assert!(ui_cpu / wall < 0.9, "UI thread: {ui_cpu:.2} s of CPU in {wall:.2} s");
+    // From `run` to the first frame on screen: ~20 ms in a debug build; the bound leaves room
+    // for a loaded machine.
+    let first_frame_us = stats["first_frame_us"].as_u64().unwrap();
+    assert!(first_frame_us < 250_000, "first frame after {first_frame_us} µs");
+    let frames = stats["frames"].as_u64().unwrap();
+    let max_frames = (wall * 62.0) as u64 + 5;
+    assert!(
+        frames <= max_frames,
+        "redraws are coalesced (≤ ~60 fps): {frames} frames in {wall:.2} s"
+    );
+}

@@ -1,0 +1,833 @@
+//! The TUI's state and how agent events and key presses change it. No terminal, no IO beyond
+//! sending `AgentCommand`s and answering requests through their one-shot replies: the run loop
+//! performs the `Effect`s this module asks for.
+//!
+//! Invariants:
+//! - Every `ApprovalRequest` and `AskUserRequest` received is answered exactly once, or dropped
+//!   (= cancelled) when its turn ends; none is lost while the UI lives.
+//! - Finished transcript cells go to `take_history` in order, exactly once; the live part (the
+//!   uncommitted tail of the answer, running tools, pending requests) is everything else.
+//! - The live answer tail is bounded: text is committed at Markdown block boundaries, and only
+//!   the last `LIVE_TAIL_BYTES` of an unbroken block are drawn each frame.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use codecoder_protocol::{
+    AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ApprovalDecision, ApprovalRequest,
+    AskUserAnswer, AskUserRequest, ToolResultStatus, TurnOutcome, Usage, UserInput,
+};
+use crossbeam_channel::Sender;
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::text::Line;
+
+use crate::cells::{Cell, ChildTool, NoteKind, ToolCard, call_title, truncate};
+use crate::input::Editor;
+use crate::markdown::{self, Code, StreamSplitter};
+use crate::{SessionChoice, SessionInfo, SessionSummary, StartRequest, TranscriptItem};
+
+/// How much of an unbroken Markdown block the live area re-renders per frame.
+const LIVE_TAIL_BYTES: usize = 4096;
+
+/// The slash commands, with their help text.
+pub(crate) const COMMANDS: [(&str, &str); 13] = [
+    ("/help", "show keys and commands"),
+    ("/model", "show the model, or `/model NAME` to switch (resumes this session)"),
+    ("/provider", "show the provider, or `/provider ID` to switch"),
+    ("/approvals", "show the approval mode and how to change it"),
+    ("/status", "session id, model, tokens, context used, cost"),
+    ("/diff", "git diff of the workspace"),
+    ("/init", "write a starter AGENTS.md for this repository"),
+    ("/new", "start a new session"),
+    ("/resume", "pick a session to resume (or `/resume ID`)"),
+    ("/fork", "branch this session into a new one"),
+    ("/compact", "summarise the conversation (not available yet)"),
+    ("/quit", "leave (also Ctrl+C twice on empty input, or Ctrl+D)"),
+    ("/exit", "leave"),
+];
+
+/// Something the run loop must do for the app.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Effect {
+    /// Shut the agent down and leave.
+    Quit,
+    /// Replace the running agent.
+    Start(StartRequest),
+    /// List sessions for the `/resume` picker.
+    ListSessions,
+    /// Show `git diff`.
+    Diff,
+    /// Write a starter AGENTS.md.
+    Init,
+}
+
+/// A list to pick from (the `/resume` picker).
+#[derive(Debug, Clone)]
+pub(crate) struct Picker {
+    pub(crate) items: Vec<SessionSummary>,
+    pub(crate) selected: usize,
+}
+
+/// A completion menu.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Completion {
+    /// (text inserted, description).
+    pub(crate) items: Vec<(String, String)>,
+    pub(crate) selected: usize,
+}
+
+/// Where typed keys go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InputMode {
+    /// The prompt editor (or answering an ask_user question).
+    Normal,
+    /// Writing the feedback of "deny with feedback".
+    Feedback,
+}
+
+/// The whole UI state.
+pub(crate) struct App {
+    pub(crate) info: SessionInfo,
+    pub(crate) approval_mode: String,
+    cmd: Sender<AgentCommand>,
+    history: Vec<Cell>,
+    stream: String,
+    committed: usize,
+    splitter: StreamSplitter,
+    reasoning: String,
+    pub(crate) show_reasoning: bool,
+    pub(crate) tools: Vec<ToolCard>,
+    pub(crate) approvals: VecDeque<ApprovalRequest>,
+    pub(crate) asks: VecDeque<AskUserRequest>,
+    pub(crate) mode: InputMode,
+    pub(crate) editor: Editor,
+    pub(crate) status: AgentStatus,
+    pub(crate) turn_running: bool,
+    pub(crate) turn_started: Option<Instant>,
+    /// Tokens of finished turns.
+    pub(crate) session_usage: Usage,
+    /// Tokens of the running turn so far.
+    pub(crate) turn_usage: Usage,
+    /// The last request's input + output tokens: how full the context is.
+    pub(crate) context_tokens: u64,
+    pub(crate) quit_armed: bool,
+    pub(crate) completion: Option<Completion>,
+    pub(crate) picker: Option<Picker>,
+    pub(crate) skills: Vec<String>,
+    /// Workspace files for `@` completion, listed on first use.
+    pub(crate) files: Option<Vec<String>>,
+    effects: Vec<Effect>,
+    /// Set whenever something visible changed.
+    pub(crate) dirty: bool,
+}
+
+impl App {
+    /// A fresh state for a session.
+    pub(crate) fn new(info: SessionInfo, approval_mode: String, cmd: Sender<AgentCommand>) -> Self {
+        Self {
+            info,
+            approval_mode,
+            cmd,
+            history: Vec::new(),
+            stream: String::new(),
+            committed: 0,
+            splitter: StreamSplitter::default(),
+            reasoning: String::new(),
+            show_reasoning: false,
+            tools: Vec::new(),
+            approvals: VecDeque::new(),
+            asks: VecDeque::new(),
+            mode: InputMode::Normal,
+            editor: Editor::default(),
+            status: AgentStatus::Idle,
+            turn_running: false,
+            turn_started: None,
+            session_usage: Usage::default(),
+            turn_usage: Usage::default(),
+            context_tokens: 0,
+            quit_armed: false,
+            completion: None,
+            picker: None,
+            skills: Vec::new(),
+            files: None,
+            effects: Vec::new(),
+            dirty: true,
+        }
+    }
+
+    /// Switches to a new agent (after `/new`, `/resume`, …), keeping the editor and history.
+    pub(crate) fn switch_session(&mut self, info: SessionInfo, cmd: Sender<AgentCommand>) {
+        self.flush_live();
+        self.info = info;
+        self.cmd = cmd;
+        self.approvals.clear();
+        self.asks.clear();
+        self.turn_running = false;
+        self.turn_started = None;
+        self.status = AgentStatus::Idle;
+        self.session_usage = Usage::default();
+        self.turn_usage = Usage::default();
+        self.context_tokens = 0;
+        self.dirty = true;
+    }
+
+    /// Finished cells, in order, each returned once.
+    pub(crate) fn take_history(&mut self) -> Vec<Cell> {
+        std::mem::take(&mut self.history)
+    }
+
+    /// Effects to perform, in order, each returned once.
+    pub(crate) fn take_effects(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.effects)
+    }
+
+    /// Adds a finished cell.
+    pub(crate) fn push(&mut self, cell: Cell) {
+        self.history.push(cell);
+        self.dirty = true;
+    }
+
+    /// Adds a note.
+    pub(crate) fn note(&mut self, kind: NoteKind, text: impl Into<String>) {
+        self.push(Cell::Note { text: text.into(), kind });
+    }
+
+    /// Re-renders a resumed session's transcript into the history.
+    pub(crate) fn replay(&mut self, items: Vec<TranscriptItem>) {
+        let now = Instant::now();
+        for item in items {
+            match item {
+                TranscriptItem::User(text) => self.push(Cell::User { text, queued: false }),
+                TranscriptItem::Assistant(text) => {
+                    self.push(Cell::Assistant {
+                        lines: markdown::render(&text, Code::Highlighted),
+                    });
+                }
+                TranscriptItem::Reasoning(text) => {
+                    self.push(Cell::Reasoning { text, expanded: self.show_reasoning });
+                }
+                TranscriptItem::Tool { call, result } => {
+                    let mut card = ToolCard::new(call, now);
+                    match &result {
+                        Some(result) => card.finish(Ok(result), now),
+                        None => card.finish(Err("no result (interrupted)".to_owned()), now),
+                    }
+                    self.push(Cell::Tool(card));
+                }
+            }
+        }
+    }
+
+    /// Whether the agent is busy (drives the spinner).
+    pub(crate) fn busy(&self) -> bool {
+        self.turn_running
+    }
+
+    /// The live answer tail: the uncommitted Markdown, rendered plain, bounded.
+    pub(crate) fn live_answer(&self) -> Vec<Line<'static>> {
+        let tail = self.stream.get(self.committed..).unwrap_or_default();
+        if tail.is_empty() {
+            return Vec::new();
+        }
+        let mut start = tail.len().saturating_sub(LIVE_TAIL_BYTES);
+        while !tail.is_char_boundary(start) {
+            start += 1;
+        }
+        markdown::render(tail.get(start..).unwrap_or_default(), Code::Plain)
+    }
+
+    /// The live reasoning tail.
+    pub(crate) fn live_reasoning(&self) -> &str {
+        &self.reasoning
+    }
+
+    /// Commits the streamed text up to the last safe Markdown boundary.
+    fn commit_stream(&mut self, all: bool) {
+        let end = if all { self.stream.len() } else { self.splitter.advance(&self.stream) };
+        if end > self.committed {
+            let chunk = self.stream.get(self.committed..end).unwrap_or_default();
+            if !chunk.trim().is_empty() {
+                let lines = markdown::render(chunk, Code::Highlighted);
+                self.history.push(Cell::Assistant { lines });
+            }
+            self.committed = end;
+        }
+        if all {
+            self.stream.clear();
+            self.committed = 0;
+            self.splitter = StreamSplitter::default();
+        }
+    }
+
+    fn flush_reasoning(&mut self) {
+        if !self.reasoning.trim().is_empty() {
+            let text = std::mem::take(&mut self.reasoning);
+            self.history.push(Cell::Reasoning { text, expanded: self.show_reasoning });
+        }
+        self.reasoning.clear();
+    }
+
+    /// Moves everything live into the history (turn end, switching sessions, exit).
+    pub(crate) fn flush_live(&mut self) {
+        self.flush_reasoning();
+        self.commit_stream(true);
+        let now = Instant::now();
+        for mut card in std::mem::take(&mut self.tools) {
+            card.finish(Err("cancelled".to_owned()), now);
+            self.history.push(Cell::Tool(card));
+        }
+        self.dirty = true;
+    }
+
+    /// Applies one agent event.
+    pub(crate) fn on_agent_event(&mut self, event: AgentEvent) {
+        self.dirty = true;
+        let AgentEvent { source, kind } = event;
+        if let Some(root_call) = source.subagent_path.first() {
+            self.on_subagent_event(&root_call.to_string(), kind);
+            return;
+        }
+        match kind {
+            AgentEventKind::TurnStarted { .. } => {
+                self.turn_running = true;
+                self.turn_started = Some(Instant::now());
+                self.turn_usage = Usage::default();
+            }
+            AgentEventKind::StepStarted { .. } | AgentEventKind::ShutdownComplete => {}
+            AgentEventKind::TextDelta { delta, .. } => {
+                if !self.reasoning.is_empty() {
+                    self.flush_reasoning();
+                }
+                self.stream.push_str(&delta);
+                self.commit_stream(false);
+            }
+            AgentEventKind::ReasoningDelta { delta, .. } => self.reasoning.push_str(&delta),
+            AgentEventKind::ToolStarted { call, .. } => {
+                self.flush_reasoning();
+                self.commit_stream(true);
+                self.tools.push(ToolCard::new(call, Instant::now()));
+            }
+            AgentEventKind::ToolOutputDelta { call_id, chunk, .. } => {
+                if let Some(card) = self.tools.iter_mut().find(|c| c.call.id == call_id) {
+                    card.push_output(&chunk);
+                }
+            }
+            AgentEventKind::ToolFinished { call_id, result, .. } => {
+                let Some(index) = self.tools.iter().position(|c| c.call.id == call_id) else {
+                    return;
+                };
+                let mut card = self.tools.remove(index);
+                card.finish(result.as_ref().map_err(ToString::to_string), Instant::now());
+                self.history.push(Cell::Tool(card));
+            }
+            AgentEventKind::StepRetried { reason, .. } => {
+                self.reasoning.clear();
+                let tail_start = self.committed;
+                self.stream.truncate(tail_start);
+                self.note(
+                    NoteKind::Warning,
+                    format!("the model stream broke; retrying ({reason})"),
+                );
+            }
+            AgentEventKind::StepFinished { usage, .. } => {
+                self.context_tokens = usage.input_tokens + usage.output_tokens;
+            }
+            AgentEventKind::Status(status) => self.status = status,
+            AgentEventKind::ApprovalRequest(request) => self.approvals.push_back(request),
+            AgentEventKind::AskUser(request) => self.asks.push_back(request),
+            AgentEventKind::Usage { turn_total, .. } => self.turn_usage = turn_total,
+            AgentEventKind::Warning { message } => self.note(NoteKind::Warning, message),
+            AgentEventKind::TurnDone { outcome, usage, .. } => {
+                self.flush_live();
+                self.session_usage += usage;
+                self.turn_usage = Usage::default();
+                self.turn_running = false;
+                self.turn_started = None;
+                self.status = AgentStatus::Idle;
+                // Requests still open belong to the ended turn: dropping them answers "cancelled".
+                self.approvals.clear();
+                self.asks.clear();
+                if self.mode == InputMode::Feedback {
+                    self.mode = InputMode::Normal;
+                    self.editor.clear();
+                }
+                match outcome {
+                    TurnOutcome::Completed => {}
+                    TurnOutcome::Cancelled => self.note(NoteKind::Warning, "■ turn cancelled"),
+                    TurnOutcome::Interrupted => self.note(NoteKind::Warning, "■ turn interrupted"),
+                    TurnOutcome::Failed { message } => {
+                        self.note(NoteKind::Error, format!("■ the turn failed: {message}"));
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_subagent_event(&mut self, root_call: &str, kind: AgentEventKind) {
+        match kind {
+            AgentEventKind::ApprovalRequest(request) => self.approvals.push_back(request),
+            AgentEventKind::AskUser(request) => self.asks.push_back(request),
+            AgentEventKind::ToolStarted { call, .. } => {
+                if let Some(card) =
+                    self.tools.iter_mut().find(|c| c.call.id.to_string() == root_call)
+                {
+                    let (name, detail) = call_title(&call);
+                    card.children.push(ChildTool {
+                        id: call.id.to_string(),
+                        title: truncate(&format!("{name} {detail}"), 120),
+                        ok: None,
+                    });
+                }
+            }
+            AgentEventKind::ToolFinished { call_id, result, .. } => {
+                let id = call_id.to_string();
+                let ok = matches!(&result, Ok(r) if r.status == ToolResultStatus::Success);
+                for card in &mut self.tools {
+                    if let Some(child) = card.children.iter_mut().find(|c| c.id == id) {
+                        child.ok = Some(ok);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn send(&mut self, command: AgentCommand) {
+        if self.cmd.send(command).is_err() {
+            self.note(NoteKind::Error, "the agent has stopped; /new starts another");
+        }
+    }
+
+    /// Sends the editor's text: a prompt, a steering message, or a slash command.
+    fn submit(&mut self) {
+        let text = self.editor.take();
+        self.send_text(text);
+    }
+
+    /// Sends `text` as if typed and entered: a prompt, a steering message or a slash command.
+    pub(crate) fn send_text(&mut self, text: String) {
+        self.dirty = true;
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return;
+        }
+        if trimmed.starts_with('/') && !trimmed.starts_with("//") {
+            self.slash(trimmed);
+            return;
+        }
+        if self.turn_running {
+            self.push(Cell::User { text: text.clone(), queued: true });
+            self.send(AgentCommand::Steer(UserInput::text(text)));
+        } else {
+            self.push(Cell::User { text: text.clone(), queued: false });
+            self.send(AgentCommand::Submit(UserInput::text(text)));
+        }
+    }
+
+    /// Runs a slash command.
+    pub(crate) fn slash(&mut self, line: &str) {
+        let (name, arg) = match line.split_once(char::is_whitespace) {
+            Some((name, arg)) => (name, arg.trim()),
+            None => (line, ""),
+        };
+        match name {
+            "/help" => {
+                let mut text = String::from(
+                    "Keys: Enter send · Ctrl+J or Shift+Enter newline · Up/Down history · Tab complete\n\
+                     Esc or Ctrl+C cancel the running turn · Ctrl+C twice on empty input quits · Ctrl+T reasoning\n\
+                     Approvals: y allow once · a allow for session · n deny · f deny with feedback\n\
+                     @path completes a file · $skill a skill · typing while a turn runs queues a steering message\n",
+                );
+                for (command, help) in COMMANDS {
+                    text.push_str(&format!("{command:<11} {help}\n"));
+                }
+                self.note(NoteKind::Info, text.trim_end().to_owned());
+            }
+            "/model" if arg.is_empty() => {
+                let text = format!(
+                    "model: {} (switch with `/model NAME`, or start with --model)",
+                    self.info.model
+                );
+                self.note(NoteKind::Info, text);
+            }
+            "/model" => self.restart_current(Some(arg.to_owned()), None),
+            "/provider" if arg.is_empty() => {
+                let text = format!(
+                    "provider: {} (switch with `/provider ID`, or start with --provider)",
+                    self.info.provider
+                );
+                self.note(NoteKind::Info, text);
+            }
+            "/provider" => self.restart_current(None, Some(arg.to_owned())),
+            "/approvals" => {
+                let text = format!(
+                    "approval mode: {}\nchange it by starting codecoder with `--ask-for-approval untrusted|on-request|never` (or `-a`), or `--full-auto`",
+                    self.approval_mode
+                );
+                self.note(NoteKind::Info, text);
+            }
+            "/status" => {
+                let text = self.status_report();
+                self.note(NoteKind::Info, text);
+            }
+            "/diff" => self.effects.push(Effect::Diff),
+            "/init" => self.effects.push(Effect::Init),
+            "/new" => self.start(StartRequest {
+                session: SessionChoice::New,
+                model: None,
+                provider: None,
+            }),
+            "/resume" if arg.is_empty() => self.effects.push(Effect::ListSessions),
+            "/resume" => self.start(StartRequest {
+                session: SessionChoice::Resume(arg.to_owned()),
+                model: None,
+                provider: None,
+            }),
+            "/fork" => {
+                let id = self.info.session_id.to_string();
+                self.start(StartRequest {
+                    session: SessionChoice::Fork(id),
+                    model: None,
+                    provider: None,
+                });
+            }
+            "/compact" => self.note(
+                NoteKind::Info,
+                "/compact is not available yet: it arrives with context compaction",
+            ),
+            "/quit" | "/exit" => self.effects.push(Effect::Quit),
+            other => self.note(NoteKind::Warning, format!("unknown command {other} (try /help)")),
+        }
+    }
+
+    fn start(&mut self, request: StartRequest) {
+        if self.turn_running {
+            self.note(NoteKind::Warning, "a turn is running: cancel it (Esc) first");
+            return;
+        }
+        self.effects.push(Effect::Start(request));
+    }
+
+    fn restart_current(&mut self, model: Option<String>, provider: Option<String>) {
+        let id = self.info.session_id.to_string();
+        self.start(StartRequest { session: SessionChoice::Resume(id), model, provider });
+    }
+
+    /// The `/status` text.
+    pub(crate) fn status_report(&self) -> String {
+        let total = self.total_usage();
+        format!(
+            "session: {}\nmodel: {} ({})\napproval mode: {}\ntokens: {} in ({} cached), {} out\ncontext: {} of {} tokens ({}%)\ncost: {}\ncwd: {}",
+            self.info.session_id,
+            self.info.model,
+            self.info.provider,
+            self.approval_mode,
+            total.input_tokens,
+            total.cached_input_tokens,
+            total.output_tokens,
+            self.context_tokens,
+            self.info.context_window,
+            self.context_percent(),
+            self.cost().map_or_else(|| "unknown for this model".to_owned(), |c| format!("${c:.4}")),
+            self.info.cwd.display(),
+        )
+    }
+
+    /// Tokens so far, finished turns plus the running one.
+    pub(crate) fn total_usage(&self) -> Usage {
+        let mut total = self.session_usage;
+        total += self.turn_usage;
+        total
+    }
+
+    /// Context used, in percent of the window.
+    pub(crate) fn context_percent(&self) -> u64 {
+        (self.context_tokens * 100).checked_div(self.info.context_window).unwrap_or(0).min(100)
+    }
+
+    /// Dollars so far, when the model's prices are known.
+    pub(crate) fn cost(&self) -> Option<f64> {
+        let pricing = &self.info.pricing;
+        let (input, output) = (pricing.input?, pricing.output?);
+        let usage = self.total_usage();
+        let cached = usage.cached_input_tokens.min(usage.input_tokens);
+        #[allow(clippy::cast_precision_loss)] // Token counts are far below 2^52.
+        let dollars = ((usage.input_tokens - cached) as f64 * input
+            + cached as f64 * pricing.cached_input.unwrap_or(input)
+            + usage.output_tokens as f64 * output)
+            / 1_000_000.0;
+        Some(dollars)
+    }
+
+    /// Applies a paste.
+    pub(crate) fn on_paste(&mut self, text: &str) {
+        self.dirty = true;
+        self.editor.insert(text);
+        self.update_completion();
+    }
+
+    /// Applies one key press.
+    pub(crate) fn on_key(&mut self, key: KeyEvent) {
+        if key.kind == KeyEventKind::Release {
+            return;
+        }
+        self.dirty = true;
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if !(ctrl && key.code == KeyCode::Char('c')) {
+            self.quit_armed = false;
+        }
+        if self.picker.is_some() {
+            self.on_picker_key(key);
+            return;
+        }
+        if self.mode == InputMode::Normal && !self.approvals.is_empty() && !ctrl {
+            let decision = match key.code {
+                KeyCode::Char('y') => Some(ApprovalDecision::AllowOnce),
+                KeyCode::Char('a') => Some(ApprovalDecision::AllowForSession),
+                KeyCode::Char('n') => Some(ApprovalDecision::Deny),
+                KeyCode::Char('f') => {
+                    self.mode = InputMode::Feedback;
+                    self.editor.clear();
+                    None
+                }
+                _ => None,
+            };
+            if let Some(decision) = decision {
+                self.decide(decision);
+            }
+            if !matches!(key.code, KeyCode::Esc) {
+                return;
+            }
+        }
+        if let Some(menu) = &mut self.completion {
+            match key.code {
+                KeyCode::Up => {
+                    menu.selected =
+                        menu.selected.checked_sub(1).unwrap_or(menu.items.len().saturating_sub(1));
+                    return;
+                }
+                KeyCode::Down => {
+                    menu.selected = (menu.selected + 1) % menu.items.len().max(1);
+                    return;
+                }
+                KeyCode::Tab | KeyCode::Enter if !key.modifiers.contains(KeyModifiers::SHIFT) => {
+                    if let Some((text, _)) = menu.items.get(menu.selected).cloned() {
+                        let slash = text.starts_with('/');
+                        self.editor.replace_current_word(&text);
+                        self.completion = None;
+                        if slash && key.code == KeyCode::Enter {
+                            self.submit();
+                        } else if !text.ends_with('/') {
+                            self.editor.insert(" ");
+                        } else {
+                            self.update_completion();
+                        }
+                    }
+                    return;
+                }
+                KeyCode::Esc => {
+                    self.completion = None;
+                    return;
+                }
+                _ => {}
+            }
+        }
+        match key.code {
+            KeyCode::Char('c') if ctrl => self.ctrl_c(),
+            KeyCode::Char('d') if ctrl => {
+                if self.editor.is_empty() && !self.turn_running {
+                    self.effects.push(Effect::Quit);
+                }
+            }
+            KeyCode::Char('t') if ctrl => {
+                self.show_reasoning = !self.show_reasoning;
+                let state = if self.show_reasoning { "shown in full" } else { "collapsed" };
+                self.note(NoteKind::Info, format!("reasoning is now {state}"));
+            }
+            KeyCode::Char('j') if ctrl => self.editor.insert("\n"),
+            KeyCode::Char('w') if ctrl => self.editor.delete_word(),
+            KeyCode::Char('u') if ctrl => self.editor.clear(),
+            KeyCode::Char('a') if ctrl => self.editor.home(),
+            KeyCode::Char('e') if ctrl => self.editor.end(),
+            KeyCode::Enter if key.modifiers.intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) => {
+                self.editor.insert("\n");
+            }
+            KeyCode::Enter => self.enter(),
+            KeyCode::Esc => self.escape(),
+            KeyCode::Char(c) if !ctrl => {
+                if let (Some(digit), true, true) =
+                    (c.to_digit(10), self.editor.is_empty(), self.mode == InputMode::Normal)
+                    && let Some(ask) = self.asks.front()
+                    && let Some(option) = usize::try_from(digit)
+                        .ok()
+                        .and_then(|d| d.checked_sub(1))
+                        .and_then(|i| ask.options.get(i))
+                        .cloned()
+                {
+                    self.answer(AskUserAnswer::Answer { text: option });
+                    return;
+                }
+                let mut buf = [0u8; 4];
+                self.editor.insert(c.encode_utf8(&mut buf));
+            }
+            KeyCode::Backspace => self.editor.backspace(),
+            KeyCode::Delete => self.editor.delete(),
+            KeyCode::Left => self.editor.left(),
+            KeyCode::Right => self.editor.right(),
+            KeyCode::Home => self.editor.home(),
+            KeyCode::End => self.editor.end(),
+            KeyCode::Up => self.editor.up(),
+            KeyCode::Down => self.editor.down(),
+            KeyCode::Tab => {}
+            _ => return,
+        }
+        self.update_completion();
+    }
+
+    fn on_picker_key(&mut self, key: KeyEvent) {
+        let Some(picker) = &mut self.picker else { return };
+        match key.code {
+            KeyCode::Up => picker.selected = picker.selected.saturating_sub(1),
+            KeyCode::Down => {
+                picker.selected = (picker.selected + 1).min(picker.items.len().saturating_sub(1));
+            }
+            KeyCode::Enter => {
+                let chosen = picker.items.get(picker.selected).map(|s| s.id.clone());
+                self.picker = None;
+                if let Some(id) = chosen {
+                    self.start(StartRequest {
+                        session: SessionChoice::Resume(id),
+                        model: None,
+                        provider: None,
+                    });
+                }
+            }
+            KeyCode::Esc => self.picker = None,
+            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                self.picker = None
+            }
+            _ => {}
+        }
+    }
+
+    fn enter(&mut self) {
+        if self.mode == InputMode::Feedback {
+            let feedback = self.editor.take();
+            self.mode = InputMode::Normal;
+            self.decide(ApprovalDecision::DenyWithFeedback { feedback });
+            return;
+        }
+        if !self.asks.is_empty() {
+            let text = self.editor.take();
+            if !text.trim().is_empty() {
+                self.answer(AskUserAnswer::Answer { text });
+            }
+            return;
+        }
+        self.submit();
+    }
+
+    fn escape(&mut self) {
+        if self.mode == InputMode::Feedback {
+            self.mode = InputMode::Normal;
+            self.editor.clear();
+            return;
+        }
+        if !self.asks.is_empty() {
+            self.answer(AskUserAnswer::Declined);
+            return;
+        }
+        if self.turn_running {
+            self.send(AgentCommand::Cancel);
+        }
+    }
+
+    fn ctrl_c(&mut self) {
+        if self.mode == InputMode::Feedback {
+            self.mode = InputMode::Normal;
+            self.editor.clear();
+            return;
+        }
+        if !self.editor.is_empty() {
+            self.editor.clear();
+            return;
+        }
+        if self.turn_running {
+            self.send(AgentCommand::Cancel);
+            return;
+        }
+        if self.quit_armed {
+            self.effects.push(Effect::Quit);
+        } else {
+            self.quit_armed = true;
+        }
+    }
+
+    fn decide(&mut self, decision: ApprovalDecision) {
+        let Some(request) = self.approvals.pop_front() else { return };
+        let what = match &decision {
+            ApprovalDecision::AllowOnce => "✓ allowed once".to_owned(),
+            ApprovalDecision::AllowForSession => {
+                format!("✓ allowed for this session ({})", request.permission_keys.join(", "))
+            }
+            ApprovalDecision::Deny => "✗ denied".to_owned(),
+            ApprovalDecision::DenyWithFeedback { feedback } => {
+                format!("✗ denied with feedback: {}", truncate(feedback, 200))
+            }
+            ApprovalDecision::Cancelled => "cancelled".to_owned(),
+        };
+        let summary = request.summary.clone();
+        if !request.reply.send(decision) {
+            self.note(NoteKind::Warning, format!("{summary}: the request was withdrawn"));
+            return;
+        }
+        self.note(NoteKind::Info, format!("{what}: {summary}"));
+    }
+
+    fn answer(&mut self, answer: AskUserAnswer) {
+        let Some(request) = self.asks.pop_front() else { return };
+        let shown = match &answer {
+            AskUserAnswer::Answer { text } => {
+                format!("{} → {}", request.question, truncate(text, 200))
+            }
+            AskUserAnswer::Declined => format!("{} → (declined)", request.question),
+        };
+        if request.reply.send(answer) {
+            self.note(NoteKind::Info, shown);
+        }
+    }
+
+    /// Recomputes the completion menu for the word before the cursor.
+    pub(crate) fn update_completion(&mut self) {
+        let (start, word) = self.editor.current_word();
+        let items: Vec<(String, String)> = if word.starts_with('/') && start == 0 {
+            COMMANDS
+                .iter()
+                .filter(|(name, _)| name.starts_with(word) && *name != word)
+                .map(|(name, help)| ((*name).to_owned(), (*help).to_owned()))
+                .collect()
+        } else if let Some(query) = word.strip_prefix('@') {
+            let query = query.to_owned();
+            if self.files.is_none() {
+                self.files = Some(crate::complete::list_files(&self.info.cwd));
+            }
+            let files = self.files.as_deref().unwrap_or_default();
+            crate::complete::fuzzy(&query, files, 8)
+                .into_iter()
+                .map(|path| (format!("@{path}"), String::new()))
+                .collect()
+        } else if let Some(query) = word.strip_prefix('$') {
+            self.skills
+                .iter()
+                .filter(|skill| skill.starts_with(query))
+                .map(|skill| (format!("${skill}"), String::new()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.completion = (!items.is_empty()).then_some(Completion { items, selected: 0 });
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,408 @@
+//! The app state machine: approvals, questions, cancel and quit keys, steering, history,
+//! streaming commits and slash commands, asserted through the command channel and the replies.
+
+use codecoder_protocol::{
+    AgentCommand, AgentEventKind, ApprovalDecision, AskUserAnswer, ContentItem, StepId, ToolCallId,
+    ToolResult, ToolResultStatus, TurnOutcome, Usage, UserInput,
+};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde_json::json;
+
+use crate::app::{Effect, InputMode};
+use crate::cells::Cell;
+use crate::testing::{app, approval, ask, call, event, sub_event, text, turn, turn_started};
+use crate::{SessionChoice, StartRequest};
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn ctrl(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+}
+
+fn type_str(app: &mut crate::app::App, s: &str) {
+    for c in s.chars() {
+        app.on_key(key(KeyCode::Char(c)));
+    }
+}
+
+fn turn_done(outcome: TurnOutcome) -> codecoder_protocol::AgentEvent {
+    event(AgentEventKind::TurnDone {
+        turn: turn(),
+        cancelled: outcome == TurnOutcome::Cancelled,
+        outcome,
+        usage: Usage::default(),
+    })
+}
+
+fn notes(cells: &[Cell]) -> Vec<String> {
+    cells
+        .iter()
+        .filter_map(|c| match c {
+            Cell::Note { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn enter_submits_and_typing_during_a_turn_steers() {
+    let (mut app, rx) = app();
+    type_str(&mut app, "hello");
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(rx.try_recv().unwrap(), AgentCommand::Submit(UserInput::text("hello")));
+    assert!(app.editor.is_empty());
+    app.on_agent_event(turn_started());
+    type_str(&mut app, "also this");
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(rx.try_recv().unwrap(), AgentCommand::Steer(UserInput::text("also this")));
+    let history = app.take_history();
+    assert!(
+        matches!(&history[..], [Cell::User { queued: false, .. }, Cell::User { queued: true, .. }]),
+        "{history:?}"
+    );
+}
+
+#[test]
+fn ctrl_j_and_shift_enter_insert_newlines_and_up_down_walk_history() {
+    let (mut app, rx) = app();
+    type_str(&mut app, "a");
+    app.on_key(ctrl('j'));
+    type_str(&mut app, "b");
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::SHIFT));
+    type_str(&mut app, "c");
+    assert_eq!(app.editor.text(), "a\nb\nc");
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(rx.try_recv().unwrap(), AgentCommand::Submit(UserInput::text("a\nb\nc")));
+    app.on_agent_event(turn_done(TurnOutcome::Completed));
+    type_str(&mut app, "second");
+    app.on_key(key(KeyCode::Enter));
+    app.on_agent_event(turn_done(TurnOutcome::Completed));
+    type_str(&mut app, "draft");
+    app.on_key(key(KeyCode::Up));
+    assert_eq!(app.editor.text(), "second");
+    app.on_key(key(KeyCode::Up));
+    assert_eq!(app.editor.text(), "a\nb\nc");
+    // Down first walks the lines of the multi-line entry, then on to newer entries.
+    app.on_key(key(KeyCode::Down));
+    app.on_key(key(KeyCode::Down));
+    assert_eq!(app.editor.text(), "a\nb\nc");
+    app.on_key(key(KeyCode::Down));
+    assert_eq!(app.editor.text(), "second");
+    app.on_key(key(KeyCode::Down));
+    assert_eq!(
+        app.editor.text(),
+        "draft",
+        "coming down past the newest entry gives the draft back"
+    );
+}
+
+#[test]
+fn approval_keys_answer_through_the_reply() {
+    let cases = [
+        ('y', ApprovalDecision::AllowOnce),
+        ('a', ApprovalDecision::AllowForSession),
+        ('n', ApprovalDecision::Deny),
+    ];
+    for (pressed, expected) in cases {
+        let (mut app, _rx) = app();
+        app.on_agent_event(turn_started());
+        let (ev, reply) = approval(
+            call("c1", "run_command", json!({"command": "git push"})),
+            "run `git push`",
+            None,
+        );
+        app.on_agent_event(ev);
+        app.on_key(key(KeyCode::Char(pressed)));
+        assert_eq!(reply.try_recv().unwrap(), expected);
+        assert!(app.approvals.is_empty());
+        assert!(app.editor.is_empty(), "the key is not typed into the editor");
+    }
+}
+
+#[test]
+fn deny_with_feedback_collects_text_then_sends_it() {
+    let (mut app, _rx) = app();
+    app.on_agent_event(turn_started());
+    let (ev, reply) = approval(
+        call("c1", "run_command", json!({"command": "rm -rf build"})),
+        "run `rm -rf build`",
+        Some("ask — default"),
+    );
+    app.on_agent_event(ev);
+    app.on_key(key(KeyCode::Char('f')));
+    assert_eq!(app.mode, InputMode::Feedback);
+    type_str(&mut app, "use make clean");
+    assert!(reply.try_recv().is_err(), "nothing is sent before Enter");
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(
+        reply.try_recv().unwrap(),
+        ApprovalDecision::DenyWithFeedback { feedback: "use make clean".to_owned() }
+    );
+    assert_eq!(app.mode, InputMode::Normal);
+}
+
+#[test]
+fn turn_end_drops_open_requests_as_cancelled() {
+    let (mut app, _rx) = app();
+    app.on_agent_event(turn_started());
+    let (ev, reply) =
+        approval(call("c1", "run_command", json!({"command": "ls"})), "run `ls`", None);
+    app.on_agent_event(ev);
+    let (ev, answer) = ask("Which?", &["a"]);
+    app.on_agent_event(ev);
+    app.on_agent_event(turn_done(TurnOutcome::Cancelled));
+    assert!(reply.recv().is_err(), "the approval reply was dropped");
+    assert!(answer.recv().is_err(), "the question reply was dropped");
+    assert!(notes(&app.take_history()).iter().any(|n| n.contains("turn cancelled")));
+}
+
+#[test]
+fn questions_take_a_number_text_or_esc() {
+    let (mut app, _rx) = app();
+    let (ev, answer) = ask("Which database?", &["postgres", "sqlite"]);
+    app.on_agent_event(ev);
+    app.on_key(key(KeyCode::Char('2')));
+    assert_eq!(answer.try_recv().unwrap(), AskUserAnswer::Answer { text: "sqlite".to_owned() });
+
+    let (ev, answer) = ask("Name?", &[]);
+    app.on_agent_event(ev);
+    type_str(&mut app, "Ada");
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(answer.try_recv().unwrap(), AskUserAnswer::Answer { text: "Ada".to_owned() });
+
+    let (ev, answer) = ask("Really?", &["yes"]);
+    app.on_agent_event(ev);
+    app.on_key(key(KeyCode::Esc));
+    assert_eq!(answer.try_recv().unwrap(), AskUserAnswer::Declined);
+}
+
+#[test]
+fn esc_and_ctrl_c_cancel_a_running_turn_and_ctrl_c_twice_quits_when_idle() {
+    let (mut app, rx) = app();
+    app.on_agent_event(turn_started());
+    app.on_key(key(KeyCode::Esc));
+    assert_eq!(rx.try_recv().unwrap(), AgentCommand::Cancel);
+    app.on_key(ctrl('c'));
+    assert_eq!(rx.try_recv().unwrap(), AgentCommand::Cancel);
+    app.on_agent_event(turn_done(TurnOutcome::Cancelled));
+
+    type_str(&mut app, "half typed");
+    app.on_key(ctrl('c'));
+    assert!(app.editor.is_empty(), "Ctrl+C first clears the input");
+    assert!(app.take_effects().is_empty());
+    app.on_key(ctrl('c'));
+    assert!(app.quit_armed);
+    assert!(app.take_effects().is_empty(), "one Ctrl+C does not quit");
+    app.on_key(ctrl('c'));
+    assert_eq!(app.take_effects(), vec![Effect::Quit]);
+    assert!(rx.try_recv().is_err(), "idle Ctrl+C sends nothing to the agent");
+}
+
+#[test]
+fn streamed_text_is_committed_at_block_boundaries_never_inside_a_fence() {
+    let (mut app, _rx) = app();
+    app.on_agent_event(turn_started());
+    for chunk in
+        ["# Title\n", "\nSome ", "text.\n\n```rust\nfn a() {}\n", "\n", "fn b() {}\n```\n", "tail"]
+    {
+        app.on_agent_event(text(chunk));
+    }
+    let committed = app.take_history();
+    let rendered: Vec<String> = committed
+        .iter()
+        .flat_map(|c| c.lines(std::time::Instant::now(), 0))
+        .map(|l| l.to_string())
+        .collect();
+    assert!(rendered.iter().any(|l| l == "Title"), "{rendered:?}");
+    assert!(
+        rendered.iter().any(|l| l.contains("fn b() {}")),
+        "the closed fence is committed whole: {rendered:?}"
+    );
+    let live: Vec<String> = app.live_answer().iter().map(ToString::to_string).collect();
+    assert_eq!(live, vec!["tail".to_owned()]);
+    app.on_agent_event(turn_done(TurnOutcome::Completed));
+    assert!(app.live_answer().is_empty());
+    let rest: Vec<String> = app
+        .take_history()
+        .iter()
+        .flat_map(|c| c.lines(std::time::Instant::now(), 0))
+        .map(|l| l.to_string())
+        .collect();
+    assert!(rest.iter().any(|l| l == "tail"), "{rest:?}");
+}
+
+#[test]
+fn tool_cards_live_while_running_and_go_to_history_when_done() {
+    let (mut app, _rx) = app();
+    app.on_agent_event(turn_started());
+    app.on_agent_event(event(AgentEventKind::ToolStarted {
+        turn: turn(),
+        step: StepId::FIRST,
+        call: call("c1", "agent", json!({"task": "find the bug"})),
+    }));
+    app.on_agent_event(sub_event(
+        "c1",
+        AgentEventKind::ToolStarted {
+            turn: turn(),
+            step: StepId::FIRST,
+            call: call("s1", "grep", json!({"pattern": "panic!"})),
+        },
+    ));
+    assert_eq!(app.tools.len(), 1);
+    assert_eq!(app.tools[0].children.len(), 1, "the subagent's tool nests under its card");
+    app.on_agent_event(sub_event(
+        "c1",
+        AgentEventKind::ToolFinished {
+            turn: turn(),
+            step: StepId::FIRST,
+            call_id: ToolCallId::new("s1"),
+            result: Ok(ToolResult::text(
+                ToolCallId::new("s1"),
+                ToolResultStatus::Success,
+                "3 matches",
+            )),
+        },
+    ));
+    assert_eq!(app.tools[0].children[0].ok, Some(true));
+    app.on_agent_event(event(AgentEventKind::ToolFinished {
+        turn: turn(),
+        step: StepId::FIRST,
+        call_id: ToolCallId::new("c1"),
+        result: Ok(ToolResult {
+            tool_call_id: ToolCallId::new("c1"),
+            content: vec![ContentItem::Text { text: "found".to_owned() }],
+            status: ToolResultStatus::Success,
+        }),
+    }));
+    assert!(app.tools.is_empty());
+    assert!(matches!(app.take_history().as_slice(), [Cell::Tool(_)]));
+}
+
+#[test]
+fn slash_commands() {
+    let (mut app, _rx) = app();
+    app.slash("/compact");
+    app.slash("/approvals");
+    app.slash("/status");
+    app.slash("/bogus");
+    let texts = notes(&app.take_history());
+    assert!(texts[0].contains("not available"), "{texts:?}");
+    assert!(
+        texts[1].contains("on-request") && texts[1].contains("--ask-for-approval"),
+        "{texts:?}"
+    );
+    assert!(texts[2].contains(crate::testing::SESSION) && texts[2].contains("gpt-5"), "{texts:?}");
+    assert!(texts[3].contains("unknown command /bogus"), "{texts:?}");
+
+    app.slash("/model o3");
+    app.slash("/new");
+    app.slash("/fork");
+    app.slash("/resume");
+    app.slash("/diff");
+    app.slash("/quit");
+    let id = crate::testing::SESSION.to_owned();
+    assert_eq!(
+        app.take_effects(),
+        vec![
+            Effect::Start(StartRequest {
+                session: SessionChoice::Resume(id.clone()),
+                model: Some("o3".to_owned()),
+                provider: None
+            }),
+            Effect::Start(StartRequest {
+                session: SessionChoice::New,
+                model: None,
+                provider: None
+            }),
+            Effect::Start(StartRequest {
+                session: SessionChoice::Fork(id),
+                model: None,
+                provider: None
+            }),
+            Effect::ListSessions,
+            Effect::Diff,
+            Effect::Quit,
+        ]
+    );
+}
+
+#[test]
+fn completion_menus_for_commands_files_and_skills() {
+    let (mut app, rx) = app();
+    type_str(&mut app, "/st");
+    let menu = app.completion.clone().unwrap();
+    assert_eq!(menu.items[0].0, "/status");
+    app.on_key(key(KeyCode::Enter));
+    assert!(
+        notes(&app.take_history()).iter().any(|n| n.contains("session:")),
+        "Enter on a command runs it"
+    );
+
+    type_str(&mut app, "look at @mai");
+    assert_eq!(app.completion.as_ref().unwrap().items[0].0, "@src/main.rs");
+    app.on_key(key(KeyCode::Tab));
+    assert_eq!(app.editor.text(), "look at @src/main.rs ");
+    assert!(app.completion.is_none());
+
+    app.skills = vec!["review".to_owned(), "release".to_owned()];
+    type_str(&mut app, "$rev");
+    assert_eq!(app.completion.as_ref().unwrap().items, vec![("$review".to_owned(), String::new())]);
+    app.on_key(key(KeyCode::Esc));
+    assert!(app.completion.is_none());
+    assert!(rx.try_recv().is_err());
+}
+
+#[test]
+fn usage_context_and_cost() {
+    let (mut app, _rx) = app();
+    app.on_agent_event(turn_started());
+    app.on_agent_event(event(AgentEventKind::StepFinished {
+        turn: turn(),
+        step: StepId::FIRST,
+        usage: Usage {
+            input_tokens: 40_000,
+            cached_input_tokens: 0,
+            output_tokens: 0,
+            reasoning_output_tokens: 0,
+        },
+    }));
+    app.on_agent_event(event(AgentEventKind::TurnDone {
+        turn: turn(),
+        cancelled: false,
+        outcome: TurnOutcome::Completed,
+        usage: Usage {
+            input_tokens: 1_000_000,
+            cached_input_tokens: 0,
+            output_tokens: 100_000,
+            reasoning_output_tokens: 0,
+        },
+    }));
+    assert_eq!(app.context_percent(), 10);
+    // 1M input at $1.25 + 100k output at $10.
+    assert!((app.cost().unwrap() - 2.25).abs() < 1e-9);
+}
+
+#[test]
+fn a_50k_token_stream_keeps_the_live_tail_bounded() {
+    let (mut app, _rx) = app();
+    app.on_agent_event(turn_started());
+    for i in 0..50_000 {
+        app.on_agent_event(text(if i % 500 == 499 { "word\n\n" } else { "word " }));
+        if i % 1000 == 0 {
+            let live: usize = app.live_answer().iter().map(|l| l.width()).sum();
+            assert!(live <= 5_000, "the live tail stays small: {live}");
+        }
+    }
+    // Every committed cell is a finished paragraph.
+    assert_eq!(app.take_history().len(), 100);
+}
+
+#[test]
+fn an_initial_prompt_is_sent_whole_even_when_it_ends_in_a_completable_word() {
+    let (mut app, rx) = app();
+    app.send_text("explain @src/mai".to_owned());
+    assert_eq!(rx.try_recv().unwrap(), AgentCommand::Submit(UserInput::text("explain @src/mai")));
+    assert!(app.completion.is_none());
+}

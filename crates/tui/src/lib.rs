@@ -1,0 +1,224 @@
+//! The interactive terminal UI (seed L0): `codecoder` with no subcommand. A transcript of the
+//! session (Markdown answers, reasoning, tool cards with live output, diffs and plans), inline
+//! approvals and questions, a multi-line input editor with completion, slash commands and a
+//! status line — drawn with ratatui in an inline viewport under the shell prompt, so the
+//! transcript stays in the terminal's scrollback after exit.
+//!
+//! Architecture: the UI thread owns the terminal and the `App` state and `select!`s over the
+//! agent's event receiver, a crossterm input thread (`tui-input`) and a frame tick. All pending
+//! agent events are drained before a frame is drawn, and frames are coalesced (at most one per
+//! 16 ms, only when something changed), so a fast token stream never backs up. State → lines is
+//! pure (`cells`, `view`, `markdown`): snapshot tests need no terminal.
+//!
+//! Invariants:
+//! - The terminal is restored on every exit path: normal return, `?` errors (a drop guard) and
+//!   panics (a panic hook installed for the UI's lifetime).
+//! - No async runtime: std threads and crossbeam channels only, like the kernel.
+//! - Every approval request and question is answered once, or dropped (= cancelled) with its
+//!   turn; the UI never leaves the agent blocked on it after the turn ends.
+//! - The front-end (the `cli` crate) decides how sessions start through the `Host` trait; this
+//!   crate never builds an agent itself.
+
+mod app;
+mod bench;
+mod cells;
+mod complete;
+mod highlight;
+mod input;
+mod markdown;
+mod run;
+mod view;
+
+#[cfg(test)]
+mod testing;
+
+use std::path::PathBuf;
+
+use codecoder_kernel::AgentHandle;
+use codecoder_protocol::{MessageItem, Record, RecordBody, SessionId, ToolCall, ToolResult};
+
+pub use bench::simulate_stream;
+pub use run::{FrameStats, run};
+
+/// USD prices per million tokens, when the model's are known.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Pricing {
+    /// Uncached input.
+    pub input: Option<f64>,
+    /// Cached input.
+    pub cached_input: Option<f64>,
+    /// Output.
+    pub output: Option<f64>,
+}
+
+/// What the UI shows about a running session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionInfo {
+    /// The root session.
+    pub session_id: SessionId,
+    /// The model id.
+    pub model: String,
+    /// The provider id.
+    pub provider: String,
+    /// The model's context window, in tokens.
+    pub context_window: u64,
+    /// The working directory (for `@path` completion, `/diff`, `/init`).
+    pub cwd: PathBuf,
+    /// Prices, for the cost shown in the status line and `/status`.
+    pub pricing: Pricing,
+}
+
+/// One entry of a session's past, re-rendered when a session is resumed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TranscriptItem {
+    /// A user message's text.
+    User(String),
+    /// An assistant message's text (Markdown).
+    Assistant(String),
+    /// Reasoning text.
+    Reasoning(String),
+    /// A tool call and its result (`None`: the log holds no result, e.g. interrupted).
+    Tool {
+        /// The call.
+        call: ToolCall,
+        /// Its result.
+        result: Option<ToolResult>,
+    },
+}
+
+/// A started session: the agent, what to show about it, and its past.
+#[derive(Debug)]
+pub struct Session {
+    /// The agent: commands in, events out. The UI owns it and shuts it down.
+    pub agent: AgentHandle,
+    /// What the status line shows.
+    pub info: SessionInfo,
+    /// The past (empty for a new session).
+    pub transcript: Vec<TranscriptItem>,
+}
+
+/// Which session `Host::start` should start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionChoice {
+    /// A new session.
+    New,
+    /// Resume this session (id, unique prefix or path).
+    Resume(String),
+    /// Branch this session into a new one and continue there.
+    Fork(String),
+}
+
+/// A request to replace the running agent (`/new`, `/resume`, `/fork`, `/model`, `/provider`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartRequest {
+    /// Which session.
+    pub session: SessionChoice,
+    /// Another model (`None`: as configured).
+    pub model: Option<String>,
+    /// Another provider (`None`: as configured).
+    pub provider: Option<String>,
+}
+
+/// A session in the `/resume` picker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    /// The session id.
+    pub id: String,
+    /// A one-line title (the first prompt).
+    pub title: String,
+    /// When it was last written, for display.
+    pub updated: String,
+}
+
+/// What the UI needs from the front-end that wires agents together.
+pub trait Host {
+    /// Starts an agent. The UI has already shut the previous one down.
+    ///
+    /// # Errors
+    /// When the session cannot be found or the agent cannot start; the UI shows the message.
+    fn start(&mut self, request: &StartRequest) -> anyhow::Result<Session>;
+
+    /// The sessions `/resume` offers, newest first.
+    ///
+    /// # Errors
+    /// When the session index cannot be read; the UI shows the message.
+    fn sessions(&mut self) -> anyhow::Result<Vec<SessionSummary>>;
+}
+
+/// Settings of one UI run.
+#[derive(Debug, Clone)]
+pub struct TuiConfig {
+    /// The approval mode shown in the status line and `/approvals` (`on-request` by default).
+    pub approval_mode: String,
+    /// Draw without colours (`NO_COLOR` set).
+    pub no_color: bool,
+    /// A prompt to send at once (`codecoder "PROMPT"`).
+    pub initial_prompt: Option<String>,
+    /// Skill names `$` completes.
+    pub skills: Vec<String>,
+    /// Where to write frame statistics as JSON at exit (benchmarks), if anywhere.
+    pub stats_path: Option<PathBuf>,
+}
+
+/// The transcript of a session log's records: user and assistant text, reasoning, tool calls
+/// paired with their results.
+pub fn transcript_from_records<'a>(
+    records: impl IntoIterator<Item = &'a Record>,
+) -> Vec<TranscriptItem> {
+    let mut items = Vec::new();
+    let mut open_calls: Vec<(usize, codecoder_protocol::ToolCallId)> = Vec::new();
+    for record in records {
+        match &record.body {
+            RecordBody::UserMessage { message } => {
+                let text = message_text(&message.items);
+                if !text.trim().is_empty() {
+                    items.push(TranscriptItem::User(text));
+                }
+            }
+            RecordBody::AssistantMessage { message } => {
+                for item in &message.items {
+                    match item {
+                        MessageItem::Text { text } if !text.trim().is_empty() => {
+                            items.push(TranscriptItem::Assistant(text.clone()));
+                        }
+                        MessageItem::Reasoning(reasoning) if !reasoning.text.trim().is_empty() => {
+                            items.push(TranscriptItem::Reasoning(reasoning.text.clone()));
+                        }
+                        MessageItem::ToolCall(call) => {
+                            open_calls.push((items.len(), call.id.clone()));
+                            items.push(TranscriptItem::Tool { call: call.clone(), result: None });
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            RecordBody::ToolResult { result, .. } => {
+                if let Some(pos) = open_calls.iter().position(|(_, id)| *id == result.tool_call_id)
+                {
+                    let (index, _) = open_calls.remove(pos);
+                    if let Some(TranscriptItem::Tool { result: slot, .. }) = items.get_mut(index) {
+                        *slot = Some(result.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    items
+}
+
+fn message_text(items: &[MessageItem]) -> String {
+    let mut text = String::new();
+    for item in items {
+        if let MessageItem::Text { text: part } = item {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(part);
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests;

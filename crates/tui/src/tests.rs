@@ -1,0 +1,64 @@
+//! The public helpers: a session log's records → the transcript a resumed session shows.
+
+use codecoder_protocol::{
+    Message, MessageItem, Reasoning, Record, RecordBody, Role, ToolCallId, ToolResult,
+    ToolResultStatus,
+};
+use serde_json::json;
+
+use crate::{TranscriptItem, transcript_from_records};
+
+fn record(seq: u64, body: RecordBody) -> Record {
+    Record { seq, ts: 0, body }
+}
+
+#[test]
+fn records_become_a_transcript_with_results_paired_to_calls() {
+    let call = crate::testing::call("c1", "run_command", json!({"command": "ls"}));
+    let orphan = crate::testing::call("c2", "read_file", json!({"path": "a"}));
+    let records = vec![
+        record(1, RecordBody::UserMessage { message: Message::user_text("hi") }),
+        record(
+            2,
+            RecordBody::AssistantMessage {
+                message: Message::new(
+                    Role::Assistant,
+                    vec![
+                        MessageItem::Reasoning(Reasoning {
+                            text: "think".to_owned(),
+                            ..Reasoning::default()
+                        }),
+                        MessageItem::Text { text: "Looking.".to_owned() },
+                        MessageItem::ToolCall(call.clone()),
+                        MessageItem::ToolCall(orphan.clone()),
+                    ],
+                ),
+            },
+        ),
+        record(
+            3,
+            RecordBody::ToolResult {
+                result: ToolResult::text(ToolCallId::new("c1"), ToolResultStatus::Success, "a.rs"),
+                synthetic: None,
+            },
+        ),
+    ];
+    let items = transcript_from_records(&records);
+    assert_eq!(
+        items,
+        vec![
+            TranscriptItem::User("hi".to_owned()),
+            TranscriptItem::Reasoning("think".to_owned()),
+            TranscriptItem::Assistant("Looking.".to_owned()),
+            TranscriptItem::Tool {
+                call,
+                result: Some(ToolResult::text(
+                    ToolCallId::new("c1"),
+                    ToolResultStatus::Success,
+                    "a.rs"
+                )),
+            },
+            TranscriptItem::Tool { call: orphan, result: None },
+        ]
+    );
+}
