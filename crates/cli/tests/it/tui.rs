@@ -185,15 +185,20 @@ fn env_for(server: &FakeModelServer) -> Vec<(String, String)> {
     ]
 }
 
-/// Type a prompt, watch a command run and its output appear, cancel a streaming turn with Esc,
-/// quit with Ctrl+C twice: the transcript stays on the screen after exit.
+/// Type a prompt, approve the command it asks to run (`-a untrusted` asks for anything not known
+/// to be read-only), watch it run and its output appear, cancel a streaming turn with Esc, quit
+/// with Ctrl+C twice: the transcript stays on the screen after exit.
 #[test]
 fn prompt_tool_output_cancel_and_quit_in_a_pty() {
     let script = Script::new()
         .reply(
-            Reply::tool_call("call_1", "run_command", json!({"command": "echo pty-tool-output"}))
-                .with_text("Running it now.")
-                .usage(Usage::tokens(1000, 20)),
+            Reply::tool_call(
+                "call_1",
+                "run_command",
+                json!({"command": "python3 -c \"print('pty-tool-output')\""}),
+            )
+            .with_text("Running it now.")
+            .usage(Usage::tokens(1000, 20)),
         )
         .reply(
             Reply::text("The **command** printed `pty-tool-output`.")
@@ -204,7 +209,7 @@ fn prompt_tool_output_cancel_and_quit_in_a_pty() {
     let server = FakeModelServer::start(script).unwrap();
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
-    let mut pty = Pty::spawn(home.path(), cwd.path(), &env_for(&server), &[]);
+    let mut pty = Pty::spawn(home.path(), cwd.path(), &env_for(&server), &["-a", "untrusted"]);
 
     pty.wait_visible("ask anything", "the input prompt");
     pty.type_text("please run the command");
@@ -212,7 +217,10 @@ fn prompt_tool_output_cancel_and_quit_in_a_pty() {
     pty.send("\r");
 
     pty.wait_for("› please run the command", "the prompt in the transcript");
-    pty.wait_for("✓ run_command $ echo pty-tool-output", "the finished tool card");
+    pty.wait_visible("[y] allow once", "the approval keys");
+    pty.wait_visible("ask — default", "the rule or default behind the question");
+    pty.send("y");
+    pty.wait_for("✓ run_command $ python3 -c", "the finished tool card");
     pty.wait_for("│ pty-tool-output", "the command's output in the card");
     pty.wait_for("exit code 0", "the exit code");
     pty.wait_for("The command printed pty-tool-output.", "the final answer");
