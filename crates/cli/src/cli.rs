@@ -139,7 +139,7 @@ pub(crate) enum Command {
     /// Open the interactive UI on an earlier session, its transcript re-rendered from the log.
     ///
     /// Give a session id (a unique prefix, or a path to its log), or --last for the newest
-    /// session of this directory.
+    /// session of this directory; with neither, a picker lists the sessions to choose from.
     Resume(TuiResumeArgs),
     /// List, inspect, validate, fork and remove session logs.
     ///

@@ -31,15 +31,15 @@ fn main() -> ExitCode {
     // another thread; a lock held for the whole run would deadlock them.
     let mut out = io::BufWriter::new(io::stdout());
     let result = match cli.command {
-        None => tui_cmd::run(&cli.global, &cli.tui.options, cli.tui.prompt.clone(), None),
-        Some(Command::Resume(args)) => {
-            let which = if args.last { None } else { args.session.clone() };
-            if which.is_none() && !args.last {
-                Err(exec::usage("resume needs a session id, or --last"))
-            } else {
-                tui_cmd::run(&cli.global, &args.options, None, Some(which))
+        None => tui_cmd::run(&cli.global, &cli.tui.options, cli.tui.prompt.clone(), None, false),
+        Some(Command::Resume(args)) => match (&args.session, args.last) {
+            (_, true) => tui_cmd::run(&cli.global, &args.options, None, Some(None), false),
+            (Some(id), false) => {
+                tui_cmd::run(&cli.global, &args.options, None, Some(Some(id.clone())), false)
             }
-        }
+            // No id: a new session, with the picker open to choose one to resume.
+            (None, false) => tui_cmd::run(&cli.global, &args.options, None, None, true),
+        },
         Some(Command::Sessions(args)) => sessions::run(args, &mut out),
         Some(Command::ApplyPatch(args)) => apply_patch(&args.patch, &mut out),
         Some(Command::Exec(args)) => exec::run(args, &cli.global, &mut out),

@@ -25,11 +25,13 @@ const NO_COLOR: &str = "NO_COLOR";
 
 /// Runs the UI. `resume`: `None` a new session, `Some(None)` the newest of this directory,
 /// `Some(Some(id))` that session.
+/// `pick`: open the session picker at once (`codecoder resume` without an id).
 pub(crate) fn run(
     global: &GlobalArgs,
     options: &TuiOptions,
     prompt: Option<String>,
     resume: Option<Option<String>>,
+    pick: bool,
 ) -> anyhow::Result<ExitCode> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(usage(
@@ -55,6 +57,7 @@ pub(crate) fn run(
         initial_prompt: prompt,
         skills: Vec::new(),
         stats_path: options.stats_file.clone(),
+        open_resume_picker: pick,
     };
     codecoder_tui::run(config, session, &mut host)?;
     Ok(ExitCode::SUCCESS)
@@ -159,12 +162,13 @@ impl Host for CliHost {
         index.refresh(&store)?;
         let cwd = crate::config_cmd::cwd(&self.global)?;
         let sessions = index.list(Some(&cwd.to_string_lossy()))?;
+        // A session nobody typed into (this one, just started) is nothing to resume.
         Ok(sessions
             .into_iter()
-            .filter(|s| s.problem.is_none())
+            .filter(|s| s.problem.is_none() && !s.title.is_empty())
             .map(|s| SessionSummary {
                 id: s.id.to_string(),
-                title: if s.title.is_empty() { "(no input yet)".to_owned() } else { s.title },
+                title: s.title,
                 updated: codecoder_stdx::format_utc_ms(s.updated_ms),
             })
             .collect())

@@ -177,6 +177,11 @@ impl App {
     }
 
     /// Effects to perform, in order, each returned once.
+    /// Opens the `/resume` picker, as if the person had typed `/resume`.
+    pub(crate) fn open_resume_picker(&mut self) {
+        self.effects.push(Effect::ListSessions);
+    }
+
     pub(crate) fn take_effects(&mut self) -> Vec<Effect> {
         std::mem::take(&mut self.effects)
     }

@@ -158,6 +158,8 @@ pub struct TuiConfig {
     pub skills: Vec<String>,
     /// Where to write frame statistics as JSON at exit (benchmarks), if anywhere.
     pub stats_path: Option<PathBuf>,
+    /// Open the session picker at once (`codecoder resume` without an id).
+    pub open_resume_picker: bool,
 }
 
 /// The transcript of a session log's records: user and assistant text, reasoning, tool calls

@@ -196,6 +196,9 @@ fn ui_loop(
     if let Some(prompt) = &config.initial_prompt {
         app.send_text(prompt.clone());
     }
+    if config.open_resume_picker {
+        app.open_resume_picker();
+    }
     let ticker = crossbeam_channel::tick(FRAME);
     let never = crossbeam_channel::never::<AgentEvent>();
     let mut last_draw: Option<Instant> = None;

@@ -323,6 +323,39 @@ fn resume_last_rerenders_the_transcript() {
     assert!(log.contains("and now?"), "the new prompt is in the resumed log");
 }
 
+/// `codecoder resume` without an id opens the picker; Enter resumes the chosen session.
+#[test]
+fn resume_without_an_id_opens_the_picker() {
+    let script = Script::new()
+        .reply(Reply::text("Picked answer.").usage(Usage::tokens(1000, 10)))
+        .reply(Reply::text("Continued.").usage(Usage::tokens(1100, 10)));
+    let server = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_codecoder"))
+        .args(["exec", "the question to pick"])
+        .current_dir(cwd.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("CODECODER_HOME", home.path())
+        .envs(env_for(&server))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", crate::stderr(&out));
+
+    let mut pty = Pty::spawn(home.path(), cwd.path(), &env_for(&server), &["resume"]);
+    pty.wait_visible("the question to pick", "the session in the picker");
+    pty.send("\r");
+    pty.wait_for("Picked answer.", "the resumed transcript");
+    pty.type_text("go on");
+    pty.send("\r");
+    pty.wait_for("Continued.", "the answer in the resumed session");
+    pty.type_text("/quit");
+    pty.send("\r");
+    assert!(pty.wait_exit().success());
+}
+
 /// CPU seconds (user + system) used so far by a process (`/proc/PID/stat`) or one of its
 /// threads (`/proc/PID/task/TID/stat`), Linux only.
 fn cpu_seconds(stat_path: &str) -> Option<f64> {
