@@ -83,6 +83,9 @@ struct Group {
 pub(crate) struct Handler {
     pub(crate) command: String,
     pub(crate) timeout: Duration,
+    /// The `if` condition (permission-rule syntax, tool events only): the handler runs only for
+    /// calls it matches.
+    pub(crate) condition: Option<String>,
     /// The file it was configured in.
     pub(crate) source: PathBuf,
 }
@@ -405,10 +408,24 @@ fn parse_handler(
         }
         Some(_) => return Err(shape(format!("{at}.timeout"), "expected a number of seconds")),
     };
+    let condition = match handler.get("if") {
+        None => None,
+        Some(Value::String(condition)) => {
+            if let Err(err) = crate::condition::check(condition) {
+                warnings.push(format!(
+                    "{}: `{at}.if` {condition:?} is not a permission rule ({err}); the hook runs \
+                     for every matching call",
+                    source.display()
+                ));
+            }
+            Some(condition.clone())
+        }
+        Some(_) => return Err(shape(format!("{at}.if"), "expected a rule like \"Bash(git *)\"")),
+    };
     for key in handler.keys() {
         match key.as_str() {
-            "type" | "command" | "timeout" => {}
-            "async" | "if" | "once" | "statusMessage" => warnings.push(format!(
+            "type" | "command" | "timeout" | "if" => {}
+            "async" | "once" | "statusMessage" => warnings.push(format!(
                 "{}: `{at}.{key}` is not supported yet; the hook runs as a plain command hook",
                 source.display()
             )),
@@ -416,7 +433,7 @@ fn parse_handler(
                 .push(format!("{}: `{at}.{key}` is not a hook setting; ignored", source.display())),
         }
     }
-    Ok(Some(Handler { command, timeout, source: source.to_owned() }))
+    Ok(Some(Handler { command, timeout, condition, source: source.to_owned() }))
 }
 
 /// The file's JSON, `None` when it does not exist.

@@ -18,6 +18,7 @@
 //! - Nothing a hook prints or does makes this crate panic or return `Err`: a broken hook is a
 //!   non-blocking error in the outcome, and every such message names the hook.
 
+mod condition;
 mod config;
 mod event;
 mod kernel;

@@ -71,13 +71,16 @@ impl HookRunner {
     /// Before our tool `tool` runs with `args` (call `call_id`). The input carries Claude's
     /// tool and argument names where one maps; `updated_args` comes back in ours.
     pub fn pre_tool_use(&self, tool: &str, args: &Value, call_id: &str) -> PreToolUse {
-        let rans = self.run(Event::PreToolUse, tool, || tool_fields(tool, args, call_id));
+        let rans =
+            self.run_for(Event::PreToolUse, tool, Some(args), || tool_fields(tool, args, call_id));
         outcome::pre_tool_use(tool, &rans)
     }
 
     /// When the user would be asked to approve `tool` with `args`.
     pub fn permission_request(&self, tool: &str, args: &Value, call_id: &str) -> PermissionRequest {
-        let rans = self.run(Event::PermissionRequest, tool, || tool_fields(tool, args, call_id));
+        let rans = self.run_for(Event::PermissionRequest, tool, Some(args), || {
+            tool_fields(tool, args, call_id)
+        });
         outcome::permission_request(tool, &rans)
     }
 
@@ -89,7 +92,7 @@ impl HookRunner {
         call_id: &str,
         response: &Value,
     ) -> PostToolUse {
-        let rans = self.run(Event::PostToolUse, tool, || {
+        let rans = self.run_for(Event::PostToolUse, tool, Some(args), || {
             let mut fields = tool_fields(tool, args, call_id);
             fields.insert("tool_response".to_owned(), response.clone());
             fields
@@ -105,7 +108,7 @@ impl HookRunner {
         call_id: &str,
         error: &str,
     ) -> PostToolUse {
-        let rans = self.run(Event::PostToolUseFailure, tool, || {
+        let rans = self.run_for(Event::PostToolUseFailure, tool, Some(args), || {
             let mut fields = tool_fields(tool, args, call_id);
             fields.insert("error".to_owned(), Value::String(error.to_owned()));
             fields
@@ -214,7 +217,25 @@ impl HookRunner {
         subject: &str,
         event_fields: impl FnOnce() -> Map<String, Value>,
     ) -> Vec<Ran> {
-        let handlers = self.set.matching(event, subject);
+        self.run_for(event, subject, None, event_fields)
+    }
+
+    /// `run`, keeping only the handlers whose `if` condition applies to `call` (tool, args).
+    fn run_for(
+        &self,
+        event: Event,
+        subject: &str,
+        call: Option<&Value>,
+        event_fields: impl FnOnce() -> Map<String, Value>,
+    ) -> Vec<Ran> {
+        let mut handlers = self.set.matching(event, subject);
+        if let Some(args) = call {
+            handlers.retain(|handler| {
+                handler.condition.as_deref().is_none_or(|condition| {
+                    crate::condition::applies(condition, subject, args, &self.common.cwd)
+                })
+            });
+        }
         if handlers.is_empty() {
             return Vec::new();
         }

@@ -161,3 +161,41 @@ fn an_untrusted_projects_hooks_do_not_run() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(marker.exists());
 }
+
+#[test]
+fn an_if_condition_limits_a_hook_to_the_calls_it_names() {
+    let setup = Setup::new();
+    let ran = setup.user_home.path().join("ran.log");
+    let guard = script(
+        setup.user_home.path(),
+        "guard.sh",
+        &format!(
+            "cat >> '{}'; echo >> '{}'; echo 'no rm' >&2; exit 2",
+            ran.display(),
+            ran.display()
+        ),
+    );
+    settings(
+        setup.user_home.path(),
+        json!({ "PreToolUse": [{ "matcher": "Bash", "hooks": [
+            { "type": "command", "command": guard, "if": "Bash(rm *)" }
+        ] }] }),
+    );
+    std::fs::write(setup.repo.path().join("keep.txt"), "precious").unwrap();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("c1", "run_command", json!({ "command": "echo fine" })))
+            .reply(Reply::tool_call("c2", "run_command", json!({ "command": "ls && rm keep.txt" })))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let out = setup.run(&server, &["exec", "go"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = std::fs::read_to_string(&ran).unwrap();
+    assert_eq!(log.lines().count(), 1, "the hook ran only for the rm: {log}");
+    assert!(log.contains("rm keep.txt"), "{log}");
+    assert!(setup.repo.path().join("keep.txt").exists());
+    let requests = server.requests();
+    assert!(requests[1].raw_body.contains("fine"), "echo ran");
+    assert!(requests[2].raw_body.contains("no rm"), "{}", requests[2].raw_body);
+}
