@@ -108,14 +108,18 @@ impl CliHost {
             },
         )?;
         self.modes = Some(stack.modes);
-        let transcript = match (resuming, stack.agent.session_path()) {
-            (true, Some(path)) => {
-                let loaded = codecoder_session::load(path)
-                    .with_context(|| format!("reading {}", path.display()))?;
-                codecoder_tui::transcript_from_records(loaded.records())
-            }
-            _ => Vec::new(),
-        };
+        let (transcript, (usage_so_far, context_tokens)) =
+            match (resuming, stack.agent.session_path()) {
+                (true, Some(path)) => {
+                    let loaded = codecoder_session::load(path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    (
+                        codecoder_tui::transcript_from_records(loaded.records()),
+                        codecoder_tui::usage_from_records(loaded.records()),
+                    )
+                }
+                _ => (Vec::new(), Default::default()),
+            };
         // Prices: `[models."ID"]` of config.toml first, then the catalog.
         let catalog = codecoder_providers::model_info(&stack.model);
         let configured = stack.config.models.get(&stack.model);
@@ -134,6 +138,8 @@ impl CliHost {
             context_window: stack.context_window,
             cwd: stack.cwd,
             pricing,
+            usage_so_far,
+            context_tokens,
         };
         Ok(Session { agent: stack.agent, info, transcript })
     }

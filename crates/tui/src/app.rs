@@ -124,6 +124,7 @@ pub(crate) struct App {
 impl App {
     /// A fresh state for a session.
     pub(crate) fn new(info: SessionInfo, approval_mode: String, cmd: Sender<AgentCommand>) -> Self {
+        let (session_usage, context_tokens) = (info.usage_so_far, info.context_tokens);
         Self {
             info,
             approval_mode,
@@ -142,9 +143,9 @@ impl App {
             status: AgentStatus::Idle,
             turn_running: false,
             turn_started: None,
-            session_usage: Usage::default(),
+            session_usage,
             turn_usage: Usage::default(),
-            context_tokens: 0,
+            context_tokens,
             quit_armed: false,
             completion: None,
             picker: None,
@@ -158,6 +159,8 @@ impl App {
     /// Switches to a new agent (after `/new`, `/resume`, …), keeping the editor and history.
     pub(crate) fn switch_session(&mut self, info: SessionInfo, cmd: Sender<AgentCommand>) {
         self.flush_live();
+        self.session_usage = info.usage_so_far;
+        self.context_tokens = info.context_tokens;
         self.info = info;
         self.cmd = cmd;
         self.approvals.clear();
@@ -165,9 +168,7 @@ impl App {
         self.turn_running = false;
         self.turn_started = None;
         self.status = AgentStatus::Idle;
-        self.session_usage = Usage::default();
         self.turn_usage = Usage::default();
-        self.context_tokens = 0;
         self.dirty = true;
     }
 

@@ -32,6 +32,8 @@ pub fn simulate_stream(
         context_window: 400_000,
         cwd: std::path::PathBuf::from("."),
         pricing: Pricing::default(),
+        usage_so_far: codecoder_protocol::Usage::default(),
+        context_tokens: 0,
     };
     let (tx, _rx) = crossbeam_channel::unbounded();
     let mut app = App::new(info, "on-request".to_owned(), tx);

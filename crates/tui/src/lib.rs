@@ -35,7 +35,7 @@ mod testing;
 use std::path::PathBuf;
 
 use codecoder_kernel::AgentHandle;
-use codecoder_protocol::{MessageItem, Record, RecordBody, SessionId, ToolCall, ToolResult};
+use codecoder_protocol::{MessageItem, Record, RecordBody, SessionId, ToolCall, ToolResult, Usage};
 
 pub use bench::simulate_stream;
 pub use run::{FrameStats, run};
@@ -66,6 +66,27 @@ pub struct SessionInfo {
     pub cwd: PathBuf,
     /// Prices, for the cost shown in the status line and `/status`.
     pub pricing: Pricing,
+    /// Tokens the session used before this process (a resumed session's earlier turns).
+    pub usage_so_far: Usage,
+    /// The last request's input + output tokens, before this process (context used).
+    pub context_tokens: u64,
+}
+
+/// What a session log says about its token use: the turns' totals, and the last step's input +
+/// output (how full the context was).
+pub fn usage_from_records<'a>(records: impl IntoIterator<Item = &'a Record>) -> (Usage, u64) {
+    let mut total = Usage::default();
+    let mut context = 0;
+    for record in records {
+        match &record.body {
+            RecordBody::TurnEnd { usage, .. } => total += *usage,
+            RecordBody::StepEnd { usage, .. } if usage.input_tokens + usage.output_tokens > 0 => {
+                context = usage.input_tokens + usage.output_tokens;
+            }
+            _ => {}
+        }
+    }
+    (total, context)
 }
 
 /// One entry of a session's past, re-rendered when a session is resumed.

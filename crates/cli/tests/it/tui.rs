@@ -308,6 +308,8 @@ fn resume_last_rerenders_the_transcript() {
     pty.type_text("/status");
     pty.send("\r");
     pty.wait_for("context:", "the /status report");
+    // The earlier turn's tokens count too: 2,100 + 1,200 in, 30 + 10 out.
+    pty.wait_for("tokens: 3300 in (0 cached), 40 out", "the session's tokens across processes");
     pty.type_text("/quit");
     pty.send("\r");
     let status = pty.wait_exit();
