@@ -15,7 +15,7 @@ use codecoder_kernel::{
 };
 use codecoder_policy::{ApprovalMode, Modes, RuleOrigin, RuleSet, SandboxMode};
 use codecoder_sandbox::{BackendPreference, Confinement, FsAccess, Probe, Sandbox, SandboxPolicy};
-use codecoder_tools::Escalation;
+use codecoder_tools::{Escalation, EscalationSetting};
 
 use crate::cli::{ApprovalArg, SafetyArgs, SandboxModeArg};
 
@@ -27,8 +27,8 @@ pub(crate) struct Safety {
     pub(crate) policy: Arc<ChainPolicy>,
     /// What `run_command` runs in.
     pub(crate) confinement: Confinement,
-    /// What a sandbox denial does.
-    pub(crate) escalation: Escalation,
+    /// What a sandbox denial does (shared with the tools, changed with the approval mode).
+    pub(crate) escalation: EscalationSetting,
     /// The backend probe (for `doctor`).
     pub(crate) probe: Probe,
     /// The sandbox policy (also when unconfined: `doctor` and `sandbox` print it).
@@ -150,9 +150,9 @@ pub(crate) fn build(
     };
     Ok(Safety {
         modes,
-        policy: Arc::new(ChainPolicy { policy }),
+        policy: Arc::new(ChainPolicy { policy: std::sync::RwLock::new(policy) }),
         confinement,
-        escalation,
+        escalation: EscalationSetting::new(escalation),
         probe,
         sandbox_policy,
         warnings,
@@ -282,13 +282,29 @@ fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
     }
 }
 
-/// The permission chain behind the kernel's approval seam.
+/// The permission chain behind the kernel's approval seam. The approval mode can change during
+/// a session (`/approvals` in the UI); the rest is fixed.
 #[derive(Debug)]
 pub(crate) struct ChainPolicy {
-    pub(crate) policy: codecoder_policy::Policy,
+    pub(crate) policy: std::sync::RwLock<codecoder_policy::Policy>,
 }
 
 impl ChainPolicy {
+    /// The modes now.
+    pub(crate) fn modes(&self) -> Modes {
+        self.policy.read().unwrap_or_else(std::sync::PoisonError::into_inner).modes
+    }
+
+    /// Switches the approval mode; the tools' escalation follows it.
+    pub(crate) fn set_approval(&self, approval: ApprovalMode, escalation: &EscalationSetting) {
+        let mut policy = self.policy.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        policy.modes.approval = approval;
+        escalation.set(match (policy.modes.bypass, approval) {
+            (false, ApprovalMode::Untrusted | ApprovalMode::OnRequest) => Escalation::Ask,
+            _ => Escalation::Never,
+        });
+    }
+
     /// The chain's decision for a call, in its own terms.
     pub(crate) fn decide_call(
         &self,
@@ -313,8 +329,9 @@ impl ChainPolicy {
             ToolKind::Network => codecoder_policy::Kind::Network,
             ToolKind::Interactive => codecoder_policy::Kind::Interactive,
         };
+        let policy = self.policy.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         codecoder_policy::decide(
-            &self.policy,
+            &policy,
             &codecoder_policy::Request {
                 tool,
                 kind,

@@ -63,6 +63,10 @@ pub(crate) struct Stack {
     pub(crate) home: PathBuf,
     /// The sandbox and approval modes the session runs under.
     pub(crate) modes: codecoder_policy::Modes,
+    /// The approval chain (its approval mode can be changed while the session runs).
+    pub(crate) policy: Arc<crate::safety::ChainPolicy>,
+    /// `run_command`'s escalation setting, which follows the approval mode.
+    pub(crate) escalation: codecoder_tools::EscalationSetting,
 }
 
 /// Loads the configuration and starts an agent. Notices from loading go to stderr.
@@ -186,7 +190,7 @@ pub(crate) fn build(global: &GlobalArgs, request: &StackRequest) -> anyhow::Resu
     // edit outside the writable roots), so the tools themselves may write anywhere.
     let mut tools_config = codecoder_tools::ToolsConfig::standard(&cwd, vec![PathBuf::from("/")]);
     tools_config.confinement = safety.confinement.clone();
-    tools_config.escalation = safety.escalation;
+    tools_config.escalation = safety.escalation.clone();
     // Output over the cap is kept whole, as a blob beside the session logs.
     tools_config.spill_dir = Some(store.blobs().dir().join("spill"));
     tools_config.blobs = Some(store.blobs());
@@ -261,6 +265,8 @@ pub(crate) fn build(global: &GlobalArgs, request: &StackRequest) -> anyhow::Resu
         cwd,
         home,
         modes: safety.modes,
+        policy: safety.policy,
+        escalation: safety.escalation,
     })
 }
 

@@ -8,6 +8,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use codecoder_session::{Index, SessionStore, WriterConfig};
@@ -44,13 +45,10 @@ pub(crate) fn run(
         model: options.model.clone(),
         provider: options.provider.clone(),
         modes: None,
+        safety: None,
     };
     let session = host.start_stack(resume, None, None)?;
-    let approval_mode = match host.modes {
-        Some(modes) if modes.bypass => "yolo (no sandbox, no approvals)".to_owned(),
-        Some(modes) => format!("{} · {}", modes.approval.as_str(), modes.sandbox.as_str()),
-        None => String::new(),
-    };
+    let approval_mode = host.modes.map(mode_label).unwrap_or_default();
     let config = TuiConfig {
         approval_mode,
         no_color: std::env::var_os(NO_COLOR).is_some_and(|v| !v.is_empty()),
@@ -72,6 +70,17 @@ struct CliHost {
     provider: Option<String>,
     /// The modes the sessions run under (known once the first stack is built).
     modes: Option<codecoder_policy::Modes>,
+    /// The running session's approval chain and escalation setting, for `/approvals MODE`.
+    safety: Option<(Arc<crate::safety::ChainPolicy>, codecoder_tools::EscalationSetting)>,
+}
+
+/// What the status line says about the modes.
+fn mode_label(modes: codecoder_policy::Modes) -> String {
+    if modes.bypass {
+        "yolo (no sandbox, no approvals)".to_owned()
+    } else {
+        format!("{} · {}", modes.approval.as_str(), modes.sandbox.as_str())
+    }
 }
 
 impl CliHost {
@@ -107,7 +116,14 @@ impl CliHost {
                 interactive: true,
             },
         )?;
-        self.modes = Some(stack.modes);
+        // A mode switched with /approvals carries over to the next session of this run.
+        if let Some(modes) = self.modes
+            && modes.approval != stack.modes.approval
+        {
+            stack.policy.set_approval(modes.approval, &stack.escalation);
+        }
+        self.modes = Some(stack.policy.modes());
+        self.safety = Some((Arc::clone(&stack.policy), stack.escalation.clone()));
         let (transcript, (usage_so_far, context_tokens)) =
             match (resuming, stack.agent.session_path()) {
                 (true, Some(path)) => {
@@ -146,6 +162,23 @@ impl CliHost {
 }
 
 impl Host for CliHost {
+    fn set_approval_mode(&mut self, mode: &str) -> anyhow::Result<String> {
+        let approval: codecoder_policy::ApprovalMode =
+            mode.parse().map_err(|err| anyhow::anyhow!("{err}"))?;
+        let Some((policy, escalation)) = &self.safety else {
+            anyhow::bail!("no session is running");
+        };
+        policy.set_approval(approval, escalation);
+        let modes = policy.modes();
+        self.modes = Some(modes);
+        if modes.bypass {
+            anyhow::bail!(
+                "--dangerously-bypass-approvals-and-sandbox is on, so nothing is asked whatever the mode; restart without it"
+            );
+        }
+        Ok(mode_label(modes))
+    }
+
     fn start(&mut self, request: &StartRequest) -> anyhow::Result<Session> {
         let resume = match &request.session {
             SessionChoice::New => None,

@@ -90,8 +90,34 @@ pub struct ToolsConfig {
     /// The OS sandbox `run_command` and background jobs run in. Default `Unconfined`.
     pub confinement: codecoder_sandbox::Confinement,
     /// What happens when a sandboxed command fails in a way that looks like the sandbox's
-    /// doing. Default `Never` (the failure goes back to the model with the reason).
-    pub escalation: Escalation,
+    /// doing. Default `Never` (the failure goes back to the model with the reason). Shared: a
+    /// change of approval mode mid-session reaches the tools already registered.
+    pub escalation: EscalationSetting,
+}
+
+/// A shared, changeable `Escalation`.
+#[derive(Debug, Clone)]
+pub struct EscalationSetting(Arc<std::sync::atomic::AtomicBool>);
+
+impl EscalationSetting {
+    /// A setting holding `escalation`.
+    pub fn new(escalation: Escalation) -> Self {
+        Self(Arc::new(std::sync::atomic::AtomicBool::new(escalation == Escalation::Ask)))
+    }
+
+    /// The current answer.
+    pub fn get(&self) -> Escalation {
+        if self.0.load(std::sync::atomic::Ordering::Relaxed) {
+            Escalation::Ask
+        } else {
+            Escalation::Never
+        }
+    }
+
+    /// Changes it for every holder.
+    pub fn set(&self, escalation: Escalation) {
+        self.0.store(escalation == Escalation::Ask, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// `run_command`'s answer to a sandbox denial.
@@ -127,7 +153,7 @@ impl ToolsConfig {
             web_max_bytes: 1024 * 1024,
             web_timeout: Duration::from_secs(30),
             confinement: codecoder_sandbox::Confinement::Unconfined,
-            escalation: Escalation::Never,
+            escalation: EscalationSetting::new(Escalation::Never),
         }
     }
 }

@@ -145,7 +145,7 @@ impl RunCommand {
     ) -> Result<ToolOutput, ToolError> {
         let config = &self.0.config;
         let note = |text: String| codecoder_protocol::ContentItem::Text { text };
-        if config.escalation == Escalation::Never {
+        if config.escalation.get() == Escalation::Never {
             blocked.content.push(note(format!(
                 "[sandbox] {reason}. The approval mode is `never`, so it was not run again outside \
                  the sandbox: work within the sandbox (write inside the workspace, no network), \

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use codecoder_protocol::{
     AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ApprovalDecision, ApprovalRequest,
-    AskUserAnswer, AskUserRequest, ToolResultStatus, TurnOutcome, Usage, UserInput,
+    AskUserAnswer, AskUserRequest, ToolError, ToolResultStatus, TurnOutcome, Usage, UserInput,
 };
 use crossbeam_channel::Sender;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -34,7 +34,7 @@ pub(crate) const COMMANDS: [(&str, &str); 13] = [
     ("/help", "show keys and commands"),
     ("/model", "show the model, or `/model NAME` to switch (resumes this session)"),
     ("/provider", "show the provider, or `/provider ID` to switch"),
-    ("/approvals", "show the approval mode and how to change it"),
+    ("/approvals", "show or change the approval mode (`/approvals never`)"),
     ("/status", "session id, model, tokens, context used, cost"),
     ("/diff", "git diff of the workspace"),
     ("/init", "write a starter AGENTS.md for this repository"),
@@ -53,6 +53,8 @@ pub(crate) enum Effect {
     Quit,
     /// Replace the running agent.
     Start(StartRequest),
+    /// Switch the approval mode (`/approvals MODE`).
+    SetApprovalMode(String),
     /// List sessions for the `/resume` picker.
     ListSessions,
     /// Show `git diff`.
@@ -320,6 +322,16 @@ impl App {
             }
             AgentEventKind::ToolFinished { call_id, result, .. } => {
                 let Some(index) = self.tools.iter().position(|c| c.call.id == call_id) else {
+                    // A call refused before it started (a rule, the mode, a hook) has no card:
+                    // say what stopped it.
+                    let by_person = matches!(&result, Err(ToolError::PermissionDenied { reason })
+                        if reason.starts_with("the user denied"));
+                    if let Err(err) = &result
+                        && !matches!(err, ToolError::Cancelled)
+                        && !by_person
+                    {
+                        self.note(NoteKind::Warning, format!("✗ not run: {err}"));
+                    }
                     return;
                 };
                 let mut card = self.tools.remove(index);
@@ -465,13 +477,14 @@ impl App {
                 self.note(NoteKind::Info, text);
             }
             "/provider" => self.restart_current(None, Some(arg.to_owned())),
-            "/approvals" => {
+            "/approvals" if arg.is_empty() => {
                 let text = format!(
-                    "approval mode: {}\nchange it by starting codecoder with `--ask-for-approval untrusted|on-request|never` (or `-a`), or `--full-auto`",
+                    "approval mode: {}\n/approvals untrusted — ask for everything but known read-only commands\n/approvals on-request — ask for what is destructive, leaves the sandbox or reaches the network\n/approvals never — never ask; what would ask is refused and the model is told why\n(the sandbox is chosen at start: -s/--sandbox)",
                     self.approval_mode
                 );
                 self.note(NoteKind::Info, text);
             }
+            "/approvals" => self.effects.push(Effect::SetApprovalMode(arg.to_owned())),
             "/status" => {
                 let text = self.status_report();
                 self.note(NoteKind::Info, text);

@@ -164,6 +164,15 @@ pub trait Host {
     /// # Errors
     /// When the session index cannot be read; the UI shows the message.
     fn sessions(&mut self) -> anyhow::Result<Vec<SessionSummary>>;
+
+    /// Switches the running session's approval mode (`untrusted`, `on-request`, `never`) and
+    /// returns the label the status line shows.
+    ///
+    /// # Errors
+    /// When the mode is unknown or cannot be changed here; the UI shows the message.
+    fn set_approval_mode(&mut self, mode: &str) -> anyhow::Result<String> {
+        anyhow::bail!("the approval mode cannot be changed here (asked for `{mode}`)")
+    }
 }
 
 /// Settings of one UI run.

@@ -298,6 +298,13 @@ fn ui_loop(
                         }
                     }
                 }
+                Effect::SetApprovalMode(mode) => match host.set_approval_mode(&mode) {
+                    Ok(label) => {
+                        app.note(NoteKind::Info, format!("approval mode: {label}"));
+                        app.approval_mode = label;
+                    }
+                    Err(err) => app.note(NoteKind::Error, format!("/approvals: {err:#}")),
+                },
                 Effect::ListSessions => match host.sessions() {
                     Ok(items) => app.picker = Some(Picker { items, selected: 0 }),
                     Err(err) => {

@@ -439,3 +439,29 @@ fn a_50k_token_stream_keeps_up() {
         "redraws are coalesced (≤ ~60 fps): {frames} frames in {wall:.2} s"
     );
 }
+
+/// `/approvals never` switches the running session's mode: a destructive command that
+/// on-request would ask about is refused without a question, and the status line says so.
+#[test]
+fn approvals_switches_the_mode_mid_session() {
+    let script = Script::new()
+        .reply(Reply::tool_call("call_1", "run_command", json!({"command": "git push --force"})))
+        .reply(Reply::text("Not pushed.").usage(Usage::tokens(1000, 10)));
+    let server = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let mut pty = Pty::spawn(home.path(), cwd.path(), &env_for(&server), &[]);
+    pty.wait_visible("on-request · workspace-write", "the starting mode in the status line");
+    pty.type_text("/approvals never");
+    pty.send("\r");
+    pty.wait_visible("never · workspace-write", "the new mode in the status line");
+    pty.type_text("push it");
+    pty.send("\r");
+    pty.wait_for("Not pushed.", "the answer after the refusal");
+    let text = pty.text();
+    assert!(text.contains("approval mode is never"), "refused with the reason:\n{text}");
+    assert!(!text.contains("[y] allow once"), "nobody was asked:\n{text}");
+    pty.type_text("/quit");
+    pty.send("\r");
+    assert!(pty.wait_exit().success());
+}

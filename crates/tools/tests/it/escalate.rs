@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use codecoder_protocol::{ApprovalDecision, AskUserAnswer};
 use codecoder_sandbox::{Backend, Confinement, FsAccess, Sandbox, SandboxPolicy};
-use codecoder_tools::{Escalation, StandaloneEnv};
+use codecoder_tools::{Escalation, EscalationSetting, StandaloneEnv};
 use serde_json::json;
 
 use crate::support::{Fixture, text};
@@ -36,7 +36,7 @@ fn fixture(escalation: Escalation, decision: ApprovalDecision) -> Fixture {
         };
         config.confinement =
             Confinement::Sandboxed(Arc::new(Sandbox::new(policy, Backend::Landlock, stage)));
-        config.escalation = escalation;
+        config.escalation = EscalationSetting::new(escalation);
     });
     fixture.env = StandaloneEnv::new(AskUserAnswer::Declined, 1 << 20).with_approval(decision);
     fixture
