@@ -289,10 +289,7 @@ fn slash_commands() {
     app.slash("/bogus");
     let texts = notes(&app.take_history());
     assert!(texts[0].contains("not available"), "{texts:?}");
-    assert!(
-        texts[1].contains("on-request") && texts[1].contains("/approvals never"),
-        "{texts:?}"
-    );
+    assert!(texts[1].contains("on-request") && texts[1].contains("/approvals never"), "{texts:?}");
     assert!(texts[2].contains(crate::testing::SESSION) && texts[2].contains("gpt-5"), "{texts:?}");
     assert!(texts[3].contains("unknown command /bogus"), "{texts:?}");
 
