@@ -203,7 +203,8 @@ fn permission_rules_and_hooks_are_kept_per_layer() {
     crate::trust(&f.home, &f.project).unwrap();
     let loaded = load(&f.options(None, &["permissions.ask=[\"edit(src/**)\"]"])).unwrap();
     assert!(loaded.project_trusted);
-    let summary: Vec<(String, Vec<String>, Vec<String>, Vec<String>)> = loaded
+    type Lists = (String, Vec<String>, Vec<String>, Vec<String>);
+    let summary: Vec<Lists> = loaded
         .layers
         .iter()
         .map(|(origin, layer)| {

@@ -15,12 +15,12 @@ use crate::support::{Fixture, text};
 fn refusing_stage(dir: &Path) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let path = dir.join("refusing-stage");
-    std::fs::write(
+    fs_err::write(
         &path,
         "#!/bin/sh\necho \"touch: cannot touch '/etc/blocked': Read-only file system\" >&2\nexit 1\n",
     )
     .unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
 }
 
