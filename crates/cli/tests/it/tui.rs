@@ -284,17 +284,7 @@ fn resume_last_rerenders_the_transcript() {
     let server = FakeModelServer::start(script).unwrap();
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_codecoder"))
-        .args(["exec", "the first question"])
-        .current_dir(cwd.path())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("CODECODER_HOME", home.path())
-        .envs(env_for(&server))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", crate::stderr(&out));
+    exec_once(home.path(), cwd.path(), &server, "the first question");
 
     let mut pty = Pty::spawn(home.path(), cwd.path(), &env_for(&server), &["resume", "--last"]);
     pty.wait_for("› the first question", "the earlier prompt");
@@ -325,6 +315,21 @@ fn resume_last_rerenders_the_transcript() {
     assert!(log.contains("and now?"), "the new prompt is in the resumed log");
 }
 
+/// Runs `codecoder exec PROMPT` to completion: a session for the resume tests to find.
+fn exec_once(home: &Path, cwd: &Path, server: &FakeModelServer, prompt: &str) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_codecoder"))
+        .args(["exec", prompt])
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("CODECODER_HOME", home)
+        .envs(env_for(server))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", crate::stderr(&out));
+}
+
 /// `codecoder resume` without an id opens the picker; Enter resumes the chosen session.
 #[test]
 fn resume_without_an_id_opens_the_picker() {
@@ -334,17 +339,7 @@ fn resume_without_an_id_opens_the_picker() {
     let server = FakeModelServer::start(script).unwrap();
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_codecoder"))
-        .args(["exec", "the question to pick"])
-        .current_dir(cwd.path())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("CODECODER_HOME", home.path())
-        .envs(env_for(&server))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", crate::stderr(&out));
+    exec_once(home.path(), cwd.path(), &server, "the question to pick");
 
     let mut pty = Pty::spawn(home.path(), cwd.path(), &env_for(&server), &["resume"]);
     pty.wait_visible("the question to pick", "the session in the picker");
