@@ -342,6 +342,29 @@ fn doctor_reports_the_backend_and_the_modes() {
         .output()
         .unwrap();
     assert!(stdout(&out).contains("backend: landlock (active)"), "{}", stdout(&out));
+    // Per profile, and flags over the profile.
+    std::fs::write(
+        world.codecoder_home.join("config.toml"),
+        "[profiles.careful]\nsandbox_mode = \"read-only\"\napproval_policy = \"untrusted\"\n",
+    )
+    .unwrap();
+    let out = world.command(&["-p", "careful", "doctor"]).output().unwrap();
+    assert!(
+        stdout(&out).contains("interactive: sandbox read-only, approvals untrusted"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("exec: sandbox read-only, approvals untrusted"),
+        "{}",
+        stdout(&out)
+    );
+    let out = world.command(&["-p", "careful", "-a", "never", "doctor"]).output().unwrap();
+    assert!(
+        stdout(&out).contains("interactive: sandbox read-only, approvals never"),
+        "{}",
+        stdout(&out)
+    );
     let out = world.command(&["--yolo", "doctor"]).output().unwrap();
     assert!(
         stdout(&out).contains("sandbox danger-full-access, approvals never, bypass (yolo)"),
