@@ -7,10 +7,11 @@
 //!
 //! Invariants:
 //! - No orphan process: when a `Child` is cancelled, finishes, or is dropped, the whole group
-//!   gets SIGTERM, then SIGKILL after the grace period if any member is still there. Under
-//!   bubblewrap that reaches everything inside, `setsid` children included (pid namespace plus
-//!   `--die-with-parent`); unconfined or under Landlock a member that left the group on purpose
-//!   (`setsid`) still escapes.
+//!   gets SIGTERM, then SIGKILL after the grace period if any member is still there. Confined,
+//!   that reaches everything inside, `setsid` children included: bubblewrap's pid namespace with
+//!   `--die-with-parent`, or the stage's own pid namespace under Landlock. Unconfined (or under
+//!   Landlock where namespaces are refused) a member that left the group on purpose still
+//!   escapes.
 //! - Only this crate spawns processes, and a `Confinement::Sandboxed` command never starts
 //!   unconfined: if the backend cannot apply the policy, the stage exits 126 before the command
 //!   runs.

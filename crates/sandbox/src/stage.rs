@@ -20,11 +20,15 @@
 //! 4. when running as root, drops from the capability bounding set what would let the command
 //!    step around the sandbox (`CAP_SYS_PTRACE` above all: Landlock lets it read other
 //!    processes' `/proc/<pid>/environ`), so the exec'd command never has them;
-//! 5. installs the same seccomp filter.
+//! 5. installs the same seccomp filter;
+//! 6. unless namespaces are off, enters a pid namespace of its own: it forks a tiny init (pid 1,
+//!    killed with the stage) that forks the command and exits with it, so every process the
+//!    command starts, `setsid` daemons included, ends when it ends or is cancelled. The stage
+//!    waits and exits with the command's status.
 //!
 //! Invariants:
 //! - The stage never returns to the caller's `main` once it saw its marker: it execs the command
-//!   or prints one line to stderr and exits 126.
+//!   (or waits for it, in a pid namespace) or prints one line to stderr and exits 126.
 //! - The option encoding round-trips any path (arguments are `OsString`s, never re-split).
 
 use std::ffi::{OsStr, OsString};
@@ -174,6 +178,11 @@ fn confine_and_exec(stage: &StageArgs) -> Result<std::convert::Infallible, Strin
 
     if stage.landlock {
         linux::apply_landlock(stage)?;
+        // Landlock confines what the command touches, not how long its children live: a pid
+        // namespace makes every process it starts end with it (`setsid` daemons included).
+        if !stage.no_namespaces {
+            linux::contain();
+        }
     } else {
         nix::sys::prctl::set_no_new_privs()
             .map_err(|err| format!("setting PR_SET_NO_NEW_PRIVS: {err}"))?;
@@ -357,6 +366,69 @@ mod linux {
                 .any(|hidden| target.starts_with(hidden) || hidden.starts_with(&target));
             if !overlaps {
                 grants.whole.push(child);
+            }
+        }
+    }
+
+    /// Runs the rest of the stage as pid 2 of a new pid namespace whose pid 1 is a tiny init
+    /// (this process, forked) that lives exactly as long as the command: when the command ends,
+    /// or the stage is killed (the init dies with it, `PR_SET_PDEATHSIG`), the namespace ends and
+    /// the kernel kills every process left in it. The stage itself waits and exits with the
+    /// command's status (128 + N for a signal). Returns in the command's process only; does
+    /// nothing when a pid namespace cannot be made here (best effort: the process-group kill
+    /// still applies).
+    #[allow(unsafe_code)]
+    pub(super) fn contain() {
+        use nix::sys::signal::Signal;
+        use nix::unistd::{ForkResult, fork};
+
+        if unshare(CloneFlags::CLONE_NEWPID).is_err() {
+            return;
+        }
+        // SAFETY: the stage runs before `main` does anything else, with no other thread, so the
+        // forked child may run any code.
+        match unsafe { fork() } {
+            Err(_) => return,
+            Ok(ForkResult::Parent { child }) => std::process::exit(wait_for(child)),
+            Ok(ForkResult::Child) => {}
+        }
+        // pid 1 of the namespace.
+        if nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).is_err() {
+            std::process::exit(126);
+        }
+        // SAFETY: as above; this init is single-threaded too.
+        match unsafe { fork() } {
+            Err(_) => std::process::exit(126),
+            Ok(ForkResult::Child) => {}
+            Ok(ForkResult::Parent { child }) => std::process::exit(reap_until(child)),
+        }
+    }
+
+    /// Waits for `pid` and returns an exit code for its end.
+    fn wait_for(pid: nix::unistd::Pid) -> i32 {
+        use nix::sys::wait::{WaitStatus, waitpid};
+        loop {
+            match waitpid(pid, None) {
+                Ok(WaitStatus::Exited(_, code)) => return code,
+                Ok(WaitStatus::Signaled(_, signal, _)) => return 128 + signal as i32,
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(_) => return 126,
+            }
+        }
+    }
+
+    /// As pid 1: reaps every process of the namespace until `command` ends, and returns an exit
+    /// code for its end.
+    fn reap_until(command: nix::unistd::Pid) -> i32 {
+        use nix::sys::wait::{WaitStatus, waitpid};
+        loop {
+            match waitpid(None, None) {
+                Ok(WaitStatus::Exited(pid, code)) if pid == command => return code,
+                Ok(WaitStatus::Signaled(pid, signal, _)) if pid == command => {
+                    return 128 + signal as i32;
+                }
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(_) => return 126,
             }
         }
     }

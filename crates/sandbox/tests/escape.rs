@@ -402,12 +402,16 @@ fn bwrap_cancel_kills_everything_inside() {
 }
 
 #[test]
-fn landlock_cancel_kills_the_group() {
-    // Landlock keeps the command in the spawner's process group, but a `setsid` child leaves it:
-    // only the group member is asserted here (FIXME: a pid namespace or cgroup would close this).
+fn landlock_cancel_kills_everything_it_started() {
+    // The command runs in a pid namespace of its own: a `setsid` child, which leaves the
+    // spawner's process group, still ends with it.
     let fixture = Fixture::new();
     let Some(confinement) = sandboxed("landlock", fixture.policy()) else { return };
-    let mut spec = CommandSpec::new("sh", ["-c", "sleep 986.25 & echo ready; wait"]);
+    let mut spec = CommandSpec::new(
+        "sh",
+        // The daemon lets go of the output pipes, so nothing but the namespace ends it.
+        ["-c", "sleep 986.25 & setsid sleep 986.26 >/dev/null 2>&1 & sleep 0.2; echo ready; wait"],
+    );
     spec.cwd = Some(fixture.path("ws"));
     let config = SpawnConfig { confinement, ..SpawnConfig::standard() };
     let mut child = spawn(&spec, &config).unwrap();
@@ -422,6 +426,23 @@ fn landlock_cancel_kills_the_group() {
     assert_eq!(outcome, Outcome::Cancelled);
     drop(child);
     assert!(wait_until(Duration::from_secs(2), || processes_with_arg("986.25").is_empty()));
+    assert!(wait_until(Duration::from_secs(2), || processes_with_arg("986.26").is_empty()));
+}
+
+#[test]
+fn landlock_keeps_the_exit_status_and_ends_leftovers() {
+    let fixture = Fixture::new();
+    let Some(confinement) = sandboxed("landlock", fixture.policy()) else { return };
+    // A daemon left behind by a command that exits by itself ends with it too.
+    let mut spec =
+        CommandSpec::new("sh", ["-c", "setsid sleep 986.27 >/dev/null 2>&1 & sleep 0.1; exit 7"]);
+    spec.cwd = Some(fixture.path("ws"));
+    let config = SpawnConfig { confinement, ..SpawnConfig::standard() };
+    let mut child = spawn(&spec, &config).unwrap();
+    let (_keep, cancel) = crossbeam_channel::bounded::<()>(1);
+    let outcome = child.wait(&cancel, &mut |_| {}).unwrap();
+    assert!(matches!(outcome, Outcome::Exited(status) if status.code() == Some(7)), "{outcome:?}");
+    assert!(wait_until(Duration::from_secs(2), || processes_with_arg("986.27").is_empty()));
 }
 
 #[test]
