@@ -37,6 +37,15 @@ pub(crate) struct Safety {
     pub(crate) warnings: Vec<String>,
 }
 
+/// What `run_command` does when the sandbox blocks a command: ask to retry outside it where
+/// the person is asked at all, else tell the model.
+fn escalation_for(modes: Modes) -> Escalation {
+    match (modes.bypass, modes.approval) {
+        (false, ApprovalMode::Untrusted | ApprovalMode::OnRequest) => Escalation::Ask,
+        _ => Escalation::Never,
+    }
+}
+
 /// Claude Code's name for the mode, as hooks see it in `permission_mode`.
 pub(crate) fn claude_permission_mode(modes: Modes) -> &'static str {
     match (modes.bypass, modes.approval) {
@@ -103,7 +112,14 @@ pub(crate) fn build(
     for path in config.sandbox.iter().flat_map(|s| s.hidden_paths.iter()) {
         extra_hidden.push(expand_home(Path::new(path), home.as_deref()));
     }
-    extra_hidden.extend(denied_read_paths(loaded, cwd, home.as_deref()));
+    // A path a `read(…)` deny rule names is hidden from commands too.
+    let rule_context = codecoder_policy::CommandContext {
+        cwd: cwd.to_owned(),
+        writable_roots: Vec::new(),
+        home: home.clone(),
+    };
+    extra_hidden.extend(project_rules.denied_read_paths(&rule_context));
+    extra_hidden.extend(user_rules.denied_read_paths(&rule_context));
     let hidden_paths = match &home {
         Some(home) => codecoder_sandbox::default_hidden_paths(home, &extra_hidden),
         None => extra_hidden,
@@ -131,10 +147,6 @@ pub(crate) fn build(
         }
         (None, _) => Confinement::Unconfined,
     };
-    let escalation = match (modes.bypass, modes.approval) {
-        (false, ApprovalMode::Untrusted | ApprovalMode::OnRequest) => Escalation::Ask,
-        _ => Escalation::Never,
-    };
     let policy = codecoder_policy::Policy {
         modes,
         sandbox_active: matches!(confinement, Confinement::Sandboxed(_)),
@@ -152,7 +164,7 @@ pub(crate) fn build(
         modes,
         policy: Arc::new(ChainPolicy { policy: std::sync::RwLock::new(policy) }),
         confinement,
-        escalation: EscalationSetting::new(escalation),
+        escalation: EscalationSetting::new(escalation_for(modes)),
         probe,
         sandbox_policy,
         warnings,
@@ -232,49 +244,6 @@ fn rules(loaded: &LoadedConfig, cwd: &Path) -> anyhow::Result<(RuleSet, RuleSet)
     Ok((project, user))
 }
 
-/// The literal directories and files of `read(…)` deny rules, hidden from sandboxed commands
-/// too (a glob's literal prefix: `read(~/secrets/**)` hides `~/secrets`).
-fn denied_read_paths(loaded: &LoadedConfig, cwd: &Path, home: Option<&Path>) -> Vec<PathBuf> {
-    let root = codecoder_config::project_root(cwd);
-    let mut out = Vec::new();
-    for (origin, layer) in &loaded.layers {
-        let Some(rules) = &layer.permissions else { continue };
-        for rule in &rules.deny {
-            let rule = rule.trim();
-            let Some(inner) = ["read(", "Read(", "read_file("]
-                .iter()
-                .find_map(|prefix| rule.strip_prefix(prefix))
-                .and_then(|rest| rest.strip_suffix(')'))
-            else {
-                continue;
-            };
-            let literal: String =
-                inner.chars().take_while(|c| !matches!(c, '*' | '?' | '[' | '{')).collect();
-            let literal = literal.trim_end_matches('/');
-            if literal.is_empty() {
-                continue;
-            }
-            let path = if let Some(absolute) = literal.strip_prefix("//") {
-                PathBuf::from("/").join(absolute)
-            } else if literal.starts_with("~/") {
-                expand_home(Path::new(literal), home)
-            } else if let Some(relative) = literal.strip_prefix('/') {
-                if matches!(origin, Origin::Project(_)) {
-                    root.join(relative)
-                } else {
-                    PathBuf::from(literal)
-                }
-            } else if matches!(origin, Origin::Project(_)) {
-                root.join(literal)
-            } else {
-                cwd.join(literal)
-            };
-            out.push(path);
-        }
-    }
-    out
-}
-
 fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
     match (path.strip_prefix("~"), home) {
         (Ok(rest), Some(home)) => home.join(rest),
@@ -299,10 +268,7 @@ impl ChainPolicy {
     pub(crate) fn set_approval(&self, approval: ApprovalMode, escalation: &EscalationSetting) {
         let mut policy = self.policy.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         policy.modes.approval = approval;
-        escalation.set(match (policy.modes.bypass, approval) {
-            (false, ApprovalMode::Untrusted | ApprovalMode::OnRequest) => Escalation::Ask,
-            _ => Escalation::Never,
-        });
+        escalation.set(escalation_for(policy.modes));
     }
 
     /// The chain's decision for a call, in its own terms.

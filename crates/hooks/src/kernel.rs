@@ -14,9 +14,10 @@ use codecoder_kernel::{
     HookDecision, HookScope, HookVerdict, Hooks, PermissionAnswer, PostToolUse as KernelPost,
     PreToolUse as KernelPre, PromptSubmit,
 };
-use codecoder_protocol::{ApprovalDecision, ToolCall};
+use codecoder_protocol::{ApprovalDecision, ContentItem, ToolCall};
 use serde_json::json;
 
+use crate::event::Event;
 use crate::outcome::{DecisionKind, PermissionBehavior, Report};
 use crate::runner::HookRunner;
 
@@ -89,9 +90,16 @@ impl Hooks for KernelHooks {
         &self,
         _scope: HookScope<'_>,
         call: &ToolCall,
-        response: &str,
+        response: &[ContentItem],
         failed: bool,
     ) -> KernelPost {
+        let event = if failed { Event::PostToolUseFailure } else { Event::PostToolUse };
+        // The response's text is joined only when some hook listens.
+        if !self.runner.set().has(event) {
+            return KernelPost::default();
+        }
+        let response = ContentItem::joined_text(response);
+        let response = response.as_str();
         let outcome = if failed {
             self.runner.post_tool_use_failure(&call.name, &call.args, call.id.as_str(), response)
         } else {

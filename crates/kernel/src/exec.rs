@@ -549,12 +549,15 @@ fn after_tool(
     if matches!(result, Err(ToolError::Cancelled)) {
         return result;
     }
-    let (text, failed) = match &result {
-        Ok(output) => (output_text(&output.content), output.is_error),
-        Err(err) => (err.to_string(), true),
-    };
     let scope = HookScope { depth: ctx.env.depth, agent_type: None };
-    let post = ctx.env.deps.hooks.post_tool_use(scope, call, &text, failed);
+    let hooks = &ctx.env.deps.hooks;
+    let post = match &result {
+        Ok(output) => hooks.post_tool_use(scope, call, &output.content, output.is_error),
+        Err(err) => {
+            let error = [ContentItem::Text { text: err.to_string() }];
+            hooks.post_tool_use(scope, call, &error, true)
+        }
+    };
     for message in post.messages {
         let kind = AgentEventKind::Warning { message };
         let _ =
@@ -577,18 +580,4 @@ fn after_tool(
     };
     output.content.extend(notes.into_iter().map(|text| ContentItem::Text { text }));
     Ok(output)
-}
-
-/// The text items of an output, joined.
-fn output_text(content: &[ContentItem]) -> String {
-    let mut text = String::new();
-    for item in content {
-        if let ContentItem::Text { text: part } = item {
-            if !text.is_empty() {
-                text.push('\n');
-            }
-            text.push_str(part);
-        }
-    }
-    text
 }

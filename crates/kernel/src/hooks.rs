@@ -11,7 +11,7 @@
 //! the tool's schema like the model's; hooks run on the thread that calls them, so an
 //! implementation must bound its own time (the `hooks` crate kills a hook at its timeout).
 
-use codecoder_protocol::{ApprovalDecision, ToolCall};
+use codecoder_protocol::{ApprovalDecision, ContentItem, ToolCall};
 use serde_json::Value;
 
 /// What a PreToolUse hook decided.
@@ -104,12 +104,13 @@ pub trait Hooks: Send + Sync {
         let _ = (scope, call, reason);
         None
     }
-    /// After a call ran: `response` is what the model sees, `failed` whether it is an error.
+    /// After a call ran: `response` is what the model sees (for a tool error, one text item
+    /// saying what went wrong), `failed` whether it is an error.
     fn post_tool_use(
         &self,
         scope: HookScope<'_>,
         call: &ToolCall,
-        response: &str,
+        response: &[ContentItem],
         failed: bool,
     ) -> PostToolUse {
         let _ = (scope, call, response, failed);

@@ -401,7 +401,7 @@ impl AgentLoop {
         let mut inputs = Vec::with_capacity(queued.len());
         let mut blocked = None;
         for mut input in queued {
-            let prompt = input_text(&input);
+            let prompt = ContentItem::joined_text(&input.content);
             let verdict = hooks.user_prompt_submit(scope, &prompt);
             for message in verdict.messages {
                 self.emit(AgentEventKind::Warning { message });
@@ -725,19 +725,6 @@ impl AgentLoop {
 /// User input as message items. Blob references (large attachments) show as their preview.
 /// The most times in a row a Stop hook may keep a turn going (Claude Code's cap).
 const MAX_STOP_BLOCKS: u32 = 8;
-
-/// The text items of an input, joined by newlines.
-fn input_text(input: &UserInput) -> String {
-    let texts: Vec<&str> = input
-        .content
-        .iter()
-        .filter_map(|item| match item {
-            ContentItem::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    texts.join("\n")
-}
 
 fn user_item(item: ContentItem) -> MessageItem {
     match item {

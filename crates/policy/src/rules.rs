@@ -131,6 +131,9 @@ struct PathPattern {
     base: Base,
     /// `None` matches everything under the base.
     glob: Option<GlobMatcher>,
+    /// The one path the pattern covers when it names a single file or tree (`~/secrets`,
+    /// `~/secrets/**`), relative to the base; `None` for patterns with wildcards.
+    literal: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -232,8 +235,11 @@ fn path_pattern(pattern: &str, origin: &RuleOrigin) -> Result<PathPattern, RuleP
     };
     let rest = rest.trim_end_matches('/');
     if rest.is_empty() || rest == "**" {
-        return Ok(PathPattern { base, glob: None });
+        return Ok(PathPattern { base, glob: None, literal: Some(PathBuf::new()) });
     }
+    let tree = rest.strip_suffix("/**").unwrap_or(rest);
+    let literal = (anchored && !tree.contains(['*', '?', '[', ']', '{', '}', '\\']))
+        .then(|| PathBuf::from(tree));
     let glob_text = if anchored { rest.to_owned() } else { format!("**/{rest}") };
     let glob = GlobBuilder::new(&glob_text)
         .literal_separator(true)
@@ -243,7 +249,7 @@ fn path_pattern(pattern: &str, origin: &RuleOrigin) -> Result<PathPattern, RuleP
             pattern: pattern.to_owned(),
             message: err.kind().to_string(),
         })?;
-    Ok(PathPattern { base, glob: Some(glob.compile_matcher()) })
+    Ok(PathPattern { base, glob: Some(glob.compile_matcher()), literal })
 }
 
 fn domain_pattern(pattern: &str) -> Result<DomainPattern, RuleProblem> {
@@ -332,6 +338,22 @@ impl RuleSet {
             return Some((RuleList::Ask, rule));
         }
         self.allowing(call, ctx).map(|rule| (RuleList::Allow, rule))
+    }
+
+    /// The paths the `read` deny rules name as a single file or tree (`read(~/secrets/**)` →
+    /// `~/secrets`), resolved: what a sandbox should hide from commands too. Patterns with
+    /// wildcards inside (`read(**/*.pem)`) cannot be turned into paths and are left out.
+    pub fn denied_read_paths(&self, ctx: &CommandContext) -> Vec<PathBuf> {
+        self.deny
+            .iter()
+            .filter_map(|rule| match &rule.matcher {
+                Matcher::Read(Some(pattern)) => {
+                    let literal = pattern.literal.as_ref()?;
+                    Some(base_path(&pattern.base, ctx)?.join(literal))
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// The first rule of `list` that matches any subject of the call (any part of a shell
@@ -444,16 +466,18 @@ fn rule_matches_subject(rule: &Rule, subject: &Subject, tool: &str, ctx: &Comman
     }
 }
 
-fn path_matches(pattern: &PathPattern, path: &Path, ctx: &CommandContext) -> bool {
-    let base = match &pattern.base {
+/// The directory a pattern's base stands for, resolved; `None` for `~` without a home.
+fn base_path(base: &Base, ctx: &CommandContext) -> Option<PathBuf> {
+    Some(match base {
         Base::Root => PathBuf::from("/"),
-        Base::Home => match &ctx.home {
-            Some(home) => resolve(home, &ctx.cwd),
-            None => return false,
-        },
+        Base::Home => resolve(ctx.home.as_ref()?, &ctx.cwd),
         Base::Cwd => resolve(&ctx.cwd, &ctx.cwd),
         Base::Dir(dir) => resolve(dir, &ctx.cwd),
-    };
+    })
+}
+
+fn path_matches(pattern: &PathPattern, path: &Path, ctx: &CommandContext) -> bool {
+    let Some(base) = base_path(&pattern.base, ctx) else { return false };
     let Ok(relative) = path.strip_prefix(&base) else { return false };
     let Some(glob) = &pattern.glob else { return true };
     // The path or any directory above it (below the base) matching covers the path.

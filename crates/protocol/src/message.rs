@@ -169,6 +169,20 @@ pub enum ContentItem {
     BlobRef(BlobRef),
 }
 
+impl ContentItem {
+    /// The text items of `items`, joined by newlines (images and blob references left out).
+    pub fn joined_text(items: &[ContentItem]) -> String {
+        let texts: Vec<&str> = items
+            .iter()
+            .filter_map(|item| match item {
+                ContentItem::Text { text } => Some(text.as_str()),
+                ContentItem::Image(_) | ContentItem::BlobRef(_) => None,
+            })
+            .collect();
+        texts.join("\n")
+    }
+}
+
 /// An image, inline as base64.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

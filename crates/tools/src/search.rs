@@ -65,8 +65,7 @@ impl Builtin for ListDir {
         })
     }
     fn permission_keys(&self, args: &Value) -> Vec<String> {
-        let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
-        vec![format!("read:{path}")]
+        read_key(args)
     }
     fn kind(&self) -> ToolKind {
         ToolKind::ReadOnly
@@ -168,8 +167,7 @@ impl Builtin for Glob {
         })
     }
     fn permission_keys(&self, args: &Value) -> Vec<String> {
-        let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
-        vec![format!("read:{path}")]
+        read_key(args)
     }
     fn kind(&self) -> ToolKind {
         ToolKind::ReadOnly
@@ -321,8 +319,7 @@ impl Builtin for Grep {
         })
     }
     fn permission_keys(&self, args: &Value) -> Vec<String> {
-        let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
-        vec![format!("read:{path}")]
+        read_key(args)
     }
     fn kind(&self) -> ToolKind {
         ToolKind::ReadOnly
@@ -589,4 +586,10 @@ fn search_root(cwd: &Path, raw: Option<&str>) -> Result<PathBuf, ToolError> {
         Some(raw) if raw.is_empty() || raw == "." => Ok(cwd.to_path_buf()),
         Some(raw) => resolve(cwd, raw),
     }
+}
+
+/// The permission key of a search: the directory it reads (`read:.` when none is given).
+fn read_key(args: &Value) -> Vec<String> {
+    let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
+    vec![format!("read:{path}")]
 }

@@ -192,6 +192,22 @@ fn dim() -> Style {
 }
 
 /// The lines of a unified-ish diff, coloured, with at most `DIFF_HEAD` lines.
+/// How a line of a diff or patch is coloured: headers bold, additions green, removals red,
+/// hunk headers cyan.
+fn diff_style(line: &str) -> Style {
+    if ["diff ", "+++", "---", "***"].iter().any(|header| line.starts_with(header)) {
+        Style::default().add_modifier(Modifier::BOLD)
+    } else if line.starts_with('+') {
+        Style::default().fg(Color::Green)
+    } else if line.starts_with('-') {
+        Style::default().fg(Color::Red)
+    } else if line.starts_with("@@") {
+        Style::default().fg(Color::Cyan)
+    } else {
+        Style::default()
+    }
+}
+
 pub(crate) fn diff_lines<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     let mut more = 0usize;
@@ -200,18 +216,7 @@ pub(crate) fn diff_lines<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<Line<'
             more += 1;
             continue;
         }
-        let style = if line.starts_with("+++") || line.starts_with("---") || line.starts_with("***")
-        {
-            Style::default().add_modifier(Modifier::BOLD)
-        } else if line.starts_with('+') {
-            Style::default().fg(Color::Green)
-        } else if line.starts_with('-') {
-            Style::default().fg(Color::Red)
-        } else if line.starts_with("@@") {
-            Style::default().fg(Color::Cyan)
-        } else {
-            Style::default()
-        };
+        let style = diff_style(line);
         out.push(Line::from(vec![
             Span::styled("    ", dim()),
             Span::styled(line.to_owned(), style),
@@ -448,20 +453,7 @@ pub(crate) fn diff_lines_unbounded(text: &str) -> Vec<Line<'static>> {
         .lines()
         .take(MAX)
         .map(|line| {
-            let style = if line.starts_with("diff ")
-                || line.starts_with("+++")
-                || line.starts_with("---")
-            {
-                Style::default().add_modifier(Modifier::BOLD)
-            } else if line.starts_with('+') {
-                Style::default().fg(Color::Green)
-            } else if line.starts_with('-') {
-                Style::default().fg(Color::Red)
-            } else if line.starts_with("@@") {
-                Style::default().fg(Color::Cyan)
-            } else {
-                Style::default()
-            };
+            let style = diff_style(line);
             Line::styled(line.to_owned(), style)
         })
         .collect();

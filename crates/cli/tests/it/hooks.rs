@@ -196,6 +196,25 @@ fn an_if_condition_limits_a_hook_to_the_calls_it_names() {
     assert!(log.contains("rm keep.txt"), "{log}");
     assert!(setup.repo.path().join("keep.txt").exists());
     let requests = server.requests();
-    assert!(requests[1].raw_body.contains("fine"), "echo ran");
+    // The echo ran (its output is in the result, not only in the call).
+    assert!(requests[1].raw_body.contains("fine\\n[exit code 0"), "{}", requests[1].raw_body);
     assert!(requests[2].raw_body.contains("no rm"), "{}", requests[2].raw_body);
+}
+
+/// Every argument of every built-in tool survives a hook's `updatedInput` round trip: a new
+/// tool argument the hook mapping does not know would otherwise be dropped silently.
+#[test]
+fn the_hook_mapping_covers_every_tool_argument() {
+    let config = codecoder_tools::ToolsConfig::standard("/", vec!["/".into()]);
+    for tool in codecoder_tools::builtin_tools(config) {
+        let schema = tool.schema();
+        let Some(properties) = schema["properties"].as_object() else { continue };
+        for argument in properties.keys() {
+            assert!(
+                codecoder_hooks::mapping::covers(tool.name(), argument),
+                "`{}`'s argument `{argument}` is missing from codecoder_hooks::mapping",
+                tool.name()
+            );
+        }
+    }
 }

@@ -54,10 +54,10 @@ impl Hooks for TestHooks {
         &self,
         _scope: HookScope<'_>,
         call: &ToolCall,
-        response: &str,
+        response: &[ContentItem],
         failed: bool,
     ) -> PostToolUse {
-        self.note(format!("post {} {response:?} failed={failed}", call.name));
+        self.note(format!("post {} {:?} failed={failed}", call.name, texts(response)));
         self.post.lock().unwrap().clone().unwrap_or_default()
     }
     fn user_prompt_submit(&self, _scope: HookScope<'_>, prompt: &str) -> PromptSubmit {

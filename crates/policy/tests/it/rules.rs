@@ -297,3 +297,41 @@ fn fetch_patterns_match_hosts() {
     assert_eq!(fetch("rs-lang.org"), None);
     assert_eq!(fetch("evilrs-lang.org"), None);
 }
+
+#[test]
+fn read_deny_rules_name_the_paths_a_sandbox_hides() {
+    let workspace = Workspace::new();
+    let outside = workspace.outside.display().to_string();
+    let deny = [
+        "read(~/secrets/**)",
+        "Read(~/.env)",
+        &format!("read(/{outside}/keys)"),
+        "read(config/prod/**)",
+        "read(**/*.pem)",
+        "read(*.key)",
+        "edit(~/notes/**)",
+        "run_command(cat *)",
+    ];
+    let user = set(&[], &[], &deny, RuleOrigin::User);
+    let ctx = workspace.ctx();
+    assert_eq!(
+        user.denied_read_paths(&ctx),
+        [
+            workspace.home.join("secrets"),
+            workspace.home.join(".env"),
+            workspace.outside.join("keys"),
+            workspace.ws.join("config/prod"),
+        ]
+    );
+    // In project rules, `/x` and bare paths are under the project root.
+    let project = set(
+        &[],
+        &[],
+        &["read(/private/**)", "read(build/cache)"],
+        RuleOrigin::Project { root: workspace.ws.clone() },
+    );
+    assert_eq!(
+        project.denied_read_paths(&ctx),
+        [workspace.ws.join("private"), workspace.ws.join("build/cache")]
+    );
+}
