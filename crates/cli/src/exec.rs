@@ -81,19 +81,21 @@ pub(crate) fn run(
             None => None,
         };
 
-    let stack = crate::stack::build(
-        global,
-        &crate::stack::StackRequest {
-            model: options.model.clone(),
-            provider: options.provider.clone(),
-            replay: options.replay.clone(),
-            ephemeral: options.ephemeral,
-            output_schema: output_schema.clone(),
-            resume,
-            interactive: false,
+    let runtime = crate::load_runtime(global, options.model.clone(), options.provider.clone())?;
+    let session = runtime.start(&codecoder_app::SessionRequest {
+        start: match resume {
+            Some(query) => codecoder_app::Start::Resume(query),
+            None => codecoder_app::Start::New,
         },
-    )?;
-    let agent = stack.agent;
+        replay: options.replay.clone(),
+        ephemeral: options.ephemeral,
+        output_schema: output_schema.clone(),
+        ..codecoder_app::SessionRequest::new()
+    })?;
+    for notice in &session.notices {
+        eprintln!("{notice}");
+    }
+    let agent = session.agent;
     let session_path = agent.session_path().map(Path::to_owned);
 
     let mut renderer: Box<dyn Renderer> =

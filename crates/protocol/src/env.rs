@@ -10,3 +10,5 @@ pub const HOME: &str = "HOME";
 pub const UPDATE_EXPECT: &str = "UPDATE_EXPECT";
 /// When set, slow tests run too.
 pub const SLOW_TESTS: &str = "SLOW_TESTS";
+/// Set and non-empty: draw without colours (the no-color.org convention).
+pub const NO_COLOR: &str = "NO_COLOR";
