@@ -33,6 +33,14 @@ pub enum Error {
     /// A permission rule.
     #[error(transparent)]
     Policy(#[from] codecoder_policy::Error),
+    /// A permission rule of one config layer.
+    #[error("[permissions] in {origin}: {source}")]
+    Rules {
+        /// The layer.
+        origin: String,
+        /// What is wrong with the rule.
+        source: codecoder_policy::Error,
+    },
     /// Spawning or confining a process.
     #[error(transparent)]
     Sandbox(#[from] codecoder_sandbox::Error),

@@ -230,7 +230,7 @@ fn rules(loaded: &LoadedConfig, cwd: &Path) -> Result<(RuleSet, RuleSet)> {
             RuleOrigin::User
         };
         RuleSet::parse(&rules.allow, &rules.ask, &rules.deny, origin_rules)
-            .map_err(|err| Error::usage(format!("[permissions] in {origin}: {err}")))?;
+            .map_err(|source| Error::Rules { origin: origin.to_string(), source })?;
     }
     let project = RuleSet::parse(&project.0, &project.1, &project.2, RuleOrigin::Project { root })?;
     let user = RuleSet::parse(&user.0, &user.1, &user.2, RuleOrigin::User)?;
