@@ -30,16 +30,13 @@ pub enum Error {
     /// The hook configuration.
     #[error("loading hooks: {0}")]
     Hooks(#[from] codecoder_hooks::Error),
-    /// A permission rule.
-    #[error(transparent)]
-    Policy(#[from] codecoder_policy::Error),
     /// A permission rule of one config layer.
     #[error("[permissions] in {origin}: {source}")]
     Rules {
         /// The layer.
         origin: String,
         /// What is wrong with the rule.
-        source: codecoder_policy::Error,
+        source: Box<codecoder_policy::Error>,
     },
     /// Spawning or confining a process.
     #[error(transparent)]

@@ -229,11 +229,18 @@ fn rules(loaded: &LoadedConfig, cwd: &Path) -> Result<(RuleSet, RuleSet)> {
         } else {
             RuleOrigin::User
         };
-        RuleSet::parse(&rules.allow, &rules.ask, &rules.deny, origin_rules)
-            .map_err(|source| Error::Rules { origin: origin.to_string(), source })?;
+        RuleSet::parse(&rules.allow, &rules.ask, &rules.deny, origin_rules).map_err(|source| {
+            Error::Rules { origin: origin.to_string(), source: Box::new(source) }
+        })?;
     }
-    let project = RuleSet::parse(&project.0, &project.1, &project.2, RuleOrigin::Project { root })?;
-    let user = RuleSet::parse(&user.0, &user.1, &user.2, RuleOrigin::User)?;
+    let merged = |origin: &str| {
+        let origin = origin.to_owned();
+        move |source| Error::Rules { origin, source: Box::new(source) }
+    };
+    let project = RuleSet::parse(&project.0, &project.1, &project.2, RuleOrigin::Project { root })
+        .map_err(merged("the project's layers"))?;
+    let user = RuleSet::parse(&user.0, &user.1, &user.2, RuleOrigin::User)
+        .map_err(merged("the user's layers"))?;
     Ok((project, user))
 }
 
