@@ -244,7 +244,7 @@ impl Renderer for JsonRenderer {
                         if item["aggregated_output"].as_str().is_none_or(str::is_empty) {
                             item["aggregated_output"] = json!(text);
                         }
-                        let exit_code = exit_code_of(&text);
+                        let exit_code = result.as_ref().ok().and_then(|r| r.exit?.code);
                         item["exit_code"] = exit_code.map_or(Value::Null, |c| json!(c));
                         item["status"] = json!(if ok { "completed" } else { "failed" });
                     }
@@ -316,16 +316,6 @@ impl Renderer for JsonRenderer {
     fn finish(&mut self, _final_message: &str, _out: &mut dyn Write) -> std::io::Result<()> {
         Ok(())
     }
-}
-
-/// The exit code `run_command` reports (`[exit code N; …]`), the last one in the text.
-fn exit_code_of(text: &str) -> Option<i64> {
-    let at = text.rfind("exit code ")?;
-    let digits: String = text[at + "exit code ".len()..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '-')
-        .collect();
-    digits.parse().ok()
 }
 
 fn usage_json(usage: &Usage) -> Value {

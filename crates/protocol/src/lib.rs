@@ -21,8 +21,8 @@ pub use agent::{
 };
 pub use ids::{MessageId, RequestId, SessionId, StepId, ToolCallId, TurnId};
 pub use message::{
-    BlobRef, ContentItem, Image, Message, MessageItem, Reasoning, Role, ToolCall, ToolResult,
-    ToolResultStatus,
+    BlobRef, CommandExit, ContentItem, Image, Message, MessageItem, Reasoning, Role, ToolCall,
+    ToolResult, ToolResultStatus,
 };
 pub use record::{
     FORMAT_VERSION, ForkOrigin, ParentLink, Record, RecordBody, SessionMeta, StopReason,

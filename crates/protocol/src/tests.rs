@@ -56,6 +56,7 @@ fn tool_result_round_trips_and_type_names_match_serde() {
                 tool_call_id: "c".into(),
                 content: vec![ContentItem::Text { text: "out".into() }],
                 status: ToolResultStatus::Error,
+                exit: None,
             },
             synthetic: None,
         },
