@@ -4,16 +4,21 @@
 //! `turn.started`, `item.started|updated|completed` with items `agent_message`, `reasoning`,
 //! `command_execution`, `file_change`, `todo_list`, `error`, and `tool_call` for our other tools,
 //! then `turn.completed {usage}` or `turn.failed {error}`. An interrupted turn emits no terminal
-//! event. Invariant: one JSON object per line, flushed as it is written.
+//! event. The lines are `protocol::exec_event` types (their schema is checked in). Invariant:
+//! one JSON object per line, flushed as it is written.
 
 use std::collections::HashMap;
 use std::io::Write;
 
+use codecoder_protocol::exec_event::{
+    FileChange, FileChangeKind, ItemDetails, ItemStatus, ThreadError, ThreadEvent, ThreadItem,
+    TodoItem, TurnUsage,
+};
 use codecoder_protocol::{
     AgentEvent, AgentEventKind, ContentItem, SessionId, ToolCall, ToolCallId, ToolResult,
     ToolResultStatus, TurnOutcome, Usage,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Turns events into output.
 pub(crate) trait Renderer {
@@ -74,8 +79,8 @@ pub(crate) struct JsonRenderer {
     next_item: u64,
     messages: Messages,
     reasoning: String,
-    /// Open tool items: call id → (item id, item without status).
-    tools: HashMap<ToolCallId, (String, Value)>,
+    /// Open tool items: call id → (item id, the item so far).
+    tools: HashMap<ToolCallId, (String, ItemDetails)>,
     usage: Usage,
 }
 
@@ -96,51 +101,56 @@ impl JsonRenderer {
         id
     }
 
-    fn line(out: &mut dyn Write, value: &Value) -> std::io::Result<()> {
-        serde_json::to_writer(&mut *out, value)?;
+    fn line(out: &mut dyn Write, event: &ThreadEvent) -> std::io::Result<()> {
+        serde_json::to_writer(&mut *out, event)?;
         out.write_all(b"\n")?;
         out.flush()
     }
 
+    /// A completed item with a fresh id.
+    fn completed(&mut self, out: &mut dyn Write, details: ItemDetails) -> std::io::Result<()> {
+        let item = ThreadItem { id: self.item_id(), details };
+        Self::line(out, &ThreadEvent::ItemCompleted { item })
+    }
+
     fn flush_text(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
         if !self.reasoning.trim().is_empty() {
-            let id = self.item_id();
             let text = std::mem::take(&mut self.reasoning);
-            Self::line(
-                out,
-                &json!({"type": "item.completed", "item": {"id": id, "type": "reasoning", "text": text}}),
-            )?;
+            self.completed(out, ItemDetails::Reasoning { text })?;
         }
         self.reasoning.clear();
         if let Some(text) = self.messages.close() {
-            let id = self.item_id();
-            Self::line(
-                out,
-                &json!({"type": "item.completed", "item": {"id": id, "type": "agent_message", "text": text}}),
-            )?;
+            self.completed(out, ItemDetails::AgentMessage { text })?;
         }
         Ok(())
     }
 
-    /// The item a tool call becomes, without its final status.
-    fn tool_item(call: &ToolCall) -> Value {
+    /// The item a tool call becomes, in progress.
+    fn tool_item(call: &ToolCall) -> ItemDetails {
         let args = &call.args;
         match call.name.as_str() {
-            "run_command" | "shell" | "exec_command" => json!({
-                "type": "command_execution",
-                "command": args.get("command").and_then(Value::as_str).unwrap_or_default(),
-                "aggregated_output": "",
-            }),
-            "apply_patch" | "edit" | "write_file" => {
-                json!({"type": "file_change", "changes": file_changes(call)})
-            }
-            "update_plan" => json!({"type": "todo_list", "items": todo_items(args)}),
-            _ => json!({"type": "tool_call", "name": call.name, "arguments": args}),
+            "run_command" | "shell" | "exec_command" => ItemDetails::CommandExecution {
+                command: args.get("command").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                aggregated_output: String::new(),
+                exit_code: None,
+                status: ItemStatus::InProgress,
+            },
+            "apply_patch" | "edit" | "write_file" => ItemDetails::FileChange {
+                changes: file_changes(call),
+                status: ItemStatus::InProgress,
+            },
+            "update_plan" => ItemDetails::TodoList { items: todo_items(args) },
+            _ => ItemDetails::ToolCall {
+                name: call.name.clone(),
+                arguments: args.clone(),
+                result: None,
+                status: ItemStatus::InProgress,
+            },
         }
     }
 }
 
-fn file_changes(call: &ToolCall) -> Vec<Value> {
+fn file_changes(call: &ToolCall) -> Vec<FileChange> {
     let args = &call.args;
     match call.name.as_str() {
         "apply_patch" => {
@@ -150,12 +160,12 @@ fn file_changes(call: &ToolCall) -> Vec<Value> {
                 .filter_map(|line| {
                     let line = line.trim();
                     for (marker, kind) in [
-                        ("*** Add File: ", "add"),
-                        ("*** Delete File: ", "delete"),
-                        ("*** Update File: ", "update"),
+                        ("*** Add File: ", FileChangeKind::Add),
+                        ("*** Delete File: ", FileChangeKind::Delete),
+                        ("*** Update File: ", FileChangeKind::Update),
                     ] {
                         if let Some(path) = line.strip_prefix(marker) {
-                            return Some(json!({"path": path.trim(), "kind": kind}));
+                            return Some(FileChange { path: path.trim().to_owned(), kind });
                         }
                     }
                     None
@@ -164,22 +174,24 @@ fn file_changes(call: &ToolCall) -> Vec<Value> {
         }
         _ => {
             let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
-            let kind = if call.name == "write_file" { "add" } else { "update" };
-            vec![json!({"path": path, "kind": kind})]
+            let kind = if call.name == "write_file" {
+                FileChangeKind::Add
+            } else {
+                FileChangeKind::Update
+            };
+            vec![FileChange { path: path.to_owned(), kind }]
         }
     }
 }
 
-fn todo_items(args: &Value) -> Vec<Value> {
+fn todo_items(args: &Value) -> Vec<TodoItem> {
     args.get("plan")
         .and_then(Value::as_array)
         .map(|plan| {
             plan.iter()
-                .map(|step| {
-                    json!({
-                        "text": step.get("step").and_then(Value::as_str).unwrap_or_default(),
-                        "completed": step.get("status").and_then(Value::as_str) == Some("completed"),
-                    })
+                .map(|step| TodoItem {
+                    text: step.get("step").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                    completed: step.get("status").and_then(Value::as_str) == Some("completed"),
                 })
                 .collect()
         })
@@ -192,7 +204,7 @@ impl Renderer for JsonRenderer {
         session_id: SessionId,
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
-        Self::line(out, &json!({"type": "thread.started", "thread_id": session_id.to_string()}))
+        Self::line(out, &ThreadEvent::ThreadStarted { thread_id: session_id.to_string() })
     }
 
     fn event(&mut self, event: &AgentEvent, out: &mut dyn Write) -> std::io::Result<()> {
@@ -201,7 +213,7 @@ impl Renderer for JsonRenderer {
             return Ok(());
         }
         match &event.kind {
-            AgentEventKind::TurnStarted { .. } => Self::line(out, &json!({"type": "turn.started"})),
+            AgentEventKind::TurnStarted { .. } => Self::line(out, &ThreadEvent::TurnStarted {}),
             AgentEventKind::TextDelta { delta, .. } => {
                 self.messages.push(delta);
                 Ok(())
@@ -213,50 +225,50 @@ impl Renderer for JsonRenderer {
             AgentEventKind::ToolStarted { call, .. } => {
                 self.flush_text(out)?;
                 let id = self.item_id();
-                let mut item = Self::tool_item(call);
-                item["id"] = json!(id);
-                let kind = item["type"].as_str().unwrap_or_default().to_owned();
-                self.tools.insert(call.id.clone(), (id, item.clone()));
-                if kind == "file_change" {
+                let details = Self::tool_item(call);
+                self.tools.insert(call.id.clone(), (id.clone(), details.clone()));
+                if matches!(details, ItemDetails::FileChange { .. }) {
                     return Ok(()); // codex emits file changes only when completed
                 }
-                item["status"] = json!("in_progress");
-                Self::line(out, &json!({"type": "item.started", "item": item}))
+                Self::line(out, &ThreadEvent::ItemStarted { item: ThreadItem { id, details } })
             }
             AgentEventKind::ToolOutputDelta { call_id, chunk, .. } => {
-                if let Some((_, item)) = self.tools.get_mut(call_id)
-                    && let Some(Value::String(output)) = item.get_mut("aggregated_output")
+                if let Some((_, ItemDetails::CommandExecution { aggregated_output, .. })) =
+                    self.tools.get_mut(call_id)
                 {
-                    output.push_str(chunk);
+                    aggregated_output.push_str(chunk);
                 }
                 Ok(())
             }
             AgentEventKind::ToolFinished { call_id, result, .. } => {
-                let Some((_, mut item)) = self.tools.remove(call_id) else { return Ok(()) };
+                let Some((id, mut details)) = self.tools.remove(call_id) else { return Ok(()) };
                 let ok = matches!(result, Ok(r) if r.status == ToolResultStatus::Success);
-                let kind = item["type"].as_str().unwrap_or_default().to_owned();
+                let ended = if ok { ItemStatus::Completed } else { ItemStatus::Failed };
                 let text = match result {
                     Ok(r) => result_text(r),
                     Err(err) => err.to_string(),
                 };
-                match kind.as_str() {
-                    "command_execution" => {
-                        if item["aggregated_output"].as_str().is_none_or(str::is_empty) {
-                            item["aggregated_output"] = json!(text);
+                match &mut details {
+                    ItemDetails::CommandExecution {
+                        aggregated_output, exit_code, status, ..
+                    } => {
+                        if aggregated_output.is_empty() {
+                            *aggregated_output = text;
                         }
-                        let exit_code = result.as_ref().ok().and_then(|r| r.exit?.code);
-                        item["exit_code"] = exit_code.map_or(Value::Null, |c| json!(c));
-                        item["status"] = json!(if ok { "completed" } else { "failed" });
+                        *exit_code = result.as_ref().ok().and_then(|r| r.exit?.code);
+                        *status = ended;
                     }
-                    "file_change" | "todo_list" => {
-                        item["status"] = json!(if ok { "completed" } else { "failed" })
+                    ItemDetails::FileChange { status, .. } => *status = ended,
+                    ItemDetails::ToolCall { result, status, .. } => {
+                        *result = Some(text);
+                        *status = ended;
                     }
-                    _ => {
-                        item["result"] = json!(text);
-                        item["status"] = json!(if ok { "completed" } else { "failed" });
-                    }
+                    ItemDetails::TodoList { .. }
+                    | ItemDetails::AgentMessage { .. }
+                    | ItemDetails::Reasoning { .. }
+                    | ItemDetails::Error { .. } => {}
                 }
-                Self::line(out, &json!({"type": "item.completed", "item": item}))
+                Self::line(out, &ThreadEvent::ItemCompleted { item: ThreadItem { id, details } })
             }
             AgentEventKind::StepFinished { usage, .. } => {
                 self.usage += *usage;
@@ -265,29 +277,23 @@ impl Renderer for JsonRenderer {
             AgentEventKind::StepRetried { reason, .. } => {
                 self.messages.step_text.clear();
                 self.reasoning.clear();
-                let id = self.item_id();
-                Self::line(
-                    out,
-                    &json!({"type": "item.completed", "item": {"id": id, "type": "error", "message": reason}}),
-                )
+                self.completed(out, ItemDetails::Error { message: reason.clone() })
             }
             AgentEventKind::Warning { message } => {
-                let id = self.item_id();
-                Self::line(
-                    out,
-                    &json!({"type": "item.completed", "item": {"id": id, "type": "error", "message": message}}),
-                )
+                self.completed(out, ItemDetails::Error { message: message.clone() })
             }
             AgentEventKind::TurnDone { outcome, .. } => {
                 self.flush_text(out)?;
                 match outcome {
                     TurnOutcome::Completed => Self::line(
                         out,
-                        &json!({"type": "turn.completed", "usage": usage_json(&self.usage)}),
+                        &ThreadEvent::TurnCompleted { usage: turn_usage(&self.usage) },
                     ),
                     TurnOutcome::Failed { message } => Self::line(
                         out,
-                        &json!({"type": "turn.failed", "error": {"message": message}}),
+                        &ThreadEvent::TurnFailed {
+                            error: ThreadError { message: message.clone() },
+                        },
                     ),
                     TurnOutcome::Cancelled | TurnOutcome::Interrupted => Ok(()),
                 }
@@ -302,11 +308,7 @@ impl Renderer for JsonRenderer {
     }
 
     fn note(&mut self, text: &str, out: &mut dyn Write) -> std::io::Result<()> {
-        let id = self.item_id();
-        Self::line(
-            out,
-            &json!({"type": "item.completed", "item": {"id": id, "type": "error", "message": text}}),
-        )
+        self.completed(out, ItemDetails::Error { message: text.to_owned() })
     }
 
     fn final_message(&self) -> String {
@@ -318,13 +320,13 @@ impl Renderer for JsonRenderer {
     }
 }
 
-fn usage_json(usage: &Usage) -> Value {
-    json!({
-        "input_tokens": usage.input_tokens,
-        "cached_input_tokens": usage.cached_input_tokens,
-        "output_tokens": usage.output_tokens,
-        "reasoning_output_tokens": usage.reasoning_output_tokens,
-    })
+fn turn_usage(usage: &Usage) -> TurnUsage {
+    TurnUsage {
+        input_tokens: usage.input_tokens,
+        cached_input_tokens: usage.cached_input_tokens,
+        output_tokens: usage.output_tokens,
+        reasoning_output_tokens: usage.reasoning_output_tokens,
+    }
 }
 
 /// What a person sees: progress on stderr, the final message on stdout.

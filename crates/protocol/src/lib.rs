@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod env;
+pub mod exec_event;
 pub mod ids;
 pub mod message;
 pub mod record;
