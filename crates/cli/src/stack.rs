@@ -15,7 +15,7 @@ use codecoder_kernel::{
 use codecoder_protocol::{MessageItem, RecordBody, StopReason};
 use codecoder_providers::{HttpModelClient, ProviderConfig, WireApi};
 use codecoder_session::{
-    FsyncPolicy, Index, NewSession, SessionStore, SessionWriter, WriterConfig,
+    FsyncPolicy, NewSession, SessionStore, SessionWriter, WriterConfig,
 };
 
 use crate::cli::GlobalArgs;
@@ -150,8 +150,7 @@ pub(crate) fn build(global: &GlobalArgs, request: &StackRequest) -> anyhow::Resu
             let path = match query {
                 Some(id) => store.find(&id)?,
                 None => {
-                    let mut index = Index::open(&store)?;
-                    index.refresh(&store)?;
+                    let index = crate::sessions::refreshed_index(&store)?;
                     let newest =
                         index.list(Some(&cwd_text))?.into_iter().find(|s| s.problem.is_none());
                     newest
