@@ -14,9 +14,7 @@ use codecoder_kernel::{
 };
 use codecoder_protocol::{MessageItem, RecordBody, StopReason};
 use codecoder_providers::{HttpModelClient, ProviderConfig, WireApi};
-use codecoder_session::{
-    FsyncPolicy, NewSession, SessionStore, SessionWriter, WriterConfig,
-};
+use codecoder_session::{FsyncPolicy, NewSession, SessionStore, SessionWriter, WriterConfig};
 
 use crate::cli::GlobalArgs;
 use crate::config_cmd::{cwd, home, load_config};

@@ -13,11 +13,13 @@
 //! failing is an error.
 //!
 //! Concurrency: several processes share the file. It is in WAL mode (readers and the one writer
-//! do not block each other) with a busy timeout; a refresh reads the logs outside any transaction
-//! and writes its rows in one short `IMMEDIATE` transaction (so it waits for the write lock
-//! instead of failing to upgrade a read), and deletes only rows it saw whose files are gone.
+//! do not block each other) with a busy timeout. A refresh reads the changed logs outside any
+//! transaction, then writes in one `IMMEDIATE` transaction (it waits for the write lock instead
+//! of failing to upgrade a read) after looking at the table again; it deletes only rows whose
+//! file is gone. So every refresh leaves a row for every file it listed, whatever other
+//! processes did meanwhile, and a rebuild never shows an empty table to anyone.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -109,23 +111,25 @@ impl Index {
 
     /// Brings the index in line with the files: re-reads changed ones, drops vanished ones.
     pub fn refresh(&mut self, store: &SessionStore) -> Result<RefreshStats> {
+        self.refresh_or_rebuild(store, false)
+    }
+
+    /// Forgets everything and reads every file again (in one transaction: a concurrent reader
+    /// never sees the index emptied).
+    pub fn rebuild(&mut self, store: &SessionStore) -> Result<RefreshStats> {
+        self.refresh_or_rebuild(store, true)
+    }
+
+    fn refresh_or_rebuild(&mut self, store: &SessionStore, rebuild: bool) -> Result<RefreshStats> {
         let files = store.session_files()?;
-        match refresh_rows(&mut self.conn, &files) {
+        match refresh_rows(&mut self.conn, &files, rebuild) {
             Ok(stats) => Ok(stats),
             Err(Error::Index(err)) => {
                 self.recover(err)?;
-                refresh_rows(&mut self.conn, &files)
+                refresh_rows(&mut self.conn, &files, rebuild)
             }
             Err(err) => Err(err),
         }
-    }
-
-    /// Forgets everything and reads every file again.
-    pub fn rebuild(&mut self, store: &SessionStore) -> Result<RefreshStats> {
-        if let Err(err) = self.conn.execute("DELETE FROM sessions", []) {
-            self.recover(err)?;
-        }
-        self.refresh(store)
     }
 
     /// Sessions, newest first, optionally only those run in `cwd`.
@@ -174,8 +178,10 @@ impl Index {
 /// fills the new index by refreshing.
 fn fallback(path: &Path, err: &rusqlite::Error) -> Result<(Connection, bool, String)> {
     let shown = path.display();
-    let busy =
-        matches!(err.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked));
+    let busy = matches!(
+        err.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    );
     let warning = if busy {
         // Another process is using the file: nothing is wrong with it, it is just not ours now.
         format!("session index {shown} is busy ({err}); using an index in memory for this run")
@@ -264,75 +270,122 @@ fn init_schema(conn: &Connection) -> rusqlite::Result<()> {
     outcome
 }
 
-/// A summary to write, with the size and mtime of the file it was read from.
+/// A file's size and modification time (ns), as the index records them.
+type Stamp = (i64, i64);
+
+/// A summary to write, with the stamp of the file it was read from.
 struct Row {
     summary: SessionSummary,
-    size: i64,
-    mtime: i64,
+    stamp: Stamp,
 }
 
-/// One refresh against `conn`: what the index knows is read first, changed logs are read with
-/// no transaction open, and the rows are written in one `IMMEDIATE` transaction.
-fn refresh_rows(conn: &mut Connection, files: &[(codecoder_protocol::SessionId, PathBuf)])
--> Result<RefreshStats> {
-    let known: HashMap<String, (i64, i64)> = {
-        let mut stmt = conn.prepare("SELECT id, file_size, file_mtime_ns FROM sessions")?;
-        let rows = stmt.query_map([], |row| Ok((row.get(0)?, (row.get(1)?, row.get(2)?))))?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    let mut stats = RefreshStats { files: files.len(), ..RefreshStats::default() };
-    let mut seen = std::collections::HashSet::new();
-    let mut rows = Vec::new();
+/// One refresh against `conn` (`rebuild`: forgetting every row first).
+///
+/// Changed logs are read with no transaction open; the rows are then written in one `IMMEDIATE`
+/// transaction that looks at the table again, as other processes may have changed it meanwhile:
+/// a row that already matches its file is left alone, a log that changed again (or whose row
+/// another process's rebuild dropped) is read again there, and only rows whose file no longer
+/// exists are deleted (a row for a file listed after this refresh listed the directory stays).
+fn refresh_rows(
+    conn: &mut Connection,
+    files: &[(codecoder_protocol::SessionId, PathBuf)],
+    rebuild: bool,
+) -> Result<RefreshStats> {
+    let known = if rebuild { HashMap::new() } else { stamps(conn)? };
+    let mut prepared: HashMap<String, Row> = HashMap::new();
     for (id, path) in files {
         let id = id.to_string();
-        let metadata = match fs_err::metadata(path) {
-            Ok(metadata) => metadata,
-            // Removed since the directory was listed: it is gone like any other.
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(err) => return Err(err.into()),
-        };
-        let size = i64::try_from(metadata.len()).unwrap_or(i64::MAX);
-        let mtime = metadata
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-        if known.get(&id) != Some(&(size, mtime)) {
-            rows.push(Row { summary: summarize(&id, path), size, mtime });
+        let Some(stamp) = stamp(path)? else { continue };
+        if known.get(&id) != Some(&stamp) {
+            let summary = summarize(&id, path);
+            prepared.insert(id, Row { summary, stamp });
         }
-        seen.insert(id);
     }
+
+    let mut stats = RefreshStats { files: files.len(), ..RefreshStats::default() };
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    for Row { summary, size, mtime } in &rows {
-        tx.execute(
-            "INSERT OR REPLACE INTO sessions (id, path, cwd, title, model, provider,
-                 created_ms, updated_ms, parent, record_count, problem, file_size,
-                 file_mtime_ns)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-            params![
-                summary.id,
-                summary.path.to_string_lossy(),
-                summary.cwd,
-                summary.title,
-                summary.model,
-                summary.provider,
-                to_sql(summary.created_ms),
-                to_sql(summary.updated_ms),
-                summary.parent,
-                to_sql(summary.record_count),
-                summary.problem,
-                size,
-                mtime,
-            ],
-        )?;
+    if rebuild {
+        tx.execute("DELETE FROM sessions", [])?;
+    }
+    let current = stamps(&tx)?;
+    let mut seen = HashSet::new();
+    for (id, path) in files {
+        let id = id.to_string();
+        // Removed since the directory was listed: it is gone like any other.
+        let Some(stamp) = stamp(path)? else { continue };
+        seen.insert(id.clone());
+        if current.get(&id) == Some(&stamp) {
+            continue;
+        }
+        let row = match prepared.remove(&id) {
+            Some(row) if row.stamp == stamp => row,
+            _ => Row { summary: summarize(&id, path), stamp },
+        };
+        write_row(&tx, &row)?;
         stats.updated += 1;
     }
-    // Only rows this refresh saw: one another process added meanwhile is for a newer file.
-    for id in known.keys().filter(|id| !seen.contains(*id)) {
-        stats.removed += tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
+    let unseen: Vec<(String, String)> = {
+        let mut stmt = tx.prepare("SELECT id, path FROM sessions")?;
+        let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()?
+            .into_iter()
+            .filter(|(id, _)| !seen.contains(id))
+            .collect()
+    };
+    for (id, path) in unseen {
+        if !Path::new(&path).exists() {
+            stats.removed += tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
+        }
     }
     tx.commit()?;
     Ok(stats)
+}
+
+/// The stamp of every row.
+fn stamps(conn: &Connection) -> rusqlite::Result<HashMap<String, Stamp>> {
+    let mut stmt = conn.prepare("SELECT id, file_size, file_mtime_ns FROM sessions")?;
+    let rows = stmt.query_map([], |row| Ok((row.get(0)?, (row.get(1)?, row.get(2)?))))?;
+    rows.collect()
+}
+
+/// The stamp of the file at `path`; `None` when it does not exist (any more).
+fn stamp(path: &Path) -> Result<Option<Stamp>> {
+    let metadata = match fs_err::metadata(path) {
+        Ok(metadata) => metadata,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err.into()),
+    };
+    let size = i64::try_from(metadata.len()).unwrap_or(i64::MAX);
+    let mtime = metadata
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+    Ok(Some((size, mtime)))
+}
+
+fn write_row(conn: &Connection, Row { summary, stamp: (size, mtime) }: &Row) -> Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO sessions (id, path, cwd, title, model, provider, created_ms,
+             updated_ms, parent, record_count, problem, file_size, file_mtime_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        params![
+            summary.id,
+            summary.path.to_string_lossy(),
+            summary.cwd,
+            summary.title,
+            summary.model,
+            summary.provider,
+            to_sql(summary.created_ms),
+            to_sql(summary.updated_ms),
+            summary.parent,
+            to_sql(summary.record_count),
+            summary.problem,
+            size,
+            mtime,
+        ],
+    )?;
+    Ok(())
 }
 
 fn to_sql(n: u64) -> i64 {
