@@ -115,7 +115,11 @@ fn concurrent_resumes_one_writes_the_other_exits_2_naming_the_holder() {
         assert_eq!(stdout(lost), "");
         assert!(!home.path().join(format!("sessions/{id}.lock")).exists(), "round {round}");
         assert_valid(home.path(), &id);
-        assert_eq!(session_ids(home.path()), [id.clone()], "round {round}: no new session");
+        assert_eq!(
+            session_ids(home.path()),
+            std::slice::from_ref(&id),
+            "round {round}: no new session"
+        );
     }
     // Each round's winner asked the model twice (gate, answer); no loser ever did.
     assert_eq!(server.requests().len(), 1 + 3 * 2);
@@ -148,7 +152,7 @@ fn a_holder_killed_with_sigkill_blocks_nothing() {
     let out = codecoder(home.path(), &["sessions", "rm", &id]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains(&in_use_message(&id, pid)), "{}", stderr(&out));
-    assert_eq!(session_ids(home.path()), [id.clone()]);
+    assert_eq!(session_ids(home.path()), std::slice::from_ref(&id));
     // Forking only reads: allowed while it is held.
     let out = codecoder(home.path(), &["sessions", "fork", &id]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -245,7 +249,7 @@ fn a_corrupt_or_unusable_index_is_a_warning() {
         assert!(out.status.success(), "{what}: {}", stderr(&out));
         assert_eq!(stdout(&out), "More.\n", "{what}");
         assert!(stderr(&out).contains("warning: session index "), "{what}: {}", stderr(&out));
-        assert_eq!(session_ids(home.path()), [id.clone()], "{what}: resumed, not new");
+        assert_eq!(session_ids(home.path()), std::slice::from_ref(&id), "{what}: resumed, not new");
 
         damage();
         let out = run.run(&["exec", "a new one"], "");
