@@ -104,7 +104,8 @@ impl Index {
     }
 
     /// What went wrong with the index file since it was opened, and what was done instead
-    /// ("… rebuilt from the logs", "… kept in memory for this run"). Empty when all is well.
+    /// ("… rebuilt it from the logs", "… using an index in memory for this run"). Empty when
+    /// all is well.
     pub fn warnings(&self) -> &[String] {
         &self.warnings
     }
