@@ -2,7 +2,8 @@
 //! codes. Behaviour lives in the libraries; this crate only parses, prints and exits.
 //!
 //! Exit codes: 0 success; 1 the command failed (for `sessions validate`: the log is invalid);
-//! 2 usage error (clap's own) or configuration error. A closed stdout (`| head`) counts as success.
+//! 2 usage error (clap's own), configuration error, or a session that another process is
+//! writing (resume, rm). A closed stdout (`| head`) counts as success.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // L0: the one crate that prints.
 
 mod cli;
@@ -58,7 +59,13 @@ fn main() -> ExitCode {
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("codecoder: {err:#}");
-            if err.chain().any(|cause| cause.is::<codecoder_config::Error>()) {
+            if err.chain().any(|cause| {
+                cause.is::<codecoder_config::Error>()
+                    || matches!(
+                        cause.downcast_ref::<codecoder_session::Error>(),
+                        Some(codecoder_session::Error::Locked { .. })
+                    )
+            }) {
                 return ExitCode::from(2);
             }
             if let Some(exit) = err.downcast_ref::<exec::Exit>() {

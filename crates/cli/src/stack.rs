@@ -14,9 +14,7 @@ use codecoder_kernel::{
 };
 use codecoder_protocol::{MessageItem, RecordBody, StopReason};
 use codecoder_providers::{HttpModelClient, ProviderConfig, WireApi};
-use codecoder_session::{
-    FsyncPolicy, Index, NewSession, SessionStore, SessionWriter, WriterConfig,
-};
+use codecoder_session::{FsyncPolicy, NewSession, SessionStore, SessionWriter, WriterConfig};
 
 use crate::cli::GlobalArgs;
 use crate::config_cmd::{cwd, home, load_config};
@@ -150,8 +148,7 @@ pub(crate) fn build(global: &GlobalArgs, request: &StackRequest) -> anyhow::Resu
             let path = match query {
                 Some(id) => store.find(&id)?,
                 None => {
-                    let mut index = Index::open(&store)?;
-                    index.refresh(&store)?;
+                    let index = crate::sessions::refreshed_index(&store)?;
                     let newest =
                         index.list(Some(&cwd_text))?.into_iter().find(|s| s.problem.is_none());
                     newest
