@@ -63,9 +63,15 @@ impl Error {
         Self::Usage { message: message.into() }
     }
 
-    /// True when the request or the configuration is at fault (front-ends exit 2).
+    /// True when the request or the configuration is at fault, or the session is in use by
+    /// another process (front-ends exit 2).
     pub fn is_usage(&self) -> bool {
-        matches!(self, Self::Usage { .. } | Self::Config(_))
+        matches!(
+            self,
+            Self::Usage { .. }
+                | Self::Config(_)
+                | Self::Session(codecoder_session::Error::Locked { .. })
+        )
     }
 
     pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {

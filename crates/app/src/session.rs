@@ -201,7 +201,11 @@ impl Runtime {
                     Some(id) => store.find(id)?,
                     None => {
                         let mut index = Index::open(&store)?;
-                        index.refresh(&store)?;
+                        let refreshed = index.refresh(&store);
+                        notices.extend(
+                            index.warnings().iter().map(|w| Notice::Warning(w.to_string())),
+                        );
+                        refreshed?;
                         let newest =
                             index.list(Some(&cwd_text))?.into_iter().find(|s| s.problem.is_none());
                         newest.map(|s| s.path).ok_or_else(|| {

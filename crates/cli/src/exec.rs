@@ -5,7 +5,8 @@
 //! (the turn closes cleanly and the log validates), a second kills every process group the
 //! agent started and exits at once with 130.
 //!
-//! Exit codes: 0 done; 1 the turn failed; 2 usage or configuration error; 130 interrupted.
+//! Exit codes: 0 done; 1 the turn failed; 2 usage or configuration error, or the session to
+//! resume is in use by another process; 130 interrupted.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;

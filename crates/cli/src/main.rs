@@ -2,7 +2,8 @@
 //! codes. Behaviour lives in the libraries; this crate only parses, prints and exits.
 //!
 //! Exit codes: 0 success; 1 the command failed (for `sessions validate`: the log is invalid);
-//! 2 usage error (clap's own) or configuration error. A closed stdout (`| head`) counts as success.
+//! 2 usage error (clap's own), configuration error, or a session that another process is
+//! writing (resume, rm). A closed stdout (`| head`) counts as success.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // L0: the one crate that prints.
 
 mod cli;
@@ -59,6 +60,10 @@ fn main() -> ExitCode {
             let usage = |cause: &(dyn std::error::Error + 'static)| {
                 cause.is::<codecoder_config::Error>()
                     || cause.downcast_ref::<codecoder_app::Error>().is_some_and(|e| e.is_usage())
+                    || matches!(
+                        cause.downcast_ref::<codecoder_session::Error>(),
+                        Some(codecoder_session::Error::Locked { .. })
+                    )
             };
             if err.chain().any(usage) {
                 return ExitCode::from(2);

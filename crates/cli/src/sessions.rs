@@ -22,21 +22,38 @@ pub(crate) fn run(command: SessionsCommand, out: &mut dyn Write) -> anyhow::Resu
         SessionsCommand::Fork(args) => fork(&store, &args, out),
         SessionsCommand::Rm(args) => {
             let path = store.remove(&args.session)?;
-            Index::open(&store)?.refresh(&store)?;
+            refreshed_index(&store)?;
             writeln!(out, "removed {}", path.display())?;
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Reindex => {
-            let stats = Index::open(&store)?.rebuild(&store)?;
+            let mut index = Index::open(&store)?;
+            let stats = index.rebuild(&store)?;
+            print_warnings(&index);
             writeln!(out, "indexed {} session(s)", stats.files)?;
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
-fn list(store: &SessionStore, args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+/// The store's index, up to date with the logs. What went wrong with the index file (it is then
+/// rebuilt, or kept in memory) is printed as a warning; only the logs' directory failing fails.
+pub(crate) fn refreshed_index(store: &SessionStore) -> anyhow::Result<Index> {
     let mut index = Index::open(store)?;
-    index.refresh(store)?;
+    let refreshed = index.refresh(store);
+    print_warnings(&index);
+    refreshed?;
+    Ok(index)
+}
+
+fn print_warnings(index: &Index) {
+    for warning in index.warnings() {
+        eprintln!("warning: {warning}");
+    }
+}
+
+fn list(store: &SessionStore, args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let index = refreshed_index(store)?;
     let cwd = match &args.cwd {
         Some(dir) => Some(
             fs_err::canonicalize(dir)
@@ -336,7 +353,7 @@ fn fork(store: &SessionStore, args: &ForkArgs, out: &mut dyn Write) -> anyhow::R
     let path = writer.path().map(|p| p.display().to_string()).unwrap_or_default();
     writeln!(out, "{}", writer.session_id())?;
     drop(writer);
-    Index::open(store)?.refresh(store)?;
+    refreshed_index(store)?;
     eprintln!("forked into {path}");
     Ok(ExitCode::SUCCESS)
 }

@@ -65,6 +65,20 @@ pub enum Error {
         /// The seq asked for.
         seq: u64,
     },
+    /// Another writer holds the log: another process, or another writer in this one.
+    #[error(
+        "session {session} is in use by another codecoder process ({}); to continue it \
+         elsewhere, fork it: codecoder sessions fork {session}",
+        pid.map_or_else(|| "pid unknown".to_owned(), |pid| format!("pid {pid}"))
+    )]
+    Locked {
+        /// The session id (the log's file name without its extension).
+        session: String,
+        /// The log file.
+        path: PathBuf,
+        /// The holder's pid, from the sidecar `<id>.lock` it wrote; `None` when none was found.
+        pid: Option<u32>,
+    },
     /// The SQLite index failed.
     #[error("session index: {0}")]
     Index(#[from] rusqlite::Error),

@@ -1,22 +1,41 @@
 //! `Index`: a SQLite cache of session summaries for `sessions list` and `resume --last`.
 //!
 //! The JSONL files are the truth. `refresh` compares each file's size and modification time with
-//! what the index saw, re-reads only the files that changed, and forgets rows whose file is gone;
-//! a missing or unreadable index file is simply rebuilt. Invariant: every row describes a file
-//! as it was when its size and mtime were recorded.
+//! what the index saw, re-reads only the files that changed, and forgets rows whose file is gone.
+//! Invariant: every row describes a file as it was when its size and mtime were recorded (the
+//! file is looked at before it is read, so a row can only be older than its size says, and the
+//! next refresh reads it again).
+//!
+//! Invariant: the index file never makes a command fail. A corrupt, unreadable or unwritable
+//! index is replaced by a new one rebuilt from the logs; when no file can be used (or another
+//! process keeps it busy past the timeout) the index lives in memory for this process. Each
+//! fallback leaves a warning for the caller to show (`warnings`). Only the logs' directory
+//! failing is an error.
+//!
+//! Concurrency: several processes share the file. It is in WAL mode (readers and the one writer
+//! do not block each other) with a busy timeout. A refresh reads the changed logs outside any
+//! transaction, then writes in one `IMMEDIATE` transaction (it waits for the write lock instead
+//! of failing to upgrade a read) after looking at the table again; it deletes only rows whose
+//! file is gone. So every refresh leaves a row for every file it listed, whatever other
+//! processes did meanwhile, and a rebuild never shows an empty table to anyone.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, UNIX_EPOCH};
 
 use codecoder_protocol::{MessageItem, RecordBody};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, ErrorCode, TransactionBehavior, params};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::load::load;
 use crate::store::SessionStore;
 
 const SCHEMA_VERSION: i64 = 1;
 const TITLE_CHARS: usize = 80;
+/// How long a process waits for another one's write to the index before it gives up on the file.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// SQLite's companions of a WAL database, removed with it when it is replaced.
+const COMPANION_SUFFIXES: [&str; 2] = ["-wal", "-shm"];
 
 /// One session as `sessions list` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,119 +79,58 @@ pub struct RefreshStats {
 #[derive(Debug)]
 pub struct Index {
     conn: Connection,
+    /// The index file.
+    path: PathBuf,
+    /// Whether `conn` is the in-memory stand-in.
+    in_memory: bool,
+    /// What went wrong with the file and how it was worked around, oldest first.
+    warnings: Vec<String>,
 }
 
 impl Index {
-    /// Opens (or creates) the index of `store`. A corrupt or outdated index file is replaced.
+    /// Opens (or creates) the index of `store`. An outdated index file is migrated; a corrupt or
+    /// unusable one is replaced, or stood in for by an index in memory, with a warning (see
+    /// `warnings`). Fails only when the sessions directory cannot be created.
     pub fn open(store: &SessionStore) -> Result<Self> {
         fs_err::create_dir_all(store.sessions_dir())?;
         let path = store.index_path();
-        match Self::open_at(&path) {
-            Ok(index) => Ok(index),
-            Err(_) => {
-                // The index is a cache: start over rather than fail.
-                let _ = fs_err::remove_file(&path);
-                Self::open_at(&path)
+        match open_file(&path) {
+            Ok(conn) => Ok(Self { conn, path, in_memory: false, warnings: Vec::new() }),
+            Err(err) => {
+                let (conn, in_memory, warning) = fallback(&path, &err)?;
+                Ok(Self { conn, path, in_memory, warnings: vec![warning] })
             }
         }
     }
 
-    fn open_at(path: &Path) -> Result<Self> {
-        let conn = Connection::open(path)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-        if version != SCHEMA_VERSION {
-            conn.execute_batch(&format!(
-                "DROP TABLE IF EXISTS sessions;
-                 CREATE TABLE sessions (
-                     id TEXT PRIMARY KEY,
-                     path TEXT NOT NULL,
-                     cwd TEXT NOT NULL,
-                     title TEXT NOT NULL,
-                     model TEXT NOT NULL,
-                     provider TEXT NOT NULL,
-                     created_ms INTEGER NOT NULL,
-                     updated_ms INTEGER NOT NULL,
-                     parent TEXT,
-                     record_count INTEGER NOT NULL,
-                     problem TEXT,
-                     file_size INTEGER NOT NULL,
-                     file_mtime_ns INTEGER NOT NULL
-                 );
-                 CREATE INDEX sessions_cwd ON sessions (cwd, updated_ms);
-                 PRAGMA user_version = {SCHEMA_VERSION};"
-            ))?;
-        }
-        Ok(Self { conn })
+    /// What went wrong with the index file since it was opened, and what was done instead
+    /// ("… rebuilt it from the logs", "… using an index in memory for this run"). Empty when
+    /// all is well.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Brings the index in line with the files: re-reads changed ones, drops vanished ones.
     pub fn refresh(&mut self, store: &SessionStore) -> Result<RefreshStats> {
-        let files = store.session_files()?;
-        let mut stats = RefreshStats { files: files.len(), ..RefreshStats::default() };
-        let tx = self.conn.transaction()?;
-        let mut seen = std::collections::HashSet::new();
-        for (id, path) in &files {
-            let id = id.to_string();
-            let metadata = fs_err::metadata(path)?;
-            let size = i64::try_from(metadata.len()).unwrap_or(i64::MAX);
-            let mtime = metadata
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-            seen.insert(id.clone());
-            let known: Option<(i64, i64)> = tx
-                .query_row(
-                    "SELECT file_size, file_mtime_ns FROM sessions WHERE id = ?1",
-                    [&id],
-                    |row| Ok((row.get(0)?, row.get(1)?)),
-                )
-                .optional()?;
-            if known == Some((size, mtime)) {
-                continue;
-            }
-            let summary = summarize(&id, path);
-            tx.execute(
-                "INSERT OR REPLACE INTO sessions (id, path, cwd, title, model, provider,
-                     created_ms, updated_ms, parent, record_count, problem, file_size,
-                     file_mtime_ns)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                params![
-                    summary.id,
-                    summary.path.to_string_lossy(),
-                    summary.cwd,
-                    summary.title,
-                    summary.model,
-                    summary.provider,
-                    to_sql(summary.created_ms),
-                    to_sql(summary.updated_ms),
-                    summary.parent,
-                    to_sql(summary.record_count),
-                    summary.problem,
-                    size,
-                    mtime,
-                ],
-            )?;
-            stats.updated += 1;
-        }
-        let indexed: Vec<String> = {
-            let mut stmt = tx.prepare("SELECT id FROM sessions")?;
-            let rows = stmt.query_map([], |row| row.get(0))?;
-            rows.collect::<rusqlite::Result<_>>()?
-        };
-        for id in indexed.iter().filter(|id| !seen.contains(*id)) {
-            tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
-            stats.removed += 1;
-        }
-        tx.commit()?;
-        Ok(stats)
+        self.refresh_or_rebuild(store, false)
     }
 
-    /// Forgets everything and reads every file again.
+    /// Forgets everything and reads every file again (in one transaction: a concurrent reader
+    /// never sees the index emptied).
     pub fn rebuild(&mut self, store: &SessionStore) -> Result<RefreshStats> {
-        self.conn.execute("DELETE FROM sessions", [])?;
-        self.refresh(store)
+        self.refresh_or_rebuild(store, true)
+    }
+
+    fn refresh_or_rebuild(&mut self, store: &SessionStore, rebuild: bool) -> Result<RefreshStats> {
+        let files = store.session_files()?;
+        match refresh_rows(&mut self.conn, &files, rebuild) {
+            Ok(stats) => Ok(stats),
+            Err(Error::Index(err)) => {
+                self.recover(err)?;
+                refresh_rows(&mut self.conn, &files, rebuild)
+            }
+            Err(err) => Err(err),
+        }
     }
 
     /// Sessions, newest first, optionally only those run in `cwd`.
@@ -200,6 +158,235 @@ impl Index {
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
+
+    /// After `err` from the index, switches to what `fallback` offers. An error of the
+    /// in-memory stand-in itself is returned: there is nothing left to fall back to.
+    fn recover(&mut self, err: rusqlite::Error) -> Result<()> {
+        if self.in_memory {
+            return Err(err.into());
+        }
+        let (conn, in_memory, warning) = fallback(&self.path, &err)?;
+        self.conn = conn;
+        self.in_memory = in_memory;
+        self.warnings.push(warning);
+        Ok(())
+    }
+}
+
+/// What replaces the index file at `path` after `err`: a new file, or, when the file is only busy
+/// (another process kept it past the timeout) or cannot be replaced, an empty index in memory.
+/// Returns the connection, whether it is in memory, and the warning that says so. The caller
+/// fills the new index by refreshing.
+fn fallback(path: &Path, err: &rusqlite::Error) -> Result<(Connection, bool, String)> {
+    let shown = path.display();
+    let busy = matches!(
+        err.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    );
+    let warning = if busy {
+        // Another process is using the file: nothing is wrong with it, it is just not ours now.
+        format!("session index {shown} is busy ({err}); using an index in memory for this run")
+    } else {
+        match replace_file(path) {
+            Ok(conn) => {
+                let warning =
+                    format!("session index {shown} was unusable ({err}); rebuilt it from the logs");
+                return Ok((conn, false, warning));
+            }
+            Err(replace_err) => format!(
+                "session index {shown} is unusable ({err}) and could not be replaced \
+                 ({replace_err}); using an index in memory for this run"
+            ),
+        }
+    };
+    let conn = Connection::open_in_memory()?;
+    init_schema(&conn)?;
+    Ok((conn, true, warning))
+}
+
+/// Opens the index file, switching it to WAL and creating or migrating its table.
+fn open_file(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Stored in the file: set once, a no-op afterwards. It also reads the header, so a file that
+    // is not a database fails here.
+    let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+    init_schema(&conn)?;
+    Ok(conn)
+}
+
+/// Removes the index file (and its WAL companions) and opens a new one.
+fn replace_file(path: &Path) -> Result<Connection> {
+    match fs_err::remove_file(path) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(err.into()),
+    }
+    for suffix in COMPANION_SUFFIXES {
+        let mut companion = path.as_os_str().to_owned();
+        companion.push(suffix);
+        let _ = fs_err::remove_file(PathBuf::from(companion));
+    }
+    Ok(open_file(path)?)
+}
+
+/// Creates the table unless the schema is current. The check is repeated inside a write
+/// transaction, so two processes creating a fresh index do not drop each other's table.
+fn init_schema(conn: &Connection) -> rusqlite::Result<()> {
+    let version = |conn: &Connection| -> rusqlite::Result<i64> {
+        conn.query_row("PRAGMA user_version", [], |row| row.get(0))
+    };
+    if version(conn)? == SCHEMA_VERSION {
+        return Ok(());
+    }
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let outcome = (|| {
+        if version(conn)? != SCHEMA_VERSION {
+            conn.execute_batch(&format!(
+                "DROP TABLE IF EXISTS sessions;
+                 CREATE TABLE sessions (
+                     id TEXT PRIMARY KEY,
+                     path TEXT NOT NULL,
+                     cwd TEXT NOT NULL,
+                     title TEXT NOT NULL,
+                     model TEXT NOT NULL,
+                     provider TEXT NOT NULL,
+                     created_ms INTEGER NOT NULL,
+                     updated_ms INTEGER NOT NULL,
+                     parent TEXT,
+                     record_count INTEGER NOT NULL,
+                     problem TEXT,
+                     file_size INTEGER NOT NULL,
+                     file_mtime_ns INTEGER NOT NULL
+                 );
+                 CREATE INDEX sessions_cwd ON sessions (cwd, updated_ms);
+                 PRAGMA user_version = {SCHEMA_VERSION};"
+            ))?;
+        }
+        conn.execute_batch("COMMIT")
+    })();
+    if outcome.is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    outcome
+}
+
+/// A file's size and modification time (ns), as the index records them.
+type Stamp = (i64, i64);
+
+/// A summary to write, with the stamp of the file it was read from.
+struct Row {
+    summary: SessionSummary,
+    stamp: Stamp,
+}
+
+/// One refresh against `conn` (`rebuild`: forgetting every row first).
+///
+/// Changed logs are read with no transaction open; the rows are then written in one `IMMEDIATE`
+/// transaction that looks at the table again, as other processes may have changed it meanwhile:
+/// a row that already matches its file is left alone, a log that changed again (or whose row
+/// another process's rebuild dropped) is read again there, and only rows whose file no longer
+/// exists are deleted (a row for a file listed after this refresh listed the directory stays).
+fn refresh_rows(
+    conn: &mut Connection,
+    files: &[(codecoder_protocol::SessionId, PathBuf)],
+    rebuild: bool,
+) -> Result<RefreshStats> {
+    let known = if rebuild { HashMap::new() } else { stamps(conn)? };
+    let mut prepared: HashMap<String, Row> = HashMap::new();
+    for (id, path) in files {
+        let id = id.to_string();
+        let Some(stamp) = stamp(path)? else { continue };
+        if known.get(&id) != Some(&stamp) {
+            let summary = summarize(&id, path);
+            prepared.insert(id, Row { summary, stamp });
+        }
+    }
+
+    let mut stats = RefreshStats { files: files.len(), ..RefreshStats::default() };
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    if rebuild {
+        tx.execute("DELETE FROM sessions", [])?;
+    }
+    let current = stamps(&tx)?;
+    let mut seen = HashSet::new();
+    for (id, path) in files {
+        let id = id.to_string();
+        // Removed since the directory was listed: it is gone like any other.
+        let Some(stamp) = stamp(path)? else { continue };
+        seen.insert(id.clone());
+        if current.get(&id) == Some(&stamp) {
+            continue;
+        }
+        let row = match prepared.remove(&id) {
+            Some(row) if row.stamp == stamp => row,
+            _ => Row { summary: summarize(&id, path), stamp },
+        };
+        write_row(&tx, &row)?;
+        stats.updated += 1;
+    }
+    let unseen: Vec<(String, String)> = {
+        let mut stmt = tx.prepare("SELECT id, path FROM sessions")?;
+        let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()?
+            .into_iter()
+            .filter(|(id, _)| !seen.contains(id))
+            .collect()
+    };
+    for (id, path) in unseen {
+        if !Path::new(&path).exists() {
+            stats.removed += tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
+        }
+    }
+    tx.commit()?;
+    Ok(stats)
+}
+
+/// The stamp of every row.
+fn stamps(conn: &Connection) -> rusqlite::Result<HashMap<String, Stamp>> {
+    let mut stmt = conn.prepare("SELECT id, file_size, file_mtime_ns FROM sessions")?;
+    let rows = stmt.query_map([], |row| Ok((row.get(0)?, (row.get(1)?, row.get(2)?))))?;
+    rows.collect()
+}
+
+/// The stamp of the file at `path`; `None` when it does not exist (any more).
+fn stamp(path: &Path) -> Result<Option<Stamp>> {
+    let metadata = match fs_err::metadata(path) {
+        Ok(metadata) => metadata,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err.into()),
+    };
+    let size = i64::try_from(metadata.len()).unwrap_or(i64::MAX);
+    let mtime = metadata
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+    Ok(Some((size, mtime)))
+}
+
+fn write_row(conn: &Connection, Row { summary, stamp: (size, mtime) }: &Row) -> Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO sessions (id, path, cwd, title, model, provider, created_ms,
+             updated_ms, parent, record_count, problem, file_size, file_mtime_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        params![
+            summary.id,
+            summary.path.to_string_lossy(),
+            summary.cwd,
+            summary.title,
+            summary.model,
+            summary.provider,
+            to_sql(summary.created_ms),
+            to_sql(summary.updated_ms),
+            summary.parent,
+            to_sql(summary.record_count),
+            summary.problem,
+            size,
+            mtime,
+        ],
+    )?;
+    Ok(())
 }
 
 fn to_sql(n: u64) -> i64 {

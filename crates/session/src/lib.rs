@@ -6,6 +6,8 @@
 //! what a crash or a cancel left open, `Projection` rebuilds the history the model sees, `fork`
 //! branches a session without touching its parent, `BlobStore` keeps large content by SHA-256,
 //! and `Index` is a SQLite cache of session summaries that is rebuilt from the files.
+//! A log has one writer at a time: every `SessionWriter` on a file holds its exclusive lock
+//! (`lock`), so a second process is refused instead of interleaving records.
 //!
 //! Invariant: the JSONL files are the truth. Nothing here rewrites a complete record; repair and
 //! fork only append, to the same file (repair) or to a new one (fork).
@@ -14,6 +16,7 @@ mod blob;
 mod error;
 mod index;
 mod load;
+mod lock;
 mod projection;
 mod store;
 mod trace;

@@ -3,6 +3,12 @@
 //!
 //! Invariant: a parent's file is never opened for writing by `fork`; `resume` only truncates a
 //! torn tail (bytes of no record) and appends.
+//!
+//! Invariant (one writer): `create`, `resume` and `fork` hand out writers that hold the log's
+//! lock; `resume` takes it before it reads the log, so it never truncates or repairs a log that
+//! another writer is appending to; `remove` takes it too, so a log in use is not deleted. `fork`
+//! only reads its parent and needs no lock on it: it copies the complete lines it sees (a line
+//! being written is a torn tail and is left out).
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
@@ -13,10 +19,11 @@ use codecoder_protocol::{
 
 use crate::blob::BlobStore;
 use crate::error::{Error, Result};
-use crate::load::{CloseReason, LoadedSession, closing_records, load};
+use crate::load::{CloseReason, Entry, LoadedSession, closing_records, load};
+use crate::lock::LogLock;
 use crate::projection::Projection;
 use crate::trace::SessionTrace;
-use crate::writer::{SessionWriter, WriterConfig};
+use crate::writer::{OpenLog, SessionWriter, WriterConfig};
 
 const LOG_EXTENSION: &str = "jsonl";
 
@@ -100,10 +107,11 @@ impl SessionStore {
         let file = OpenOptions::new().append(true).create_new(true).open(&path).map_err(|e| {
             std::io::Error::new(e.kind(), format!("creating {}: {e}", path.display()))
         })?;
+        let lock = LogLock::acquire(&file, &path)?;
         let file = fs_err::File::from_parts(file, &path);
         let mut writer = SessionWriter::from_parts(
             meta.session_id,
-            Some((file, 0)),
+            Some(OpenLog { file, len: 0, lock }),
             Some(self.blobs()),
             SessionTrace::new(),
             Projection::new(),
@@ -160,17 +168,20 @@ impl SessionStore {
         }
     }
 
-    /// Opens the log at `path` to continue it: loads it, drops a torn tail, appends the records
-    /// that close what a crash left open, and returns the loaded log (as it was) and a writer.
+    /// Opens the log at `path` to continue it: locks it (`Error::Locked` when another writer
+    /// holds it), loads it, drops a torn tail, appends the records that close what a crash left
+    /// open, and returns the loaded log (as it was) and a writer.
     pub fn resume(
         &self,
         path: &Path,
         config: WriterConfig,
     ) -> Result<(LoadedSession, SessionWriter)> {
-        let loaded = load(path)?;
         let file = OpenOptions::new().append(true).open(path).map_err(|e| {
             std::io::Error::new(e.kind(), format!("opening {}: {e}", path.display()))
         })?;
+        // Before reading: what is read, and the tail truncated, must be this writer's alone.
+        let lock = LogLock::acquire(&file, path)?;
+        let loaded = load(path)?;
         let file_len = file.metadata()?.len();
         let valid_len = loaded.valid_len(file_len);
         if valid_len < file_len {
@@ -179,7 +190,7 @@ impl SessionStore {
         let file = fs_err::File::from_parts(file, path);
         let mut writer = SessionWriter::from_parts(
             loaded.meta.session_id,
-            Some((file, valid_len)),
+            Some(OpenLog { file, len: valid_len, lock }),
             Some(self.blobs()),
             loaded.trace.clone(),
             loaded.projection(),
@@ -192,7 +203,9 @@ impl SessionStore {
     }
 
     /// Branches the session `query` into a new one holding its records up to and including
-    /// `at` (default: all), with whatever that leaves open closed. The parent is not modified.
+    /// `at` (default: all), with whatever that leaves open closed. The parent is not modified,
+    /// and may be in use by another writer. Records of types this version does not know are
+    /// copied as written, renumbered like the others.
     pub fn fork(
         &self,
         query: &str,
@@ -202,10 +215,11 @@ impl SessionStore {
         let parent = load(&self.find(query)?)?;
         let last = parent.trace.last_seq();
         let at = at.unwrap_or(last);
-        let exists = parent.entries.iter().any(|entry| match entry {
-            crate::Entry::Record(record) => record.seq == at,
-            crate::Entry::Unknown(unknown) => unknown.seq == at,
-        });
+        let entry_seq = |entry: &Entry| match entry {
+            Entry::Record(record) => record.seq,
+            Entry::Unknown(unknown) => unknown.seq,
+        };
+        let exists = parent.entries.iter().any(|entry| entry_seq(entry) == at);
         if !exists {
             return Err(Error::NoSuchSeq { session: parent.meta.session_id.to_string(), seq: at });
         }
@@ -216,11 +230,16 @@ impl SessionStore {
             ..parent.meta.clone()
         };
         let mut writer = self.create_with_meta(meta, config)?;
-        for record in parent.records().take_while(|record| record.seq <= at) {
-            match &record.body {
-                RecordBody::SessionMeta(_) | RecordBody::SessionEnd => {}
-                body => {
-                    writer.append(body.clone())?;
+        for entry in parent.entries.iter().take_while(|entry| entry_seq(entry) <= at) {
+            match entry {
+                Entry::Record(record) => match &record.body {
+                    RecordBody::SessionMeta(_) | RecordBody::SessionEnd => {}
+                    body => {
+                        writer.append(body.clone())?;
+                    }
+                },
+                Entry::Unknown(unknown) => {
+                    writer.append_unknown(&unknown.raw)?;
                 }
             }
         }
@@ -231,9 +250,16 @@ impl SessionStore {
         Ok(writer)
     }
 
-    /// Deletes a session's log. Blobs stay: other sessions may share them.
+    /// Deletes a session's log, unless another writer holds it (`Error::Locked`). Blobs stay:
+    /// other sessions may share them.
     pub fn remove(&self, query: &str) -> Result<PathBuf> {
         let path = self.find(query)?;
+        let file = OpenOptions::new().read(true).open(&path).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("opening {}: {e}", path.display()))
+        })?;
+        // Held while the file goes: a writer that opened it before cannot lock it afterwards
+        // (the lock checks that the path still names its file).
+        let _lock = LogLock::acquire(&file, &path)?;
         fs_err::remove_file(&path)?;
         Ok(path)
     }

@@ -21,6 +21,8 @@ use proptest::prelude::*;
 use proptest::sample::Index as SampleIndex;
 use uuid::Uuid;
 
+use crate::lock::LogLock;
+use crate::writer::OpenLog;
 use crate::{
     CloseReason, Error, FsyncPolicy, NewSession, Projection, SessionStore, SessionTrace,
     SessionWriter, TraceError, WriterConfig, closing_records, load,
@@ -853,6 +855,16 @@ fn new_session() -> NewSession {
     }
 }
 
+/// A lock on a temporary file, for a writer over a device file (`/dev/full`, `/dev/null`) whose
+/// own sidecar could not be written beside it.
+fn stand_in_lock() -> (tempfile::TempDir, LogLock) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stand-in.jsonl");
+    let file = OpenOptions::new().append(true).create(true).open(&path).unwrap();
+    let lock = LogLock::acquire(&file, &path).unwrap();
+    (dir, lock)
+}
+
 fn writer_config(fsync: FsyncPolicy) -> WriterConfig {
     WriterConfig { fsync, blob_threshold: 64, clock: Arc::new(ManualClock::new(1_000, 1)) }
 }
@@ -872,9 +884,10 @@ fn failed_append_leaves_trace_and_projection_alone() {
 
     let full = OpenOptions::new().append(true).open("/dev/full").unwrap();
     let full = fs_err::File::from_parts(full, "/dev/full");
+    let (_lock_dir, lock) = stand_in_lock();
     let mut writer = SessionWriter::from_parts(
         loaded.meta.session_id,
-        Some((full, file_len)),
+        Some(OpenLog { file: full, len: file_len, lock }),
         Some(store.blobs()),
         loaded.trace.clone(),
         loaded.projection(),
@@ -995,9 +1008,10 @@ fn turn_syncs_coalesce() {
 fn failed_turn_sync_is_sticky() {
     let null = OpenOptions::new().append(true).open("/dev/null").unwrap();
     let null = fs_err::File::from_parts(null, "/dev/null");
+    let (_lock_dir, lock) = stand_in_lock();
     let mut writer = SessionWriter::from_parts(
         SessionId::from(Uuid::from_u128(1)),
-        Some((null, 0)),
+        Some(OpenLog { file: null, len: 0, lock }),
         None,
         SessionTrace::new(),
         Projection::new(),

@@ -14,6 +14,10 @@
 //! written) and the syncer's *synced* generation (the written generation it read before its
 //! last successful sync).
 //!
+//! Invariant (one writer): a file writer holds the log's `LogLock` from before it was created
+//! or read until it is dropped; the lock is released last, after the final sync and the
+//! syncer's join (field order of `FileSink`). An in-memory writer has no file and no lock.
+//!
 //! Invariant (threads): the syncer is owned by the writer: it is started only for a file writer
 //! under `Turn` (never for `in_memory`), its request sender is dropped before its handle, and
 //! the handle joins it on drop.
@@ -29,6 +33,7 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use crate::blob::BlobStore;
 use crate::error::Result;
+use crate::lock::LogLock;
 use crate::projection::Projection;
 use crate::store::NewSession;
 use crate::trace::SessionTrace;
@@ -107,11 +112,21 @@ pub struct SessionWriter {
     line: Vec<u8>,
 }
 
+/// An open log for a writer: the file (opened for appending), its length (ending with a
+/// complete line), and the lock that makes this the log's only writer.
+pub(crate) struct OpenLog {
+    pub(crate) file: fs_err::File,
+    pub(crate) len: u64,
+    pub(crate) lock: LogLock,
+}
+
 struct FileSink {
     file: fs_err::File,
     path: PathBuf,
     len: u64,
     durability: Durability,
+    // Declared last: the lock is released only after the syncer (in `durability`) was joined.
+    _lock: LogLock,
 }
 
 /// Who calls `sync_data`, and when.
@@ -191,19 +206,19 @@ impl std::fmt::Debug for SessionWriter {
 }
 
 impl SessionWriter {
-    /// A writer over an open file of `len` bytes whose records produced `trace` and
-    /// `projection`. The caller guarantees the file ends with a complete line (or is empty).
+    /// A writer over an open, locked log whose records produced `trace` and `projection`.
+    /// The caller guarantees the file ends with a complete line (or is empty).
     /// Under `FsyncPolicy::Turn` this starts the syncer thread (an `Err` if it cannot).
     pub(crate) fn from_parts(
         session_id: SessionId,
-        file: Option<(fs_err::File, u64)>,
+        file: Option<OpenLog>,
         blobs: Option<BlobStore>,
         trace: SessionTrace,
         projection: Projection,
         config: WriterConfig,
     ) -> Result<Self> {
         let sink = match file {
-            Some((file, len)) => {
+            Some(OpenLog { file, len, lock }) => {
                 let durability = match config.fsync {
                     FsyncPolicy::Always => {
                         Durability::Inline { every_record: true, unsynced: false }
@@ -214,7 +229,7 @@ impl SessionWriter {
                     FsyncPolicy::Turn => Durability::Group(Syncer::spawn(&file)?),
                 };
                 let path = file.path().to_owned();
-                Some(FileSink { file, path, len, durability })
+                Some(FileSink { file, path, len, durability, _lock: lock })
             }
             None => None,
         };
@@ -292,6 +307,37 @@ impl SessionWriter {
         self.trace.commit(transition);
         self.projection.apply(&record);
         Ok(record.seq)
+    }
+
+    /// Writes a record of a type this version does not know (`raw`, as another log holds it) as
+    /// the next record: its `seq` and `ts` are this log's, every other field is kept. Like the
+    /// loader, the trace checks only the seq; the projection does not see it. Returns its seq.
+    pub(crate) fn append_unknown(&mut self, raw: &serde_json::Value) -> Result<u64> {
+        if let Some(sink) = &mut self.sink {
+            sink.check_failure()?;
+        }
+        let seq = self.trace.last_seq() + 1;
+        let transition = self.trace.validate_unknown(seq)?;
+        let mut record = raw.clone();
+        if let serde_json::Value::Object(fields) = &mut record {
+            fields.insert("seq".to_owned(), seq.into());
+            fields.insert("ts".to_owned(), self.config.clock.now_ms().into());
+        }
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, &record)?;
+        self.line.push(b'\n');
+        if let Some(sink) = &mut self.sink {
+            let len_before = sink.len;
+            sink.write_line(&self.line)?;
+            if let Durability::Inline { every_record: true, .. } = sink.durability
+                && let Err(err) = sink.sync()
+            {
+                sink.truncate_to(len_before);
+                return Err(err);
+            }
+        }
+        self.trace.commit(transition);
+        Ok(seq)
     }
 
     /// Forces what was written to disk: returns once every record appended so far is durable.

@@ -6,6 +6,7 @@
 mod config;
 mod exec;
 mod hooks;
+mod lock;
 mod safety;
 mod sessions;
 mod tui;

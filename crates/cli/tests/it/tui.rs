@@ -460,3 +460,57 @@ fn approvals_switches_the_mode_mid_session() {
     pty.send("\r");
     assert!(pty.wait_exit().success());
 }
+
+/// `/resume ID` of a session another process is writing shows why it cannot, and the UI goes on
+/// in the session it had.
+#[test]
+fn resume_of_a_session_in_use_elsewhere_is_an_error_note() {
+    let script = Script::new()
+        .reply(Reply::text("Held answer."))
+        .reply(Reply::endless_text())
+        .reply(Reply::text("Still here."));
+    let server = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    exec_once(home.path(), cwd.path(), &server, "the held question");
+    let held: String = std::fs::read_dir(home.path().join("sessions"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().and_then(|e| e.to_str()) == Some("jsonl"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .unwrap();
+    let mut holder = std::process::Command::new(env!("CARGO_BIN_EXE_codecoder"))
+        .args(["exec", "resume", &held, "keep talking"])
+        .current_dir(cwd.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("CODECODER_HOME", home.path())
+        .envs(env_for(&server))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    server.wait_for_requests(2, Duration::from_secs(20)).unwrap();
+
+    let mut pty = Pty::spawn(home.path(), cwd.path(), &env_for(&server), &[]);
+    pty.wait_visible("ask anything", "the input prompt");
+    pty.type_text(&format!("/resume {held}"));
+    pty.send("\r");
+    // The note may wrap: compare with the whitespace folded.
+    let needle = format!("is in use by another codecoder process (pid {})", holder.id());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let folded = || pty.text().split_whitespace().collect::<Vec<_>>().join(" ");
+    while !folded().contains(&needle) {
+        assert!(Instant::now() < deadline, "no note {needle:?}; screen:\n{}", pty.text());
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    pty.type_text("still there?");
+    pty.send("\r");
+    pty.wait_for("Still here.", "an answer in the session the UI had");
+    pty.type_text("/quit");
+    pty.send("\r");
+    assert!(pty.wait_exit().success());
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+}

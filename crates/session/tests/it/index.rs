@@ -106,10 +106,101 @@ fn corrupt_index_file_is_rebuilt() {
     let mut index = Index::open(&store).unwrap();
     assert_eq!(index.refresh(&store).unwrap(), RefreshStats { files: 1, updated: 1, removed: 0 });
     assert_eq!(ids(&index, None), vec![id.clone()]);
+    let [warning] = index.warnings() else { panic!("one warning: {:?}", index.warnings()) };
+    assert!(warning.contains("index.sqlite"), "{warning}");
+    assert!(warning.ends_with("rebuilt it from the logs"), "{warning}");
     drop(index);
     // And the rebuilt file is a good index from then on.
     let index = Index::open(&store).unwrap();
     assert_eq!(ids(&index, None), vec![id]);
+    assert!(index.warnings().is_empty(), "{:?}", index.warnings());
+}
+
+/// An index path that cannot be a database at all (a directory): the index lives in memory for
+/// the run, built from the logs, and says so.
+#[test]
+fn an_index_that_cannot_be_opened_or_replaced_is_kept_in_memory() {
+    let (_home, store) = temp_store();
+    let first = session(&store, "/repo", 1_000, "first");
+    let second = session(&store, "/repo", 2_000, "second");
+    fs_err::create_dir_all(store.index_path().join("inside")).unwrap();
+
+    let mut index = Index::open(&store).unwrap();
+    assert_eq!(index.refresh(&store).unwrap(), RefreshStats { files: 2, updated: 2, removed: 0 });
+    assert_eq!(ids(&index, Some("/repo")), vec![second, first]);
+    let [warning] = index.warnings() else { panic!("one warning: {:?}", index.warnings()) };
+    assert!(warning.ends_with("using an index in memory for this run"), "{warning}");
+    assert!(store.index_path().join("inside").is_dir(), "the directory is left alone");
+    // Rebuilding works in memory as well.
+    assert_eq!(index.rebuild(&store).unwrap(), RefreshStats { files: 2, updated: 2, removed: 0 });
+}
+
+/// A database whose pages are damaged after the header: the refresh notices, and the index is
+/// rebuilt instead of failing.
+#[test]
+fn an_index_damaged_past_its_header_is_rebuilt() {
+    let (_home, store) = temp_store();
+    let id = session(&store, "/repo", 1_000, "hello");
+    {
+        let mut index = Index::open(&store).unwrap();
+        index.refresh(&store).unwrap();
+    }
+    // Keep the 100-byte header; scribble over the rest of the first page and beyond.
+    let mut bytes = fs_err::read(store.index_path()).unwrap();
+    for (i, byte) in bytes.iter_mut().enumerate().skip(100) {
+        *byte = (i as u8).wrapping_mul(31) ^ 0x5a;
+    }
+    fs_err::write(store.index_path(), bytes).unwrap();
+
+    let mut index = Index::open(&store).unwrap();
+    index.refresh(&store).unwrap();
+    assert_eq!(ids(&index, None), vec![id]);
+    assert_eq!(index.warnings().len(), 1, "{:?}", index.warnings());
+}
+
+/// Processes (here: connections on threads) refreshing and listing one index while sessions are
+/// written: nobody fails with "database is locked", nobody falls back, every refresh leaves a row
+/// for every file it saw, and all agree at the end.
+#[test]
+fn concurrent_refreshes_share_the_index() {
+    let (_home, store) = temp_store();
+    session(&store, "/repo", 1_000, "seed");
+    let writers = 2;
+    let sessions_each = 8;
+    std::thread::scope(|scope| {
+        for w in 0..writers {
+            let store = &store;
+            scope.spawn(move || {
+                for i in 0..sessions_each {
+                    session(store, "/repo", 10_000 * (w + 1) + i * 10, "more");
+                    let mut index = Index::open(store).unwrap();
+                    index.refresh(store).unwrap();
+                    assert!(index.warnings().is_empty(), "{:?}", index.warnings());
+                }
+            });
+        }
+        for reader in 0..3 {
+            let store = &store;
+            scope.spawn(move || {
+                for _ in 0..sessions_each {
+                    let mut index = Index::open(store).unwrap();
+                    // One of them rebuilds: nobody may see the index emptied meanwhile.
+                    let stats = if reader == 0 {
+                        index.rebuild(store).unwrap()
+                    } else {
+                        index.refresh(store).unwrap()
+                    };
+                    // Every file the refresh listed has its row, whatever the others did.
+                    assert!(index.list(None).unwrap().len() >= stats.files);
+                    assert!(index.warnings().is_empty(), "{:?}", index.warnings());
+                }
+            });
+        }
+    });
+    let mut index = Index::open(&store).unwrap();
+    index.refresh(&store).unwrap();
+    let expected = 1 + writers * sessions_each;
+    assert_eq!(index.list(None).unwrap().len(), usize::try_from(expected).unwrap());
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! Every test works in its own temporary directory (never `$HOME`) and stamps records with a
 //! `ManualClock`. Modules: `crash` (cut logs at many byte offsets, load and repair them),
 //! `golden` (the checked-in JSONL files of the format), `writer`, `store` (resume, fork, find,
-//! remove, projection) and `index` (the SQLite cache).
+//! remove, projection), `lock` (one writer per log) and `index` (the SQLite cache).
 
 // Helpers of a test binary are test code, but clippy's allow-unwrap-in-tests only covers `#[test]`
 // functions.
@@ -12,6 +12,7 @@
 mod crash;
 mod golden;
 mod index;
+mod lock;
 mod store;
 mod writer;
 

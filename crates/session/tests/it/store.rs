@@ -375,24 +375,62 @@ fn loader_handles_blank_lines_bad_last_lines_and_empty_files() {
     assert!(err.to_string().contains("missing.jsonl"), "{err}");
 }
 
-/// FIXME: a fork leaves out records of types this version does not know (the writer can only
-/// append known records), although loading keeps and reports them. This pins today's behavior.
+/// A fork copies records of types this version does not know (a newer codecoder wrote them),
+/// renumbered like the others, so a log survives being forked by an older version.
 #[test]
-fn fork_leaves_out_records_of_unknown_types() {
+fn fork_keeps_records_of_unknown_types() {
     let (_home, store) = temp_store();
     let golden =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/unknown_type.jsonl");
-    let parent = load(&golden).unwrap();
-    assert_eq!(parent.unknown().count(), 1);
+    // The parent's seqs go up by ten, so the fork's renumbering shows.
+    let parent_text: String = fs_err::read_to_string(&golden)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+            value["seq"] = (value["seq"].as_u64().unwrap() * 10).into();
+            format!("{value}\n")
+        })
+        .collect();
     fs_err::create_dir_all(store.sessions_dir()).unwrap();
-    let parent_path = store.path_of(parent.meta.session_id);
-    fs_err::copy(&golden, &parent_path).unwrap();
+    let parent_id = load(&golden).unwrap().meta.session_id;
+    let parent_path = store.path_of(parent_id);
+    fs_err::write(&parent_path, &parent_text).unwrap();
+    let parent = load(&parent_path).unwrap();
+    assert_eq!(parent.unknown().count(), 1);
 
-    let writer = store.fork(&parent.meta.session_id.to_string(), None, config(1_000)).unwrap();
+    let writer = store.fork(&parent_id.to_string(), None, config(1_000)).unwrap();
     let fork_path = writer.path().unwrap().to_owned();
     drop(writer);
     let fork = load(&fork_path).unwrap();
-    assert_eq!(fork.unknown().count(), 0);
+    let unknown: Vec<_> = fork.unknown().collect();
+    assert_eq!(unknown.len(), 1);
+    assert_eq!((unknown[0].line, unknown[0].seq), (4, 4));
+    assert_eq!(unknown[0].type_name, "checkpoint");
+    assert_eq!(unknown[0].raw["files"], serde_json::json!(["src/lib.rs"]));
+    assert_eq!(unknown[0].raw["label"], "before edit");
     assert_eq!(fork.records().count(), parent.records().count());
-    assert_eq!(fs_err::read(&parent_path).unwrap(), fs_err::read(&golden).unwrap());
+    let seqs: Vec<u64> = fork.records().map(|record| record.seq).collect();
+    assert_eq!(seqs, [1, 2, 3, 5, 6, 7, 8]);
+    assert_eq!(fs_err::read_to_string(&parent_path).unwrap(), parent_text);
+
+    // Forked at the unknown record itself: it is the last copied record, and the turn it is in
+    // is closed after it.
+    let writer = store.fork(&parent_id.to_string(), Some(40), config(2_000)).unwrap();
+    let fork_path = writer.path().unwrap().to_owned();
+    drop(writer);
+    let fork = load(&fork_path).unwrap();
+    let kinds: Vec<String> = fork
+        .entries
+        .iter()
+        .map(|entry| match entry {
+            codecoder_session::Entry::Record(record) => record.body.type_name().to_owned(),
+            codecoder_session::Entry::Unknown(unknown) => format!("unknown {}", unknown.type_name),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["session_meta", "turn_start", "user_message", "unknown checkpoint", "turn_end"]
+    );
+    assert!(!fork.trace.needs_repair());
 }
