@@ -195,6 +195,18 @@ fn write_record(store: &SessionStore, record: &Record, out: &mut dyn Write) -> a
             history.len(),
             note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()
         )?,
+        RecordBody::Context(context) => {
+            let names: Vec<&str> =
+                context.sections.iter().map(|section| section.name.as_str()).collect();
+            writeln!(
+                out,
+                "  [context: {} ({}) · sections: {} · {} tool(s)]",
+                context.model,
+                context.provider,
+                names.join(", "),
+                context.tools.len()
+            )?;
+        }
         RecordBody::Error { message } => writeln!(out, "  error: {message}")?,
         RecordBody::SessionEnd => writeln!(out, "\nsession ended {}", format_utc_ms(record.ts))?,
     }

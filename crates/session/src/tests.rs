@@ -608,6 +608,7 @@ fn drop_expectation(records: &[Record], index: usize) -> Option<&'static str> {
         | R::ToolStarted { .. }
         | R::Approval { .. }
         | R::Compaction { .. }
+        | R::Context(_)
         | R::Error { .. }
         | R::SessionEnd => None,
     }
@@ -627,7 +628,11 @@ fn duplicate_expectation(body: &RecordBody) -> Option<&'static str> {
         R::ToolStarted { .. } => Some("call_already_started"),
         R::ToolResult { .. } => Some("unknown_call"),
         R::SessionEnd => Some("after_session_end"),
-        R::UserMessage { .. } | R::Approval { .. } | R::Compaction { .. } | R::Error { .. } => None,
+        R::UserMessage { .. }
+        | R::Approval { .. }
+        | R::Compaction { .. }
+        | R::Context(_)
+        | R::Error { .. } => None,
     }
 }
 
