@@ -6,6 +6,7 @@
 mod config;
 mod exec;
 mod hooks;
+mod replay;
 mod safety;
 mod sessions;
 mod tui;
