@@ -423,12 +423,12 @@ impl ReplayModel {
     /// `Err` with a message when `request` (request `number`) differs from the recorded one.
     fn compare(&self, number: usize, request: &ModelRequest) -> Result<(), String> {
         let resolve = |blob: &codecoder_protocol::BlobRef| self.blobs.resolve(blob).ok();
-        let recorded = match codecoder_context::rebuild_request(&self.loaded, number, Some(&resolve))
-        {
-            Ok(rebuilt) => rebuilt.request,
-            // Nothing recorded to compare with.
-            Err(_) => return Ok(()),
-        };
+        let recorded =
+            match codecoder_context::rebuild_request(&self.loaded, number, Some(&resolve)) {
+                Ok(rebuilt) => rebuilt.request,
+                // Nothing recorded to compare with.
+                Err(_) => return Ok(()),
+            };
         let (recorded, replayed) = (comparable(&recorded), comparable(request));
         match first_difference(&recorded, &replayed, String::new()) {
             None => Ok(()),
@@ -506,13 +506,8 @@ fn first_difference(
                     return Some(found);
                 }
             }
-            (x.len() != y.len()).then(|| {
-                (
-                    format!("{path}.length"),
-                    x.len().to_string(),
-                    y.len().to_string(),
-                )
-            })
+            (x.len() != y.len())
+                .then(|| (format!("{path}.length"), x.len().to_string(), y.len().to_string()))
         }
         _ if a == b => None,
         _ => Some((path, excerpt(a), excerpt(b))),

@@ -366,9 +366,13 @@ impl ContextBuilder {
             .iter()
             .map(|section| PromptSection { name: section.name.clone(), text: section.text.clone() })
             .collect();
-        if let Some(extra) = instructions.strip_prefix(&*self.base).and_then(|rest| rest.strip_prefix("\n\n"))
+        if let Some(extra) =
+            instructions.strip_prefix(&*self.base).and_then(|rest| rest.strip_prefix("\n\n"))
         {
-            sections.push(PromptSection { name: "agent instructions".to_owned(), text: extra.to_owned() });
+            sections.push(PromptSection {
+                name: "agent instructions".to_owned(),
+                text: extra.to_owned(),
+            });
         }
         sections
     }

@@ -52,8 +52,10 @@ impl PromptBuilder for StaticPrompt {
             text: self.instructions.clone(),
         }];
         if let Some(extra) = input.agent_instructions {
-            sections
-                .push(PromptSection { name: "agent instructions".to_owned(), text: extra.to_owned() });
+            sections.push(PromptSection {
+                name: "agent instructions".to_owned(),
+                text: extra.to_owned(),
+            });
         }
         let instructions = join_sections(&sections);
         ModelRequest {

@@ -25,8 +25,8 @@ use std::sync::Arc;
 
 use codecoder_protocol::{
     AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ContentItem, ContextRecord, Message,
-    MessageItem, PromptSection, Reasoning, RecordBody, Role, StepId, StopReason, ToolCall, ToolCallId, TurnId, TurnOutcome,
-    Usage, UserInput, join_sections,
+    MessageItem, PromptSection, Reasoning, RecordBody, Role, StepId, StopReason, ToolCall,
+    ToolCallId, TurnId, TurnOutcome, Usage, UserInput, join_sections,
 };
 use codecoder_session::{CloseReason, SessionWriter, closing_records};
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, select};

@@ -6,7 +6,9 @@
 //! are everything a request shows the model. Invariant: the projection is a pure function of the records; the same
 //! log always projects to the same history.
 
-use codecoder_protocol::{ContextRecord, Message, MessageId, MessageItem, Record, RecordBody, Role};
+use codecoder_protocol::{
+    ContextRecord, Message, MessageId, MessageItem, Record, RecordBody, Role,
+};
 use uuid::Uuid;
 
 /// The high half of the ids of tool messages the projection makes: ASCII `codecode`.
