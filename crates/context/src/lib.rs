@@ -37,7 +37,7 @@ pub use base::BASE_INSTRUCTIONS;
 pub use builder::{BlobResolver, ContextBuilder, ContextConfig};
 pub use environment::{Environment, read_git_head, render_environment, summarize_git_status};
 pub use error::{Error, Result};
-pub use rebuild::{RebuiltRequest, rebuild_request, request_count};
+pub use rebuild::{RebuiltRequest, ResolveBlob, rebuild_request, request_count};
 pub use section::{Section, SectionPolicy, Warning};
 pub use tokens::count_tokens;
 pub use window::ContextWindowGuard;

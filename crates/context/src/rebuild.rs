@@ -18,6 +18,10 @@ use codecoder_session::{LoadedSession, Projection};
 use crate::builder::inline_blobs;
 use crate::error::{Error, Result};
 
+/// What a blob reference inlines to (`None`: keep the reference), like a `BlobResolver` that
+/// may borrow.
+pub type ResolveBlob<'a> = dyn Fn(&BlobRef) -> Option<ContentItem> + 'a;
+
 /// A request rebuilt from a log, with the context it was made under.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RebuiltRequest {
@@ -39,7 +43,7 @@ pub fn request_count(loaded: &LoadedSession) -> usize {
 pub fn rebuild_request(
     loaded: &LoadedSession,
     number: usize,
-    resolve: Option<&dyn Fn(&BlobRef) -> Option<ContentItem>>,
+    resolve: Option<&ResolveBlob<'_>>,
 ) -> Result<RebuiltRequest> {
     let mut projection = Projection::new();
     let mut seen = 0;

@@ -1151,13 +1151,13 @@ fn a_context_record_round_trips_through_a_log_and_old_logs_load_without_one() {
     drop(resumed);
 
     // A log written before the record existed loads, projects and resumes, with no context.
-    let text = std::fs::read_to_string(&path).unwrap();
+    let text = fs_err::read_to_string(&path).unwrap();
     let old: String = text
         .lines()
         .filter(|line| !line.contains("\"type\":\"context\""))
         .map(|l| format!("{l}\n"))
         .collect();
-    std::fs::write(&path, old).unwrap();
+    fs_err::write(&path, old).unwrap();
     let loaded = load(&path).unwrap();
     assert!(loaded.unknown().next().is_none());
     assert_eq!(loaded.projection().context(), None);
