@@ -94,7 +94,11 @@ pub(crate) fn build(global: &GlobalArgs, request: &StackRequest) -> anyhow::Resu
         .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
     let model_client: Arc<dyn ModelClient> = match &request.replay {
         Some(path) => {
-            let replay = ReplayModel::load(path, SessionStore::new(&home).blobs())?;
+            let replay = ReplayModel::load(
+                path,
+                SessionStore::new(&home).blobs(),
+                cwd.to_string_lossy().into_owned(),
+            )?;
             if !replay.compares {
                 eprintln!(
                     "note: --replay: {} was written before logs recorded the model-visible context; requests are not compared with the recorded ones",
@@ -387,8 +391,9 @@ fn resolve_provider(
 /// Each request is first compared with the one the log recorded for the same step (rebuilt
 /// from it): at the first difference the request fails with a message naming the request and
 /// the first differing place, so a replay never answers a conversation the log did not have.
-/// What a replay changes by nature is not compared: the session id and the environment section
-/// (working directory, date, git status). A log without `context` records (older codecoder) is
+/// What a replay changes by nature is not compared: the session id, the environment section
+/// (working directory, date, git status) and the working directory's path wherever it appears
+/// (the recorded one and this run's both read as `<cwd>`). A log without `context` records (older codecoder) is
 /// replayed without comparing.
 struct ReplayModel {
     loaded: codecoder_session::LoadedSession,
@@ -397,13 +402,12 @@ struct ReplayModel {
     next: AtomicUsize,
     /// Whether the log records the context of its first request.
     compares: bool,
+    /// This run's working directory.
+    cwd: String,
 }
 
-/// The prompt section a replay may change (it names the working directory and the date).
-const ENVIRONMENT_SECTION: &str = "environment";
-
 impl ReplayModel {
-    fn load(path: &Path, blobs: codecoder_session::BlobStore) -> anyhow::Result<Self> {
+    fn load(path: &Path, blobs: codecoder_session::BlobStore, cwd: String) -> anyhow::Result<Self> {
         let loaded =
             codecoder_session::load(path).map_err(|err| usage(format!("--replay: {err}")))?;
         let responses: Vec<_> = loaded
@@ -417,7 +421,7 @@ impl ReplayModel {
             return Err(usage(format!("--replay: {} holds no model response", path.display())));
         }
         let compares = codecoder_context::rebuild_request(&loaded, 1, None).is_ok();
-        Ok(Self { loaded, blobs, responses, next: AtomicUsize::new(0), compares })
+        Ok(Self { loaded, blobs, responses, next: AtomicUsize::new(0), compares, cwd })
     }
 
     /// `Err` with a message when `request` (request `number`) differs from the recorded one.
@@ -429,7 +433,8 @@ impl ReplayModel {
                 // Nothing recorded to compare with.
                 Err(_) => return Ok(()),
             };
-        let (recorded, replayed) = (comparable(&recorded), comparable(request));
+        let recorded = comparable(&recorded, &self.loaded.meta.cwd);
+        let replayed = comparable(request, &self.cwd);
         match first_difference(&recorded, &replayed, String::new()) {
             None => Ok(()),
             Some((path, was, now)) => Err(format!(
@@ -441,13 +446,14 @@ impl ReplayModel {
 }
 
 /// What a replay must reproduce of a request, as JSON: everything model-visible but the session
-/// id, the environment section's text and message ids (fresh in every run).
-fn comparable(request: &ModelRequest) -> serde_json::Value {
+/// id, the environment section's text, message ids (fresh in every run) and the path of `cwd`
+/// (written `<cwd>`).
+fn comparable(request: &ModelRequest, cwd: &str) -> serde_json::Value {
     let sections: Vec<serde_json::Value> = request
         .sections
         .iter()
         .map(|section| {
-            let text = if section.name == ENVIRONMENT_SECTION {
+            let text = if section.name == codecoder_context::ENVIRONMENT_SECTION {
                 "(not compared)"
             } else {
                 section.text.as_str()
@@ -466,14 +472,34 @@ fn comparable(request: &ModelRequest) -> serde_json::Value {
             value
         })
         .collect();
-    serde_json::json!({
+    let mut value = serde_json::json!({
         "model": request.model,
         "sections": sections,
         "tools": request.tools,
         "maxOutputTokens": request.max_output_tokens,
         "outputSchema": request.output_schema,
         "history": history,
-    })
+    });
+    // `/` would match every path: only a real directory is replaced.
+    let cwd = cwd.trim_end_matches('/');
+    if !cwd.is_empty() {
+        replace_in_strings(&mut value, cwd, "<cwd>");
+    }
+    value
+}
+
+/// Replaces `from` with `to` in every string of `value`.
+fn replace_in_strings(value: &mut serde_json::Value, from: &str, to: &str) {
+    match value {
+        serde_json::Value::String(text) if text.contains(from) => *text = text.replace(from, to),
+        serde_json::Value::Array(items) => {
+            items.iter_mut().for_each(|item| replace_in_strings(item, from, to));
+        }
+        serde_json::Value::Object(map) => {
+            map.values_mut().for_each(|item| replace_in_strings(item, from, to));
+        }
+        _ => {}
+    }
 }
 
 /// The first place (a JSON path) where `a` and `b` differ, with a short excerpt of each.

@@ -46,6 +46,10 @@ const IMAGE_TOKENS: u64 = 1_500;
 const AGENTS_MD_PREAMBLE: &str =
     "# AGENTS.md\n\nThe project's instruction files, outermost first.\n\n";
 
+/// The name of the section that describes where and when the session runs (working directory,
+/// OS, shell, date, git status).
+pub const ENVIRONMENT_SECTION: &str = "environment";
+
 /// How prompts are assembled. No `Default`: start from `ContextConfig::standard`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContextConfig {
@@ -142,7 +146,7 @@ impl ContextBuilder {
         let docs = agents_md.load(&config.agents_md, &environment.cwd);
         let mut texts = vec![
             ("base instructions", config.base_instructions.trim().to_owned()),
-            ("environment", render_environment(environment, clock)),
+            (ENVIRONMENT_SECTION, render_environment(environment, clock)),
         ];
         if !docs.text.is_empty() {
             texts.push(("AGENTS.md", format!("{AGENTS_MD_PREAMBLE}{}", docs.text)));

@@ -34,7 +34,7 @@ pub use agents_md::{
     find_project_root,
 };
 pub use base::BASE_INSTRUCTIONS;
-pub use builder::{BlobResolver, ContextBuilder, ContextConfig};
+pub use builder::{BlobResolver, ContextBuilder, ContextConfig, ENVIRONMENT_SECTION};
 pub use environment::{Environment, read_git_head, render_environment, summarize_git_status};
 pub use error::{Error, Result};
 pub use rebuild::{RebuiltRequest, ResolveBlob, rebuild_request, request_count};

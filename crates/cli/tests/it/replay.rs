@@ -91,6 +91,18 @@ fn replay_passes_unchanged_and_stops_at_the_first_divergent_request() {
     let out = offline.run(&["exec", "--replay", log, "what do the notes say?"], "");
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "The notes say hello.\n");
+    assert!(!stderr(&out).contains("not compared"), "{}", stderr(&out));
+
+    // Elsewhere: the working directory's path (in the AGENTS.md heading, the environment) is
+    // not a difference.
+    let elsewhere = tempfile::tempdir().unwrap();
+    for name in ["notes.txt", "AGENTS.md"] {
+        std::fs::copy(cwd.path().join(name), elsewhere.path().join(name)).unwrap();
+    }
+    let moved = Run { home: home.path(), cwd: elsewhere.path(), env: Vec::new() };
+    let out = moved.run(&["exec", "--replay", log, "what do the notes say?"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "The notes say hello.\n");
 
     // The tool sees other content: the second request's history differs.
     std::fs::write(cwd.path().join("notes.txt"), "goodbye\n").unwrap();
