@@ -147,3 +147,26 @@ fn replaying_a_log_without_context_records_says_it_does_not_compare() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("no context record"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_fork_rebuilds_the_requests_it_copied_as_the_parent_sent_them() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(cwd.path().join("notes.txt"), "hello\n").unwrap();
+    let server = FakeModelServer::start(two_step_script()).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let out = run.run(&["exec", "what do the notes say?"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let parent = only_log(home.path());
+    let out = run.run(&["sessions", "fork", parent.to_str().unwrap()], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let fork = stdout(&out).trim().to_owned();
+    let requests = server.requests();
+    for (number, sent) in requests.iter().enumerate() {
+        let number = (number + 1).to_string();
+        let out = run.run(&["sessions", "show", &fork, "--request", &number], "");
+        assert!(out.status.success(), "#{number}: {}", stderr(&out));
+        // The same body: the parent's session id is its prompt-cache key.
+        assert_eq!(stdout(&out), sent.raw_body, "request {number}");
+    }
+}
