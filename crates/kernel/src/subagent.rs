@@ -158,7 +158,7 @@ impl Tool for AgentTool {
                 cwd: config.cwd.clone(),
                 model,
                 provider: config.provider.clone(),
-                config_hash: None,
+                config_hash: config.config_hash.clone(),
                 parent: Some(ParentLink {
                     session_id: env.source.session_id,
                     tool_call_id: ctx.call_id.clone(),

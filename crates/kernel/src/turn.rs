@@ -10,7 +10,9 @@
 //! Invariants:
 //! - Model-visible ⟺ logged: the request is built from `writer.history()` only (shared
 //!   through `shared_history`, which mirrors it message for message), after every record of the
-//!   previous step was appended.
+//!   previous step was appended; what else it shows the model (system prompt sections, tool
+//!   schemas, model and body parameters) is in the newest `context` record, appended before the
+//!   request is sent whenever it changed.
 //! - Whatever stops a turn (completion, cancel, failure), `close_turn` appends what closes the
 //!   open step and turn (synthetic results for pending calls first), so the log validates, and
 //!   `TurnDone` is sent exactly once per `TurnStarted`.
@@ -22,16 +24,16 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use codecoder_protocol::{
-    AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ContentItem, Message, MessageItem,
-    Reasoning, RecordBody, Role, StepId, StopReason, ToolCall, ToolCallId, TurnId, TurnOutcome,
-    Usage, UserInput,
+    AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ContentItem, ContextRecord, Message,
+    MessageItem, PromptSection, Reasoning, RecordBody, Role, StepId, StopReason, ToolCall,
+    ToolCallId, TurnId, TurnOutcome, Usage, UserInput, join_sections,
 };
 use codecoder_session::{CloseReason, SessionWriter, closing_records};
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, select};
 
 use crate::agent::{AgentEnv, StepInfo, StepVerdict};
 use crate::hooks::HookScope;
-use crate::model::{ResponseEvent, ResponseStream, ToolSpec};
+use crate::model::{ModelRequest, ResponseEvent, ResponseStream, ToolSpec};
 use crate::pool::WorkerPool;
 use crate::prompt::PromptInput;
 
@@ -467,6 +469,7 @@ impl AgentLoop {
                 turn,
                 step,
             });
+            self.log_context(&request)?;
             let stream = match self.env.deps.model.stream(request) {
                 Ok(stream) => stream,
                 Err(err) => {
@@ -543,6 +546,34 @@ impl AgentLoop {
         self.append(RecordBody::StepEnd { turn, step, usage, stop_reason: Some(stop_reason) })?;
         self.emit(AgentEventKind::StepFinished { turn, step, usage });
         Ok(StepOutcome { wants_more: !calls.is_empty(), usage, text })
+    }
+
+    /// Appends a `context` record for `request` unless the newest one logged already says the
+    /// same: what the request shows the model besides the history is in the log before it is
+    /// sent. Sections that do not join to the instructions are logged as one section.
+    fn log_context(&mut self, request: &ModelRequest) -> Result<(), Stop> {
+        let sections = if join_sections(&request.sections) == request.instructions {
+            request.sections.clone()
+        } else {
+            vec![PromptSection {
+                name: "instructions".to_owned(),
+                text: request.instructions.clone(),
+            }]
+        };
+        let context = ContextRecord {
+            model: request.model.clone(),
+            provider: self.env.config.provider.clone(),
+            sections,
+            tools: request.tools.clone(),
+            max_output_tokens: request.max_output_tokens,
+            output_schema: request.output_schema.clone(),
+            config_hash: self.env.config.config_hash.clone(),
+        };
+        if self.writer.context() == Some(&context) {
+            return Ok(());
+        }
+        self.append(RecordBody::Context(context))?;
+        Ok(())
     }
 
     /// Reads the stream until it completes, fails, or a command stops the turn.

@@ -25,8 +25,8 @@ pub use message::{
     ToolResultStatus,
 };
 pub use record::{
-    FORMAT_VERSION, ForkOrigin, ParentLink, Record, RecordBody, SessionMeta, StopReason,
-    SyntheticReason,
+    ContextRecord, FORMAT_VERSION, ForkOrigin, ParentLink, PromptSection, Record, RecordBody,
+    SessionMeta, StopReason, SyntheticReason, ToolSpec, join_sections,
 };
 pub use usage::Usage;
 
