@@ -3,8 +3,9 @@
 use std::sync::{Arc, Mutex};
 
 use codecoder_kernel::{
-    AllowAll, ApprovalPolicy, ApprovalQuery, HookDecision, HookScope, HookVerdict, Hooks,
-    PermissionAnswer, PolicyDecision, PostToolUse, PreToolUse, PromptSubmit,
+    AllowAll, ApprovalPolicy, ApprovalQuery, HookDecision, HookReport, HookScope, HookVerdict,
+    Hooks, PermissionAnswer, PermissionHook, PolicyDecision, PostToolUse, PreToolUse, PromptSubmit,
+    SessionStartHook, StopHook,
 };
 use codecoder_protocol::{
     AgentEventKind, ApprovalDecision, ContentItem, RecordBody, ToolCall, TurnOutcome,
@@ -23,6 +24,7 @@ struct TestHooks {
     post: Mutex<Option<PostToolUse>>,
     prompt: Mutex<Option<PromptSubmit>>,
     stop_instruction: Mutex<Option<String>>,
+    stop_report: Mutex<Option<HookReport>>,
     session_context: Vec<String>,
     seen: Mutex<Vec<String>>,
 }
@@ -46,9 +48,9 @@ impl Hooks for TestHooks {
         _scope: HookScope<'_>,
         call: &ToolCall,
         _reason: Option<&str>,
-    ) -> Option<PermissionAnswer> {
+    ) -> PermissionHook {
         self.note(format!("permission {}", call.name));
-        self.permission.lock().unwrap().clone()
+        PermissionHook { answer: self.permission.lock().unwrap().clone(), ..Default::default() }
     }
     fn post_tool_use(
         &self,
@@ -64,19 +66,24 @@ impl Hooks for TestHooks {
         self.note(format!("prompt {prompt}"));
         self.prompt.lock().unwrap().clone().unwrap_or_default()
     }
-    fn stop(&self, _scope: HookScope<'_>, active: bool, last: &str) -> Option<String> {
+    fn stop(&self, _scope: HookScope<'_>, active: bool, last: &str) -> StopHook {
         self.note(format!("stop active={active} last={last}"));
-        self.stop_instruction.lock().unwrap().take()
+        StopHook {
+            instruction: self.stop_instruction.lock().unwrap().take(),
+            report: self.stop_report.lock().unwrap().take().unwrap_or_default(),
+        }
     }
-    fn session_start(&self, source: &str) -> Vec<String> {
+    fn session_start(&self, _scope: HookScope<'_>, source: &str) -> SessionStartHook {
         self.note(format!("session_start {source}"));
-        self.session_context.clone()
+        SessionStartHook { context: self.session_context.clone(), ..Default::default() }
     }
-    fn session_end(&self, reason: &str) {
+    fn session_end(&self, reason: &str) -> HookReport {
         self.note(format!("session_end {reason}"));
+        HookReport::default()
     }
-    fn notification(&self, _message: &str, kind: &str) {
+    fn notification(&self, _scope: HookScope<'_>, _message: &str, kind: &str) -> HookReport {
         self.note(format!("notification {kind}"));
+        HookReport::default()
     }
 }
 
