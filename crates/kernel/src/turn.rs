@@ -485,25 +485,23 @@ impl AgentLoop {
                 .map_err(|err| {
                     Stop::Failed(format!("could not start a thread for hooks: {err}"))
                 })?;
-            let mut stopped = None;
-            let answer = loop {
+            loop {
                 select! {
-                    recv(done_rx) -> answer => break answer,
+                    recv(done_rx) -> answer => {
+                        return match (answer, helper.join()) {
+                            (Ok(answer), Ok(())) => Ok(answer),
+                            _ => Err(Stop::Failed("a hook implementation panicked".to_owned())),
+                        };
+                    }
                     recv(self.cmd) -> cmd => {
-                        if stopped.is_none() && let Some(stop) = self.handle_cmd(cmd) {
+                        if let Some(stop) = self.handle_cmd(cmd) {
                             token.cancel();
-                            stopped = Some(stop);
+                            // The implementation stops at the token; what it said is void.
+                            let _ = helper.join();
+                            return Err(stop);
                         }
                     }
                 }
-            };
-            let joined = helper.join();
-            if let Some(stop) = stopped {
-                return Err(stop);
-            }
-            match (answer, joined) {
-                (Ok(answer), Ok(())) => Ok(answer),
-                _ => Err(Stop::Failed("a hook implementation panicked".to_owned())),
             }
         })
     }
