@@ -4,7 +4,8 @@
 //! `turn.started`, `item.started|updated|completed` with items `agent_message`, `reasoning`,
 //! `command_execution`, `file_change`, `todo_list`, `error`, and `tool_call` for our other tools,
 //! then `turn.completed {usage}` or `turn.failed {error}`. An interrupted turn emits no terminal
-//! event. Invariant: one JSON object per line, flushed as it is written.
+//! event. A hook's message for the person (`HookMessage`) has no codex event: it goes to stderr
+//! in both modes. Invariant: one JSON object per line, flushed as it is written.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -271,6 +272,13 @@ impl Renderer for JsonRenderer {
                     &json!({"type": "item.completed", "item": {"id": id, "type": "error", "message": reason}}),
                 )
             }
+            AgentEventKind::HookMessage { event, message } => {
+                // codex's JSONL has no event for it: stdout stays codex's event set, and the
+                // person reads it on stderr as in text mode.
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(err, "{event} hook: {message}");
+                Ok(())
+            }
             AgentEventKind::Warning { message } => {
                 let id = self.item_id();
                 Self::line(
@@ -400,6 +408,9 @@ impl Renderer for HumanRenderer {
                 self.messages.close();
             }
             AgentEventKind::Warning { message } => self.progress(&format!("warning: {message}")),
+            AgentEventKind::HookMessage { event, message } => {
+                self.progress(&format!("{event} hook: {message}"));
+            }
             AgentEventKind::StepRetried { reason, .. } if !nested => {
                 self.messages.step_text.clear();
                 self.progress(&format!("\n[{reason}]"));

@@ -111,12 +111,15 @@ pub enum RecordBody {
     Approval {
         /// The pending call.
         call_id: ToolCallId,
-        /// The keys a session grant covers.
+        /// The keys a session grant covers. An escalation of the call (running it again
+        /// outside the sandbox) is a second approval record of the same call whose keys start
+        /// with `escalate:`.
         #[serde(default)]
         permission_keys: Vec<String>,
         /// What was decided.
         decision: ApprovalDecision,
-        /// Who decided: `user`, `rule`, `mode`, `hook`, `session-grant`.
+        /// Who decided: `user`, `rule`, `mode`, `hook`, `policy`, `session-grant`, `cancel`, or
+        /// for an escalation `call-approval` (the person approved the call itself this turn).
         decided_by: String,
         /// The arguments a hook rewrote the call's into; the call runs with these.
         #[serde(default, skip_serializing_if = "Option::is_none")]
