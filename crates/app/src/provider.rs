@@ -2,7 +2,19 @@
 
 use codecoder_providers::{ProviderConfig, WireApi};
 
+use crate::Runtime;
 use crate::error::{Error, Result};
+
+impl Runtime {
+    /// The provider `id` as the configuration in effect here describes it (for encoding a
+    /// logged request the way it was sent).
+    ///
+    /// # Errors
+    /// `Usage` when no preset or `[model_providers.<id>]` defines it.
+    pub fn provider_config(&self, id: &str) -> Result<ProviderConfig> {
+        resolve_provider(id, &self.loaded.config)
+    }
+}
 
 /// A provider from its preset and/or `[model_providers.<id>]`.
 pub(crate) fn resolve_provider(

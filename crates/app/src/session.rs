@@ -143,7 +143,20 @@ impl Runtime {
             .or_else(|| config.model.clone())
             .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
         let model_client: Arc<dyn ModelClient> = match &request.replay {
-            Some(path) => Arc::new(crate::replay::ReplayModel::load(path)?),
+            Some(path) => {
+                let replay = crate::replay::ReplayModel::load(
+                    path,
+                    SessionStore::new(&home).blobs(),
+                    cwd.to_string_lossy().into_owned(),
+                )?;
+                if !replay.compares {
+                    notices.push(Notice::Note(format!(
+                        "--replay: {} was written before logs recorded the model-visible context; requests are not compared with the recorded ones",
+                        path.display()
+                    )));
+                }
+                Arc::new(replay)
+            }
             None => {
                 let provider = crate::provider::resolve_provider(&provider_id, config)?;
                 let env_key = provider.env_key.clone();
@@ -188,11 +201,12 @@ impl Runtime {
             ..WriterConfig::standard()
         };
         let cwd_text = cwd.to_string_lossy().into_owned();
+        let config_hash = config_hash(config)?;
         let new_session = NewSession {
             cwd: cwd_text.clone(),
             model: model.clone(),
             provider: provider_id.clone(),
-            config_hash: None,
+            config_hash: Some(config_hash.clone()),
             parent: None,
         };
         let writer: SessionWriter = match &request.start {
@@ -223,6 +237,7 @@ impl Runtime {
         };
 
         let mut agent_config = AgentConfig::standard(&model, &provider_id, &cwd_text);
+        agent_config.config_hash = Some(config_hash);
         if let Some(agent) = &config.agent {
             if let Some(max) = agent.max_steps_per_turn {
                 agent_config.max_steps = max;
@@ -334,4 +349,15 @@ impl Runtime {
             notices,
         })
     }
+}
+
+/// The effective configuration's hash, `sha256:<hex>` of its JSON form (maps are ordered, so
+/// the same settings always hash the same).
+fn config_hash(config: &ConfigToml) -> Result<String> {
+    use sha2::Digest;
+    let json = serde_json::to_vec(config)
+        .map_err(|err| Error::usage(format!("the configuration cannot be hashed: {err}")))?;
+    let digest = sha2::Sha256::digest(&json);
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    Ok(format!("sha256:{hex}"))
 }

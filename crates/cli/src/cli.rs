@@ -316,8 +316,13 @@ pub(crate) struct ShowArgs {
     /// A session id, a unique prefix of one, or a path to a log file.
     pub(crate) session: String,
     /// Print the records as JSON instead of a transcript.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "request")]
     pub(crate) json: bool,
+    /// Print the exact body of model request N, rebuilt from the log and encoded for the
+    /// session's provider. Requests are numbered from 1 over the whole session (one per step,
+    /// across turns); a number past the last request is an error (exit 2).
+    #[arg(long, value_name = "N")]
+    pub(crate) request: Option<usize>,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,6 @@
 //! `codecoder exec`: one task, headless, to completion (seed L0; codex's `exec`).
 //!
-//! The agent comes from `stack::build` (shared with the TUI); the events are rendered, as text (progress on stderr, the
+//! The agent comes from the runtime (`codecoder-app`, shared with the TUI); the events are rendered, as text (progress on stderr, the
 //! final message on stdout) or as codex-compatible JSON lines. Ctrl-C: the first sends `Cancel`
 //! (the turn closes cleanly and the log validates), a second kills every process group the
 //! agent started and exits at once with 130.

@@ -39,7 +39,7 @@ fn main() -> ExitCode {
             // No id: a new session, with the picker open to choose one to resume.
             (None, false) => tui_cmd::run(&cli.global, &args.options, None, None, true),
         },
-        Some(Command::Sessions(args)) => sessions::run(args, &mut out),
+        Some(Command::Sessions(args)) => sessions::run(args, &cli.global, &mut out),
         Some(Command::ApplyPatch(args)) => apply_patch(&args.patch, &mut out),
         Some(Command::Exec(args)) => exec::run(args, &cli.global, &mut out),
         Some(Command::Config(command)) => config_cmd::run_config(command, &cli.global, &mut out),

@@ -4,8 +4,9 @@
 //! `turn.started`, `item.started|updated|completed` with items `agent_message`, `reasoning`,
 //! `command_execution`, `file_change`, `todo_list`, `error`, and `tool_call` for our other tools,
 //! then `turn.completed {usage}` or `turn.failed {error}`. An interrupted turn emits no terminal
-//! event. The lines are `protocol::exec_event` types (their schema is checked in). Invariant:
-//! one JSON object per line, flushed as it is written.
+//! event. The lines are `protocol::exec_event` types (their schema is checked in). A hook's
+//! message for the person (`HookMessage`) has no codex event: it goes to stderr in both modes.
+//! Invariant: one JSON object per line, flushed as it is written.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -279,6 +280,13 @@ impl Renderer for JsonRenderer {
                 self.reasoning.clear();
                 self.completed(out, ItemDetails::Error { message: reason.clone() })
             }
+            AgentEventKind::HookMessage { event, message } => {
+                // codex's JSONL has no event for it: stdout stays codex's event set, and the
+                // person reads it on stderr as in text mode.
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(err, "{event} hook: {message}");
+                Ok(())
+            }
             AgentEventKind::Warning { message } => {
                 self.completed(out, ItemDetails::Error { message: message.clone() })
             }
@@ -392,6 +400,9 @@ impl Renderer for HumanRenderer {
                 self.messages.close();
             }
             AgentEventKind::Warning { message } => self.progress(&format!("warning: {message}")),
+            AgentEventKind::HookMessage { event, message } => {
+                self.progress(&format!("{event} hook: {message}"));
+            }
             AgentEventKind::StepRetried { reason, .. } if !nested => {
                 self.messages.step_text.clear();
                 self.progress(&format!("\n[{reason}]"));

@@ -1,23 +1,31 @@
-//! `codecoder sessions …`: list, show, validate, fork, rm, reindex.
+//! `codecoder sessions …`: list, show (a transcript, the records as JSON, or one request's exact
+//! body), validate, fork, rm, reindex.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use codecoder_protocol::{ContentItem, Message, MessageItem, Record, RecordBody, ToolResult};
+use codecoder_protocol::{
+    BlobRef, ContentItem, Message, MessageItem, Record, RecordBody, ToolResult,
+};
 use codecoder_session::{Entry, Error, Index, LoadedSession, SessionStore, WriterConfig, load};
 use codecoder_stdx::format_utc_ms;
 use serde_json::json;
 
-use crate::cli::{ForkArgs, ListArgs, SessionsCommand, ShowArgs, ValidateArgs};
+use crate::cli::{ForkArgs, GlobalArgs, ListArgs, SessionsCommand, ShowArgs, ValidateArgs};
+use crate::exec::usage;
 
 const PREVIEW_LINES: usize = 6;
 
-pub(crate) fn run(command: SessionsCommand, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(
+    command: SessionsCommand,
+    global: &GlobalArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
     let store = SessionStore::new(crate::config_cmd::home()?);
     match command {
         SessionsCommand::List(args) => list(&store, &args, out),
-        SessionsCommand::Show(args) => show(&store, &args, out),
+        SessionsCommand::Show(args) => show(&store, &args, global, out),
         SessionsCommand::Validate(args) => validate(&store, &args, out),
         SessionsCommand::Fork(args) => fork(&store, &args, out),
         SessionsCommand::Rm(args) => {
@@ -114,9 +122,17 @@ fn list(store: &SessionStore, args: &ListArgs, out: &mut dyn Write) -> anyhow::R
     Ok(ExitCode::SUCCESS)
 }
 
-fn show(store: &SessionStore, args: &ShowArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+fn show(
+    store: &SessionStore,
+    args: &ShowArgs,
+    global: &GlobalArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
     let path = store.find(&args.session)?;
     let loaded = load(&path)?;
+    if let Some(number) = args.request {
+        return show_request(store, &loaded, number, global, out);
+    }
     if args.json {
         let records: Vec<serde_json::Value> = loaded
             .entries
@@ -138,6 +154,30 @@ fn show(store: &SessionStore, args: &ShowArgs, out: &mut dyn Write) -> anyhow::R
         return Ok(ExitCode::SUCCESS);
     }
     transcript(store, &loaded, out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the body of request `number` as it was sent: rebuilt from the log, encoded by the
+/// provider code the HTTP client uses.
+fn show_request(
+    store: &SessionStore,
+    loaded: &LoadedSession,
+    number: usize,
+    global: &GlobalArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
+    let count = codecoder_context::request_count(loaded);
+    if number == 0 || number > count {
+        return Err(usage(format!(
+            "--request {number}: the session has {count} model request(s), numbered from 1"
+        )));
+    }
+    let blobs = store.blobs();
+    let resolve = |blob: &BlobRef| blobs.resolve(blob).ok();
+    let rebuilt = codecoder_context::rebuild_request(loaded, number, Some(&resolve))?;
+    let provider = codecoder_app::Runtime::load(global.overrides())?
+        .provider_config(&rebuilt.context.provider)?;
+    out.write_all(&codecoder_providers::encode_request(&provider, &rebuilt.request)?)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -212,6 +252,18 @@ fn write_record(store: &SessionStore, record: &Record, out: &mut dyn Write) -> a
             history.len(),
             note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()
         )?,
+        RecordBody::Context(context) => {
+            let names: Vec<&str> =
+                context.sections.iter().map(|section| section.name.as_str()).collect();
+            writeln!(
+                out,
+                "  [context: {} ({}) · sections: {} · {} tool(s)]",
+                context.model,
+                context.provider,
+                names.join(", "),
+                context.tools.len()
+            )?;
+        }
         RecordBody::Error { message } => writeln!(out, "  error: {message}")?,
         RecordBody::SessionEnd => writeln!(out, "\nsession ended {}", format_utc_ms(record.ts))?,
     }

@@ -26,7 +26,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use codecoder_kernel::{ModelRequest, PromptBuilder, PromptInput, ToolSpec};
-use codecoder_protocol::{BlobRef, ContentItem, Message, MessageId, MessageItem, SessionId};
+use codecoder_protocol::{
+    BlobRef, ContentItem, Message, MessageId, MessageItem, PromptSection, SessionId,
+};
 use codecoder_stdx::Clock;
 
 use crate::agents_md::{AgentsMdConfig, AgentsMdLoader};
@@ -43,6 +45,10 @@ const IMAGE_TOKENS: u64 = 1_500;
 /// The text before the joined AGENTS.md files.
 const AGENTS_MD_PREAMBLE: &str =
     "# AGENTS.md\n\nThe project's instruction files, outermost first.\n\n";
+
+/// The name of the section that describes where and when the session runs (working directory,
+/// OS, shell, date, git status).
+pub const ENVIRONMENT_SECTION: &str = "environment";
 
 /// How prompts are assembled. No `Default`: start from `ContextConfig::standard`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,7 +146,7 @@ impl ContextBuilder {
         let docs = agents_md.load(&config.agents_md, &environment.cwd);
         let mut texts = vec![
             ("base instructions", config.base_instructions.trim().to_owned()),
-            ("environment", render_environment(environment, clock)),
+            (ENVIRONMENT_SECTION, render_environment(environment, clock)),
         ];
         if !docs.text.is_empty() {
             texts.push(("AGENTS.md", format!("{AGENTS_MD_PREAMBLE}{}", docs.text)));
@@ -303,37 +309,7 @@ impl ContextBuilder {
         let Some(resolver) = &self.resolver else {
             return Cow::Borrowed(message);
         };
-        if !has_blob(message) {
-            return Cow::Borrowed(message);
-        }
-        let items = message
-            .items
-            .iter()
-            .map(|item| match item {
-                MessageItem::BlobRef(blob) => match self.resolve_blob(resolver, blob) {
-                    Some(ContentItem::Text { text }) => MessageItem::Text { text },
-                    Some(ContentItem::Image(image)) => MessageItem::Image(image),
-                    Some(ContentItem::BlobRef(blob)) => MessageItem::BlobRef(blob),
-                    None => item.clone(),
-                },
-                MessageItem::ToolResult(result) => {
-                    let mut result = result.clone();
-                    for content in &mut result.content {
-                        if let ContentItem::BlobRef(blob) = content
-                            && let Some(resolved) = self.resolve_blob(resolver, blob)
-                        {
-                            *content = resolved;
-                        }
-                    }
-                    MessageItem::ToolResult(result)
-                }
-                MessageItem::Text { .. }
-                | MessageItem::Reasoning(_)
-                | MessageItem::ToolCall(_)
-                | MessageItem::Image(_) => item.clone(),
-            })
-            .collect();
-        Cow::Owned(Message { id: message.id, role: message.role, items })
+        inline_blobs(message, &|blob| self.resolve_blob(resolver, blob))
     }
 
     /// The blob's content as first resolved.
@@ -385,14 +361,35 @@ impl ContextBuilder {
     }
 }
 
+impl ContextBuilder {
+    /// The named sections `instructions` (as `instructions_for` made it) is made of: the base
+    /// sections, then the agent's own instructions when they were added.
+    fn sections_of(&self, instructions: &str) -> Vec<PromptSection> {
+        let mut sections: Vec<PromptSection> = self
+            .sections
+            .iter()
+            .map(|section| PromptSection { name: section.name.clone(), text: section.text.clone() })
+            .collect();
+        if let Some(extra) =
+            instructions.strip_prefix(&*self.base).and_then(|rest| rest.strip_prefix("\n\n"))
+        {
+            sections.push(PromptSection {
+                name: "agent instructions".to_owned(),
+                text: extra.to_owned(),
+            });
+        }
+        sections
+    }
+}
+
 impl PromptBuilder for ContextBuilder {
     fn build(&self, input: &PromptInput<'_>) -> ModelRequest {
+        let instructions = self.instructions_for(input.session_id, input.agent_instructions);
         ModelRequest {
             session_id: input.session_id,
             model: input.model.to_owned(),
-            instructions: self
-                .instructions_for(input.session_id, input.agent_instructions)
-                .to_string(),
+            sections: self.sections_of(&instructions),
+            instructions: instructions.to_string(),
             history: self.resolve_history(input.history),
             tools: input.tools.to_vec(),
             max_output_tokens: Some(u32::try_from(self.max_output_tokens).unwrap_or(u32::MAX)),
@@ -454,6 +451,46 @@ pub(crate) fn content_bound(content: &ContentItem) -> u64 {
         ContentItem::Image(_) => IMAGE_TOKENS,
         ContentItem::BlobRef(blob) => bytes(&blob.preview),
     }
+}
+
+/// `message` with its blob references replaced by what `resolve` answers for them (kept where it
+/// answers `None`); borrowed when it has none. The one rule by which a request's history inlines
+/// blobs, for the builder and for requests rebuilt from a log.
+pub(crate) fn inline_blobs<'a>(
+    message: &'a Message,
+    resolve: &dyn Fn(&BlobRef) -> Option<ContentItem>,
+) -> Cow<'a, Message> {
+    if !has_blob(message) {
+        return Cow::Borrowed(message);
+    }
+    let items = message
+        .items
+        .iter()
+        .map(|item| match item {
+            MessageItem::BlobRef(blob) => match resolve(blob) {
+                Some(ContentItem::Text { text }) => MessageItem::Text { text },
+                Some(ContentItem::Image(image)) => MessageItem::Image(image),
+                Some(ContentItem::BlobRef(blob)) => MessageItem::BlobRef(blob),
+                None => item.clone(),
+            },
+            MessageItem::ToolResult(result) => {
+                let mut result = result.clone();
+                for content in &mut result.content {
+                    if let ContentItem::BlobRef(blob) = content
+                        && let Some(resolved) = resolve(blob)
+                    {
+                        *content = resolved;
+                    }
+                }
+                MessageItem::ToolResult(result)
+            }
+            MessageItem::Text { .. }
+            | MessageItem::Reasoning(_)
+            | MessageItem::ToolCall(_)
+            | MessageItem::Image(_) => item.clone(),
+        })
+        .collect();
+    Cow::Owned(Message { id: message.id, role: message.role, items })
 }
 
 /// Whether any item of `message` is a blob reference.

@@ -61,6 +61,23 @@ pub enum Error {
         /// `context_window - max_output_tokens`.
         available: u64,
     },
+    /// A request number past the log's requests.
+    #[error("the session has {count} model request(s); there is no request {number}")]
+    NoSuchRequest {
+        /// The number asked for (from 1).
+        number: usize,
+        /// How many requests the log holds.
+        count: usize,
+    },
+    /// The log holds no `context` record for the request (it predates them).
+    #[error(
+        "request {number} cannot be rebuilt: the log has no context record before it (it was \
+         written by an older codecoder)"
+    )]
+    NoContext {
+        /// The request's number (from 1).
+        number: usize,
+    },
 }
 
 /// The context crate's result.

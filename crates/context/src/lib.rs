@@ -14,6 +14,8 @@
 //! - No silent truncation of the conversation: a request that does not fit the window is an
 //!   error (`ContextBuilder::check_fits`, `ContextWindowGuard`). Only AGENTS.md is cut to its
 //!   byte budget, and the cut is stated in the prompt and in a `Warning`.
+//! - Rebuildable: `rebuild_request` makes the request of any step of a session log again,
+//!   from the log's `context` records and projection alone.
 //! - No process is spawned and the process environment is not read: the caller passes in the
 //!   shell, the git status and the clock.
 
@@ -22,6 +24,7 @@ mod base;
 mod builder;
 mod environment;
 mod error;
+mod rebuild;
 mod section;
 mod tokens;
 mod window;
@@ -31,9 +34,10 @@ pub use agents_md::{
     find_project_root,
 };
 pub use base::BASE_INSTRUCTIONS;
-pub use builder::{BlobResolver, ContextBuilder, ContextConfig};
+pub use builder::{BlobResolver, ContextBuilder, ContextConfig, ENVIRONMENT_SECTION};
 pub use environment::{Environment, read_git_head, render_environment, summarize_git_status};
 pub use error::{Error, Result};
+pub use rebuild::{RebuiltRequest, ResolveBlob, rebuild_request, request_count};
 pub use section::{Section, SectionPolicy, Warning};
 pub use tokens::count_tokens;
 pub use window::ContextWindowGuard;

@@ -216,3 +216,195 @@ fn warnings_read_well() {
          request"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Rebuilding requests from a log.
+
+mod rebuild {
+    use std::sync::Arc;
+
+    use codecoder_protocol::{
+        BlobRef, ContentItem, ContextRecord, Message, MessageItem, PromptSection, RecordBody, Role,
+        StepId, ToolCall, ToolCallId, ToolResult, ToolResultStatus, TurnId, TurnOutcome, Usage,
+    };
+    use codecoder_session::{FsyncPolicy, NewSession, SessionStore, WriterConfig};
+    use pretty_assertions::assert_eq;
+
+    use crate::{Error, rebuild_request, request_count};
+
+    fn context(model: &str) -> ContextRecord {
+        ContextRecord {
+            model: model.to_owned(),
+            provider: "openai".to_owned(),
+            sections: vec![
+                PromptSection { name: "base".to_owned(), text: "Be brief.".to_owned() },
+                PromptSection { name: "environment".to_owned(), text: "# Env".to_owned() },
+            ],
+            tools: Vec::new(),
+            max_output_tokens: Some(100),
+            output_schema: None,
+            config_hash: None,
+        }
+    }
+
+    fn blob() -> BlobRef {
+        BlobRef {
+            sha256: "cd".repeat(32),
+            size: 9,
+            media_type: "text/plain; charset=utf-8".to_owned(),
+            preview: "long".to_owned(),
+        }
+    }
+
+    /// Turn 1: a call whose result went to a blob, then (steered input) an answer; a compaction;
+    /// turn 2 under another model, and a step whose context was not logged (old writer).
+    fn log(dir: &std::path::Path) -> std::path::PathBuf {
+        let store = SessionStore::new(dir);
+        let new = NewSession {
+            cwd: "/w".to_owned(),
+            model: "m1".to_owned(),
+            provider: "openai".to_owned(),
+            config_hash: None,
+            parent: None,
+        };
+        let config = WriterConfig { fsync: FsyncPolicy::Never, ..WriterConfig::standard() };
+        let mut w = store.create(new, config).unwrap();
+        let (t1, t2) = (TurnId::new(1), TurnId::new(2));
+        let step = StepId::new;
+        let end = |turn, n| RecordBody::StepEnd {
+            turn,
+            step: StepId::new(n),
+            usage: Usage::default(),
+            stop_reason: None,
+        };
+        let call = ToolCall {
+            id: ToolCallId::new("c1"),
+            name: "read".to_owned(),
+            args: serde_json::json!({}),
+        };
+        let bodies = vec![
+            RecordBody::TurnStart { turn: t1 },
+            RecordBody::UserMessage { message: Message::user_text("question") },
+            RecordBody::StepStart { turn: t1, step: step(1) },
+            RecordBody::Context(context("m1")),
+            RecordBody::AssistantMessage {
+                message: Message::new(Role::Assistant, vec![MessageItem::ToolCall(call)]),
+            },
+            RecordBody::ToolResult {
+                result: ToolResult {
+                    tool_call_id: ToolCallId::new("c1"),
+                    content: vec![ContentItem::BlobRef(blob())],
+                    status: ToolResultStatus::Success,
+                    exit: None,
+                },
+                synthetic: None,
+            },
+            end(t1, 1),
+            RecordBody::UserMessage { message: Message::user_text("steered") },
+            RecordBody::StepStart { turn: t1, step: step(2) },
+            RecordBody::AssistantMessage {
+                message: Message::new(
+                    Role::Assistant,
+                    vec![MessageItem::Text { text: "answer".to_owned() }],
+                ),
+            },
+            end(t1, 2),
+            RecordBody::TurnEnd {
+                turn: t1,
+                outcome: TurnOutcome::Completed,
+                usage: Usage::default(),
+            },
+            RecordBody::Compaction { history: vec![Message::user_text("summary")], note: None },
+            RecordBody::TurnStart { turn: t2 },
+            RecordBody::UserMessage { message: Message::user_text("next") },
+            RecordBody::StepStart { turn: t2, step: step(1) },
+            RecordBody::Context(context("m2")),
+            RecordBody::AssistantMessage {
+                message: Message::new(
+                    Role::Assistant,
+                    vec![MessageItem::Text { text: "fine".to_owned() }],
+                ),
+            },
+            end(t2, 1),
+            RecordBody::TurnEnd {
+                turn: t2,
+                outcome: TurnOutcome::Completed,
+                usage: Usage::default(),
+            },
+        ];
+        for body in bodies {
+            w.append(body).unwrap();
+        }
+        w.path().unwrap().to_owned()
+    }
+
+    fn texts(history: &[Arc<Message>]) -> Vec<String> {
+        history
+            .iter()
+            .map(|message| match &message.items[0] {
+                MessageItem::ToolResult(result) => match &result.content[0] {
+                    ContentItem::Text { text } => format!("tool: {text}"),
+                    ContentItem::BlobRef(blob) => format!("tool: [blob {}]", blob.preview),
+                    ContentItem::Image(_) => "tool: image".to_owned(),
+                },
+                MessageItem::ToolCall(call) => format!("call {}", call.id),
+                _ => message.text(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_request_is_rebuilt_from_the_log_as_the_projection_gave_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let loaded = codecoder_session::load(&log(dir.path())).unwrap();
+        assert_eq!(request_count(&loaded), 3);
+        let resolve = |blob: &BlobRef| {
+            (blob.sha256 == "cd".repeat(32))
+                .then(|| ContentItem::Text { text: "long text".to_owned() })
+        };
+
+        let first = rebuild_request(&loaded, 1, Some(&resolve)).unwrap();
+        assert_eq!(texts(&first.request.history), ["question"]);
+        assert_eq!(first.request.model, "m1");
+        assert_eq!(first.request.instructions, "Be brief.\n\n# Env");
+        assert_eq!(first.request.session_id, loaded.meta.session_id);
+        assert_eq!(first.request.max_output_tokens, Some(100));
+
+        // The blob inlined, the steered input in, the step's context from before it.
+        let second = rebuild_request(&loaded, 2, Some(&resolve)).unwrap();
+        assert_eq!(
+            texts(&second.request.history),
+            ["question", "call c1", "tool: long text", "steered"]
+        );
+        assert_eq!(second.context.model, "m1");
+        // Without a resolver the reference stays, as a builder without one sends it.
+        let unresolved = rebuild_request(&loaded, 2, None).unwrap();
+        assert_eq!(texts(&unresolved.request.history)[2], "tool: [blob long]");
+
+        // After the compaction, under the step's own (newer) context.
+        let third = rebuild_request(&loaded, 3, Some(&resolve)).unwrap();
+        assert_eq!(texts(&third.request.history), ["summary", "next"]);
+        assert_eq!(third.request.model, "m2");
+
+        let err = rebuild_request(&loaded, 4, None).unwrap_err();
+        assert!(matches!(err, Error::NoSuchRequest { number: 4, count: 3 }), "{err:?}");
+        assert_eq!(err.to_string(), "the session has 3 model request(s); there is no request 4");
+    }
+
+    #[test]
+    fn a_log_without_context_records_cannot_rebuild_its_requests() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = log(dir.path());
+        let text = fs_err::read_to_string(&path).unwrap();
+        let old: String = text
+            .lines()
+            .filter(|line| !line.contains("\"type\":\"context\""))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        fs_err::write(&path, old).unwrap();
+        let loaded = codecoder_session::load(&path).unwrap();
+        assert_eq!(request_count(&loaded), 3);
+        let err = rebuild_request(&loaded, 1, None).unwrap_err();
+        assert!(matches!(err, Error::NoContext { number: 1 }), "{err:?}");
+    }
+}

@@ -1,18 +1,18 @@
 //! The kernel's `Hooks` seam, served by a [`HookRunner`]: the kernel's calls become hook events,
 //! and the typed outcomes become what the kernel acts on.
 //!
-//! Mapping choices: `continue: false` (a `Report::stop`) on PreToolUse denies the call with the
-//! stop reason; elsewhere it is passed on to the person as a message (the kernel has no "halt
-//! the session" command). A hook's `systemMessage`s and non-blocking errors reach the person as
-//! warnings where the kernel seam carries messages (tool and prompt events) and are dropped on
-//! the others (session start and end, subagents, notifications), which have no one to show them
-//! to at that moment.
+//! Mapping choices: `continue: false` (a `Report::stop`) of any event becomes the kernel's
+//! `HookReport::stop`, which stops the turn (Claude Code's "stop after the hooks"); on
+//! PreToolUse it also denies the call, so nothing runs even if a caller ignored the stop. A
+//! hook's `systemMessage`s become `HookReport::messages`, its non-blocking errors
+//! `HookReport::errors`. Every event runs with the scope's cancel token: a cancelled turn kills
+//! its running hooks.
 
 use std::path::PathBuf;
 
 use codecoder_kernel::{
-    HookDecision, HookScope, HookVerdict, Hooks, PermissionAnswer, PostToolUse as KernelPost,
-    PreToolUse as KernelPre, PromptSubmit,
+    HookDecision, HookReport, HookScope, HookVerdict, Hooks, PermissionAnswer, PermissionHook,
+    PostToolUse as KernelPost, PreToolUse as KernelPre, PromptSubmit, SessionStartHook, StopHook,
 };
 use codecoder_protocol::{ApprovalDecision, ContentItem, ToolCall};
 use serde_json::json;
@@ -36,18 +36,18 @@ impl KernelHooks {
     }
 }
 
-fn messages(report: Report) -> Vec<String> {
-    let mut out = report.system_messages;
-    out.extend(report.errors);
-    if let Some(reason) = report.stop {
-        out.push(format!("a hook asked to stop: {reason}"));
-    }
-    out
+fn report(report: Report) -> HookReport {
+    HookReport { stop: report.stop, messages: report.system_messages, errors: report.errors }
 }
 
 impl Hooks for KernelHooks {
-    fn pre_tool_use(&self, _scope: HookScope<'_>, call: &ToolCall) -> KernelPre {
-        let outcome = self.runner.pre_tool_use(&call.name, &call.args, call.id.as_str());
+    fn is_empty(&self) -> bool {
+        self.runner.set().is_empty()
+    }
+
+    fn pre_tool_use(&self, scope: HookScope<'_>, call: &ToolCall) -> KernelPre {
+        let runner = self.runner.cancellable(scope.cancel);
+        let outcome = runner.pre_tool_use(&call.name, &call.args, call.id.as_str());
         let stop = outcome.report.stop.clone();
         let mut verdict = outcome.decision.map(|decision| HookVerdict {
             decision: match decision.kind {
@@ -64,31 +64,34 @@ impl Hooks for KernelHooks {
             verdict,
             updated_args: outcome.updated_args,
             context: outcome.additional_context,
-            messages: messages(outcome.report),
+            report: report(outcome.report),
         }
     }
 
     fn permission_request(
         &self,
-        _scope: HookScope<'_>,
+        scope: HookScope<'_>,
         call: &ToolCall,
         _reason: Option<&str>,
-    ) -> Option<PermissionAnswer> {
-        let outcome = self.runner.permission_request(&call.name, &call.args, call.id.as_str());
-        let verdict = outcome.verdict?;
-        let decision = match verdict.behavior {
-            PermissionBehavior::Allow => ApprovalDecision::AllowOnce,
-            PermissionBehavior::Deny => match verdict.message {
-                Some(feedback) => ApprovalDecision::DenyWithFeedback { feedback },
-                None => ApprovalDecision::Deny,
-            },
-        };
-        Some(PermissionAnswer { decision, updated_args: verdict.updated_args })
+    ) -> PermissionHook {
+        let runner = self.runner.cancellable(scope.cancel);
+        let outcome = runner.permission_request(&call.name, &call.args, call.id.as_str());
+        let answer = outcome.verdict.map(|verdict| {
+            let decision = match verdict.behavior {
+                PermissionBehavior::Allow => ApprovalDecision::AllowOnce,
+                PermissionBehavior::Deny => match verdict.message {
+                    Some(feedback) => ApprovalDecision::DenyWithFeedback { feedback },
+                    None => ApprovalDecision::Deny,
+                },
+            };
+            PermissionAnswer { decision, updated_args: verdict.updated_args }
+        });
+        PermissionHook { answer, report: report(outcome.report) }
     }
 
     fn post_tool_use(
         &self,
-        _scope: HookScope<'_>,
+        scope: HookScope<'_>,
         call: &ToolCall,
         response: &[ContentItem],
         failed: bool,
@@ -98,62 +101,75 @@ impl Hooks for KernelHooks {
         if !self.runner.set().has(event) {
             return KernelPost::default();
         }
+        let runner = self.runner.cancellable(scope.cancel);
         let response = ContentItem::joined_text(response);
         let response = response.as_str();
         let outcome = if failed {
-            self.runner.post_tool_use_failure(&call.name, &call.args, call.id.as_str(), response)
+            runner.post_tool_use_failure(&call.name, &call.args, call.id.as_str(), response)
         } else {
             let mut value = json!({ "output": response, "success": true });
             if let Some(path) = call.args.get("path").and_then(|p| p.as_str()) {
                 value["filePath"] = json!(path);
             }
-            self.runner.post_tool_use(&call.name, &call.args, call.id.as_str(), &value)
+            runner.post_tool_use(&call.name, &call.args, call.id.as_str(), &value)
         };
         KernelPost {
             feedback: outcome.feedback,
             context: outcome.additional_context,
-            messages: messages(outcome.report),
+            report: report(outcome.report),
         }
     }
 
-    fn user_prompt_submit(&self, _scope: HookScope<'_>, prompt: &str) -> PromptSubmit {
-        let outcome = self.runner.user_prompt_submit(prompt);
+    fn user_prompt_submit(&self, scope: HookScope<'_>, prompt: &str) -> PromptSubmit {
+        let outcome = self.runner.cancellable(scope.cancel).user_prompt_submit(prompt);
         PromptSubmit {
             blocked: outcome.blocked,
             context: outcome.additional_context,
-            messages: messages(outcome.report),
+            report: report(outcome.report),
         }
     }
 
-    fn stop(&self, _scope: HookScope<'_>, active: bool, last_message: &str) -> Option<String> {
+    fn stop(&self, scope: HookScope<'_>, active: bool, last_message: &str) -> StopHook {
         let last = (!last_message.is_empty()).then_some(last_message);
-        self.runner.stop(active, last).block
+        let outcome = self.runner.cancellable(scope.cancel).stop(active, last);
+        StopHook { instruction: outcome.block, report: report(outcome.report) }
     }
 
-    fn subagent_start(&self, scope: HookScope<'_>, agent_id: &str) {
-        let _ = self.runner.subagent_start(agent_id, scope.agent_type.unwrap_or("general-purpose"));
+    fn subagent_start(&self, scope: HookScope<'_>, agent_id: &str) -> HookReport {
+        let runner = self.runner.cancellable(scope.cancel);
+        let outcome =
+            runner.subagent_start(agent_id, scope.agent_type.unwrap_or("general-purpose"));
+        // Our subagent tool takes no extra context for the child.
+        report(outcome.report)
     }
 
-    fn subagent_stop(&self, scope: HookScope<'_>, agent_id: &str, last_message: &str) {
+    fn subagent_stop(
+        &self,
+        scope: HookScope<'_>,
+        agent_id: &str,
+        last_message: &str,
+    ) -> HookReport {
         let last = (!last_message.is_empty()).then_some(last_message);
-        let _ = self.runner.subagent_stop(
+        let outcome = self.runner.cancellable(scope.cancel).subagent_stop(
             agent_id,
             scope.agent_type.unwrap_or("general-purpose"),
             &self.sessions_dir,
             false,
             last,
         );
+        report(outcome.report)
     }
 
-    fn session_start(&self, source: &str) -> Vec<String> {
-        self.runner.session_start(source).additional_context
+    fn session_start(&self, scope: HookScope<'_>, source: &str) -> SessionStartHook {
+        let outcome = self.runner.cancellable(scope.cancel).session_start(source);
+        SessionStartHook { context: outcome.additional_context, report: report(outcome.report) }
     }
 
-    fn session_end(&self, reason: &str) {
-        let _ = self.runner.session_end(reason);
+    fn session_end(&self, reason: &str) -> HookReport {
+        report(self.runner.session_end(reason))
     }
 
-    fn notification(&self, message: &str, kind: &str) {
-        let _ = self.runner.notification(message, kind);
+    fn notification(&self, scope: HookScope<'_>, message: &str, kind: &str) -> HookReport {
+        report(self.runner.cancellable(scope.cancel).notification(message, kind))
     }
 }

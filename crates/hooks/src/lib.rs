@@ -13,7 +13,8 @@
 //!
 //! Invariants:
 //! - Processes are started only through `codecoder_sandbox::spawn`: each hook runs as
-//!   `sh -c COMMAND` in a process group of its own, which is killed at its timeout.
+//!   `sh -c COMMAND` in a process group of its own, which is killed at its timeout, or at once
+//!   when the runner's cancel token fires ([`HookRunner::cancellable`]).
 //! - An event with no matching hook costs nothing: no thread, no process, no JSON encoding.
 //! - Nothing a hook prints or does makes this crate panic or return `Err`: a broken hook is a
 //!   non-blocking error in the outcome, and every such message names the hook.

@@ -5,7 +5,10 @@
 //! `codecoder_sandbox::spawn` (its own process group), with `CLAUDE_PROJECT_DIR` and
 //! `CODECODER_PROJECT_DIR` set and the event's JSON on stdin. Its timeout is a
 //! `crossbeam_channel::after` receiver handed to `Child::wait` as the cancel: when it fires,
-//! the whole group is terminated (TERM, then KILL after the grace period).
+//! the whole group is terminated (TERM, then KILL after the grace period). A runner made with
+//! [`HookRunner::cancellable`] also stops at its cancel token: a watcher thread per hook turns
+//! the timeout and the token into the one signal `Child::wait` takes, so a cancelled turn
+//! never waits for a hook.
 //!
 //! Invariants:
 //! - No matching hook: nothing is encoded, no thread and no process is started.
@@ -15,11 +18,14 @@
 //! - At most `OUTPUT_CAP` bytes of each stream are kept; the rest is read and discarded so
 //!   that a chatty hook never blocks on a full pipe.
 
+use std::convert::Infallible;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use codecoder_kernel::CancelToken;
 use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Stream, spawn};
+use crossbeam_channel::{Receiver, select};
 use serde_json::{Map, Value, json};
 
 use crate::config::{Handler, HookSet};
@@ -55,12 +61,20 @@ pub struct CommonInput {
 pub struct HookRunner {
     set: Arc<HookSet>,
     common: CommonInput,
+    /// Fires when the hooks should stop at once (the turn was cancelled).
+    cancel: Option<Receiver<Infallible>>,
 }
 
 impl HookRunner {
     /// A runner for `set`, whose hooks all get `common` in their input.
     pub fn new(set: Arc<HookSet>, common: CommonInput) -> HookRunner {
-        HookRunner { set, common }
+        HookRunner { set, common, cancel: None }
+    }
+
+    /// This runner, whose hooks are killed (their whole process group) as soon as `cancel`
+    /// fires; a killed hook's answer is a non-blocking failure.
+    pub fn cancellable(&self, cancel: &CancelToken) -> HookRunner {
+        HookRunner { cancel: Some(cancel.signal().clone()), ..self.clone() }
     }
 
     /// The hooks this runner runs.
@@ -249,17 +263,19 @@ impl HookRunner {
         // Serializing a `Value` cannot fail (its keys are strings).
         let input = Arc::new(serde_json::to_vec(&Value::Object(input)).unwrap_or_default());
         let project_dir = self.set.project_dir();
+        let cancel = self.cancel.as_ref();
         if let [handler] = handlers.as_slice() {
-            return vec![run_handler(handler, project_dir, &input)];
+            return vec![run_handler(handler, project_dir, &input, cancel)];
         }
         let mut threads = Vec::with_capacity(handlers.len());
         for (handler_idx, handler) in handlers.iter().enumerate() {
             let owned = (*handler).clone();
             let project_dir = project_dir.to_owned();
             let input = Arc::clone(&input);
+            let cancel = self.cancel.clone();
             let thread =
                 codecoder_stdx::spawn_named(format!("hook-{event}-{handler_idx}"), move || {
-                    run_handler(&owned, &project_dir, &input)
+                    run_handler(&owned, &project_dir, &input, cancel.as_ref())
                 });
             threads.push((handler, thread));
         }
@@ -274,7 +290,7 @@ impl HookRunner {
                     )),
                 }),
                 // Out of threads: run it here rather than skip a hook that may guard something.
-                Err(_) => run_handler(handler, project_dir, &input),
+                Err(_) => run_handler(handler, project_dir, &input, cancel),
             })
             .collect()
     }
@@ -301,13 +317,31 @@ fn label(handler: &Handler) -> String {
     format!("hook `{command}` (from {})", handler.source.display())
 }
 
-fn run_handler(handler: &Handler, project_dir: &Path, input: &[u8]) -> Ran {
+fn run_handler(
+    handler: &Handler,
+    project_dir: &Path,
+    input: &[u8],
+    cancel: Option<&Receiver<Infallible>>,
+) -> Ran {
     let hook = label(handler);
-    let answer = execute(handler, project_dir, input, &hook);
+    let answer = execute(handler, project_dir, input, &hook, cancel);
     Ran { hook, answer }
 }
 
-fn execute(handler: &Handler, project_dir: &Path, input: &[u8], hook: &str) -> Answer {
+/// Why a hook was stopped before it exited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopped {
+    TimedOut,
+    Cancelled,
+}
+
+fn execute(
+    handler: &Handler,
+    project_dir: &Path,
+    input: &[u8],
+    hook: &str,
+    cancel: Option<&Receiver<Infallible>>,
+) -> Answer {
     let spec = CommandSpec {
         program: OsString::from("sh"),
         args: vec![OsString::from("-c"), OsString::from(&handler.command)],
@@ -325,18 +359,50 @@ fn execute(handler: &Handler, project_dir: &Path, input: &[u8], hook: &str) -> A
     let timeout = crossbeam_channel::after(handler.timeout);
     let mut stdout = Vec::new();
     let mut stderr = Vec::new();
-    let waited = child.wait(&timeout, &mut |chunk| {
+    let mut on_output = |chunk: &codecoder_sandbox::OutputChunk| {
         let buffer = match chunk.stream {
             Stream::Stdout => &mut stdout,
             Stream::Stderr => &mut stderr,
         };
         let room = OUTPUT_CAP.saturating_sub(buffer.len());
         buffer.extend_from_slice(&chunk.bytes[..chunk.bytes.len().min(room)]);
-    });
+    };
+    let (waited, stopped) = match cancel {
+        None => (child.wait(&timeout, &mut on_output), Stopped::TimedOut),
+        Some(cancel) => {
+            // The watcher drops `trigger` (the signal `wait` sees) at the timeout or the
+            // cancel, whichever comes first, or when `done` tells it the hook ended.
+            let (trigger_tx, trigger_rx) = crossbeam_channel::bounded::<()>(0);
+            let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
+            let cancel = cancel.clone();
+            let watcher = codecoder_stdx::spawn_named("hook-watch", move || {
+                let stopped = select! {
+                    recv(cancel) -> _ => Some(Stopped::Cancelled),
+                    recv(timeout) -> _ => Some(Stopped::TimedOut),
+                    recv(done_rx) -> _ => None,
+                };
+                drop(trigger_tx);
+                stopped
+            });
+            let watcher = match watcher {
+                Ok(watcher) => watcher,
+                Err(err) => {
+                    return Answer::Failed(format!("{hook}: could not start a thread: {err}"));
+                }
+            };
+            let waited = child.wait(&trigger_rx, &mut on_output);
+            drop(done_tx);
+            let stopped = watcher.join().ok().flatten().unwrap_or(Stopped::TimedOut);
+            (waited, stopped)
+        }
+    };
     let stdout = String::from_utf8_lossy(&stdout).trim().to_owned();
     let stderr = String::from_utf8_lossy(&stderr).trim().to_owned();
     let status = match waited {
         Ok(Outcome::Exited(status)) => status,
+        Ok(Outcome::Cancelled) if stopped == Stopped::Cancelled => {
+            return Answer::Failed(format!("{hook}: cancelled; its process group was killed"));
+        }
         Ok(Outcome::Cancelled) => {
             return Answer::Failed(format!(
                 "{hook}: timed out after {}s and was killed",

@@ -33,6 +33,8 @@ pub struct AgentConfig {
     pub provider: String,
     /// The working directory (for the session meta).
     pub cwd: String,
+    /// Hash of the effective configuration (for the session meta and `context` records).
+    pub config_hash: Option<String>,
     /// Extra instructions for this agent (a subagent type's).
     pub agent_instructions: Option<String>,
     /// Steps per turn before the turn fails. Default 100.
@@ -65,6 +67,7 @@ impl AgentConfig {
             model: model.into(),
             provider: provider.into(),
             cwd: cwd.into(),
+            config_hash: None,
             agent_instructions: None,
             max_steps: 100,
             max_parallel_tools: 8,
@@ -253,7 +256,7 @@ pub fn spawn_agent(config: AgentConfig, deps: AgentDeps) -> Result<AgentHandle> 
         cwd: config.cwd.clone(),
         model: config.model.clone(),
         provider: config.provider.clone(),
-        config_hash: None,
+        config_hash: config.config_hash.clone(),
         parent: None,
     })?;
     spawn_agent_on(config, deps, writer)

@@ -28,10 +28,10 @@ use crossbeam_channel::select;
 
 use crate::approval::{ApprovalQuery, PolicyAnswer, PolicyDecision};
 use crate::cancel::CancelToken;
-use crate::hooks::{HookDecision, HookScope, HookVerdict};
+use crate::hooks::{HookDecision, HookReport, HookScope, HookVerdict};
 use crate::schema;
-use crate::tool::{Tool, ToolContext, ToolOutput};
-use crate::turn::{AgentLoop, Stop};
+use crate::tool::{PendingEscalation, Tool, ToolContext, ToolOutput};
+use crate::turn::{AgentLoop, Stop, hook_stop};
 
 /// A call's result, ready to be logged.
 struct Finished {
@@ -47,7 +47,8 @@ enum Prepared {
     Refused(ToolError),
 }
 
-type WorkerDone = (usize, Result<ToolOutput, ToolError>);
+/// A worker's message: the call's index, its outcome, and a hook's request to stop the turn.
+type WorkerDone = (usize, Result<ToolOutput, ToolError>, Option<String>);
 
 /// A call cleared to run: its index, its tool, and hook context for its result.
 type Runnable = (usize, Arc<dyn Tool>, Vec<String>);
@@ -141,11 +142,12 @@ impl AgentLoop {
         if let Err(message) = schema::validate(&tool.schema(), &call.args) {
             return Ok(Prepared::Refused(ToolError::InvalidArguments { message }));
         }
-        let hooks = Arc::clone(&self.env.deps.hooks);
-        let scope = HookScope { depth: self.env.depth, agent_type: None };
-        let pre = hooks.pre_tool_use(scope, call);
-        for message in pre.messages {
-            self.emit(AgentEventKind::Warning { message });
+        let pre = {
+            let call: &ToolCall = call;
+            self.call_hooks(|hooks, scope| hooks.pre_tool_use(scope, call))?
+        };
+        if let Some(reason) = self.show_hook_report("PreToolUse", pre.report) {
+            return Err(hook_stop("PreToolUse", &reason));
         }
         let mut rewritten = None;
         if let Some(args) = pre.updated_args {
@@ -206,11 +208,15 @@ impl AgentLoop {
                     return Ok(Prepared::Run(tool, context));
                 }
                 let explanation = answer.explanation;
-                let (decision, decided_by) = match hooks.permission_request(
-                    scope,
-                    call,
-                    explanation.as_deref(),
-                ) {
+                let permission = {
+                    let (call, reason): (&ToolCall, Option<&str>) = (call, explanation.as_deref());
+                    self.call_hooks(|hooks, scope| hooks.permission_request(scope, call, reason))?
+                };
+                if let Some(reason) = self.show_hook_report("PermissionRequest", permission.report)
+                {
+                    return Err(hook_stop("PermissionRequest", &reason));
+                }
+                let (decision, decided_by) = match permission.answer {
                     Some(hook_answer) => {
                         if let Some(args) = hook_answer.updated_args {
                             if let Err(message) = schema::validate(&tool.schema(), &args) {
@@ -226,12 +232,16 @@ impl AgentLoop {
                         (hook_answer.decision, "hook")
                     }
                     None => {
-                        hooks.notification(
-                            &format!("codecoder needs your permission to use {}", call.name),
-                            "permission_prompt",
-                        );
+                        self.notify_permission_prompt(&call.name)?;
+                        let summary = tool.summary(&call.args);
                         let decision =
-                            self.ask_approval(turn, step, call, tool.as_ref(), &keys, explanation)?;
+                            self.ask_approval(turn, step, call, summary, &keys, explanation)?;
+                        if matches!(
+                            decision,
+                            ApprovalDecision::AllowOnce | ApprovalDecision::AllowForSession
+                        ) {
+                            self.approved_calls.insert(call.id.clone());
+                        }
                         (decision, "user")
                     }
                 };
@@ -256,6 +266,55 @@ impl AgentLoop {
         }
     }
 
+    /// Runs the Notification hooks for a permission prompt about to be shown.
+    fn notify_permission_prompt(&mut self, tool: &str) -> Result<(), Stop> {
+        let message = format!("codecoder needs your permission to use {tool}");
+        let report = self
+            .call_hooks(|hooks, scope| hooks.notification(scope, &message, "permission_prompt"))?;
+        match self.show_hook_report("Notification", report) {
+            Some(reason) => Err(hook_stop("Notification", &reason)),
+            None => Ok(()),
+        }
+    }
+
+    /// Decides a tool's escalation request (see `ToolContext::request_approval`), logs it as an
+    /// `approval` record of the call, and answers the tool.
+    fn escalation(
+        &mut self,
+        turn: TurnId,
+        step: StepId,
+        calls: &[ToolCall],
+        pending: PendingEscalation,
+    ) -> Result<(), Stop> {
+        let PendingEscalation { call_id, request, reply } = pending;
+        let Some(call) = calls.iter().find(|call| call.id == call_id) else {
+            let _ = reply.send(ApprovalDecision::Cancelled);
+            return Ok(());
+        };
+        let keys = request.permission_keys;
+        let granted = !keys.is_empty() && keys.iter().all(|key| self.grants.contains(key));
+        let (decision, decided_by) = if !request.may_ask {
+            (ApprovalDecision::Deny, "mode")
+        } else if self.approved_calls.contains(&call_id) {
+            // The person was asked about this very call in this turn and allowed it: the
+            // retry it needs is covered (codex does not ask again either).
+            (ApprovalDecision::AllowOnce, "call-approval")
+        } else if granted {
+            (ApprovalDecision::AllowForSession, "session-grant")
+        } else {
+            self.notify_permission_prompt(&call.name)?;
+            let decision =
+                self.ask_approval(turn, step, call, request.summary, &keys, request.reason)?;
+            if decision == ApprovalDecision::AllowForSession {
+                self.grants.extend(keys.iter().cloned());
+            }
+            (decision, "user")
+        };
+        self.log_approval(call, &keys, decision.clone(), decided_by, None)?;
+        let _ = reply.send(decision);
+        Ok(())
+    }
+
     /// Sends an approval request and blocks for the answer, still handling `cmd`. A request
     /// dropped unanswered counts as `Cancelled`.
     fn ask_approval(
@@ -263,7 +322,7 @@ impl AgentLoop {
         turn: TurnId,
         step: StepId,
         call: &ToolCall,
-        tool: &dyn Tool,
+        summary: String,
         keys: &[String],
         reason: Option<String>,
     ) -> Result<ApprovalDecision, Stop> {
@@ -273,7 +332,7 @@ impl AgentLoop {
             turn,
             step,
             call: call.clone(),
-            summary: tool.summary(&call.args),
+            summary,
             permission_keys: keys.to_vec(),
             reason,
             reply,
@@ -330,8 +389,14 @@ impl AgentLoop {
     ) -> Result<(), Stop> {
         // Each worker sends exactly one message, so this capacity never blocks a worker.
         let (done_tx, done_rx) = crossbeam_channel::bounded::<WorkerDone>(runnable.len().max(1));
+        // A worker has at most one escalation outstanding (it waits for the answer).
+        let (escalation_tx, escalation_rx) =
+            crossbeam_channel::bounded::<PendingEscalation>(runnable.len().max(1));
         let mut queue: VecDeque<Runnable> = runnable.into();
         let mut running: HashSet<usize> = HashSet::new();
+        // A hook asked to stop the turn: no further call starts, and the turn stops once the
+        // running ones finished.
+        let mut halted: Option<String> = None;
         loop {
             while running.len() < limit {
                 let Some((index, tool, context)) = queue.pop_front() else { break };
@@ -340,13 +405,14 @@ impl AgentLoop {
                 self.emit(AgentEventKind::ToolStarted { turn, step, call: call.clone() });
                 let ctx = ToolContext {
                     call_id: call.id.clone(),
-                    call: call.clone(),
                     turn,
                     step,
                     cancel: token.clone(),
                     source: self.env.source.clone(),
                     events: self.env.events.clone(),
                     env: Arc::clone(&self.env),
+                    escalations: escalation_tx.clone(),
+                    halt: std::sync::OnceLock::new(),
                 };
                 let worker_call = call.clone();
                 let done_tx = done_tx.clone();
@@ -360,7 +426,7 @@ impl AgentLoop {
                         })
                     });
                     let result = after_tool(&ctx, &call, result, context);
-                    let _ = done_tx.send((index, result));
+                    let _ = done_tx.send((index, result, ctx.halt.into_inner()));
                 });
                 match self.pool.run(job) {
                     Ok(()) => {
@@ -376,33 +442,53 @@ impl AgentLoop {
                 }
             }
             if running.is_empty() {
-                return Ok(());
+                return match halted {
+                    Some(message) => Err(Stop::Failed(message)),
+                    None => Ok(()),
+                };
             }
-            select! {
+            let stop = select! {
                 recv(done_rx) -> message => {
                     // `done_tx` is held here, so the channel cannot disconnect.
-                    let Ok((index, result)) = message else { continue };
+                    let Ok((index, result, halt)) = message else { continue };
                     running.remove(&index);
                     done[index] = Some(self.finished(&calls[index], result));
                     self.flush(turn, step, calls, done, logged)?;
+                    if let Some(reason) = halt && halted.is_none() {
+                        halted = Some(reason);
+                        queue.clear();
+                    }
+                    continue;
+                }
+                recv(escalation_rx) -> pending => {
+                    // `escalation_tx` is held here, so the channel cannot disconnect.
+                    let Ok(pending) = pending else { continue };
+                    match self.escalation(turn, step, calls, pending) {
+                        Ok(()) => continue,
+                        Err(stop) => stop,
+                    }
                 }
                 recv(self.cmd) -> cmd => {
                     let Some(stop) = self.handle_cmd(cmd) else { continue };
-                    token.cancel();
-                    let deadline = Instant::now() + self.env.config.cancel_grace;
-                    while !running.is_empty() {
-                        let Ok((index, result)) = done_rx.recv_deadline(deadline) else { break };
-                        running.remove(&index);
-                        done[index] = Some(self.finished(&calls[index], result));
-                    }
-                    if !running.is_empty() {
-                        self.emit(AgentEventKind::Warning {
-                            message: format!("{} tool(s) did not stop within the cancel grace period", running.len()),
-                        });
-                    }
-                    return Err(stop);
+                    stop
                 }
+            };
+            token.cancel();
+            let deadline = Instant::now() + self.env.config.cancel_grace;
+            while !running.is_empty() {
+                let Ok((index, result, _)) = done_rx.recv_deadline(deadline) else { break };
+                running.remove(&index);
+                done[index] = Some(self.finished(&calls[index], result));
             }
+            if !running.is_empty() {
+                self.emit(AgentEventKind::Warning {
+                    message: format!(
+                        "{} tool(s) did not stop within the cancel grace period",
+                        running.len()
+                    ),
+                });
+            }
+            return Err(stop);
         }
     }
 
@@ -550,10 +636,10 @@ fn after_tool(
     result: Result<ToolOutput, ToolError>,
     pre_context: Vec<String>,
 ) -> Result<ToolOutput, ToolError> {
-    if matches!(result, Err(ToolError::Cancelled)) {
+    if matches!(result, Err(ToolError::Cancelled)) || ctx.cancel.is_cancelled() {
         return result;
     }
-    let scope = HookScope { depth: ctx.env.depth, agent_type: None };
+    let scope = HookScope { depth: ctx.env.depth, agent_type: None, cancel: &ctx.cancel };
     let hooks = &ctx.env.deps.hooks;
     let post = match &result {
         Ok(output) => hooks.post_tool_use(scope, call, &output.content, output.is_error),
@@ -562,11 +648,8 @@ fn after_tool(
             hooks.post_tool_use(scope, call, &error, true)
         }
     };
-    for message in post.messages {
-        let kind = AgentEventKind::Warning { message };
-        let _ =
-            ctx.events.send(codecoder_protocol::AgentEvent { source: ctx.source.clone(), kind });
-    }
+    let event = if post_failed(&result) { "PostToolUseFailure" } else { "PostToolUse" };
+    show_report(ctx, event, post.report);
     let notes: Vec<String> = pre_context
         .into_iter()
         .chain(post.context)
@@ -584,4 +667,29 @@ fn after_tool(
     };
     output.content.extend(notes.into_iter().map(|text| ContentItem::Text { text }));
     Ok(output)
+}
+
+fn post_failed(result: &Result<ToolOutput, ToolError>) -> bool {
+    match result {
+        Ok(output) => output.is_error,
+        Err(_) => true,
+    }
+}
+
+/// `AgentLoop::show_hook_report` for a worker: messages and problems go to the person, a stop
+/// request to the loop (through the call's context).
+pub(crate) fn show_report(ctx: &ToolContext, event: &str, report: HookReport) {
+    let send = |kind| {
+        let _ =
+            ctx.events.send(codecoder_protocol::AgentEvent { source: ctx.source.clone(), kind });
+    };
+    for message in report.messages {
+        send(AgentEventKind::HookMessage { event: event.to_owned(), message });
+    }
+    for message in report.errors {
+        send(AgentEventKind::Warning { message });
+    }
+    if let Some(reason) = report.stop {
+        ctx.stop_turn(event, &reason);
+    }
 }

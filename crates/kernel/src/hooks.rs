@@ -6,13 +6,33 @@
 //! and at session start and end. What the hooks are (shell scripts, in the `hooks` crate) is
 //! none of the kernel's business; `NoHooks` is the default and costs nothing.
 //!
+//! Every event can also stop the turn (`HookReport::stop`, Claude Code's `continue: false`) and
+//! carry messages for the person (`systemMessage`), which the kernel sends as `HookMessage`
+//! events.
+//!
 //! Invariants: a hook can never make a call run that the approval policy denies (its decision is
 //! one input of the policy, and deny wins); a hook's rewritten arguments are validated against
-//! the tool's schema like the model's; hooks run on the thread that calls them, so an
-//! implementation must bound its own time (the `hooks` crate kills a hook at its timeout).
+//! the tool's schema like the model's; an implementation bounds its own time (the `hooks` crate
+//! kills a hook at its timeout) and stops at once when `HookScope::cancel` fires (the `hooks`
+//! crate kills the hook's process group). The loop runs the hooks it calls itself on a helper
+//! thread while it keeps reading commands, so a cancel reaches a running hook.
 
 use codecoder_protocol::{ApprovalDecision, ContentItem, ToolCall};
 use serde_json::Value;
+
+use crate::cancel::CancelToken;
+
+/// What any hook event may say besides its own answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HookReport {
+    /// A hook said `continue: false`: the turn stops after this event. The text (its
+    /// `stopReason`) is for the person, not the model.
+    pub stop: Option<String>,
+    /// Messages for the person (`systemMessage`s).
+    pub messages: Vec<String>,
+    /// Non-blocking hook problems (bad output, a failing or timed-out hook), for the person.
+    pub errors: Vec<String>,
+}
 
 /// What a PreToolUse hook decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,8 +63,17 @@ pub struct PreToolUse {
     pub updated_args: Option<Value>,
     /// Text for the model, added to the call's result.
     pub context: Vec<String>,
-    /// Messages for the person (`systemMessage`, non-blocking hook errors).
-    pub messages: Vec<String>,
+    /// Stop request and messages for the person.
+    pub report: HookReport,
+}
+
+/// What the PermissionRequest hooks said.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PermissionHook {
+    /// Their answer in the person's place; `None`: ask the person.
+    pub answer: Option<PermissionAnswer>,
+    /// Stop request and messages for the person.
+    pub report: HookReport,
 }
 
 /// What a PermissionRequest hook answered in the person's place.
@@ -63,8 +92,8 @@ pub struct PostToolUse {
     pub feedback: Option<String>,
     /// Text for the model.
     pub context: Vec<String>,
-    /// Messages for the person.
-    pub messages: Vec<String>,
+    /// Stop request and messages for the person.
+    pub report: HookReport,
 }
 
 /// What the UserPromptSubmit hooks said.
@@ -74,21 +103,48 @@ pub struct PromptSubmit {
     pub blocked: Option<String>,
     /// Text added to the prompt for the model.
     pub context: Vec<String>,
-    /// Messages for the person.
-    pub messages: Vec<String>,
+    /// Stop request and messages for the person.
+    pub report: HookReport,
 }
 
-/// Facts about the agent a hook may want.
+/// What the Stop hooks said.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StopHook {
+    /// Keep the turn going with this instruction for the model (ignored when `report.stop`
+    /// is set: `continue: false` wins).
+    pub instruction: Option<String>,
+    /// Stop request and messages for the person.
+    pub report: HookReport,
+}
+
+/// What the SessionStart hooks said.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionStartHook {
+    /// Text for the model, added to the first prompt.
+    pub context: Vec<String>,
+    /// Stop request and messages for the person.
+    pub report: HookReport,
+}
+
+/// Facts about the agent a hook may want, and the turn's cancel.
 #[derive(Debug, Clone, Copy)]
 pub struct HookScope<'a> {
     /// 0 for the root agent.
     pub depth: u32,
     /// The subagent's type (`None` for the root).
     pub agent_type: Option<&'a str>,
+    /// Fires when the turn is cancelled: stop running hooks at once (kill their processes);
+    /// what they said no longer matters.
+    pub cancel: &'a CancelToken,
 }
 
 /// Lifecycle hooks. Every method has a do-nothing default.
 pub trait Hooks: Send + Sync {
+    /// True when no method does anything, so the loop need not run them on a helper thread.
+    /// Default false.
+    fn is_empty(&self) -> bool {
+        false
+    }
     /// Before the approval chain runs for a call.
     fn pre_tool_use(&self, scope: HookScope<'_>, call: &ToolCall) -> PreToolUse {
         let _ = (scope, call);
@@ -100,9 +156,9 @@ pub trait Hooks: Send + Sync {
         scope: HookScope<'_>,
         call: &ToolCall,
         reason: Option<&str>,
-    ) -> Option<PermissionAnswer> {
+    ) -> PermissionHook {
         let _ = (scope, call, reason);
-        None
+        PermissionHook::default()
     }
     /// After a call ran: `response` is what the model sees (for a tool error, one text item
     /// saying what went wrong), `failed` whether it is an error.
@@ -121,37 +177,40 @@ pub trait Hooks: Send + Sync {
         let _ = (scope, prompt);
         PromptSubmit::default()
     }
-    /// The turn would end. `Some(instruction)` continues it with that instruction for the model.
-    fn stop(
+    /// The turn would end. An `instruction` continues it with that instruction for the model.
+    fn stop(&self, scope: HookScope<'_>, stop_hook_active: bool, last_message: &str) -> StopHook {
+        let _ = (scope, stop_hook_active, last_message);
+        StopHook::default()
+    }
+    /// A subagent starts (`scope` is the child's, its cancel the parent call's).
+    fn subagent_start(&self, scope: HookScope<'_>, agent_id: &str) -> HookReport {
+        let _ = (scope, agent_id);
+        HookReport::default()
+    }
+    /// A subagent finished (`scope` is the child's, its cancel the parent call's).
+    fn subagent_stop(
         &self,
         scope: HookScope<'_>,
-        stop_hook_active: bool,
+        agent_id: &str,
         last_message: &str,
-    ) -> Option<String> {
-        let _ = (scope, stop_hook_active, last_message);
-        None
-    }
-    /// A subagent starts (`scope` is the child's).
-    fn subagent_start(&self, scope: HookScope<'_>, agent_id: &str) {
-        let _ = (scope, agent_id);
-    }
-    /// A subagent finished (`scope` is the child's).
-    fn subagent_stop(&self, scope: HookScope<'_>, agent_id: &str, last_message: &str) {
+    ) -> HookReport {
         let _ = (scope, agent_id, last_message);
+        HookReport::default()
     }
-    /// The first turn of this process: `source` is `startup` or `resume`. Returns context for
-    /// the model.
-    fn session_start(&self, source: &str) -> Vec<String> {
-        let _ = source;
-        Vec::new()
+    /// The first turn of this process: `source` is `startup` or `resume`.
+    fn session_start(&self, scope: HookScope<'_>, source: &str) -> SessionStartHook {
+        let _ = (scope, source);
+        SessionStartHook::default()
     }
     /// The agent shuts down.
-    fn session_end(&self, reason: &str) {
+    fn session_end(&self, reason: &str) -> HookReport {
         let _ = reason;
+        HookReport::default()
     }
     /// Something wants the person's attention (`permission_prompt`, `idle_prompt`, …).
-    fn notification(&self, message: &str, kind: &str) {
-        let _ = (message, kind);
+    fn notification(&self, scope: HookScope<'_>, message: &str, kind: &str) -> HookReport {
+        let _ = (scope, message, kind);
+        HookReport::default()
     }
 }
 
@@ -159,4 +218,8 @@ pub trait Hooks: Send + Sync {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoHooks;
 
-impl Hooks for NoHooks {}
+impl Hooks for NoHooks {
+    fn is_empty(&self) -> bool {
+        true
+    }
+}

@@ -41,14 +41,14 @@ pub use approval::{AllowAll, ApprovalPolicy, ApprovalQuery, PolicyAnswer, Policy
 pub use cancel::CancelToken;
 pub use error::{Error, Result};
 pub use hooks::{
-    HookDecision, HookScope, HookVerdict, Hooks, NoHooks, PermissionAnswer, PostToolUse,
-    PreToolUse, PromptSubmit,
+    HookDecision, HookReport, HookScope, HookVerdict, Hooks, NoHooks, PermissionAnswer,
+    PermissionHook, PostToolUse, PreToolUse, PromptSubmit, SessionStartHook, StopHook,
 };
 pub use model::{ModelClient, ModelError, ModelRequest, ResponseEvent, ResponseStream, ToolSpec};
 pub use prompt::{PromptBuilder, PromptInput, StaticPrompt};
 pub use schema::validate as validate_schema;
 pub use subagent::AgentTool;
-pub use tool::{Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
+pub use tool::{EscalationRequest, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
 
 #[cfg(test)]
 mod tests;

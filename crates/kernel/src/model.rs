@@ -13,22 +13,12 @@
 use std::fmt;
 use std::sync::Arc;
 
-use codecoder_protocol::{Message, SessionId, StopReason, ToolCallId, Usage};
+pub use codecoder_protocol::ToolSpec;
+use codecoder_protocol::{Message, PromptSection, SessionId, StopReason, ToolCallId, Usage};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
 use crossbeam_channel::{Receiver, Sender, never};
 
 use crate::error::Result;
-
-/// A tool as the model sees it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
-    /// The name the model calls it by.
-    pub name: String,
-    /// What it does and when to use it.
-    pub description: String,
-    /// The JSON Schema of its arguments (an object schema).
-    pub schema: serde_json::Value,
-}
 
 /// One request to a model: everything it will see.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +29,10 @@ pub struct ModelRequest {
     pub model: String,
     /// The system prompt: the prompt sections, assembled.
     pub instructions: String,
+    /// The sections `instructions` is made of, by name: their texts joined by a blank line give
+    /// `instructions` (see `codecoder_protocol::join_sections`). Empty when the builder names no
+    /// sections; the log then keeps `instructions` as one section.
+    pub sections: Vec<PromptSection>,
     /// The conversation so far: the session log's projection, oldest first. Shared, not
     /// copied: each message is cloned once per session, so a request costs O(1) per message.
     pub history: Vec<Arc<Message>>,

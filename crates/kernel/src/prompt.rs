@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use codecoder_protocol::{Message, SessionId, StepId, TurnId};
+use codecoder_protocol::{Message, PromptSection, SessionId, StepId, TurnId, join_sections};
 
 use crate::model::{ModelRequest, ToolSpec};
 
@@ -47,14 +47,22 @@ pub struct StaticPrompt {
 
 impl PromptBuilder for StaticPrompt {
     fn build(&self, input: &PromptInput<'_>) -> ModelRequest {
-        let instructions = match input.agent_instructions {
-            Some(extra) => format!("{}\n\n{extra}", self.instructions),
-            None => self.instructions.clone(),
-        };
+        let mut sections = vec![PromptSection {
+            name: "instructions".to_owned(),
+            text: self.instructions.clone(),
+        }];
+        if let Some(extra) = input.agent_instructions {
+            sections.push(PromptSection {
+                name: "agent instructions".to_owned(),
+                text: extra.to_owned(),
+            });
+        }
+        let instructions = join_sections(&sections);
         ModelRequest {
             session_id: input.session_id,
             model: input.model.to_owned(),
             instructions,
+            sections,
             history: input.history.to_vec(),
             tools: input.tools.to_vec(),
             max_output_tokens: self.max_output_tokens,

@@ -21,6 +21,7 @@ use crossbeam_channel::{after, select};
 use serde_json::{Value, json};
 
 use crate::agent::{AgentDeps, AgentEnv, AgentType, Slots};
+use crate::exec::show_report;
 use crate::hooks::HookScope;
 use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
 use crate::turn::{AgentLoop, TurnSummary};
@@ -158,7 +159,7 @@ impl Tool for AgentTool {
                 cwd: config.cwd.clone(),
                 model,
                 provider: config.provider.clone(),
-                config_hash: None,
+                config_hash: config.config_hash.clone(),
                 parent: Some(ParentLink {
                     session_id: env.source.session_id,
                     tool_call_id: ctx.call_id.clone(),
@@ -189,9 +190,21 @@ impl Tool for AgentTool {
             })?;
         let hooks = Arc::clone(&env.deps.hooks);
         let type_name = agent_type.as_ref().map_or("general-purpose", |t| t.name.as_str());
-        let scope = HookScope { depth, agent_type: Some(type_name) };
+        let scope = HookScope { depth, agent_type: Some(type_name), cancel: &ctx.cancel };
         let agent_id = ctx.call_id.to_string();
-        hooks.subagent_start(scope, &agent_id);
+        let started = hooks.subagent_start(scope, &agent_id);
+        let stop = started.stop.clone();
+        show_report(ctx, "SubagentStart", started);
+        if let Some(reason) = stop {
+            // `continue: false`: the child never starts its task, and the parent's turn stops
+            // after this call.
+            let _ = cmd_tx.send(AgentCommand::Shutdown);
+            drop(cmd_tx);
+            let _ = thread.join();
+            return Err(ToolError::Failed {
+                message: format!("a SubagentStart hook stopped the turn: {reason}"),
+            });
+        }
         let _ = cmd_tx.send(AgentCommand::Submit(UserInput::text(task)));
 
         enum Ended {
@@ -223,7 +236,8 @@ impl Tool for AgentTool {
             Ended::Answered(summary) => summary.final_text.as_str(),
             _ => "",
         };
-        hooks.subagent_stop(scope, &agent_id, last_message);
+        let stopped = hooks.subagent_stop(scope, &agent_id, last_message);
+        show_report(ctx, "SubagentStop", stopped);
         match ended {
             Ended::Answered(summary) => match summary.outcome {
                 TurnOutcome::Completed if summary.final_text.is_empty() => {

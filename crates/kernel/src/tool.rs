@@ -6,12 +6,12 @@
 //! `is_error`, data for the model, never a kernel error.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use codecoder_protocol::{
-    AgentEvent, AgentEventKind, ApprovalDecision, ApprovalRequest, AskUserAnswer, AskUserRequest,
-    CommandExit, ContentItem, EventSource, OutputStream, Reply, RequestId, StepId, ToolCall,
-    ToolCallId, ToolError, TurnId,
+    AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, AskUserRequest, CommandExit,
+    ContentItem, EventSource, OutputStream, Reply, RequestId, StepId, ToolCallId, ToolError,
+    TurnId,
 };
 use crossbeam_channel::{Sender, select};
 
@@ -96,14 +96,37 @@ pub trait Tool: Send + Sync {
 /// questions to the person).
 pub struct ToolContext {
     pub(crate) call_id: ToolCallId,
-    /// The call as it runs (after any hook rewrite).
-    pub(crate) call: ToolCall,
     pub(crate) turn: TurnId,
     pub(crate) step: StepId,
     pub(crate) cancel: CancelToken,
     pub(crate) source: EventSource,
     pub(crate) events: Sender<AgentEvent>,
     pub(crate) env: Arc<AgentEnv>,
+    /// Where `request_approval` sends its requests: the loop, which decides and logs them.
+    pub(crate) escalations: Sender<PendingEscalation>,
+    /// Set when a hook asked to stop the turn while the call ran: the turn's failure message.
+    pub(crate) halt: OnceLock<String>,
+}
+
+/// What a tool asks for beyond its call's approval (see `ToolContext::request_approval`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EscalationRequest {
+    /// One line for the person: what would run (`run `make` again without the sandbox`).
+    pub summary: String,
+    /// The keys a session grant covers (`escalate:cargo test`); logged with the decision.
+    pub permission_keys: Vec<String>,
+    /// Why it is needed, for the person.
+    pub reason: Option<String>,
+    /// False when the approval mode never asks: the request is refused without asking (and
+    /// logged as decided by the mode).
+    pub may_ask: bool,
+}
+
+/// An escalation on its way to the loop, with where the answer goes.
+pub(crate) struct PendingEscalation {
+    pub(crate) call_id: ToolCallId,
+    pub(crate) request: EscalationRequest,
+    pub(crate) reply: Sender<ApprovalDecision>,
 }
 
 impl ToolContext {
@@ -138,42 +161,29 @@ impl ToolContext {
         let _ = self.events.send(AgentEvent { source: self.source.clone(), kind });
     }
 
-    /// Asks the person to approve something this call needs beyond what it was approved for
-    /// (running a command again outside the sandbox, say) and blocks for the answer:
-    /// `Cancelled` when the turn is cancelled meanwhile or nobody answers. The decision is the
-    /// tool's to act on and to cache; the session log sees its effect in the call's result.
-    pub fn request_approval(
-        &self,
-        summary: impl Into<String>,
-        permission_keys: Vec<String>,
-        reason: Option<String>,
-    ) -> ApprovalDecision {
-        let (reply, answer) = Reply::pair();
-        self.env.deps.hooks.notification(
-            &format!("codecoder needs your permission to use {}", self.call.name),
-            "permission_prompt",
-        );
-        let request = ApprovalRequest {
-            id: RequestId::new(),
-            turn: self.turn,
-            step: self.step,
-            call: self.call.clone(),
-            summary: summary.into(),
-            permission_keys,
-            reason,
-            reply,
-        };
-        let event = AgentEvent {
-            source: self.source.clone(),
-            kind: AgentEventKind::ApprovalRequest(request),
-        };
-        if self.events.send(event).is_err() {
+    /// Asks for something this call needs beyond what it was approved for (running a command
+    /// again outside the sandbox, say) and blocks for the answer. The loop decides, in this
+    /// order: refused when `may_ask` is false (the approval mode never asks); allowed when the
+    /// person approved this very call in this turn (they were asked and said yes); allowed when
+    /// a session grant covers every key; otherwise the person is asked, and "for this session"
+    /// grants the keys. Every answer is logged as an `approval` record of the call, with who
+    /// decided. `Cancelled` when the turn is cancelled meanwhile.
+    pub fn request_approval(&self, request: EscalationRequest) -> ApprovalDecision {
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        let pending = PendingEscalation { call_id: self.call_id.clone(), request, reply };
+        if self.escalations.send(pending).is_err() {
             return ApprovalDecision::Cancelled;
         }
         select! {
             recv(answer) -> answer => answer.unwrap_or(ApprovalDecision::Cancelled),
             recv(self.cancel.signal()) -> _ => ApprovalDecision::Cancelled,
         }
+    }
+
+    /// Asks the loop to stop the turn once this call's result is logged (a hook of `event`
+    /// said `continue: false` while the call ran). The first request wins.
+    pub(crate) fn stop_turn(&self, event: &str, reason: &str) {
+        let _ = self.halt.set(format!("a {event} hook stopped the turn: {reason}"));
     }
 
     /// Asks the person a question and blocks for the answer. `Err(Cancelled)` when the turn is

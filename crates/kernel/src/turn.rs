@@ -10,7 +10,9 @@
 //! Invariants:
 //! - Model-visible ⟺ logged: the request is built from `writer.history()` only (shared
 //!   through `shared_history`, which mirrors it message for message), after every record of the
-//!   previous step was appended.
+//!   previous step was appended; what else it shows the model (system prompt sections, tool
+//!   schemas, model and body parameters) is in the newest `context` record, appended before the
+//!   request is sent whenever it changed.
 //! - Whatever stops a turn (completion, cancel, failure), `close_turn` appends what closes the
 //!   open step and turn (synthetic results for pending calls first), so the log validates, and
 //!   `TurnDone` is sent exactly once per `TurnStarted`.
@@ -22,16 +24,17 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use codecoder_protocol::{
-    AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ContentItem, Message, MessageItem,
-    Reasoning, RecordBody, Role, StepId, StopReason, ToolCall, ToolCallId, TurnId, TurnOutcome,
-    Usage, UserInput,
+    AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ContentItem, ContextRecord, Message,
+    MessageItem, PromptSection, Reasoning, RecordBody, Role, StepId, StopReason, ToolCall,
+    ToolCallId, TurnId, TurnOutcome, Usage, UserInput, join_sections,
 };
 use codecoder_session::{CloseReason, SessionWriter, closing_records};
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, select};
 
 use crate::agent::{AgentEnv, StepInfo, StepVerdict};
-use crate::hooks::HookScope;
-use crate::model::{ResponseEvent, ResponseStream, ToolSpec};
+use crate::cancel::CancelToken;
+use crate::hooks::{HookReport, HookScope, Hooks};
+use crate::model::{ModelRequest, ResponseEvent, ResponseStream, ToolSpec};
 use crate::pool::WorkerPool;
 use crate::prompt::PromptInput;
 
@@ -156,7 +159,11 @@ pub(crate) struct AgentLoop {
     done: Option<Sender<TurnSummary>>,
     specs: Vec<ToolSpec>,
     pub(crate) queued: VecDeque<UserInput>,
+    /// The session's grants: permission keys the person allowed "for this session" (the
+    /// calls' keys and the escalations' `escalate:` keys).
     pub(crate) grants: HashSet<String>,
+    /// Calls of this turn the person was asked about and allowed.
+    pub(crate) approved_calls: HashSet<ToolCallId>,
     pub(crate) shutdown: bool,
     /// Failed calls of this turn by (name, arguments), for the repeated-failure nudge.
     pub(crate) failures: HashMap<(String, String), u32>,
@@ -187,6 +194,7 @@ impl AgentLoop {
             specs,
             queued: VecDeque::new(),
             grants: HashSet::new(),
+            approved_calls: HashSet::new(),
             session_started: false,
             shutdown: false,
             failures: HashMap::new(),
@@ -261,7 +269,9 @@ impl AgentLoop {
             self.emit(AgentEventKind::Warning { message: format!("session log: {err}") });
         }
         if self.done.is_none() {
-            self.env.deps.hooks.session_end("other");
+            let report = self.env.deps.hooks.session_end("other");
+            // Nothing is left to stop.
+            let _ = self.show_hook_report("SessionEnd", report);
         }
         // Joins every tool worker, including one still running a tool that ignored a cancel.
         self.pool = WorkerPool::new();
@@ -274,6 +284,7 @@ impl AgentLoop {
     fn run_turn(&mut self, input: UserInput) {
         let turn = TurnId::new(self.writer.trace().last_turn()).next();
         self.failures.clear();
+        self.approved_calls.clear();
         if let Err(stop) = self.append(RecordBody::TurnStart { turn }) {
             // Nothing was opened: the turn never started, and the client hears why.
             let message = stop.message();
@@ -376,9 +387,19 @@ impl AgentLoop {
             self.poll_cmd()?;
             if !outcome.wants_more && self.queued.is_empty() {
                 if self.env.depth == 0 && stop_blocks < MAX_STOP_BLOCKS {
-                    let scope = HookScope { depth: 0, agent_type: None };
-                    let hooks = Arc::clone(&self.env.deps.hooks);
-                    if let Some(instruction) = hooks.stop(scope, stop_blocks > 0, final_text) {
+                    let active = stop_blocks > 0;
+                    let last: &str = final_text;
+                    let verdict =
+                        self.call_hooks(|hooks, scope| hooks.stop(scope, active, last))?;
+                    // `continue: false` wins over a block; the turn was ending anyway.
+                    if let Some(reason) = self.show_hook_report("Stop", verdict.report) {
+                        self.emit(AgentEventKind::HookMessage {
+                            event: "Stop".to_owned(),
+                            message: format!("a Stop hook stopped the turn: {reason}"),
+                        });
+                        return Ok(());
+                    }
+                    if let Some(instruction) = verdict.instruction {
                         stop_blocks += 1;
                         continuation = Some(UserInput::text(format!(
                             "<stop-hook>\nA Stop hook kept the turn going: {instruction}\n</stop-hook>"
@@ -396,15 +417,14 @@ impl AgentLoop {
     /// turn of the root agent, the SessionStart hooks' context.
     fn submitted_inputs(&mut self, step: StepId) -> Result<Vec<UserInput>, Stop> {
         let queued: Vec<UserInput> = self.queued.drain(..).collect();
-        let hooks = Arc::clone(&self.env.deps.hooks);
-        let scope = HookScope { depth: self.env.depth, agent_type: None };
         let mut inputs = Vec::with_capacity(queued.len());
         let mut blocked = None;
         for mut input in queued {
             let prompt = ContentItem::joined_text(&input.content);
-            let verdict = hooks.user_prompt_submit(scope, &prompt);
-            for message in verdict.messages {
-                self.emit(AgentEventKind::Warning { message });
+            let verdict =
+                self.call_hooks(|hooks, scope| hooks.user_prompt_submit(scope, &prompt))?;
+            if let Some(reason) = self.show_hook_report("UserPromptSubmit", verdict.report) {
+                return Err(hook_stop("UserPromptSubmit", &reason));
             }
             if let Some(reason) = verdict.blocked {
                 self.emit(AgentEventKind::Warning {
@@ -429,14 +449,75 @@ impl AgentLoop {
         if !self.session_started && self.env.depth == 0 {
             self.session_started = true;
             let source = if self.writer.history().is_empty() { "startup" } else { "resume" };
-            let context = hooks.session_start(source);
+            let started = self.call_hooks(|hooks, scope| hooks.session_start(scope, source))?;
+            if let Some(reason) = self.show_hook_report("SessionStart", started.report) {
+                return Err(hook_stop("SessionStart", &reason));
+            }
             if let Some(first) = inputs.first_mut() {
-                first.content.extend(context.into_iter().map(|text| ContentItem::Text {
+                first.content.extend(started.context.into_iter().map(|text| ContentItem::Text {
                     text: format!("<session-start-hook>\n{text}\n</session-start-hook>"),
                 }));
             }
         }
         Ok(inputs)
+    }
+
+    /// Calls the hooks with this loop's scope. Unless there are none, the call runs on a
+    /// helper thread while the loop keeps handling `cmd`: a cancel fires the scope's token, the
+    /// hooks implementation kills what it runs, and the turn stops once the call returned.
+    pub(crate) fn call_hooks<T: Send>(
+        &mut self,
+        call: impl FnOnce(&dyn Hooks, HookScope<'_>) -> T + Send,
+    ) -> Result<T, Stop> {
+        let hooks = Arc::clone(&self.env.deps.hooks);
+        let token = CancelToken::new();
+        let scope = HookScope { depth: self.env.depth, agent_type: None, cancel: &token };
+        if hooks.is_empty() {
+            return Ok(call(hooks.as_ref(), scope));
+        }
+        let hooks: &dyn Hooks = hooks.as_ref();
+        std::thread::scope(|threads| {
+            // The helper sends exactly one message.
+            let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+            let helper = std::thread::Builder::new()
+                .name("hook-call".to_owned())
+                .spawn_scoped(threads, move || {
+                    let _ = done_tx.send(call(hooks, scope));
+                })
+                .map_err(|err| {
+                    Stop::Failed(format!("could not start a thread for hooks: {err}"))
+                })?;
+            loop {
+                select! {
+                    recv(done_rx) -> answer => {
+                        return match (answer, helper.join()) {
+                            (Ok(answer), Ok(())) => Ok(answer),
+                            _ => Err(Stop::Failed("a hook implementation panicked".to_owned())),
+                        };
+                    }
+                    recv(self.cmd) -> cmd => {
+                        if let Some(stop) = self.handle_cmd(cmd) {
+                            token.cancel();
+                            // The implementation stops at the token; what it said is void.
+                            let _ = helper.join();
+                            return Err(stop);
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    /// Shows a hook report to the person (messages as `HookMessage`, problems as warnings) and
+    /// returns its stop reason, if a hook asked to stop.
+    pub(crate) fn show_hook_report(&self, event: &str, report: HookReport) -> Option<String> {
+        for message in report.messages {
+            self.emit(AgentEventKind::HookMessage { event: event.to_owned(), message });
+        }
+        for message in report.errors {
+            self.emit(AgentEventKind::Warning { message });
+        }
+        report.stop
     }
 
     /// Brings `shared_history` up to `writer.history()`: new messages are appended (cloned
@@ -467,6 +548,7 @@ impl AgentLoop {
                 turn,
                 step,
             });
+            self.log_context(&request)?;
             let stream = match self.env.deps.model.stream(request) {
                 Ok(stream) => stream,
                 Err(err) => {
@@ -543,6 +625,34 @@ impl AgentLoop {
         self.append(RecordBody::StepEnd { turn, step, usage, stop_reason: Some(stop_reason) })?;
         self.emit(AgentEventKind::StepFinished { turn, step, usage });
         Ok(StepOutcome { wants_more: !calls.is_empty(), usage, text })
+    }
+
+    /// Appends a `context` record for `request` unless the newest one logged already says the
+    /// same: what the request shows the model besides the history is in the log before it is
+    /// sent. Sections that do not join to the instructions are logged as one section.
+    fn log_context(&mut self, request: &ModelRequest) -> Result<(), Stop> {
+        let sections = if join_sections(&request.sections) == request.instructions {
+            request.sections.clone()
+        } else {
+            vec![PromptSection {
+                name: "instructions".to_owned(),
+                text: request.instructions.clone(),
+            }]
+        };
+        let context = ContextRecord {
+            model: request.model.clone(),
+            provider: self.env.config.provider.clone(),
+            sections,
+            tools: request.tools.clone(),
+            max_output_tokens: request.max_output_tokens,
+            output_schema: request.output_schema.clone(),
+            config_hash: self.env.config.config_hash.clone(),
+        };
+        if self.writer.context() == Some(&context) {
+            return Ok(());
+        }
+        self.append(RecordBody::Context(context))?;
+        Ok(())
     }
 
     /// Reads the stream until it completes, fails, or a command stops the turn.
@@ -722,10 +832,16 @@ impl AgentLoop {
     }
 }
 
-/// User input as message items. Blob references (large attachments) show as their preview.
 /// The most times in a row a Stop hook may keep a turn going (Claude Code's cap).
 const MAX_STOP_BLOCKS: u32 = 8;
 
+/// How a hook's `continue: false` ends a turn: it fails with the hook's stop reason, which the
+/// front-ends show (and the log keeps in `turn_end`).
+pub(crate) fn hook_stop(event: &str, reason: &str) -> Stop {
+    Stop::Failed(format!("a {event} hook stopped the turn: {reason}"))
+}
+
+/// User input as message items. Blob references (large attachments) show as their preview.
 fn user_item(item: ContentItem) -> MessageItem {
     match item {
         ContentItem::Text { text } => MessageItem::Text { text },

@@ -207,6 +207,14 @@ pub enum AgentEventKind {
         /// The text.
         message: String,
     },
+    /// A hook's message for the person (its `systemMessage`, or the `stopReason` of a hook
+    /// that stopped the turn). Not model-visible.
+    HookMessage {
+        /// The hook event that produced it (`PreToolUse`, `Stop`, …).
+        event: String,
+        /// The text.
+        message: String,
+    },
     /// The turn ended.
     TurnDone {
         /// The turn.

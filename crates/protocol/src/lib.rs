@@ -26,8 +26,8 @@ pub use message::{
     ToolResult, ToolResultStatus,
 };
 pub use record::{
-    FORMAT_VERSION, ForkOrigin, ParentLink, Record, RecordBody, SessionMeta, StopReason,
-    SyntheticReason,
+    ContextRecord, FORMAT_VERSION, ForkOrigin, ParentLink, PromptSection, Record, RecordBody,
+    SessionMeta, StopReason, SyntheticReason, ToolSpec, join_sections,
 };
 pub use usage::Usage;
 

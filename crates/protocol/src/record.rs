@@ -111,12 +111,15 @@ pub enum RecordBody {
     Approval {
         /// The pending call.
         call_id: ToolCallId,
-        /// The keys a session grant covers.
+        /// The keys a session grant covers. An escalation of the call (running it again
+        /// outside the sandbox) is a second approval record of the same call whose keys start
+        /// with `escalate:`.
         #[serde(default)]
         permission_keys: Vec<String>,
         /// What was decided.
         decision: ApprovalDecision,
-        /// Who decided: `user`, `rule`, `mode`, `hook`, `session-grant`.
+        /// Who decided: `user`, `rule`, `mode`, `hook`, `policy`, `session-grant`, `cancel`, or
+        /// for an escalation `call-approval` (the person approved the call itself this turn).
         decided_by: String,
         /// The arguments a hook rewrote the call's into; the call runs with these.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -132,6 +135,10 @@ pub enum RecordBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
     },
+    /// The model-visible context of the requests that follow: system prompt sections, tool
+    /// schemas and the parameters that shape a request's body. Written inside a step, before
+    /// its request, whenever it differs from the last one logged (normally once per session).
+    Context(ContextRecord),
     /// Something failed; for the person and for audits. Not model-visible.
     #[serde(rename_all = "camelCase")]
     Error {
@@ -157,6 +164,7 @@ impl RecordBody {
             Self::ToolResult { .. } => "tool_result",
             Self::Approval { .. } => "approval",
             Self::Compaction { .. } => "compaction",
+            Self::Context(_) => "context",
             Self::Error { .. } => "error",
             Self::SessionEnd => "session_end",
         }
@@ -175,6 +183,7 @@ impl RecordBody {
         "tool_result",
         "approval",
         "compaction",
+        "context",
         "error",
         "session_end",
     ];
@@ -234,6 +243,69 @@ pub struct SessionMeta {
     /// Set on a subagent's log: the parent session and the `agent` call that started it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentLink>,
+}
+
+/// One named part of the system prompt (base instructions, environment, AGENTS.md, …).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptSection {
+    /// What it is, for people (`base instructions`, `environment`, `AGENTS.md`, …).
+    pub name: String,
+    /// Its text, exactly as sent.
+    pub text: String,
+}
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSpec {
+    /// The name the model calls it by.
+    pub name: String,
+    /// What it does and when to use it.
+    pub description: String,
+    /// The JSON Schema of its arguments (an object schema).
+    pub schema: serde_json::Value,
+}
+
+/// What every request after it shows the model besides the history (the `context` record).
+///
+/// Invariant: a request's system prompt is the sections' texts joined by a blank line
+/// (`"\n\n"`), in order; with the session's id, the projected history and the provider's wire
+/// API, these fields determine the request body byte for byte.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextRecord {
+    /// The model id, as sent.
+    pub model: String,
+    /// The provider id (its wire API encodes the body).
+    pub provider: String,
+    /// The system prompt's sections, in order.
+    pub sections: Vec<PromptSection>,
+    /// The tools offered, in order.
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+    /// The cap on generated tokens, when one is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    /// The JSON Schema the answer must follow, when one is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
+    /// Hash of the effective config the requests were made under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_hash: Option<String>,
+}
+
+impl ContextRecord {
+    /// The system prompt: the sections' texts joined by a blank line.
+    pub fn instructions(&self) -> String {
+        join_sections(&self.sections)
+    }
+}
+
+/// The system prompt made of `sections`: their texts joined by a blank line.
+pub fn join_sections(sections: &[PromptSection]) -> String {
+    let texts: Vec<&str> = sections.iter().map(|section| section.text.as_str()).collect();
+    texts.join("\n\n")
 }
 
 /// Where a fork branched off.

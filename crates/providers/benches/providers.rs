@@ -42,6 +42,7 @@ fn request() -> ModelRequest {
         session_id: SessionId::new(),
         model: "m".into(),
         instructions: "bench".into(),
+        sections: Vec::new(),
         history: vec![std::sync::Arc::new(Message::user_text("go"))],
         tools: Vec::new(),
         max_output_tokens: None,

@@ -140,10 +140,18 @@ pub(crate) fn request_body(config: &ProviderConfig, request: &ModelRequest) -> s
     }
 }
 
+/// The exact bytes `HttpModelClient` sends as the body of `request` to the provider `config`
+/// describes (its wire API and body settings). The client sends what this returns, so a request
+/// rebuilt from a session log encodes to the body that was sent.
+pub fn encode_request(config: &ProviderConfig, request: &ModelRequest) -> Result<Vec<u8>, Error> {
+    serde_json::to_vec(&request_body(config, request))
+        .map_err(|err| Error::Protocol { message: format!("could not encode the request: {err}") })
+}
+
 impl ModelClient for HttpModelClient {
     fn stream(&self, request: ModelRequest) -> Result<ResponseStream, ModelError> {
-        let body = serde_json::to_vec(&request_body(&self.config, &request))
-            .map_err(|err| ModelError::new(format!("could not encode the request: {err}")))?;
+        let body = encode_request(&self.config, &request)
+            .map_err(|err| ModelError::new(err.to_string()))?;
         let agent = self.take_agent();
         let aborted = Arc::new(AtomicBool::new(false));
         let finished = Arc::new(AtomicBool::new(false));

@@ -17,7 +17,7 @@ mod sse;
 mod wire;
 
 pub use catalog::{ModelInfo, UNKNOWN_MODEL, model_info};
-pub use client::HttpModelClient;
+pub use client::{HttpModelClient, encode_request};
 pub use config::{
     DEFAULT_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, PRESET_IDS, ProviderConfig, WireApi,
 };

@@ -247,6 +247,7 @@ fn conversation() -> ModelRequest {
         session_id: SessionId::new(),
         model: "m".into(),
         instructions: "be brief".into(),
+        sections: Vec::new(),
         history: [
             Message::user_text("read a.rs"),
             Message::new(

@@ -2,10 +2,13 @@
 //!
 //! User messages, assistant messages and tool results are history, in log order (each tool
 //! result becomes a `tool` message whose id derives from its seq). A `compaction` record replaces everything before it with its
-//! replacement history. Invariant: the projection is a pure function of the records; the same
+//! replacement history. The newest `context` record is kept beside the history: together they
+//! are everything a request shows the model. Invariant: the projection is a pure function of the records; the same
 //! log always projects to the same history.
 
-use codecoder_protocol::{Message, MessageId, MessageItem, Record, RecordBody, Role};
+use codecoder_protocol::{
+    ContextRecord, Message, MessageId, MessageItem, Record, RecordBody, Role,
+};
 use uuid::Uuid;
 
 /// The high half of the ids of tool messages the projection makes: ASCII `codecode`.
@@ -15,6 +18,8 @@ const TOOL_MESSAGE_ID_HIGH: u64 = 0x636f_6465_636f_6465;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Projection {
     history: Vec<Message>,
+    /// The newest `context` record's content.
+    context: Option<ContextRecord>,
 }
 
 impl Projection {
@@ -38,6 +43,7 @@ impl Projection {
                 });
             }
             RecordBody::Compaction { history, .. } => self.history.clone_from(history),
+            RecordBody::Context(context) => self.context = Some(context.clone()),
             RecordBody::SessionMeta(_)
             | RecordBody::TurnStart { .. }
             | RecordBody::TurnEnd { .. }
@@ -53,6 +59,12 @@ impl Projection {
     /// The history so far.
     pub fn history(&self) -> &[Message] {
         &self.history
+    }
+
+    /// The model-visible context of the next request: the newest `context` record's content
+    /// (`None` before the first, and in logs written before the record existed).
+    pub fn context(&self) -> Option<&ContextRecord> {
+        self.context.as_ref()
     }
 
     /// The history, owned.

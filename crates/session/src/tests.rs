@@ -11,9 +11,10 @@ use std::fs::OpenOptions;
 use std::sync::Arc;
 
 use codecoder_protocol::{
-    ApprovalDecision, FORMAT_VERSION, Message, MessageId, MessageItem, Record, RecordBody, Role,
-    SessionId, SessionMeta, StepId, StopReason, SyntheticReason, ToolCall, ToolCallId, ToolResult,
-    ToolResultStatus, TurnId, TurnOutcome, Usage,
+    ApprovalDecision, ContextRecord, FORMAT_VERSION, Message, MessageId, MessageItem,
+    PromptSection, Record, RecordBody, Role, SessionId, SessionMeta, StepId, StopReason,
+    SyntheticReason, ToolCall, ToolCallId, ToolResult, ToolResultStatus, ToolSpec, TurnId,
+    TurnOutcome, Usage,
 };
 use codecoder_stdx::ManualClock;
 use pretty_assertions::assert_eq;
@@ -610,6 +611,7 @@ fn drop_expectation(records: &[Record], index: usize) -> Option<&'static str> {
         | R::ToolStarted { .. }
         | R::Approval { .. }
         | R::Compaction { .. }
+        | R::Context(_)
         | R::Error { .. }
         | R::SessionEnd => None,
     }
@@ -629,7 +631,11 @@ fn duplicate_expectation(body: &RecordBody) -> Option<&'static str> {
         R::ToolStarted { .. } => Some("call_already_started"),
         R::ToolResult { .. } => Some("unknown_call"),
         R::SessionEnd => Some("after_session_end"),
-        R::UserMessage { .. } | R::Approval { .. } | R::Compaction { .. } | R::Error { .. } => None,
+        R::UserMessage { .. }
+        | R::Approval { .. }
+        | R::Compaction { .. }
+        | R::Context(_)
+        | R::Error { .. } => None,
     }
 }
 
@@ -1039,4 +1045,138 @@ fn failed_turn_sync_is_sticky() {
     assert_eq!(writer.sync_counts().unwrap().written, 6);
     // Dropping a failed writer neither hangs nor panics.
     drop(writer);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The `context` record.
+
+fn context(model: &str) -> RecordBody {
+    RecordBody::Context(ContextRecord {
+        model: model.to_owned(),
+        provider: "fake".to_owned(),
+        sections: vec![PromptSection { name: "base".to_owned(), text: "Be brief.".to_owned() }],
+        tools: vec![ToolSpec {
+            name: "read_file".to_owned(),
+            description: "Reads a file.".to_owned(),
+            schema: serde_json::json!({"type": "object"}),
+        }],
+        max_output_tokens: Some(1000),
+        output_schema: None,
+        config_hash: Some("sha256:00".to_owned()),
+    })
+}
+
+#[test]
+fn context_comes_inside_a_step_before_its_response() {
+    let open_step = || vec![meta(), turn_start(1), user("hi"), step_start(1, 1)];
+    let with = |mut base: Vec<RecordBody>, more: Vec<RecordBody>| {
+        base.extend(more);
+        base
+    };
+    // Before the request, once or again (a later one replaces it); in a later step too.
+    check(
+        with(
+            open_step(),
+            vec![
+                context("a"),
+                context("b"),
+                assistant(None, &["c1"]),
+                result("c1"),
+                step_end(1, 1),
+                step_start(1, 2),
+                context("c"),
+                assistant(Some("done"), &[]),
+                step_end(1, 2),
+                turn_end(1),
+            ],
+        ),
+        None,
+    );
+    // Not outside a step, and not after the step's response.
+    check(vec![meta(), context("a")], Some((1, "no_open_step")));
+    check(vec![meta(), turn_start(1), context("a")], Some((2, "no_open_step")));
+    check(
+        with(open_step(), vec![assistant(Some("x"), &[]), context("a")]),
+        Some((5, "context_after_response")),
+    );
+    check(
+        with(open_step(), vec![assistant(None, &["c1"]), result("c1"), context("a")]),
+        Some((6, "context_after_response")),
+    );
+    let err = first_violation(&numbered(with(
+        open_step(),
+        vec![assistant(Some("x"), &[]), context("a")],
+    )))
+    .unwrap()
+    .1;
+    assert_eq!(err.to_string(), "context after the response of step 1");
+}
+
+#[test]
+fn the_projection_keeps_the_newest_context_beside_the_history() {
+    let records = numbered(vec![
+        meta(),
+        turn_start(1),
+        user("hi"),
+        step_start(1, 1),
+        context("a"),
+        assistant(Some("x"), &[]),
+        step_end(1, 1),
+        turn_end(1),
+        turn_start(2),
+        user("again"),
+        step_start(2, 1),
+        context("b"),
+    ]);
+    let mut projection = Projection::new();
+    for record in &records[..5] {
+        projection.apply(record);
+    }
+    assert_eq!(projection.context().map(|c| c.model.as_str()), Some("a"));
+    for record in &records[5..] {
+        projection.apply(record);
+    }
+    assert_eq!(projection.context().map(|c| c.model.as_str()), Some("b"));
+    // The context is not history.
+    assert_eq!(projection.history().len(), 3);
+}
+
+#[test]
+fn a_context_record_round_trips_through_a_log_and_old_logs_load_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path());
+    let mut writer = store.create(new_session(), writer_config(FsyncPolicy::Never)).unwrap();
+    writer.append(turn_start(1)).unwrap();
+    writer.append(user("hi")).unwrap();
+    writer.append(step_start(1, 1)).unwrap();
+    writer.append(context("a")).unwrap();
+    assert_eq!(writer.context().map(|c| c.model.as_str()), Some("a"));
+    writer.append(assistant(Some("x"), &[])).unwrap();
+    writer.append(step_end(1, 1)).unwrap();
+    writer.append(turn_end(1)).unwrap();
+    let path = writer.path().unwrap().to_owned();
+    drop(writer);
+    let loaded = load(&path).unwrap();
+    let RecordBody::Context(expected) = context("a") else { unreachable!() };
+    assert_eq!(loaded.projection().context(), Some(&expected));
+    // Resuming keeps it: the next request compares against it.
+    let (_, resumed) = store.resume(&path, writer_config(FsyncPolicy::Never)).unwrap();
+    assert_eq!(resumed.context(), Some(&expected));
+    drop(resumed);
+
+    // A log written before the record existed loads, projects and resumes, with no context.
+    let text = fs_err::read_to_string(&path).unwrap();
+    let old: String = text
+        .lines()
+        .filter(|line| !line.contains("\"type\":\"context\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    fs_err::write(&path, old).unwrap();
+    let loaded = load(&path).unwrap();
+    assert!(loaded.unknown().next().is_none());
+    assert_eq!(loaded.projection().context(), None);
+    assert_eq!(loaded.projection().history().len(), 2);
+    let (_, mut resumed) = store.resume(&path, writer_config(FsyncPolicy::Never)).unwrap();
+    assert_eq!(resumed.context(), None);
+    resumed.append(turn_start(2)).unwrap();
 }

@@ -8,7 +8,8 @@
 //! The rules: seq strictly increases; the first record is `session_meta` and there is only one;
 //! turns are numbered 1, 2, … and at most one is open; steps are numbered 1, 2, … within their
 //! turn, only inside a turn, and at most one is open; user input and compaction come between
-//! steps; assistant messages, tool starts, approvals and results come inside a step; a tool
+//! steps; assistant messages, tool starts, approvals and results come inside a step; `context`
+//! comes inside a step before its assistant message (it describes the step's request); a tool
 //! result answers a pending call; a step ends only when no call is pending; a turn ends only with
 //! no open step; nothing follows `session_end`.
 
@@ -122,6 +123,11 @@ pub enum TraceError {
         /// The role found.
         role: Role,
     },
+    /// `context` after the open step's response: it must precede the request it describes.
+    ContextAfterResponse {
+        /// The open step.
+        open: StepId,
+    },
     /// `session_end` while a turn is open.
     TurnStillOpen {
         /// The open turn.
@@ -151,6 +157,7 @@ impl TraceError {
             Self::DuplicateCall { .. } => "duplicate_call",
             Self::CallAlreadyStarted { .. } => "call_already_started",
             Self::WrongRole { .. } => "wrong_role",
+            Self::ContextAfterResponse { .. } => "context_after_response",
             Self::TurnStillOpen { .. } => "turn_still_open",
         }
     }
@@ -201,6 +208,9 @@ impl fmt::Display for TraceError {
             Self::WrongRole { record_type, role } => {
                 write!(f, "{record_type} holds a message with role {role:?}")
             }
+            Self::ContextAfterResponse { open } => {
+                write!(f, "context after the response of step {open}")
+            }
             Self::TurnStillOpen { open } => write!(f, "session_end while turn {open} is open"),
         }
     }
@@ -229,6 +239,8 @@ pub struct SessionTrace {
     open_turn: Option<TurnId>,
     last_step: u32,
     open_step: Option<StepId>,
+    /// Whether the open step has its assistant message.
+    answered: bool,
     pending: Vec<PendingCall>,
 }
 
@@ -248,7 +260,7 @@ enum Change {
     TurnEnd,
     StepStart(StepId),
     StepEnd,
-    AddCalls(Vec<(ToolCallId, String)>),
+    Answer(Vec<(ToolCallId, String)>),
     StartCall(usize),
     ResolveCall(usize),
     End,
@@ -382,7 +394,7 @@ impl SessionTrace {
                     }
                     calls.push((call.id.clone(), call.name.clone()));
                 }
-                if calls.is_empty() { Change::SeqOnly } else { Change::AddCalls(calls) }
+                Change::Answer(calls)
             }
             RecordBody::ToolStarted { call_id } => {
                 self.check_in_step(record_type)?;
@@ -403,6 +415,13 @@ impl SessionTrace {
             }
             RecordBody::Compaction { .. } => {
                 self.check_between_steps(record_type)?;
+                Change::SeqOnly
+            }
+            RecordBody::Context(_) => {
+                let open = self.check_in_step(record_type)?;
+                if self.answered {
+                    return Err(TraceError::ContextAfterResponse { open });
+                }
                 Change::SeqOnly
             }
             RecordBody::Error { .. } => Change::SeqOnly,
@@ -431,9 +450,11 @@ impl SessionTrace {
             Change::StepStart(step) => {
                 self.last_step = step.get();
                 self.open_step = Some(step);
+                self.answered = false;
             }
             Change::StepEnd => self.open_step = None,
-            Change::AddCalls(calls) => {
+            Change::Answer(calls) => {
+                self.answered = true;
                 self.pending.extend(calls.into_iter().map(|(call_id, name)| PendingCall {
                     call_id,
                     name,

@@ -360,6 +360,11 @@ impl SessionWriter {
         self.projection.history()
     }
 
+    /// The newest `context` record's content (see `Projection::context`).
+    pub fn context(&self) -> Option<&codecoder_protocol::ContextRecord> {
+        self.projection.context()
+    }
+
     /// This session's id.
     pub fn session_id(&self) -> SessionId {
         self.session_id

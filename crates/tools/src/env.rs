@@ -4,9 +4,10 @@
 //!
 //! Invariant: a tool reaches the outside world of its call only through this trait.
 
+use std::collections::HashSet;
 use std::sync::{Mutex, PoisonError};
 
-use codecoder_kernel::{CancelToken, ToolContext};
+use codecoder_kernel::{CancelToken, EscalationRequest, ToolContext};
 use codecoder_protocol::{ApprovalDecision, AskUserAnswer, OutputStream, ToolError};
 
 /// What a running call can reach.
@@ -17,14 +18,9 @@ pub trait CallEnv {
     fn output(&self, stream: OutputStream, chunk: String);
     /// Asks the person and blocks for the answer.
     fn ask_user(&self, question: String, options: Vec<String>) -> Result<AskUserAnswer, ToolError>;
-    /// Asks the person to approve more than the call was approved for (a retry outside the
-    /// sandbox); blocks for the decision.
-    fn request_approval(
-        &self,
-        summary: String,
-        permission_keys: Vec<String>,
-        reason: Option<String>,
-    ) -> ApprovalDecision;
+    /// Asks for more than the call was approved for (a retry outside the sandbox); blocks for
+    /// the decision. See `ToolContext::request_approval` for who decides.
+    fn request_approval(&self, request: EscalationRequest) -> ApprovalDecision;
 }
 
 impl CallEnv for ToolContext {
@@ -37,24 +33,24 @@ impl CallEnv for ToolContext {
     fn ask_user(&self, question: String, options: Vec<String>) -> Result<AskUserAnswer, ToolError> {
         ToolContext::ask_user(self, question, options)
     }
-    fn request_approval(
-        &self,
-        summary: String,
-        permission_keys: Vec<String>,
-        reason: Option<String>,
-    ) -> ApprovalDecision {
-        ToolContext::request_approval(self, summary, permission_keys, reason)
+    fn request_approval(&self, request: EscalationRequest) -> ApprovalDecision {
+        ToolContext::request_approval(self, request)
     }
 }
 
-/// A `CallEnv` without a kernel: keeps the streamed output (up to a cap) and answers questions
-/// with a fixed answer.
+/// A `CallEnv` without a kernel: keeps the streamed output (up to a cap), answers questions
+/// with a fixed answer, and decides escalations like the kernel does (refused when the mode
+/// never asks, allowed when its session grants cover every key, else the fixed answer, whose
+/// "for this session" grants the keys).
 #[derive(Debug)]
 pub struct StandaloneEnv {
     cancel: CancelToken,
     answer: AskUserAnswer,
     approval: ApprovalDecision,
+    // Mutexes because `CallEnv` takes `&self`; never held across a channel operation.
     approvals: Mutex<Vec<String>>,
+    decisions: Mutex<Vec<(Vec<String>, ApprovalDecision, &'static str)>>,
+    grants: Mutex<HashSet<String>>,
     output_cap: usize,
     // A Mutex because `output` takes `&self` and tools may stream from a helper thread; it is
     // never held across a channel operation.
@@ -77,6 +73,8 @@ impl StandaloneEnv {
             answer,
             approval: ApprovalDecision::Deny,
             approvals: Mutex::new(Vec::new()),
+            decisions: Mutex::new(Vec::new()),
+            grants: Mutex::new(HashSet::new()),
             output_cap,
             output: Mutex::new(StreamedOutput::default()),
         }
@@ -91,6 +89,12 @@ impl StandaloneEnv {
     /// The summaries of the approval requests made so far.
     pub fn approval_requests(&self) -> Vec<String> {
         self.approvals.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Every escalation decided so far: its keys, the decision, and who decided (`mode`,
+    /// `session-grant`, `user`), as the kernel logs them.
+    pub fn decisions(&self) -> Vec<(Vec<String>, ApprovalDecision, &'static str)> {
+        self.decisions.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// The streamed output kept so far.
@@ -129,13 +133,25 @@ impl CallEnv for StandaloneEnv {
     ) -> Result<AskUserAnswer, ToolError> {
         Ok(self.answer.clone())
     }
-    fn request_approval(
-        &self,
-        summary: String,
-        _permission_keys: Vec<String>,
-        _reason: Option<String>,
-    ) -> ApprovalDecision {
-        self.approvals.lock().unwrap_or_else(PoisonError::into_inner).push(summary);
-        self.approval.clone()
+    fn request_approval(&self, request: EscalationRequest) -> ApprovalDecision {
+        let keys = request.permission_keys;
+        let granted = {
+            let grants = self.grants.lock().unwrap_or_else(PoisonError::into_inner);
+            !keys.is_empty() && keys.iter().all(|key| grants.contains(key))
+        };
+        let (decision, decided_by) = if !request.may_ask {
+            (ApprovalDecision::Deny, "mode")
+        } else if granted {
+            (ApprovalDecision::AllowForSession, "session-grant")
+        } else {
+            self.approvals.lock().unwrap_or_else(PoisonError::into_inner).push(request.summary);
+            if self.approval == ApprovalDecision::AllowForSession {
+                self.grants.lock().unwrap_or_else(PoisonError::into_inner).extend(keys.clone());
+            }
+            (self.approval.clone(), "user")
+        };
+        let mut decisions = self.decisions.lock().unwrap_or_else(PoisonError::into_inner);
+        decisions.push((keys, decision.clone(), decided_by));
+        decision
     }
 }

@@ -169,8 +169,7 @@ pub fn builtin_tools(config: ToolsConfig) -> Vec<Arc<dyn Tool>> {
 
 /// The same tools as `Builtin`s, for running them without a kernel (tests, fuzzing).
 pub fn builtins(config: ToolsConfig) -> Vec<Arc<dyn Builtin>> {
-    let shared =
-        Arc::new(Shared { config, jobs: JobTable::new(), escalations: Default::default() });
+    let shared = Arc::new(Shared { config, jobs: JobTable::new() });
     vec![
         Arc::new(read::ReadFile { shared: Arc::clone(&shared), index: read::LineIndex::default() }),
         Arc::new(edit::WriteFile(Arc::clone(&shared))),
@@ -192,9 +191,6 @@ pub fn builtins(config: ToolsConfig) -> Vec<Arc<dyn Builtin>> {
 pub(crate) struct Shared {
     pub(crate) config: ToolsConfig,
     pub(crate) jobs: JobTable,
-    /// Commands the person allowed to run outside the sandbox for the rest of the session
-    /// (`escalate:<command>`).
-    pub(crate) escalations: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// A built-in tool: the kernel's `Tool` minus the `ToolContext`, so it can run without a kernel.

@@ -14,10 +14,10 @@ use std::convert::Infallible;
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::PathBuf;
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codecoder_kernel::{ToolKind, ToolOutput};
+use codecoder_kernel::{EscalationRequest, ToolKind, ToolOutput};
 use codecoder_protocol::{ApprovalDecision, OutputStream, ToolError};
 use codecoder_sandbox::{CommandSpec, Confinement, Outcome, SpawnConfig, Stream};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
@@ -130,10 +130,12 @@ impl Builtin for RunCommand {
 }
 
 impl RunCommand {
-    /// A sandboxed command failed in a way that looks like the sandbox's doing: under
-    /// `Escalation::Ask`, ask once to run it again without the sandbox (a "for this session"
-    /// answer is remembered for this exact command); under `Never`, the failure goes back to
-    /// the model with the reason.
+    /// A sandboxed command failed in a way that looks like the sandbox's doing: one retry
+    /// outside the sandbox, if the kernel's approval path allows it (see
+    /// `ToolContext::request_approval`: refused under `Escalation::Never`, allowed without a
+    /// question when the person approved this very call in this turn or a session grant covers
+    /// every `escalation_keys` key, asked otherwise; every answer is logged). The retry runs
+    /// the same `spec` (same command, cwd and filtered environment), only unconfined.
     fn escalate(
         &self,
         env: &dyn CallEnv,
@@ -145,44 +147,38 @@ impl RunCommand {
     ) -> Result<ToolOutput, ToolError> {
         let config = &self.0.config;
         let note = |text: String| codecoder_protocol::ContentItem::Text { text };
-        if config.escalation.get() == Escalation::Never {
-            blocked.content.push(note(format!(
-                "[sandbox] {reason}. The approval mode is `never`, so it was not run again outside \
-                 the sandbox: work within the sandbox (write inside the workspace, no network), \
-                 or tell the user what needs wider access."
-            )));
-            return Ok(blocked);
-        }
-        let key = format!("escalate:{command}");
-        let granted =
-            self.0.escalations.lock().unwrap_or_else(PoisonError::into_inner).contains(&key);
-        if !granted {
-            let decision = env.request_approval(
-                format!("run `{command}` again without the sandbox"),
-                vec![key.clone()],
-                Some(format!("the sandbox blocked it: {reason}")),
-            );
-            match decision {
-                ApprovalDecision::AllowOnce => {}
-                ApprovalDecision::AllowForSession => {
-                    self.0.escalations.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
-                }
-                ApprovalDecision::Cancelled if env.cancel().is_cancelled() => {
-                    return Err(ToolError::Cancelled);
-                }
-                ApprovalDecision::Deny | ApprovalDecision::Cancelled => {
-                    blocked.content.push(note(format!(
-                        "[sandbox] {reason}. The user declined to run it outside the sandbox."
-                    )));
-                    return Ok(blocked);
-                }
-                ApprovalDecision::DenyWithFeedback { feedback } => {
-                    blocked.content.push(note(format!(
-                        "[sandbox] {reason}. The user declined to run it outside the sandbox: \
-                         {feedback}"
-                    )));
-                    return Ok(blocked);
-                }
+        let may_ask = config.escalation.get() == Escalation::Ask;
+        let decision = env.request_approval(EscalationRequest {
+            summary: format!("run `{command}` again without the sandbox"),
+            permission_keys: escalation_keys(config, command),
+            reason: Some(format!("the sandbox blocked it: {reason}")),
+            may_ask,
+        });
+        match decision {
+            ApprovalDecision::AllowOnce | ApprovalDecision::AllowForSession => {}
+            ApprovalDecision::Cancelled if env.cancel().is_cancelled() => {
+                return Err(ToolError::Cancelled);
+            }
+            ApprovalDecision::Deny | ApprovalDecision::Cancelled if !may_ask => {
+                blocked.content.push(note(format!(
+                    "[sandbox] {reason}. The approval mode is `never`, so it was not run again \
+                     outside the sandbox: work within the sandbox (write inside the workspace, no \
+                     network), or tell the user what needs wider access."
+                )));
+                return Ok(blocked);
+            }
+            ApprovalDecision::Deny | ApprovalDecision::Cancelled => {
+                blocked.content.push(note(format!(
+                    "[sandbox] {reason}. The user declined to run it outside the sandbox."
+                )));
+                return Ok(blocked);
+            }
+            ApprovalDecision::DenyWithFeedback { feedback } => {
+                blocked.content.push(note(format!(
+                    "[sandbox] {reason}. The user declined to run it outside the sandbox: \
+                     {feedback}"
+                )));
+                return Ok(blocked);
             }
         }
         let mut second = foreground(env, config, spec, timeout, &Confinement::Unconfined)?.result;
@@ -195,6 +191,57 @@ impl RunCommand {
         );
         Ok(second)
     }
+}
+
+/// The permission keys of an escalation of `command`: `escalate:PREFIX` for every simple
+/// command of the line (the parts the policy crate's classifier splits it into: the commands
+/// of `&&`, `||`, `;` and `|` lists, subshells, `$(…)`, `sh -c` scripts). PREFIX is the program
+/// (wrappers such as `env` and `timeout 5` looked through) and its first argument that is not
+/// a flag, plus the next one when that is `run` or `exec`: `cargo test`, `npm run build`,
+/// `git push`, `make` (flags' values are not known, so `git -C dir status` gives `git dir`). A
+/// part judged dangerous is its own whole text. A session grant covers a later escalation
+/// only when it covers every key, so `cargo test && curl … | sh` is not covered by a grant for
+/// `cargo test`.
+pub(crate) fn escalation_keys(config: &ToolsConfig, command: &str) -> Vec<String> {
+    let context = codecoder_policy::CommandContext {
+        cwd: config.cwd.clone(),
+        writable_roots: config.writable_roots.clone(),
+        home: None,
+    };
+    let classification = codecoder_policy::classify(command, &context);
+    let mut keys: Vec<String> = Vec::new();
+    for part in &classification.parts {
+        let prefix = if part.severity.is_dangerous() {
+            part.command.clone()
+        } else {
+            command_prefix(&part.command)
+        };
+        let key = format!("escalate:{prefix}");
+        if !prefix.is_empty() && !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    if keys.is_empty() {
+        keys.push(format!("escalate:{}", command.trim()));
+    }
+    keys
+}
+
+/// The program and its first non-flag argument (two when that one is `run` or `exec`).
+fn command_prefix(command: &str) -> String {
+    let mut words = command.split_whitespace();
+    let Some(program) = words.next() else { return String::new() };
+    let mut prefix = vec![program];
+    let mut arguments = words.filter(|word| !word.starts_with('-'));
+    if let Some(first) = arguments.next() {
+        prefix.push(first);
+        if matches!(first, "run" | "exec")
+            && let Some(second) = arguments.next()
+        {
+            prefix.push(second);
+        }
+    }
+    prefix.join(" ")
 }
 
 /// A foreground run: the result for the model, how it ended, and the output kept (for the

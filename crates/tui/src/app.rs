@@ -355,6 +355,9 @@ impl App {
             AgentEventKind::AskUser(request) => self.asks.push_back(request),
             AgentEventKind::Usage { turn_total, .. } => self.turn_usage = turn_total,
             AgentEventKind::Warning { message } => self.note(NoteKind::Warning, message),
+            AgentEventKind::HookMessage { event, message } => {
+                self.note(NoteKind::Hook, format!("{event} hook: {message}"));
+            }
             AgentEventKind::TurnDone { outcome, usage, .. } => {
                 self.flush_live();
                 self.session_usage += usage;

@@ -43,6 +43,8 @@ pub(crate) enum NoteKind {
     Info,
     /// Something went wrong but the session goes on.
     Warning,
+    /// A hook's message for the person (`systemMessage`, a stop reason).
+    Hook,
     /// A failure.
     Error,
 }
@@ -350,6 +352,7 @@ impl Cell {
                 let style = match kind {
                     NoteKind::Info => dim(),
                     NoteKind::Warning => Style::default().fg(Color::Yellow),
+                    NoteKind::Hook => Style::default().fg(Color::Cyan),
                     NoteKind::Error => Style::default().fg(Color::Red),
                 };
                 let mut out: Vec<Line<'static>> =

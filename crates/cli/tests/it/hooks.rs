@@ -218,3 +218,121 @@ fn the_hook_mapping_covers_every_tool_argument() {
         }
     }
 }
+
+/// True when `pid` is a live (not zombie) process.
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !matches!(
+            stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().as_bytes()[0]),
+            Some(b'Z' | b'X')
+        ),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn ctrl_c_kills_a_running_hook_and_exec_exits_130() {
+    use std::process::Stdio;
+    let setup = Setup::new();
+    let dir = setup.user_home.path();
+    let pids = dir.join("pids");
+    let finished = dir.join("finished");
+    // The hook records its shell and its `sleep`, then would mark itself finished after 30 s.
+    let hook = script(
+        dir,
+        "slow.sh",
+        &format!(
+            "cat >/dev/null\nsleep 30 &\necho \"$$ $!\" > '{pids}.tmp'\nmv '{pids}.tmp' '{pids}'\nwait\ntouch '{finished}'",
+            pids = pids.display(),
+            finished = finished.display()
+        ),
+    );
+    settings(
+        dir,
+        json!({ "UserPromptSubmit": [{ "hooks": [{ "type": "command", "command": hook, "timeout": 600 }] }] }),
+    );
+    let server = FakeModelServer::start(Script::new().reply(Reply::text("never asked"))).unwrap();
+    let mut env = openai_env(&server);
+    env.push(("HOME".into(), dir.to_string_lossy().into_owned()));
+    let run = Run { home: setup.home.path(), cwd: setup.repo.path(), env };
+    let child = run
+        .command(&["exec", "hello"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !pids.exists() {
+        assert!(std::time::Instant::now() < deadline, "the hook never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let pids = std::fs::read_to_string(&pids).unwrap();
+    for pid in pids.split_whitespace() {
+        assert!(!alive(pid.parse().unwrap()), "hook process {pid} outlived the cancel");
+    }
+    assert!(!finished.exists(), "the hook ran to its end instead of being killed");
+    assert!(server.requests().is_empty(), "the prompt reached the model");
+}
+
+#[test]
+fn continue_false_from_a_post_tool_use_hook_stops_the_turn_and_says_why() {
+    let setup = Setup::new();
+    let stop = script(
+        setup.user_home.path(),
+        "stop.sh",
+        r#"cat >/dev/null; echo '{"continue": false, "stopReason": "enough for today"}'"#,
+    );
+    settings(
+        setup.user_home.path(),
+        json!({ "PostToolUse": [{ "matcher": "Read", "hooks": [{ "type": "command", "command": stop }] }] }),
+    );
+    std::fs::write(setup.repo.path().join("a.txt"), "alpha\n").unwrap();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("c1", "read_file", json!({ "path": "a.txt" })))
+            .reply(Reply::text("never asked")),
+    )
+    .unwrap();
+    let out = setup.run(&server, &["exec", "read a.txt"]);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("a PostToolUse hook stopped the turn: enough for today"), "{err}");
+    assert_eq!(server.requests().len(), 1, "the model was asked again after the stop");
+}
+
+#[test]
+fn a_system_message_reaches_execs_stderr_in_text_and_json_modes() {
+    let setup = Setup::new();
+    let say = script(
+        setup.user_home.path(),
+        "say.sh",
+        r#"cat >/dev/null; echo '{"systemMessage": "remember the tests"}'"#,
+    );
+    settings(
+        setup.user_home.path(),
+        json!({ "PreToolUse": [{ "matcher": "Read", "hooks": [{ "type": "command", "command": say }] }] }),
+    );
+    std::fs::write(setup.repo.path().join("a.txt"), "alpha\n").unwrap();
+    for json_mode in [false, true] {
+        let server = FakeModelServer::start(
+            Script::new()
+                .reply(Reply::tool_call("c1", "read_file", json!({ "path": "a.txt" })))
+                .reply(Reply::text("done")),
+        )
+        .unwrap();
+        let args: &[&str] =
+            if json_mode { &["exec", "--json", "read a.txt"] } else { &["exec", "read a.txt"] };
+        let out = setup.run(&server, args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(stderr(&out).contains("PreToolUse hook: remember the tests"), "{}", stderr(&out));
+        assert!(!crate::stdout(&out).contains("remember the tests"), "{}", crate::stdout(&out));
+    }
+}

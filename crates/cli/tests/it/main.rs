@@ -7,6 +7,7 @@ mod config;
 mod exec;
 mod hooks;
 mod lock;
+mod replay;
 mod safety;
 mod sessions;
 mod tui;

@@ -411,4 +411,23 @@ fn exec_refuses_a_denied_command_and_reports_a_sandbox_denial() {
     assert!(requests[2].raw_body.contains("blocked by the sandbox"), "{}", requests[2].raw_body);
     assert!(requests[2].raw_body.contains("approval mode is `never`"), "{}", requests[2].raw_body);
     assert!(!world.beside.join("out.txt").exists());
+    // The refused escalation is in the log, decided by the mode.
+    let log = std::fs::read_dir(world.codecoder_home.join("sessions"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.extension().and_then(|e| e.to_str()) == Some("jsonl"))
+        .unwrap();
+    let escalations: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|record| {
+            record["type"] == "approval"
+                && record["permissionKeys"][0].as_str().is_some_and(|k| k.starts_with("escalate:"))
+        })
+        .collect();
+    assert_eq!(escalations.len(), 1, "{escalations:?}");
+    assert_eq!(escalations[0]["callId"], "c2", "{escalations:?}");
+    assert_eq!(escalations[0]["decidedBy"], "mode", "{escalations:?}");
+    assert_eq!(escalations[0]["decision"]["type"], "deny", "{escalations:?}");
 }

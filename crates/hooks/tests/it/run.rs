@@ -123,6 +123,64 @@ fn a_hook_past_its_timeout_is_killed_with_its_children_and_is_a_non_blocking_err
 }
 
 #[test]
+fn a_cancel_kills_a_running_hook_and_its_children_at_once() {
+    let fixture = Fixture::new();
+    let pids = fixture.out("pids");
+    let ready = fixture.out("ready");
+    let script = fixture.script(
+        "slow.sh",
+        &format!(
+            "sleep 30 &\necho \"$$ $!\" > {pids}\nmv {pids} {ready}\nsleep 30",
+            pids = pids.display(),
+            ready = ready.display()
+        ),
+    );
+    // A timeout far beyond the test: only the cancel can end the hook.
+    let runner = fixture.runner(
+        json!({"PreToolUse": [{"hooks": [{"type": "command", "command": script, "timeout": 600}]}]}),
+    );
+    let cancel = codecoder_kernel::CancelToken::new();
+    let runner = runner.cancellable(&cancel);
+    let waiter = {
+        let ready = ready.clone();
+        let cancel = cancel.clone();
+        std::thread::spawn(move || {
+            while !ready.exists() {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            cancel.cancel();
+        })
+    };
+    let outcome = runner.pre_tool_use("run_command", &json!({"command": "ls"}), "call-1");
+    waiter.join().unwrap();
+    assert_eq!(outcome.decision, None);
+    assert_eq!(outcome.report.errors.len(), 1, "{:?}", outcome.report.errors);
+    assert!(outcome.report.errors[0].contains("cancelled"), "{:?}", outcome.report.errors);
+    let pids = fs_err::read_to_string(&ready).unwrap();
+    let pids: Vec<u32> = pids.split_whitespace().map(|pid| pid.parse().unwrap()).collect();
+    assert_eq!(pids.len(), 2);
+    for pid in pids {
+        assert!(!alive(pid), "process {pid} outlived the cancel");
+    }
+}
+
+#[test]
+fn a_cancellable_runner_still_answers_normally() {
+    let fixture = Fixture::new();
+    let script =
+        fixture.script("say.sh", r#"cat >/dev/null; printf '%s' '{"systemMessage":"hello"}'"#);
+    let runner = fixture.runner(hooks("PreToolUse", "Bash", &[&script]));
+    let cancel = codecoder_kernel::CancelToken::new();
+    let outcome = runner.cancellable(&cancel).pre_tool_use(
+        "run_command",
+        &json!({"command": "ls"}),
+        "call-1",
+    );
+    assert_eq!(outcome.report.system_messages, ["hello"]);
+    assert_eq!(outcome.report.errors, Vec::<String>::new());
+}
+
+#[test]
 fn other_exit_codes_and_bad_json_are_non_blocking_errors() {
     let fixture = Fixture::new();
     let fails = fixture.script("fails.sh", "echo 'lint crashed' >&2\nexit 1");

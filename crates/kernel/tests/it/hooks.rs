@@ -3,8 +3,9 @@
 use std::sync::{Arc, Mutex};
 
 use codecoder_kernel::{
-    AllowAll, ApprovalPolicy, ApprovalQuery, HookDecision, HookScope, HookVerdict, Hooks,
-    PermissionAnswer, PolicyDecision, PostToolUse, PreToolUse, PromptSubmit,
+    AllowAll, ApprovalPolicy, ApprovalQuery, HookDecision, HookReport, HookScope, HookVerdict,
+    Hooks, PermissionAnswer, PermissionHook, PolicyDecision, PostToolUse, PreToolUse, PromptSubmit,
+    SessionStartHook, StopHook,
 };
 use codecoder_protocol::{
     AgentEventKind, ApprovalDecision, ContentItem, RecordBody, ToolCall, TurnOutcome,
@@ -12,7 +13,8 @@ use codecoder_protocol::{
 use serde_json::{Value, json};
 
 use crate::support::{
-    AskUnlessReadOnly, EchoTool, Harness, Response, ScriptedModel, WriteTool, answer, calls, config,
+    AskUnlessReadOnly, EchoTool, Harness, Response, ScriptedModel, WriteTool, answer, calls,
+    config, tags,
 };
 
 /// Hooks whose answers the test sets, recording what they were shown.
@@ -23,6 +25,7 @@ struct TestHooks {
     post: Mutex<Option<PostToolUse>>,
     prompt: Mutex<Option<PromptSubmit>>,
     stop_instruction: Mutex<Option<String>>,
+    stop_report: Mutex<Option<HookReport>>,
     session_context: Vec<String>,
     seen: Mutex<Vec<String>>,
 }
@@ -46,9 +49,9 @@ impl Hooks for TestHooks {
         _scope: HookScope<'_>,
         call: &ToolCall,
         _reason: Option<&str>,
-    ) -> Option<PermissionAnswer> {
+    ) -> PermissionHook {
         self.note(format!("permission {}", call.name));
-        self.permission.lock().unwrap().clone()
+        PermissionHook { answer: self.permission.lock().unwrap().clone(), ..Default::default() }
     }
     fn post_tool_use(
         &self,
@@ -64,19 +67,24 @@ impl Hooks for TestHooks {
         self.note(format!("prompt {prompt}"));
         self.prompt.lock().unwrap().clone().unwrap_or_default()
     }
-    fn stop(&self, _scope: HookScope<'_>, active: bool, last: &str) -> Option<String> {
+    fn stop(&self, _scope: HookScope<'_>, active: bool, last: &str) -> StopHook {
         self.note(format!("stop active={active} last={last}"));
-        self.stop_instruction.lock().unwrap().take()
+        StopHook {
+            instruction: self.stop_instruction.lock().unwrap().take(),
+            report: self.stop_report.lock().unwrap().take().unwrap_or_default(),
+        }
     }
-    fn session_start(&self, source: &str) -> Vec<String> {
+    fn session_start(&self, _scope: HookScope<'_>, source: &str) -> SessionStartHook {
         self.note(format!("session_start {source}"));
-        self.session_context.clone()
+        SessionStartHook { context: self.session_context.clone(), ..Default::default() }
     }
-    fn session_end(&self, reason: &str) {
+    fn session_end(&self, reason: &str) -> HookReport {
         self.note(format!("session_end {reason}"));
+        HookReport::default()
     }
-    fn notification(&self, _message: &str, kind: &str) {
+    fn notification(&self, _scope: HookScope<'_>, _message: &str, kind: &str) -> HookReport {
         self.note(format!("notification {kind}"));
+        HookReport::default()
     }
 }
 
@@ -372,4 +380,137 @@ fn a_hook_deny_stands_even_when_the_policy_allows_everything() {
         })
         .collect();
     assert_eq!(by, ["Deny hook"]);
+}
+
+/// Hooks whose PreToolUse blocks until the scope's cancel fires, as a hook process killed by
+/// the cancel would; it says when it is running and whether it saw the cancel.
+struct BlockingHooks {
+    entered: crossbeam_channel::Sender<()>,
+    cancelled: Mutex<bool>,
+}
+
+impl Hooks for BlockingHooks {
+    fn pre_tool_use(&self, scope: HookScope<'_>, _call: &ToolCall) -> PreToolUse {
+        self.entered.send(()).unwrap();
+        // Blocks until the token is cancelled (nothing is ever sent on it).
+        let _ = scope.cancel.signal().recv();
+        *self.cancelled.lock().unwrap() = scope.cancel.is_cancelled();
+        PreToolUse::default()
+    }
+}
+
+#[test]
+fn a_cancel_reaches_a_running_loop_thread_hook_and_the_turn_ends_cancelled() {
+    let model = ScriptedModel::queue(vec![
+        Response::Events(calls(&[("c1", "echo", json!({ "text": "x" }))])),
+        Response::Events(answer("never requested")),
+    ]);
+    let (entered_tx, entered_rx) = crossbeam_channel::bounded(1);
+    let hooks = Arc::new(BlockingHooks { entered: entered_tx, cancelled: Mutex::new(false) });
+    let harness = Harness::with(
+        Arc::clone(&model) as _,
+        vec![Arc::new(EchoTool)],
+        Arc::new(AllowAll),
+        config(),
+        {
+            let hooks = Arc::clone(&hooks);
+            move |deps| deps.hooks = hooks
+        },
+    );
+    harness.submit("go");
+    entered_rx.recv().unwrap();
+    harness.handle.cmd.send(codecoder_protocol::AgentCommand::Cancel).unwrap();
+    let events = harness.turn();
+    assert_eq!(tags(&events).last().unwrap(), "turn_done Cancelled cancelled=true");
+    assert!(*hooks.cancelled.lock().unwrap(), "the hook's token was not cancelled");
+    let logs = harness.shutdown();
+    // The call never ran: its result is the synthetic cancelled one.
+    assert_eq!(results(&logs), ["cancelled before it finished"]);
+    assert_eq!(model.requests().len(), 1);
+}
+
+fn stop_report(reason: &str) -> HookReport {
+    HookReport {
+        stop: Some(reason.to_owned()),
+        messages: vec![format!("note: {reason}")],
+        errors: Vec::new(),
+    }
+}
+
+#[test]
+fn continue_false_from_post_tool_use_stops_the_turn_after_the_result_is_logged() {
+    let model = ScriptedModel::queue(vec![
+        Response::Events(calls(&[("c1", "echo", json!({ "text": "ran" }))])),
+        Response::Events(answer("never requested")),
+    ]);
+    let hooks = Arc::new(TestHooks::default());
+    *hooks.post.lock().unwrap() =
+        Some(PostToolUse { report: stop_report("enough for today"), ..PostToolUse::default() });
+    let harness = start(Arc::clone(&model), hooks, Arc::new(AllowAll));
+    harness.submit("go");
+    let seen = tags(&harness.turn());
+    assert!(seen.contains(&"hook PostToolUse: note: enough for today".to_owned()), "{seen:?}");
+    assert_eq!(
+        seen.last().unwrap(),
+        "turn_done failed: a PostToolUse hook stopped the turn: enough for today"
+    );
+    let logs = harness.shutdown();
+    assert_eq!(results(&logs), ["ran"]);
+    assert_eq!(model.requests().len(), 1, "the model was asked again after the stop");
+}
+
+#[test]
+fn continue_false_from_pre_tool_use_and_user_prompt_submit_stops_before_anything_runs() {
+    let model = ScriptedModel::queue(vec![
+        Response::Events(calls(&[("c1", "echo", json!({ "text": "x" }))])),
+        Response::Events(answer("never requested")),
+    ]);
+    let hooks = Arc::new(TestHooks::default());
+    *hooks.pre.lock().unwrap() =
+        Some(PreToolUse { report: stop_report("pre says stop"), ..PreToolUse::default() });
+    let harness = start(Arc::clone(&model), Arc::clone(&hooks), Arc::new(AllowAll));
+    harness.submit("go");
+    let seen = tags(&harness.turn());
+    assert_eq!(
+        seen.last().unwrap(),
+        "turn_done failed: a PreToolUse hook stopped the turn: pre says stop"
+    );
+    assert!(!hooks.seen().iter().any(|line| line.starts_with("post")), "{:?}", hooks.seen());
+    harness.shutdown();
+    assert_eq!(model.requests().len(), 1);
+
+    let model = ScriptedModel::queue(vec![Response::Events(answer("never requested"))]);
+    let hooks = Arc::new(TestHooks::default());
+    *hooks.prompt.lock().unwrap() =
+        Some(PromptSubmit { report: stop_report("prompt says stop"), ..PromptSubmit::default() });
+    let harness = start(Arc::clone(&model), hooks, Arc::new(AllowAll));
+    harness.submit("go");
+    let seen = tags(&harness.turn());
+    assert_eq!(
+        seen.last().unwrap(),
+        "turn_done failed: a UserPromptSubmit hook stopped the turn: prompt says stop"
+    );
+    harness.shutdown();
+    assert_eq!(model.requests().len(), 0);
+}
+
+#[test]
+fn continue_false_from_stop_wins_over_a_block_and_the_turn_completes() {
+    let model = ScriptedModel::queue(vec![
+        Response::Events(answer("done")),
+        Response::Events(answer("never requested")),
+    ]);
+    let hooks = Arc::new(TestHooks::default());
+    *hooks.stop_instruction.lock().unwrap() = Some("keep going".to_owned());
+    *hooks.stop_report.lock().unwrap() = Some(stop_report("that is all"));
+    let harness = start(Arc::clone(&model), hooks, Arc::new(AllowAll));
+    harness.submit("go");
+    let seen = tags(&harness.turn());
+    assert!(
+        seen.contains(&"hook Stop: a Stop hook stopped the turn: that is all".to_owned()),
+        "{seen:?}"
+    );
+    assert_eq!(seen.last().unwrap(), "turn_done Completed cancelled=false");
+    harness.shutdown();
+    assert_eq!(model.requests().len(), 1);
 }

@@ -56,6 +56,7 @@ fn text_only_turn() {
             "turn_start",
             "user_message",
             "step_start",
+            "context",
             "assistant_message",
             "step_end",
             "turn_end"
@@ -380,4 +381,106 @@ fn steer_during_the_last_step_starts_another_step() {
     assert_eq!(model.requests().len(), 2);
     assert_eq!(model.requests()[1].history.last().unwrap().text(), "one more thing");
     harness.shutdown();
+}
+
+/// The `context` records of a log.
+fn contexts(loaded: &codecoder_session::LoadedSession) -> Vec<codecoder_protocol::ContextRecord> {
+    loaded
+        .records()
+        .filter_map(|record| match &record.body {
+            RecordBody::Context(context) => Some(context.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_context_is_logged_once_and_says_what_every_request_showed() {
+    let model = ScriptedModel::queue(vec![
+        Response::Events(calls(&[("c1", "echo", json!({ "text": "one" }))])),
+        Response::Events(answer("done")),
+        Response::Events(answer("again")),
+    ]);
+    let mut config = config();
+    config.config_hash = Some("sha256:abc".to_owned());
+    let harness = Harness::with(
+        model.clone(),
+        vec![Arc::new(EchoTool)],
+        Arc::new(codecoder_kernel::AllowAll),
+        config,
+        |_| {},
+    );
+    harness.submit("hi");
+    harness.turn();
+    harness.submit("more");
+    harness.turn();
+    let logs = harness.shutdown();
+    let logged = contexts(&logs.root);
+    assert_eq!(logged.len(), 1, "three requests, one context");
+    let context = &logged[0];
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3);
+    for request in &requests {
+        assert_eq!(context.model, request.model);
+        assert_eq!(context.instructions(), request.instructions);
+        assert_eq!(context.tools, request.tools);
+        assert_eq!(context.max_output_tokens, request.max_output_tokens);
+        assert_eq!(context.output_schema, request.output_schema);
+    }
+    assert_eq!(context.provider, "scripted");
+    assert_eq!(context.config_hash.as_deref(), Some("sha256:abc"));
+    assert_eq!(logs.root.meta.config_hash.as_deref(), Some("sha256:abc"));
+    // It precedes the first request's response, inside the first step.
+    let types = record_types(&logs.root);
+    let at = types.iter().position(|t| *t == "context").unwrap();
+    assert_eq!(&types[at - 1..=at + 1], ["step_start", "context", "assistant_message"]);
+}
+
+#[test]
+fn a_resumed_session_with_another_model_logs_a_new_context() {
+    let home = tempfile::tempdir().unwrap();
+    let store = codecoder_session::SessionStore::new(home.path());
+    let run = |model_id: &str, writer: codecoder_session::SessionWriter| {
+        let model = ScriptedModel::queue(vec![Response::Events(answer("ok"))]);
+        let mut config = config();
+        config.model = model_id.to_owned();
+        let deps = deps(model, registry(vec![]), Arc::new(codecoder_kernel::AllowAll), &store);
+        let handle = codecoder_kernel::spawn_agent_on(config, deps, writer).unwrap();
+        handle.cmd.send(AgentCommand::Submit(UserInput::text("hi"))).unwrap();
+        loop {
+            let event = handle.events.recv_timeout(Duration::from_secs(30)).unwrap();
+            if is_root_turn_done(&event) {
+                break;
+            }
+        }
+        handle.cmd.send(AgentCommand::Shutdown).unwrap();
+        let path = handle.session_path().unwrap().to_owned();
+        handle.join().unwrap();
+        path
+    };
+    let writer = store
+        .create(
+            codecoder_session::NewSession {
+                cwd: "/tmp".to_owned(),
+                model: "first".to_owned(),
+                provider: "scripted".to_owned(),
+                config_hash: None,
+                parent: None,
+            },
+            codecoder_session::WriterConfig::standard(),
+        )
+        .unwrap();
+    let path = run("first", writer);
+    // The same setup again: the logged context still holds, nothing new is written.
+    let (_, writer) = store.resume(&path, codecoder_session::WriterConfig::standard()).unwrap();
+    run("first", writer);
+    let models: Vec<String> =
+        contexts(&load_closed(&path)).into_iter().map(|context| context.model).collect();
+    assert_eq!(models, ["first"]);
+    // Another model: a new context before its request.
+    let (_, writer) = store.resume(&path, codecoder_session::WriterConfig::standard()).unwrap();
+    run("second", writer);
+    let models: Vec<String> =
+        contexts(&load_closed(&path)).into_iter().map(|context| context.model).collect();
+    assert_eq!(models, ["first", "second"]);
 }

@@ -557,6 +557,7 @@ pub(crate) fn tags(events: &[AgentEvent]) -> Vec<String> {
             AgentEventKind::ApprovalRequest(request) => format!("approval {}", request.call.id),
             AgentEventKind::AskUser(request) => format!("ask {}", request.call_id),
             AgentEventKind::Warning { message } => format!("warning {message}"),
+            AgentEventKind::HookMessage { event, message } => format!("hook {event}: {message}"),
             AgentEventKind::TurnDone { outcome, cancelled, .. } => match outcome {
                 TurnOutcome::Failed { message } => format!("turn_done failed: {message}"),
                 other => format!("turn_done {other:?} cancelled={cancelled}"),

@@ -37,6 +37,7 @@ fn request(history: Vec<Message>) -> ModelRequest {
         session_id: SessionId::new(),
         model: "fake-model".into(),
         instructions: "You are a test.".into(),
+        sections: Vec::new(),
         history: history.into_iter().map(std::sync::Arc::new).collect(),
         tools: vec![ToolSpec {
             name: "read_file".into(),

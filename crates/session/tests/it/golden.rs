@@ -10,10 +10,10 @@ use std::path::PathBuf;
 
 use codecoder_protocol::env::UPDATE_EXPECT;
 use codecoder_protocol::{
-    ApprovalDecision, BlobRef, ContentItem, FORMAT_VERSION, Image, Message, MessageId, MessageItem,
-    Reasoning, Record, RecordBody, Role, SessionId, SessionMeta, StepId, StopReason,
-    SyntheticReason, ToolCall, ToolCallId, ToolResult, ToolResultStatus, TurnId, TurnOutcome,
-    Usage,
+    ApprovalDecision, BlobRef, ContentItem, ContextRecord, FORMAT_VERSION, Image, Message,
+    MessageId, MessageItem, PromptSection, Reasoning, Record, RecordBody, Role, SessionId,
+    SessionMeta, StepId, StopReason, SyntheticReason, ToolCall, ToolCallId, ToolResult,
+    ToolResultStatus, ToolSpec, TurnId, TurnOutcome, Usage,
 };
 use codecoder_session::{CloseReason, Entry, Error, closing_records, load};
 use pretty_assertions::assert_eq;
@@ -124,6 +124,28 @@ fn basic_records() -> Vec<Record> {
             stop_reason: Some(StopReason::ToolUse),
         },
         RecordBody::StepStart { turn: turn1, step: StepId::new(2) },
+        RecordBody::Context(ContextRecord {
+            model: "gpt-5".to_owned(),
+            provider: "openai".to_owned(),
+            sections: vec![
+                PromptSection {
+                    name: "base instructions".to_owned(),
+                    text: "You are a coding agent.".to_owned(),
+                },
+                PromptSection {
+                    name: "environment".to_owned(),
+                    text: "# Environment\n\n- Working directory: /work".to_owned(),
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "read_file".to_owned(),
+                description: "Reads a file.".to_owned(),
+                schema: serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            }],
+            max_output_tokens: Some(32_000),
+            output_schema: None,
+            config_hash: Some("sha256:0123".to_owned()),
+        }),
         RecordBody::AssistantMessage {
             message: Message {
                 id: message_id(3),

@@ -93,3 +93,34 @@ fn a_declined_escalation_says_so_and_runs_nothing_more() {
     assert!(out.contains("declined to run it outside the sandbox: use the workspace"), "{out}");
     assert!(!marker.exists(), "the command must not have run unconfined");
 }
+
+#[test]
+fn a_session_approval_covers_later_escalations_of_the_same_command_prefix() {
+    let fixture = fixture(Escalation::Ask, ApprovalDecision::AllowForSession);
+    // `true` ignores its arguments: the unconfined retries change nothing.
+    for command in ["true build --release", "true build -v", "true --quiet build"] {
+        let out = text(&fixture.call("run_command", json!({ "command": command })).unwrap());
+        assert!(out.contains("ran again without the sandbox"), "{out}");
+    }
+    assert_eq!(
+        fixture.env.approval_requests(),
+        ["run `true build --release` again without the sandbox"]
+    );
+    // Another prefix, and a line with one more part, are other questions.
+    fixture.call("run_command", json!({ "command": "true check" })).unwrap();
+    fixture.call("run_command", json!({ "command": "true build && true other" })).unwrap();
+    assert_eq!(fixture.env.approval_requests().len(), 3);
+    let decided_by: Vec<&str> = fixture.env.decisions().iter().map(|(_, _, by)| *by).collect();
+    assert_eq!(decided_by, ["user", "session-grant", "session-grant", "user", "user"]);
+}
+
+#[test]
+fn under_never_the_refusal_is_decided_by_the_mode() {
+    let fixture = fixture(Escalation::Never, ApprovalDecision::AllowForSession);
+    fixture.call("run_command", json!({ "command": "true build" })).unwrap();
+    assert_eq!(
+        fixture.env.decisions(),
+        [(vec!["escalate:true build".to_owned()], ApprovalDecision::Deny, "mode")]
+    );
+    assert!(fixture.env.approval_requests().is_empty());
+}

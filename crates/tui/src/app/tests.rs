@@ -404,3 +404,19 @@ fn an_initial_prompt_is_sent_whole_even_when_it_ends_in_a_completable_word() {
     assert_eq!(rx.try_recv().unwrap(), AgentCommand::Submit(UserInput::text("explain @src/mai")));
     assert!(app.completion.is_none());
 }
+
+#[test]
+fn a_hook_message_is_a_hook_note() {
+    let (mut app, _rx) = app();
+    app.on_agent_event(turn_started());
+    app.on_agent_event(event(AgentEventKind::HookMessage {
+        event: "PostToolUse".to_owned(),
+        message: "remember the tests".to_owned(),
+    }));
+    let history = app.take_history();
+    assert_eq!(notes(&history), ["PostToolUse hook: remember the tests"]);
+    assert!(
+        history.iter().any(|c| matches!(c, Cell::Note { kind: crate::cells::NoteKind::Hook, .. })),
+        "{history:?}"
+    );
+}
