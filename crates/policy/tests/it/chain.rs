@@ -26,6 +26,7 @@ fn policy(workspace: &Workspace, sandbox: SandboxMode, approval: ApprovalMode) -
         writable_roots: vec![workspace.ws.clone(), workspace.tmp.clone()],
         hidden_paths: hidden_paths(&workspace.home),
         home: Some(workspace.home.clone()),
+        protected_paths: Vec::new(),
         project_rules: RuleSet::empty(RuleOrigin::Project { root: workspace.ws.clone() }),
         user_rules: RuleSet::empty(RuleOrigin::User),
     }
