@@ -134,6 +134,7 @@ pub(crate) fn build(
         network: workspace_write.network_access.unwrap_or(false)
             && modes.sandbox == SandboxMode::WorkspaceWrite,
         hidden_paths: hidden_paths.clone(),
+        protected_paths: vec![codecoder_home.to_owned()],
     };
     let confinement = match (&probe.backend, modes.sandbox) {
         (_, SandboxMode::DangerFullAccess) => Confinement::Unconfined,
@@ -157,6 +158,7 @@ pub(crate) fn build(
         },
         hidden_paths,
         home,
+        protected_paths: vec![codecoder_home.to_owned()],
         project_rules,
         user_rules,
     };
@@ -327,7 +329,8 @@ impl ApprovalPolicy for ChainPolicy {
             codecoder_policy::Source::SessionGrant => "session-grant",
             codecoder_policy::Source::ProjectRule { .. }
             | codecoder_policy::Source::UserRule { .. }
-            | codecoder_policy::Source::HiddenPath { .. } => "rule",
+            | codecoder_policy::Source::HiddenPath { .. }
+            | codecoder_policy::Source::Protected { .. } => "rule",
             codecoder_policy::Source::Default { .. } => "mode",
         };
         let explanation = decision.to_string();
