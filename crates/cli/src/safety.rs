@@ -35,6 +35,9 @@ pub(crate) struct Safety {
     pub(crate) sandbox_policy: SandboxPolicy,
     /// Warnings for the person (no backend, a mode downgraded).
     pub(crate) warnings: Vec<String>,
+    /// The file tools' guard (`ToolsConfig::protected_paths`): codecoder's home, or `None`
+    /// under bypass and danger-full-access.
+    pub(crate) tools_protected_paths: Option<Vec<PathBuf>>,
 }
 
 /// What `run_command` does when the sandbox blocks a command: ask to retry outside it where
@@ -170,6 +173,8 @@ pub(crate) fn build(
         probe,
         sandbox_policy,
         warnings,
+        tools_protected_paths: (!modes.bypass && modes.sandbox != SandboxMode::DangerFullAccess)
+            .then(|| vec![codecoder_home.to_owned()]),
     })
 }
 
