@@ -357,7 +357,10 @@ fn protected_write(policy: &Policy, call: &Call, ctx: &CommandContext) -> Option
     };
     Some(Decision {
         verdict,
-        source: Source::Protected { path: protection.path.clone(), protected: protection.protected },
+        source: Source::Protected {
+            path: protection.path.clone(),
+            protected: protection.protected,
+        },
         reason,
     })
 }

@@ -85,7 +85,11 @@ impl Protection {
         let within = |what: &str| match &self.root {
             Some(root) => {
                 let relative = self.protected.strip_prefix(root).unwrap_or(&self.protected);
-                format!("`{}` inside the writable root {} ({what})", relative.display(), root.display())
+                format!(
+                    "`{}` inside the writable root {} ({what})",
+                    relative.display(),
+                    root.display()
+                )
             }
             None => format!("`{protected}` ({what})"),
         };
@@ -108,7 +112,9 @@ impl Protection {
                  files there)",
                 config.display()
             ),
-            Rule::Extra => format!("`{protected}` is codecoder's home (its config, hooks and credentials)"),
+            Rule::Extra => {
+                format!("`{protected}` is codecoder's home (its config, hooks and credentials)")
+            }
         }
     }
 }
@@ -180,7 +186,11 @@ impl Guard {
         }
         // Below any root (the outermost one sees the most components); reported against the
         // innermost one.
-        let outer = self.roots.iter().filter(|r| path.starts_with(r)).min_by_key(|r| r.as_os_str().len())?;
+        let outer = self
+            .roots
+            .iter()
+            .filter(|r| path.starts_with(r))
+            .min_by_key(|r| r.as_os_str().len())?;
         let rest = path.strip_prefix(outer).ok()?;
         let parts: Vec<&OsStr> = rest
             .components()

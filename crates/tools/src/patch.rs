@@ -1,7 +1,9 @@
 //! `apply_patch {input}`: codex's patch format (the `codecoder-apply-patch` crate), as a tool.
 //!
-//! Every path the patch touches (and every move destination) is checked against the writable
-//! roots before anything is written, so a patch either starts inside the roots or not at all.
+//! Every path the patch touches (and every move destination) is a permission key (`edit:PATH`,
+//! so the approval chain sees each one) and is checked against the writable roots and the
+//! symlink guard (`path::resolve_writable`) before anything is written, so a patch either starts
+//! inside the roots or not at all.
 //! Invariant: a patch that does not parse changes nothing and comes back as an error output
 //! with the parser's line-numbered message; a patch that fails midway says which files it had
 //! already changed (the format is not atomic).

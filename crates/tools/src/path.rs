@@ -92,7 +92,9 @@ fn as_written(config: &ToolsConfig, path: &Path) -> PathBuf {
     let mut best: Option<(PathBuf, PathBuf)> = None;
     for spelling in spellings {
         let Ok(rest) = lexical.strip_prefix(&spelling) else { continue };
-        if best.as_ref().is_none_or(|(longest, _)| spelling.as_os_str().len() > longest.as_os_str().len())
+        if best
+            .as_ref()
+            .is_none_or(|(longest, _)| spelling.as_os_str().len() > longest.as_os_str().len())
         {
             let mapped = codecoder_policy::resolve(&spelling, &config.cwd).join(rest);
             best = Some((spelling, mapped));

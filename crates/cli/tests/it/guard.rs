@@ -106,7 +106,9 @@ fn call(writer: &str, path: &Path) -> Value {
     let shown = path.display();
     match writer {
         "write_file" => json!({ "path": shown.to_string(), "content": "echo pwned\n" }),
-        "edit" => json!({ "path": shown.to_string(), "old_string": "original", "new_string": "pwned" }),
+        "edit" => {
+            json!({ "path": shown.to_string(), "old_string": "original", "new_string": "pwned" })
+        }
         _ => {
             let patch = if path.exists() {
                 format!(

@@ -152,8 +152,11 @@ fn a_git_pointer_file_protects_its_gitdir_and_common_dir() {
 fn core_hooks_path_is_protected_whether_or_not_it_exists() {
     for nested in [true, false] {
         let layout = layout(nested);
-        fs_err::write(layout.ws.join(".git/config"), "[core]\n\tbare = false\n\thooksPath = .husky\n")
-            .unwrap();
+        fs_err::write(
+            layout.ws.join(".git/config"),
+            "[core]\n\tbare = false\n\thooksPath = .husky\n",
+        )
+        .unwrap();
         let found = layout.check(".husky/pre-commit").unwrap();
         assert_eq!(found.protected, layout.ws.join(".husky"));
         assert_eq!(found.rule, Rule::HooksPath { config: layout.ws.join(".git/config") });
