@@ -98,9 +98,7 @@ impl Protection {
             Rule::Dir { name: ".codecoder" } => {
                 within("codecoder's project config: hooks and rules there apply later")
             }
-            Rule::Dir { name } => {
-                within(&format!("`{name}`: instructions and skills the agent follows later"))
-            }
+            Rule::Dir { .. } => within("instructions and skills the agent follows later"),
             Rule::ClaudeSettings => within("Claude Code settings: hooks there run code later"),
             Rule::McpJson => within("the MCP servers it names are started later"),
             Rule::GitDir { pointer } => format!(

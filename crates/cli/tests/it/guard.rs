@@ -221,6 +221,21 @@ fn an_asking_policy_asks_and_says_why_and_bypass_writes() {
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("is protected: `.git` inside the writable root"), "{text}");
 
+    // Exec under an asking policy has nobody to ask: the write is declined, and the model hears
+    // why it would have been asked.
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("c1", "write_file", call("write_file", &hook)))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let out = layout.run(&server, &["-s", "workspace-write", "-a", "on-request", "exec", "hook"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = &server.requests()[1].raw_body;
+    assert!(body.contains("without a person to approve this"), "{body}");
+    assert!(body.contains(&format!("`{}` is protected: ", hook.display())), "{body}");
+    assert!(!hook.exists());
+
     // Bypass writes as before.
     let server = FakeModelServer::start(
         Script::new()
