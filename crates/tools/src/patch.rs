@@ -28,8 +28,21 @@ struct PatchArgs {
     input: String,
 }
 
-/// The files a patch names, as written in it.
+/// The files a patch writes, as written in it: every added, deleted and updated file and every
+/// move destination, taken from the parser itself so that the permission keys name exactly
+/// what `apply` writes. A patch that does not parse writes nothing; its `***` lines are listed
+/// anyway, for the summary and the keys.
 fn patch_paths(input: &str) -> Vec<String> {
+    if let Ok(patch) = codecoder_apply_patch::parse(input) {
+        let mut paths = Vec::new();
+        for hunk in patch.hunks() {
+            paths.push(hunk.path().to_string_lossy().into_owned());
+            if let Hunk::Update { move_to: Some(to), .. } = hunk {
+                paths.push(to.to_string_lossy().into_owned());
+            }
+        }
+        return paths;
+    }
     let mut paths = Vec::new();
     for line in input.lines() {
         let line = line.trim();

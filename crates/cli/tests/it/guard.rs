@@ -168,9 +168,17 @@ fn a_symlink_into_git_does_not_get_around_it() {
     let layout = Layout::new(true);
     std::os::unix::fs::symlink(layout.ws.join(".git/hooks"), layout.ws.join("src/hooks")).unwrap();
     let target = layout.ws.join("src/hooks/post-checkout");
+    // And a patch that hides a hook behind the parser's leniency (no space after the colon),
+    // next to an ordinary file.
+    let patch = "*** Begin Patch\n*** Add File: src/fine.txt\n+fine\n*** Add File:.git/hooks/post-merge\n\
+                 +echo pwned\n*** End Patch";
     let server = FakeModelServer::start(
         Script::new()
-            .reply(Reply::tool_call("c1", "write_file", call("write_file", &target)))
+            .reply(Reply::tool_call("c1", "write_file", call("write_file", &target)).and_tool_call(
+                "c2",
+                "apply_patch",
+                json!({ "input": patch }),
+            ))
             .reply(Reply::text("done")),
     )
     .unwrap();
@@ -180,6 +188,10 @@ fn a_symlink_into_git_does_not_get_around_it() {
     let real = layout.ws.join(".git/hooks/post-checkout");
     assert!(body.contains(&format!("`{}` is protected: ", real.display())), "{body}");
     assert!(!real.exists());
+    let merge = layout.ws.join(".git/hooks/post-merge");
+    assert!(body.contains(&format!("`{}` is protected: ", merge.display())), "{body}");
+    assert!(!merge.exists());
+    assert!(!layout.ws.join("src/fine.txt").exists(), "the patch is refused as a whole");
 }
 
 #[test]
