@@ -259,3 +259,34 @@ fn an_asking_policy_asks_and_says_why_and_bypass_writes() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&hook).ok().as_deref(), Some("echo pwned\n"));
 }
+
+#[test]
+fn doctor_lists_the_protected_paths_from_the_guard() {
+    let layout = Layout::new(true);
+    std::fs::write(layout.ws.join(".git/config"), "[core]\n\thooksPath = .husky\n").unwrap();
+    std::fs::create_dir_all(layout.ws.join(".husky")).unwrap();
+    let run = Run {
+        home: &layout.cchome,
+        cwd: &layout.ws,
+        env: vec![("HOME".to_owned(), layout.base.join("home").display().to_string())],
+    };
+    let out = run.command(&["-s", "workspace-write", "doctor"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let ws = layout.ws.display();
+    for line in [
+        format!("  {ws}/.git — `.git` inside the writable root {ws} (files there run code later)"),
+        format!("  {ws}/.husky — `{ws}/.husky` is the hooks directory `core.hooksPath` names"),
+        format!("  {ws}/.claude/settings.json — `.claude/settings.json` inside the writable root"),
+        format!(
+            "  {} — `{}` is codecoder's home",
+            layout.cchome.display(),
+            layout.cchome.display()
+        ),
+        "  below every writable root, existing or not: .git, .codecoder, .agents, .mcp.json, \
+         .claude/settings*.json"
+            .to_owned(),
+    ] {
+        assert!(text.contains(&line), "no `{line}` in:\n{text}");
+    }
+}
