@@ -17,9 +17,9 @@
 //! - [`Guard::check`] takes a path already resolved with [`crate::resolve`] (`..` and symlinks
 //!   of existing ancestors resolved), so neither `../` nor a symlink moves a write out of
 //!   protection; the roots are resolved the same way.
-//! - The only I/O is reading `.git` pointer files, `commondir` and git config files, and
-//!   canonicalizing paths that exist; a file that cannot be read protects nothing extra (the
-//!   names still do).
+//! - The only I/O is reading `.git` pointer files, `commondir` and git config files, listing
+//!   `.claude` (for [`Guard::existing`]) and canonicalizing paths that exist; a file that cannot
+//!   be read protects nothing extra (the names still do).
 
 use std::ffi::OsStr;
 use std::fmt;
@@ -60,8 +60,9 @@ pub enum Rule {
         /// The git config file that sets it.
         config: PathBuf,
     },
-    /// A path the caller protects wherever it is (codecoder's home).
-    Extra,
+    /// One of the extra paths the caller protects wherever they are: codecoder's home (the
+    /// only one the product passes, hence the message).
+    CodecoderHome,
 }
 
 /// A protected write: the path, what protects it, and where.
@@ -110,7 +111,7 @@ impl Protection {
                  files there)",
                 config.display()
             ),
-            Rule::Extra => {
+            Rule::CodecoderHome => {
                 format!("`{protected}` is codecoder's home (its config, hooks and credentials)")
             }
         }
@@ -141,7 +142,7 @@ impl Guard {
         resolved.sort();
         resolved.dedup();
         let mut trees: Vec<(PathBuf, Rule)> =
-            extra.iter().map(|path| (resolve(path, cwd), Rule::Extra)).collect();
+            extra.iter().map(|path| (resolve(path, cwd), Rule::CodecoderHome)).collect();
         for root in &resolved {
             let Some(top) = repository_top(root) else { continue };
             let dot_git = top.join(".git");

@@ -172,13 +172,13 @@ fn codecoder_home_is_protected_wherever_it_is() {
     for nested in [true, false] {
         let layout = layout(nested);
         let found = layout.check(&layout.home.join("config.toml").display().to_string()).unwrap();
-        assert_eq!(found.rule, Rule::Extra);
+        assert_eq!(found.rule, Rule::CodecoderHome);
         assert_eq!(found.protected, layout.home);
         assert!(found.to_string().contains("codecoder's home"), "{found}");
     }
     // Outside every root too.
     let guard = Guard::new(&[PathBuf::from("/w")], Path::new("/w"), &[PathBuf::from("/h/.cc")]);
-    assert_eq!(guard.check(Path::new("/h/.cc/x")).map(|p| p.rule), Some(Rule::Extra));
+    assert_eq!(guard.check(Path::new("/h/.cc/x")).map(|p| p.rule), Some(Rule::CodecoderHome));
 }
 
 #[test]
