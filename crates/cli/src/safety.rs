@@ -35,6 +35,9 @@ pub(crate) struct Safety {
     pub(crate) sandbox_policy: SandboxPolicy,
     /// Warnings for the person (no backend, a mode downgraded).
     pub(crate) warnings: Vec<String>,
+    /// The file tools' guard (`ToolsConfig::protected_paths`): codecoder's home, or `None`
+    /// under bypass and danger-full-access.
+    pub(crate) tools_protected_paths: Option<Vec<PathBuf>>,
 }
 
 /// What `run_command` does when the sandbox blocks a command: ask to retry outside it where
@@ -134,6 +137,7 @@ pub(crate) fn build(
         network: workspace_write.network_access.unwrap_or(false)
             && modes.sandbox == SandboxMode::WorkspaceWrite,
         hidden_paths: hidden_paths.clone(),
+        protected_paths: vec![codecoder_home.to_owned()],
     };
     let confinement = match (&probe.backend, modes.sandbox) {
         (_, SandboxMode::DangerFullAccess) => Confinement::Unconfined,
@@ -157,6 +161,7 @@ pub(crate) fn build(
         },
         hidden_paths,
         home,
+        protected_paths: vec![codecoder_home.to_owned()],
         project_rules,
         user_rules,
     };
@@ -168,6 +173,8 @@ pub(crate) fn build(
         probe,
         sandbox_policy,
         warnings,
+        tools_protected_paths: (!modes.bypass && modes.sandbox != SandboxMode::DangerFullAccess)
+            .then(|| vec![codecoder_home.to_owned()]),
     })
 }
 
@@ -327,7 +334,8 @@ impl ApprovalPolicy for ChainPolicy {
             codecoder_policy::Source::SessionGrant => "session-grant",
             codecoder_policy::Source::ProjectRule { .. }
             | codecoder_policy::Source::UserRule { .. }
-            | codecoder_policy::Source::HiddenPath { .. } => "rule",
+            | codecoder_policy::Source::HiddenPath { .. }
+            | codecoder_policy::Source::Protected { .. } => "rule",
             codecoder_policy::Source::Default { .. } => "mode",
         };
         let explanation = decision.to_string();

@@ -152,9 +152,25 @@ pub(crate) fn run_doctor(global: &GlobalArgs, out: &mut dyn Write) -> anyhow::Re
     for root in roots {
         writeln!(out, "  {}", root.display())?;
     }
+    // The same guard the approval chain, the file tools and the sandbox use.
+    writeln!(out, "protected (edits asked, denied under never; read-only to commands):")?;
     for path in policy.protected_subpaths() {
-        writeln!(out, "  read-only inside: {}", path.display())?;
+        match policy.protection(&path) {
+            Some(protection) => writeln!(out, "  {} — {}", path.display(), protection.rule_text())?,
+            None => writeln!(out, "  {}", path.display())?,
+        }
     }
+    writeln!(
+        out,
+        "  below every writable root, existing or not: {}, .claude/settings*.json",
+        codecoder_policy::protect::PROTECTED_DIRS
+            .iter()
+            .chain(&codecoder_policy::protect::PROTECTED_FILES)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ")
+    )?;
+    writeln!(out, "  codecoder's home, wherever it is: {}", home.display())?;
     writeln!(out, "hidden from commands and read tools:")?;
     for path in &policy.hidden_paths {
         let state = if path.exists() { "" } else { " (absent)" };

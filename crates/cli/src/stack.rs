@@ -203,6 +203,7 @@ pub(crate) fn build(global: &GlobalArgs, request: &StackRequest) -> anyhow::Resu
     let mut tools_config = codecoder_tools::ToolsConfig::standard(&cwd, vec![PathBuf::from("/")]);
     tools_config.confinement = safety.confinement.clone();
     tools_config.escalation = safety.escalation.clone();
+    tools_config.protected_paths = safety.tools_protected_paths.clone();
     // Output over the cap is kept whole, as a blob beside the session logs.
     tools_config.spill_dir = Some(store.blobs().dir().join("spill"));
     tools_config.blobs = Some(store.blobs());

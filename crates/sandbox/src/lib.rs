@@ -42,7 +42,7 @@ use nix::unistd::Pid;
 
 pub use crate::backend::{Backend, BackendPreference, Probe, Sandbox, probe};
 pub use crate::hint::denial_hint;
-pub use crate::policy::{FsAccess, PROTECTED_NAMES, SandboxPolicy, default_hidden_paths};
+pub use crate::policy::{FsAccess, SandboxPolicy, default_hidden_paths};
 pub use crate::seatbelt::seatbelt_profile;
 pub use crate::stage::{STAGE_MARKER, run_stage_if_requested};
 

@@ -50,6 +50,11 @@ pub struct ToolsConfig {
     /// Mutating tools (`write_file`, `edit`) refuse paths outside these directories (after
     /// symlinks are resolved). Pass `/` to allow writes anywhere.
     pub writable_roots: Vec<PathBuf>,
+    /// The writers' guard (`codecoder_policy::Guard` over `writable_roots` plus these paths,
+    /// protected wherever they are: codecoder's home): a write whose real path is protected
+    /// only through a symlink is refused. `None` turns the guard off (bypass,
+    /// danger-full-access). Default: on, with no extra paths.
+    pub protected_paths: Option<Vec<PathBuf>>,
     /// The shell `run_command` runs commands with: `SHELL SHELL_ARGS… COMMAND`. Default `bash`.
     pub shell: PathBuf,
     /// The arguments before the command. Default `["-lc"]` (a login shell, so the person's
@@ -136,6 +141,7 @@ impl ToolsConfig {
         Self {
             cwd: cwd.into(),
             writable_roots,
+            protected_paths: Some(Vec::new()),
             shell: PathBuf::from("bash"),
             shell_args: vec!["-lc".to_owned()],
             default_timeout: Duration::from_secs(120),

@@ -5,6 +5,7 @@
 
 mod config;
 mod exec;
+mod guard;
 mod hooks;
 mod lock;
 mod replay;
