@@ -41,6 +41,10 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 pub use crate::backend::{Backend, BackendPreference, Probe, Sandbox, probe};
+pub use crate::env_policy::{
+    CORE_VARIABLES, CommandEnvironment, DEFAULT_EXCLUDES, EnvPolicy, Environment, Inherit,
+    command_environment,
+};
 pub use crate::hint::denial_hint;
 pub use crate::policy::{FsAccess, PROTECTED_NAMES, SandboxPolicy, default_hidden_paths};
 pub use crate::seatbelt::seatbelt_profile;
@@ -48,6 +52,7 @@ pub use crate::stage::{STAGE_MARKER, run_stage_if_requested};
 
 mod backend;
 pub mod env;
+mod env_policy;
 mod hint;
 mod policy;
 mod seatbelt;
@@ -100,7 +105,8 @@ pub struct CommandSpec {
     pub args: Vec<OsString>,
     /// The working directory; the agent's own when `None`.
     pub cwd: Option<PathBuf>,
-    /// Variables set on top of the inherited environment.
+    /// Variables set on top of the environment the spawn starts from
+    /// ([`SpawnConfig::environment`]).
     pub env: Vec<(OsString, OsString)>,
     /// Bytes written to the child's stdin (by a thread of its own), which is then closed.
     /// `None`: stdin is `/dev/null`.
@@ -134,15 +140,21 @@ pub struct SpawnConfig {
     pub output_capacity: usize,
     /// The OS confinement.
     pub confinement: Confinement,
+    /// The environment the child starts from: the spawner's own, or exactly a computed one
+    /// (the command environment policy's, [`command_environment`]). The spec's variables and
+    /// the sandbox's own go on top of it.
+    pub environment: Environment,
 }
 
 impl SpawnConfig {
-    /// Two seconds of grace, 64 chunks of output buffered, unconfined.
+    /// Two seconds of grace, 64 chunks of output buffered, unconfined, the spawner's
+    /// environment.
     pub fn standard() -> Self {
         Self {
             kill_grace: Duration::from_secs(2),
             output_capacity: 64,
             confinement: Confinement::Unconfined,
+            environment: Environment::Inherited,
         }
     }
 }
@@ -204,6 +216,13 @@ pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
     command.args(&args).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
+    }
+    // A computed environment replaces the inherited one whole. Under a sandbox it passes
+    // through the wrapper untouched: bubblewrap and the stage hand their environment to the
+    // command.
+    if let Environment::Exactly(vars) = &config.environment {
+        command.env_clear();
+        command.envs(vars.iter().map(|(key, value)| (key, value)));
     }
     // The sandbox's own variables go last, so a spec cannot pretend to be unconfined.
     for (key, value) in spec.env.iter().chain(&sandbox_env) {
