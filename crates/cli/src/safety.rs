@@ -15,8 +15,8 @@ use codecoder_kernel::{
 };
 use codecoder_policy::{ApprovalMode, Modes, RuleOrigin, RuleSet, SandboxMode};
 use codecoder_sandbox::{
-    BackendPreference, CommandEnvironment, Confinement, EnvPolicy, FsAccess, Inherit, Probe, Sandbox,
-    SandboxPolicy,
+    BackendPreference, CommandEnvironment, Confinement, EnvPolicy, FsAccess, Inherit, Probe,
+    Sandbox, SandboxPolicy,
 };
 use codecoder_tools::{Escalation, EscalationSetting};
 

@@ -26,6 +26,13 @@
 //! inside; under Landlock the stage execs the command in place, keeping its pid and group.
 //! Secrets stay unreadable under every backend: the policy's hidden paths (credential stores)
 //! are masked (bubblewrap) or left out of the read grants (Landlock, Seatbelt).
+//!
+//! Environment: a child inherits the spawner's environment unless [`SpawnConfig::environment`]
+//! gives one exactly (the command environment policy, `env_policy.rs`, which drops API keys and
+//! tokens); then nothing else is inherited, and the spec's variables and the sandbox's own
+//! (`CODECODER_SANDBOX`, …) go on top. The wrappers pass it through unchanged: bubblewrap and
+//! the stage keep the environment they were started with (the stage is recognised by its
+//! argument, not by a variable).
 
 use std::ffi::OsString;
 use std::io::{self, Read};
