@@ -293,6 +293,16 @@ pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
     Ok(handle)
 }
 
+/// Makes this process's environment and memory unreadable to the other processes of its user
+/// (`PR_SET_DUMPABLE` 0, as codex's process hardening does): a command run without a sandbox
+/// cannot read the agent's API keys from `/proc/<agent pid>/environ` or attach to it. A child
+/// is dumpable again once it execs. It also means no core dumps. A no-op off Linux.
+pub fn protect_process() -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    nix::sys::prctl::set_dumpable(false).map_err(io::Error::from)?;
+    Ok(())
+}
+
 /// The pids of live (not zombie) processes whose process group is `pgid`, read from `/proc`.
 /// Empty where `/proc` does not exist.
 pub fn live_group_members(pgid: u32) -> Vec<u32> {

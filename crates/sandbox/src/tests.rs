@@ -151,3 +151,18 @@ fn an_exact_environment_replaces_the_inherited_one() {
     lines.sort();
     assert_eq!(lines, ["FROM_POLICY=1", "SHADOWED=spec"]);
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_protected_process_is_not_dumpable() {
+    crate::protect_process().unwrap();
+    assert!(!nix::sys::prctl::get_dumpable().unwrap());
+    // Children still start, and the group reaper still reads their /proc entries.
+    let spec = CommandSpec::new("sh", ["-c", "cat /proc/self/stat >/dev/null && echo ok"]);
+    let mut child = spawn(&spec, &SpawnConfig::standard()).unwrap();
+    let (_keep, cancel) = no_cancel();
+    let mut stdout = Vec::new();
+    let outcome = child.wait(&cancel, &mut |chunk| stdout.extend_from_slice(&chunk.bytes)).unwrap();
+    assert!(matches!(outcome, Outcome::Exited(status) if status.success()));
+    assert_eq!(stdout, b"ok\n");
+}

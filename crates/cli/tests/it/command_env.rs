@@ -269,3 +269,59 @@ fn doctor_names_the_withheld_variables_without_their_values() {
         .unwrap();
     assert!(stdout(&out).contains("withheld from commands: (none)"), "{}", stdout(&out));
 }
+
+/// Without a sandbox, a command runs as codecoder's user; it still cannot read codecoder's own
+/// environment from /proc (the process is not dumpable). Root reads every /proc file, so as
+/// root codecoder runs as `nobody` here (through `setpriv`).
+#[test]
+fn an_unsandboxed_command_cannot_read_the_agent_environment_from_proc() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let world = World::new();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call(
+                "c1",
+                "run_command",
+                json!({ "command": "tr '\\0' '\\n' < /proc/$PPID/environ; echo read=$?" }),
+            ))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let mut command = world.command(Some(&server), &["--yolo", "exec", "read the agent's env"]);
+    let root = Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
+    if root {
+        for dir in files_and_dirs(world._dir.path()) {
+            let mode = if dir.is_dir() { 0o777 } else { 0o666 };
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let mut as_nobody = Command::new("setpriv");
+        as_nobody
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(command.get_program())
+            .args(command.get_args())
+            .current_dir(&world.workspace)
+            .env_clear()
+            .envs(command.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .stdin(std::process::Stdio::null());
+        command = as_nobody;
+    }
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = &server.requests()[1].raw_body;
+    assert!(body.contains("read=1"), "the read did not fail: {body}");
+    assert_no_secret("the command's output", body);
+}
+
+/// `dir` and everything under it.
+fn files_and_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut found = vec![dir.to_owned()];
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(files_and_dirs(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
