@@ -7,14 +7,17 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use codecoder_config::{
-    ApprovalPolicyToml, LoadedConfig, Origin, SandboxBackendToml, SandboxModeToml,
+    ApprovalPolicyToml, InheritToml, LoadedConfig, Origin, SandboxBackendToml, SandboxModeToml,
 };
 use codecoder_hooks::{CommonInput, HookRunner, HookSet, HookSources, KernelHooks};
 use codecoder_kernel::{
     ApprovalPolicy, ApprovalQuery, HookDecision, PolicyAnswer, PolicyDecision, ToolKind,
 };
 use codecoder_policy::{ApprovalMode, Modes, RuleOrigin, RuleSet, SandboxMode};
-use codecoder_sandbox::{BackendPreference, Confinement, FsAccess, Probe, Sandbox, SandboxPolicy};
+use codecoder_sandbox::{
+    BackendPreference, CommandEnvironment, Confinement, EnvPolicy, FsAccess, Inherit, Probe,
+    Sandbox, SandboxPolicy,
+};
 use codecoder_tools::{Escalation, EscalationSetting};
 
 use crate::cli::{ApprovalArg, SafetyArgs, SandboxModeArg};
@@ -38,6 +41,9 @@ pub(crate) struct Safety {
     /// The file tools' guard (`ToolsConfig::protected_paths`): codecoder's home, or `None`
     /// under bypass and danger-full-access.
     pub(crate) tools_protected_paths: Option<Vec<PathBuf>>,
+    /// The environment commands run with (`[shell_environment_policy]` applied to ours), and
+    /// the names it withholds.
+    pub(crate) command_env: CommandEnvironment,
 }
 
 /// What `run_command` does when the sandbox blocks a command: ask to retry outside it where
@@ -175,7 +181,29 @@ pub(crate) fn build(
         warnings,
         tools_protected_paths: (!modes.bypass && modes.sandbox != SandboxMode::DangerFullAccess)
             .then(|| vec![codecoder_home.to_owned()]),
+        command_env: codecoder_sandbox::command_environment(
+            std::env::vars_os(),
+            &env_policy(config.shell_environment_policy.as_ref()),
+        ),
     })
+}
+
+/// `[shell_environment_policy]` as the sandbox crate's policy; codex's defaults where unset.
+fn env_policy(toml: Option<&codecoder_config::ShellEnvironmentPolicyToml>) -> EnvPolicy {
+    let mut policy = EnvPolicy::standard();
+    let Some(toml) = toml else { return policy };
+    if let Some(inherit) = toml.inherit {
+        policy.inherit = match inherit {
+            InheritToml::All => Inherit::All,
+            InheritToml::Core => Inherit::Core,
+            InheritToml::None => Inherit::None,
+        };
+    }
+    policy.ignore_default_excludes = toml.ignore_default_excludes.unwrap_or(false);
+    policy.exclude.clone_from(&toml.exclude);
+    policy.set.clone_from(&toml.set);
+    policy.include_only.clone_from(&toml.include_only);
+    policy
 }
 
 fn resolve_modes(

@@ -60,7 +60,11 @@ pub(crate) fn run_sandbox(args: &SandboxArgs, global: &GlobalArgs) -> anyhow::Re
     let (program, rest) = args.command.split_first().context("no command given")?;
     let mut spec = CommandSpec::new(program.clone(), rest.iter().cloned());
     spec.cwd = Some(cwd.into());
-    let config = SpawnConfig { confinement, ..SpawnConfig::standard() };
+    let config = SpawnConfig {
+        confinement,
+        environment: safety.command_env.environment(),
+        ..SpawnConfig::standard()
+    };
     let mut child = codecoder_sandbox::spawn(&spec, &config)?;
 
     // Ctrl-C or a TERM ends the command's whole group, sandbox and all.
@@ -175,6 +179,13 @@ pub(crate) fn run_doctor(global: &GlobalArgs, out: &mut dyn Write) -> anyhow::Re
     for path in &policy.hidden_paths {
         let state = if path.exists() { "" } else { " (absent)" };
         writeln!(out, "  {}{state}", path.display())?;
+    }
+    // Names only: a value may be a secret.
+    let withheld = &interactive.command_env.withheld;
+    if withheld.is_empty() {
+        writeln!(out, "withheld from commands: (none)")?;
+    } else {
+        writeln!(out, "withheld from commands: {}", withheld.join(", "))?;
     }
     let hooks = safety::load_hooks(&loaded, &cwd)?;
     writeln!(out, "hooks:")?;

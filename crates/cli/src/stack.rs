@@ -202,6 +202,7 @@ pub(crate) fn build(global: &GlobalArgs, request: &StackRequest) -> anyhow::Resu
     // edit outside the writable roots), so the tools themselves may write anywhere.
     let mut tools_config = codecoder_tools::ToolsConfig::standard(&cwd, vec![PathBuf::from("/")]);
     tools_config.confinement = safety.confinement.clone();
+    tools_config.environment = safety.command_env.environment();
     tools_config.escalation = safety.escalation.clone();
     tools_config.protected_paths = safety.tools_protected_paths.clone();
     // Output over the cap is kept whole, as a blob beside the session logs.
@@ -232,7 +233,7 @@ pub(crate) fn build(global: &GlobalArgs, request: &StackRequest) -> anyhow::Resu
         context_config.agents_md.budget_bytes = budget;
     }
     let mut environment = codecoder_context::Environment::new(&cwd, std::env::var("SHELL").ok());
-    environment.git_status_porcelain = git_status(&cwd);
+    environment.git_status_porcelain = git_status(&cwd, safety.command_env.environment());
     let blobs = store.blobs();
     let builder = codecoder_context::ContextBuilder::new(
         &context_config,
@@ -284,13 +285,17 @@ pub(crate) fn build(global: &GlobalArgs, request: &StackRequest) -> anyhow::Resu
 }
 
 /// `git status --porcelain` in `cwd`, for the prompt's environment section; `None` outside a
-/// repository or when git is missing or slow (one second at most).
-fn git_status(cwd: &Path) -> Option<String> {
+/// repository or when git is missing or slow (one second at most). It runs in the command
+/// environment: its output reaches the model like a command's.
+fn git_status(cwd: &Path, environment: codecoder_sandbox::Environment) -> Option<String> {
     codecoder_context::find_project_root(cwd)?;
     let mut spec = codecoder_sandbox::CommandSpec::new("git", ["status", "--porcelain"]);
     spec.cwd = Some(cwd.to_owned());
-    let mut child =
-        codecoder_sandbox::spawn(&spec, &codecoder_sandbox::SpawnConfig::standard()).ok()?;
+    let config = codecoder_sandbox::SpawnConfig {
+        environment,
+        ..codecoder_sandbox::SpawnConfig::standard()
+    };
+    let mut child = codecoder_sandbox::spawn(&spec, &config).ok()?;
     let mut stdout = Vec::new();
     let deadline = crossbeam_channel::after(std::time::Duration::from_secs(1));
     let outcome = child

@@ -94,6 +94,9 @@ pub struct ToolsConfig {
     pub web_timeout: Duration,
     /// The OS sandbox `run_command` and background jobs run in. Default `Unconfined`.
     pub confinement: codecoder_sandbox::Confinement,
+    /// The environment `run_command` and background jobs start from (the call's `env` goes on
+    /// top). Default `Inherited`; the product passes the command environment policy's result.
+    pub environment: codecoder_sandbox::Environment,
     /// What happens when a sandboxed command fails in a way that looks like the sandbox's
     /// doing. Default `Never` (the failure goes back to the model with the reason). Shared: a
     /// change of approval mode mid-session reaches the tools already registered.
@@ -159,6 +162,7 @@ impl ToolsConfig {
             web_max_bytes: 1024 * 1024,
             web_timeout: Duration::from_secs(30),
             confinement: codecoder_sandbox::Confinement::Unconfined,
+            environment: codecoder_sandbox::Environment::Inherited,
             escalation: EscalationSetting::new(Escalation::Never),
         }
     }
