@@ -23,15 +23,16 @@ pub struct PermissionCheck {
 }
 
 impl Runtime {
-    /// How `codecoder sandbox -- CMD` confines a command: exactly as a headless session would,
-    /// with the network on or off as asked. Also returns the safety warnings.
+    /// How `codecoder sandbox -- CMD` confines a command and the environment it gets: exactly
+    /// as a headless session would, with the network on or off as asked. Also returns the
+    /// safety warnings.
     ///
     /// # Errors
     /// `NoSandbox` when the mode wants a sandbox and no backend works here.
     pub fn command_confinement(
         &self,
         network: bool,
-    ) -> Result<(codecoder_sandbox::Confinement, Vec<Notice>)> {
+    ) -> Result<(codecoder_sandbox::Confinement, codecoder_sandbox::Environment, Vec<Notice>)> {
         use codecoder_sandbox::{Confinement, Sandbox};
         let safety = self.safety(false)?;
         let notices = safety.warnings.iter().cloned().map(Notice::Warning).collect();
@@ -50,7 +51,7 @@ impl Runtime {
             }
             _ => return Err(Error::NoSandbox { reason: safety.probe.notes.join("; ") }),
         };
-        Ok((confinement, notices))
+        Ok((confinement, safety.command_env.environment(), notices))
     }
 
     /// The safety setup a session would get (`interactive`: a person is at hand to answer).
@@ -117,13 +118,38 @@ impl Runtime {
         for root in roots {
             writeln!(out, "  {}", root.display())?;
         }
+        // The same guard the approval chain, the file tools and the sandbox use.
+        writeln!(out, "protected (edits asked, denied under never; read-only to commands):")?;
         for path in policy.protected_subpaths() {
-            writeln!(out, "  read-only inside: {}", path.display())?;
+            match policy.protection(&path) {
+                Some(protection) => {
+                    writeln!(out, "  {} — {}", path.display(), protection.rule_text())?;
+                }
+                None => writeln!(out, "  {}", path.display())?,
+            }
         }
+        writeln!(
+            out,
+            "  below every writable root, existing or not: {}, .claude/settings*.json",
+            codecoder_policy::protect::PROTECTED_DIRS
+                .iter()
+                .chain(&codecoder_policy::protect::PROTECTED_FILES)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?;
+        writeln!(out, "  codecoder's home, wherever it is: {}", home.display())?;
         writeln!(out, "hidden from commands and read tools:")?;
         for path in &policy.hidden_paths {
             let state = if path.exists() { "" } else { " (absent)" };
             writeln!(out, "  {}{state}", path.display())?;
+        }
+        // Names only: a value may be a secret.
+        let withheld = &interactive.command_env.withheld;
+        if withheld.is_empty() {
+            writeln!(out, "withheld from commands: (none)")?;
+        } else {
+            writeln!(out, "withheld from commands: {}", withheld.join(", "))?;
         }
         let mut notices = Vec::new();
         let hooks = crate::safety::load_hooks(loaded, cwd, &mut notices)?;

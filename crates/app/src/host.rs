@@ -12,13 +12,17 @@ use crate::Runtime;
 use crate::error::{Error, Result};
 
 /// `git status --porcelain` in `cwd`, for the prompt's environment section; `None` outside a
-/// repository or when git is missing or slow (one second at most).
-pub(crate) fn git_status(cwd: &Path) -> Option<String> {
+/// repository or when git is missing or slow (one second at most). It runs in the command
+/// environment: its output reaches the model like a command's.
+pub(crate) fn git_status(
+    cwd: &Path,
+    environment: codecoder_sandbox::Environment,
+) -> Option<String> {
     codecoder_context::find_project_root(cwd)?;
     let mut spec = CommandSpec::new("git", ["status", "--porcelain"]);
     spec.cwd = Some(cwd.to_owned());
-    let collected =
-        codecoder_sandbox::output(&spec, &SpawnConfig::standard(), Duration::from_secs(1)).ok()?;
+    let config = SpawnConfig { environment, ..SpawnConfig::standard() };
+    let collected = codecoder_sandbox::output(&spec, &config, Duration::from_secs(1)).ok()?;
     collected.success().then(|| collected.stdout_text())
 }
 

@@ -6,14 +6,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use codecoder_config::{
-    ApprovalPolicyToml, LoadedConfig, Origin, SandboxBackendToml, SandboxModeToml,
+    ApprovalPolicyToml, InheritToml, LoadedConfig, Origin, SandboxBackendToml, SandboxModeToml,
 };
 use codecoder_hooks::{CommonInput, HookRunner, HookSet, HookSources, KernelHooks};
 use codecoder_kernel::{
     ApprovalPolicy, ApprovalQuery, HookDecision, PolicyAnswer, PolicyDecision, ToolKind,
 };
 use codecoder_policy::{ApprovalMode, Modes, RuleOrigin, RuleSet, SandboxMode};
-use codecoder_sandbox::{BackendPreference, Confinement, FsAccess, Probe, Sandbox, SandboxPolicy};
+use codecoder_sandbox::{
+    BackendPreference, CommandEnvironment, Confinement, EnvPolicy, FsAccess, Inherit, Probe,
+    Sandbox, SandboxPolicy,
+};
 use codecoder_tools::{Escalation, EscalationSetting};
 
 use crate::error::{Error, Result};
@@ -35,6 +38,12 @@ pub struct Safety {
     pub sandbox_policy: SandboxPolicy,
     /// Warnings for the person (no backend, a mode downgraded).
     pub warnings: Vec<String>,
+    /// The file tools' guard (`ToolsConfig::protected_paths`): codecoder's home, or `None`
+    /// under bypass and danger-full-access.
+    pub tools_protected_paths: Option<Vec<PathBuf>>,
+    /// The environment commands run with (`[shell_environment_policy]` applied to ours), and
+    /// the names it withholds.
+    pub command_env: CommandEnvironment,
 }
 
 /// What `run_command` does when the sandbox blocks a command: ask to retry outside it where
@@ -134,6 +143,7 @@ pub(crate) fn build(
         network: workspace_write.network_access.unwrap_or(false)
             && modes.sandbox == SandboxMode::WorkspaceWrite,
         hidden_paths: hidden_paths.clone(),
+        protected_paths: vec![codecoder_home.to_owned()],
     };
     let confinement = match (&probe.backend, modes.sandbox) {
         (_, SandboxMode::DangerFullAccess) => Confinement::Unconfined,
@@ -158,6 +168,7 @@ pub(crate) fn build(
         },
         hidden_paths,
         home,
+        protected_paths: vec![codecoder_home.to_owned()],
         project_rules,
         user_rules,
     };
@@ -169,7 +180,31 @@ pub(crate) fn build(
         probe,
         sandbox_policy,
         warnings,
+        tools_protected_paths: (!modes.bypass && modes.sandbox != SandboxMode::DangerFullAccess)
+            .then(|| vec![codecoder_home.to_owned()]),
+        command_env: codecoder_sandbox::command_environment(
+            std::env::vars_os(),
+            &env_policy(config.shell_environment_policy.as_ref()),
+        ),
     })
+}
+
+/// `[shell_environment_policy]` as the sandbox crate's policy; codex's defaults where unset.
+fn env_policy(toml: Option<&codecoder_config::ShellEnvironmentPolicyToml>) -> EnvPolicy {
+    let mut policy = EnvPolicy::standard();
+    let Some(toml) = toml else { return policy };
+    if let Some(inherit) = toml.inherit {
+        policy.inherit = match inherit {
+            InheritToml::All => Inherit::All,
+            InheritToml::Core => Inherit::Core,
+            InheritToml::None => Inherit::None,
+        };
+    }
+    policy.ignore_default_excludes = toml.ignore_default_excludes.unwrap_or(false);
+    policy.exclude.clone_from(&toml.exclude);
+    policy.set.clone_from(&toml.set);
+    policy.include_only.clone_from(&toml.include_only);
+    policy
 }
 
 fn resolve_modes(
@@ -327,7 +362,8 @@ impl ApprovalPolicy for ChainPolicy {
             codecoder_policy::Source::SessionGrant => "session-grant",
             codecoder_policy::Source::ProjectRule { .. }
             | codecoder_policy::Source::UserRule { .. }
-            | codecoder_policy::Source::HiddenPath { .. } => "rule",
+            | codecoder_policy::Source::HiddenPath { .. }
+            | codecoder_policy::Source::Protected { .. } => "rule",
             codecoder_policy::Source::Default { .. } => "mode",
         };
         let explanation = decision.to_string();

@@ -263,7 +263,9 @@ impl Runtime {
         let mut tools_config =
             codecoder_tools::ToolsConfig::standard(&cwd, vec![PathBuf::from("/")]);
         tools_config.confinement = safety.confinement.clone();
+        tools_config.environment = safety.command_env.environment();
         tools_config.escalation = safety.escalation.clone();
+        tools_config.protected_paths = safety.tools_protected_paths.clone();
         // Output over the cap is kept whole, as a blob beside the session logs.
         tools_config.spill_dir = Some(store.blobs().dir().join("spill"));
         tools_config.blobs = Some(store.blobs());
@@ -293,7 +295,8 @@ impl Runtime {
         }
         let mut environment =
             codecoder_context::Environment::new(&cwd, std::env::var("SHELL").ok());
-        environment.git_status_porcelain = crate::host::git_status(&cwd);
+        environment.git_status_porcelain =
+            crate::host::git_status(&cwd, safety.command_env.environment());
         let blobs = store.blobs();
         let builder = codecoder_context::ContextBuilder::new(
             &context_config,

@@ -140,9 +140,12 @@ pub(crate) fn run(
             AgentEventKind::ApprovalRequest(request) => {
                 renderer
                     .note(&format!("declined (no one to ask in exec): {}", request.summary), out)?;
+                // The model hears why it would have been asked (a protected path, say).
+                let why = request.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
                 request.reply.send(ApprovalDecision::DenyWithFeedback {
-                    feedback: "codecoder exec runs without a person to approve this; do without it"
-                        .to_owned(),
+                    feedback: format!(
+                        "codecoder exec runs without a person to approve this{why}; do without it"
+                    ),
                 });
             }
             AgentEventKind::AskUser(request) => {

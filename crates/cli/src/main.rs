@@ -25,6 +25,10 @@ fn main() -> ExitCode {
     // A sandboxed command's inner stage (the sandbox re-executes this binary): it confines
     // itself and execs the command, and never returns.
     codecoder_sandbox::run_stage_if_requested();
+    // The environment holds API keys: no command of the same user may read it from /proc.
+    if let Err(err) = codecoder_sandbox::protect_process() {
+        eprintln!("warning: could not protect the process's environment: {err}");
+    }
     let cli = Cli::parse();
     // Not `stdout.lock()`: the TUI writes to stdout itself, and its panic hook may do so from
     // another thread; a lock held for the whole run would deadlock them.

@@ -16,12 +16,12 @@ const EXIT_UNCONFINED: u8 = 126;
 
 pub(crate) fn run_sandbox(args: &SandboxArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     let runtime = crate::load_runtime(global, None, None)?;
-    let confinement = match runtime.command_confinement(args.network) {
-        Ok((confinement, notices)) => {
+    let (confinement, environment) = match runtime.command_confinement(args.network) {
+        Ok((confinement, environment, notices)) => {
             for notice in notices {
                 eprintln!("{notice}");
             }
-            confinement
+            (confinement, environment)
         }
         Err(err @ codecoder_app::Error::NoSandbox { .. }) => {
             return Err(Exit { code: EXIT_UNCONFINED, message: err.to_string() }.into());
@@ -32,7 +32,7 @@ pub(crate) fn run_sandbox(args: &SandboxArgs, global: &GlobalArgs) -> anyhow::Re
     let (program, rest) = args.command.split_first().context("no command given")?;
     let mut spec = CommandSpec::new(program.clone(), rest.iter().cloned());
     spec.cwd = Some(cwd);
-    let config = SpawnConfig { confinement, ..SpawnConfig::standard() };
+    let config = SpawnConfig { confinement, environment, ..SpawnConfig::standard() };
     let mut child = codecoder_sandbox::spawn(&spec, &config)?;
 
     // Ctrl-C or a TERM ends the command's whole group, sandbox and all.

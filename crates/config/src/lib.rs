@@ -21,8 +21,9 @@ pub use error::{Error, Result};
 pub use load::{LoadOptions, LoadedConfig, Origin, load, parse_override};
 pub use schema::{
     AgentToml, ApprovalPolicyToml, ConfigToml, FsyncToml, HookGroupToml, HookHandlerToml,
-    ModelToml, PermissionsToml, ProfileToml, ProviderToml, ReasoningEffort, SandboxBackendToml,
-    SandboxModeToml, SandboxToml, SandboxWorkspaceWriteToml, SessionToml, WireApiToml, json_schema,
+    InheritToml, ModelToml, PermissionsToml, ProfileToml, ProviderToml, ReasoningEffort,
+    SandboxBackendToml, SandboxModeToml, SandboxToml, SandboxWorkspaceWriteToml, SessionToml,
+    ShellEnvironmentPolicyToml, WireApiToml, json_schema,
 };
 pub use trust::{is_trusted, project_root, trust};
 

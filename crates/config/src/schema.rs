@@ -68,6 +68,11 @@ pub struct ConfigToml {
     /// Permission rules: `allow`, `ask` and `deny` lists of `Tool(pattern)`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub permissions: Option<PermissionsToml>,
+    /// Which environment variables the commands the model runs get (codex's name and keys).
+    /// Default: all but names matching `*KEY*`, `*SECRET*`, `*TOKEN*`, `*PASSWORD*`,
+    /// `*CREDENTIAL*` or `*_PAT`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shell_environment_policy: Option<ShellEnvironmentPolicyToml>,
     /// Hooks, as in Claude Code's settings: event name → list of `{ matcher, hooks = [{ type =
     /// "command", command, timeout }] }`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -157,6 +162,44 @@ pub struct PermissionsToml {
     /// Never run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deny: Vec<String>,
+}
+
+/// `[shell_environment_policy]`: the command environment, computed in this order: `inherit`,
+/// the default excludes (unless `ignore_default_excludes`), `exclude`, `set`, `include_only`.
+/// Patterns are case-insensitive globs on the variable's name (`*` any run, `?` one character).
+/// Hooks are not affected: they get the whole environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellEnvironmentPolicyToml {
+    /// Where to start: `all` (default), `core` (HOME, LOGNAME, PATH, SHELL, USER, USERNAME,
+    /// TMPDIR, TEMP, TMP, LANG, LANGUAGE, LC_*, TERM, TZ) or `none`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inherit: Option<InheritToml>,
+    /// Keep the names matching `*KEY*`, `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*CREDENTIAL*` and
+    /// `*_PAT` (default false: they are dropped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignore_default_excludes: Option<bool>,
+    /// More name patterns to drop.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
+    /// Variables to set (after the excludes).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub set: BTreeMap<String, String>,
+    /// When not empty, only names matching one of these patterns are kept (the last step).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include_only: Vec<String>,
+}
+
+/// `shell_environment_policy.inherit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum InheritToml {
+    /// Every variable.
+    All,
+    /// The essentials only.
+    Core,
+    /// None.
+    None,
 }
 
 /// One group of hooks for an event.
@@ -295,6 +338,9 @@ pub struct ProfileToml {
     /// The approval policy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_policy: Option<ApprovalPolicyToml>,
+    /// The command environment policy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shell_environment_policy: Option<ShellEnvironmentPolicyToml>,
 }
 
 /// `[session]`.

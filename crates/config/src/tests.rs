@@ -155,6 +155,44 @@ fn an_unknown_profile_lists_the_defined_ones() {
 }
 
 #[test]
+fn the_shell_environment_policy_layers_from_files_profiles_and_overrides() {
+    use crate::InheritToml;
+    let f = fixture();
+    write(
+        &f.home.join("config.toml"),
+        "[shell_environment_policy]\nexclude = [\"AWS_*\"]\nset = { A = \"1\" }\n\
+         [profiles.strict.shell_environment_policy]\ninherit = \"none\"\n",
+    );
+    let loaded = load(&f.options(None, &[])).unwrap();
+    let policy = loaded.config.shell_environment_policy.unwrap();
+    assert_eq!((policy.inherit, policy.exclude), (None, vec!["AWS_*".to_owned()]));
+    let loaded = load(&f.options(
+        Some("strict"),
+        &[
+            "shell_environment_policy.set.B=two",
+            "shell_environment_policy.ignore_default_excludes=true",
+        ],
+    ))
+    .unwrap();
+    let policy = loaded.config.shell_environment_policy.unwrap();
+    assert_eq!(policy.inherit, Some(InheritToml::None));
+    assert_eq!(policy.ignore_default_excludes, Some(true));
+    assert_eq!(policy.exclude, ["AWS_*"]);
+    let set: Vec<(&str, &str)> = policy.set.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert_eq!(set, [("A", "1"), ("B", "two")]);
+    assert_eq!(
+        loaded.origins["shell_environment_policy.inherit"],
+        Origin::Profile("strict".into())
+    );
+    let table = parse_override("shell_environment_policy.inherit=core").unwrap();
+    assert_eq!(table["shell_environment_policy"]["inherit"].as_str(), Some("core"));
+    let err = parse_override("shell_environment_policy.inherit=some").unwrap_err();
+    assert!(err.to_string().contains("unknown variant `some`"), "{err}");
+    let err = parse_override("shell_environment_policy.exclud=[]").unwrap_err();
+    assert!(err.to_string().contains("did you mean `exclude`"), "{err}");
+}
+
+#[test]
 fn credentials_are_stored_owner_only() {
     let f = fixture();
     crate::store_credential(&f.home, "openai", "sk-test-123").unwrap();

@@ -23,6 +23,7 @@ use std::path::PathBuf;
 use crate::command::{CommandContext, Severity};
 use crate::mode::{ApprovalMode, Modes, SandboxMode};
 use crate::paths::{Placement, Roots, resolve};
+use crate::protect::Protection;
 use crate::rules::{Call, RuleList, RuleSet, Subject};
 
 /// How much a tool can change (mirrors the kernel's `ToolKind`, plus `Other`).
@@ -95,6 +96,9 @@ pub struct Policy {
     pub hidden_paths: Vec<PathBuf>,
     /// The home directory (`~` in rules and commands).
     pub home: Option<PathBuf>,
+    /// Paths protected wherever they are, besides those inside the roots
+    /// ([`crate::protect::Guard`]): codecoder's home.
+    pub protected_paths: Vec<PathBuf>,
     /// The project's rules (`RuleOrigin::Project`).
     pub project_rules: RuleSet,
     /// The user's rules (`RuleOrigin::User`).
@@ -177,6 +181,14 @@ pub enum Source {
         /// The hidden path it is under.
         hidden: PathBuf,
     },
+    /// An edit of a protected path ([`crate::protect::Guard`]): `.git`, `.codecoder`,
+    /// `.agents`, `.claude/settings*.json`, `.mcp.json`, git hooks, codecoder's home.
+    Protected {
+        /// The path the call writes.
+        path: PathBuf,
+        /// The protected file or tree it is in.
+        protected: PathBuf,
+    },
     /// The default for the tool's kind under the modes.
     Default {
         /// The tool's kind.
@@ -243,10 +255,15 @@ pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
     if let Some(decision) = hidden_path_denial(policy, &call, &ctx) {
         return decision;
     }
+    let protected = protected_write(policy, &call, &ctx);
 
     // The hook; an ask rule beats its allow.
     match request.hook.map(|hook| hook.decision) {
         Some(HookDecision::Allow) => {
+            // A hook may come with the repository: its allow does not lift a protection.
+            if let Some(decision) = protected {
+                return decision;
+            }
             for (is_project, found) in [(true, project), (false, user)] {
                 if let Some((RuleList::Ask, rule)) = found {
                     return rule_decision(
@@ -270,6 +287,19 @@ pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
             verdict: Verdict::Allow,
             source: Source::SessionGrant,
             reason: "allowed for this session".to_owned(),
+        };
+    }
+    // Only the person's own `edit(PATTERN)` allow rule lifts a protection (the project's comes
+    // with the repository whose files are protected; a bare `edit` rule is not about them).
+    if let Some(decision) = protected {
+        return match user {
+            Some((RuleList::Allow, rule)) if rule.names_edit_paths() => rule_decision(
+                false,
+                RuleList::Allow,
+                rule.text(),
+                &format!(" (lifts: {})", decision.reason),
+            ),
+            _ => decision,
         };
     }
     if let Some((list, rule)) = project {
@@ -302,6 +332,45 @@ fn hidden_path_denial(policy: &Policy, call: &Call, ctx: &CommandContext) -> Opt
         });
     }
     None
+}
+
+/// The decision for a call that edits a protected path: ask, or deny under `never`. `None` when
+/// no edit of the call is protected, under bypass, and under danger-full-access (no roots).
+fn protected_write(policy: &Policy, call: &Call, ctx: &CommandContext) -> Option<Decision> {
+    if policy.modes.bypass || policy.modes.sandbox == SandboxMode::DangerFullAccess {
+        return None;
+    }
+    let roots = edit_roots(policy, ctx);
+    let protection: Protection = call.subjects().iter().find_map(|subject| match subject {
+        Subject::Edit(path) => match roots.place(path) {
+            Placement::Protected(protection) => Some(*protection),
+            Placement::Writable | Placement::Outside => None,
+        },
+        _ => None,
+    })?;
+    let approval = policy.modes.approval;
+    let verdict = cell(approval, Verdict::Ask, Verdict::Ask, Verdict::Deny);
+    let reason = if verdict == Verdict::Deny {
+        format!("{protection}; a protected write needs approval, and the approval mode is never")
+    } else {
+        format!("{protection}; a protected write is always asked ({approval})")
+    };
+    Some(Decision {
+        verdict,
+        source: Source::Protected {
+            path: protection.path.clone(),
+            protected: protection.protected,
+        },
+        reason,
+    })
+}
+
+fn edit_roots(policy: &Policy, ctx: &CommandContext) -> Roots {
+    if ctx.writable_roots.is_empty() {
+        Roots::new(std::slice::from_ref(&ctx.cwd), &ctx.cwd, &policy.protected_paths)
+    } else {
+        Roots::new(&ctx.writable_roots, &ctx.cwd, &policy.protected_paths)
+    }
 }
 
 /// A default cell: the verdict per approval mode.
@@ -375,11 +444,7 @@ fn edit_default(
         SandboxMode::ReadOnly => return outside("the sandbox is read-only".to_owned()),
         SandboxMode::WorkspaceWrite => {}
     }
-    let roots = if ctx.writable_roots.is_empty() {
-        Roots::new(std::slice::from_ref(&ctx.cwd), &ctx.cwd)
-    } else {
-        Roots::new(&ctx.writable_roots, &ctx.cwd)
-    };
+    let roots = edit_roots(policy, ctx);
     let mut paths = Vec::new();
     for subject in call.subjects() {
         let Subject::Edit(path) = subject else {
@@ -387,13 +452,7 @@ fn edit_default(
         };
         match roots.place(path) {
             Placement::Writable => paths.push(path),
-            Placement::Protected(dir) => {
-                return outside(format!(
-                    "`{}` is inside `{}`, which stays read-only",
-                    path.display(),
-                    dir.display()
-                ));
-            }
+            Placement::Protected(protection) => return outside(protection.to_string()),
             Placement::Outside => {
                 return outside(format!("`{}` is outside the writable roots", path.display()));
             }

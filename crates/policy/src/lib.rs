@@ -10,6 +10,8 @@
 //!   Safe, Normal or Dangerous, with a reason naming the part.
 //! - `rules`: `RuleSet::parse(allow, ask, deny, origin)` and matching.
 //! - `chain`: `decide(policy, request)` → `Decision { verdict, source, reason }`.
+//! - `protect`: `Guard`, the one list of protected paths (the chain, the file tools, the
+//!   sandbox and `doctor` use it).
 //!
 //! # The chain
 //!
@@ -24,8 +26,9 @@
 //! |---|---|---|---|
 //! | ReadOnly | allow | allow | allow |
 //! | Interactive | allow | allow | allow |
-//! | Edit inside the writable roots (workspace-write; not `.git`/`.codecoder`/`.agents`) | ask | allow | allow |
-//! | Edit outside the roots, in a protected dir, with no path, or sandbox read-only | ask | ask | deny |
+//! | Edit inside the writable roots (workspace-write; not protected) | ask | allow | allow |
+//! | Edit of a protected path (`protect::Guard`; any sandbox mode but danger-full-access) | ask | ask | deny |
+//! | Edit outside the roots, with no path, or sandbox read-only | ask | ask | deny |
 //! | Edit under danger-full-access | ask | allow | allow |
 //! | Exec Safe | allow | allow | allow |
 //! | Exec Normal (sandbox active, or danger-full-access) | ask | allow | allow |
@@ -33,6 +36,13 @@
 //! | Exec Dangerous, or naming a hidden path (`cat ~/.ssh/id_rsa`) | ask | ask | deny |
 //! | Network | ask | ask | allow |
 //! | Other | ask | ask | allow |
+//!
+//! Protected paths (`protect`): `.git` (and the git dir a `.git` file points to, and the
+//! `core.hooksPath` directory), `.codecoder`, `.agents`, `.claude/settings*.json` and `.mcp.json`
+//! anywhere below a writable root, and codecoder's home (`Policy::protected_paths`). An edit of
+//! one is never silent: it is asked (denied under `never`) whatever a hook or a project rule
+//! allows; only a user `edit(PATTERN)` allow rule, a "for this session" answer or bypass lets it
+//! through without asking.
 //!
 //! Reads and edits under a hidden path (`Policy::hidden_paths`: the sandbox crate's default list
 //! plus what the caller adds) are
@@ -50,6 +60,7 @@ pub mod command;
 mod error;
 pub mod mode;
 mod paths;
+pub mod protect;
 pub mod rules;
 
 pub use chain::{
@@ -59,4 +70,5 @@ pub use command::{Classification, CommandContext, Part, Severity, classify};
 pub use error::{Error, Result, RuleError, RuleProblem};
 pub use mode::{ApprovalMode, Modes, SandboxMode};
 pub use paths::{normalize_lexically, resolve};
+pub use protect::{Guard, Protection};
 pub use rules::{Call, Rule, RuleList, RuleOrigin, RuleSet, Subject};

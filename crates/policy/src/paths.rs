@@ -7,8 +7,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-/// The directories inside a writable root that stay read-only.
-pub(crate) const PROTECTED_DIRS: &[&str] = &[".git", ".codecoder", ".agents"];
+use crate::protect::{Guard, Protection};
 
 /// Removes `.` and resolves `..` without touching the file system; `..` at the root stays at
 /// the root.
@@ -71,51 +70,47 @@ pub(crate) fn expand_home(text: &str, home: Option<&Path>) -> Option<PathBuf> {
 /// Where a path stands relative to the writable roots.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Placement {
-    /// Inside a writable root and outside its protected directories.
+    /// Inside a writable root and not protected.
     Writable,
-    /// Inside a protected directory (`.git`, `.codecoder`, `.agents`) of a writable root.
-    Protected(PathBuf),
+    /// Protected ([`crate::protect::Guard::check`]), inside a root or not.
+    Protected(Box<Protection>),
     /// Outside every writable root.
     Outside,
 }
 
-/// Resolved writable roots.
+/// Resolved writable roots and their guard.
 #[derive(Debug, Clone)]
 pub(crate) struct Roots {
-    roots: Vec<PathBuf>,
+    guard: Guard,
 }
 
 impl Roots {
-    /// Resolves `roots` (relative ones against `cwd`).
-    pub(crate) fn new(roots: &[PathBuf], cwd: &Path) -> Self {
-        Self { roots: roots.iter().map(|root| resolve(root, cwd)).collect() }
+    /// Resolves `roots` (relative ones against `cwd`); `extra` are protected wherever they are.
+    pub(crate) fn new(roots: &[PathBuf], cwd: &Path, extra: &[PathBuf]) -> Self {
+        Self { guard: Guard::new(roots, cwd, extra) }
     }
 
     /// The resolved roots.
     pub(crate) fn roots(&self) -> &[PathBuf] {
-        &self.roots
+        self.guard.roots()
     }
 
-    /// Where an already resolved `path` stands.
+    /// Where an already resolved `path` stands: protected first (a root that contains another
+    /// root does not make the inner root's protected paths writable), then inside a root.
     pub(crate) fn place(&self, path: &Path) -> Placement {
-        let mut placement = Placement::Outside;
-        for root in &self.roots {
-            let Ok(rest) = path.strip_prefix(root) else { continue };
-            let first = rest.components().next();
-            let protected = PROTECTED_DIRS.iter().find(|dir| {
-                matches!(first, Some(Component::Normal(name)) if name == std::ffi::OsStr::new(dir))
-            });
-            match protected {
-                Some(dir) => placement = Placement::Protected(root.join(dir)),
-                None => return Placement::Writable,
-            }
+        if let Some(protection) = self.guard.check(path) {
+            return Placement::Protected(Box::new(protection));
         }
-        placement
+        if self.roots().iter().any(|root| path.starts_with(root)) {
+            Placement::Writable
+        } else {
+            Placement::Outside
+        }
     }
 
     /// True when `path` is a root or an ancestor of one.
     pub(crate) fn is_root_or_ancestor(&self, path: &Path) -> bool {
-        self.roots.iter().any(|root| root.starts_with(path))
+        self.roots().iter().any(|root| root.starts_with(path))
     }
 }
 

@@ -95,6 +95,12 @@ impl Rule {
     pub fn text(&self) -> &str {
         &self.text
     }
+
+    /// True for an `edit(PATTERN)` rule: one that names the paths it covers (only such a user
+    /// rule lifts the protection of `.git` and the like; a bare `edit` or a tool name does not).
+    pub(crate) fn names_edit_paths(&self) -> bool {
+        matches!(self.matcher, Matcher::Edit(Some(_)))
+    }
 }
 
 #[derive(Debug, Clone)]

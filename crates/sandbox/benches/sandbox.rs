@@ -58,6 +58,7 @@ fn main() {
         access: FsAccess::WorkspaceWrite,
         writable_roots: vec![workspace.clone(), PathBuf::from("/tmp")],
         network: false,
+        protected_paths: Vec::new(),
         hidden_paths: default_hidden_paths(&home, &[]),
     };
     for note in probe(BackendPreference::Auto).notes {

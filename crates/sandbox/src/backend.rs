@@ -228,9 +228,9 @@ fn probe_landlock(notes: &mut Vec<String>) -> bool {
             let userns = fs_err::read_to_string("/proc/sys/kernel/unprivileged_userns_clone")
                 .map_or(true, |text| text.trim() != "0");
             notes.push(if root || userns {
-                "landlock: .git and .codecoder are protected with read-only bind mounts in a private mount namespace".into()
+                "landlock: the protected paths (.git, .codecoder, …) are read-only bind mounts in a private mount namespace".into()
             } else {
-                "landlock: user namespaces are off: .git and .codecoder are protected by path grants (no new entries directly inside a writable root)".into()
+                "landlock: user namespaces are off: the protected paths (.git, .codecoder, …) are left out of the path grants (no new entries directly inside a writable root)".into()
             });
             true
         }

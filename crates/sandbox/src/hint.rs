@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::policy::{FsAccess, PROTECTED_NAMES, SandboxPolicy};
+use crate::policy::SandboxPolicy;
 
 const NETWORK_MESSAGES: [&str; 7] = [
     "Network is unreachable",
@@ -54,10 +54,11 @@ fn line_hint(line: &str, policy: &SandboxPolicy) -> Option<String> {
                 path.display()
             ));
         }
-        if is_protected(&path, policy) {
+        if let Some(protection) = policy.protection(&path) {
             return Some(format!(
-                "writing {} was blocked by the sandbox (.git, .codecoder and .agents stay read-only)",
-                path.display()
+                "writing {} was blocked by the sandbox (it is protected: {})",
+                path.display(),
+                protection.rule_text()
             ));
         }
         if !policy.allows_write(&path) {
@@ -99,17 +100,6 @@ fn path_in(line: &str) -> Option<PathBuf> {
 fn is_hidden(path: &Path, policy: &SandboxPolicy) -> bool {
     policy.hidden_paths.iter().any(|hidden| path.starts_with(hidden))
         || policy.existing_hidden_paths().iter().any(|hidden| path.starts_with(hidden))
-}
-
-fn is_protected(path: &Path, policy: &SandboxPolicy) -> bool {
-    if policy.access != FsAccess::WorkspaceWrite {
-        return false;
-    }
-    let by_name = policy
-        .writable_roots
-        .iter()
-        .any(|root| PROTECTED_NAMES.iter().any(|name| path.starts_with(root.join(name))));
-    by_name || policy.protected_subpaths().iter().any(|protected| path.starts_with(protected))
 }
 
 #[cfg(test)]

@@ -26,6 +26,13 @@
 //! inside; under Landlock the stage execs the command in place, keeping its pid and group.
 //! Secrets stay unreadable under every backend: the policy's hidden paths (credential stores)
 //! are masked (bubblewrap) or left out of the read grants (Landlock, Seatbelt).
+//!
+//! Environment: a child inherits the spawner's environment unless [`SpawnConfig::environment`]
+//! gives one exactly (the command environment policy, `env_policy.rs`, which drops API keys and
+//! tokens); then nothing else is inherited, and the spec's variables and the sandbox's own
+//! (`CODECODER_SANDBOX`, …) go on top. The wrappers pass it through unchanged: bubblewrap and
+//! the stage keep the environment they were started with (the stage is recognised by its
+//! argument, not by a variable).
 
 use std::ffi::OsString;
 use std::io::{self, Read};
@@ -42,14 +49,19 @@ use nix::unistd::Pid;
 
 pub use crate::backend::{Backend, BackendPreference, Probe, Sandbox, probe};
 pub use crate::collect::{Collected, output};
+pub use crate::env_policy::{
+    CORE_VARIABLES, CommandEnvironment, DEFAULT_EXCLUDES, EnvPolicy, Environment, Inherit,
+    command_environment,
+};
 pub use crate::hint::denial_hint;
-pub use crate::policy::{FsAccess, PROTECTED_NAMES, SandboxPolicy, default_hidden_paths};
+pub use crate::policy::{FsAccess, SandboxPolicy, default_hidden_paths};
 pub use crate::seatbelt::seatbelt_profile;
 pub use crate::stage::{STAGE_MARKER, run_stage_if_requested};
 
 mod backend;
 mod collect;
 pub mod env;
+mod env_policy;
 mod hint;
 mod policy;
 mod seatbelt;
@@ -102,7 +114,8 @@ pub struct CommandSpec {
     pub args: Vec<OsString>,
     /// The working directory; the agent's own when `None`.
     pub cwd: Option<PathBuf>,
-    /// Variables set on top of the inherited environment.
+    /// Variables set on top of the environment the spawn starts from
+    /// ([`SpawnConfig::environment`]).
     pub env: Vec<(OsString, OsString)>,
     /// Bytes written to the child's stdin (by a thread of its own), which is then closed.
     /// `None`: stdin is `/dev/null`.
@@ -136,15 +149,21 @@ pub struct SpawnConfig {
     pub output_capacity: usize,
     /// The OS confinement.
     pub confinement: Confinement,
+    /// The environment the child starts from: the spawner's own, or exactly a computed one
+    /// (the command environment policy's, [`command_environment`]). The spec's variables and
+    /// the sandbox's own go on top of it.
+    pub environment: Environment,
 }
 
 impl SpawnConfig {
-    /// Two seconds of grace, 64 chunks of output buffered, unconfined.
+    /// Two seconds of grace, 64 chunks of output buffered, unconfined, the spawner's
+    /// environment.
     pub fn standard() -> Self {
         Self {
             kill_grace: Duration::from_secs(2),
             output_capacity: 64,
             confinement: Confinement::Unconfined,
+            environment: Environment::Inherited,
         }
     }
 }
@@ -207,6 +226,13 @@ pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }
+    // A computed environment replaces the inherited one whole. Under a sandbox it passes
+    // through the wrapper untouched: bubblewrap and the stage hand their environment to the
+    // command.
+    if let Environment::Exactly(vars) = &config.environment {
+        command.env_clear();
+        command.envs(vars.iter().map(|(key, value)| (key, value)));
+    }
     // The sandbox's own variables go last, so a spec cannot pretend to be unconfined.
     for (key, value) in spec.env.iter().chain(&sandbox_env) {
         command.env(key, value);
@@ -267,6 +293,16 @@ pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
         handle.readers.push(spawn_reader(pid, Stream::Stderr, stderr, output_tx)?);
     }
     Ok(handle)
+}
+
+/// Makes this process's environment and memory unreadable to the other processes of its user
+/// (`PR_SET_DUMPABLE` 0, as codex's process hardening does): a command run without a sandbox
+/// cannot read the agent's API keys from `/proc/<agent pid>/environ` or attach to it. A child
+/// is dumpable again once it execs. It also means no core dumps. A no-op off Linux.
+pub fn protect_process() -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    nix::sys::prctl::set_dumpable(false).map_err(io::Error::from)?;
+    Ok(())
 }
 
 /// The pids of live (not zombie) processes whose process group is `pgid`, read from `/proc`.

@@ -1,5 +1,6 @@
 //! What a confined command may touch: the `SandboxPolicy` the backends enforce, the protected
-//! subpaths computed inside each writable root, and the default list of hidden credential stores.
+//! subpaths inside the writable roots (from `codecoder_policy::protect::Guard`, the one list the
+//! approval chain and the file tools use too), and the default list of hidden credential stores.
 //!
 //! Invariants:
 //! - Paths handed to a backend are absolute and canonical (symlinks resolved), so a backend never
@@ -9,13 +10,16 @@
 
 use std::path::{Path, PathBuf};
 
+use codecoder_policy::{Guard, Protection};
+
 /// How much of the file system a confined command may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FsAccess {
     /// Read everything (except hidden paths), write nothing.
     ReadOnly,
     /// Read everything (except hidden paths), write only inside the writable roots, minus their
-    /// protected subpaths (`.git`, `.codecoder`, `.agents`).
+    /// protected subpaths ([`Guard`]: `.git`, `.codecoder`, `.agents`, `.mcp.json`,
+    /// `.claude/settings*.json`, git dirs and hooks paths, codecoder's home).
     WorkspaceWrite,
     /// Read and write everything (except hidden paths, which stay unreadable).
     FullAccess,
@@ -33,10 +37,10 @@ pub struct SandboxPolicy {
     pub network: bool,
     /// Paths that no command may read (credential stores); see [`default_hidden_paths`].
     pub hidden_paths: Vec<PathBuf>,
+    /// Paths that stay read-only wherever they are (codecoder's home), besides the protected
+    /// names inside the roots.
+    pub protected_paths: Vec<PathBuf>,
 }
-
-/// The names that stay read-only inside every writable root.
-pub const PROTECTED_NAMES: [&str; 3] = [".git", ".codecoder", ".agents"];
 
 impl SandboxPolicy {
     /// The writable roots that exist, canonical, without duplicates. Empty unless `access` is
@@ -48,31 +52,25 @@ impl SandboxPolicy {
         }
     }
 
-    /// The read-only subpaths inside the writable roots that exist today: `.git` (and, when
-    /// `.git` is a `gitdir:` pointer file, the directory it names and that directory's common
-    /// dir), `.codecoder` and `.agents`, canonical. Only paths inside a writable root are listed:
-    /// anything else is read-only already.
-    pub fn protected_subpaths(&self) -> Vec<PathBuf> {
-        let roots = self.existing_writable_roots();
-        let mut protected = Vec::new();
-        for root in &roots {
-            for name in PROTECTED_NAMES {
-                let path = root.join(name);
-                let Ok(meta) = fs_err::symlink_metadata(&path) else { continue };
-                if name == ".git" && meta.is_file() {
-                    for gitdir in resolve_gitdir(root, &path) {
-                        protected.push(gitdir);
-                    }
-                }
-                if let Ok(canonical) = fs_err::canonicalize(&path) {
-                    protected.push(canonical);
-                }
+    /// The guard of the writable roots (empty unless `access` is `WorkspaceWrite`), computed from
+    /// the file system now.
+    pub fn guard(&self) -> Guard {
+        match self.access {
+            FsAccess::WorkspaceWrite => {
+                Guard::new(&self.writable_roots, Path::new("/"), &self.protected_paths)
             }
+            FsAccess::ReadOnly | FsAccess::FullAccess => Guard::default(),
         }
-        protected.retain(|path| roots.iter().any(|root| path.starts_with(root)));
-        protected.sort();
-        protected.dedup();
-        protected
+    }
+
+    /// The read-only subpaths inside the writable roots that exist today ([`Guard::existing`]):
+    /// `.git` (and, when `.git` is a `gitdir:` pointer file, the directory it names and that
+    /// directory's common dir), `.codecoder`, `.agents`, `.mcp.json`, `.claude/settings*.json`,
+    /// the `core.hooksPath` directory and the `protected_paths`, canonical. Only paths inside a
+    /// writable root are listed: anything else is read-only already. A protected name that does
+    /// not exist yet is not listed (bubblewrap and Landlock need an existing path to re-bind).
+    pub fn protected_subpaths(&self) -> Vec<PathBuf> {
+        self.guard().existing()
     }
 
     /// The hidden paths that exist, canonical, without duplicates.
@@ -86,14 +84,21 @@ impl SandboxPolicy {
             FsAccess::FullAccess => true,
             FsAccess::ReadOnly => false,
             FsAccess::WorkspaceWrite => {
-                let inside_root = self.writable_roots.iter().any(|root| path.starts_with(root))
-                    || self.existing_writable_roots().iter().any(|root| path.starts_with(root));
-                let protected = self.writable_roots.iter().any(|root| {
-                    PROTECTED_NAMES.iter().any(|name| path.starts_with(root.join(name)))
-                }) || self.protected_subpaths().iter().any(|p| path.starts_with(p));
-                inside_root && !protected
+                let resolved = codecoder_policy::resolve(path, Path::new("/"));
+                let guard = self.guard();
+                let inside_root = guard.roots().iter().any(|root| resolved.starts_with(root))
+                    || self.writable_roots.iter().any(|root| path.starts_with(root));
+                inside_root && self.protection(path).is_none()
             }
         }
+    }
+
+    /// Why writing `path` (absolute) is protected under this policy, if it is.
+    pub fn protection(&self, path: &Path) -> Option<Protection> {
+        if self.access != FsAccess::WorkspaceWrite {
+            return None;
+        }
+        self.guard().check(&codecoder_policy::resolve(path, Path::new("/")))
     }
 }
 
@@ -125,22 +130,5 @@ fn canonical_existing(paths: &[PathBuf]) -> Vec<PathBuf> {
         paths.iter().filter_map(|path| fs_err::canonicalize(path).ok()).collect();
     out.sort();
     out.dedup();
-    out
-}
-
-/// The directories a `.git` pointer file leads to: the `gitdir:` it names and, when that
-/// directory has a `commondir` file (a linked worktree), the common dir where hooks live.
-fn resolve_gitdir(root: &Path, dot_git: &Path) -> Vec<PathBuf> {
-    let Ok(text) = fs_err::read_to_string(dot_git) else { return Vec::new() };
-    let Some(target) = text.lines().find_map(|line| line.strip_prefix("gitdir:")) else {
-        return Vec::new();
-    };
-    let Ok(gitdir) = fs_err::canonicalize(root.join(target.trim())) else { return Vec::new() };
-    let mut out = vec![gitdir.clone()];
-    if let Ok(common) = fs_err::read_to_string(gitdir.join("commondir"))
-        && let Ok(common) = fs_err::canonicalize(gitdir.join(common.trim()))
-    {
-        out.push(common);
-    }
     out
 }

@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::policy::{FsAccess, PROTECTED_NAMES, SandboxPolicy};
+use crate::policy::{FsAccess, SandboxPolicy};
 
 /// The SBPL profile that confines a command under `policy` (for `sandbox-exec -p`).
 pub fn seatbelt_profile(policy: &SandboxPolicy) -> String {
@@ -42,10 +42,10 @@ pub fn seatbelt_profile(policy: &SandboxPolicy) -> String {
         FsAccess::ReadOnly => Vec::new(),
         FsAccess::FullAccess => vec![PathBuf::from("/")],
         FsAccess::WorkspaceWrite => {
+            // Seatbelt can deny paths that do not exist yet: the names directly in each root
+            // whether or not they exist, plus what exists.
             let roots = with_canonical(&policy.writable_roots);
-            for root in &roots {
-                excluded.extend(PROTECTED_NAMES.iter().map(|name| root.join(name)));
-            }
+            excluded.extend(policy.guard().literal());
             excluded.extend(policy.protected_subpaths());
             roots
         }

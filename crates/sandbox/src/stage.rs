@@ -6,7 +6,8 @@
 //! Under bubblewrap (only when the filter could not be handed to bwrap on a pipe) the stage runs
 //! inside the namespaces bwrap made and only sets
 //! `PR_SET_NO_NEW_PRIVS` and installs the seccomp filter. Under the Landlock backend it also:
-//! 1. makes the protected subpaths (`.git`, `.codecoder`, `.agents`) read-only with bind mounts in
+//! 1. makes the protected subpaths (`SandboxPolicy::protected_subpaths`: the policy crate's guard,
+//!    `.git`, `.codecoder`, `.agents`, `.mcp.json`, … that exist) read-only with bind mounts in
 //!    a private mount namespace (`unshare(CLONE_NEWNS)`, plus `CLONE_NEWUSER` when not root) —
 //!    Landlock only grants, it cannot take `.git` back out of a writable root;
 //! 2. when namespaces are refused, falls back to path grants instead: each writable root is

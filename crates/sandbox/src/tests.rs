@@ -123,3 +123,46 @@ fn a_child_that_ignores_its_stdin_does_not_hang_the_writer() {
     let outcome = child.wait(&cancel, &mut |_| {}).unwrap();
     assert!(matches!(outcome, Outcome::Exited(status) if status.success()));
 }
+
+#[test]
+fn an_exact_environment_replaces_the_inherited_one() {
+    let base: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+        vec![("FROM_POLICY".into(), "1".into()), ("SHADOWED".into(), "policy".into())];
+    // No PATH in the environment: the program is found on the system's default path.
+    let mut spec = CommandSpec::new("env", Vec::<String>::new());
+    spec.env = vec![("SHADOWED".into(), "spec".into())];
+    let config = SpawnConfig {
+        environment: crate::Environment::Exactly(base.into()),
+        ..SpawnConfig::standard()
+    };
+    let mut child = spawn(&spec, &config).unwrap();
+    let (_keep, cancel) = no_cancel();
+    let mut stdout = Vec::new();
+    let outcome = child
+        .wait(&cancel, &mut |chunk| {
+            if chunk.stream == Stream::Stdout {
+                stdout.extend_from_slice(&chunk.bytes);
+            }
+        })
+        .unwrap();
+    assert!(matches!(outcome, Outcome::Exited(status) if status.success()));
+    let mut lines: Vec<String> =
+        String::from_utf8(stdout).unwrap().lines().map(str::to_owned).collect();
+    lines.sort();
+    assert_eq!(lines, ["FROM_POLICY=1", "SHADOWED=spec"]);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_protected_process_is_not_dumpable() {
+    crate::protect_process().unwrap();
+    assert!(!nix::sys::prctl::get_dumpable().unwrap());
+    // Children still start, and the group reaper still reads their /proc entries.
+    let spec = CommandSpec::new("sh", ["-c", "cat /proc/self/stat >/dev/null && echo ok"]);
+    let mut child = spawn(&spec, &SpawnConfig::standard()).unwrap();
+    let (_keep, cancel) = no_cancel();
+    let mut stdout = Vec::new();
+    let outcome = child.wait(&cancel, &mut |chunk| stdout.extend_from_slice(&chunk.bytes)).unwrap();
+    assert!(matches!(outcome, Outcome::Exited(status) if status.success()));
+    assert_eq!(stdout, b"ok\n");
+}

@@ -31,7 +31,14 @@ impl Fixture {
     fn new() -> Self {
         let base = tempfile::tempdir().unwrap();
         let fixture = Fixture { base };
-        for dir in ["ws/.git/hooks", "ws/src", "scratch", "beside", "home/.ssh", "home/.aws"] {
+        for dir in [
+            "ws/.git/hooks",
+            "ws/src",
+            "scratch/repo/.git/hooks",
+            "beside",
+            "home/.ssh",
+            "home/.aws",
+        ] {
             fs_err::create_dir_all(fixture.path(dir)).unwrap();
         }
         fs_err::create_dir_all(fixture.path("secret")).unwrap();
@@ -52,8 +59,10 @@ impl Fixture {
     fn policy(&self) -> SandboxPolicy {
         SandboxPolicy {
             access: FsAccess::WorkspaceWrite,
-            writable_roots: vec![self.path("ws"), self.path("scratch")],
+            // `scratch/repo` is a root inside another root, as a workspace under `/tmp` is.
+            writable_roots: vec![self.path("ws"), self.path("scratch"), self.path("scratch/repo")],
             network: false,
+            protected_paths: Vec::new(),
             hidden_paths: default_hidden_paths(&self.path("home"), &[self.path("secret")]),
         }
     }
@@ -152,6 +161,11 @@ fn attempts(fixture: &Fixture, confinement: &Confinement, include_etc: bool) -> 
         "write .git/hooks",
         "echo 'echo pwned' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit".to_owned(),
         fixture.path("ws/.git/hooks/pre-commit"),
+    );
+    write_attempt(
+        "write .git/hooks of a root inside another root",
+        format!("echo x > {}", fixture.path("scratch/repo/.git/hooks/pre-commit").display()),
+        fixture.path("scratch/repo/.git/hooks/pre-commit"),
     );
 
     for (name, relative, secret) in [
@@ -321,7 +335,7 @@ fn the_same_attempts_succeed_unconfined() {
         })
         .collect();
     assert!(blocked.is_empty(), "these controls failed unconfined: {blocked:#?}");
-    assert_eq!(results.len(), 13);
+    assert_eq!(results.len(), 14);
 }
 
 /// Ordinary work still works under each backend: the workspace and scratch are writable, the

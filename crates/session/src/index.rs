@@ -206,6 +206,23 @@ fn fallback(path: &Path, err: &rusqlite::Error) -> Result<(Connection, bool, Str
 
 /// Opens the index file, switching it to WAL and creating or migrating its table.
 fn open_file(path: &Path) -> rusqlite::Result<Connection> {
+    // Switching a fresh file to WAL needs it to itself, and SQLite answers "busy" at once
+    // rather than through the busy handler while another process is creating the same file:
+    // try again within the busy timeout.
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match open_file_once(path) {
+            Err(err) if is_busy(&err) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(
+                    5 + u64::from(std::process::id() % 20),
+                ));
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
+fn open_file_once(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     // Stored in the file: set once, a no-op afterwards. It also reads the header, so a file that
@@ -213,6 +230,13 @@ fn open_file(path: &Path) -> rusqlite::Result<Connection> {
     let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
     init_schema(&conn)?;
     Ok(conn)
+}
+
+fn is_busy(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// Removes the index file (and its WAL companions) and opens a new one.

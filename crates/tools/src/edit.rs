@@ -2,7 +2,8 @@
 //!
 //! Invariants:
 //! - Only paths below a writable root are written (`path::resolve_writable`), through symlinks
-//!   to their real target.
+//!   to their real target, resolved as the approval chain resolved the call's key; a symlink that
+//!   leads into a protected path (`.git`, …) is refused.
 //! - A file is replaced atomically (temporary file in the same directory, then rename) and keeps
 //!   its permission bits.
 //! - Line endings are kept: when a file uses CRLF and the model's text uses bare LF, the text is

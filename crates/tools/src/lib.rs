@@ -50,6 +50,11 @@ pub struct ToolsConfig {
     /// Mutating tools (`write_file`, `edit`) refuse paths outside these directories (after
     /// symlinks are resolved). Pass `/` to allow writes anywhere.
     pub writable_roots: Vec<PathBuf>,
+    /// The writers' guard (`codecoder_policy::Guard` over `writable_roots` plus these paths,
+    /// protected wherever they are: codecoder's home): a write whose real path is protected
+    /// only through a symlink is refused. `None` turns the guard off (bypass,
+    /// danger-full-access). Default: on, with no extra paths.
+    pub protected_paths: Option<Vec<PathBuf>>,
     /// The shell `run_command` runs commands with: `SHELL SHELL_ARGS… COMMAND`. Default `bash`.
     pub shell: PathBuf,
     /// The arguments before the command. Default `["-lc"]` (a login shell, so the person's
@@ -89,6 +94,9 @@ pub struct ToolsConfig {
     pub web_timeout: Duration,
     /// The OS sandbox `run_command` and background jobs run in. Default `Unconfined`.
     pub confinement: codecoder_sandbox::Confinement,
+    /// The environment `run_command` and background jobs start from (the call's `env` goes on
+    /// top). Default `Inherited`; the product passes the command environment policy's result.
+    pub environment: codecoder_sandbox::Environment,
     /// What happens when a sandboxed command fails in a way that looks like the sandbox's
     /// doing. Default `Never` (the failure goes back to the model with the reason). Shared: a
     /// change of approval mode mid-session reaches the tools already registered.
@@ -136,6 +144,7 @@ impl ToolsConfig {
         Self {
             cwd: cwd.into(),
             writable_roots,
+            protected_paths: Some(Vec::new()),
             shell: PathBuf::from("bash"),
             shell_args: vec!["-lc".to_owned()],
             default_timeout: Duration::from_secs(120),
@@ -153,6 +162,7 @@ impl ToolsConfig {
             web_max_bytes: 1024 * 1024,
             web_timeout: Duration::from_secs(30),
             confinement: codecoder_sandbox::Confinement::Unconfined,
+            environment: codecoder_sandbox::Environment::Inherited,
             escalation: EscalationSetting::new(Escalation::Never),
         }
     }

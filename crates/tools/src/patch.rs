@@ -1,7 +1,9 @@
 //! `apply_patch {input}`: codex's patch format (the `codecoder-apply-patch` crate), as a tool.
 //!
-//! Every path the patch touches (and every move destination) is checked against the writable
-//! roots before anything is written, so a patch either starts inside the roots or not at all.
+//! Every path the patch touches (and every move destination) is a permission key (`edit:PATH`,
+//! so the approval chain sees each one) and is checked against the writable roots and the
+//! symlink guard (`path::resolve_writable`) before anything is written, so a patch either starts
+//! inside the roots or not at all.
 //! Invariant: a patch that does not parse changes nothing and comes back as an error output
 //! with the parser's line-numbered message; a patch that fails midway says which files it had
 //! already changed (the format is not atomic).
@@ -26,8 +28,21 @@ struct PatchArgs {
     input: String,
 }
 
-/// The files a patch names, as written in it.
+/// The files a patch writes, as written in it: every added, deleted and updated file and every
+/// move destination, taken from the parser itself so that the permission keys name exactly
+/// what `apply` writes. A patch that does not parse writes nothing; its `***` lines are listed
+/// anyway, for the summary and the keys.
 fn patch_paths(input: &str) -> Vec<String> {
+    if let Ok(patch) = codecoder_apply_patch::parse(input) {
+        let mut paths = Vec::new();
+        for hunk in patch.hunks() {
+            paths.push(hunk.path().to_string_lossy().into_owned());
+            if let Hunk::Update { move_to: Some(to), .. } = hunk {
+                paths.push(to.to_string_lossy().into_owned());
+            }
+        }
+        return paths;
+    }
     let mut paths = Vec::new();
     for line in input.lines() {
         let line = line.trim();

@@ -475,6 +475,7 @@ fn spawn_confined(
     let spawn_config = SpawnConfig {
         kill_grace: config.kill_grace,
         confinement: confinement.clone(),
+        environment: config.environment.clone(),
         ..SpawnConfig::standard()
     };
     codecoder_sandbox::spawn(spec, &spawn_config).map_err(|err| failed(err.to_string()))

@@ -3,8 +3,10 @@
 // Tests run the real binary (std::process::Command), use std::fs freely, and unwrap in helpers.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
+mod command_env;
 mod config;
 mod exec;
+mod guard;
 mod hooks;
 mod lock;
 mod replay;

@@ -117,9 +117,9 @@ pub struct Classification {
 /// Classifies a shell command line.
 pub fn classify(command: &str, ctx: &CommandContext) -> Classification {
     let roots = if ctx.writable_roots.is_empty() {
-        Roots::new(std::slice::from_ref(&ctx.cwd), &ctx.cwd)
+        Roots::new(std::slice::from_ref(&ctx.cwd), &ctx.cwd, &[])
     } else {
-        Roots::new(&ctx.writable_roots, &ctx.cwd)
+        Roots::new(&ctx.writable_roots, &ctx.cwd, &[])
     };
     let mut judge = Judge {
         ctx,
@@ -658,10 +658,14 @@ impl Judge<'_> {
             }
         }
         match self.roots.place(&resolved) {
-            crate::paths::Placement::Protected(dir) => Some(format!(
-                "deletes inside `{}`, which holds history or agent state that cannot be recovered",
-                dir.display()
-            )),
+            crate::paths::Placement::Protected(protection) => Some(match protection.rule {
+                crate::protect::Rule::Dir { .. } | crate::protect::Rule::GitDir { .. } => format!(
+                    "deletes inside `{}`, which holds history or agent state that cannot be \
+                     recovered",
+                    protection.protected.display()
+                ),
+                _ => format!("deletes a protected path: {}", protection.rule_text()),
+            }),
             crate::paths::Placement::Outside
                 if !glob || !self.roots.roots().contains(&resolved) =>
             {
@@ -710,7 +714,7 @@ impl Judge<'_> {
             return None;
         }
         let glob = globset::Glob::new(component).ok()?.compile_matcher();
-        crate::paths::PROTECTED_DIRS
+        crate::protect::PROTECTED_DIRS
             .iter()
             .find(|name| glob.is_match(name))
             .map(|name| directory.join(name))

@@ -38,18 +38,17 @@ fn home_expansion() {
 
 #[test]
 fn placement_in_roots() {
-    let roots = Roots::new(&[PathBuf::from("/w"), PathBuf::from("/t")], Path::new("/"));
+    let roots = Roots::new(&[PathBuf::from("/w"), PathBuf::from("/t")], Path::new("/"), &[]);
+    let protected = |path: &str| match roots.place(Path::new(path)) {
+        Placement::Protected(protection) => Some(protection.protected),
+        _ => None,
+    };
     assert_eq!(roots.place(Path::new("/w/src/a.rs")), Placement::Writable);
     assert_eq!(roots.place(Path::new("/t")), Placement::Writable);
-    assert_eq!(
-        roots.place(Path::new("/w/.git/config")),
-        Placement::Protected(PathBuf::from("/w/.git"))
-    );
-    assert_eq!(
-        roots.place(Path::new("/w/.agents")),
-        Placement::Protected(PathBuf::from("/w/.agents"))
-    );
-    assert_eq!(roots.place(Path::new("/w/src/.git/x")), Placement::Writable);
+    assert_eq!(protected("/w/.git/config"), Some(PathBuf::from("/w/.git")));
+    assert_eq!(protected("/w/.agents"), Some(PathBuf::from("/w/.agents")));
+    // A nested repository's `.git` is protected too.
+    assert_eq!(protected("/w/src/.git/x"), Some(PathBuf::from("/w/src/.git")));
     assert_eq!(roots.place(Path::new("/wx/a")), Placement::Outside);
     assert!(roots.is_root_or_ancestor(Path::new("/")));
     assert!(!roots.is_root_or_ancestor(Path::new("/w/src")));

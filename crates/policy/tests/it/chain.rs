@@ -26,6 +26,7 @@ fn policy(workspace: &Workspace, sandbox: SandboxMode, approval: ApprovalMode) -
         writable_roots: vec![workspace.ws.clone(), workspace.tmp.clone()],
         hidden_paths: hidden_paths(&workspace.home),
         home: Some(workspace.home.clone()),
+        protected_paths: Vec::new(),
         project_rules: RuleSet::empty(RuleOrigin::Project { root: workspace.ws.clone() }),
         user_rules: RuleSet::empty(RuleOrigin::User),
     }
@@ -546,4 +547,75 @@ fn modes_parse_print_and_serialize_with_the_cli_spellings() {
             bypass: true
         }
     );
+}
+
+#[test]
+fn protected_writes_are_never_silent() {
+    let workspace = Workspace::new();
+    // The workspace under another writable root, as with a workspace under `/tmp`.
+    let nested = workspace.tmp.join("ws");
+    fs_err::create_dir_all(nested.join(".git/hooks")).expect("mkdir");
+    fs_err::create_dir_all(nested.join("src")).expect("mkdir");
+    let mut base = policy(&workspace, SandboxMode::WorkspaceWrite, ApprovalMode::OnRequest);
+    base.cwd = nested.clone();
+    base.writable_roots = vec![nested.clone(), workspace.tmp.clone()];
+    base.protected_paths = vec![workspace.home.join(".codecoder")];
+    let codecoder_home = format!("edit:{}/.codecoder/config.toml", workspace.home.display());
+    for key in [
+        "edit:.git/hooks/pre-commit",
+        "edit:.git/config",
+        "edit:.codecoder/config.toml",
+        "edit:.agents/x",
+        "edit:.claude/settings.json",
+        "edit:.mcp.json",
+        "edit:src/../.git/hooks/post-checkout",
+        &codecoder_home,
+    ] {
+        for (approval, expected) in
+            [(ApprovalMode::Untrusted, K), (ApprovalMode::OnRequest, K), (ApprovalMode::Never, D)]
+        {
+            let mut policy = base.clone();
+            policy.modes.approval = approval;
+            let decision = call(Kind::Edit, key).decide(&policy);
+            assert_eq!(decision.verdict, expected, "{key} ({approval}): {decision}");
+            assert!(matches!(decision.source, Source::Protected { .. }), "{key}: {decision}");
+            assert!(decision.reason.contains("is protected: `"), "{key}: {decision}");
+        }
+    }
+    let decision = call(Kind::Edit, "edit:.git/hooks/pre-commit").decide(&base);
+    let ws = nested.display();
+    assert_eq!(
+        decision.reason,
+        format!(
+            "`{ws}/.git/hooks/pre-commit` is protected: `.git` inside the writable root {ws} \
+             (files there run code later); a protected write is always asked (on-request)"
+        )
+    );
+    // An ordinary file next to them is not.
+    assert_eq!(call(Kind::Edit, "edit:src/lib.rs").decide(&base).verdict, A);
+    // One protected path among several makes the call protected (apply_patch).
+    let mut patch = call(Kind::Edit, "edit:src/lib.rs");
+    patch.keys.push("edit:.mcp.json".to_owned());
+    patch.tool = "apply_patch";
+    assert_eq!(patch.decide(&base).verdict, K);
+    // A symlink planted in the workspace does not get around it.
+    std::os::unix::fs::symlink(nested.join(".git/hooks"), nested.join("src/h")).expect("symlink");
+    assert_eq!(call(Kind::Edit, "edit:src/h/pre-push").decide(&base).verdict, K);
+
+    // A hook's allow or a project allow rule does not lift it; a user `edit(PATTERN)` allow
+    // rule, a session grant and bypass do.
+    let key = "edit:.git/hooks/pre-commit";
+    assert_eq!(call(Kind::Edit, key).hook(HookDecision::Allow, None).decide(&base).verdict, K);
+    let project = with_rules(base.clone(), [&["edit(.git/**)"], &[], &[]], [&[], &[], &[]]);
+    assert_eq!(call(Kind::Edit, key).decide(&project).verdict, K);
+    let bare = with_rules(base.clone(), [&[], &[], &[]], [&["edit"], &[], &[]]);
+    assert_eq!(call(Kind::Edit, key).decide(&bare).verdict, K);
+    let user = with_rules(base.clone(), [&[], &[], &[]], [&["edit(.git/hooks/**)"], &[], &[]]);
+    let decision = call(Kind::Edit, key).decide(&user);
+    assert_eq!(decision.verdict, A, "{decision}");
+    assert!(decision.reason.contains("lifts: "), "{decision}");
+    assert_eq!(call(Kind::Edit, key).granted().decide(&base).verdict, A);
+    let mut bypass = base.clone();
+    bypass.modes = Modes::BYPASS;
+    assert_eq!(call(Kind::Edit, key).decide(&bypass).verdict, A);
 }

@@ -29,6 +29,7 @@ impl Fixture {
             access: FsAccess::WorkspaceWrite,
             writable_roots: vec![self.path("ws"), self.path("missing-root")],
             network,
+            protected_paths: Vec::new(),
             hidden_paths: vec![
                 self.path("home/.ssh"),
                 self.path("home/.netrc"),

@@ -9,6 +9,7 @@ fn policy(network: bool) -> SandboxPolicy {
         access: FsAccess::WorkspaceWrite,
         writable_roots: vec![PathBuf::from("/work/ws"), PathBuf::from("/tmp")],
         network,
+        protected_paths: Vec::new(),
         hidden_paths: vec![PathBuf::from("/home/me/.ssh"), PathBuf::from("/home/me/.netrc")],
     }
 }
@@ -30,8 +31,17 @@ fn writes_into_protected_subpaths() {
     check(
         "sh: 1: cannot create /work/ws/.git/hooks/pre-commit: Read-only file system",
         Some(
-            "writing /work/ws/.git/hooks/pre-commit was blocked by the sandbox (.git, .codecoder \
-             and .agents stay read-only)",
+            "writing /work/ws/.git/hooks/pre-commit was blocked by the sandbox (it is protected: \
+             `.git` inside the writable root /work/ws (files there run code later))",
+        ),
+    );
+    // A workspace under another root (`/tmp`): its own names are protected, and new ones too.
+    check(
+        "touch: cannot touch '/tmp/ws/.mcp.json': Permission denied",
+        Some(
+            "writing /tmp/ws/.mcp.json was blocked by the sandbox (it is protected: \
+             `ws/.mcp.json` inside the writable root /tmp (the MCP servers it names are started \
+             later))",
         ),
     );
 }

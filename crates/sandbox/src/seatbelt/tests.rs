@@ -9,6 +9,7 @@ fn policy(access: FsAccess, network: bool) -> SandboxPolicy {
         access,
         writable_roots: vec![PathBuf::from("/nonexistent-ws"), PathBuf::from("/nonexistent-tmp")],
         network,
+        protected_paths: Vec::new(),
         hidden_paths: vec![
             PathBuf::from("/nonexistent-home/.ssh"),
             PathBuf::from("/nonexistent-home/.netrc"),
@@ -31,8 +32,11 @@ fn writes_only_the_roots_minus_protected_subpaths() {
     let profile = seatbelt_profile(&policy(FsAccess::WorkspaceWrite, false));
     let ws = "(allow file-write*\n  (require-all\n    (subpath \"/nonexistent-ws\")\n    \
               (require-not (subpath \"/nonexistent-ws/.agents\"))\n    \
+              (require-not (subpath \"/nonexistent-ws/.claude/settings.json\"))\n    \
+              (require-not (subpath \"/nonexistent-ws/.claude/settings.local.json\"))\n    \
               (require-not (subpath \"/nonexistent-ws/.codecoder\"))\n    \
-              (require-not (subpath \"/nonexistent-ws/.git\"))))\n";
+              (require-not (subpath \"/nonexistent-ws/.git\"))\n    \
+              (require-not (subpath \"/nonexistent-ws/.mcp.json\"))))\n";
     assert!(profile.contains(ws), "{profile}");
     assert!(profile.contains("(subpath \"/nonexistent-tmp\")"), "{profile}");
     assert_eq!(profile.matches("(allow file-write*").count(), 2, "{profile}");

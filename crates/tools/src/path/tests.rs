@@ -85,3 +85,44 @@ fn writable_root_given_relative_or_through_a_symlink() {
     assert!(resolve_writable(&config, "src/file.txt").is_ok());
     assert!(resolve_writable(&config, "file.txt").is_err());
 }
+
+#[test]
+fn a_symlink_into_a_protected_path_is_refused() {
+    let (_dir, _root, config) = setup();
+    let work = config.cwd.clone();
+    fs_err::create_dir_all(work.join(".git/hooks")).unwrap();
+    std::os::unix::fs::symlink(work.join(".git/hooks"), work.join("src/hooks")).unwrap();
+    std::os::unix::fs::symlink(work.join(".git"), work.join("innocent")).unwrap();
+    for raw in ["src/hooks/pre-commit", "innocent/config"] {
+        let err = resolve_writable(&config, raw).unwrap_err();
+        let ToolError::PermissionDenied { reason } = err else { panic!("{raw}: {err:?}") };
+        assert!(reason.contains("leads through a symlink to a protected path"), "{reason}");
+        assert!(reason.contains("`.git` inside the writable root"), "{reason}");
+    }
+    // The path as written is the chain's to decide (it asks): the tool writes it when approved.
+    assert_eq!(
+        resolve_writable(&config, ".git/hooks/pre-commit").unwrap(),
+        work.join(".git/hooks/pre-commit")
+    );
+    // Without the guard (bypass) the symlink is followed as before.
+    let mut off = config.clone();
+    off.protected_paths = None;
+    assert_eq!(
+        resolve_writable(&off, "src/hooks/pre-commit").unwrap(),
+        work.join(".git/hooks/pre-commit")
+    );
+}
+
+#[test]
+fn dot_dot_after_a_symlink_is_refused_when_the_readings_differ() {
+    let (_dir, root, config) = setup();
+    let work = config.cwd.clone();
+    fs_err::create_dir_all(work.join("deep/er")).unwrap();
+    std::os::unix::fs::symlink(work.join("deep/er"), work.join("src/link")).unwrap();
+    // The OS reads `src/link/../x` as `deep/x`; the lexical reading is `src/x`.
+    let err = resolve_writable(&config, "src/link/../x").unwrap_err();
+    assert!(matches!(err, ToolError::PermissionDenied { .. }), "{err:?}");
+    // Without a symlink before it, `..` is fine.
+    assert_eq!(resolve_writable(&config, "deep/er/../x").unwrap(), work.join("deep/x"));
+    let _ = root;
+}

@@ -156,4 +156,23 @@ fn permission_keys_name_what_a_call_touches() {
     assert_eq!(keys("grep", json!({ "pattern": "x", "path": "/etc" })), ["read:/etc"]);
     assert_eq!(keys("write_file", json!({ "path": "a.txt", "content": "" })), ["edit:a.txt"]);
     assert_eq!(keys("run_command", json!({ "command": "git status" })), ["shell:git status"]);
+    assert_eq!(
+        keys("edit", json!({ "path": ".mcp.json", "old_string": "a", "new_string": "b" })),
+        ["edit:.mcp.json"]
+    );
+}
+
+#[test]
+fn apply_patch_keys_name_every_file_the_parser_writes() {
+    let fixture = Fixture::new();
+    // Every kind of hunk and a move destination; the parser's leniency (no space after the
+    // colon, indented markers, a heredoc wrapper) must not hide a path from the keys.
+    let patch = "<<'EOF'\n*** Begin Patch\n*** Add File:.git/hooks/pre-commit\n+echo pwned\n  \
+                 *** Delete File: old.txt\n*** Update File: src/a.rs\n*** Move to:.mcp.json\n@@\n\
+                 -x\n+y\n*** End Patch\nEOF\n";
+    let keys = fixture.tool("apply_patch").permission_keys(&json!({ "input": patch }));
+    assert_eq!(
+        keys,
+        ["edit:.git/hooks/pre-commit", "edit:old.txt", "edit:src/a.rs", "edit:.mcp.json"]
+    );
 }

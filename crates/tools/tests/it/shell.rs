@@ -292,3 +292,30 @@ fn the_full_output_becomes_a_content_addressed_blob_when_a_store_is_given() {
     // The spill file itself was moved, not copied.
     assert_eq!(fs_err::read_dir(home.path().join("blobs/spill")).unwrap().count(), 0);
 }
+
+#[test]
+fn commands_and_jobs_start_from_exactly_the_configured_environment() {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let vars: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+        vec![("PATH".into(), path), ("FROM_POLICY".into(), "kept".into())];
+    let fixture = Fixture::with(|config| {
+        config.environment = codecoder_sandbox::Environment::Exactly(vars.into());
+    });
+    // The test process has CARGO_* variables; none of them may reach the command.
+    let out = fixture.ok("run_command", json!({ "command": "env", "env": { "EXTRA": "call" } }));
+    assert!(out.contains("FROM_POLICY=kept\n") && out.contains("EXTRA=call\n"), "{out}");
+    assert!(!out.contains("CARGO_"), "{out}");
+    let out = fixture.ok("run_command", json!({ "command": "env", "background": true }));
+    assert!(out.starts_with("Started background job 1"), "{out}");
+    let started = Instant::now();
+    let out = loop {
+        let out = fixture.ok("job_output", json!({ "id": 1 }));
+        if out.contains("ended") {
+            break out;
+        }
+        assert!(started.elapsed() < PATIENCE, "{out}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(out.contains("FROM_POLICY=kept\n"), "{out}");
+    assert!(!out.contains("CARGO_"), "{out}");
+}
