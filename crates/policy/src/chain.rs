@@ -18,7 +18,7 @@
 //! rule lifts a hidden path: project config, which comes with the repository, cannot).
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::command::{CommandContext, Severity};
 use crate::mode::{ApprovalMode, Modes, SandboxMode};
@@ -316,7 +316,15 @@ fn hidden_path_denial(policy: &Policy, call: &Call, ctx: &CommandContext) -> Opt
         policy.hidden_paths.iter().map(|path| resolve(path, &ctx.cwd)).collect();
     for subject in call.subjects() {
         let (Subject::Read(path) | Subject::Edit(path)) = subject else { continue };
-        let Some(under) = hidden.iter().find(|hidden| path.starts_with(hidden)) else { continue };
+        // A process's environment (`/proc/self/environ`, `/proc/PID/environ`, a task's) holds
+        // the agent's own secrets, which commands never get: it is hidden like a credential
+        // store.
+        let environ = is_process_environment(path).then(|| path.clone());
+        let Some(under) =
+            environ.as_ref().or_else(|| hidden.iter().find(|hidden| path.starts_with(hidden)))
+        else {
+            continue;
+        };
         let single = Call::single(call.tool(), subject.clone());
         if policy.user_rules.allowing(&single, ctx).is_some() {
             continue;
@@ -332,6 +340,14 @@ fn hidden_path_denial(policy: &Policy, call: &Call, ctx: &CommandContext) -> Opt
         });
     }
     None
+}
+
+/// `/proc/…/environ`: the environment of a process (or of one of its threads).
+fn is_process_environment(path: &Path) -> bool {
+    let mut components = path.components();
+    matches!(components.next(), Some(std::path::Component::RootDir))
+        && components.next().is_some_and(|c| c.as_os_str() == "proc")
+        && path.file_name().is_some_and(|name| name == "environ")
 }
 
 /// The decision for a call that edits a protected path: ask, or deny under `never`. `None` when

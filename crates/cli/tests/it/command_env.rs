@@ -112,6 +112,8 @@ fn commands_foreground_and_background_never_see_the_secrets() {
                 "run_command",
                 json!({ "command": "printenv GITHUB_TOKEN OPENAI_API_KEY; echo status=$?" }),
             ))
+            // The agent's own environment, through the read tool rather than a command.
+            .reply(Reply::tool_call("c6", "read_file", json!({ "path": "/proc/self/environ" })))
             .reply(Reply::text("done")),
     )
     .unwrap();
@@ -121,7 +123,7 @@ fn commands_foreground_and_background_never_see_the_secrets() {
     assert_no_secret("exec's stderr", &stderr(&out));
 
     let requests = server.requests();
-    assert_eq!(requests.len(), 6, "one request per step");
+    assert_eq!(requests.len(), 7, "one request per step");
     for (index, request) in requests.iter().enumerate() {
         assert_no_secret(&format!("request {index}'s body"), &request.raw_body);
         // The provider's own key still reaches the provider, in its header.
@@ -135,6 +137,7 @@ fn commands_foreground_and_background_never_see_the_secrets() {
     assert!(requests[1].raw_body.contains(MARKER), "foreground env: {}", requests[1].raw_body);
     assert!(requests[3].raw_body.contains(MARKER), "background env: {}", requests[3].raw_body);
     assert!(requests[5].raw_body.contains("status=1"), "{}", requests[5].raw_body);
+    assert!(requests[6].raw_body.contains("hidden path"), "{}", requests[6].raw_body);
     let background_env = std::fs::read_to_string(world.workspace.join("bg-env.txt")).unwrap();
     assert!(background_env.contains(MARKER), "{background_env}");
     assert_no_secret("the background job's output", &background_env);

@@ -119,6 +119,22 @@ fn every_default_cell() {
             [D, D, D],
         ),
         (
+            "read the agent's environment",
+            Kind::ReadOnly,
+            "read:/proc/self/environ",
+            SandboxMode::WorkspaceWrite,
+            true,
+            [D, D, D],
+        ),
+        (
+            "read a thread's environment",
+            Kind::ReadOnly,
+            "read:/proc/1/task/1/environ",
+            SandboxMode::DangerFullAccess,
+            false,
+            [D, D, D],
+        ),
+        (
             "interactive",
             Kind::Interactive,
             "ask_user",
@@ -265,10 +281,11 @@ fn every_default_cell() {
                 failures.push(format!("{what} ({approval}): expected {expected}, got {decision}"));
             }
             // Bypass allows whatever the default asked for or denied by mode; the hidden
-            // path deny stays.
+            // path deny (credential stores, a process's environment) stays.
             policy.modes.bypass = true;
             let bypassed = call(*kind, key).decide(&policy);
-            let expected_bypassed = if *what == "read hidden" { D } else { A };
+            let hidden = what.starts_with("read hidden") || what.ends_with("environment");
+            let expected_bypassed = if hidden { D } else { A };
             if bypassed.verdict != expected_bypassed {
                 failures.push(format!(
                     "{what} ({approval}, bypass): expected {expected_bypassed}, got {bypassed}"
