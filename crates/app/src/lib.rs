@@ -18,10 +18,12 @@
 mod checks;
 mod error;
 mod host;
+mod jsonl;
 mod provider;
 mod replay;
 mod safety;
 mod session;
+mod transcript;
 
 use std::path::{Path, PathBuf};
 
@@ -31,8 +33,10 @@ pub use checks::PermissionCheck;
 pub use codecoder_policy::{ApprovalMode, Modes, SandboxMode};
 pub use error::{Error, Result};
 pub use host::{SessionListing, git_diff, init_agents_md};
+pub use jsonl::{ExecEventEncoder, Messages, result_text};
 pub use safety::{ChainPolicy, Safety, claude_permission_mode};
 pub use session::{Pricing, RunningSession, SessionControls, SessionRequest, Start};
+pub use transcript::write_transcript;
 
 /// The system-wide config file.
 pub const SYSTEM_CONFIG: &str = "/etc/codecoder/config.toml";
