@@ -98,7 +98,8 @@ pub(crate) fn build(
         writable_roots.push(PathBuf::from("/tmp"));
     }
     if !workspace_write.exclude_tmpdir_env_var.unwrap_or(false)
-        && let Some(tmpdir) = std::env::var_os("TMPDIR").filter(|t| !t.is_empty())
+        && let Some(tmpdir) =
+            std::env::var_os(codecoder_protocol::env::TMPDIR).filter(|t| !t.is_empty())
     {
         writable_roots.push(PathBuf::from(tmpdir));
     }

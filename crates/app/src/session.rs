@@ -293,8 +293,10 @@ impl Runtime {
         if let Some(budget) = config.project_doc_max_bytes {
             context_config.agents_md.budget_bytes = budget;
         }
-        let mut environment =
-            codecoder_context::Environment::new(&cwd, std::env::var("SHELL").ok());
+        let mut environment = codecoder_context::Environment::new(
+            &cwd,
+            std::env::var(codecoder_protocol::env::SHELL).ok(),
+        );
         environment.git_status_porcelain =
             crate::host::git_status(&cwd, safety.command_env.environment());
         let blobs = store.blobs();
