@@ -80,6 +80,33 @@ pub(crate) struct GlobalArgs {
     pub(crate) safety: SafetyArgs,
 }
 
+impl GlobalArgs {
+    /// The runtime's overrides these flags ask for (no model or provider: commands add theirs).
+    pub(crate) fn overrides(&self) -> codecoder_app::Overrides {
+        let safety = &self.safety;
+        codecoder_app::Overrides {
+            cwd: self.cd.clone(),
+            profile: self.profile.clone(),
+            config: self.overrides.clone(),
+            model: None,
+            provider: None,
+            sandbox: safety.sandbox.map(|mode| match mode {
+                SandboxModeArg::ReadOnly => codecoder_app::SandboxMode::ReadOnly,
+                SandboxModeArg::WorkspaceWrite => codecoder_app::SandboxMode::WorkspaceWrite,
+                SandboxModeArg::DangerFullAccess => codecoder_app::SandboxMode::DangerFullAccess,
+            }),
+            approval: safety.approval.map(|mode| match mode {
+                ApprovalArg::Untrusted => codecoder_app::ApprovalMode::Untrusted,
+                ApprovalArg::OnRequest => codecoder_app::ApprovalMode::OnRequest,
+                ApprovalArg::Never => codecoder_app::ApprovalMode::Never,
+            }),
+            full_auto: safety.full_auto,
+            bypass: safety.yolo,
+            add_dirs: safety.add_dirs.clone(),
+        }
+    }
+}
+
 /// The two safety axes, with codex's flag names.
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct SafetyArgs {

@@ -1,51 +1,17 @@
 //! `codecoder config show|schema`, `codecoder trust`, `codecoder login`.
 
 use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use codecoder_config::{LoadOptions, LoadedConfig};
 use toml::Value;
 
 use crate::cli::{ConfigCommand, GlobalArgs, LoginArgs, TrustArgs};
 
-/// The system-wide config file.
-const SYSTEM_CONFIG: &str = "/etc/codecoder/config.toml";
-
 /// The codecoder home, from `$CODECODER_HOME` or `~/.codecoder`.
 pub(crate) fn home() -> anyhow::Result<PathBuf> {
-    codecoder_stdx::codecoder_home(|key| std::env::var_os(key)).with_context(|| {
-        format!(
-            "cannot find the codecoder home: set {} or {}",
-            codecoder_protocol::env::CODECODER_HOME,
-            codecoder_protocol::env::HOME
-        )
-    })
-}
-
-/// The working directory: `-C DIR` or the current one.
-pub(crate) fn cwd(global: &GlobalArgs) -> anyhow::Result<PathBuf> {
-    let cwd = match &global.cd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir().context("reading the current directory")?,
-    };
-    fs_err::canonicalize(&cwd).with_context(|| format!("-C {}", cwd.display()))
-}
-
-/// Loads the configuration the way every command does.
-pub(crate) fn load_config(
-    global: &GlobalArgs,
-    home: &Path,
-    cwd: &Path,
-) -> anyhow::Result<LoadedConfig> {
-    Ok(codecoder_config::load(&LoadOptions {
-        system_path: PathBuf::from(SYSTEM_CONFIG),
-        home: Some(home.to_owned()),
-        cwd: cwd.to_owned(),
-        profile: global.profile.clone(),
-        overrides: global.overrides.clone(),
-    })?)
+    Ok(codecoder_app::home()?)
 }
 
 pub(crate) fn run_config(
@@ -56,8 +22,8 @@ pub(crate) fn run_config(
     match command {
         ConfigCommand::Schema => write!(out, "{}", codecoder_config::json_schema())?,
         ConfigCommand::Show(args) => {
-            let home = home()?;
-            let loaded = load_config(global, &home, &cwd(global)?)?;
+            let runtime = codecoder_app::Runtime::load(global.overrides())?;
+            let loaded = runtime.loaded();
             for notice in &loaded.notices {
                 writeln!(out, "# note: {notice}")?;
             }
@@ -116,7 +82,7 @@ pub(crate) fn run_trust(
 ) -> anyhow::Result<ExitCode> {
     let dir = match &args.dir {
         Some(dir) => fs_err::canonicalize(dir)?,
-        None => cwd(global)?,
+        None => codecoder_app::resolve_cwd(global.cd.as_deref())?,
     };
     let root = codecoder_config::project_root(&dir);
     let recorded = codecoder_config::trust(&home()?, &root)?;

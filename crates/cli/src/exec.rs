@@ -1,6 +1,6 @@
 //! `codecoder exec`: one task, headless, to completion (seed L0; codex's `exec`).
 //!
-//! The agent comes from `stack::build` (shared with the TUI); the events are rendered, as text (progress on stderr, the
+//! The agent comes from the runtime (`codecoder-app`, shared with the TUI); the events are rendered, as text (progress on stderr, the
 //! final message on stdout) or as codex-compatible JSON lines. Ctrl-C: the first sends `Cancel`
 //! (the turn closes cleanly and the log validates), a second kills every process group the
 //! agent started and exits at once with 130.
@@ -82,19 +82,21 @@ pub(crate) fn run(
             None => None,
         };
 
-    let stack = crate::stack::build(
-        global,
-        &crate::stack::StackRequest {
-            model: options.model.clone(),
-            provider: options.provider.clone(),
-            replay: options.replay.clone(),
-            ephemeral: options.ephemeral,
-            output_schema: output_schema.clone(),
-            resume,
-            interactive: false,
+    let runtime = crate::load_runtime(global, options.model.clone(), options.provider.clone())?;
+    let session = runtime.start(&codecoder_app::SessionRequest {
+        start: match resume {
+            Some(query) => codecoder_app::Start::Resume(query),
+            None => codecoder_app::Start::New,
         },
-    )?;
-    let agent = stack.agent;
+        replay: options.replay.clone(),
+        ephemeral: options.ephemeral,
+        output_schema: output_schema.clone(),
+        ..codecoder_app::SessionRequest::new()
+    })?;
+    for notice in &session.notices {
+        eprintln!("{notice}");
+    }
+    let agent = session.agent;
     let session_path = agent.session_path().map(Path::to_owned);
 
     let mut renderer: Box<dyn Renderer> =

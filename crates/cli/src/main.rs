@@ -10,10 +10,8 @@ mod cli;
 mod config_cmd;
 mod exec;
 mod render;
-mod safety;
 mod safety_cmd;
 mod sessions;
-mod stack;
 mod tui_cmd;
 
 use std::io::{self, Write};
@@ -63,13 +61,15 @@ fn main() -> ExitCode {
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("codecoder: {err:#}");
-            if err.chain().any(|cause| {
+            let usage = |cause: &(dyn std::error::Error + 'static)| {
                 cause.is::<codecoder_config::Error>()
+                    || cause.downcast_ref::<codecoder_app::Error>().is_some_and(|e| e.is_usage())
                     || matches!(
                         cause.downcast_ref::<codecoder_session::Error>(),
                         Some(codecoder_session::Error::Locked { .. })
                     )
-            }) {
+            };
+            if err.chain().any(usage) {
                 return ExitCode::from(2);
             }
             if let Some(exit) = err.downcast_ref::<exec::Exit>() {
@@ -78,6 +78,23 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Loads the runtime for this command line (the model and provider flags of the command, if
+/// it has them) and shows what loading the config had to say.
+pub(crate) fn load_runtime(
+    global: &cli::GlobalArgs,
+    model: Option<String>,
+    provider: Option<String>,
+) -> anyhow::Result<codecoder_app::Runtime> {
+    let mut overrides = global.overrides();
+    overrides.model = model;
+    overrides.provider = provider;
+    let runtime = codecoder_app::Runtime::load(overrides)?;
+    for notice in runtime.notices() {
+        eprintln!("{notice}");
+    }
+    Ok(runtime)
 }
 
 fn apply_patch(args: &[String], out: &mut dyn Write) -> anyhow::Result<ExitCode> {

@@ -5,17 +5,12 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use codecoder_protocol::{
-    BlobRef, ContentItem, Message, MessageItem, Record, RecordBody, ToolResult,
-};
-use codecoder_session::{Entry, Error, Index, LoadedSession, SessionStore, WriterConfig, load};
+use codecoder_protocol::RecordBody;
+use codecoder_session::{Entry, Error, Index, SessionStore, WriterConfig, load};
 use codecoder_stdx::format_utc_ms;
 use serde_json::json;
 
 use crate::cli::{ForkArgs, GlobalArgs, ListArgs, SessionsCommand, ShowArgs, ValidateArgs};
-use crate::exec::usage;
-
-const PREVIEW_LINES: usize = 6;
 
 pub(crate) fn run(
     command: SessionsCommand,
@@ -131,7 +126,9 @@ fn show(
     let path = store.find(&args.session)?;
     let loaded = load(&path)?;
     if let Some(number) = args.request {
-        return show_request(store, &loaded, number, global, out);
+        let runtime = codecoder_app::Runtime::load(global.overrides())?;
+        out.write_all(&runtime.request_body(&loaded, number)?)?;
+        return Ok(ExitCode::SUCCESS);
     }
     if args.json {
         let records: Vec<serde_json::Value> = loaded
@@ -153,192 +150,8 @@ fn show(
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
-    transcript(store, &loaded, out)?;
+    codecoder_app::write_transcript(&store.blobs(), &loaded, out)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Writes the body of request `number` as it was sent: rebuilt from the log, encoded by the
-/// provider code the HTTP client uses.
-fn show_request(
-    store: &SessionStore,
-    loaded: &LoadedSession,
-    number: usize,
-    global: &GlobalArgs,
-    out: &mut dyn Write,
-) -> anyhow::Result<ExitCode> {
-    let count = codecoder_context::request_count(loaded);
-    if number == 0 || number > count {
-        return Err(usage(format!(
-            "--request {number}: the session has {count} model request(s), numbered from 1"
-        )));
-    }
-    let blobs = store.blobs();
-    let resolve = |blob: &BlobRef| blobs.resolve(blob).ok();
-    let rebuilt = codecoder_context::rebuild_request(loaded, number, Some(&resolve))?;
-    let provider = crate::stack::provider_config(global, &rebuilt.context.provider)?;
-    out.write_all(&codecoder_providers::encode_request(&provider, &rebuilt.request)?)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-fn transcript(
-    store: &SessionStore,
-    loaded: &LoadedSession,
-    out: &mut dyn Write,
-) -> anyhow::Result<()> {
-    let meta = &loaded.meta;
-    writeln!(out, "session {}", meta.session_id)?;
-    writeln!(out, "  model {} ({}) · cwd {}", meta.model, meta.provider, meta.cwd)?;
-    if let Some(fork) = &meta.forked_from {
-        writeln!(out, "  forked from {} at seq {}", fork.session_id, fork.seq)?;
-    }
-    if let Some(parent) = &meta.parent {
-        writeln!(out, "  subagent of {} (call {})", parent.session_id, parent.tool_call_id)?;
-    }
-    for entry in &loaded.entries {
-        match entry {
-            Entry::Record(record) => write_record(store, record, out)?,
-            Entry::Unknown(unknown) => writeln!(
-                out,
-                "  [line {}: record of unknown type `{}` (from a newer codecoder), kept]",
-                unknown.line, unknown.type_name
-            )?,
-        }
-    }
-    if let Some(torn) = loaded.torn_tail {
-        writeln!(out, "  [line {}: torn by a crash ({} bytes), dropped]", torn.line, torn.len)?;
-    }
-    if loaded.trace.needs_repair() {
-        writeln!(out, "  [the log stops mid-turn; it is closed on resume]")?;
-    }
-    Ok(())
-}
-
-fn write_record(store: &SessionStore, record: &Record, out: &mut dyn Write) -> anyhow::Result<()> {
-    match &record.body {
-        RecordBody::SessionMeta(_) => {
-            writeln!(out, "  started {}", format_utc_ms(record.ts))?;
-        }
-        RecordBody::TurnStart { turn } => {
-            writeln!(out, "\n── turn {turn} · {} ──", format_utc_ms(record.ts))?;
-        }
-        RecordBody::TurnEnd { turn, outcome, usage } => {
-            let outcome = match outcome {
-                codecoder_protocol::TurnOutcome::Completed => "completed".to_owned(),
-                codecoder_protocol::TurnOutcome::Cancelled => "cancelled".to_owned(),
-                codecoder_protocol::TurnOutcome::Interrupted => "interrupted".to_owned(),
-                codecoder_protocol::TurnOutcome::Failed { message } => format!("failed: {message}"),
-            };
-            writeln!(
-                out,
-                "── end of turn {turn}: {outcome} · {} in ({} cached) / {} out ──",
-                usage.input_tokens, usage.cached_input_tokens, usage.output_tokens
-            )?;
-        }
-        RecordBody::StepStart { step, .. } => writeln!(out, "  · step {step}")?,
-        RecordBody::StepEnd { .. } => {}
-        RecordBody::UserMessage { message } => write_message("user", message, out)?,
-        RecordBody::AssistantMessage { message } => write_message("assistant", message, out)?,
-        RecordBody::ToolStarted { call_id } => writeln!(out, "    ▶ running {call_id}")?,
-        RecordBody::ToolResult { result, synthetic } => {
-            write_tool_result(store, result, synthetic.is_some(), out)?;
-        }
-        RecordBody::Approval { call_id, decision, decided_by, .. } => {
-            writeln!(out, "    approval for {call_id}: {decision:?} (by {decided_by})")?;
-        }
-        RecordBody::Compaction { history, note } => writeln!(
-            out,
-            "  [compaction: history replaced by {} message(s){}]",
-            history.len(),
-            note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()
-        )?,
-        RecordBody::Context(context) => {
-            let names: Vec<&str> =
-                context.sections.iter().map(|section| section.name.as_str()).collect();
-            writeln!(
-                out,
-                "  [context: {} ({}) · sections: {} · {} tool(s)]",
-                context.model,
-                context.provider,
-                names.join(", "),
-                context.tools.len()
-            )?;
-        }
-        RecordBody::Error { message } => writeln!(out, "  error: {message}")?,
-        RecordBody::SessionEnd => writeln!(out, "\nsession ended {}", format_utc_ms(record.ts))?,
-    }
-    Ok(())
-}
-
-fn write_message(who: &str, message: &Message, out: &mut dyn Write) -> anyhow::Result<()> {
-    for item in &message.items {
-        match item {
-            MessageItem::Text { text } => write_block(&format!("{who}:"), text, usize::MAX, out)?,
-            MessageItem::Reasoning(reasoning) => {
-                write_block("  (reasoning)", &reasoning.text, PREVIEW_LINES, out)?;
-            }
-            MessageItem::ToolCall(call) => {
-                writeln!(out, "    → {} {} [{}]", call.name, call.args, call.id)?;
-            }
-            MessageItem::ToolResult(result) => {
-                writeln!(out, "    ← result for {}", result.tool_call_id)?
-            }
-            MessageItem::Image(image) => writeln!(out, "{who}: [image {}]", image.media_type)?,
-            MessageItem::BlobRef(blob) => {
-                writeln!(out, "{who}: [attachment {} · {} bytes]", blob.media_type, blob.size)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-fn write_tool_result(
-    store: &SessionStore,
-    result: &ToolResult,
-    synthetic: bool,
-    out: &mut dyn Write,
-) -> anyhow::Result<()> {
-    let marker = if synthetic { " (written by codecoder)" } else { "" };
-    writeln!(out, "    ← {} {:?}{marker}", result.tool_call_id, result.status)?;
-    for item in &result.content {
-        match item {
-            ContentItem::Text { text } => write_block("     ", text, PREVIEW_LINES, out)?,
-            ContentItem::Image(image) => writeln!(out, "      [image {}]", image.media_type)?,
-            ContentItem::BlobRef(blob) => {
-                let stored = store.blobs().path_of(&blob.sha256).exists();
-                writeln!(
-                    out,
-                    "      [{} bytes in blob {}{}]",
-                    blob.size,
-                    &blob.sha256[..blob.sha256.len().min(12)],
-                    if stored { "" } else { ", missing" }
-                )?;
-                write_block("     ", &blob.preview, PREVIEW_LINES, out)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-fn write_block(
-    label: &str,
-    text: &str,
-    max_lines: usize,
-    out: &mut dyn Write,
-) -> anyhow::Result<()> {
-    let lines: Vec<&str> = text.lines().collect();
-    for (i, line) in lines.iter().take(max_lines).enumerate() {
-        let prefix = if i == 0 { label } else { &" ".repeat(label.chars().count()) };
-        writeln!(out, "{prefix} {line}")?;
-    }
-    if lines.len() > max_lines {
-        writeln!(
-            out,
-            "{} … {} more line(s)",
-            " ".repeat(label.chars().count()),
-            lines.len() - max_lines
-        )?;
-    }
-    Ok(())
 }
 
 fn validate(

@@ -295,6 +295,7 @@ mod rebuild {
                     tool_call_id: ToolCallId::new("c1"),
                     content: vec![ContentItem::BlobRef(blob())],
                     status: ToolResultStatus::Success,
+                    exit: None,
                 },
                 synthetic: None,
             },

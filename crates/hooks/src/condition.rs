@@ -17,7 +17,7 @@ pub(crate) fn applies(condition: &str, tool: &str, args: &Value, cwd: &Path) -> 
     let ctx = CommandContext {
         cwd: cwd.to_owned(),
         writable_roots: Vec::new(),
-        home: std::env::var_os("HOME").map(Into::into),
+        home: std::env::var_os(codecoder_protocol::env::HOME).map(Into::into),
     };
     let call = Call::new(tool, &keys(tool, args), &ctx);
     rules.matching(RuleList::Deny, &call, &ctx).is_some()

@@ -38,13 +38,7 @@ pub use runner::{CommonInput, HookRunner};
 
 use std::path::PathBuf;
 
-/// The environment variable holding the project directory, as Claude Code sets it for hooks.
-///
-/// Kept here rather than in `protocol::env`: it is set only for hook processes, and this crate
-/// is the only one that knows about it.
-pub const CLAUDE_PROJECT_DIR: &str = "CLAUDE_PROJECT_DIR";
-/// Our own name for the same directory, set next to [`CLAUDE_PROJECT_DIR`].
-pub const CODECODER_PROJECT_DIR: &str = "CODECODER_PROJECT_DIR";
+pub use codecoder_protocol::env::{CLAUDE_PROJECT_DIR, CODECODER_PROJECT_DIR};
 
 /// A hooks configuration problem. Running hooks never fails: their problems are data in the
 /// outcomes.

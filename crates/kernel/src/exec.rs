@@ -501,8 +501,12 @@ impl AgentLoop {
                 } else {
                     ToolResultStatus::Success
                 };
-                let result =
-                    ToolResult { tool_call_id: call.id.clone(), content: output.content, status };
+                let result = ToolResult {
+                    tool_call_id: call.id.clone(),
+                    content: output.content,
+                    status,
+                    exit: output.exit,
+                };
                 Finished { event: Ok(result.clone()), result, synthetic: None }
             }
             Err(err) => {

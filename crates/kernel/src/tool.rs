@@ -9,8 +9,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use codecoder_protocol::{
-    AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, AskUserRequest, ContentItem,
-    EventSource, OutputStream, Reply, RequestId, StepId, ToolCallId, ToolError, TurnId,
+    AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, AskUserRequest, CommandExit,
+    ContentItem, EventSource, OutputStream, Reply, RequestId, StepId, ToolCallId, ToolError,
+    TurnId,
 };
 use crossbeam_channel::{Sender, select};
 
@@ -42,17 +43,19 @@ pub struct ToolOutput {
     /// True when the tool ran but the outcome is a failure the model should see as one (a
     /// command's non-zero exit, say).
     pub is_error: bool,
+    /// How the command ended, for tools that run one.
+    pub exit: Option<CommandExit>,
 }
 
 impl ToolOutput {
     /// A successful output holding one text item.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { content: vec![ContentItem::Text { text: text.into() }], is_error: false }
+        Self { content: vec![ContentItem::Text { text: text.into() }], is_error: false, exit: None }
     }
 
     /// A failed output holding one text item.
     pub fn error(text: impl Into<String>) -> Self {
-        Self { content: vec![ContentItem::Text { text: text.into() }], is_error: true }
+        Self { content: vec![ContentItem::Text { text: text.into() }], is_error: true, exit: None }
     }
 }
 

@@ -1,12 +1,58 @@
-//! Names of every environment variable codecoder reads, in one place.
+//! Names of every environment variable codecoder reads or sets, in one place.
 //!
-//! Invariant: no other crate spells an environment variable name as a string literal.
+//! Invariant: no other crate spells an environment variable name as a string literal (tests
+//! that set a variable for a child process may, where the name is the point of the test).
+
+// Where codecoder keeps its state.
 
 /// The home directory of codecoder (sessions, blobs, config). Default: `~/.codecoder`.
 pub const CODECODER_HOME: &str = "CODECODER_HOME";
-/// The user's home directory, used to find the default `CODECODER_HOME`.
+/// The user's home directory, used to find the default `CODECODER_HOME`, `~` in paths, and the
+/// credential stores hidden from commands.
 pub const HOME: &str = "HOME";
+
+// The system.
+
+/// Where programs are looked up (the sandbox finds `bwrap` on it).
+pub const PATH: &str = "PATH";
+/// The user's shell, named in the prompt's environment section.
+pub const SHELL: &str = "SHELL";
+/// A writable temporary directory: a writable root of the sandbox unless excluded.
+pub const TMPDIR: &str = "TMPDIR";
+/// Set and non-empty: draw without colours (the no-color.org convention).
+pub const NO_COLOR: &str = "NO_COLOR";
+
+// Model providers: the presets' base URLs and API keys.
+
+/// The OpenAI presets' base URL (default `https://api.openai.com/v1`).
+pub const OPENAI_BASE_URL: &str = "OPENAI_BASE_URL";
+/// The OpenAI presets' API key.
+pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
+/// The Anthropic preset's base URL (default `https://api.anthropic.com`).
+pub const ANTHROPIC_BASE_URL: &str = "ANTHROPIC_BASE_URL";
+/// The Anthropic preset's API key.
+pub const ANTHROPIC_API_KEY: &str = "ANTHROPIC_API_KEY";
+/// The DeepSeek preset's API key.
+pub const DEEPSEEK_API_KEY: &str = "DEEPSEEK_API_KEY";
+/// The OpenRouter preset's API key.
+pub const OPENROUTER_API_KEY: &str = "OPENROUTER_API_KEY";
+
+// Set for child processes.
+
+/// Set in every confined command: `bwrap`, `landlock` or `seatbelt`.
+pub const CODECODER_SANDBOX: &str = "CODECODER_SANDBOX";
+/// Set to `1` in a confined command when the network is off.
+pub const CODECODER_SANDBOX_NETWORK_DISABLED: &str = "CODECODER_SANDBOX_NETWORK_DISABLED";
+/// The project directory, as Claude Code sets it for hooks.
+pub const CLAUDE_PROJECT_DIR: &str = "CLAUDE_PROJECT_DIR";
+/// Our own name for the same directory, set next to [`CLAUDE_PROJECT_DIR`].
+pub const CODECODER_PROJECT_DIR: &str = "CODECODER_PROJECT_DIR";
+
+// Tests.
+
 /// When set to `1`, tests rewrite checked-in expected files (schemas, goldens) instead of failing.
 pub const UPDATE_EXPECT: &str = "UPDATE_EXPECT";
 /// When set, slow tests run too.
 pub const SLOW_TESTS: &str = "SLOW_TESTS";
+/// `skip-<backend>` (e.g. `skip-bwrap`): the sandbox escape suite leaves that backend out.
+pub const CODECODER_SANDBOX_TESTS: &str = "CODECODER_SANDBOX_TESTS";

@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod env;
+pub mod exec_event;
 pub mod ids;
 pub mod message;
 pub mod record;
@@ -21,8 +22,8 @@ pub use agent::{
 };
 pub use ids::{MessageId, RequestId, SessionId, StepId, ToolCallId, TurnId};
 pub use message::{
-    BlobRef, ContentItem, Image, Message, MessageItem, Reasoning, Role, ToolCall, ToolResult,
-    ToolResultStatus,
+    BlobRef, CommandExit, ContentItem, Image, Message, MessageItem, Reasoning, Role, ToolCall,
+    ToolResult, ToolResultStatus,
 };
 pub use record::{
     ContextRecord, FORMAT_VERSION, ForkOrigin, ParentLink, PromptSection, Record, RecordBody,

@@ -141,6 +141,10 @@ pub struct ToolResult {
     pub content: Vec<ContentItem>,
     /// Success, error or cancelled.
     pub status: ToolResultStatus,
+    /// How the command ended, for tools that run one (`run_command`); front-ends read the exit
+    /// code and duration here rather than from the text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<CommandExit>,
 }
 
 impl ToolResult {
@@ -150,8 +154,27 @@ impl ToolResult {
         status: ToolResultStatus,
         text: impl Into<String>,
     ) -> Self {
-        Self { tool_call_id, content: vec![ContentItem::Text { text: text.into() }], status }
+        Self {
+            tool_call_id,
+            content: vec![ContentItem::Text { text: text.into() }],
+            status,
+            exit: None,
+        }
     }
+}
+
+/// How a command a tool ran ended, as data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandExit {
+    /// The exit code; `None` when a signal ended it, or it timed out or was cancelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    /// The signal that ended it, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// Wall time from start to end, in milliseconds.
+    pub duration_ms: u64,
 }
 
 /// One part of a tool result or of user input.

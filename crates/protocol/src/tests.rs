@@ -56,6 +56,7 @@ fn tool_result_round_trips_and_type_names_match_serde() {
                 tool_call_id: "c".into(),
                 content: vec![ContentItem::Text { text: "out".into() }],
                 status: ToolResultStatus::Error,
+                exit: None,
             },
             synthetic: None,
         },
@@ -86,15 +87,12 @@ fn ids_display_and_parse() {
     assert_eq!(TurnId::FIRST.next().get(), 2);
 }
 
-/// The checked-in schema must match the types. `UPDATE_EXPECT=1 cargo test -p codecoder-protocol`
-/// rewrites it.
-#[test]
-#[allow(clippy::disallowed_methods)] // protocol has no fs-err; this test only touches its own file
-fn session_record_schema_is_up_to_date() {
-    let schema = schemars::schema_for!(Record);
-    let actual = serde_json::to_string_pretty(&schema).unwrap() + "\n";
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/session-record.schema.json");
+/// The checked-in schemas must match the types. `UPDATE_EXPECT=1 cargo test -p codecoder-protocol`
+/// rewrites them.
+#[allow(clippy::disallowed_methods)] // protocol has no fs-err; this test only touches its own files
+fn check_schema(schema: &schemars::Schema, file: &str) {
+    let actual = serde_json::to_string_pretty(schema).unwrap() + "\n";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema").join(file);
     if std::env::var_os(env::UPDATE_EXPECT).is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, &actual).unwrap();
@@ -106,6 +104,42 @@ fn session_record_schema_is_up_to_date() {
         "{} is stale: run `UPDATE_EXPECT=1 cargo test -p codecoder-protocol` and commit it",
         path.display()
     );
+}
+
+#[test]
+fn session_record_schema_is_up_to_date() {
+    check_schema(&schemars::schema_for!(Record), "session-record.schema.json");
+}
+
+#[test]
+fn exec_event_schema_is_up_to_date() {
+    check_schema(&schemars::schema_for!(crate::exec_event::ThreadEvent), "exec-event.schema.json");
+}
+
+#[test]
+fn exec_events_are_codex_shaped() {
+    use crate::exec_event::{ItemDetails, ItemStatus, ThreadEvent, ThreadItem};
+    let event = ThreadEvent::ItemCompleted {
+        item: ThreadItem {
+            id: "item_3".into(),
+            details: ItemDetails::CommandExecution {
+                command: "ls".into(),
+                aggregated_output: "a\n".into(),
+                exit_code: Some(0),
+                status: ItemStatus::Completed,
+            },
+        },
+    };
+    let value = serde_json::to_value(&event).unwrap();
+    assert_eq!(
+        value,
+        serde_json::json!({"type": "item.completed", "item": {"id": "item_3",
+            "type": "command_execution", "command": "ls", "aggregated_output": "a\n",
+            "exit_code": 0, "status": "completed"}})
+    );
+    assert_eq!(serde_json::from_value::<ThreadEvent>(value).unwrap(), event);
+    let started = serde_json::to_value(ThreadEvent::TurnStarted {}).unwrap();
+    assert_eq!(started, serde_json::json!({"type": "turn.started"}));
 }
 
 #[test]

@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+use codecoder_protocol::env;
+
 /// Which wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WireApi {
@@ -117,24 +119,25 @@ impl ProviderConfig {
     /// A built-in preset, with `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` honoured.
     pub fn preset(id: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<Self> {
         let non_empty = |key: &str| env(key).filter(|v| !v.trim().is_empty());
-        let openai_base =
-            || non_empty("OPENAI_BASE_URL").unwrap_or_else(|| "https://api.openai.com/v1".into());
+        let openai_base = || {
+            non_empty(env::OPENAI_BASE_URL).unwrap_or_else(|| "https://api.openai.com/v1".into())
+        };
         let mut config = match id {
-            "openai" => Self::new(id, openai_base(), WireApi::Responses, Some("OPENAI_API_KEY")),
-            "openai-chat" => Self::new(id, openai_base(), WireApi::Chat, Some("OPENAI_API_KEY")),
+            "openai" => Self::new(id, openai_base(), WireApi::Responses, Some(env::OPENAI_API_KEY)),
+            "openai-chat" => Self::new(id, openai_base(), WireApi::Chat, Some(env::OPENAI_API_KEY)),
             "anthropic" => Self::new(
                 id,
-                non_empty("ANTHROPIC_BASE_URL")
+                non_empty(env::ANTHROPIC_BASE_URL)
                     .unwrap_or_else(|| "https://api.anthropic.com".into()),
                 WireApi::Anthropic,
-                Some("ANTHROPIC_API_KEY"),
+                Some(env::ANTHROPIC_API_KEY),
             ),
             "deepseek" => {
                 let mut c = Self::new(
                     id,
                     "https://api.deepseek.com/v1",
                     WireApi::Chat,
-                    Some("DEEPSEEK_API_KEY"),
+                    Some(env::DEEPSEEK_API_KEY),
                 );
                 // DeepSeek's thinking-with-tools mode wants reasoning back within a turn.
                 c.send_reasoning_content = true;
@@ -144,7 +147,7 @@ impl ProviderConfig {
                 id,
                 "https://openrouter.ai/api/v1",
                 WireApi::Chat,
-                Some("OPENROUTER_API_KEY"),
+                Some(env::OPENROUTER_API_KEY),
             ),
             "ollama" => Self::new(id, "http://localhost:11434/v1", WireApi::Chat, None),
             "lmstudio" => Self::new(id, "http://localhost:1234/v1", WireApi::Chat, None),

@@ -121,7 +121,7 @@ fn probe_uncached(_preference: BackendPreference) -> Probe {
 /// checks that it can create the namespaces a sandbox needs.
 #[cfg(target_os = "linux")]
 fn probe_bwrap(notes: &mut Vec<String>) -> Option<PathBuf> {
-    let path_var = std::env::var_os("PATH").unwrap_or_default();
+    let path_var = std::env::var_os(codecoder_protocol::env::PATH).unwrap_or_default();
     let found = std::env::split_paths(&path_var)
         .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join("bwrap"))

@@ -48,6 +48,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 pub use crate::backend::{Backend, BackendPreference, Probe, Sandbox, probe};
+pub use crate::collect::{Collected, output};
 pub use crate::env_policy::{
     CORE_VARIABLES, CommandEnvironment, DEFAULT_EXCLUDES, EnvPolicy, Environment, Inherit,
     command_environment,
@@ -58,6 +59,7 @@ pub use crate::seatbelt::seatbelt_profile;
 pub use crate::stage::{STAGE_MARKER, run_stage_if_requested};
 
 mod backend;
+mod collect;
 pub mod env;
 mod env_policy;
 mod hint;

@@ -20,7 +20,7 @@ use codecoder_sandbox::{
 use tempfile::TempDir;
 
 /// Lists the backends whose tests may be skipped, as `skip-bwrap,skip-landlock`.
-const TESTS_ENV: &str = "CODECODER_SANDBOX_TESTS";
+const TESTS_ENV: &str = codecoder_protocol::env::CODECODER_SANDBOX_TESTS;
 const STAGE: &str = env!("CARGO_BIN_EXE_codecoder-sandbox-stage");
 
 struct Fixture {

@@ -14,10 +14,12 @@ use std::path::PathBuf;
 /// The codecoder home directory: `$CODECODER_HOME`, else `~/.codecoder`. `None` when neither
 /// variable is set.
 pub fn codecoder_home(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
-    if let Some(home) = env("CODECODER_HOME").filter(|v| !v.is_empty()) {
+    if let Some(home) = env(codecoder_protocol::env::CODECODER_HOME).filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(home));
     }
-    env("HOME").filter(|v| !v.is_empty()).map(|home| PathBuf::from(home).join(".codecoder"))
+    env(codecoder_protocol::env::HOME)
+        .filter(|v| !v.is_empty())
+        .map(|home| PathBuf::from(home).join(".codecoder"))
 }
 
 #[cfg(test)]

@@ -174,6 +174,7 @@ impl Builtin for ReadFile {
                     ContentItem::Image(Image { media_type: media_type.to_owned(), data_base64 }),
                 ],
                 is_error: false,
+                exit: None,
             });
         }
         if memchr::memchr(0, &head).is_some() {

@@ -544,7 +544,25 @@ fn report(output: &Capped, end: &End, timeout: Duration) -> ToolOutput {
     let seconds = end.duration.as_secs_f64();
     let (status, is_error) = describe(end, Some(timeout));
     text.push_str(&format!("[{status}; {seconds:.2} s]"));
-    ToolOutput { content: vec![codecoder_protocol::ContentItem::Text { text }], is_error }
+    ToolOutput {
+        content: vec![codecoder_protocol::ContentItem::Text { text }],
+        is_error,
+        exit: Some(command_exit(end)),
+    }
+}
+
+/// How a command ended, as data: its exit code or signal (neither when it was stopped) and
+/// its wall time.
+pub(crate) fn command_exit(end: &End) -> codecoder_protocol::CommandExit {
+    let (code, signal) = match (end.stop, end.status) {
+        (None, Some(status)) => (status.code(), status.signal()),
+        _ => (None, None),
+    };
+    codecoder_protocol::CommandExit {
+        code,
+        signal,
+        duration_ms: u64::try_from(end.duration.as_millis()).unwrap_or(u64::MAX),
+    }
 }
 
 /// How a command ended, in words, and whether that is a failure.

@@ -156,6 +156,7 @@ impl Builtin for WebFetch {
         Ok(ToolOutput {
             content: vec![codecoder_protocol::ContentItem::Text { text: out }],
             is_error,
+            exit: None,
         })
     }
 }

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use codecoder_protocol::{ContentItem, ToolCall, ToolResult, ToolResultStatus};
+use codecoder_protocol::{CommandExit, ContentItem, ToolCall, ToolResult, ToolResultStatus};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
@@ -80,8 +80,9 @@ pub(crate) struct ChildTool {
 pub(crate) enum ToolState {
     /// Still running.
     Running,
-    /// Ended: the result text (or error), whether it succeeded, how long it took.
-    Done { text: String, ok: bool, elapsed: Duration },
+    /// Ended: the result text (or error), whether it succeeded, how long it took, and how
+    /// its command ended (for tools that run one).
+    Done { text: String, ok: bool, elapsed: Duration, exit: Option<CommandExit> },
 }
 
 impl ToolCard {
@@ -117,8 +118,9 @@ impl ToolCard {
                 text: result_text(result),
                 ok: result.status == ToolResultStatus::Success,
                 elapsed,
+                exit: result.exit,
             },
-            Err(message) => ToolState::Done { text: message, ok: false, elapsed },
+            Err(message) => ToolState::Done { text: message, ok: false, elapsed, exit: None },
         };
     }
 }
@@ -413,9 +415,19 @@ impl ToolCard {
                 let elapsed = now.saturating_duration_since(self.started);
                 out.push(Line::styled(format!("  └ running {}", format_elapsed(elapsed)), dim()));
             }
-            ToolState::Done { text, ok, elapsed } => {
+            ToolState::Done { text, ok, elapsed, exit } => {
                 let shown_output = matches!(self.call.name.as_str(), "run_command" | "job_output");
                 let (body, trailer) = split_trailer(text);
+                // A command's end comes as data; its words in the text are the model's copy.
+                let trailer = match exit {
+                    Some(CommandExit { code: Some(code), duration_ms, .. }) => {
+                        Some(format!("exit code {code}; {:.2} s", seconds(*duration_ms)))
+                    }
+                    Some(CommandExit { signal: Some(signal), duration_ms, .. }) => {
+                        Some(format!("killed by signal {signal}; {:.2} s", seconds(*duration_ms)))
+                    }
+                    _ => trailer.map(str::to_owned),
+                };
                 if shown_output || !ok {
                     let style = if *ok { dim() } else { Style::default().fg(Color::Red) };
                     for line in tail_lines(body, OUTPUT_TAIL) {
@@ -435,7 +447,13 @@ impl ToolCard {
     }
 }
 
-/// Splits run_command's `[exit code 0; 0.01 s]` trailer off its output.
+#[allow(clippy::cast_precision_loss)] // Milliseconds of a command's run fit an f64 exactly.
+fn seconds(duration_ms: u64) -> f64 {
+    duration_ms as f64 / 1000.0
+}
+
+/// Splits run_command's `[exit code 0; 0.01 s]` trailer (the model's copy of how the command
+/// ended) off its output.
 fn split_trailer(text: &str) -> (&str, Option<&str>) {
     let trimmed = text.trim_end();
     match trimmed.rsplit_once('\n') {

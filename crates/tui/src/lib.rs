@@ -16,14 +16,15 @@
 //! - No async runtime: std threads and crossbeam channels only, like the kernel.
 //! - Every approval request and question is answered once, or dropped (= cancelled) with its
 //!   turn; the UI never leaves the agent blocked on it after the turn ends.
-//! - The front-end (the `cli` crate) decides how sessions start through the `Host` trait; this
-//!   crate never builds an agent itself.
+//! - Sessions start through the `Host` trait, which `RuntimeHost` implements over the
+//!   runtime (`codecoder-app`); this crate never assembles an agent itself.
 
 mod app;
 mod bench;
 mod cells;
 mod complete;
 mod highlight;
+mod host;
 mod input;
 mod markdown;
 mod run;
@@ -32,24 +33,16 @@ mod view;
 #[cfg(test)]
 mod testing;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use codecoder_kernel::AgentHandle;
 use codecoder_protocol::{MessageItem, Record, RecordBody, SessionId, ToolCall, ToolResult, Usage};
 
 pub use bench::simulate_stream;
+pub use host::RuntimeHost;
 pub use run::{FrameStats, run};
 
-/// USD prices per million tokens, when the model's are known.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Pricing {
-    /// Uncached input.
-    pub input: Option<f64>,
-    /// Cached input.
-    pub cached_input: Option<f64>,
-    /// Output.
-    pub output: Option<f64>,
-}
+pub use codecoder_app::Pricing;
 
 /// What the UI shows about a running session.
 #[derive(Debug, Clone, PartialEq)]
@@ -173,6 +166,18 @@ pub trait Host {
     fn set_approval_mode(&mut self, mode: &str) -> anyhow::Result<String> {
         anyhow::bail!("the approval mode cannot be changed here (asked for `{mode}`)")
     }
+
+    /// `/diff`: the working tree's changes in `cwd`, as a unified diff.
+    ///
+    /// # Errors
+    /// When `cwd` is not a repository or git fails; the UI shows the message.
+    fn diff(&mut self, cwd: &Path) -> anyhow::Result<String>;
+
+    /// `/init`: writes a starter AGENTS.md in `cwd` (never over one) and says what it did.
+    ///
+    /// # Errors
+    /// When the file cannot be written; the UI shows the message.
+    fn init_agents_md(&mut self, cwd: &Path) -> anyhow::Result<String>;
 }
 
 /// Settings of one UI run.

@@ -11,7 +11,6 @@
 //!   and before a replacement agent starts.
 
 use std::io::{self, IsTerminal, Stdout, Write};
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -311,14 +310,14 @@ fn ui_loop(
                         app.note(NoteKind::Error, format!("could not list sessions: {err:#}"))
                     }
                 },
-                Effect::Diff => match git_diff(&app.info.cwd) {
+                Effect::Diff => match host.diff(&app.info.cwd) {
                     Ok(text) if text.trim().is_empty() => {
                         app.note(NoteKind::Info, "no changes (git diff is empty)")
                     }
                     Ok(text) => app.push(Cell::Lines { lines: diff_lines_unbounded(&text) }),
                     Err(err) => app.note(NoteKind::Error, format!("/diff: {err:#}")),
                 },
-                Effect::Init => match init_agents_md(&app.info.cwd) {
+                Effect::Init => match host.init_agents_md(&app.info.cwd) {
                     Ok(message) => app.note(NoteKind::Info, message),
                     Err(err) => app.note(NoteKind::Error, format!("/init: {err:#}")),
                 },
@@ -454,70 +453,6 @@ pub(crate) fn draw<B: Backend>(
     })?;
     app.dirty = false;
     Ok(())
-}
-
-/// `git diff` (tracked changes against HEAD's index) in `cwd`, bounded to 10 seconds.
-fn git_diff(cwd: &Path) -> anyhow::Result<String> {
-    let mut spec = codecoder_sandbox::CommandSpec::new("git", ["--no-pager", "diff", "--no-color"]);
-    spec.cwd = Some(cwd.to_owned());
-    let mut child = codecoder_sandbox::spawn(&spec, &codecoder_sandbox::SpawnConfig::standard())
-        .context("starting git")?;
-    let mut stdout = Vec::new();
-    let mut stderr = Vec::new();
-    let deadline = crossbeam_channel::after(Duration::from_secs(10));
-    let outcome = child
-        .wait(&deadline, &mut |chunk| match chunk.stream {
-            codecoder_sandbox::Stream::Stdout => stdout.extend_from_slice(&chunk.bytes),
-            codecoder_sandbox::Stream::Stderr => stderr.extend_from_slice(&chunk.bytes),
-        })
-        .context("running git diff")?;
-    match outcome {
-        codecoder_sandbox::Outcome::Exited(status) if status.success() => {
-            Ok(String::from_utf8_lossy(&stdout).into_owned())
-        }
-        _ => anyhow::bail!("git diff failed: {}", String::from_utf8_lossy(&stderr).trim()),
-    }
-}
-
-/// Writes a starter AGENTS.md in `cwd` (never overwrites one).
-pub(crate) fn init_agents_md(cwd: &Path) -> anyhow::Result<String> {
-    let path = cwd.join("AGENTS.md");
-    if path.exists() {
-        return Ok(format!("{} already exists; edit it by hand (or ask me to)", path.display()));
-    }
-    let name = cwd
-        .file_name()
-        .map_or_else(|| "this project".to_owned(), |n| n.to_string_lossy().into_owned());
-    let mut commands = Vec::new();
-    if cwd.join("Cargo.toml").exists() {
-        commands.extend([
-            "- Build: `cargo build`",
-            "- Test: `cargo test`",
-            "- Lint: `cargo clippy --all-targets -- -D warnings`",
-            "- Format: `cargo fmt`",
-        ]);
-    }
-    if cwd.join("package.json").exists() {
-        commands.extend(["- Install: `npm install`", "- Test: `npm test`"]);
-    }
-    if cwd.join("pyproject.toml").exists() || cwd.join("setup.py").exists() {
-        commands.extend(["- Test: `pytest`"]);
-    }
-    if cwd.join("go.mod").exists() {
-        commands.extend(["- Build: `go build ./...`", "- Test: `go test ./...`"]);
-    }
-    if cwd.join("Makefile").exists() {
-        commands.extend(["- Build: `make`", "- Test: `make test`"]);
-    }
-    if commands.is_empty() {
-        commands.push("- (How to build, test and lint this project.)");
-    }
-    let text = format!(
-        "# Working on {name}\n\n## Commands\n{}\n\n## Conventions\n- (Code style, naming, error handling.)\n- (Where tests live and how they are written.)\n\n## Layout\n- (The main directories and what each holds.)\n",
-        commands.join("\n")
-    );
-    fs_err::write(&path, text)?;
-    Ok(format!("wrote {} — fill in the conventions and layout", path.display()))
 }
 
 #[cfg(test)]

@@ -60,6 +60,7 @@ fn complete_turn(writer: &mut SessionWriter, turn: u32, question: &str) {
                 tool_call_id: call_id,
                 content: vec![ContentItem::Text { text: "fn main() {}".into() }],
                 status: ToolResultStatus::Success,
+                exit: None,
             },
             synthetic: None,
         })

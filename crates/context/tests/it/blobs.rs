@@ -39,6 +39,7 @@ fn tool_result(content: Vec<ContentItem>) -> Message {
             tool_call_id: ToolCallId::new("call_1"),
             content,
             status: ToolResultStatus::Success,
+            exit: None,
         })],
     )
 }
@@ -85,6 +86,7 @@ fn blobs_from_the_session_store_are_inlined_once() {
                     ContentItem::BlobRef(missing.clone()),
                 ],
                 status: ToolResultStatus::Success,
+                exit: None,
             })]
         );
     }

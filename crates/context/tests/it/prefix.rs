@@ -48,6 +48,7 @@ fn step_messages(step: usize) -> Vec<Message> {
                 tool_call_id: id,
                 content: vec![ContentItem::BlobRef(blob(step))],
                 status: ToolResultStatus::Success,
+                exit: None,
             })],
         ),
     ]

@@ -108,6 +108,7 @@ fn basic_records() -> Vec<Record> {
                     }),
                 ],
                 status: ToolResultStatus::Success,
+                exit: None,
             },
             synthetic: None,
         },

@@ -38,6 +38,9 @@ fn exit_code_and_merged_output() {
     let (one, three) = (out.find("one").unwrap(), out.find("three").unwrap());
     assert!(one < three && out.contains("two"), "{out}");
     assert!(out.contains("[exit code 3;"), "{out}");
+    // How it ended is also data, for front-ends.
+    let exit = output.exit.unwrap();
+    assert_eq!((exit.code, exit.signal), (Some(3), None));
     let streamed = fixture.env.streamed();
     assert!(streamed.contains("one\n") && streamed.contains("two\n"), "{streamed}");
 
@@ -56,6 +59,8 @@ fn exit_code_and_merged_output() {
     assert!(out.starts_with("(no output)\n[exit code 0;"), "{out}");
     let output = fixture.call("run_command", json!({ "command": "kill -9 $$" })).unwrap();
     assert!(output.is_error && text(&output).contains("killed by signal 9"), "{}", text(&output));
+    let exit = output.exit.unwrap();
+    assert_eq!((exit.code, exit.signal), (None, Some(9)));
 }
 
 #[test]
@@ -149,6 +154,9 @@ fn plain_timeout() {
     let output =
         fixture.call("run_command", json!({ "command": "sleep 20", "timeout_ms": 200 })).unwrap();
     assert!(output.is_error && text(&output).contains("timed out"), "{}", text(&output));
+    let exit = output.exit.unwrap();
+    assert_eq!((exit.code, exit.signal), (None, None), "a timeout has no exit code");
+    assert!(exit.duration_ms >= 200, "{exit:?}");
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
 }
 

@@ -274,6 +274,7 @@ fn tool_cards_live_while_running_and_go_to_history_when_done() {
             tool_call_id: ToolCallId::new("c1"),
             content: vec![ContentItem::Text { text: "found".to_owned() }],
             status: ToolResultStatus::Success,
+            exit: None,
         }),
     }));
     assert!(app.tools.is_empty());

@@ -4,7 +4,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
-use super::{decolor, init_agents_md, viewport_height};
+use super::{decolor, viewport_height};
 
 #[test]
 fn decolor_drops_colours_but_keeps_emphasis() {
@@ -23,24 +23,6 @@ fn decolor_drops_colours_but_keeps_emphasis() {
     assert_eq!((cell.fg, cell.bg), (Color::Reset, Color::Reset));
     assert!(cell.modifier.contains(Modifier::BOLD | Modifier::REVERSED));
     assert_eq!(cell.symbol(), "a");
-}
-
-#[test]
-fn init_writes_a_starter_agents_md_once() {
-    let dir = tempfile::tempdir().unwrap();
-    fs_err::write(dir.path().join("Cargo.toml"), "[workspace]\n").unwrap();
-    let message = init_agents_md(dir.path()).unwrap();
-    assert!(message.starts_with("wrote "), "{message}");
-    let text = fs_err::read_to_string(dir.path().join("AGENTS.md")).unwrap();
-    assert!(text.contains("`cargo test`"), "{text}");
-    fs_err::write(dir.path().join("AGENTS.md"), "mine").unwrap();
-    let message = init_agents_md(dir.path()).unwrap();
-    assert!(message.contains("already exists"), "{message}");
-    assert_eq!(
-        fs_err::read_to_string(dir.path().join("AGENTS.md")).unwrap(),
-        "mine",
-        "never overwritten"
-    );
 }
 
 #[test]

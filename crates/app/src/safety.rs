@@ -1,11 +1,10 @@
-//! The safety wiring (issue 7, seed L3/L5): the two axes (sandbox mode, approval mode) from
-//! flags, profile and config; hooks from every source; the permission rules of each layer; the
-//! sandbox every command runs in. `stack.rs` puts the results into the agent.
+//! The safety wiring (seed L3/L5): the two axes (sandbox mode, approval mode) from the
+//! overrides, profile and config; hooks from every source; the permission rules of each layer;
+//! the sandbox every command runs in. `session.rs` puts the results into the agent.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::Context;
 use codecoder_config::{
     ApprovalPolicyToml, InheritToml, LoadedConfig, Origin, SandboxBackendToml, SandboxModeToml,
 };
@@ -20,30 +19,31 @@ use codecoder_sandbox::{
 };
 use codecoder_tools::{Escalation, EscalationSetting};
 
-use crate::cli::{ApprovalArg, SafetyArgs, SandboxModeArg};
+use crate::error::{Error, Result};
+use crate::{Notice, Overrides};
 
 /// Everything the safety flags and settings resolve to for one session.
-pub(crate) struct Safety {
+pub struct Safety {
     /// The two axes and the bypass.
-    pub(crate) modes: Modes,
+    pub modes: Modes,
     /// The approval chain, as the kernel's policy.
-    pub(crate) policy: Arc<ChainPolicy>,
+    pub policy: Arc<ChainPolicy>,
     /// What `run_command` runs in.
-    pub(crate) confinement: Confinement,
+    pub confinement: Confinement,
     /// What a sandbox denial does (shared with the tools, changed with the approval mode).
-    pub(crate) escalation: EscalationSetting,
+    pub escalation: EscalationSetting,
     /// The backend probe (for `doctor`).
-    pub(crate) probe: Probe,
+    pub probe: Probe,
     /// The sandbox policy (also when unconfined: `doctor` and `sandbox` print it).
-    pub(crate) sandbox_policy: SandboxPolicy,
+    pub sandbox_policy: SandboxPolicy,
     /// Warnings for the person (no backend, a mode downgraded).
-    pub(crate) warnings: Vec<String>,
+    pub warnings: Vec<String>,
     /// The file tools' guard (`ToolsConfig::protected_paths`): codecoder's home, or `None`
     /// under bypass and danger-full-access.
-    pub(crate) tools_protected_paths: Option<Vec<PathBuf>>,
+    pub tools_protected_paths: Option<Vec<PathBuf>>,
     /// The environment commands run with (`[shell_environment_policy]` applied to ours), and
     /// the names it withholds.
-    pub(crate) command_env: CommandEnvironment,
+    pub command_env: CommandEnvironment,
 }
 
 /// What `run_command` does when the sandbox blocks a command: ask to retry outside it where
@@ -56,7 +56,7 @@ fn escalation_for(modes: Modes) -> Escalation {
 }
 
 /// Claude Code's name for the mode, as hooks see it in `permission_mode`.
-pub(crate) fn claude_permission_mode(modes: Modes) -> &'static str {
+pub fn claude_permission_mode(modes: Modes) -> &'static str {
     match (modes.bypass, modes.approval) {
         (true, _) => "bypassPermissions",
         (false, ApprovalMode::Never) => "dontAsk",
@@ -68,12 +68,12 @@ pub(crate) fn claude_permission_mode(modes: Modes) -> &'static str {
 /// `interactive` picks the default approval mode: on-request with a person at hand, never in
 /// `exec`.
 pub(crate) fn build(
-    args: &SafetyArgs,
+    args: &Overrides,
     loaded: &LoadedConfig,
     cwd: &Path,
     codecoder_home: &Path,
     interactive: bool,
-) -> anyhow::Result<Safety> {
+) -> Result<Safety> {
     let config = &loaded.config;
     let mut warnings = Vec::new();
     let preference = match config.sandbox.as_ref().and_then(|s| s.backend) {
@@ -98,7 +98,8 @@ pub(crate) fn build(
         writable_roots.push(PathBuf::from("/tmp"));
     }
     if !workspace_write.exclude_tmpdir_env_var.unwrap_or(false)
-        && let Some(tmpdir) = std::env::var_os("TMPDIR").filter(|t| !t.is_empty())
+        && let Some(tmpdir) =
+            std::env::var_os(codecoder_protocol::env::TMPDIR).filter(|t| !t.is_empty())
     {
         writable_roots.push(PathBuf::from(tmpdir));
     }
@@ -111,7 +112,7 @@ pub(crate) fn build(
         let root = expand_home(&root, home.as_deref());
         let root = if root.is_absolute() { root } else { cwd.join(root) };
         let root = fs_err::canonicalize(&root)
-            .with_context(|| format!("--add-dir / writable_roots: {}", root.display()))?;
+            .map_err(Error::io(format!("--add-dir / writable_roots: {}", root.display())))?;
         writable_roots.push(root);
     }
 
@@ -148,7 +149,8 @@ pub(crate) fn build(
     let confinement = match (&probe.backend, modes.sandbox) {
         (_, SandboxMode::DangerFullAccess) => Confinement::Unconfined,
         (Some(backend), _) => {
-            let exe = std::env::current_exe().context("finding the codecoder executable")?;
+            let exe =
+                std::env::current_exe().map_err(Error::io("finding the codecoder executable"))?;
             Confinement::Sandboxed(Arc::new(Sandbox::new(
                 sandbox_policy.clone(),
                 backend.clone(),
@@ -207,13 +209,13 @@ fn env_policy(toml: Option<&codecoder_config::ShellEnvironmentPolicyToml>) -> En
 }
 
 fn resolve_modes(
-    args: &SafetyArgs,
+    args: &Overrides,
     loaded: &LoadedConfig,
     interactive: bool,
     backend: bool,
     warnings: &mut Vec<String>,
 ) -> Modes {
-    if args.yolo {
+    if args.bypass {
         return Modes::BYPASS;
     }
     let default_approval = if interactive { ApprovalMode::OnRequest } else { ApprovalMode::Never };
@@ -222,13 +224,10 @@ fn resolve_modes(
     }
     let config = &loaded.config;
     let sandbox = match (args.sandbox, config.sandbox_mode) {
-        (Some(SandboxModeArg::ReadOnly), _) | (None, Some(SandboxModeToml::ReadOnly)) => {
-            SandboxMode::ReadOnly
-        }
-        (Some(SandboxModeArg::WorkspaceWrite), _)
-        | (None, Some(SandboxModeToml::WorkspaceWrite)) => SandboxMode::WorkspaceWrite,
-        (Some(SandboxModeArg::DangerFullAccess), _)
-        | (None, Some(SandboxModeToml::DangerFullAccess)) => SandboxMode::DangerFullAccess,
+        (Some(mode), _) => mode,
+        (None, Some(SandboxModeToml::ReadOnly)) => SandboxMode::ReadOnly,
+        (None, Some(SandboxModeToml::WorkspaceWrite)) => SandboxMode::WorkspaceWrite,
+        (None, Some(SandboxModeToml::DangerFullAccess)) => SandboxMode::DangerFullAccess,
         (None, None) if backend => SandboxMode::WorkspaceWrite,
         (None, None) => {
             warnings.push(
@@ -240,22 +239,17 @@ fn resolve_modes(
         }
     };
     let approval = match (args.approval, config.approval_policy) {
-        (Some(ApprovalArg::Untrusted), _) | (None, Some(ApprovalPolicyToml::Untrusted)) => {
-            ApprovalMode::Untrusted
-        }
-        (Some(ApprovalArg::OnRequest), _) | (None, Some(ApprovalPolicyToml::OnRequest)) => {
-            ApprovalMode::OnRequest
-        }
-        (Some(ApprovalArg::Never), _) | (None, Some(ApprovalPolicyToml::Never)) => {
-            ApprovalMode::Never
-        }
+        (Some(mode), _) => mode,
+        (None, Some(ApprovalPolicyToml::Untrusted)) => ApprovalMode::Untrusted,
+        (None, Some(ApprovalPolicyToml::OnRequest)) => ApprovalMode::OnRequest,
+        (None, Some(ApprovalPolicyToml::Never)) => ApprovalMode::Never,
         (None, None) => default_approval,
     };
     Modes { sandbox, approval, bypass: false }
 }
 
 /// The project's rules (its config layer) and the user's (every other layer), parsed.
-fn rules(loaded: &LoadedConfig, cwd: &Path) -> anyhow::Result<(RuleSet, RuleSet)> {
+fn rules(loaded: &LoadedConfig, cwd: &Path) -> Result<(RuleSet, RuleSet)> {
     let root = codecoder_config::project_root(cwd);
     let mut project = (Vec::new(), Vec::new(), Vec::new());
     let mut user = (Vec::new(), Vec::new(), Vec::new());
@@ -271,11 +265,18 @@ fn rules(loaded: &LoadedConfig, cwd: &Path) -> anyhow::Result<(RuleSet, RuleSet)
         } else {
             RuleOrigin::User
         };
-        RuleSet::parse(&rules.allow, &rules.ask, &rules.deny, origin_rules)
-            .with_context(|| format!("[permissions] in {origin}"))?;
+        RuleSet::parse(&rules.allow, &rules.ask, &rules.deny, origin_rules).map_err(|source| {
+            Error::Rules { origin: origin.to_string(), source: Box::new(source) }
+        })?;
     }
-    let project = RuleSet::parse(&project.0, &project.1, &project.2, RuleOrigin::Project { root })?;
-    let user = RuleSet::parse(&user.0, &user.1, &user.2, RuleOrigin::User)?;
+    let merged = |origin: &str| {
+        let origin = origin.to_owned();
+        move |source| Error::Rules { origin, source: Box::new(source) }
+    };
+    let project = RuleSet::parse(&project.0, &project.1, &project.2, RuleOrigin::Project { root })
+        .map_err(merged("the project's layers"))?;
+    let user = RuleSet::parse(&user.0, &user.1, &user.2, RuleOrigin::User)
+        .map_err(merged("the user's layers"))?;
     Ok((project, user))
 }
 
@@ -289,25 +290,25 @@ fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
 /// The permission chain behind the kernel's approval seam. The approval mode can change during
 /// a session (`/approvals` in the UI); the rest is fixed.
 #[derive(Debug)]
-pub(crate) struct ChainPolicy {
-    pub(crate) policy: std::sync::RwLock<codecoder_policy::Policy>,
+pub struct ChainPolicy {
+    pub policy: std::sync::RwLock<codecoder_policy::Policy>,
 }
 
 impl ChainPolicy {
     /// The modes now.
-    pub(crate) fn modes(&self) -> Modes {
+    pub fn modes(&self) -> Modes {
         self.policy.read().unwrap_or_else(std::sync::PoisonError::into_inner).modes
     }
 
     /// Switches the approval mode; the tools' escalation follows it.
-    pub(crate) fn set_approval(&self, approval: ApprovalMode, escalation: &EscalationSetting) {
+    pub fn set_approval(&self, approval: ApprovalMode, escalation: &EscalationSetting) {
         let mut policy = self.policy.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         policy.modes.approval = approval;
         escalation.set(escalation_for(policy.modes));
     }
 
     /// The chain's decision for a call, in its own terms.
-    pub(crate) fn decide_call(
+    pub fn decide_call(
         &self,
         tool: &str,
         kind: ToolKind,
@@ -380,8 +381,12 @@ impl ApprovalPolicy for ChainPolicy {
 
 /// Every hook configured for this project: `[hooks]` of each config layer (the project's only
 /// when trusted), `.codecoder/hooks.json`, `.claude/settings.json`, `.claude/settings.local.json`
-/// and `~/.claude/settings.json`. Warnings go to stderr.
-pub(crate) fn load_hooks(loaded: &LoadedConfig, cwd: &Path) -> anyhow::Result<Arc<HookSet>> {
+/// and `~/.claude/settings.json`. Warnings go to `notices`.
+pub(crate) fn load_hooks(
+    loaded: &LoadedConfig,
+    cwd: &Path,
+    notices: &mut Vec<Notice>,
+) -> Result<Arc<HookSet>> {
     let mut table = serde_json::Map::new();
     let mut origin = None;
     for (layer_origin, layer) in &loaded.layers {
@@ -402,10 +407,8 @@ pub(crate) fn load_hooks(loaded: &LoadedConfig, cwd: &Path) -> anyhow::Result<Ar
         read_claude_settings: true,
         project_trusted: loaded.project_trusted,
     };
-    let (set, warnings) = HookSet::load(&sources).context("loading hooks")?;
-    for warning in warnings {
-        eprintln!("warning: {warning}");
-    }
+    let (set, warnings) = HookSet::load(&sources)?;
+    notices.extend(warnings.into_iter().map(Notice::Warning));
     Ok(Arc::new(set))
 }
 

@@ -1,0 +1,245 @@
+//! `codecoder doctor` and `codecoder permissions check`: the safety machinery, inspectable by
+//! hand, exactly as a session would set it up.
+
+use std::io::Write;
+
+use crate::error::{Error, Result};
+use crate::safety::Safety;
+use crate::{Notice, Runtime};
+
+/// The decision `permissions check` prints, and what it was made of.
+#[derive(Debug)]
+pub struct PermissionCheck {
+    /// The chain's decision (its `Display` says what decided).
+    pub decision: codecoder_policy::Decision,
+    /// Our name of the tool.
+    pub tool: String,
+    /// The tool's kind.
+    pub kind: codecoder_kernel::ToolKind,
+    /// The permission keys the arguments give.
+    pub keys: Vec<String>,
+    /// The modes the decision was made under.
+    pub modes: crate::Modes,
+}
+
+impl Runtime {
+    /// How `codecoder sandbox -- CMD` confines a command and the environment it gets: exactly
+    /// as a headless session would, with the network on or off as asked. Also returns the
+    /// safety warnings.
+    ///
+    /// # Errors
+    /// `NoSandbox` when the mode wants a sandbox and no backend works here.
+    pub fn command_confinement(
+        &self,
+        network: bool,
+    ) -> Result<(codecoder_sandbox::Confinement, codecoder_sandbox::Environment, Vec<Notice>)> {
+        use codecoder_sandbox::{Confinement, Sandbox};
+        let safety = self.safety(false)?;
+        let notices = safety.warnings.iter().cloned().map(Notice::Warning).collect();
+        let confinement = match &safety.confinement {
+            Confinement::Sandboxed(sandbox) => {
+                let mut policy = sandbox.policy().clone();
+                policy.network = network;
+                Confinement::Sandboxed(std::sync::Arc::new(Sandbox::new(
+                    policy,
+                    sandbox.backend().clone(),
+                    sandbox.stage_exe().to_owned(),
+                )))
+            }
+            _ if safety.modes.sandbox == crate::SandboxMode::DangerFullAccess => {
+                Confinement::Unconfined
+            }
+            _ => return Err(Error::NoSandbox { reason: safety.probe.notes.join("; ") }),
+        };
+        Ok((confinement, safety.command_env.environment(), notices))
+    }
+
+    /// The safety setup a session would get (`interactive`: a person is at hand to answer).
+    ///
+    /// # Errors
+    /// When a writable root does not exist or a permission rule is invalid.
+    pub fn safety(&self, interactive: bool) -> Result<Safety> {
+        crate::safety::build(&self.overrides, &self.loaded, &self.cwd, &self.home, interactive)
+    }
+
+    /// Writes `codecoder doctor`'s report: the home, the project and its trust, the config
+    /// layers, the sandbox backend and why, the modes, roots, hidden paths, hooks and rules.
+    ///
+    /// Returns what loading the hooks had to say, for stderr.
+    ///
+    /// # Errors
+    /// When the safety setup cannot be built or `out` fails.
+    pub fn doctor(&self, out: &mut dyn Write) -> Result<Vec<Notice>> {
+        let (home, cwd, loaded) = (&self.home, &self.cwd, &self.loaded);
+        writeln!(out, "codecoder {}", env!("CARGO_PKG_VERSION"))?;
+        writeln!(out, "home: {}", home.display())?;
+        let root = codecoder_config::project_root(cwd);
+        let trust = if loaded.project_trusted { "trusted" } else { "not trusted" };
+        writeln!(out, "project: {} ({trust})", root.display())?;
+        writeln!(out, "config layers:")?;
+        if loaded.layers.is_empty() {
+            writeln!(out, "  (none: defaults only)")?;
+        }
+        for (origin, _) in &loaded.layers {
+            writeln!(out, "  {origin}")?;
+        }
+        for notice in &loaded.notices {
+            writeln!(out, "  note: {notice}")?;
+        }
+
+        let interactive = self.safety(true)?;
+        let headless = self.safety(false)?;
+        writeln!(out, "sandbox:")?;
+        match &interactive.probe.backend {
+            Some(backend) => writeln!(out, "  backend: {} (active)", backend.name())?,
+            None => writeln!(out, "  backend: none — commands cannot be sandboxed here")?,
+        }
+        for note in &interactive.probe.notes {
+            writeln!(out, "  {note}")?;
+        }
+        let modes = |safety: &Safety| {
+            format!(
+                "sandbox {}, approvals {}{}",
+                safety.modes.sandbox.as_str(),
+                safety.modes.approval.as_str(),
+                if safety.modes.bypass { ", bypass (yolo)" } else { "" }
+            )
+        };
+        writeln!(out, "modes:")?;
+        writeln!(out, "  interactive: {}", modes(&interactive))?;
+        writeln!(out, "  exec: {}", modes(&headless))?;
+        let policy = &interactive.sandbox_policy;
+        writeln!(out, "  network for commands: {}", if policy.network { "on" } else { "off" })?;
+        writeln!(out, "writable roots:")?;
+        let roots = policy.existing_writable_roots();
+        if roots.is_empty() {
+            writeln!(out, "  (none: {})", interactive.modes.sandbox.as_str())?;
+        }
+        for root in roots {
+            writeln!(out, "  {}", root.display())?;
+        }
+        // The same guard the approval chain, the file tools and the sandbox use.
+        writeln!(out, "protected (edits asked, denied under never; read-only to commands):")?;
+        for path in policy.protected_subpaths() {
+            match policy.protection(&path) {
+                Some(protection) => {
+                    writeln!(out, "  {} — {}", path.display(), protection.rule_text())?;
+                }
+                None => writeln!(out, "  {}", path.display())?,
+            }
+        }
+        writeln!(
+            out,
+            "  below every writable root, existing or not: {}, .claude/settings*.json",
+            codecoder_policy::protect::PROTECTED_DIRS
+                .iter()
+                .chain(&codecoder_policy::protect::PROTECTED_FILES)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?;
+        writeln!(out, "  codecoder's home, wherever it is: {}", home.display())?;
+        writeln!(out, "hidden from commands and read tools:")?;
+        for path in &policy.hidden_paths {
+            let state = if path.exists() { "" } else { " (absent)" };
+            writeln!(out, "  {}{state}", path.display())?;
+        }
+        // Names only: a value may be a secret.
+        let withheld = &interactive.command_env.withheld;
+        if withheld.is_empty() {
+            writeln!(out, "withheld from commands: (none)")?;
+        } else {
+            writeln!(out, "withheld from commands: {}", withheld.join(", "))?;
+        }
+        let mut notices = Vec::new();
+        let hooks = crate::safety::load_hooks(loaded, cwd, &mut notices)?;
+
+        writeln!(out, "hooks:")?;
+        if hooks.is_empty() {
+            writeln!(out, "  (none)")?;
+        } else {
+            for line in hooks.summary().lines() {
+                writeln!(out, "  {line}")?;
+            }
+        }
+        writeln!(out, "permission rules:")?;
+        let mut any = false;
+        for (origin, layer) in &loaded.layers {
+            let Some(rules) = &layer.permissions else { continue };
+            for (list, items) in
+                [("allow", &rules.allow), ("ask", &rules.ask), ("deny", &rules.deny)]
+            {
+                for rule in items {
+                    any = true;
+                    writeln!(out, "  {list} {rule}  ({origin})")?;
+                }
+            }
+        }
+        if !any {
+            writeln!(out, "  (none: the defaults of the modes decide)")?;
+        }
+        for warning in &interactive.warnings {
+            writeln!(out, "warning: {warning}")?;
+        }
+        Ok(notices)
+    }
+}
+
+/// Our tool name for one of Claude Code's.
+fn our_tool_name(name: &str) -> &str {
+    match name {
+        "Bash" => "run_command",
+        "Read" => "read_file",
+        "Write" => "write_file",
+        "Edit" | "MultiEdit" => "edit",
+        "Glob" => "glob",
+        "Grep" => "grep",
+        "LS" => "list_dir",
+        "WebFetch" => "web_fetch",
+        other => other,
+    }
+}
+
+impl Runtime {
+    /// What the approval chain decides for `tool` (ours or Claude Code's name) called with
+    /// `args` (JSON), without hooks or session grants.
+    ///
+    /// # Errors
+    /// `Usage` when the arguments are not JSON, the tool is unknown or the arguments do not fit
+    /// its schema.
+    pub fn check_permission(
+        &self,
+        tool: &str,
+        args: &str,
+        interactive: bool,
+    ) -> Result<PermissionCheck> {
+        let value: serde_json::Value = serde_json::from_str(args)
+            .map_err(|err| Error::usage(format!("ARGS-JSON is not JSON: {err}")))?;
+        let safety = self.safety(interactive)?;
+        let cwd = &self.cwd;
+        let name = our_tool_name(tool);
+        let tools = codecoder_tools::builtin_tools(codecoder_tools::ToolsConfig::standard(
+            cwd,
+            vec![std::path::PathBuf::from("/")],
+        ));
+        let Some(tool) = tools.iter().find(|tool| tool.name() == name) else {
+            let known: Vec<&str> = tools.iter().map(|tool| tool.name()).collect();
+            return Err(Error::usage(format!(
+                "unknown tool `{tool}` (known: {})",
+                known.join(", ")
+            )));
+        };
+        if let Err(err) = codecoder_kernel::validate_schema(&tool.schema(), &value) {
+            return Err(Error::usage(format!("the arguments do not fit `{name}`: {err}")));
+        }
+        let keys = tool.permission_keys(&value);
+        let decision = safety.policy.decide_call(name, tool.kind(), &keys, None, false);
+        Ok(PermissionCheck {
+            decision,
+            tool: name.to_owned(),
+            kind: tool.kind(),
+            keys,
+            modes: safety.modes,
+        })
+    }
+}

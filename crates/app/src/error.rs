@@ -1,0 +1,90 @@
+//! The runtime's one error type: the libraries' errors it meets while assembling a session, plus
+//! `Usage` for a request or configuration that cannot work (a front-end exits 2 on it).
+
+/// Why a session could not be assembled or a runtime service failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The request or the configuration cannot work as given (an unknown provider, a missing
+    /// API key, a session that does not exist, a bad `--replay` log).
+    #[error("{message}")]
+    Usage {
+        /// What is wrong, and what to do about it.
+        message: String,
+    },
+    /// A config file or `-c` override is invalid.
+    #[error(transparent)]
+    Config(#[from] codecoder_config::Error),
+    /// The session log or its index.
+    #[error(transparent)]
+    Session(#[from] codecoder_session::Error),
+    /// The model provider's configuration.
+    #[error(transparent)]
+    Provider(#[from] codecoder_providers::Error),
+    /// The prompt builder.
+    #[error(transparent)]
+    Context(#[from] codecoder_context::Error),
+    /// The agent loop.
+    #[error(transparent)]
+    Kernel(#[from] codecoder_kernel::Error),
+    /// The hook configuration.
+    #[error("loading hooks: {0}")]
+    Hooks(#[from] codecoder_hooks::Error),
+    /// A permission rule of one config layer.
+    #[error("[permissions] in {origin}: {source}")]
+    Rules {
+        /// The layer.
+        origin: String,
+        /// What is wrong with the rule.
+        source: Box<codecoder_policy::Error>,
+    },
+    /// Spawning or confining a process.
+    #[error(transparent)]
+    Sandbox(#[from] codecoder_sandbox::Error),
+    /// A confined command was asked for where no sandbox backend works.
+    #[error("no sandbox backend works here, so the command was not run ({reason})")]
+    NoSandbox {
+        /// Why the backends failed.
+        reason: String,
+    },
+    /// A file or directory the runtime needs.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// A usage error with `message`.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self::Usage { message: message.into() }
+    }
+
+    /// True when the request or the configuration is at fault, or the session is in use by
+    /// another process (front-ends exit 2).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Self::Usage { .. }
+                | Self::Config(_)
+                | Self::Session(codecoder_session::Error::Locked { .. })
+        )
+    }
+
+    pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
+        let context = context.into();
+        move |source| Self::Io { context, source }
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(source: std::io::Error) -> Self {
+        Self::Io { context: "writing".to_owned(), source }
+    }
+}
+
+/// The runtime's result.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,120 @@
+//! Host services front-ends offer beside a session: the git probes (`/diff`, the prompt's
+//! `git status`), a starter AGENTS.md (`/init`), the sessions a picker offers. Processes are
+//! started through `sandbox::output`, bounded in time.
+
+use std::path::Path;
+use std::time::Duration;
+
+use codecoder_sandbox::{CommandSpec, SpawnConfig};
+use codecoder_session::{Index, SessionStore};
+
+use crate::Runtime;
+use crate::error::{Error, Result};
+
+/// `git status --porcelain` in `cwd`, for the prompt's environment section; `None` outside a
+/// repository or when git is missing or slow (one second at most). It runs in the command
+/// environment: its output reaches the model like a command's.
+pub(crate) fn git_status(
+    cwd: &Path,
+    environment: codecoder_sandbox::Environment,
+) -> Option<String> {
+    codecoder_context::find_project_root(cwd)?;
+    let mut spec = CommandSpec::new("git", ["status", "--porcelain"]);
+    spec.cwd = Some(cwd.to_owned());
+    let config = SpawnConfig { environment, ..SpawnConfig::standard() };
+    let collected = codecoder_sandbox::output(&spec, &config, Duration::from_secs(1)).ok()?;
+    collected.success().then(|| collected.stdout_text())
+}
+
+/// `git diff` (tracked changes against the index) in `cwd`, bounded to 10 seconds.
+///
+/// # Errors
+/// When git cannot start, fails (not a repository) or takes too long.
+pub fn git_diff(cwd: &Path) -> Result<String> {
+    let mut spec = CommandSpec::new("git", ["--no-pager", "diff", "--no-color"]);
+    spec.cwd = Some(cwd.to_owned());
+    let collected =
+        codecoder_sandbox::output(&spec, &SpawnConfig::standard(), Duration::from_secs(10))?;
+    if collected.success() {
+        return Ok(collected.stdout_text());
+    }
+    Err(Error::usage(format!("git diff failed: {}", collected.stderr_text().trim())))
+}
+
+/// Writes a starter AGENTS.md in `cwd` (never overwrites one) and says what it did.
+///
+/// # Errors
+/// When the file cannot be written.
+pub fn init_agents_md(cwd: &Path) -> Result<String> {
+    let path = cwd.join("AGENTS.md");
+    if path.exists() {
+        return Ok(format!("{} already exists; edit it by hand (or ask me to)", path.display()));
+    }
+    let name = cwd
+        .file_name()
+        .map_or_else(|| "this project".to_owned(), |n| n.to_string_lossy().into_owned());
+    let mut commands = Vec::new();
+    if cwd.join("Cargo.toml").exists() {
+        commands.extend([
+            "- Build: `cargo build`",
+            "- Test: `cargo test`",
+            "- Lint: `cargo clippy --all-targets -- -D warnings`",
+            "- Format: `cargo fmt`",
+        ]);
+    }
+    if cwd.join("package.json").exists() {
+        commands.extend(["- Install: `npm install`", "- Test: `npm test`"]);
+    }
+    if cwd.join("pyproject.toml").exists() || cwd.join("setup.py").exists() {
+        commands.extend(["- Test: `pytest`"]);
+    }
+    if cwd.join("go.mod").exists() {
+        commands.extend(["- Build: `go build ./...`", "- Test: `go test ./...`"]);
+    }
+    if cwd.join("Makefile").exists() {
+        commands.extend(["- Build: `make`", "- Test: `make test`"]);
+    }
+    if commands.is_empty() {
+        commands.push("- (How to build, test and lint this project.)");
+    }
+    let text = format!(
+        "# Working on {name}\n\n## Commands\n{}\n\n## Conventions\n- (Code style, naming, error handling.)\n- (Where tests live and how they are written.)\n\n## Layout\n- (The main directories and what each holds.)\n",
+        commands.join("\n")
+    );
+    fs_err::write(&path, text).map_err(Error::io("writing AGENTS.md"))?;
+    Ok(format!("wrote {} — fill in the conventions and layout", path.display()))
+}
+
+/// A session a picker offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionListing {
+    /// Its id.
+    pub id: String,
+    /// Its title (the first prompt).
+    pub title: String,
+    /// When it last changed, Unix ms.
+    pub updated_ms: u64,
+}
+
+impl Runtime {
+    /// The sessions of the working directory worth resuming, newest first: readable, and
+    /// someone typed into them.
+    ///
+    /// # Errors
+    /// When the session index cannot be opened or refreshed.
+    pub fn resumable_sessions(&self) -> Result<Vec<SessionListing>> {
+        let store = SessionStore::new(&self.home);
+        let mut index = Index::open(&store)?;
+        index.refresh(&store)?;
+        let sessions = index.list(Some(&self.cwd.to_string_lossy()))?;
+        Ok(sessions
+            .into_iter()
+            .filter(|s| s.problem.is_none() && !s.title.is_empty())
+            .map(|s| SessionListing {
+                id: s.id.to_string(),
+                title: s.title,
+                updated_ms: s.updated_ms,
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,169 @@
+//! The runtime every front-end runs on (design.md's `app`, L0/L6): from plain overrides and the
+//! config layers to a running session — provider, tools, policy, sandbox, hooks and log wired
+//! together. This is the only place that knows how a session is assembled; `exec`, the TUI and
+//! the servers ask it for a session and speak their own protocol over the agent's channels.
+//!
+//! ```no_run
+//! # fn main() -> codecoder_app::Result<()> {
+//! let runtime = codecoder_app::Runtime::load(codecoder_app::Overrides::default())?;
+//! let session = runtime.start(&codecoder_app::SessionRequest::new())?;
+//! // session.agent.cmd / session.agent.events: submit a prompt, read what happens.
+//! # Ok(()) }
+//! ```
+//!
+//! Invariants: the runtime never prints; everything a person should read (config notices,
+//! safety warnings, a model missing from the catalog) comes back as `Notice`s for the
+//! front-end to show. It spawns processes only through `sandbox`.
+
+mod checks;
+mod error;
+mod host;
+mod jsonl;
+mod provider;
+mod replay;
+mod safety;
+mod session;
+mod transcript;
+
+use std::path::{Path, PathBuf};
+
+use codecoder_config::{LoadOptions, LoadedConfig};
+
+pub use checks::PermissionCheck;
+pub use codecoder_policy::{ApprovalMode, Modes, SandboxMode};
+pub use error::{Error, Result};
+pub use host::{SessionListing, git_diff, init_agents_md};
+pub use jsonl::{ExecEventEncoder, Messages, result_text};
+pub use safety::{ChainPolicy, Safety, claude_permission_mode};
+pub use session::{Pricing, RunningSession, SessionControls, SessionRequest, Start};
+pub use transcript::write_transcript;
+
+/// The system-wide config file.
+pub const SYSTEM_CONFIG: &str = "/etc/codecoder/config.toml";
+
+/// What a front-end asks for on top of the config files: command-line flags and their
+/// equivalents in other protocols. No clap types: every front-end fills it its own way.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// The working directory (`-C DIR`); the process's own when `None`.
+    pub cwd: Option<PathBuf>,
+    /// `[profiles.NAME]` to apply (`-p NAME`).
+    pub profile: Option<String>,
+    /// `-c key=value` overrides, later ones winning.
+    pub config: Vec<String>,
+    /// The model (`-m`), over `model` in config.toml.
+    pub model: Option<String>,
+    /// The provider id (`--provider`), over `model_provider` in config.toml.
+    pub provider: Option<String>,
+    /// The sandbox mode (`-s`), over `sandbox_mode`.
+    pub sandbox: Option<SandboxMode>,
+    /// The approval mode (`-a`), over `approval_policy`.
+    pub approval: Option<ApprovalMode>,
+    /// `--full-auto`: workspace-write with the interactive default approval mode.
+    pub full_auto: bool,
+    /// `--dangerously-bypass-approvals-and-sandbox`: no sandbox, no approvals.
+    pub bypass: bool,
+    /// `--add-dir`: more writable roots.
+    pub add_dirs: Vec<PathBuf>,
+}
+
+/// Something a person should read, from loading the config or assembling a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// Information (`note: …`).
+    Note(String),
+    /// Something that weakens what the person asked for (`warning: …`).
+    Warning(String),
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Note(text) => write!(f, "note: {text}"),
+            Self::Warning(text) => write!(f, "warning: {text}"),
+        }
+    }
+}
+
+/// The loaded configuration of one process, from which sessions start.
+#[derive(Debug)]
+pub struct Runtime {
+    overrides: Overrides,
+    home: PathBuf,
+    cwd: PathBuf,
+    loaded: LoadedConfig,
+}
+
+impl Runtime {
+    /// Finds `$CODECODER_HOME` and the working directory and loads the config layers.
+    ///
+    /// # Errors
+    /// When there is no home, the working directory does not exist, or a config layer is
+    /// invalid (`Error::Config`, which names file and line).
+    pub fn load(overrides: Overrides) -> Result<Self> {
+        let home = home()?;
+        let cwd = resolve_cwd(overrides.cwd.as_deref())?;
+        let loaded = codecoder_config::load(&LoadOptions {
+            system_path: PathBuf::from(SYSTEM_CONFIG),
+            home: Some(home.clone()),
+            cwd: cwd.clone(),
+            profile: overrides.profile.clone(),
+            overrides: overrides.config.clone(),
+        })?;
+        Ok(Self { overrides, home, cwd, loaded })
+    }
+
+    /// `$CODECODER_HOME`.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// The working directory, canonical.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// The config layers and their merge.
+    pub fn loaded(&self) -> &LoadedConfig {
+        &self.loaded
+    }
+
+    /// The overrides this runtime was loaded with.
+    pub fn overrides(&self) -> &Overrides {
+        &self.overrides
+    }
+
+    /// What loading the config had to say (a layer skipped, an untrusted project).
+    pub fn notices(&self) -> Vec<Notice> {
+        self.loaded.notices.iter().map(|notice| Notice::Note(notice.clone())).collect()
+    }
+}
+
+/// The codecoder home: `$CODECODER_HOME`, else `~/.codecoder`.
+///
+/// # Errors
+/// When neither `CODECODER_HOME` nor `HOME` is set.
+pub fn home() -> Result<PathBuf> {
+    codecoder_stdx::codecoder_home(|key| std::env::var_os(key)).ok_or_else(|| {
+        Error::usage(format!(
+            "cannot find the codecoder home: set {} or {}",
+            codecoder_protocol::env::CODECODER_HOME,
+            codecoder_protocol::env::HOME
+        ))
+    })
+}
+
+/// `dir` (or the current directory), canonical.
+///
+/// # Errors
+/// When it does not exist.
+pub fn resolve_cwd(dir: Option<&Path>) -> Result<PathBuf> {
+    let cwd = match dir {
+        Some(dir) => dir.to_owned(),
+        None => std::env::current_dir().map_err(Error::io("reading the current directory"))?,
+    };
+    fs_err::canonicalize(&cwd).map_err(Error::io(format!("-C {}", cwd.display())))
+}
+
+#[cfg(test)]
+mod tests;

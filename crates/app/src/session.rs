@@ -1,0 +1,368 @@
+//! Starting a session: configuration → provider client (or the replay model) → session writer
+//! (new, resumed, forked or in memory) → tools, prompt builder and approval policy → a kernel
+//! agent on its own threads. Every front-end starts its sessions here.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use codecoder_config::ConfigToml;
+use codecoder_kernel::{
+    AgentConfig, AgentDeps, AgentHandle, ModelClient, ToolRegistry, spawn_agent_on,
+};
+use codecoder_providers::HttpModelClient;
+use codecoder_session::{
+    FsyncPolicy, Index, NewSession, SessionStore, SessionWriter, WriterConfig,
+};
+
+use crate::error::{Error, Result};
+use crate::safety::ChainPolicy;
+use crate::{Modes, Notice, Runtime};
+
+const DEFAULT_MODEL: &str = "gpt-5";
+const DEFAULT_PROVIDER: &str = "openai";
+
+/// Which session to run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Start {
+    /// A new session.
+    #[default]
+    New,
+    /// An earlier session: its id, a unique prefix or the path of its log; `None` for the
+    /// newest of the working directory.
+    Resume(Option<String>),
+    /// A copy of an earlier session (the original is untouched), continued.
+    Fork(String),
+}
+
+/// What a front-end asks of a session.
+#[derive(Debug, Clone, Default)]
+pub struct SessionRequest {
+    /// New, resumed or forked.
+    pub start: Start,
+    /// The model, over the runtime's overrides and config (the TUI's `/model`).
+    pub model: Option<String>,
+    /// The provider, over the runtime's overrides and config.
+    pub provider: Option<String>,
+    /// `--replay FILE`: answer with a recorded session's responses.
+    pub replay: Option<PathBuf>,
+    /// Keep no session log.
+    pub ephemeral: bool,
+    /// A JSON Schema the final message must follow.
+    pub output_schema: Option<serde_json::Value>,
+    /// A person is at hand to answer approvals (the TUI, an editor): the default approval mode
+    /// is then on-request instead of never.
+    pub interactive: bool,
+}
+
+impl SessionRequest {
+    /// A new, headless session with the runtime's model and provider.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// Prices per million tokens, for a front-end's cost figure.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Pricing {
+    /// Input tokens.
+    pub input: Option<f64>,
+    /// Cached input tokens.
+    pub cached_input: Option<f64>,
+    /// Output tokens.
+    pub output: Option<f64>,
+}
+
+/// What can change in a running session from outside the agent: the approval mode.
+#[derive(Debug, Clone)]
+pub struct SessionControls {
+    policy: Arc<ChainPolicy>,
+    escalation: codecoder_tools::EscalationSetting,
+}
+
+impl SessionControls {
+    /// The modes now.
+    pub fn modes(&self) -> Modes {
+        self.policy.modes()
+    }
+
+    /// Switches the approval mode; the chain and `run_command`'s escalation follow it.
+    pub fn set_approval(&self, approval: crate::ApprovalMode) {
+        self.policy.set_approval(approval, &self.escalation);
+    }
+}
+
+/// A running agent and what a front-end shows about it.
+pub struct RunningSession {
+    /// The agent: commands in, events out.
+    pub agent: AgentHandle,
+    /// The merged configuration.
+    pub config: ConfigToml,
+    /// The model id.
+    pub model: String,
+    /// The provider id.
+    pub provider_id: String,
+    /// The model's context window, in tokens.
+    pub context_window: u64,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// The sandbox and approval modes the session started under.
+    pub modes: Modes,
+    /// Prices of the model (config first, then the catalog).
+    pub pricing: Pricing,
+    /// The approval mode, changeable while the session runs.
+    pub controls: SessionControls,
+    /// What assembling the session had to say, for the person.
+    pub notices: Vec<Notice>,
+}
+
+impl Runtime {
+    /// Starts a session and its agent.
+    ///
+    /// # Errors
+    /// When the provider or the session cannot be found, a key is missing, or the agent cannot
+    /// start.
+    pub fn start(&self, request: &SessionRequest) -> Result<RunningSession> {
+        let home = self.home.clone();
+        let cwd = self.cwd.clone();
+        let loaded = &self.loaded;
+        let mut notices = Vec::new();
+        let config = &loaded.config;
+        let safety =
+            crate::safety::build(&self.overrides, loaded, &cwd, &home, request.interactive)?;
+        notices.extend(safety.warnings.iter().cloned().map(Notice::Warning));
+        let provider_id = request
+            .provider
+            .clone()
+            .or_else(|| self.overrides.provider.clone())
+            .or_else(|| config.model_provider.clone())
+            .unwrap_or_else(|| DEFAULT_PROVIDER.to_owned());
+        let model = request
+            .model
+            .clone()
+            .or_else(|| self.overrides.model.clone())
+            .or_else(|| config.model.clone())
+            .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+        let model_client: Arc<dyn ModelClient> = match &request.replay {
+            Some(path) => {
+                let replay = crate::replay::ReplayModel::load(
+                    path,
+                    SessionStore::new(&home).blobs(),
+                    cwd.to_string_lossy().into_owned(),
+                )?;
+                if !replay.compares {
+                    notices.push(Notice::Note(format!(
+                        "--replay: {} was written before logs recorded the model-visible context; requests are not compared with the recorded ones",
+                        path.display()
+                    )));
+                }
+                Arc::new(replay)
+            }
+            None => {
+                let provider = crate::provider::resolve_provider(&provider_id, config)?;
+                let env_key = provider.env_key.clone();
+                let lookup = |key: &str| {
+                    std::env::var(key).ok().filter(|v| !v.trim().is_empty()).or_else(|| {
+                        (Some(key) == env_key.as_deref())
+                            .then(|| codecoder_config::load_credential(&home, &provider_id))
+                            .flatten()
+                    })
+                };
+                match HttpModelClient::new(provider, &lookup) {
+                    Ok(client) => Arc::new(client),
+                    Err(err @ codecoder_providers::Error::MissingApiKey { .. }) => {
+                        return Err(Error::usage(format!(
+                            "{err} (or run `codecoder login --provider {provider_id}`)"
+                        )));
+                    }
+                    Err(err) => return Err(err.into()),
+                }
+            }
+        };
+        let info = codecoder_providers::model_info(&model);
+        if !info.known && !config.models.contains_key(&model) {
+            notices.push(Notice::Note(format!(
+                "model `{model}` is not in the catalog; assuming a {}-token context (set [models.\"{model}\"] in config.toml)",
+                info.context_window
+            )));
+        }
+
+        let store = SessionStore::new(&home);
+        let writer_config = WriterConfig {
+            fsync: match config.session.as_ref().and_then(|s| s.fsync) {
+                Some(codecoder_config::FsyncToml::Always) => FsyncPolicy::Always,
+                Some(codecoder_config::FsyncToml::Never) => FsyncPolicy::Never,
+                Some(codecoder_config::FsyncToml::Turn) | None => FsyncPolicy::Turn,
+            },
+            blob_threshold: config
+                .session
+                .as_ref()
+                .and_then(|s| s.blob_threshold_bytes)
+                .unwrap_or(16 * 1024),
+            ..WriterConfig::standard()
+        };
+        let cwd_text = cwd.to_string_lossy().into_owned();
+        let config_hash = config_hash(config)?;
+        let new_session = NewSession {
+            cwd: cwd_text.clone(),
+            model: model.clone(),
+            provider: provider_id.clone(),
+            config_hash: Some(config_hash.clone()),
+            parent: None,
+        };
+        let writer: SessionWriter = match &request.start {
+            Start::Resume(query) => {
+                let path = match query {
+                    Some(id) => store.find(id)?,
+                    None => {
+                        let mut index = Index::open(&store)?;
+                        let refreshed = index.refresh(&store);
+                        notices.extend(
+                            index.warnings().iter().map(|w| Notice::Warning(w.to_string())),
+                        );
+                        refreshed?;
+                        let newest =
+                            index.list(Some(&cwd_text))?.into_iter().find(|s| s.problem.is_none());
+                        newest.map(|s| s.path).ok_or_else(|| {
+                            Error::usage(format!("no session to resume in {cwd_text}"))
+                        })?
+                    }
+                };
+                store.resume(&path, writer_config)?.1
+            }
+            Start::Fork(id) => store.fork(id, None, writer_config)?,
+            Start::New if request.ephemeral => {
+                SessionWriter::in_memory(new_session, writer_config)?
+            }
+            Start::New => store.create(new_session, writer_config)?,
+        };
+
+        let mut agent_config = AgentConfig::standard(&model, &provider_id, &cwd_text);
+        agent_config.config_hash = Some(config_hash);
+        if let Some(agent) = &config.agent {
+            if let Some(max) = agent.max_steps_per_turn {
+                agent_config.max_steps = max;
+            }
+            if let Some(max) = agent.max_parallel_tools {
+                agent_config.max_parallel_tools = max;
+            }
+            if let Some(depth) = agent.subagent_max_depth {
+                agent_config.subagents.max_depth = depth;
+            }
+        }
+        let session_store = store.clone();
+        let ephemeral = request.ephemeral;
+        // Subagents' logs follow the root's: in memory when it is.
+        let sessions = Arc::new(move |new: NewSession| {
+            if ephemeral {
+                return SessionWriter::in_memory(new, WriterConfig::standard());
+            }
+            session_store.create(new, WriterConfig::standard())
+        });
+        // Tools: the built-ins. Where edits may go is the approval chain's call (it asks for an
+        // edit outside the writable roots), so the tools themselves may write anywhere.
+        let mut tools_config =
+            codecoder_tools::ToolsConfig::standard(&cwd, vec![PathBuf::from("/")]);
+        tools_config.confinement = safety.confinement.clone();
+        tools_config.environment = safety.command_env.environment();
+        tools_config.escalation = safety.escalation.clone();
+        tools_config.protected_paths = safety.tools_protected_paths.clone();
+        // Output over the cap is kept whole, as a blob beside the session logs.
+        tools_config.spill_dir = Some(store.blobs().dir().join("spill"));
+        tools_config.blobs = Some(store.blobs());
+        let mut registry = ToolRegistry::new();
+        for tool in codecoder_tools::builtin_tools(tools_config) {
+            registry.register(tool)?;
+        }
+        let registry = Arc::new(registry);
+
+        // The prompt: base instructions, environment, AGENTS.md; the model's window and reserve.
+        let window =
+            config.models.get(&model).and_then(|m| m.context_window).unwrap_or(info.context_window);
+        let max_output = config
+            .model_max_output_tokens
+            .map(u64::from)
+            .or_else(|| config.models.get(&model).and_then(|m| m.max_output_tokens))
+            .unwrap_or(info.max_output_tokens)
+            .min(window / 2);
+        let mut context_config =
+            codecoder_context::ContextConfig::standard(window, max_output, Some(home.clone()));
+        if let Some(names) = &config.project_doc_fallback_filenames {
+            context_config.agents_md.fallback_names.clone_from(names);
+        }
+        context_config.output_schema.clone_from(&request.output_schema);
+        if let Some(budget) = config.project_doc_max_bytes {
+            context_config.agents_md.budget_bytes = budget;
+        }
+        let mut environment = codecoder_context::Environment::new(
+            &cwd,
+            std::env::var(codecoder_protocol::env::SHELL).ok(),
+        );
+        environment.git_status_porcelain =
+            crate::host::git_status(&cwd, safety.command_env.environment());
+        let blobs = store.blobs();
+        let builder = codecoder_context::ContextBuilder::new(
+            &context_config,
+            &environment,
+            &codecoder_stdx::SystemClock,
+            &codecoder_context::AgentsMdLoader::new(),
+        )?
+        .with_blob_resolver(move |blob| blobs.resolve(blob).ok());
+        let builder = Arc::new(builder);
+        let guard = codecoder_context::ContextWindowGuard::new(
+            Arc::clone(&builder),
+            model.clone(),
+            registry.specs(),
+        );
+        let hook_set = crate::safety::load_hooks(loaded, &cwd, &mut notices)?;
+        let hooks: Arc<dyn codecoder_kernel::Hooks> = match crate::safety::kernel_hooks(
+            &hook_set,
+            writer.session_id().to_string(),
+            writer.path(),
+            &cwd,
+            crate::safety::claude_permission_mode(safety.modes),
+            store.sessions_dir(),
+        ) {
+            Some(hooks) => Arc::new(hooks),
+            None => Arc::new(codecoder_kernel::NoHooks),
+        };
+        let deps = AgentDeps {
+            model: model_client,
+            prompt: builder,
+            tools: registry,
+            approval: safety.policy.clone(),
+            hooks,
+            sessions,
+            interceptors: vec![Arc::new(guard)],
+        };
+        let agent = spawn_agent_on(agent_config, deps, writer)?;
+        let configured = config.models.get(&model);
+        let pricing = Pricing {
+            input: configured.and_then(|m| m.input_price).or(info.input_price),
+            cached_input: configured.and_then(|m| m.cached_input_price).or(info.cached_input_price),
+            output: configured.and_then(|m| m.output_price).or(info.output_price),
+        };
+        Ok(RunningSession {
+            agent,
+            config: loaded.config.clone(),
+            model,
+            provider_id,
+            context_window: window,
+            cwd,
+            modes: safety.modes,
+            pricing,
+            controls: SessionControls { policy: safety.policy, escalation: safety.escalation },
+            notices,
+        })
+    }
+}
+
+/// The effective configuration's hash, `sha256:<hex>` of its JSON form (maps are ordered, so
+/// the same settings always hash the same).
+fn config_hash(config: &ConfigToml) -> Result<String> {
+    use sha2::Digest;
+    let json = serde_json::to_vec(config)
+        .map_err(|err| Error::usage(format!("the configuration cannot be hashed: {err}")))?;
+    let digest = sha2::Sha256::digest(&json);
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    Ok(format!("sha256:{hex}"))
+}

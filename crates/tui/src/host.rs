@@ -1,0 +1,163 @@
+//! `RuntimeHost`: the UI's `Host` over the runtime (`codecoder-app`). `/new`, `/resume`,
+//! `/fork`, `/model` and `/provider` start sessions the way every front-end does; a resumed or
+//! forked session's transcript and token totals are read back from its log.
+
+use std::path::Path;
+
+use anyhow::Context;
+use codecoder_app::{ApprovalMode, Modes, Runtime, SessionControls, SessionRequest, Start};
+
+use crate::{Host, Session, SessionChoice, SessionInfo, SessionSummary, StartRequest};
+
+/// Starts the UI's sessions with one runtime's settings.
+pub struct RuntimeHost {
+    runtime: Runtime,
+    model: Option<String>,
+    provider: Option<String>,
+    /// The modes the sessions run under (known once the first session started).
+    modes: Option<Modes>,
+    /// The running session's approval mode, for `/approvals MODE`.
+    controls: Option<SessionControls>,
+    /// Notices of the first session, for the caller to show before the UI opens.
+    notices: Vec<String>,
+}
+
+/// What the status line says about the modes.
+fn mode_label(modes: Modes) -> String {
+    if modes.bypass {
+        "yolo (no sandbox, no approvals)".to_owned()
+    } else {
+        format!("{} · {}", modes.approval.as_str(), modes.sandbox.as_str())
+    }
+}
+
+impl RuntimeHost {
+    /// A host over `runtime`.
+    pub fn new(runtime: Runtime) -> Self {
+        Self {
+            runtime,
+            model: None,
+            provider: None,
+            modes: None,
+            controls: None,
+            notices: Vec::new(),
+        }
+    }
+
+    /// The label of the modes the running session has (empty before the first start).
+    pub fn mode_label(&self) -> String {
+        self.modes.map(mode_label).unwrap_or_default()
+    }
+
+    /// What starting sessions had to say since the last call (config, sandbox, hooks).
+    pub fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
+    }
+
+    /// Starts a session: `start` new, resumed or forked; `model`/`provider` replace the ones
+    /// in use from now on.
+    ///
+    /// # Errors
+    /// When the session cannot be found or its agent cannot start.
+    pub fn start_session(
+        &mut self,
+        start: Start,
+        model: Option<String>,
+        provider: Option<String>,
+    ) -> anyhow::Result<Session> {
+        if model.is_some() {
+            self.model = model;
+        }
+        if provider.is_some() {
+            self.provider = provider;
+        }
+        let replays_log = !matches!(start, Start::New);
+        let session = self.runtime.start(&SessionRequest {
+            start,
+            model: self.model.clone(),
+            provider: self.provider.clone(),
+            interactive: true,
+            ..SessionRequest::new()
+        })?;
+        self.notices.extend(session.notices.iter().map(ToString::to_string));
+        // A mode switched with /approvals carries over to the next session of this run.
+        if let Some(modes) = self.modes
+            && modes.approval != session.modes.approval
+        {
+            session.controls.set_approval(modes.approval);
+        }
+        self.modes = Some(session.controls.modes());
+        self.controls = Some(session.controls.clone());
+        let (transcript, (usage_so_far, context_tokens)) =
+            match (replays_log, session.agent.session_path()) {
+                (true, Some(path)) => {
+                    let loaded = codecoder_session::load(path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    (
+                        crate::transcript_from_records(loaded.records()),
+                        crate::usage_from_records(loaded.records()),
+                    )
+                }
+                _ => (Vec::new(), Default::default()),
+            };
+        let info = SessionInfo {
+            session_id: session.agent.session_id(),
+            model: session.model,
+            provider: session.provider_id,
+            context_window: session.context_window,
+            cwd: session.cwd,
+            pricing: session.pricing,
+            usage_so_far,
+            context_tokens,
+        };
+        Ok(Session { agent: session.agent, info, transcript })
+    }
+}
+
+impl Host for RuntimeHost {
+    fn set_approval_mode(&mut self, mode: &str) -> anyhow::Result<String> {
+        let approval: ApprovalMode = mode.parse().map_err(|err| anyhow::anyhow!("{err}"))?;
+        let Some(controls) = &self.controls else {
+            anyhow::bail!("no session is running");
+        };
+        controls.set_approval(approval);
+        let modes = controls.modes();
+        self.modes = Some(modes);
+        if modes.bypass {
+            anyhow::bail!(
+                "--dangerously-bypass-approvals-and-sandbox is on, so nothing is asked whatever the mode; restart without it"
+            );
+        }
+        Ok(mode_label(modes))
+    }
+
+    fn start(&mut self, request: &StartRequest) -> anyhow::Result<Session> {
+        let start = match &request.session {
+            SessionChoice::New => Start::New,
+            SessionChoice::Resume(id) => Start::Resume(Some(id.clone())),
+            SessionChoice::Fork(id) => Start::Fork(id.clone()),
+        };
+        self.start_session(start, request.model.clone(), request.provider.clone())
+    }
+
+    fn sessions(&mut self) -> anyhow::Result<Vec<SessionSummary>> {
+        Ok(self
+            .runtime
+            .resumable_sessions()?
+            .into_iter()
+            .map(|s| SessionSummary {
+                id: s.id,
+                title: s.title,
+                updated: codecoder_stdx::format_utc_ms(s.updated_ms),
+            })
+            .collect())
+    }
+
+    fn diff(&mut self, cwd: &Path) -> anyhow::Result<String> {
+        Ok(codecoder_app::git_diff(cwd)?)
+    }
+
+    fn init_agents_md(&mut self, cwd: &Path) -> anyhow::Result<String> {
+        Ok(codecoder_app::init_agents_md(cwd)?)
+    }
+}
