@@ -276,34 +276,11 @@ impl SessionWriter {
         // Only an accepted record may leave blobs behind. Externalizing keeps every id and role,
         // all the trace looked at, so the transition still fits the record.
         let record = Record { body: self.externalize(record.body)?, ..record };
-        self.line.clear();
-        serde_json::to_writer(&mut self.line, &record)?;
-        self.line.push(b'\n');
-        if let Some(sink) = &mut self.sink {
-            let len_before = sink.len;
-            sink.write_line(&self.line)?;
-            match &mut sink.durability {
-                Durability::Inline { every_record: true, .. } => {
-                    if let Err(err) = sink.sync() {
-                        // The record is not durable, so it is not in the log: take the line back,
-                        // or the next append would repeat its seq.
-                        sink.truncate_to(len_before);
-                        return Err(err);
-                    }
-                }
-                Durability::Inline { every_record: false, .. } => {}
-                Durability::Group(syncer) => {
-                    if matches!(
-                        record.body,
-                        RecordBody::SessionMeta(_)
-                            | RecordBody::TurnEnd { .. }
-                            | RecordBody::SessionEnd
-                    ) {
-                        syncer.request();
-                    }
-                }
-            }
-        }
+        let boundary = matches!(
+            record.body,
+            RecordBody::SessionMeta(_) | RecordBody::TurnEnd { .. } | RecordBody::SessionEnd
+        );
+        self.write_line(&record, boundary)?;
         self.trace.commit(transition);
         self.projection.apply(&record);
         Ok(record.seq)
@@ -323,21 +300,36 @@ impl SessionWriter {
             fields.insert("seq".to_owned(), seq.into());
             fields.insert("ts".to_owned(), self.config.clock.now_ms().into());
         }
-        self.line.clear();
-        serde_json::to_writer(&mut self.line, &record)?;
-        self.line.push(b'\n');
-        if let Some(sink) = &mut self.sink {
-            let len_before = sink.len;
-            sink.write_line(&self.line)?;
-            if let Durability::Inline { every_record: true, .. } = sink.durability
-                && let Err(err) = sink.sync()
-            {
-                sink.truncate_to(len_before);
-                return Err(err);
-            }
-        }
+        self.write_line(&record, false)?;
         self.trace.commit(transition);
         Ok(seq)
+    }
+
+    /// Writes `record` as one line, then makes it durable as the policy says: at once under
+    /// `Always` (a failed sync takes the line back, or the next append would repeat its seq),
+    /// by the syncer thread under `Turn` when `boundary` (a session or turn boundary).
+    fn write_line(&mut self, record: &impl serde::Serialize, boundary: bool) -> Result<()> {
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, record)?;
+        self.line.push(b'\n');
+        let Some(sink) = &mut self.sink else { return Ok(()) };
+        let len_before = sink.len;
+        sink.write_line(&self.line)?;
+        match &mut sink.durability {
+            Durability::Inline { every_record: true, .. } => {
+                if let Err(err) = sink.sync() {
+                    sink.truncate_to(len_before);
+                    return Err(err);
+                }
+            }
+            Durability::Inline { every_record: false, .. } => {}
+            Durability::Group(syncer) => {
+                if boundary {
+                    syncer.request();
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Forces what was written to disk: returns once every record appended so far is durable.
