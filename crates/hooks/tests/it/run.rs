@@ -460,3 +460,16 @@ fn stdin_carries_the_documented_fields_with_claude_names() {
     let project = project.display();
     assert_eq!(env, format!("{project}|{project}|{project}\n"));
 }
+
+#[test]
+fn a_cancellable_hook_is_waited_for_without_a_watcher_thread() {
+    let fixture = Fixture::new();
+    // The hook lists the threads of the process that runs it, while it runs.
+    let runner = fixture.runner(hooks("UserPromptSubmit", "", &["cat /proc/$PPID/task/*/comm"]));
+    let cancel = codecoder_kernel::CancelToken::new();
+    let outcome = runner.cancellable(&cancel).user_prompt_submit("hello");
+    assert_eq!(outcome.report.errors, Vec::<String>::new());
+    let threads: Vec<&str> = outcome.additional_context.iter().flat_map(|t| t.lines()).collect();
+    assert!(threads.iter().any(|name| name.starts_with("sandbox-wait-")), "{threads:?}");
+    assert!(!threads.iter().any(|name| name.contains("watch")), "{threads:?}");
+}
