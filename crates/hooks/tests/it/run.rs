@@ -461,11 +461,15 @@ fn stdin_carries_the_documented_fields_with_claude_names() {
     assert_eq!(env, format!("{project}|{project}|{project}\n"));
 }
 
+/// Lists the threads of the process that started it (cut to 15 bytes by the kernel) once the
+/// last thread the sandbox starts for it (its stderr reader) is there.
+const THREADS_WHILE_RUNNING: &str = "while ! grep -qs ^sandbox-err /proc/$PPID/task/*/comm; do \
+     sleep 0.01; done; sleep 0.1; cat /proc/$PPID/task/*/comm";
+
 #[test]
 fn a_cancellable_hook_is_waited_for_without_a_watcher_thread() {
     let fixture = Fixture::new();
-    // The hook lists the threads of the process that runs it, while it runs.
-    let runner = fixture.runner(hooks("UserPromptSubmit", "", &["cat /proc/$PPID/task/*/comm"]));
+    let runner = fixture.runner(hooks("UserPromptSubmit", "", &[THREADS_WHILE_RUNNING]));
     let cancel = codecoder_kernel::CancelToken::new();
     let outcome = runner.cancellable(&cancel).user_prompt_submit("hello");
     assert_eq!(outcome.report.errors, Vec::<String>::new());

@@ -344,9 +344,12 @@ fn a_background_job_stops_at_its_timeout() {
 }
 
 /// The names of the threads of the process that runs the tools, as a command it starts sees
-/// them (`/proc/<parent>/task/*/comm`, cut to 15 bytes by the kernel) while it runs.
+/// them (`/proc/<parent>/task/*/comm`, cut to 15 bytes by the kernel) while it runs, once the
+/// last thread the sandbox starts for it (its stderr reader) is there.
 fn tool_threads_while_running(fixture: &Fixture) -> Vec<String> {
-    let out = fixture.ok("run_command", json!({ "command": "cat /proc/$PPID/task/*/comm" }));
+    let command = "while ! grep -qs ^sandbox-err /proc/$PPID/task/*/comm; do sleep 0.01; done; \
+                   sleep 0.1; cat /proc/$PPID/task/*/comm";
+    let out = fixture.ok("run_command", json!({ "command": command }));
     out.lines().filter(|line| !line.starts_with('[')).map(str::to_owned).collect()
 }
 
