@@ -5,11 +5,15 @@
 use std::path::Path;
 use std::time::Duration;
 
-use codecoder_sandbox::{CommandSpec, SpawnConfig};
+use codecoder_sandbox::{CommandSpec, SpawnConfig, Wait};
 use codecoder_session::{Index, SessionStore};
 
 use crate::Runtime;
 use crate::error::{Error, Result};
+
+/// Bytes kept of each stream of a git probe: far more than a screen or a prompt shows, and a
+/// bound on memory when a repository holds a giant diff.
+const GIT_OUTPUT_LIMIT: usize = 64 << 20;
 
 /// `git status --porcelain` in `cwd`, for the prompt's environment section; `None` outside a
 /// repository or when git is missing or slow (one second at most). It runs in the command
@@ -22,7 +26,8 @@ pub(crate) fn git_status(
     let mut spec = CommandSpec::new("git", ["status", "--porcelain"]);
     spec.cwd = Some(cwd.to_owned());
     let config = SpawnConfig { environment, ..SpawnConfig::standard() };
-    let collected = codecoder_sandbox::output(&spec, &config, Duration::from_secs(1)).ok()?;
+    let wait = Wait::within(Duration::from_secs(1));
+    let collected = codecoder_sandbox::output(&spec, &config, &wait, GIT_OUTPUT_LIMIT).ok()?;
     collected.success().then(|| collected.stdout_text())
 }
 
@@ -33,8 +38,9 @@ pub(crate) fn git_status(
 pub fn git_diff(cwd: &Path) -> Result<String> {
     let mut spec = CommandSpec::new("git", ["--no-pager", "diff", "--no-color"]);
     spec.cwd = Some(cwd.to_owned());
+    let wait = Wait::within(Duration::from_secs(10));
     let collected =
-        codecoder_sandbox::output(&spec, &SpawnConfig::standard(), Duration::from_secs(10))?;
+        codecoder_sandbox::output(&spec, &SpawnConfig::standard(), &wait, GIT_OUTPUT_LIMIT)?;
     if collected.success() {
         return Ok(collected.stdout_text());
     }

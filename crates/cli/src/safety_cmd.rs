@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use codecoder_policy::Verdict;
-use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Stream};
+use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Stream, Wait};
 
 use crate::cli::{GlobalArgs, PermissionsCheckArgs, SandboxArgs};
 use crate::exec::Exit;
@@ -33,9 +33,9 @@ pub(crate) fn run_sandbox(args: &SandboxArgs, global: &GlobalArgs) -> anyhow::Re
     let mut spec = CommandSpec::new(program.clone(), rest.iter().cloned());
     spec.cwd = Some(cwd);
     let config = SpawnConfig { confinement, environment, ..SpawnConfig::standard() };
-    let mut child = codecoder_sandbox::spawn(&spec, &config)?;
 
-    // Ctrl-C or a TERM ends the command's whole group, sandbox and all.
+    // Ctrl-C or a TERM ends the command's whole group, sandbox and all: the signal thread drops
+    // the sender, which is the wait's cancel.
     let (cancel_tx, cancel) = crossbeam_channel::bounded::<()>(1);
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
@@ -50,16 +50,17 @@ pub(crate) fn run_sandbox(args: &SandboxArgs, global: &GlobalArgs) -> anyhow::Re
     })?;
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
-    let outcome = child.wait(&cancel, &mut |chunk| {
-        // A closed stdout or stderr is the reader's business; the command goes on.
-        let _ = match chunk.stream {
-            Stream::Stdout => stdout.lock().write_all(&chunk.bytes),
-            Stream::Stderr => stderr.lock().write_all(&chunk.bytes),
-        };
-    })?;
+    let outcome =
+        codecoder_sandbox::run(&spec, &config, &Wait::new().cancel_on(&cancel), &mut |chunk| {
+            // A closed stdout or stderr is the reader's business; the command goes on.
+            let _ = match chunk.stream {
+                Stream::Stdout => stdout.lock().write_all(&chunk.bytes),
+                Stream::Stderr => stderr.lock().write_all(&chunk.bytes),
+            };
+        });
     handle.close();
     let _ = watcher.join();
-    let code = match outcome {
+    let code = match outcome? {
         Outcome::Exited(status) => {
             use std::os::unix::process::ExitStatusExt as _;
             match (status.code(), status.signal()) {
@@ -69,6 +70,9 @@ pub(crate) fn run_sandbox(args: &SandboxArgs, global: &GlobalArgs) -> anyhow::Re
             }
         }
         Outcome::Cancelled => 130,
+        // Neither is asked for here; the codes are timeout(1)'s.
+        Outcome::TimedOut => 124,
+        Outcome::Killed => 137,
     };
     Ok(ExitCode::from(code))
 }

@@ -12,7 +12,7 @@
 //! - [`mapping`] translates tool names and arguments between ours and Claude's.
 //!
 //! Invariants:
-//! - Processes are started only through `codecoder_sandbox::spawn`: each hook runs as
+//! - Processes are started only through `codecoder_sandbox::output`: each hook runs as
 //!   `sh -c COMMAND` in a process group of its own, which is killed at its timeout, or at once
 //!   when the runner's cancel token fires ([`HookRunner::cancellable`]).
 //! - An event with no matching hook costs nothing: no thread, no process, no JSON encoding.

@@ -2,13 +2,12 @@
 //! they did.
 //!
 //! Each matching command runs as `sh -c COMMAND` in the project directory, through
-//! `codecoder_sandbox::spawn` (its own process group), with `CLAUDE_PROJECT_DIR` and
-//! `CODECODER_PROJECT_DIR` set and the event's JSON on stdin. Its timeout is a
-//! `crossbeam_channel::after` receiver handed to `Child::wait` as the cancel: when it fires,
-//! the whole group is terminated (TERM, then KILL after the grace period). A runner made with
-//! [`HookRunner::cancellable`] also stops at its cancel token: a watcher thread per hook turns
-//! the timeout and the token into the one signal `Child::wait` takes, so a cancelled turn
-//! never waits for a hook.
+//! `codecoder_sandbox::output` (its own process group, its output collected), with
+//! `CLAUDE_PROJECT_DIR` and `CODECODER_PROJECT_DIR` set and the event's JSON on stdin. Its
+//! timeout is the wait's deadline: when it passes, the whole group is terminated (TERM, then
+//! KILL after the grace period). A runner made with [`HookRunner::cancellable`] also stops at
+//! its cancel token, whose signal is the wait's cancel, so a cancelled turn never waits for a
+//! hook and no thread watches either.
 //!
 //! Invariants:
 //! - No matching hook: nothing is encoded, no thread and no process is started.
@@ -24,8 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use codecoder_kernel::CancelToken;
-use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Stream, spawn};
-use crossbeam_channel::{Receiver, select};
+use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Wait, output};
+use crossbeam_channel::Receiver;
 use serde_json::{Map, Value, json};
 
 use crate::config::{Handler, HookSet};
@@ -328,13 +327,6 @@ fn run_handler(
     Ran { hook, answer }
 }
 
-/// Why a hook was stopped before it exited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stopped {
-    TimedOut,
-    Cancelled,
-}
-
 fn execute(
     handler: &Handler,
     project_dir: &Path,
@@ -352,64 +344,28 @@ fn execute(
         ],
         stdin: Some(input.to_vec()),
     };
-    let mut child = match spawn(&spec, &SpawnConfig::standard()) {
-        Ok(child) => child,
+    let wait = Wait { cancel, ..Wait::within(handler.timeout) };
+    let collected = match output(&spec, &SpawnConfig::standard(), &wait, OUTPUT_CAP) {
+        Ok(collected) => collected,
         Err(err) => return Answer::Failed(format!("{hook}: {err}")),
     };
-    let timeout = crossbeam_channel::after(handler.timeout);
-    let mut stdout = Vec::new();
-    let mut stderr = Vec::new();
-    let mut on_output = |chunk: &codecoder_sandbox::OutputChunk| {
-        let buffer = match chunk.stream {
-            Stream::Stdout => &mut stdout,
-            Stream::Stderr => &mut stderr,
-        };
-        let room = OUTPUT_CAP.saturating_sub(buffer.len());
-        buffer.extend_from_slice(&chunk.bytes[..chunk.bytes.len().min(room)]);
-    };
-    let (waited, stopped) = match cancel {
-        None => (child.wait(&timeout, &mut on_output), Stopped::TimedOut),
-        Some(cancel) => {
-            // The watcher drops `trigger` (the signal `wait` sees) at the timeout or the
-            // cancel, whichever comes first, or when `done` tells it the hook ended.
-            let (trigger_tx, trigger_rx) = crossbeam_channel::bounded::<()>(0);
-            let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
-            let cancel = cancel.clone();
-            let watcher = codecoder_stdx::spawn_named("hook-watch", move || {
-                let stopped = select! {
-                    recv(cancel) -> _ => Some(Stopped::Cancelled),
-                    recv(timeout) -> _ => Some(Stopped::TimedOut),
-                    recv(done_rx) -> _ => None,
-                };
-                drop(trigger_tx);
-                stopped
-            });
-            let watcher = match watcher {
-                Ok(watcher) => watcher,
-                Err(err) => {
-                    return Answer::Failed(format!("{hook}: could not start a thread: {err}"));
-                }
-            };
-            let waited = child.wait(&trigger_rx, &mut on_output);
-            drop(done_tx);
-            let stopped = watcher.join().ok().flatten().unwrap_or(Stopped::TimedOut);
-            (waited, stopped)
-        }
-    };
-    let stdout = String::from_utf8_lossy(&stdout).trim().to_owned();
-    let stderr = String::from_utf8_lossy(&stderr).trim().to_owned();
-    let status = match waited {
-        Ok(Outcome::Exited(status)) => status,
-        Ok(Outcome::Cancelled) if stopped == Stopped::Cancelled => {
+    let stdout = String::from_utf8_lossy(&collected.stdout).trim().to_owned();
+    let stderr = String::from_utf8_lossy(&collected.stderr).trim().to_owned();
+    let status = match collected.outcome {
+        Outcome::Exited(status) => status,
+        Outcome::Cancelled => {
             return Answer::Failed(format!("{hook}: cancelled; its process group was killed"));
         }
-        Ok(Outcome::Cancelled) => {
+        Outcome::TimedOut => {
             return Answer::Failed(format!(
                 "{hook}: timed out after {}s and was killed",
                 handler.timeout.as_secs_f64()
             ));
         }
-        Err(err) => return Answer::Failed(format!("{hook}: {err}")),
+        // A hook's wait has no kill signal.
+        Outcome::Killed => {
+            return Answer::Failed(format!("{hook}: was killed; its process group with it"));
+        }
     };
     match status.code() {
         Some(0) if stdout.starts_with('{') => match serde_json::from_str::<Value>(&stdout) {

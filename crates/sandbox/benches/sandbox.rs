@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use codecoder_sandbox::{
     Backend, BackendPreference, CommandSpec, Confinement, FsAccess, Outcome, STAGE_MARKER, Sandbox,
-    SandboxPolicy, SpawnConfig, default_hidden_paths, probe, spawn,
+    SandboxPolicy, SpawnConfig, Wait, default_hidden_paths, probe, spawn,
 };
 
 const RUNS: usize = 60;
@@ -31,12 +31,11 @@ fn median_spec(spec: &CommandSpec) -> Duration {
 
 fn median(spec: &CommandSpec, confinement: &Confinement) -> Duration {
     let config = SpawnConfig { confinement: confinement.clone(), ..SpawnConfig::standard() };
-    let (_keep, cancel) = crossbeam_channel::bounded::<()>(1);
     let mut times = Vec::with_capacity(RUNS);
     for run in 0..RUNS + 5 {
         let started = Instant::now();
         let mut child = spawn(spec, &config).unwrap();
-        let outcome = child.wait(&cancel, &mut |_| {}).unwrap();
+        let outcome = child.wait(&Wait::new(), &mut |_| {}).unwrap();
         drop(child);
         let elapsed = started.elapsed();
         assert!(matches!(outcome, Outcome::Exited(status) if status.success()), "{outcome:?}");

@@ -1,21 +1,24 @@
-//! Running a short command to its end and collecting its output: what the git probes, `/diff`,
-//! `/init` and similar one-shot helpers need, in one place instead of a wait loop each.
+//! Running a command to its end in one call: [`output`] collects what it prints (the git probes,
+//! `/diff`, hooks), [`run`] streams it to a callback (`codecoder sandbox -- CMD`). Both stop at
+//! the [`Wait`]'s cancel, deadline or kill, so no caller writes a wait loop or a watcher of its
+//! own.
 //!
-//! Invariant: the command never outlives the call: at the deadline its whole group is
-//! terminated (the `Child` guard), and the output collected so far is kept.
+//! Invariants:
+//! - The command never outlives the call: when the wait stops early its whole group is
+//!   terminated (and dropping the `Child` guard covers every other return).
+//! - The output read until the group was gone is kept, at most `limit` bytes of each stream for
+//!   [`output`]; the rest is read and dropped, so a chatty command never blocks on a full pipe.
 
-use std::time::Duration;
-
-use crate::{Child, CommandSpec, Outcome, Result, SpawnConfig, Stream, spawn};
+use crate::{CommandSpec, Outcome, OutputChunk, Result, SpawnConfig, Stream, Wait, spawn};
 
 /// A finished command's output.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Collected {
-    /// How it ended: `Exited` with its status, or `Cancelled` when the deadline passed first.
+    /// How it ended: `Exited` with its status, or which of the wait's signals stopped it.
     pub outcome: Outcome,
-    /// Everything it wrote to stdout (up to the deadline).
+    /// What it wrote to stdout (until it ended or was stopped), at most the limit.
     pub stdout: Vec<u8>,
-    /// Everything it wrote to stderr (up to the deadline).
+    /// What it wrote to stderr (until it ended or was stopped), at most the limit.
     pub stderr: Vec<u8>,
 }
 
@@ -36,19 +39,41 @@ impl Collected {
     }
 }
 
-/// Runs `spec` under `config` and collects its output, terminating its group when `timeout`
-/// passes first (the outcome is then `Cancelled`).
+/// Runs `spec` under `config` until it exits or `wait` stops it, and collects its output: the
+/// first `limit` bytes of each stream.
 ///
 /// # Errors
 /// When the command cannot be started or its waiter is lost.
-pub fn output(spec: &CommandSpec, config: &SpawnConfig, timeout: Duration) -> Result<Collected> {
-    let mut child: Child = spawn(spec, config)?;
+pub fn output<C, K>(
+    spec: &CommandSpec,
+    config: &SpawnConfig,
+    wait: &Wait<'_, C, K>,
+    limit: usize,
+) -> Result<Collected> {
     let mut stdout = Vec::new();
     let mut stderr = Vec::new();
-    let deadline = crossbeam_channel::after(timeout);
-    let outcome = child.wait(&deadline, &mut |chunk| match chunk.stream {
-        Stream::Stdout => stdout.extend_from_slice(&chunk.bytes),
-        Stream::Stderr => stderr.extend_from_slice(&chunk.bytes),
+    let outcome = run(spec, config, wait, &mut |chunk| {
+        let kept = match chunk.stream {
+            Stream::Stdout => &mut stdout,
+            Stream::Stderr => &mut stderr,
+        };
+        let room = limit.saturating_sub(kept.len());
+        kept.extend_from_slice(&chunk.bytes[..chunk.bytes.len().min(room)]);
     })?;
     Ok(Collected { outcome, stdout, stderr })
+}
+
+/// Runs `spec` under `config` until it exits or `wait` stops it, handing each output chunk to
+/// `on_output` as it comes.
+///
+/// # Errors
+/// When the command cannot be started or its waiter is lost.
+pub fn run<C, K>(
+    spec: &CommandSpec,
+    config: &SpawnConfig,
+    wait: &Wait<'_, C, K>,
+    on_output: &mut dyn FnMut(&OutputChunk),
+) -> Result<Outcome> {
+    let mut child = spawn(spec, config)?;
+    child.wait(wait, on_output)
 }

@@ -3,7 +3,10 @@
 //!
 //! A child runs in a process group of its own (the child's pid is the group id), with stdin
 //! closed and stdout/stderr read by two named threads into a bounded channel. `Child::wait`
-//! selects over that output, the exit status and a cancel receiver, so a cancel is seen at once.
+//! selects over that output, the exit status and what may stop it early ([`Wait`]: a cancel
+//! receiver, a deadline and a kill receiver, together), so a stop is seen at once and no caller
+//! needs a thread of its own to merge them. [`output`] and [`run`] are spawn-and-wait in one call
+//! (collected, or streamed to a callback).
 //!
 //! Invariants:
 //! - No orphan process: when a `Child` is cancelled, finishes, or is dropped, the whole group
@@ -48,7 +51,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 pub use crate::backend::{Backend, BackendPreference, Probe, Sandbox, probe};
-pub use crate::collect::{Collected, output};
+pub use crate::collect::{Collected, output, run};
 pub use crate::env_policy::{
     CORE_VARIABLES, CommandEnvironment, DEFAULT_EXCLUDES, EnvPolicy, Environment, Inherit,
     command_environment,
@@ -57,6 +60,7 @@ pub use crate::hint::denial_hint;
 pub use crate::policy::{FsAccess, SandboxPolicy, default_hidden_paths};
 pub use crate::seatbelt::seatbelt_profile;
 pub use crate::stage::{STAGE_MARKER, run_stage_if_requested};
+pub use crate::wait::Wait;
 
 mod backend;
 mod collect;
@@ -68,6 +72,7 @@ mod seatbelt;
 #[cfg(target_os = "linux")]
 mod seccomp;
 mod stage;
+mod wait;
 
 /// The sandbox crate's error.
 #[derive(Debug, thiserror::Error)]
@@ -168,6 +173,10 @@ impl SpawnConfig {
     }
 }
 
+/// How long a stopped wait keeps delivering output after the group is gone (only a process
+/// that left the group and holds a pipe makes it wait that long).
+const DRAIN_LIMIT: Duration = Duration::from_millis(100);
+
 /// Which stream a chunk came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
@@ -186,13 +195,18 @@ pub struct OutputChunk {
     pub bytes: Vec<u8>,
 }
 
-/// How `Child::wait` ended.
+/// How `Child::wait` ended. In every case but `Exited` the group was terminated, and the output
+/// read until it was gone was delivered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// The process exited by itself; all its output was delivered.
     Exited(ExitStatus),
-    /// The cancel receiver fired; the group was terminated.
+    /// [`Wait::cancel`] fired.
     Cancelled,
+    /// [`Wait::deadline`] passed.
+    TimedOut,
+    /// [`Wait::kill`] fired.
+    Killed,
 }
 
 /// A running process group. Dropping it terminates the group and joins its threads.
@@ -365,14 +379,24 @@ impl Child {
     }
 
     /// Waits for the process to exit, handing each output chunk to `on_output` as it comes.
-    /// When `cancel` yields a message or disconnects, the group is terminated and `Cancelled`
-    /// returned. After the leader exits, what is left of its group is terminated too (no
-    /// background process outlives its command) and the rest of the output is drained.
-    pub fn wait<T>(
+    /// When one of `wait`'s signals fires first (its cancel or kill receiver yields a message or
+    /// disconnects, or its deadline passes), the group is terminated, the output read until it
+    /// is gone is delivered, and the outcome says which signal it was (kill before cancel before
+    /// the deadline when several fired). After the leader exits, what is left of its group is
+    /// terminated too (no background process outlives its command) and the rest of the output
+    /// is drained.
+    ///
+    /// # Errors
+    /// When the exit status is lost (the waiter thread died).
+    pub fn wait<C, K>(
         &mut self,
-        cancel: &Receiver<T>,
+        wait: &Wait<'_, C, K>,
         on_output: &mut dyn FnMut(&OutputChunk),
     ) -> Result<Outcome> {
+        let (no_cancel, no_kill) = (never(), never());
+        let cancel = wait.cancel.unwrap_or(&no_cancel);
+        let kill = wait.kill.unwrap_or(&no_kill);
+        let deadline = wait.deadline.map_or_else(never, crossbeam_channel::at);
         let mut output = self.output.clone();
         let mut output_open = true;
         let mut exit = self.exit.clone();
@@ -380,13 +404,16 @@ impl Child {
             if self.status.is_some() && !output_open {
                 break;
             }
-            select! {
-                recv(output) -> chunk => match chunk {
-                    Ok(chunk) => on_output(&chunk),
-                    Err(_) => {
-                        output = never();
-                        output_open = false;
+            let stop = select! {
+                recv(output) -> chunk => {
+                    match chunk {
+                        Ok(chunk) => on_output(&chunk),
+                        Err(_) => {
+                            output = never();
+                            output_open = false;
+                        }
                     }
+                    None
                 },
                 recv(exit) -> status => {
                     exit = never();
@@ -397,16 +424,34 @@ impl Child {
                     // The leader is gone; stragglers holding the pipes would keep the output
                     // open forever.
                     self.terminate();
+                    None
                 },
-                recv(cancel) -> _ => {
-                    self.terminate();
-                    return Ok(Outcome::Cancelled);
-                },
+                recv(kill) -> _ => Some(Outcome::Killed),
+                recv(cancel) -> _ => Some(Outcome::Cancelled),
+                recv(deadline) -> _ => Some(Outcome::TimedOut),
+            };
+            if let Some(stop) = stop {
+                let stop = wait.stopped_by(stop);
+                self.terminate();
+                if output_open {
+                    self.drain(on_output);
+                }
+                return Ok(stop);
             }
         }
         match self.status {
             Some(status) => Ok(Outcome::Exited(status)),
             None => Err(Error::Lost { pid: self.pid }),
+        }
+    }
+
+    /// Hands over the output still buffered or in the pipes once the group is terminated: the
+    /// readers end when the last writer is gone, which is at once unless a process that left
+    /// the group holds a pipe; that one is not waited for longer than `DRAIN_LIMIT`.
+    fn drain(&self, on_output: &mut dyn FnMut(&OutputChunk)) {
+        let deadline = Instant::now() + DRAIN_LIMIT;
+        while let Ok(chunk) = self.output.recv_deadline(deadline) {
+            on_output(&chunk);
         }
     }
 

@@ -1,31 +1,34 @@
 //! Unit tests of process spawning, output streaming and group termination.
 
+use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, bounded};
+use crossbeam_channel::bounded;
 
-use crate::{CommandSpec, Outcome, SpawnConfig, Stream, live_group_members, spawn};
+use crate::{
+    CommandSpec, Outcome, SpawnConfig, Stream, Wait, live_group_members, output, run, spawn,
+};
 
-fn no_cancel() -> (crossbeam_channel::Sender<()>, Receiver<()>) {
-    bounded(1)
+/// A shell that prints a line, then sleeps with a second sleeper in its group.
+fn sleeper() -> CommandSpec {
+    CommandSpec::new("sh", ["-c", "echo before; sleep 100 & sleep 100; wait"])
 }
 
 #[test]
 fn streams_output_and_exit_status() {
     let spec = CommandSpec::new("sh", ["-c", "echo out; echo err >&2; exit 3"]);
     let mut child = spawn(&spec, &SpawnConfig::standard()).unwrap();
-    let (_keep, cancel) = no_cancel();
     let mut stdout = Vec::new();
     let mut stderr = Vec::new();
     let outcome = child
-        .wait(&cancel, &mut |chunk| match chunk.stream {
+        .wait(&Wait::new(), &mut |chunk| match chunk.stream {
             Stream::Stdout => stdout.extend_from_slice(&chunk.bytes),
             Stream::Stderr => stderr.extend_from_slice(&chunk.bytes),
         })
         .unwrap();
     match outcome {
         Outcome::Exited(status) => assert_eq!(status.code(), Some(3)),
-        Outcome::Cancelled => panic!("not cancelled"),
+        stopped => panic!("{stopped:?}"),
     }
     assert_eq!(stdout, b"out\n");
     assert_eq!(stderr, b"err\n");
@@ -37,10 +40,10 @@ fn cancel_kills_the_whole_group() {
     let spec = CommandSpec::new("sh", ["-c", "sleep 100 & sleep 100; wait"]);
     let mut child = spawn(&spec, &SpawnConfig::standard()).unwrap();
     let pgid = child.pid();
-    let (cancel_tx, cancel) = no_cancel();
+    let (cancel_tx, cancel) = bounded(1);
     cancel_tx.send(()).unwrap();
     let started = Instant::now();
-    let outcome = child.wait(&cancel, &mut |_| {}).unwrap();
+    let outcome = child.wait(&Wait::new().cancel_on(&cancel), &mut |_| {}).unwrap();
     assert_eq!(outcome, Outcome::Cancelled);
     assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
     drop(child);
@@ -54,10 +57,10 @@ fn sigterm_ignored_then_sigkill_after_grace() {
     let config = SpawnConfig { kill_grace: Duration::from_millis(200), ..SpawnConfig::standard() };
     let mut child = spawn(&spec, &config).unwrap();
     let pgid = child.pid();
-    let (cancel_tx, cancel) = no_cancel();
+    let (cancel_tx, cancel) = bounded(1);
     // Wait until the trap is installed: the shell prints after it.
     let outcome = child
-        .wait(&cancel, &mut |chunk| {
+        .wait(&Wait::new().cancel_on(&cancel), &mut |chunk| {
             if chunk.bytes.starts_with(b"ready") {
                 let _ = cancel_tx.try_send(());
             }
@@ -73,9 +76,9 @@ fn background_process_does_not_outlive_its_command() {
     let spec = CommandSpec::new("sh", ["-c", "sleep 100 & echo done"]);
     let mut child = spawn(&spec, &SpawnConfig::standard()).unwrap();
     let pgid = child.pid();
-    let (_keep, cancel) = no_cancel();
     let mut out = Vec::new();
-    let outcome = child.wait(&cancel, &mut |chunk| out.extend_from_slice(&chunk.bytes)).unwrap();
+    let outcome =
+        child.wait(&Wait::new(), &mut |chunk| out.extend_from_slice(&chunk.bytes)).unwrap();
     assert!(matches!(outcome, Outcome::Exited(status) if status.success()));
     assert_eq!(out, b"done\n");
     assert_eq!(live_group_members(pgid), Vec::<u32>::new());
@@ -104,9 +107,9 @@ fn stdin_bytes_reach_the_child_and_are_closed() {
     // More than a pipe buffer, so the writer thread must keep up with the reader.
     spec.stdin = Some(vec![b'x'; 200_000]);
     let mut child = spawn(&spec, &SpawnConfig::standard()).unwrap();
-    let (_keep, cancel) = no_cancel();
     let mut stdout = Vec::new();
-    let outcome = child.wait(&cancel, &mut |chunk| stdout.extend_from_slice(&chunk.bytes)).unwrap();
+    let outcome =
+        child.wait(&Wait::new(), &mut |chunk| stdout.extend_from_slice(&chunk.bytes)).unwrap();
     assert!(matches!(outcome, Outcome::Exited(status) if status.success()));
     assert_eq!(
         String::from_utf8(stdout).unwrap().split_whitespace().collect::<Vec<_>>(),
@@ -119,8 +122,7 @@ fn a_child_that_ignores_its_stdin_does_not_hang_the_writer() {
     let mut spec = CommandSpec::new("true", Vec::<String>::new());
     spec.stdin = Some(vec![b'x'; 1 << 20]);
     let mut child = spawn(&spec, &SpawnConfig::standard()).unwrap();
-    let (_keep, cancel) = no_cancel();
-    let outcome = child.wait(&cancel, &mut |_| {}).unwrap();
+    let outcome = child.wait(&Wait::new(), &mut |_| {}).unwrap();
     assert!(matches!(outcome, Outcome::Exited(status) if status.success()));
 }
 
@@ -136,10 +138,9 @@ fn an_exact_environment_replaces_the_inherited_one() {
         ..SpawnConfig::standard()
     };
     let mut child = spawn(&spec, &config).unwrap();
-    let (_keep, cancel) = no_cancel();
     let mut stdout = Vec::new();
     let outcome = child
-        .wait(&cancel, &mut |chunk| {
+        .wait(&Wait::new(), &mut |chunk| {
             if chunk.stream == Stream::Stdout {
                 stdout.extend_from_slice(&chunk.bytes);
             }
@@ -160,9 +161,133 @@ fn a_protected_process_is_not_dumpable() {
     // Children still start, and the group reaper still reads their /proc entries.
     let spec = CommandSpec::new("sh", ["-c", "cat /proc/self/stat >/dev/null && echo ok"]);
     let mut child = spawn(&spec, &SpawnConfig::standard()).unwrap();
-    let (_keep, cancel) = no_cancel();
     let mut stdout = Vec::new();
-    let outcome = child.wait(&cancel, &mut |chunk| stdout.extend_from_slice(&chunk.bytes)).unwrap();
+    let outcome =
+        child.wait(&Wait::new(), &mut |chunk| stdout.extend_from_slice(&chunk.bytes)).unwrap();
     assert!(matches!(outcome, Outcome::Exited(status) if status.success()));
     assert_eq!(stdout, b"ok\n");
+}
+
+#[test]
+fn a_cancel_ends_the_wait_and_the_group_with_the_output_so_far() {
+    let mut child = spawn(&sleeper(), &SpawnConfig::standard()).unwrap();
+    let pgid = child.pid();
+    // Like a cancel token's signal: nothing is ever sent, the sender is dropped.
+    let (cancel_tx, cancel) = bounded::<Infallible>(0);
+    let mut cancel_tx = Some(cancel_tx);
+    let (_kill_tx, kill) = bounded::<()>(1);
+    let wait = Wait::within(Duration::from_secs(100)).cancel_on(&cancel).kill_on(&kill);
+    let mut out = Vec::new();
+    let outcome = child
+        .wait(&wait, &mut |chunk| {
+            out.extend_from_slice(&chunk.bytes);
+            if out.ends_with(b"before\n") {
+                cancel_tx.take();
+            }
+        })
+        .unwrap();
+    assert_eq!(outcome, Outcome::Cancelled);
+    assert_eq!(out, b"before\n");
+    assert_eq!(live_group_members(pgid), Vec::<u32>::new());
+}
+
+#[test]
+fn a_deadline_ends_the_wait_and_the_group_with_the_output_so_far() {
+    let mut child = spawn(&sleeper(), &SpawnConfig::standard()).unwrap();
+    let pgid = child.pid();
+    let (_cancel_tx, cancel) = bounded::<Infallible>(0);
+    let wait = Wait::within(Duration::from_secs(1)).cancel_on(&cancel);
+    let mut out = Vec::new();
+    let outcome = child.wait(&wait, &mut |chunk| out.extend_from_slice(&chunk.bytes)).unwrap();
+    assert_eq!(outcome, Outcome::TimedOut);
+    assert_eq!(out, b"before\n");
+    assert_eq!(live_group_members(pgid), Vec::<u32>::new());
+}
+
+#[test]
+fn a_kill_ends_the_wait_and_the_group_with_the_output_so_far() {
+    let mut child = spawn(&sleeper(), &SpawnConfig::standard()).unwrap();
+    let pgid = child.pid();
+    let (_cancel_tx, cancel) = bounded::<Infallible>(0);
+    let (kill_tx, kill) = bounded::<()>(1);
+    let wait = Wait {
+        cancel: Some(&cancel),
+        deadline: Some(Instant::now() + Duration::from_secs(100)),
+        kill: Some(&kill),
+    };
+    let mut out = Vec::new();
+    let outcome = child
+        .wait(&wait, &mut |chunk| {
+            out.extend_from_slice(&chunk.bytes);
+            let _ = kill_tx.try_send(());
+        })
+        .unwrap();
+    assert_eq!(outcome, Outcome::Killed);
+    assert_eq!(out, b"before\n");
+    assert_eq!(live_group_members(pgid), Vec::<u32>::new());
+}
+
+#[test]
+fn a_process_that_exits_first_reports_exited() {
+    let spec = CommandSpec::new("sh", ["-c", "echo done; exit 4"]);
+    let mut child = spawn(&spec, &SpawnConfig::standard()).unwrap();
+    let (_cancel_tx, cancel) = bounded::<Infallible>(0);
+    let (_kill_tx, kill) = bounded::<()>(1);
+    let wait = Wait::within(Duration::from_secs(100)).cancel_on(&cancel).kill_on(&kill);
+    let mut out = Vec::new();
+    let outcome = child.wait(&wait, &mut |chunk| out.extend_from_slice(&chunk.bytes)).unwrap();
+    assert!(matches!(outcome, Outcome::Exited(status) if status.code() == Some(4)), "{outcome:?}");
+    assert_eq!(out, b"done\n");
+}
+
+#[test]
+fn when_several_fired_kill_wins_then_cancel_then_the_deadline() {
+    let (cancel_tx, cancel) = bounded::<()>(1);
+    let (kill_tx, kill) = bounded::<()>(1);
+    cancel_tx.send(()).unwrap();
+    kill_tx.send(()).unwrap();
+    let past = Some(Instant::now());
+    let all = Wait { cancel: Some(&cancel), deadline: past, kill: Some(&kill) };
+    let mut child = spawn(&sleeper(), &SpawnConfig::standard()).unwrap();
+    assert_eq!(child.wait(&all, &mut |_| {}).unwrap(), Outcome::Killed);
+
+    let (cancel_tx, cancel) = bounded::<()>(1);
+    cancel_tx.send(()).unwrap();
+    let cancel_and_deadline = Wait::new().cancel_on(&cancel).deadline(past);
+    let mut child = spawn(&sleeper(), &SpawnConfig::standard()).unwrap();
+    assert_eq!(child.wait(&cancel_and_deadline, &mut |_| {}).unwrap(), Outcome::Cancelled);
+}
+
+#[test]
+fn output_keeps_each_stream_up_to_the_limit() {
+    let spec = CommandSpec::new("sh", ["-c", "printf 0123456789; printf abc >&2"]);
+    let collected = output(&spec, &SpawnConfig::standard(), &Wait::new(), 4).unwrap();
+    assert!(collected.success(), "{:?}", collected.outcome);
+    assert_eq!(collected.stdout, b"0123");
+    assert_eq!(collected.stderr, b"abc");
+}
+
+#[test]
+fn output_stops_at_its_deadline_with_what_was_printed() {
+    let collected =
+        output(&sleeper(), &SpawnConfig::standard(), &Wait::within(Duration::from_secs(1)), 1024)
+            .unwrap();
+    assert_eq!(collected.outcome, Outcome::TimedOut);
+    assert!(!collected.success());
+    assert_eq!(collected.stdout_text(), "before\n");
+}
+
+#[test]
+fn run_streams_until_its_cancel() {
+    let (cancel_tx, cancel) = bounded::<()>(1);
+    let mut chunks = Vec::new();
+    let outcome =
+        run(&sleeper(), &SpawnConfig::standard(), &Wait::new().cancel_on(&cancel), &mut |chunk| {
+            chunks.push(chunk.clone());
+            let _ = cancel_tx.try_send(());
+        })
+        .unwrap();
+    assert_eq!(outcome, Outcome::Cancelled);
+    assert_eq!(chunks.len(), 1);
+    assert_eq!((chunks[0].stream, chunks[0].bytes.as_slice()), (Stream::Stdout, &b"before\n"[..]));
 }

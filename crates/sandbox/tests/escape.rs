@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use codecoder_sandbox::{
     Backend, BackendPreference, CommandSpec, Confinement, FsAccess, Outcome, Sandbox,
-    SandboxPolicy, SpawnConfig, default_hidden_paths, live_group_members, probe, spawn,
+    SandboxPolicy, SpawnConfig, Wait, default_hidden_paths, live_group_members, probe, spawn,
 };
 use tempfile::TempDir;
 
@@ -77,13 +77,10 @@ impl Fixture {
         ];
         let config = SpawnConfig { confinement: confinement.clone(), ..SpawnConfig::standard() };
         let mut child = spawn(&spec, &config).unwrap();
-        let (_keep, cancel) = crossbeam_channel::bounded::<()>(1);
         let mut output = Vec::new();
-        let outcome = child.wait(&cancel, &mut |chunk| output.extend_from_slice(&chunk.bytes));
-        let code = match outcome.unwrap() {
-            Outcome::Exited(status) => status.code(),
-            Outcome::Cancelled => panic!("not cancelled"),
-        };
+        let outcome = child.wait(&Wait::new(), &mut |chunk| output.extend_from_slice(&chunk.bytes));
+        let Outcome::Exited(status) = outcome.unwrap() else { panic!("stopped") };
+        let code = status.code();
         (code, String::from_utf8_lossy(&output).into_owned())
     }
 }
@@ -381,7 +378,7 @@ fn cancel_kills_everything(backend: &str, marker: &str) {
     let mut child = spawn(&spec, &config).unwrap();
     let (cancel_tx, cancel) = crossbeam_channel::bounded(1);
     let outcome = child
-        .wait(&cancel, &mut |chunk| {
+        .wait(&Wait::new().cancel_on(&cancel), &mut |chunk| {
             if chunk.bytes.starts_with(b"ready") {
                 // Give `setsid` a moment to have run before cancelling.
                 std::thread::sleep(Duration::from_millis(100));
@@ -431,7 +428,7 @@ fn landlock_cancel_kills_everything_it_started() {
     let mut child = spawn(&spec, &config).unwrap();
     let (cancel_tx, cancel) = crossbeam_channel::bounded(1);
     let outcome = child
-        .wait(&cancel, &mut |chunk| {
+        .wait(&Wait::new().cancel_on(&cancel), &mut |chunk| {
             if chunk.bytes.starts_with(b"ready") {
                 let _ = cancel_tx.try_send(());
             }
@@ -453,8 +450,7 @@ fn landlock_keeps_the_exit_status_and_ends_leftovers() {
     spec.cwd = Some(fixture.path("ws"));
     let config = SpawnConfig { confinement, ..SpawnConfig::standard() };
     let mut child = spawn(&spec, &config).unwrap();
-    let (_keep, cancel) = crossbeam_channel::bounded::<()>(1);
-    let outcome = child.wait(&cancel, &mut |_| {}).unwrap();
+    let outcome = child.wait(&Wait::new(), &mut |_| {}).unwrap();
     assert!(matches!(outcome, Outcome::Exited(status) if status.code() == Some(7)), "{outcome:?}");
     assert!(wait_until(Duration::from_secs(2), || processes_with_arg("986.27").is_empty()));
 }
@@ -467,10 +463,9 @@ fn a_stage_error_is_one_line_and_exit_126() {
         let spec = CommandSpec::new("/nonexistent/codecoder-program", Vec::<String>::new());
         let config = SpawnConfig { confinement, ..SpawnConfig::standard() };
         let mut child = spawn(&spec, &config).unwrap();
-        let (_keep, cancel) = crossbeam_channel::bounded::<()>(1);
         let mut output = Vec::new();
-        let outcome = child.wait(&cancel, &mut |chunk| output.extend_from_slice(&chunk.bytes));
-        let Outcome::Exited(status) = outcome.unwrap() else { panic!("cancelled") };
+        let outcome = child.wait(&Wait::new(), &mut |chunk| output.extend_from_slice(&chunk.bytes));
+        let Outcome::Exited(status) = outcome.unwrap() else { panic!("stopped") };
         (status.code(), String::from_utf8_lossy(&output).into_owned())
     };
     assert_eq!(code, Some(126));

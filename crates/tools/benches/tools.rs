@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use codecoder_protocol::AskUserAnswer;
-use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig};
+use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Wait};
 use codecoder_tools::{Builtin, StandaloneEnv, ToolsConfig, builtins, run_checked};
 use serde_json::{Value, json};
 
@@ -142,8 +142,7 @@ fn run_rg(rg: &Path, tree: &Path, args: &[&str]) {
     all.push(tree.display().to_string());
     let spec = CommandSpec::new(rg.as_os_str(), all);
     let mut child = codecoder_sandbox::spawn(&spec, &SpawnConfig::standard()).unwrap();
-    let (_keep, cancel) = crossbeam_channel::bounded::<()>(1);
-    let outcome = child.wait(&cancel, &mut |_| {}).unwrap();
+    let outcome = child.wait(&Wait::new(), &mut |_| {}).unwrap();
     assert!(matches!(outcome, Outcome::Exited(_)));
 }
 

@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use codecoder_kernel::{ToolKind, ToolOutput};
 use codecoder_protocol::ToolError;
-use codecoder_sandbox::CommandSpec;
+use codecoder_sandbox::{CommandSpec, Wait};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
-use crossbeam_channel::{Sender, never};
+use crossbeam_channel::Sender;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -96,7 +96,10 @@ impl JobTable {
         inner.next_id += 1;
         let thread_state = Arc::clone(&state);
         let thread = spawn_named(format!("job-{id}"), move || {
-            let end = wait_child(child, started, never(), kill_rx, timeout, &mut |chunk| {
+            let wait = Wait::new()
+                .kill_on(&kill_rx)
+                .deadline(timeout.and_then(|timeout| started.checked_add(timeout)));
+            let end = wait_child(child, started, &wait, &mut |chunk| {
                 let mut state = lock_state(&thread_state);
                 state.total += chunk.bytes.len() as u64;
                 state.unread.push(&chunk.bytes);

@@ -10,7 +10,6 @@
 //! - Output deltas go to the client as they come, decoded as UTF-8 without splitting a character.
 //! - A background job is handed to the session's `JobTable` and returns at once with its id.
 
-use std::convert::Infallible;
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::PathBuf;
@@ -19,9 +18,7 @@ use std::time::{Duration, Instant};
 
 use codecoder_kernel::{EscalationRequest, ToolKind, ToolOutput};
 use codecoder_protocol::{ApprovalDecision, OutputStream, ToolError};
-use codecoder_sandbox::{CommandSpec, Confinement, Outcome, SpawnConfig, Stream};
-use codecoder_stdx::{JoinOnDrop, spawn_named};
-use crossbeam_channel::{Receiver, Sender, never, select};
+use codecoder_sandbox::{CommandSpec, Confinement, Outcome, SpawnConfig, Stream, Wait};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -265,9 +262,9 @@ fn foreground(
     let mut stderr = Utf8Stream::default();
     let started = Instant::now();
     let child = spawn_confined(config, spec, confinement)?;
-    let cancel = env.cancel().signal().clone();
+    let wait = Wait::new().cancel_on(env.cancel().signal()).deadline(started.checked_add(timeout));
     let mut spill = Spill::new(config);
-    let end = wait_child(child, started, cancel, never(), Some(timeout), &mut |chunk| {
+    let end = wait_child(child, started, &wait, &mut |chunk| {
         spill.push(&output, &chunk.bytes);
         output.push(&chunk.bytes);
         let (stream, decoder) = match chunk.stream {
@@ -481,58 +478,26 @@ fn spawn_confined(
     codecoder_sandbox::spawn(spec, &spawn_config).map_err(|err| failed(err.to_string()))
 }
 
-/// Waits for `child`, handing output chunks to `on_output`, until it exits, `cancel` or `kill`
-/// fire (disconnect), or `timeout` passes; in the last three cases the group is terminated
-/// first. A watcher thread turns the three signals into the one the sandbox waits on. The group
-/// is gone when this returns.
-pub(crate) fn wait_child(
+/// Waits for `child`, handing output chunks to `on_output`, until it exits or `wait` stops it
+/// (its cancel, kill or deadline; the sandbox then terminates the group). The group is gone
+/// when this returns.
+pub(crate) fn wait_child<C, K>(
     mut child: codecoder_sandbox::Child,
     started: Instant,
-    cancel: Receiver<Infallible>,
-    kill: Receiver<()>,
-    timeout: Option<Duration>,
+    wait: &Wait<'_, C, K>,
     on_output: &mut dyn FnMut(&codecoder_sandbox::OutputChunk),
 ) -> Result<End, ToolError> {
-    let pid = child.pid();
-    let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
-    let (trigger_tx, trigger_rx) = crossbeam_channel::bounded::<()>(0);
-    let watcher = watch(pid, cancel, kill, timeout, done_rx, trigger_tx)?;
-    let outcome = child.wait(&trigger_rx, on_output);
-    // Wakes the watcher when the command ended by itself.
-    drop(done_tx);
-    let stop = watcher.join().unwrap_or(None);
+    let outcome = child.wait(wait, on_output);
     drop(child);
     let duration = started.elapsed();
-    match outcome {
-        Ok(Outcome::Exited(status)) => Ok(End { status: Some(status), stop: None, duration }),
-        Ok(Outcome::Cancelled) => {
-            Ok(End { status: None, stop: Some(stop.unwrap_or(Stop::Killed)), duration })
-        }
-        Err(err) => Err(failed(err.to_string())),
-    }
-}
-
-fn watch(
-    pid: u32,
-    cancel: Receiver<Infallible>,
-    kill: Receiver<()>,
-    timeout: Option<Duration>,
-    done: Receiver<()>,
-    trigger: Sender<()>,
-) -> Result<JoinOnDrop<Option<Stop>>, ToolError> {
-    let deadline = timeout.map_or_else(never, crossbeam_channel::after);
-    spawn_named(format!("run-command-watch-{pid}"), move || {
-        let stop = select! {
-            recv(cancel) -> _ => Some(Stop::Cancelled),
-            recv(kill) -> _ => Some(Stop::Killed),
-            recv(deadline) -> _ => Some(Stop::TimedOut),
-            recv(done) -> _ => None,
-        };
-        // Dropping the trigger is the signal the sandbox's `wait` sees.
-        drop(trigger);
-        stop
-    })
-    .map_err(|err| failed(format!("could not start a thread: {err}")))
+    let (status, stop) = match outcome {
+        Ok(Outcome::Exited(status)) => (Some(status), None),
+        Ok(Outcome::Cancelled) => (None, Some(Stop::Cancelled)),
+        Ok(Outcome::TimedOut) => (None, Some(Stop::TimedOut)),
+        Ok(Outcome::Killed) => (None, Some(Stop::Killed)),
+        Err(err) => return Err(failed(err.to_string())),
+    };
+    Ok(End { status, stop, duration })
 }
 
 /// The model's view of a finished foreground command.

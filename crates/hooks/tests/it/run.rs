@@ -460,3 +460,20 @@ fn stdin_carries_the_documented_fields_with_claude_names() {
     let project = project.display();
     assert_eq!(env, format!("{project}|{project}|{project}\n"));
 }
+
+/// Lists the threads of the process that started it (cut to 15 bytes by the kernel) once the
+/// last thread the sandbox starts for it (its stderr reader) is there.
+const THREADS_WHILE_RUNNING: &str = "while ! grep -qs ^sandbox-err /proc/$PPID/task/*/comm; do \
+     sleep 0.01; done; sleep 0.1; cat /proc/$PPID/task/*/comm";
+
+#[test]
+fn a_cancellable_hook_is_waited_for_without_a_watcher_thread() {
+    let fixture = Fixture::new();
+    let runner = fixture.runner(hooks("UserPromptSubmit", "", &[THREADS_WHILE_RUNNING]));
+    let cancel = codecoder_kernel::CancelToken::new();
+    let outcome = runner.cancellable(&cancel).user_prompt_submit("hello");
+    assert_eq!(outcome.report.errors, Vec::<String>::new());
+    let threads: Vec<&str> = outcome.additional_context.iter().flat_map(|t| t.lines()).collect();
+    assert!(threads.iter().any(|name| name.starts_with("sandbox-wait-")), "{threads:?}");
+    assert!(!threads.iter().any(|name| name.contains("watch")), "{threads:?}");
+}

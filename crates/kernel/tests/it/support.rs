@@ -18,7 +18,7 @@ use codecoder_protocol::{
     AgentCommand, AgentEvent, AgentEventKind, OutputStream, StopReason, ToolCallId, ToolError,
     TurnOutcome, Usage, UserInput,
 };
-use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Stream};
+use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Stream, Wait};
 use codecoder_session::{FsyncPolicy, SessionStore, WriterConfig};
 use crossbeam_channel::{Receiver, Sender, after, bounded, select};
 use serde_json::{Value, json};
@@ -286,7 +286,7 @@ impl Tool for CommandTool {
         let _ = self.pgids.try_send(child.pid());
         let mut output = String::new();
         let outcome = child
-            .wait(ctx.cancel().signal(), &mut |chunk| {
+            .wait(&Wait::new().cancel_on(ctx.cancel().signal()), &mut |chunk| {
                 let piece = String::from_utf8_lossy(&chunk.bytes).into_owned();
                 let stream = match chunk.stream {
                     Stream::Stdout => OutputStream::Stdout,
@@ -297,7 +297,7 @@ impl Tool for CommandTool {
             })
             .map_err(|err| ToolError::Failed { message: err.to_string() })?;
         match outcome {
-            Outcome::Cancelled => Err(ToolError::Cancelled),
+            Outcome::Cancelled | Outcome::TimedOut | Outcome::Killed => Err(ToolError::Cancelled),
             Outcome::Exited(status) if status.success() => Ok(ToolOutput::text(output)),
             Outcome::Exited(status) => {
                 Ok(ToolOutput::error(format!("{output}\nexit status {status}")))

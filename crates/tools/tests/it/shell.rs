@@ -319,3 +319,56 @@ fn commands_and_jobs_start_from_exactly_the_configured_environment() {
     assert!(out.contains("FROM_POLICY=kept\n"), "{out}");
     assert!(!out.contains("CARGO_"), "{out}");
 }
+
+#[test]
+fn a_background_job_stops_at_its_timeout() {
+    let fixture = Fixture::new();
+    let out = fixture.ok(
+        "run_command",
+        json!({ "command": "echo pid=$$; sleep 60", "background": true, "timeout_ms": 300 }),
+    );
+    assert!(out.starts_with("Started background job 1"), "{out}");
+    let started = Instant::now();
+    let mut seen = String::new();
+    let out = loop {
+        let out = fixture.ok("job_output", json!({ "id": 1 }));
+        seen.push_str(&out);
+        if out.contains("ended") {
+            break out;
+        }
+        assert!(started.elapsed() < PATIENCE, "{out}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(out.contains("ended: timed out after 300 ms"), "{out}");
+    assert_eq!(live(pid_in(&seen)), Vec::<u32>::new());
+}
+
+/// The names of the threads of the process that runs the tools, as a command it starts sees
+/// them (`/proc/<parent>/task/*/comm`, cut to 15 bytes by the kernel) while it runs, once the
+/// last thread the sandbox starts for it (its stderr reader) is there.
+fn tool_threads_while_running(fixture: &Fixture) -> Vec<String> {
+    let command = "while ! grep -qs ^sandbox-err /proc/$PPID/task/*/comm; do sleep 0.01; done; \
+                   sleep 0.1; cat /proc/$PPID/task/*/comm";
+    let out = fixture.ok("run_command", json!({ "command": command }));
+    out.lines().filter(|line| !line.starts_with('[')).map(str::to_owned).collect()
+}
+
+#[test]
+fn waiting_for_commands_and_jobs_starts_no_watcher_thread() {
+    let fixture = Fixture::new();
+    let out = fixture.ok("run_command", json!({ "command": "sleep 60", "background": true }));
+    assert!(out.starts_with("Started background job 1"), "{out}");
+    let threads = tool_threads_while_running(&fixture);
+    // The foreground command's own readers and waiter, and the job's one thread, are there…
+    for expected in ["sandbox-out-", "sandbox-err-", "sandbox-wait-", "job-1"] {
+        assert!(threads.iter().any(|name| name.starts_with(expected)), "{expected}: {threads:?}");
+    }
+    // …and nothing else waits for either (a thread of the tool's own would be named
+    // `run-command-…`): the sandbox's wait takes the cancel, the deadline and the kill itself.
+    assert!(
+        !threads.iter().any(|name| name.starts_with("run-command") || name.contains("watch")),
+        "{threads:?}"
+    );
+    let out = fixture.ok("job_kill", json!({ "id": 1 }));
+    assert!(out.contains("killed by job_kill"), "{out}");
+}
