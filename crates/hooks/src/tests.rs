@@ -7,7 +7,10 @@ use serde_json::{Map, Value, json};
 
 use crate::mapping::{claude_tool_name, covers, from_claude, to_claude};
 use crate::outcome::{self, Answer, Ran};
-use crate::{Decision, DecisionKind, Event, HookSet, HookSources, PermissionBehavior};
+use codecoder_kernel::HookVerdict;
+use codecoder_protocol::Verdict;
+
+use crate::{Event, HookSet, HookSources, PermissionBehavior};
 
 // ---- Events ----
 
@@ -67,7 +70,7 @@ fn tool_names_map_to_claude_and_others_stay() {
         ("grep", "Grep"),
         ("web_fetch", "WebFetch"),
         ("apply_patch", "apply_patch"),
-        ("list_dir", "list_dir"),
+        ("list_dir", "LS"),
         ("mcp__memory__store", "mcp__memory__store"),
     ];
     for (ours, claude) in pairs {
@@ -351,7 +354,7 @@ fn pre_tool_use_deny_beats_ask_beats_allow() {
     );
     assert_eq!(
         outcome.decision,
-        Some(Decision { kind: DecisionKind::Ask, reason: Some("check".into()) })
+        Some(HookVerdict { decision: Verdict::Ask, reason: Some("check".into()) })
     );
     let outcome = outcome::pre_tool_use(
         "run_command",
@@ -363,10 +366,10 @@ fn pre_tool_use_deny_beats_ask_beats_allow() {
     );
     assert_eq!(
         outcome.decision,
-        Some(Decision { kind: DecisionKind::Deny, reason: Some("no rm\nnever".into()) })
+        Some(HookVerdict { decision: Verdict::Deny, reason: Some("no rm\nnever".into()) })
     );
     let outcome = outcome::pre_tool_use("run_command", &[decision("a", "allow", "fine")]);
-    assert_eq!(outcome.decision.map(|d| d.kind), Some(DecisionKind::Allow));
+    assert_eq!(outcome.decision.map(|d| d.decision), Some(Verdict::Allow));
     // A denied call has nothing to rewrite.
     let outcome = outcome::pre_tool_use(
         "run_command",
@@ -379,8 +382,8 @@ fn pre_tool_use_deny_beats_ask_beats_allow() {
         ],
     );
     assert_eq!(
-        (outcome.decision.map(|d| d.kind), outcome.updated_args),
-        (Some(DecisionKind::Deny), None)
+        (outcome.decision.map(|d| d.decision), outcome.updated_args),
+        (Some(Verdict::Deny), None)
     );
 }
 
@@ -399,7 +402,7 @@ fn pre_tool_use_deprecated_decision_and_continue_false() {
     );
     assert_eq!(
         outcome.decision,
-        Some(Decision { kind: DecisionKind::Allow, reason: Some("trusted".into()) })
+        Some(HookVerdict { decision: Verdict::Allow, reason: Some("trusted".into()) })
     );
     assert_eq!(outcome.report.stop.as_deref(), Some("enough"));
     assert_eq!(outcome.report.system_messages, ["heads up"]);
@@ -409,7 +412,7 @@ fn pre_tool_use_deprecated_decision_and_continue_false() {
     );
     assert_eq!(
         outcome.decision,
-        Some(Decision { kind: DecisionKind::Deny, reason: Some("nope".into()) })
+        Some(HookVerdict { decision: Verdict::Deny, reason: Some("nope".into()) })
     );
 }
 
@@ -435,7 +438,7 @@ fn pre_tool_use_first_rewrite_wins_and_bad_output_is_an_error_naming_the_hook() 
         ],
     );
     assert_eq!(outcome.updated_args, Some(json!({"command": "ls -a"})));
-    assert_eq!(outcome.decision.map(|d| d.kind), Some(DecisionKind::Allow));
+    assert_eq!(outcome.decision.map(|d| d.decision), Some(Verdict::Allow));
     let errors = outcome.report.errors;
     assert_eq!(errors.len(), 4, "{errors:?}");
     assert!(errors[0].starts_with("hook two: `updatedInput` ignored; hook one"), "{errors:?}");

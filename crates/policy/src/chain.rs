@@ -20,61 +20,14 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use codecoder_kernel::HookVerdict;
+use codecoder_protocol::{DecidedBy, ToolKind, Verdict};
+
 use crate::command::{CommandContext, Severity};
 use crate::mode::{ApprovalMode, Modes, SandboxMode};
 use crate::paths::{Placement, Roots, resolve};
 use crate::protect::Protection;
 use crate::rules::{Call, RuleList, RuleSet, Subject};
-
-/// How much a tool can change (mirrors the kernel's `ToolKind`, plus `Other`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// Reads files or searches.
-    ReadOnly,
-    /// Edits files.
-    Edit,
-    /// Runs commands.
-    Exec,
-    /// Reaches the network.
-    Network,
-    /// Talks to the person.
-    Interactive,
-    /// Anything else (MCP tools, say).
-    Other,
-}
-
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::ReadOnly => "read-only",
-            Self::Edit => "edit",
-            Self::Exec => "exec",
-            Self::Network => "network",
-            Self::Interactive => "interactive",
-            Self::Other => "other",
-        })
-    }
-}
-
-/// A PreToolUse hook's `permissionDecision`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookDecision {
-    /// Skip the prompt (ask and deny rules still apply).
-    Allow,
-    /// Block the call.
-    Deny,
-    /// Ask the person.
-    Ask,
-}
-
-/// What the PreToolUse hooks decided, merged across hooks (deny > ask > allow).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HookVerdict {
-    /// The decision.
-    pub decision: HookDecision,
-    /// `permissionDecisionReason`, if any.
-    pub reason: Option<String>,
-}
 
 /// The session-wide inputs of the chain.
 #[derive(Debug, Clone)]
@@ -122,7 +75,7 @@ pub struct Request<'a> {
     /// The tool's name.
     pub tool: &'a str,
     /// The tool's kind.
-    pub kind: Kind,
+    pub kind: ToolKind,
     /// The keys the tool derived from the arguments (`shell:<command>`, `edit:<path>`,
     /// `read:<path>`, `web_fetch:<host>`, or the bare tool name).
     pub permission_keys: &'a [String],
@@ -130,27 +83,6 @@ pub struct Request<'a> {
     pub hook: Option<&'a HookVerdict>,
     /// True when a "for this session" answer covers every key.
     pub session_grant: bool,
-}
-
-/// The outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Verdict {
-    /// Run it.
-    Allow,
-    /// Ask the person.
-    Ask,
-    /// Do not run it; the reason goes to the model.
-    Deny,
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Allow => "allow",
-            Self::Ask => "ask",
-            Self::Deny => "deny",
-        })
-    }
 }
 
 /// Which level decided.
@@ -192,10 +124,26 @@ pub enum Source {
     /// The default for the tool's kind under the modes.
     Default {
         /// The tool's kind.
-        kind: Kind,
+        kind: ToolKind,
         /// The modes it was decided under.
         modes: Modes,
     },
+}
+
+impl Source {
+    /// Who decided, in the approval record's words: a hook, a session grant, a rule (hidden and
+    /// protected paths count as rules), or the mode's default.
+    pub fn decided_by(&self) -> DecidedBy {
+        match self {
+            Self::Hook => DecidedBy::Hook,
+            Self::SessionGrant => DecidedBy::SessionGrant,
+            Self::ProjectRule { .. }
+            | Self::UserRule { .. }
+            | Self::HiddenPath { .. }
+            | Self::Protected { .. } => DecidedBy::Rule,
+            Self::Default { .. } => DecidedBy::Mode,
+        }
+    }
 }
 
 /// The chain's answer.
@@ -241,7 +189,7 @@ pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
     };
 
     // A deny at any level wins.
-    if request.hook.is_some_and(|hook| hook.decision == HookDecision::Deny) {
+    if request.hook.is_some_and(|hook| hook.decision == Verdict::Deny) {
         return Decision { verdict: Verdict::Deny, source: Source::Hook, reason: hook_text };
     }
     let project = policy.project_rules.evaluate(&call, &ctx);
@@ -259,7 +207,7 @@ pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
 
     // The hook; an ask rule beats its allow.
     match request.hook.map(|hook| hook.decision) {
-        Some(HookDecision::Allow) => {
+        Some(Verdict::Allow) => {
             // A hook may come with the repository: its allow does not lift a protection.
             if let Some(decision) = protected {
                 return decision;
@@ -276,10 +224,10 @@ pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
             }
             return Decision { verdict: Verdict::Allow, source: Source::Hook, reason: hook_text };
         }
-        Some(HookDecision::Ask) => {
+        Some(Verdict::Ask) => {
             return Decision { verdict: Verdict::Ask, source: Source::Hook, reason: hook_text };
         }
-        Some(HookDecision::Deny) | None => {}
+        Some(Verdict::Deny) | None => {}
     }
 
     if request.session_grant {
@@ -414,14 +362,16 @@ fn default_decision(
     let approval = modes.approval;
     let tool = request.tool;
     let (verdict, why) = match request.kind {
-        Kind::ReadOnly => (Allow, format!("`{tool}` only reads")),
-        Kind::Interactive => (Allow, format!("`{tool}` talks to the person")),
-        Kind::Network => (cell(approval, Ask, Ask, Allow), format!("`{tool}` reaches the network")),
-        Kind::Other => {
+        ToolKind::ReadOnly => (Allow, format!("`{tool}` only reads")),
+        ToolKind::Interactive => (Allow, format!("`{tool}` talks to the person")),
+        ToolKind::Network => {
+            (cell(approval, Ask, Ask, Allow), format!("`{tool}` reaches the network"))
+        }
+        ToolKind::Other => {
             (cell(approval, Ask, Ask, Allow), format!("`{tool}` is not a known kind of tool"))
         }
-        Kind::Edit => edit_default(policy, call, ctx, tool),
-        Kind::Exec => exec_default(policy, call, tool),
+        ToolKind::Edit => edit_default(policy, call, ctx, tool),
+        ToolKind::Exec => exec_default(policy, call, tool),
     };
     let source = Source::Default { kind: request.kind, modes };
     if modes.bypass && verdict != Allow {

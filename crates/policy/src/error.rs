@@ -1,5 +1,5 @@
-//! The policy crate's one error type: a mode spelled wrong or a permission rule that does not
-//! parse. Every message names the offending text and says how to write it instead.
+//! The policy crate's one error type: a permission rule that does not parse. Every message
+//! names the offending text and says how to write it instead.
 
 use std::fmt;
 
@@ -9,16 +9,6 @@ use crate::rules::{RuleList, RuleOrigin};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A `--sandbox` / `--ask-for-approval` value (or its config key) is not a known mode.
-    #[error("unknown {what} `{value}`: expected one of {}", valid.join(", "))]
-    UnknownMode {
-        /// Which setting (`sandbox mode`, `approval mode`).
-        what: &'static str,
-        /// The value as given.
-        value: String,
-        /// The valid spellings.
-        valid: &'static [&'static str],
-    },
     /// A permission rule does not parse.
     #[error("{origin} {list} rule `{rule}`: {problem}")]
     Rule {

@@ -1,7 +1,8 @@
 //! Approval policy logic for codecoder: the sandbox and approval modes, shell command
 //! classification, permission rules, and the decision chain that combines them with hooks
-//! and session grants. Pure logic: no kernel dependency and no I/O beyond canonicalizing
-//! paths that exist. The kernel adapter (`ApprovalPolicy`) and the CLI live elsewhere.
+//! and session grants. Pure logic: no I/O beyond canonicalizing paths that exist.
+//! `ChainPolicy` is the chain as the kernel's `ApprovalPolicy`, with an approval mode that can
+//! change while the session runs.
 //!
 //! - `mode`: `SandboxMode` (`read-only | workspace-write | danger-full-access`),
 //!   `ApprovalMode` (`untrusted | on-request | never`), `Modes` (with `--full-auto` and
@@ -10,6 +11,7 @@
 //!   Safe, Normal or Dangerous, with a reason naming the part.
 //! - `rules`: `RuleSet::parse(allow, ask, deny, origin)` and matching.
 //! - `chain`: `decide(policy, request)` → `Decision { verdict, source, reason }`.
+//! - `approval`: `ChainPolicy`, the chain behind the kernel's approval seam.
 //! - `protect`: `Guard`, the one list of protected paths (the chain, the file tools, the
 //!   sandbox and `doctor` use it).
 //!
@@ -55,6 +57,7 @@
 
 #![warn(missing_docs)]
 
+mod approval;
 pub mod chain;
 pub mod command;
 mod error;
@@ -63,9 +66,10 @@ mod paths;
 pub mod protect;
 pub mod rules;
 
-pub use chain::{
-    Decision, HookDecision, HookVerdict, Kind, Policy, Request, Source, Verdict, decide,
-};
+pub use approval::ChainPolicy;
+pub use chain::{Decision, Policy, Request, Source, decide};
+pub use codecoder_kernel::HookVerdict;
+pub use codecoder_protocol::{ToolKind, Verdict};
 pub use command::{Classification, CommandContext, Part, Severity, classify};
 pub use error::{Error, Result, RuleError, RuleProblem};
 pub use mode::{ApprovalMode, Modes, SandboxMode};

@@ -1,7 +1,7 @@
 //! Permission rules: `allow`, `ask` and `deny` lists of `Tool` or `Tool(pattern)` strings,
 //! from the user's and the project's config.
 //!
-//! Tool names are ours or Claude Code's:
+//! Tool names are ours or Claude Code's (`codecoder_protocol`'s one table translates Claude's):
 //!
 //! | subject | names | pattern |
 //! |---|---|---|
@@ -35,6 +35,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use codecoder_protocol::our_tool_name;
 use globset::{GlobBuilder, GlobMatcher};
 
 use crate::command::{Classification, CommandContext, Part, classify, normalize_whitespace};
@@ -148,11 +149,11 @@ enum DomainPattern {
     Subdomains(String),
 }
 
-const SHELL_TOOLS: &[&str] = &["run_command", "Bash"];
-const EDIT_TOOLS: &[&str] = &["edit", "write_file", "apply_patch", "Edit", "Write", "MultiEdit"];
-const READ_TOOLS: &[&str] =
-    &["read", "read_file", "list_dir", "grep", "glob", "Read", "Grep", "Glob", "LS"];
-const FETCH_TOOLS: &[&str] = &["web_fetch", "WebFetch"];
+// Our names; a rule's Claude Code name is translated first (`codecoder_protocol::our_tool_name`).
+const SHELL_TOOLS: &[&str] = &["run_command"];
+const EDIT_TOOLS: &[&str] = &["edit", "write_file", "apply_patch"];
+const READ_TOOLS: &[&str] = &["read", "read_file", "list_dir", "grep", "glob"];
+const FETCH_TOOLS: &[&str] = &["web_fetch"];
 
 fn parse_rule(text: &str, origin: &RuleOrigin) -> Result<Matcher, RuleProblem> {
     let text = text.trim();
@@ -180,16 +181,17 @@ fn parse_rule(text: &str, origin: &RuleOrigin) -> Result<Matcher, RuleProblem> {
     if pattern == Some("") {
         return Err(RuleProblem::EmptyPattern);
     }
-    if SHELL_TOOLS.contains(&name) {
+    let ours = our_tool_name(name);
+    if SHELL_TOOLS.contains(&ours) {
         return Ok(Matcher::Shell(pattern.map(shell_pattern)));
     }
-    if EDIT_TOOLS.contains(&name) {
+    if EDIT_TOOLS.contains(&ours) {
         return Ok(Matcher::Edit(pattern.map(|p| path_pattern(p, origin)).transpose()?));
     }
-    if READ_TOOLS.contains(&name) {
+    if READ_TOOLS.contains(&ours) {
         return Ok(Matcher::Read(pattern.map(|p| path_pattern(p, origin)).transpose()?));
     }
-    if FETCH_TOOLS.contains(&name) {
+    if FETCH_TOOLS.contains(&ours) {
         return Ok(Matcher::Fetch(pattern.map(domain_pattern).transpose()?));
     }
     if pattern.is_some() {
@@ -447,6 +449,7 @@ fn wildcard_matches(pieces: &[String], text: &str) -> bool {
 }
 
 fn rule_matches_subject(rule: &Rule, subject: &Subject, tool: &str, ctx: &CommandContext) -> bool {
+    let tool = our_tool_name(tool);
     match (&rule.matcher, subject) {
         (Matcher::Tool { name, prefix }, _) => {
             tool == name

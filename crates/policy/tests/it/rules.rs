@@ -183,6 +183,31 @@ fn bare_tool_names_match_every_call_of_their_subject() {
 }
 
 #[test]
+fn claude_tool_names_stand_for_ours() {
+    let workspace = Workspace::new();
+    for (rule, tool, key) in [
+        ("Bash", "run_command", "shell:make"),
+        ("Read", "read_file", "read:src/a.rs"),
+        ("LS", "list_dir", "read:src"),
+        ("Glob", "glob", "read:src"),
+        ("Grep", "grep", "read:src"),
+        ("Edit", "edit", "edit:src/a.rs"),
+        ("MultiEdit", "edit", "edit:src/a.rs"),
+        ("Write", "write_file", "edit:src/a.rs"),
+        ("WebFetch", "web_fetch", "web_fetch:docs.rs"),
+    ] {
+        let rules = set(&[rule], &[], &[], RuleOrigin::User);
+        assert_eq!(opinion(&rules, &workspace, tool, &[key]), allow(rule), "{rule} on {tool}");
+        // The bare name covers the tool's calls that name no subject too.
+        assert_eq!(opinion(&rules, &workspace, tool, &[tool]), allow(rule), "{rule} on {tool}");
+    }
+    let rules = set(&["LS(src/**)", "MultiEdit(src/**)"], &[], &[], RuleOrigin::User);
+    assert_eq!(opinion(&rules, &workspace, "list_dir", &["read:src/x"]), allow("LS(src/**)"));
+    assert_eq!(opinion(&rules, &workspace, "edit", &["edit:src/a.rs"]), allow("MultiEdit(src/**)"));
+    assert_eq!(opinion(&rules, &workspace, "edit", &["edit:docs/a.md"]), None);
+}
+
+#[test]
 fn deny_beats_ask_beats_allow_within_a_set() {
     let workspace = Workspace::new();
     let rules = set(
