@@ -27,7 +27,7 @@ use crate::command::{CommandContext, Severity};
 use crate::mode::{ApprovalMode, Modes, SandboxMode};
 use crate::paths::{Placement, Roots, resolve};
 use crate::protect::Protection;
-use crate::rules::{Call, RuleList, RuleSet, Subject};
+use crate::rules::{Call, RuleSet, Subject};
 
 /// The session-wide inputs of the chain.
 #[derive(Debug, Clone)]
@@ -96,15 +96,15 @@ pub enum Source {
     ProjectRule {
         /// The rule as written.
         rule: String,
-        /// Its list.
-        list: RuleList,
+        /// Its list (the verdict it gives).
+        list: Verdict,
     },
     /// A rule of the user's config.
     UserRule {
         /// The rule as written.
         rule: String,
-        /// Its list.
-        list: RuleList,
+        /// Its list (the verdict it gives).
+        list: Verdict,
     },
     /// A read or edit under a hidden path (credentials).
     HiddenPath {
@@ -164,12 +164,8 @@ impl fmt::Display for Decision {
     }
 }
 
-fn rule_decision(origin_is_project: bool, list: RuleList, rule: &str, note: &str) -> Decision {
-    let verdict = match list {
-        RuleList::Allow => Verdict::Allow,
-        RuleList::Ask => Verdict::Ask,
-        RuleList::Deny => Verdict::Deny,
-    };
+fn rule_decision(origin_is_project: bool, list: Verdict, rule: &str, note: &str) -> Decision {
+    let verdict = list;
     let (source, who) = if origin_is_project {
         (Source::ProjectRule { rule: rule.to_owned(), list }, "project")
     } else {
@@ -194,11 +190,11 @@ pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
     }
     let project = policy.project_rules.evaluate(&call, &ctx);
     let user = policy.user_rules.evaluate(&call, &ctx);
-    if let Some((RuleList::Deny, rule)) = project {
-        return rule_decision(true, RuleList::Deny, rule.text(), "");
+    if let Some((Verdict::Deny, rule)) = project {
+        return rule_decision(true, Verdict::Deny, rule.text(), "");
     }
-    if let Some((RuleList::Deny, rule)) = user {
-        return rule_decision(false, RuleList::Deny, rule.text(), "");
+    if let Some((Verdict::Deny, rule)) = user {
+        return rule_decision(false, Verdict::Deny, rule.text(), "");
     }
     if let Some(decision) = hidden_path_denial(policy, &call, &ctx) {
         return decision;
@@ -213,10 +209,10 @@ pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
                 return decision;
             }
             for (is_project, found) in [(true, project), (false, user)] {
-                if let Some((RuleList::Ask, rule)) = found {
+                if let Some((Verdict::Ask, rule)) = found {
                     return rule_decision(
                         is_project,
-                        RuleList::Ask,
+                        Verdict::Ask,
                         rule.text(),
                         " (an ask rule beats the hook's allow)",
                     );
@@ -241,9 +237,9 @@ pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
     // with the repository whose files are protected; a bare `edit` rule is not about them).
     if let Some(decision) = protected {
         return match user {
-            Some((RuleList::Allow, rule)) if rule.names_edit_paths() => rule_decision(
+            Some((Verdict::Allow, rule)) if rule.names_edit_paths() => rule_decision(
                 false,
-                RuleList::Allow,
+                Verdict::Allow,
                 rule.text(),
                 &format!(" (lifts: {})", decision.reason),
             ),

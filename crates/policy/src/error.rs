@@ -3,7 +3,9 @@
 
 use std::fmt;
 
-use crate::rules::{RuleList, RuleOrigin};
+use codecoder_protocol::Verdict;
+
+use crate::rules::RuleOrigin;
 
 /// A policy problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -14,8 +16,8 @@ pub enum Error {
     Rule {
         /// The rule as written.
         rule: String,
-        /// The list it is in.
-        list: RuleList,
+        /// The list it is in (`allow`, `ask` or `deny`: the verdict it gives).
+        list: Verdict,
         /// Where it came from.
         origin: RuleOrigin,
         /// What is wrong with it.

@@ -75,4 +75,4 @@ pub use error::{Error, Result, RuleError, RuleProblem};
 pub use mode::{ApprovalMode, Modes, SandboxMode};
 pub use paths::{normalize_lexically, resolve};
 pub use protect::{Guard, Protection};
-pub use rules::{Call, Rule, RuleList, RuleOrigin, RuleSet, Subject};
+pub use rules::{Call, Rule, RuleOrigin, RuleSet, Subject};

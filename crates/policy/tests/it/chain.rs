@@ -2,8 +2,8 @@
 //! session grants, project-before-user order, bypass, hidden paths, explanation strings.
 
 use codecoder_policy::{
-    ApprovalMode, Decision, HookVerdict, Modes, Policy, Request, RuleList, RuleOrigin, RuleSet,
-    SandboxMode, Source, ToolKind, Verdict, decide,
+    ApprovalMode, Decision, HookVerdict, Modes, Policy, Request, RuleOrigin, RuleSet, SandboxMode,
+    Source, ToolKind, Verdict, decide,
 };
 use pretty_assertions::assert_eq;
 
@@ -414,7 +414,7 @@ fn a_deny_at_any_level_wins() {
     ] {
         assert_eq!(
             decision.source,
-            Source::ProjectRule { rule: "Bash(rm:*)".to_owned(), list: RuleList::Deny }
+            Source::ProjectRule { rule: "Bash(rm:*)".to_owned(), list: Verdict::Deny }
         );
     }
     for decision in [
@@ -425,7 +425,7 @@ fn a_deny_at_any_level_wins() {
         assert_eq!(decision.verdict, D);
         assert_eq!(
             decision.source,
-            Source::UserRule { rule: "Bash(rm:*)".to_owned(), list: RuleList::Deny }
+            Source::UserRule { rule: "Bash(rm:*)".to_owned(), list: Verdict::Deny }
         );
     }
     // A hook deny beats every allow.
@@ -462,7 +462,7 @@ fn a_user_allow_rule_lifts_a_hidden_path() {
     assert_eq!(decision.verdict, A);
     assert_eq!(
         decision.source,
-        Source::UserRule { rule: "read(~/.ssh/config)".to_owned(), list: RuleList::Allow }
+        Source::UserRule { rule: "read(~/.ssh/config)".to_owned(), list: Verdict::Allow }
     );
     assert_eq!(call(ToolKind::ReadOnly, "read:~/.ssh/id_rsa").decide(&user_allows).verdict, D);
     // Edits under a hidden path are denied too.
@@ -479,7 +479,7 @@ fn ask_rules_beat_a_hook_allow_but_nothing_else_does() {
     assert_eq!(decision.verdict, K);
     assert_eq!(
         decision.source,
-        Source::ProjectRule { rule: "Bash(npm:*)".to_owned(), list: RuleList::Ask }
+        Source::ProjectRule { rule: "Bash(npm:*)".to_owned(), list: Verdict::Ask }
     );
     // Without an ask rule the hook's allow skips the default's prompt (untrusted asks).
     let decision =
@@ -515,14 +515,14 @@ fn project_rules_come_before_user_rules() {
     let decision = call(ToolKind::Exec, "shell:make").decide(&project_allows);
     assert_eq!(
         decision.source,
-        Source::ProjectRule { rule: "Bash(make:*)".to_owned(), list: RuleList::Allow }
+        Source::ProjectRule { rule: "Bash(make:*)".to_owned(), list: Verdict::Allow }
     );
     let project_asks =
         with_rules(base.clone(), [&[], &["Bash(make:*)"], &[]], [&["Bash(make:*)"], &[], &[]]);
     let decision = call(ToolKind::Exec, "shell:make").decide(&project_asks);
     assert_eq!(
         decision.source,
-        Source::ProjectRule { rule: "Bash(make:*)".to_owned(), list: RuleList::Ask }
+        Source::ProjectRule { rule: "Bash(make:*)".to_owned(), list: Verdict::Ask }
     );
     // The user's rules decide when the project has no opinion.
     let user_allows =
@@ -530,7 +530,7 @@ fn project_rules_come_before_user_rules() {
     let decision = call(ToolKind::Exec, "shell:make all").decide(&user_allows);
     assert_eq!(
         decision.source,
-        Source::UserRule { rule: "Bash(make:*)".to_owned(), list: RuleList::Allow }
+        Source::UserRule { rule: "Bash(make:*)".to_owned(), list: Verdict::Allow }
     );
     // An allow rule turns a dangerous default into an allow: the rule is explicit.
     let decision = call(ToolKind::Exec, "shell:git push --force").decide(&with_rules(
