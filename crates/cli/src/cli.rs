@@ -1,10 +1,12 @@
 //! The command line, as clap types. `--help` text lives here.
 
 use std::path::PathBuf;
+use std::str::FromStr;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use codecoder_app::{ApprovalMode, SandboxMode};
+use codecoder_protocol::UnknownValue;
 
 /// codecoder: a terminal coding agent. An LLM decides; tools read, search, edit and run code;
 /// a sandbox and an approval chain bound what they may do; an append-only session log is its
@@ -147,40 +149,41 @@ pub(crate) struct SafetyArgs {
 
 /// `-s/--sandbox`: the shared `SandboxMode`, each value with its `--help` line.
 fn sandbox_mode_parser() -> impl TypedValueParser<Value = SandboxMode> {
-    let help = |mode: SandboxMode| match mode {
-        SandboxMode::ReadOnly => "Read anywhere (but hidden credential stores), write nowhere",
-        SandboxMode::WorkspaceWrite => {
-            "Write in the workspace, /tmp, $TMPDIR and --add-dir directories"
-        }
-        SandboxMode::DangerFullAccess => "No sandbox",
-    };
-    possible_values(
-        [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite, SandboxMode::DangerFullAccess]
-            .map(|mode| (mode.as_str(), help(mode))),
-    )
-    .try_map(|value| value.parse::<SandboxMode>())
+    mode_parser([
+        (
+            SandboxMode::ReadOnly.as_str(),
+            "Read anywhere (but hidden credential stores), write nowhere",
+        ),
+        (
+            SandboxMode::WorkspaceWrite.as_str(),
+            "Write in the workspace, /tmp, $TMPDIR and --add-dir directories",
+        ),
+        (SandboxMode::DangerFullAccess.as_str(), "No sandbox"),
+    ])
 }
 
 /// `-a/--ask-for-approval`: the shared `ApprovalMode`, each value with its `--help` line.
 fn approval_mode_parser() -> impl TypedValueParser<Value = ApprovalMode> {
-    let help = |mode: ApprovalMode| match mode {
-        ApprovalMode::Untrusted => "Only known-safe read-only commands run without asking",
-        ApprovalMode::OnRequest => {
-            "Ask for what is destructive, leaves the workspace or reaches the network"
-        }
-        ApprovalMode::Never => "Never ask",
-    };
-    possible_values(
-        [ApprovalMode::Untrusted, ApprovalMode::OnRequest, ApprovalMode::Never]
-            .map(|mode| (mode.as_str(), help(mode))),
-    )
-    .try_map(|value| value.parse::<ApprovalMode>())
+    mode_parser([
+        (ApprovalMode::Untrusted.as_str(), "Only known-safe read-only commands run without asking"),
+        (
+            ApprovalMode::OnRequest.as_str(),
+            "Ask for what is destructive, leaves the workspace or reaches the network",
+        ),
+        (ApprovalMode::Never.as_str(), "Never ask"),
+    ])
 }
 
-fn possible_values<const N: usize>(
+/// A parser of one of protocol's modes from its spellings (`(value, help)`), through its
+/// `FromStr`, so the flag accepts exactly what config.toml and `/approvals` accept.
+fn mode_parser<T, const N: usize>(
     values: [(&'static str, &'static str); N],
-) -> PossibleValuesParser {
+) -> impl TypedValueParser<Value = T>
+where
+    T: FromStr<Err = UnknownValue> + Clone + Send + Sync + 'static,
+{
     PossibleValuesParser::new(values.map(|(value, help)| PossibleValue::new(value).help(help)))
+        .try_map(|value| value.parse::<T>())
 }
 
 #[derive(Debug, Subcommand)]
