@@ -4,9 +4,10 @@
 //! `ChainPolicy` is the chain as the kernel's `ApprovalPolicy`, with an approval mode that can
 //! change while the session runs.
 //!
-//! - `mode`: `SandboxMode` (`read-only | workspace-write | danger-full-access`),
-//!   `ApprovalMode` (`untrusted | on-request | never`), `Modes` (with `--full-auto` and
-//!   `--yolo` presets).
+//! - `mode`: `Modes` over protocol's `SandboxMode` (`read-only | workspace-write |
+//!   danger-full-access`) and `ApprovalMode` (`untrusted | on-request | never`), with the
+//!   `--full-auto` and `--yolo` presets. The verdicts (`Verdict`, also a rule's list) and tool
+//!   kinds (`ToolKind`) are protocol's too.
 //! - `command`: `classify(command, ctx)` splits a shell line into parts and judges each
 //!   Safe, Normal or Dangerous, with a reason naming the part.
 //! - `rules`: `RuleSet::parse(allow, ask, deny, origin)` and matching.
