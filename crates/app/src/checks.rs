@@ -185,21 +185,6 @@ impl Runtime {
     }
 }
 
-/// Our tool name for one of Claude Code's.
-fn our_tool_name(name: &str) -> &str {
-    match name {
-        "Bash" => "run_command",
-        "Read" => "read_file",
-        "Write" => "write_file",
-        "Edit" | "MultiEdit" => "edit",
-        "Glob" => "glob",
-        "Grep" => "grep",
-        "LS" => "list_dir",
-        "WebFetch" => "web_fetch",
-        other => other,
-    }
-}
-
 impl Runtime {
     /// What the approval chain decides for `tool` (ours or Claude Code's name) called with
     /// `args` (JSON), without hooks or session grants.
@@ -217,7 +202,7 @@ impl Runtime {
             .map_err(|err| Error::usage(format!("ARGS-JSON is not JSON: {err}")))?;
         let safety = self.safety(interactive)?;
         let cwd = &self.cwd;
-        let name = our_tool_name(tool);
+        let name = codecoder_protocol::our_tool_name(tool);
         let tools = codecoder_tools::builtin_tools(codecoder_tools::ToolsConfig::standard(
             cwd,
             vec![std::path::PathBuf::from("/")],

@@ -30,11 +30,11 @@ use std::path::{Path, PathBuf};
 use codecoder_config::{LoadOptions, LoadedConfig};
 
 pub use checks::PermissionCheck;
-pub use codecoder_policy::{ApprovalMode, Modes, SandboxMode};
+pub use codecoder_policy::{ApprovalMode, ChainPolicy, Modes, SandboxMode};
 pub use error::{Error, Result};
 pub use host::{SessionListing, git_diff, init_agents_md};
 pub use jsonl::{ExecEventEncoder, Messages, result_text};
-pub use safety::{ChainPolicy, Safety, claude_permission_mode};
+pub use safety::{Safety, claude_permission_mode};
 pub use session::{Pricing, RunningSession, SessionControls, SessionRequest, Start};
 pub use transcript::write_transcript;
 

@@ -5,14 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use codecoder_config::{
-    ApprovalPolicyToml, InheritToml, LoadedConfig, Origin, SandboxBackendToml, SandboxModeToml,
-};
+use codecoder_config::{InheritToml, LoadedConfig, Origin, SandboxBackendToml};
 use codecoder_hooks::{CommonInput, HookRunner, HookSet, HookSources, KernelHooks};
-use codecoder_kernel::{
-    ApprovalPolicy, ApprovalQuery, HookDecision, PolicyAnswer, PolicyDecision, ToolKind,
-};
-use codecoder_policy::{ApprovalMode, Modes, RuleOrigin, RuleSet, SandboxMode};
+use codecoder_policy::{ApprovalMode, ChainPolicy, Modes, RuleOrigin, RuleSet, SandboxMode};
 use codecoder_sandbox::{
     BackendPreference, CommandEnvironment, Confinement, EnvPolicy, FsAccess, Inherit, Probe,
     Sandbox, SandboxPolicy,
@@ -48,7 +43,7 @@ pub struct Safety {
 
 /// What `run_command` does when the sandbox blocks a command: ask to retry outside it where
 /// the person is asked at all, else tell the model.
-fn escalation_for(modes: Modes) -> Escalation {
+pub(crate) fn escalation_for(modes: Modes) -> Escalation {
     match (modes.bypass, modes.approval) {
         (false, ApprovalMode::Untrusted | ApprovalMode::OnRequest) => Escalation::Ask,
         _ => Escalation::Never,
@@ -175,7 +170,7 @@ pub(crate) fn build(
     };
     Ok(Safety {
         modes,
-        policy: Arc::new(ChainPolicy { policy: std::sync::RwLock::new(policy) }),
+        policy: Arc::new(ChainPolicy::new(policy)),
         confinement,
         escalation: EscalationSetting::new(escalation_for(modes)),
         probe,
@@ -223,13 +218,10 @@ fn resolve_modes(
         return Modes { approval: default_approval, ..Modes::FULL_AUTO };
     }
     let config = &loaded.config;
-    let sandbox = match (args.sandbox, config.sandbox_mode) {
-        (Some(mode), _) => mode,
-        (None, Some(SandboxModeToml::ReadOnly)) => SandboxMode::ReadOnly,
-        (None, Some(SandboxModeToml::WorkspaceWrite)) => SandboxMode::WorkspaceWrite,
-        (None, Some(SandboxModeToml::DangerFullAccess)) => SandboxMode::DangerFullAccess,
-        (None, None) if backend => SandboxMode::WorkspaceWrite,
-        (None, None) => {
+    let sandbox = match args.sandbox.or(config.sandbox_mode) {
+        Some(mode) => mode,
+        None if backend => SandboxMode::WorkspaceWrite,
+        None => {
             warnings.push(
                 "no sandbox backend works here, so the sandbox mode is read-only (pass \
                  `-s workspace-write` or `-s danger-full-access` to choose)"
@@ -238,13 +230,7 @@ fn resolve_modes(
             SandboxMode::ReadOnly
         }
     };
-    let approval = match (args.approval, config.approval_policy) {
-        (Some(mode), _) => mode,
-        (None, Some(ApprovalPolicyToml::Untrusted)) => ApprovalMode::Untrusted,
-        (None, Some(ApprovalPolicyToml::OnRequest)) => ApprovalMode::OnRequest,
-        (None, Some(ApprovalPolicyToml::Never)) => ApprovalMode::Never,
-        (None, None) => default_approval,
-    };
+    let approval = args.approval.or(config.approval_policy).unwrap_or(default_approval);
     Modes { sandbox, approval, bypass: false }
 }
 
@@ -284,98 +270,6 @@ fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
     match (path.strip_prefix("~"), home) {
         (Ok(rest), Some(home)) => home.join(rest),
         _ => path.to_owned(),
-    }
-}
-
-/// The permission chain behind the kernel's approval seam. The approval mode can change during
-/// a session (`/approvals` in the UI); the rest is fixed.
-#[derive(Debug)]
-pub struct ChainPolicy {
-    pub policy: std::sync::RwLock<codecoder_policy::Policy>,
-}
-
-impl ChainPolicy {
-    /// The modes now.
-    pub fn modes(&self) -> Modes {
-        self.policy.read().unwrap_or_else(std::sync::PoisonError::into_inner).modes
-    }
-
-    /// Switches the approval mode; the tools' escalation follows it.
-    pub fn set_approval(&self, approval: ApprovalMode, escalation: &EscalationSetting) {
-        let mut policy = self.policy.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        policy.modes.approval = approval;
-        escalation.set(escalation_for(policy.modes));
-    }
-
-    /// The chain's decision for a call, in its own terms.
-    pub fn decide_call(
-        &self,
-        tool: &str,
-        kind: ToolKind,
-        keys: &[String],
-        hook: Option<&codecoder_kernel::HookVerdict>,
-        granted: bool,
-    ) -> codecoder_policy::Decision {
-        let hook = hook.map(|verdict| codecoder_policy::HookVerdict {
-            decision: match verdict.decision {
-                HookDecision::Allow => codecoder_policy::HookDecision::Allow,
-                HookDecision::Ask => codecoder_policy::HookDecision::Ask,
-                HookDecision::Deny => codecoder_policy::HookDecision::Deny,
-            },
-            reason: verdict.reason.clone(),
-        });
-        let kind = match kind {
-            ToolKind::ReadOnly => codecoder_policy::Kind::ReadOnly,
-            ToolKind::Edit => codecoder_policy::Kind::Edit,
-            ToolKind::Exec => codecoder_policy::Kind::Exec,
-            ToolKind::Network => codecoder_policy::Kind::Network,
-            ToolKind::Interactive => codecoder_policy::Kind::Interactive,
-        };
-        let policy = self.policy.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        codecoder_policy::decide(
-            &policy,
-            &codecoder_policy::Request {
-                tool,
-                kind,
-                permission_keys: keys,
-                hook: hook.as_ref(),
-                session_grant: granted,
-            },
-        )
-    }
-}
-
-impl ApprovalPolicy for ChainPolicy {
-    fn decide(&self, query: &ApprovalQuery<'_>) -> PolicyDecision {
-        self.explain(query).decision
-    }
-
-    fn explain(&self, query: &ApprovalQuery<'_>) -> PolicyAnswer {
-        let decision = self.decide_call(
-            &query.call.name,
-            query.kind,
-            query.permission_keys,
-            query.hook,
-            query.granted,
-        );
-        let decided_by = match decision.source {
-            codecoder_policy::Source::Hook => "hook",
-            codecoder_policy::Source::SessionGrant => "session-grant",
-            codecoder_policy::Source::ProjectRule { .. }
-            | codecoder_policy::Source::UserRule { .. }
-            | codecoder_policy::Source::HiddenPath { .. }
-            | codecoder_policy::Source::Protected { .. } => "rule",
-            codecoder_policy::Source::Default { .. } => "mode",
-        };
-        let explanation = decision.to_string();
-        let decision = match decision.verdict {
-            codecoder_policy::Verdict::Allow => PolicyDecision::Allow,
-            codecoder_policy::Verdict::Ask => PolicyDecision::Ask,
-            codecoder_policy::Verdict::Deny => PolicyDecision::Deny {
-                reason: format!("blocked by the permission policy: {}", decision.reason),
-            },
-        };
-        PolicyAnswer { decision, decided_by: decided_by.to_owned(), explanation: Some(explanation) }
     }
 }
 

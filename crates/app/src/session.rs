@@ -15,8 +15,8 @@ use codecoder_session::{
 };
 
 use crate::error::{Error, Result};
-use crate::safety::ChainPolicy;
 use crate::{Modes, Notice, Runtime};
+use codecoder_policy::ChainPolicy;
 
 const DEFAULT_MODEL: &str = "gpt-5";
 const DEFAULT_PROVIDER: &str = "openai";
@@ -87,7 +87,8 @@ impl SessionControls {
 
     /// Switches the approval mode; the chain and `run_command`'s escalation follow it.
     pub fn set_approval(&self, approval: crate::ApprovalMode) {
-        self.policy.set_approval(approval, &self.escalation);
+        self.policy.set_approval(approval);
+        self.escalation.set(crate::safety::escalation_for(self.policy.modes()));
     }
 }
 

@@ -1,8 +1,12 @@
 //! The command line, as clap types. `--help` text lives here.
 
 use std::path::PathBuf;
+use std::str::FromStr;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+use codecoder_app::{ApprovalMode, SandboxMode};
+use codecoder_protocol::UnknownValue;
 
 /// codecoder: a terminal coding agent. An LLM decides; tools read, search, edit and run code;
 /// a sandbox and an approval chain bound what they may do; an append-only session log is its
@@ -90,16 +94,8 @@ impl GlobalArgs {
             config: self.overrides.clone(),
             model: None,
             provider: None,
-            sandbox: safety.sandbox.map(|mode| match mode {
-                SandboxModeArg::ReadOnly => codecoder_app::SandboxMode::ReadOnly,
-                SandboxModeArg::WorkspaceWrite => codecoder_app::SandboxMode::WorkspaceWrite,
-                SandboxModeArg::DangerFullAccess => codecoder_app::SandboxMode::DangerFullAccess,
-            }),
-            approval: safety.approval.map(|mode| match mode {
-                ApprovalArg::Untrusted => codecoder_app::ApprovalMode::Untrusted,
-                ApprovalArg::OnRequest => codecoder_app::ApprovalMode::OnRequest,
-                ApprovalArg::Never => codecoder_app::ApprovalMode::Never,
-            }),
+            sandbox: safety.sandbox,
+            approval: safety.approval,
             full_auto: safety.full_auto,
             bypass: safety.yolo,
             add_dirs: safety.add_dirs.clone(),
@@ -114,14 +110,26 @@ pub(crate) struct SafetyArgs {
     /// --add-dir directories; .git and .codecoder stay read-only; no network) or
     /// `danger-full-access` (no sandbox). Default: `sandbox_mode` in config.toml, else
     /// workspace-write where a sandbox backend works (`codecoder doctor` says which).
-    #[arg(short = 's', long = "sandbox", value_name = "MODE", global = true)]
-    pub(crate) sandbox: Option<SandboxModeArg>,
+    #[arg(
+        short = 's',
+        long = "sandbox",
+        value_name = "MODE",
+        global = true,
+        value_parser = sandbox_mode_parser()
+    )]
+    pub(crate) sandbox: Option<SandboxMode>,
     /// When to ask before acting: `untrusted` (only known-safe read-only commands run without
     /// asking), `on-request` (ask for what is destructive, leaves the workspace or reaches the
     /// network) or `never` (never ask: what would ask is refused, failures go back to the model).
     /// Default: `approval_policy` in config.toml, else on-request interactively and never in exec.
-    #[arg(short = 'a', long = "ask-for-approval", value_name = "POLICY", global = true)]
-    pub(crate) approval: Option<ApprovalArg>,
+    #[arg(
+        short = 'a',
+        long = "ask-for-approval",
+        value_name = "POLICY",
+        global = true,
+        value_parser = approval_mode_parser()
+    )]
+    pub(crate) approval: Option<ApprovalMode>,
     /// Low-friction sandboxed work: workspace-write and on-request (never in exec).
     #[arg(long, global = true, conflicts_with_all = ["sandbox", "approval"])]
     pub(crate) full_auto: bool,
@@ -139,26 +147,43 @@ pub(crate) struct SafetyArgs {
     pub(crate) add_dirs: Vec<PathBuf>,
 }
 
-/// `-s/--sandbox`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum SandboxModeArg {
-    /// Read anywhere (but hidden credential stores), write nowhere.
-    ReadOnly,
-    /// Write in the workspace, /tmp, $TMPDIR and --add-dir directories.
-    WorkspaceWrite,
-    /// No sandbox.
-    DangerFullAccess,
+/// `-s/--sandbox`: the shared `SandboxMode`, each value with its `--help` line.
+fn sandbox_mode_parser() -> impl TypedValueParser<Value = SandboxMode> {
+    mode_parser([
+        (
+            SandboxMode::ReadOnly.as_str(),
+            "Read anywhere (but hidden credential stores), write nowhere",
+        ),
+        (
+            SandboxMode::WorkspaceWrite.as_str(),
+            "Write in the workspace, /tmp, $TMPDIR and --add-dir directories",
+        ),
+        (SandboxMode::DangerFullAccess.as_str(), "No sandbox"),
+    ])
 }
 
-/// `-a/--ask-for-approval`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum ApprovalArg {
-    /// Only known-safe read-only commands run without asking.
-    Untrusted,
-    /// Ask for what is destructive, leaves the workspace or reaches the network.
-    OnRequest,
-    /// Never ask.
-    Never,
+/// `-a/--ask-for-approval`: the shared `ApprovalMode`, each value with its `--help` line.
+fn approval_mode_parser() -> impl TypedValueParser<Value = ApprovalMode> {
+    mode_parser([
+        (ApprovalMode::Untrusted.as_str(), "Only known-safe read-only commands run without asking"),
+        (
+            ApprovalMode::OnRequest.as_str(),
+            "Ask for what is destructive, leaves the workspace or reaches the network",
+        ),
+        (ApprovalMode::Never.as_str(), "Never ask"),
+    ])
+}
+
+/// A parser of one of protocol's modes from its spellings (`(value, help)`), through its
+/// `FromStr`, so the flag accepts exactly what config.toml and `/approvals` accept.
+fn mode_parser<T, const N: usize>(
+    values: [(&'static str, &'static str); N],
+) -> impl TypedValueParser<Value = T>
+where
+    T: FromStr<Err = UnknownValue> + Clone + Send + Sync + 'static,
+{
+    PossibleValuesParser::new(values.map(|(value, help)| PossibleValue::new(value).help(help)))
+        .try_map(|value| value.parse::<T>())
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use codecoder_policy::Verdict;
+use codecoder_protocol::Verdict;
 use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Stream, Wait};
 
 use crate::cli::{GlobalArgs, PermissionsCheckArgs, SandboxArgs};

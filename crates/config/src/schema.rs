@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use codecoder_protocol::{ApprovalMode, SandboxMode};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -54,11 +55,11 @@ pub struct ConfigToml {
     /// What commands may touch: `read-only`, `workspace-write` (the default where a sandbox
     /// backend works) or `danger-full-access`. `-s/--sandbox` overrides it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sandbox_mode: Option<SandboxModeToml>,
+    pub sandbox_mode: Option<SandboxMode>,
     /// When to ask: `untrusted`, `on-request` (the default interactively) or `never` (the
     /// default in `exec`). `-a/--ask-for-approval` overrides it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub approval_policy: Option<ApprovalPolicyToml>,
+    pub approval_policy: Option<ApprovalMode>,
     /// The workspace-write sandbox, as codex spells it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox_workspace_write: Option<SandboxWorkspaceWriteToml>,
@@ -77,30 +78,6 @@ pub struct ConfigToml {
     /// "command", command, timeout }] }`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub hooks: BTreeMap<String, Vec<HookGroupToml>>,
-}
-
-/// `sandbox_mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxModeToml {
-    /// Commands may read, not write.
-    ReadOnly,
-    /// Commands may write in the workspace, /tmp and the added directories.
-    WorkspaceWrite,
-    /// No sandbox.
-    DangerFullAccess,
-}
-
-/// `approval_policy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ApprovalPolicyToml {
-    /// Only known-safe read-only commands run without asking.
-    Untrusted,
-    /// Ask for what leaves the sandbox or is destructive.
-    OnRequest,
-    /// Never ask; what would ask is refused, and failures go back to the model.
-    Never,
 }
 
 /// `[sandbox_workspace_write]`.
@@ -334,10 +311,10 @@ pub struct ProfileToml {
     pub agent: Option<AgentToml>,
     /// The sandbox mode.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sandbox_mode: Option<SandboxModeToml>,
+    pub sandbox_mode: Option<SandboxMode>,
     /// The approval policy.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub approval_policy: Option<ApprovalPolicyToml>,
+    pub approval_policy: Option<ApprovalMode>,
     /// The command environment policy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shell_environment_policy: Option<ShellEnvironmentPolicyToml>,

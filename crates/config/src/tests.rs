@@ -264,8 +264,8 @@ fn permission_rules_and_hooks_are_kept_per_layer() {
             ("override".to_owned(), vec![], vec!["edit(src/**)".to_owned()], vec![]),
         ]
     );
-    assert_eq!(loaded.config.sandbox_mode, Some(crate::SandboxModeToml::ReadOnly));
-    assert_eq!(loaded.config.approval_policy, Some(crate::ApprovalPolicyToml::Never));
+    assert_eq!(loaded.config.sandbox_mode, Some(codecoder_protocol::SandboxMode::ReadOnly));
+    assert_eq!(loaded.config.approval_policy, Some(codecoder_protocol::ApprovalMode::Never));
     let hook = &loaded.config.hooks["PreToolUse"][0];
     assert_eq!(hook.matcher.as_deref(), Some("Bash"));
     assert_eq!(hook.hooks[0].command.as_deref(), Some("./check.sh"));

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use codecoder_policy::{Call, CommandContext, RuleList, RuleOrigin, RuleSet};
+use codecoder_policy::{Call, CommandContext, RuleOrigin, RuleSet, Verdict};
 use serde_json::Value;
 
 /// Whether `condition` applies to a call of `tool` (our name) with `args` (ours), in `cwd`.
@@ -20,7 +20,7 @@ pub(crate) fn applies(condition: &str, tool: &str, args: &Value, cwd: &Path) -> 
         home: std::env::var_os(codecoder_protocol::env::HOME).map(Into::into),
     };
     let call = Call::new(tool, &keys(tool, args), &ctx);
-    rules.matching(RuleList::Deny, &call, &ctx).is_some()
+    rules.matching(Verdict::Deny, &call, &ctx).is_some()
 }
 
 /// Whether `condition` is a rule the matcher understands (checked when hooks are loaded).

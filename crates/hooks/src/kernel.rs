@@ -11,14 +11,14 @@
 use std::path::PathBuf;
 
 use codecoder_kernel::{
-    HookDecision, HookReport, HookScope, HookVerdict, Hooks, PermissionAnswer, PermissionHook,
+    HookReport, HookScope, HookVerdict, Hooks, PermissionAnswer, PermissionHook,
     PostToolUse as KernelPost, PreToolUse as KernelPre, PromptSubmit, SessionStartHook, StopHook,
 };
-use codecoder_protocol::{ApprovalDecision, ContentItem, ToolCall};
+use codecoder_protocol::{ApprovalDecision, ContentItem, ToolCall, Verdict};
 use serde_json::json;
 
 use crate::event::Event;
-use crate::outcome::{DecisionKind, PermissionBehavior, Report};
+use crate::outcome::{PermissionBehavior, Report};
 use crate::runner::HookRunner;
 
 /// A [`HookRunner`] behind the kernel's `Hooks` trait.
@@ -49,16 +49,9 @@ impl Hooks for KernelHooks {
         let runner = self.runner.cancellable(scope.cancel);
         let outcome = runner.pre_tool_use(&call.name, &call.args, call.id.as_str());
         let stop = outcome.report.stop.clone();
-        let mut verdict = outcome.decision.map(|decision| HookVerdict {
-            decision: match decision.kind {
-                DecisionKind::Allow => HookDecision::Allow,
-                DecisionKind::Ask => HookDecision::Ask,
-                DecisionKind::Deny => HookDecision::Deny,
-            },
-            reason: decision.reason,
-        });
+        let mut verdict = outcome.decision;
         if let Some(reason) = stop {
-            verdict = Some(HookVerdict { decision: HookDecision::Deny, reason: Some(reason) });
+            verdict = Some(HookVerdict { decision: Verdict::Deny, reason: Some(reason) });
         }
         KernelPre {
             verdict,

@@ -31,8 +31,8 @@ pub use config::{HookSet, HookSources};
 pub use event::Event;
 pub use kernel::KernelHooks;
 pub use outcome::{
-    Decision, DecisionKind, PermissionBehavior, PermissionRequest, PermissionVerdict, PostToolUse,
-    PreToolUse, Report, SessionStart, Stop, SubagentStart, UserPromptSubmit,
+    PermissionBehavior, PermissionRequest, PermissionVerdict, PostToolUse, PreToolUse, Report,
+    SessionStart, Stop, SubagentStart, UserPromptSubmit,
 };
 pub use runner::{CommonInput, HookRunner};
 

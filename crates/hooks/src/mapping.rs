@@ -14,11 +14,15 @@
 //! | `glob{pattern, path, head_limit}` | `Glob{pattern, path, head_limit}` |
 //! | `grep{pattern, path, glob, type, case_insensitive, context, output, head_limit}` | `Grep{pattern, path, glob, type, -i, -C, output_mode, head_limit}` |
 //! | `web_fetch{url, max_bytes}` | `WebFetch{url, max_bytes}` |
+//! | `list_dir{…}` | `LS{…}` (the name only: the arguments pass unchanged) |
 //!
+//! The names come from `codecoder_protocol`'s one table of Claude tool names (which the
+//! permission rules and `permissions check` use too); this module adds the arguments.
 //! Arguments of ours without a Claude counterpart (`cwd`, `env`, `max_bytes`, …) are passed
 //! under our own name. Grep's `output` values are renamed (`files` ↔ `files_with_matches`) and
 //! `output_mode` is always present, since Claude's default differs from ours. Every other tool
-//! keeps our name and arguments unchanged.
+//! keeps our name and arguments unchanged, and a tool whose name maps but whose arguments
+//! are not listed here keeps its arguments.
 //!
 //! Back from a hook, Claude-only keys that have no meaning for us (`description`, `prompt`,
 //! `-n`) are dropped quietly; any other unknown key is dropped with a warning.
@@ -27,10 +31,10 @@
 
 use serde_json::{Map, Value};
 
-/// One tool with a Claude counterpart.
+/// The arguments of one tool with a Claude counterpart (its Claude name comes from
+/// [`codecoder_protocol::claude_tool_name`], the one table of tool names).
 struct Mapped {
     ours: &'static str,
-    claude: &'static str,
     /// `(our argument, Claude's argument)`.
     keys: &'static [(&'static str, &'static str)],
     /// Claude arguments with no counterpart here that are dropped without a warning.
@@ -40,7 +44,6 @@ struct Mapped {
 const MAPPED: &[Mapped] = &[
     Mapped {
         ours: "run_command",
-        claude: "Bash",
         keys: &[
             ("command", "command"),
             ("timeout_ms", "timeout"),
@@ -52,19 +55,16 @@ const MAPPED: &[Mapped] = &[
     },
     Mapped {
         ours: "read_file",
-        claude: "Read",
         keys: &[("path", "file_path"), ("offset", "offset"), ("limit", "limit")],
         quiet: &[],
     },
     Mapped {
         ours: "write_file",
-        claude: "Write",
         keys: &[("path", "file_path"), ("content", "content")],
         quiet: &[],
     },
     Mapped {
         ours: "edit",
-        claude: "Edit",
         keys: &[
             ("path", "file_path"),
             ("old_string", "old_string"),
@@ -75,13 +75,11 @@ const MAPPED: &[Mapped] = &[
     },
     Mapped {
         ours: "glob",
-        claude: "Glob",
         keys: &[("pattern", "pattern"), ("path", "path"), ("head_limit", "head_limit")],
         quiet: &[],
     },
     Mapped {
         ours: "grep",
-        claude: "Grep",
         keys: &[
             ("pattern", "pattern"),
             ("path", "path"),
@@ -96,7 +94,6 @@ const MAPPED: &[Mapped] = &[
     },
     Mapped {
         ours: "web_fetch",
-        claude: "WebFetch",
         keys: &[("url", "url"), ("max_bytes", "max_bytes")],
         quiet: &["prompt"],
     },
@@ -110,11 +107,9 @@ fn by_ours(tool: &str) -> Option<&'static Mapped> {
     MAPPED.iter().find(|mapped| mapped.ours == tool)
 }
 
-/// The name a hook sees for our tool `tool`: Claude's when one maps (`run_command` → `Bash`),
-/// else `tool` itself.
-pub fn claude_tool_name(tool: &str) -> &str {
-    by_ours(tool).map_or(tool, |mapped| mapped.claude)
-}
+/// The name a hook sees for our tool `tool`: Claude's when one maps (`run_command` → `Bash`,
+/// `list_dir` → `LS`), else `tool` itself.
+pub use codecoder_protocol::claude_tool_name;
 
 /// True when argument `argument` of our tool `tool` survives the round trip through a hook:
 /// the tool has no Claude counterpart, or the mapping table knows the argument. A test that
@@ -162,7 +157,7 @@ pub fn from_claude(tool: &str, input: &Value) -> Result<(Value, Vec<String>), St
             if !mapped.quiet.contains(&key.as_str()) {
                 warnings.push(format!(
                     "`updatedInput.{key}` has no counterpart in {} ({tool}); it was dropped",
-                    mapped.claude
+                    claude_tool_name(tool)
                 ));
             }
             continue;

@@ -14,6 +14,8 @@
 //! Invariant: folding never fails; malformed output becomes a message in `Report::errors`
 //! that names the hook.
 
+use codecoder_kernel::HookVerdict;
+use codecoder_protocol::Verdict;
 use serde_json::{Map, Value};
 
 use crate::event::Event;
@@ -33,32 +35,13 @@ pub struct Report {
     pub errors: Vec<String>,
 }
 
-/// A PreToolUse permission decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum DecisionKind {
-    /// Skip the approval prompt (permission *rules* that deny or ask still apply).
-    Allow,
-    /// Ask the user even if the call would be allowed.
-    Ask,
-    /// Refuse the call; the reason goes to the model.
-    Deny,
-}
-
-/// The decision of the strongest hook (deny > ask > allow).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    /// Allow, ask or deny.
-    pub kind: DecisionKind,
-    /// The reasons given by the hooks that decided this, joined by newlines. On deny it is
-    /// for the model; on allow or ask for the user.
-    pub reason: Option<String>,
-}
-
 /// The outcome of the PreToolUse hooks of one call.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PreToolUse {
-    /// What the hooks decided; `None` when none did (the approval chain decides).
-    pub decision: Option<Decision>,
+    /// The strongest hook's verdict (deny > ask > allow) with the reasons of the hooks that gave
+    /// it, joined by newlines (on deny for the model, on allow or ask for the user); `None` when
+    /// no hook decided (the approval chain decides).
+    pub decision: Option<HookVerdict>,
     /// The arguments to run the tool with instead, in our argument names (from `updatedInput`,
     /// which replaces the whole input as in Claude Code; the first hook in configuration order
     /// that gave one wins). `None`: unchanged, and always `None` when the decision is deny.
@@ -276,11 +259,11 @@ fn updated_args(ran: &Ran, tool: &str, input: &Value, report: &mut Report) -> Op
 
 pub(crate) fn pre_tool_use(tool: &str, rans: &[Ran]) -> PreToolUse {
     let mut outcome = PreToolUse::default();
-    let mut decisions: Vec<(DecisionKind, Option<String>)> = Vec::new();
+    let mut decisions: Vec<(Verdict, Option<String>)> = Vec::new();
     let mut rewritten_by: Option<&str> = None;
     for ran in rans {
         if let Answer::Blocked(stderr) = &ran.answer {
-            decisions.push((DecisionKind::Deny, Some(ran.blocked_text(stderr))));
+            decisions.push((Verdict::Deny, Some(ran.blocked_text(stderr))));
         }
         let Some(json) = common(ran, &mut outcome.report) else { continue };
         let specific = specific(ran, json, Event::PreToolUse, &mut outcome.report);
@@ -291,9 +274,9 @@ pub(crate) fn pre_tool_use(tool: &str, rans: &[Ran]) -> PreToolUse {
         let kind = match decided.or_else(|| json.get("decision")) {
             None | Some(Value::Null) => None,
             Some(Value::String(kind)) => match kind.as_str() {
-                "allow" | "approve" => Some(DecisionKind::Allow),
-                "ask" => Some(DecisionKind::Ask),
-                "deny" | "block" => Some(DecisionKind::Deny),
+                "allow" | "approve" => Some(Verdict::Allow),
+                "ask" => Some(Verdict::Ask),
+                "deny" | "block" => Some(Verdict::Deny),
                 other => {
                     outcome.report.errors.push(format!(
                         "{}: decision \"{other}\" is not allow, deny or ask; ignored",
@@ -333,9 +316,9 @@ pub(crate) fn pre_tool_use(tool: &str, rans: &[Ran]) -> PreToolUse {
     if let Some(kind) = decisions.iter().map(|(kind, _)| *kind).max() {
         let reasons =
             decisions.into_iter().filter(|(k, _)| *k == kind).filter_map(|(_, r)| r).collect();
-        outcome.decision = Some(Decision { kind, reason: join(reasons) });
+        outcome.decision = Some(HookVerdict { decision: kind, reason: join(reasons) });
     }
-    if outcome.decision.as_ref().is_some_and(|decision| decision.kind == DecisionKind::Deny) {
+    if outcome.decision.as_ref().is_some_and(|verdict| verdict.decision == Verdict::Deny) {
         // A denied call does not run, so there is nothing to rewrite.
         outcome.updated_args = None;
     }

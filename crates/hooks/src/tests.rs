@@ -7,7 +7,10 @@ use serde_json::{Map, Value, json};
 
 use crate::mapping::{claude_tool_name, covers, from_claude, to_claude};
 use crate::outcome::{self, Answer, Ran};
-use crate::{Decision, DecisionKind, Event, HookSet, HookSources, PermissionBehavior};
+use codecoder_kernel::HookVerdict;
+use codecoder_protocol::Verdict;
+
+use crate::{Event, HookSet, HookSources, PermissionBehavior};
 
 // ---- Events ----
 
@@ -58,20 +61,14 @@ fn covers_knows_every_argument_of_our_mapped_tools() {
 
 #[test]
 fn tool_names_map_to_claude_and_others_stay() {
-    let pairs = [
-        ("run_command", "Bash"),
-        ("read_file", "Read"),
-        ("write_file", "Write"),
-        ("edit", "Edit"),
-        ("glob", "Glob"),
-        ("grep", "Grep"),
-        ("web_fetch", "WebFetch"),
-        ("apply_patch", "apply_patch"),
-        ("list_dir", "list_dir"),
-        ("mcp__memory__store", "mcp__memory__store"),
-    ];
-    for (ours, claude) in pairs {
-        assert_eq!(claude_tool_name(ours), claude, "{ours}");
+    // A hook sees Claude's name for every tool of the shared table (`list_dir` is `LS`)…
+    for (ours, claude) in codecoder_protocol::CLAUDE_TOOL_NAMES {
+        assert_eq!(claude_tool_name(ours), *claude, "{ours}");
+    }
+    assert_eq!(claude_tool_name("list_dir"), "LS");
+    // … and our own name for the others.
+    for ours in ["apply_patch", "job_kill", "mcp__memory__store"] {
+        assert_eq!(claude_tool_name(ours), ours);
     }
 }
 
@@ -351,7 +348,7 @@ fn pre_tool_use_deny_beats_ask_beats_allow() {
     );
     assert_eq!(
         outcome.decision,
-        Some(Decision { kind: DecisionKind::Ask, reason: Some("check".into()) })
+        Some(HookVerdict { decision: Verdict::Ask, reason: Some("check".into()) })
     );
     let outcome = outcome::pre_tool_use(
         "run_command",
@@ -363,10 +360,10 @@ fn pre_tool_use_deny_beats_ask_beats_allow() {
     );
     assert_eq!(
         outcome.decision,
-        Some(Decision { kind: DecisionKind::Deny, reason: Some("no rm\nnever".into()) })
+        Some(HookVerdict { decision: Verdict::Deny, reason: Some("no rm\nnever".into()) })
     );
     let outcome = outcome::pre_tool_use("run_command", &[decision("a", "allow", "fine")]);
-    assert_eq!(outcome.decision.map(|d| d.kind), Some(DecisionKind::Allow));
+    assert_eq!(outcome.decision.map(|d| d.decision), Some(Verdict::Allow));
     // A denied call has nothing to rewrite.
     let outcome = outcome::pre_tool_use(
         "run_command",
@@ -379,8 +376,8 @@ fn pre_tool_use_deny_beats_ask_beats_allow() {
         ],
     );
     assert_eq!(
-        (outcome.decision.map(|d| d.kind), outcome.updated_args),
-        (Some(DecisionKind::Deny), None)
+        (outcome.decision.map(|d| d.decision), outcome.updated_args),
+        (Some(Verdict::Deny), None)
     );
 }
 
@@ -399,7 +396,7 @@ fn pre_tool_use_deprecated_decision_and_continue_false() {
     );
     assert_eq!(
         outcome.decision,
-        Some(Decision { kind: DecisionKind::Allow, reason: Some("trusted".into()) })
+        Some(HookVerdict { decision: Verdict::Allow, reason: Some("trusted".into()) })
     );
     assert_eq!(outcome.report.stop.as_deref(), Some("enough"));
     assert_eq!(outcome.report.system_messages, ["heads up"]);
@@ -409,7 +406,7 @@ fn pre_tool_use_deprecated_decision_and_continue_false() {
     );
     assert_eq!(
         outcome.decision,
-        Some(Decision { kind: DecisionKind::Deny, reason: Some("nope".into()) })
+        Some(HookVerdict { decision: Verdict::Deny, reason: Some("nope".into()) })
     );
 }
 
@@ -435,7 +432,7 @@ fn pre_tool_use_first_rewrite_wins_and_bad_output_is_an_error_naming_the_hook() 
         ],
     );
     assert_eq!(outcome.updated_args, Some(json!({"command": "ls -a"})));
-    assert_eq!(outcome.decision.map(|d| d.kind), Some(DecisionKind::Allow));
+    assert_eq!(outcome.decision.map(|d| d.decision), Some(Verdict::Allow));
     let errors = outcome.report.errors;
     assert_eq!(errors.len(), 4, "{errors:?}");
     assert!(errors[0].starts_with("hook two: `updatedInput` ignored; hook one"), "{errors:?}");

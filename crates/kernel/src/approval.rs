@@ -6,10 +6,9 @@
 //! `Ask` do the session's grants apply, then the PermissionRequest hooks, and only then is the
 //! person asked.
 
-use codecoder_protocol::ToolCall;
+use codecoder_protocol::{DecidedBy, ToolCall, ToolKind, Verdict};
 
 use crate::hooks::HookVerdict;
-use crate::tool::ToolKind;
 
 /// What the policy is asked about.
 #[derive(Debug, Clone, Copy)]
@@ -28,45 +27,40 @@ pub struct ApprovalQuery<'a> {
     pub granted: bool,
 }
 
-/// The policy's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PolicyDecision {
-    /// Run it.
-    Allow,
-    /// Do not run it; the reason goes to the model.
-    Deny {
-        /// Why.
-        reason: String,
-    },
-    /// Ask the person (unless a session grant covers it).
-    Ask,
-}
-
-/// A decision with what made it, for the log and the person.
+/// The policy's answer: the verdict, who reached it, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyAnswer {
-    /// The decision.
-    pub decision: PolicyDecision,
-    /// Who decided, as logged in the approval record: `rule`, `mode`, `hook`, `session-grant`,
-    /// `policy`.
-    pub decided_by: String,
-    /// The rule or default behind it, in one line (shown with an approval request).
-    pub explanation: Option<String>,
+    /// Allow, ask the person (unless a session grant covers the call), or deny.
+    pub decision: Verdict,
+    /// Who decided, as logged in the approval record (`rule`, `mode`, `hook`, `session-grant`,
+    /// `policy`).
+    pub decided_by: DecidedBy,
+    /// Why, in one line: on a deny the reason the model gets, on an ask the rule or default
+    /// behind it (shown with the approval request).
+    pub reason: Option<String>,
+}
+
+impl PolicyAnswer {
+    /// Run it, decided by "policy".
+    pub fn allow() -> Self {
+        Self { decision: Verdict::Allow, decided_by: DecidedBy::Policy, reason: None }
+    }
+
+    /// Ask the person, decided by "policy".
+    pub fn ask() -> Self {
+        Self { decision: Verdict::Ask, decided_by: DecidedBy::Policy, reason: None }
+    }
+
+    /// Do not run it, decided by "policy"; `reason` goes to the model.
+    pub fn deny(reason: impl Into<String>) -> Self {
+        Self { decision: Verdict::Deny, decided_by: DecidedBy::Policy, reason: Some(reason.into()) }
+    }
 }
 
 /// Decides whether calls may run.
 pub trait ApprovalPolicy: Send + Sync {
-    /// The decision for one call.
-    fn decide(&self, query: &ApprovalQuery<'_>) -> PolicyDecision;
-
-    /// The decision with what made it. Default: `decide`, made by "policy".
-    fn explain(&self, query: &ApprovalQuery<'_>) -> PolicyAnswer {
-        PolicyAnswer {
-            decision: self.decide(query),
-            decided_by: "policy".to_owned(),
-            explanation: None,
-        }
-    }
+    /// The decision for one call, with what made it.
+    fn decide(&self, query: &ApprovalQuery<'_>) -> PolicyAnswer;
 }
 
 /// Allows everything (tests, "full auto" modes).
@@ -74,7 +68,7 @@ pub trait ApprovalPolicy: Send + Sync {
 pub struct AllowAll;
 
 impl ApprovalPolicy for AllowAll {
-    fn decide(&self, _query: &ApprovalQuery<'_>) -> PolicyDecision {
-        PolicyDecision::Allow
+    fn decide(&self, _query: &ApprovalQuery<'_>) -> PolicyAnswer {
+        PolicyAnswer::allow()
     }
 }

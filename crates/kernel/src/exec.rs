@@ -21,14 +21,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use codecoder_protocol::{
-    AgentEventKind, AgentStatus, ApprovalDecision, ApprovalRequest, ContentItem, RecordBody, Reply,
-    RequestId, StepId, SyntheticReason, ToolCall, ToolError, ToolResult, ToolResultStatus, TurnId,
+    AgentEventKind, AgentStatus, ApprovalDecision, ApprovalRequest, ContentItem, DecidedBy,
+    RecordBody, Reply, RequestId, StepId, SyntheticReason, ToolCall, ToolError, ToolResult,
+    ToolResultStatus, TurnId, Verdict,
 };
 use crossbeam_channel::select;
 
-use crate::approval::{ApprovalQuery, PolicyAnswer, PolicyDecision};
+use crate::approval::{ApprovalQuery, PolicyAnswer};
 use crate::cancel::CancelToken;
-use crate::hooks::{HookDecision, HookReport, HookScope, HookVerdict};
+use crate::hooks::{HookReport, HookScope, HookVerdict};
 use crate::schema;
 use crate::tool::{PendingEscalation, Tool, ToolContext, ToolOutput};
 use crate::turn::{AgentLoop, Stop, hook_stop};
@@ -170,44 +171,45 @@ impl AgentLoop {
             hook: pre.verdict.as_ref(),
             granted,
         };
-        let mut answer = self.env.deps.approval.explain(&query);
+        let mut answer = self.env.deps.approval.decide(&query);
         // Deny wins: a hook's deny stands whatever the policy thinks of the call.
-        if let Some(HookVerdict { decision: HookDecision::Deny, reason }) = &pre.verdict
-            && !matches!(answer.decision, PolicyDecision::Deny { .. })
+        if let Some(HookVerdict { decision: Verdict::Deny, reason }) = &pre.verdict
+            && answer.decision != Verdict::Deny
         {
             answer = PolicyAnswer {
-                decision: PolicyDecision::Deny {
-                    reason: match reason {
-                        Some(reason) => format!("a PreToolUse hook denied this call: {reason}"),
-                        None => "a PreToolUse hook denied this call".to_owned(),
-                    },
-                },
-                decided_by: "hook".to_owned(),
-                explanation: None,
+                decision: Verdict::Deny,
+                decided_by: DecidedBy::Hook,
+                reason: Some(match reason {
+                    Some(reason) => format!("a PreToolUse hook denied this call: {reason}"),
+                    None => "a PreToolUse hook denied this call".to_owned(),
+                }),
             };
         }
-        let by = answer.decided_by.as_str();
+        let by = answer.decided_by;
         match answer.decision {
-            PolicyDecision::Allow => {
+            Verdict::Allow => {
                 self.log_approval(call, &keys, ApprovalDecision::AllowOnce, by, rewritten)?;
                 Ok(Prepared::Run(tool, context))
             }
-            PolicyDecision::Deny { reason } => {
+            Verdict::Deny => {
                 self.log_approval(call, &keys, ApprovalDecision::Deny, by, rewritten)?;
+                let reason = answer
+                    .reason
+                    .unwrap_or_else(|| "the approval policy denied this call".to_owned());
                 Ok(Prepared::Refused(ToolError::PermissionDenied { reason }))
             }
-            PolicyDecision::Ask => {
+            Verdict::Ask => {
                 if granted {
                     self.log_approval(
                         call,
                         &keys,
                         ApprovalDecision::AllowForSession,
-                        "session-grant",
+                        DecidedBy::SessionGrant,
                         rewritten,
                     )?;
                     return Ok(Prepared::Run(tool, context));
                 }
-                let explanation = answer.explanation;
+                let explanation = answer.reason;
                 let permission = {
                     let (call, reason): (&ToolCall, Option<&str>) = (call, explanation.as_deref());
                     self.call_hooks(|hooks, scope| hooks.permission_request(scope, call, reason))?
@@ -229,7 +231,7 @@ impl AgentLoop {
                             call.args = args.clone();
                             rewritten = Some(args);
                         }
-                        (hook_answer.decision, "hook")
+                        (hook_answer.decision, DecidedBy::Hook)
                     }
                     None => {
                         self.notify_permission_prompt(&call.name)?;
@@ -242,7 +244,7 @@ impl AgentLoop {
                         ) {
                             self.approved_calls.insert(call.id.clone());
                         }
-                        (decision, "user")
+                        (decision, DecidedBy::User)
                     }
                 };
                 self.log_approval(call, &keys, decision.clone(), decided_by, rewritten)?;
@@ -294,13 +296,13 @@ impl AgentLoop {
         let keys = request.permission_keys;
         let granted = !keys.is_empty() && keys.iter().all(|key| self.grants.contains(key));
         let (decision, decided_by) = if !request.may_ask {
-            (ApprovalDecision::Deny, "mode")
+            (ApprovalDecision::Deny, DecidedBy::Mode)
         } else if self.approved_calls.contains(&call_id) {
             // The person was asked about this very call in this turn and allowed it: the
             // retry it needs is covered (codex does not ask again either).
-            (ApprovalDecision::AllowOnce, "call-approval")
+            (ApprovalDecision::AllowOnce, DecidedBy::CallApproval)
         } else if granted {
-            (ApprovalDecision::AllowForSession, "session-grant")
+            (ApprovalDecision::AllowForSession, DecidedBy::SessionGrant)
         } else {
             self.notify_permission_prompt(&call.name)?;
             let decision =
@@ -308,7 +310,7 @@ impl AgentLoop {
             if decision == ApprovalDecision::AllowForSession {
                 self.grants.extend(keys.iter().cloned());
             }
-            (decision, "user")
+            (decision, DecidedBy::User)
         };
         self.log_approval(call, &keys, decision.clone(), decided_by, None)?;
         let _ = reply.send(decision);
@@ -346,7 +348,7 @@ impl AgentLoop {
                         // The request is withdrawn: dropping `answer` makes the client's
                         // `Reply::send` return false.
                         drop(answer);
-                        self.log_approval(call, keys, ApprovalDecision::Cancelled, "cancel", None)?;
+                        self.log_approval(call, keys, ApprovalDecision::Cancelled, DecidedBy::Cancel, None)?;
                         return Err(stop);
                     }
                 }
@@ -361,14 +363,14 @@ impl AgentLoop {
         call: &ToolCall,
         keys: &[String],
         decision: ApprovalDecision,
-        by: &str,
+        by: DecidedBy,
         updated_args: Option<serde_json::Value>,
     ) -> Result<(), Stop> {
         self.append(RecordBody::Approval {
             call_id: call.id.clone(),
             permission_keys: keys.to_vec(),
             decision,
-            decided_by: by.to_owned(),
+            decided_by: by.to_string(),
             updated_args,
         })?;
         Ok(())

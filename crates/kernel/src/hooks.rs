@@ -17,7 +17,7 @@
 //! crate kills the hook's process group). The loop runs the hooks it calls itself on a helper
 //! thread while it keeps reading commands, so a cancel reaches a running hook.
 
-use codecoder_protocol::{ApprovalDecision, ContentItem, ToolCall};
+use codecoder_protocol::{ApprovalDecision, ContentItem, ToolCall, Verdict};
 use serde_json::Value;
 
 use crate::cancel::CancelToken;
@@ -34,22 +34,11 @@ pub struct HookReport {
     pub errors: Vec<String>,
 }
 
-/// What a PreToolUse hook decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookDecision {
-    /// Skip the prompt (rules that ask or deny still do).
-    Allow,
-    /// Ask the person.
-    Ask,
-    /// Do not run the call.
-    Deny,
-}
-
 /// A hook's verdict on a call, with its reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookVerdict {
-    /// The decision.
-    pub decision: HookDecision,
+    /// Allow (skip the prompt; rules that ask or deny still do), ask the person, or deny.
+    pub decision: Verdict,
     /// Why (to the model on deny, to the person on ask).
     pub reason: Option<String>,
 }

@@ -37,12 +37,12 @@ pub use agent::{
     AgentConfig, AgentDeps, AgentHandle, AgentType, SessionFactory, StepInfo, StepInterceptor,
     StepVerdict, SubagentConfig, spawn_agent, spawn_agent_on,
 };
-pub use approval::{AllowAll, ApprovalPolicy, ApprovalQuery, PolicyAnswer, PolicyDecision};
+pub use approval::{AllowAll, ApprovalPolicy, ApprovalQuery, PolicyAnswer};
 pub use cancel::CancelToken;
 pub use error::{Error, Result};
 pub use hooks::{
-    HookDecision, HookReport, HookScope, HookVerdict, Hooks, NoHooks, PermissionAnswer,
-    PermissionHook, PostToolUse, PreToolUse, PromptSubmit, SessionStartHook, StopHook,
+    HookReport, HookScope, HookVerdict, Hooks, NoHooks, PermissionAnswer, PermissionHook,
+    PostToolUse, PreToolUse, PromptSubmit, SessionStartHook, StopHook,
 };
 pub use model::{ModelClient, ModelError, ModelRequest, ResponseEvent, ResponseStream, ToolSpec};
 pub use prompt::{PromptBuilder, PromptInput, StaticPrompt};

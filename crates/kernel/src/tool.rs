@@ -20,20 +20,8 @@ use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::model::ToolSpec;
 
-/// How much a tool can change; approval policies decide by it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ToolKind {
-    /// Reads only (files, search). Runs in parallel with other read-only calls.
-    ReadOnly,
-    /// Edits files.
-    Edit,
-    /// Runs commands.
-    Exec,
-    /// Reaches the network.
-    Network,
-    /// Talks to the person.
-    Interactive,
-}
+/// How much a tool can change; approval policies decide by it (the shared word).
+pub use codecoder_protocol::ToolKind;
 
 /// What a tool returns.
 #[derive(Debug, Clone, PartialEq)]

@@ -20,61 +20,14 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use codecoder_kernel::HookVerdict;
+use codecoder_protocol::{DecidedBy, ToolKind, Verdict};
+
 use crate::command::{CommandContext, Severity};
 use crate::mode::{ApprovalMode, Modes, SandboxMode};
 use crate::paths::{Placement, Roots, resolve};
 use crate::protect::Protection;
-use crate::rules::{Call, RuleList, RuleSet, Subject};
-
-/// How much a tool can change (mirrors the kernel's `ToolKind`, plus `Other`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// Reads files or searches.
-    ReadOnly,
-    /// Edits files.
-    Edit,
-    /// Runs commands.
-    Exec,
-    /// Reaches the network.
-    Network,
-    /// Talks to the person.
-    Interactive,
-    /// Anything else (MCP tools, say).
-    Other,
-}
-
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::ReadOnly => "read-only",
-            Self::Edit => "edit",
-            Self::Exec => "exec",
-            Self::Network => "network",
-            Self::Interactive => "interactive",
-            Self::Other => "other",
-        })
-    }
-}
-
-/// A PreToolUse hook's `permissionDecision`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookDecision {
-    /// Skip the prompt (ask and deny rules still apply).
-    Allow,
-    /// Block the call.
-    Deny,
-    /// Ask the person.
-    Ask,
-}
-
-/// What the PreToolUse hooks decided, merged across hooks (deny > ask > allow).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HookVerdict {
-    /// The decision.
-    pub decision: HookDecision,
-    /// `permissionDecisionReason`, if any.
-    pub reason: Option<String>,
-}
+use crate::rules::{Call, RuleSet, Subject};
 
 /// The session-wide inputs of the chain.
 #[derive(Debug, Clone)]
@@ -122,7 +75,7 @@ pub struct Request<'a> {
     /// The tool's name.
     pub tool: &'a str,
     /// The tool's kind.
-    pub kind: Kind,
+    pub kind: ToolKind,
     /// The keys the tool derived from the arguments (`shell:<command>`, `edit:<path>`,
     /// `read:<path>`, `web_fetch:<host>`, or the bare tool name).
     pub permission_keys: &'a [String],
@@ -130,27 +83,6 @@ pub struct Request<'a> {
     pub hook: Option<&'a HookVerdict>,
     /// True when a "for this session" answer covers every key.
     pub session_grant: bool,
-}
-
-/// The outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Verdict {
-    /// Run it.
-    Allow,
-    /// Ask the person.
-    Ask,
-    /// Do not run it; the reason goes to the model.
-    Deny,
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Allow => "allow",
-            Self::Ask => "ask",
-            Self::Deny => "deny",
-        })
-    }
 }
 
 /// Which level decided.
@@ -164,15 +96,15 @@ pub enum Source {
     ProjectRule {
         /// The rule as written.
         rule: String,
-        /// Its list.
-        list: RuleList,
+        /// Its list (the verdict it gives).
+        list: Verdict,
     },
     /// A rule of the user's config.
     UserRule {
         /// The rule as written.
         rule: String,
-        /// Its list.
-        list: RuleList,
+        /// Its list (the verdict it gives).
+        list: Verdict,
     },
     /// A read or edit under a hidden path (credentials).
     HiddenPath {
@@ -192,10 +124,26 @@ pub enum Source {
     /// The default for the tool's kind under the modes.
     Default {
         /// The tool's kind.
-        kind: Kind,
+        kind: ToolKind,
         /// The modes it was decided under.
         modes: Modes,
     },
+}
+
+impl Source {
+    /// Who decided, in the approval record's words: a hook, a session grant, a rule (hidden and
+    /// protected paths count as rules), or the mode's default.
+    pub fn decided_by(&self) -> DecidedBy {
+        match self {
+            Self::Hook => DecidedBy::Hook,
+            Self::SessionGrant => DecidedBy::SessionGrant,
+            Self::ProjectRule { .. }
+            | Self::UserRule { .. }
+            | Self::HiddenPath { .. }
+            | Self::Protected { .. } => DecidedBy::Rule,
+            Self::Default { .. } => DecidedBy::Mode,
+        }
+    }
 }
 
 /// The chain's answer.
@@ -216,12 +164,8 @@ impl fmt::Display for Decision {
     }
 }
 
-fn rule_decision(origin_is_project: bool, list: RuleList, rule: &str, note: &str) -> Decision {
-    let verdict = match list {
-        RuleList::Allow => Verdict::Allow,
-        RuleList::Ask => Verdict::Ask,
-        RuleList::Deny => Verdict::Deny,
-    };
+fn rule_decision(origin_is_project: bool, list: Verdict, rule: &str, note: &str) -> Decision {
+    let verdict = list;
     let (source, who) = if origin_is_project {
         (Source::ProjectRule { rule: rule.to_owned(), list }, "project")
     } else {
@@ -241,16 +185,16 @@ pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
     };
 
     // A deny at any level wins.
-    if request.hook.is_some_and(|hook| hook.decision == HookDecision::Deny) {
+    if request.hook.is_some_and(|hook| hook.decision == Verdict::Deny) {
         return Decision { verdict: Verdict::Deny, source: Source::Hook, reason: hook_text };
     }
     let project = policy.project_rules.evaluate(&call, &ctx);
     let user = policy.user_rules.evaluate(&call, &ctx);
-    if let Some((RuleList::Deny, rule)) = project {
-        return rule_decision(true, RuleList::Deny, rule.text(), "");
+    if let Some((Verdict::Deny, rule)) = project {
+        return rule_decision(true, Verdict::Deny, rule.text(), "");
     }
-    if let Some((RuleList::Deny, rule)) = user {
-        return rule_decision(false, RuleList::Deny, rule.text(), "");
+    if let Some((Verdict::Deny, rule)) = user {
+        return rule_decision(false, Verdict::Deny, rule.text(), "");
     }
     if let Some(decision) = hidden_path_denial(policy, &call, &ctx) {
         return decision;
@@ -259,16 +203,16 @@ pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
 
     // The hook; an ask rule beats its allow.
     match request.hook.map(|hook| hook.decision) {
-        Some(HookDecision::Allow) => {
+        Some(Verdict::Allow) => {
             // A hook may come with the repository: its allow does not lift a protection.
             if let Some(decision) = protected {
                 return decision;
             }
             for (is_project, found) in [(true, project), (false, user)] {
-                if let Some((RuleList::Ask, rule)) = found {
+                if let Some((Verdict::Ask, rule)) = found {
                     return rule_decision(
                         is_project,
-                        RuleList::Ask,
+                        Verdict::Ask,
                         rule.text(),
                         " (an ask rule beats the hook's allow)",
                     );
@@ -276,10 +220,10 @@ pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
             }
             return Decision { verdict: Verdict::Allow, source: Source::Hook, reason: hook_text };
         }
-        Some(HookDecision::Ask) => {
+        Some(Verdict::Ask) => {
             return Decision { verdict: Verdict::Ask, source: Source::Hook, reason: hook_text };
         }
-        Some(HookDecision::Deny) | None => {}
+        Some(Verdict::Deny) | None => {}
     }
 
     if request.session_grant {
@@ -293,9 +237,9 @@ pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
     // with the repository whose files are protected; a bare `edit` rule is not about them).
     if let Some(decision) = protected {
         return match user {
-            Some((RuleList::Allow, rule)) if rule.names_edit_paths() => rule_decision(
+            Some((Verdict::Allow, rule)) if rule.names_edit_paths() => rule_decision(
                 false,
-                RuleList::Allow,
+                Verdict::Allow,
                 rule.text(),
                 &format!(" (lifts: {})", decision.reason),
             ),
@@ -414,14 +358,16 @@ fn default_decision(
     let approval = modes.approval;
     let tool = request.tool;
     let (verdict, why) = match request.kind {
-        Kind::ReadOnly => (Allow, format!("`{tool}` only reads")),
-        Kind::Interactive => (Allow, format!("`{tool}` talks to the person")),
-        Kind::Network => (cell(approval, Ask, Ask, Allow), format!("`{tool}` reaches the network")),
-        Kind::Other => {
+        ToolKind::ReadOnly => (Allow, format!("`{tool}` only reads")),
+        ToolKind::Interactive => (Allow, format!("`{tool}` talks to the person")),
+        ToolKind::Network => {
+            (cell(approval, Ask, Ask, Allow), format!("`{tool}` reaches the network"))
+        }
+        ToolKind::Other => {
             (cell(approval, Ask, Ask, Allow), format!("`{tool}` is not a known kind of tool"))
         }
-        Kind::Edit => edit_default(policy, call, ctx, tool),
-        Kind::Exec => exec_default(policy, call, tool),
+        ToolKind::Edit => edit_default(policy, call, ctx, tool),
+        ToolKind::Exec => exec_default(policy, call, tool),
     };
     let source = Source::Default { kind: request.kind, modes };
     if modes.bypass && verdict != Allow {

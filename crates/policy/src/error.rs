@@ -1,31 +1,23 @@
-//! The policy crate's one error type: a mode spelled wrong or a permission rule that does not
-//! parse. Every message names the offending text and says how to write it instead.
+//! The policy crate's one error type: a permission rule that does not parse. Every message
+//! names the offending text and says how to write it instead.
 
 use std::fmt;
 
-use crate::rules::{RuleList, RuleOrigin};
+use codecoder_protocol::Verdict;
+
+use crate::rules::RuleOrigin;
 
 /// A policy problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A `--sandbox` / `--ask-for-approval` value (or its config key) is not a known mode.
-    #[error("unknown {what} `{value}`: expected one of {}", valid.join(", "))]
-    UnknownMode {
-        /// Which setting (`sandbox mode`, `approval mode`).
-        what: &'static str,
-        /// The value as given.
-        value: String,
-        /// The valid spellings.
-        valid: &'static [&'static str],
-    },
     /// A permission rule does not parse.
     #[error("{origin} {list} rule `{rule}`: {problem}")]
     Rule {
         /// The rule as written.
         rule: String,
-        /// The list it is in.
-        list: RuleList,
+        /// The list it is in (`allow`, `ask` or `deny`: the verdict it gives).
+        list: Verdict,
         /// Where it came from.
         origin: RuleOrigin,
         /// What is wrong with it.

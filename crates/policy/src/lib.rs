@@ -1,15 +1,18 @@
 //! Approval policy logic for codecoder: the sandbox and approval modes, shell command
 //! classification, permission rules, and the decision chain that combines them with hooks
-//! and session grants. Pure logic: no kernel dependency and no I/O beyond canonicalizing
-//! paths that exist. The kernel adapter (`ApprovalPolicy`) and the CLI live elsewhere.
+//! and session grants. Pure logic: no I/O beyond canonicalizing paths that exist.
+//! `ChainPolicy` is the chain as the kernel's `ApprovalPolicy`, with an approval mode that can
+//! change while the session runs.
 //!
-//! - `mode`: `SandboxMode` (`read-only | workspace-write | danger-full-access`),
-//!   `ApprovalMode` (`untrusted | on-request | never`), `Modes` (with `--full-auto` and
-//!   `--yolo` presets).
+//! - `mode`: `Modes` over protocol's `SandboxMode` (`read-only | workspace-write |
+//!   danger-full-access`) and `ApprovalMode` (`untrusted | on-request | never`), with the
+//!   `--full-auto` and `--yolo` presets. The verdicts (`Verdict`, also a rule's list) and tool
+//!   kinds (`ToolKind`) are protocol's too.
 //! - `command`: `classify(command, ctx)` splits a shell line into parts and judges each
 //!   Safe, Normal or Dangerous, with a reason naming the part.
 //! - `rules`: `RuleSet::parse(allow, ask, deny, origin)` and matching.
 //! - `chain`: `decide(policy, request)` → `Decision { verdict, source, reason }`.
+//! - `approval`: `ChainPolicy`, the chain behind the kernel's approval seam.
 //! - `protect`: `Guard`, the one list of protected paths (the chain, the file tools, the
 //!   sandbox and `doctor` use it).
 //!
@@ -55,6 +58,7 @@
 
 #![warn(missing_docs)]
 
+mod approval;
 pub mod chain;
 pub mod command;
 mod error;
@@ -63,12 +67,13 @@ mod paths;
 pub mod protect;
 pub mod rules;
 
-pub use chain::{
-    Decision, HookDecision, HookVerdict, Kind, Policy, Request, Source, Verdict, decide,
-};
+pub use approval::ChainPolicy;
+pub use chain::{Decision, Policy, Request, Source, decide};
+pub use codecoder_kernel::HookVerdict;
+pub use codecoder_protocol::{ToolKind, Verdict};
 pub use command::{Classification, CommandContext, Part, Severity, classify};
 pub use error::{Error, Result, RuleError, RuleProblem};
 pub use mode::{ApprovalMode, Modes, SandboxMode};
 pub use paths::{normalize_lexically, resolve};
 pub use protect::{Guard, Protection};
-pub use rules::{Call, Rule, RuleList, RuleOrigin, RuleSet, Subject};
+pub use rules::{Call, Rule, RuleOrigin, RuleSet, Subject};

@@ -1,7 +1,7 @@
 //! Permission rules: `allow`, `ask` and `deny` lists of `Tool` or `Tool(pattern)` strings,
 //! from the user's and the project's config.
 //!
-//! Tool names are ours or Claude Code's:
+//! Tool names are ours or Claude Code's (`codecoder_protocol`'s one table translates Claude's):
 //!
 //! | subject | names | pattern |
 //! |---|---|---|
@@ -35,6 +35,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use codecoder_protocol::{Verdict, our_tool_name};
 use globset::{GlobBuilder, GlobMatcher};
 
 use crate::command::{Classification, CommandContext, Part, classify, normalize_whitespace};
@@ -59,27 +60,6 @@ impl fmt::Display for RuleOrigin {
             Self::User => f.write_str("user"),
             Self::Project { .. } => f.write_str("project"),
         }
-    }
-}
-
-/// Which list a rule is in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RuleList {
-    /// Runs without asking.
-    Allow,
-    /// Always asks (even when a hook allowed the call).
-    Ask,
-    /// Never runs.
-    Deny,
-}
-
-impl fmt::Display for RuleList {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Allow => "allow",
-            Self::Ask => "ask",
-            Self::Deny => "deny",
-        })
     }
 }
 
@@ -148,11 +128,11 @@ enum DomainPattern {
     Subdomains(String),
 }
 
-const SHELL_TOOLS: &[&str] = &["run_command", "Bash"];
-const EDIT_TOOLS: &[&str] = &["edit", "write_file", "apply_patch", "Edit", "Write", "MultiEdit"];
-const READ_TOOLS: &[&str] =
-    &["read", "read_file", "list_dir", "grep", "glob", "Read", "Grep", "Glob", "LS"];
-const FETCH_TOOLS: &[&str] = &["web_fetch", "WebFetch"];
+// Our names; a rule's Claude Code name is translated first (`codecoder_protocol::our_tool_name`).
+const SHELL_TOOLS: &[&str] = &["run_command"];
+const EDIT_TOOLS: &[&str] = &["edit", "write_file", "apply_patch"];
+const READ_TOOLS: &[&str] = &["read", "read_file", "list_dir", "grep", "glob"];
+const FETCH_TOOLS: &[&str] = &["web_fetch"];
 
 fn parse_rule(text: &str, origin: &RuleOrigin) -> Result<Matcher, RuleProblem> {
     let text = text.trim();
@@ -180,16 +160,17 @@ fn parse_rule(text: &str, origin: &RuleOrigin) -> Result<Matcher, RuleProblem> {
     if pattern == Some("") {
         return Err(RuleProblem::EmptyPattern);
     }
-    if SHELL_TOOLS.contains(&name) {
+    let ours = our_tool_name(name);
+    if SHELL_TOOLS.contains(&ours) {
         return Ok(Matcher::Shell(pattern.map(shell_pattern)));
     }
-    if EDIT_TOOLS.contains(&name) {
+    if EDIT_TOOLS.contains(&ours) {
         return Ok(Matcher::Edit(pattern.map(|p| path_pattern(p, origin)).transpose()?));
     }
-    if READ_TOOLS.contains(&name) {
+    if READ_TOOLS.contains(&ours) {
         return Ok(Matcher::Read(pattern.map(|p| path_pattern(p, origin)).transpose()?));
     }
-    if FETCH_TOOLS.contains(&name) {
+    if FETCH_TOOLS.contains(&ours) {
         return Ok(Matcher::Fetch(pattern.map(domain_pattern).transpose()?));
     }
     if pattern.is_some() {
@@ -292,7 +273,7 @@ impl RuleSet {
         deny: &[String],
         origin: RuleOrigin,
     ) -> Result<Self, RuleError> {
-        let parse_list = |texts: &[String], list: RuleList| -> Result<Vec<Rule>, Error> {
+        let parse_list = |texts: &[String], list: Verdict| -> Result<Vec<Rule>, Error> {
             texts
                 .iter()
                 .map(|text| {
@@ -308,9 +289,9 @@ impl RuleSet {
                 .collect()
         };
         Ok(Self {
-            allow: parse_list(allow, RuleList::Allow)?,
-            ask: parse_list(ask, RuleList::Ask)?,
-            deny: parse_list(deny, RuleList::Deny)?,
+            allow: parse_list(allow, Verdict::Allow)?,
+            ask: parse_list(ask, Verdict::Ask)?,
+            deny: parse_list(deny, Verdict::Deny)?,
             origin,
         })
     }
@@ -326,24 +307,24 @@ impl RuleSet {
     }
 
     /// The rules of one list, in order.
-    pub fn rules(&self, list: RuleList) -> &[Rule] {
+    pub fn rules(&self, list: Verdict) -> &[Rule] {
         match list {
-            RuleList::Allow => &self.allow,
-            RuleList::Ask => &self.ask,
-            RuleList::Deny => &self.deny,
+            Verdict::Allow => &self.allow,
+            Verdict::Ask => &self.ask,
+            Verdict::Deny => &self.deny,
         }
     }
 
     /// This set's opinion of a call: the deny rule that matches it, else the ask rule, else
     /// the allow rule that (with Safe parts) covers it; `None` when it has none.
-    pub fn evaluate(&self, call: &Call, ctx: &CommandContext) -> Option<(RuleList, &Rule)> {
-        if let Some(rule) = self.matching(RuleList::Deny, call, ctx) {
-            return Some((RuleList::Deny, rule));
+    pub fn evaluate(&self, call: &Call, ctx: &CommandContext) -> Option<(Verdict, &Rule)> {
+        if let Some(rule) = self.matching(Verdict::Deny, call, ctx) {
+            return Some((Verdict::Deny, rule));
         }
-        if let Some(rule) = self.matching(RuleList::Ask, call, ctx) {
-            return Some((RuleList::Ask, rule));
+        if let Some(rule) = self.matching(Verdict::Ask, call, ctx) {
+            return Some((Verdict::Ask, rule));
         }
-        self.allowing(call, ctx).map(|rule| (RuleList::Allow, rule))
+        self.allowing(call, ctx).map(|rule| (Verdict::Allow, rule))
     }
 
     /// The paths the `read` deny rules name as a single file or tree (`read(~/secrets/**)` →
@@ -365,7 +346,7 @@ impl RuleSet {
     /// The first rule of `list` that matches any subject of the call (any part of a shell
     /// command). For `Allow` this is "matches something", not "allows the call": use
     /// `evaluate` for that.
-    pub fn matching(&self, list: RuleList, call: &Call, ctx: &CommandContext) -> Option<&Rule> {
+    pub fn matching(&self, list: Verdict, call: &Call, ctx: &CommandContext) -> Option<&Rule> {
         self.rules(list).iter().find(|rule| {
             call.subjects.iter().any(|subject| match subject {
                 Subject::Shell { classification, .. }
@@ -447,6 +428,7 @@ fn wildcard_matches(pieces: &[String], text: &str) -> bool {
 }
 
 fn rule_matches_subject(rule: &Rule, subject: &Subject, tool: &str, ctx: &CommandContext) -> bool {
+    let tool = our_tool_name(tool);
     match (&rule.matcher, subject) {
         (Matcher::Tool { name, prefix }, _) => {
             tool == name

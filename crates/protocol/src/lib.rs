@@ -12,6 +12,7 @@ pub mod env;
 pub mod exec_event;
 pub mod ids;
 pub mod message;
+pub mod permission;
 pub mod record;
 pub mod usage;
 
@@ -24,6 +25,10 @@ pub use ids::{MessageId, RequestId, SessionId, StepId, ToolCallId, TurnId};
 pub use message::{
     BlobRef, CommandExit, ContentItem, Image, Message, MessageItem, Reasoning, Role, ToolCall,
     ToolResult, ToolResultStatus,
+};
+pub use permission::{
+    ApprovalMode, CLAUDE_TOOL_ALIASES, CLAUDE_TOOL_NAMES, DecidedBy, SandboxMode, ToolKind,
+    UnknownValue, Verdict, claude_tool_name, our_tool_name,
 };
 pub use record::{
     ContextRecord, FORMAT_VERSION, ForkOrigin, ParentLink, PromptSection, Record, RecordBody,

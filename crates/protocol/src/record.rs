@@ -118,8 +118,10 @@ pub enum RecordBody {
         permission_keys: Vec<String>,
         /// What was decided.
         decision: ApprovalDecision,
-        /// Who decided: `user`, `rule`, `mode`, `hook`, `policy`, `session-grant`, `cancel`, or
-        /// for an escalation `call-approval` (the person approved the call itself this turn).
+        /// Who decided: a `DecidedBy` spelling (`user`, `rule`, `mode`, `hook`,
+        /// `policy`, `session-grant`, `cancel`, or for an escalation `call-approval`: the person
+        /// approved the call itself this turn). Kept as text so that a log naming a decider this
+        /// version does not know still reads.
         decided_by: String,
         /// The arguments a hook rewrote the call's into; the call runs with these.
         #[serde(default, skip_serializing_if = "Option::is_none")]

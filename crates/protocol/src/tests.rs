@@ -170,3 +170,62 @@ fn records_parse_whatever_the_key_order_and_need_seq_and_ts() {
         assert!(serde_json::from_str::<Record>(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn permission_words_print_parse_and_serialize_alike() {
+    use crate::permission::{ApprovalMode, DecidedBy, SandboxMode, ToolKind, Verdict};
+    fn check<T>(values: &[&str])
+    where
+        T: std::str::FromStr<Err = crate::permission::UnknownValue>
+            + std::fmt::Display
+            + serde::Serialize
+            + serde::de::DeserializeOwned
+            + PartialEq
+            + std::fmt::Debug,
+    {
+        for text in values {
+            let value: T = text.parse().unwrap();
+            assert_eq!(value.to_string(), *text);
+            assert_eq!(serde_json::to_value(&value).unwrap(), serde_json::json!(text));
+            assert_eq!(serde_json::from_value::<T>(serde_json::json!(text)).unwrap(), value);
+        }
+    }
+    check::<Verdict>(Verdict::VALUES);
+    check::<DecidedBy>(DecidedBy::VALUES);
+    check::<ToolKind>(ToolKind::VALUES);
+    check::<SandboxMode>(SandboxMode::VALUES);
+    check::<ApprovalMode>(ApprovalMode::VALUES);
+    assert_eq!(SandboxMode::VALUES, ["read-only", "workspace-write", "danger-full-access"]);
+    assert_eq!(ApprovalMode::VALUES, ["untrusted", "on-request", "never"]);
+    let err = "sometimes".parse::<ApprovalMode>().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown approval mode `sometimes`: expected one of untrusted, on-request, never"
+    );
+    assert!(Verdict::Allow < Verdict::Ask && Verdict::Ask < Verdict::Deny);
+}
+
+#[test]
+fn claude_tool_names_map_both_ways() {
+    use crate::permission::{CLAUDE_TOOL_NAMES, claude_tool_name, our_tool_name};
+    // The table is the one place: each pair maps both ways, and a name maps to itself.
+    for (ours, claude) in CLAUDE_TOOL_NAMES {
+        assert_eq!(claude_tool_name(ours), *claude, "{ours}");
+        assert_eq!(our_tool_name(claude), *ours, "{claude}");
+        assert_eq!(our_tool_name(ours), *ours, "{ours}");
+    }
+    assert_eq!((claude_tool_name("run_command"), our_tool_name("Bash")), ("Bash", "run_command"));
+    assert_eq!((claude_tool_name("list_dir"), our_tool_name("LS")), ("LS", "list_dir"));
+    assert_eq!(
+        (claude_tool_name("web_fetch"), our_tool_name("WebFetch")),
+        ("WebFetch", "web_fetch")
+    );
+    // An alias maps to ours, and ours back to Claude's own name.
+    assert_eq!(our_tool_name("MultiEdit"), "edit");
+    assert_eq!(claude_tool_name(our_tool_name("MultiEdit")), "Edit");
+    // Names without a counterpart pass unchanged both ways.
+    for name in ["apply_patch", "mcp__memory__store", "NotebookEdit"] {
+        assert_eq!(claude_tool_name(name), name);
+        assert_eq!(our_tool_name(name), name);
+    }
+}

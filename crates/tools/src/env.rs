@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::{Mutex, PoisonError};
 
 use codecoder_kernel::{CancelToken, EscalationRequest, ToolContext};
-use codecoder_protocol::{ApprovalDecision, AskUserAnswer, OutputStream, ToolError};
+use codecoder_protocol::{ApprovalDecision, AskUserAnswer, DecidedBy, OutputStream, ToolError};
 
 /// What a running call can reach.
 pub trait CallEnv {
@@ -49,7 +49,7 @@ pub struct StandaloneEnv {
     approval: ApprovalDecision,
     // Mutexes because `CallEnv` takes `&self`; never held across a channel operation.
     approvals: Mutex<Vec<String>>,
-    decisions: Mutex<Vec<(Vec<String>, ApprovalDecision, &'static str)>>,
+    decisions: Mutex<Vec<(Vec<String>, ApprovalDecision, DecidedBy)>>,
     grants: Mutex<HashSet<String>>,
     output_cap: usize,
     // A Mutex because `output` takes `&self` and tools may stream from a helper thread; it is
@@ -93,7 +93,7 @@ impl StandaloneEnv {
 
     /// Every escalation decided so far: its keys, the decision, and who decided (`mode`,
     /// `session-grant`, `user`), as the kernel logs them.
-    pub fn decisions(&self) -> Vec<(Vec<String>, ApprovalDecision, &'static str)> {
+    pub fn decisions(&self) -> Vec<(Vec<String>, ApprovalDecision, DecidedBy)> {
         self.decisions.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
@@ -140,15 +140,15 @@ impl CallEnv for StandaloneEnv {
             !keys.is_empty() && keys.iter().all(|key| grants.contains(key))
         };
         let (decision, decided_by) = if !request.may_ask {
-            (ApprovalDecision::Deny, "mode")
+            (ApprovalDecision::Deny, DecidedBy::Mode)
         } else if granted {
-            (ApprovalDecision::AllowForSession, "session-grant")
+            (ApprovalDecision::AllowForSession, DecidedBy::SessionGrant)
         } else {
             self.approvals.lock().unwrap_or_else(PoisonError::into_inner).push(request.summary);
             if self.approval == ApprovalDecision::AllowForSession {
                 self.grants.lock().unwrap_or_else(PoisonError::into_inner).extend(keys.clone());
             }
-            (self.approval.clone(), "user")
+            (self.approval.clone(), DecidedBy::User)
         };
         let mut decisions = self.decisions.lock().unwrap_or_else(PoisonError::into_inner);
         decisions.push((keys, decision.clone(), decided_by));

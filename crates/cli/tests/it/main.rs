@@ -50,6 +50,36 @@ fn version_and_help() {
 }
 
 #[test]
+fn the_mode_flags_take_the_shared_spellings_with_their_help() {
+    let home = tempfile::tempdir().unwrap();
+    let help = stdout(&codecoder(home.path(), &["--help"]));
+    for line in [
+        "- read-only:          Read anywhere (but hidden credential stores), write nowhere",
+        "- workspace-write:    Write in the workspace, /tmp, $TMPDIR and --add-dir directories",
+        "- danger-full-access: No sandbox",
+        "- untrusted:  Only known-safe read-only commands run without asking",
+        "- on-request: Ask for what is destructive, leaves the workspace or reaches the network",
+        "- never:      Never ask",
+    ] {
+        assert!(help.contains(line), "{line}\n{help}");
+    }
+    let out = codecoder(home.path(), &["-s", "read-only", "-a", "untrusted", "doctor"]);
+    assert!(
+        stdout(&out).contains("sandbox read-only, approvals untrusted"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let out = codecoder(home.path(), &["-a", "sometimes", "doctor"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("[possible values: untrusted, on-request, never]"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn apply_patch_from_an_argument_and_from_stdin() {
     use std::io::Write;
     let home = tempfile::tempdir().unwrap();

@@ -308,6 +308,38 @@ fn permissions_check_explains_each_decision() {
 }
 
 #[test]
+fn permissions_check_and_rules_take_claude_tool_names() {
+    let world = World::new();
+    std::fs::write(
+        world.codecoder_home.join("config.toml"),
+        "[permissions]\ndeny = [\"LS\", \"MultiEdit(secret/**)\"]\n",
+    )
+    .unwrap();
+    let check = |tool: &str, args: &str| {
+        world.command(&["permissions", "check", tool, args]).output().unwrap()
+    };
+    // `LS` is `list_dir`, in the rule and on the command line alike.
+    for tool in ["LS", "list_dir"] {
+        let out = check(tool, "{}");
+        assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+        assert!(stdout(&out).starts_with("deny — user rule deny `LS`"), "{}", stdout(&out));
+        assert!(stdout(&out).contains("tool: list_dir"), "{}", stdout(&out));
+    }
+    // `MultiEdit` is `edit`.
+    let edit = r#"{"path":"secret/a.txt","old_string":"a","new_string":"b"}"#;
+    for tool in ["MultiEdit", "Edit", "edit"] {
+        let out = check(tool, edit);
+        assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+        assert!(
+            stdout(&out).starts_with("deny — user rule deny `MultiEdit(secret/**)`"),
+            "{}",
+            stdout(&out)
+        );
+        assert!(stdout(&out).contains("tool: edit"), "{}", stdout(&out));
+    }
+}
+
+#[test]
 fn a_bad_rule_is_a_configuration_error_naming_the_layer() {
     let world = World::new();
     std::fs::write(

@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use codecoder_hooks::{Decision, DecisionKind, PreToolUse};
+use codecoder_hooks::PreToolUse;
+use codecoder_kernel::HookVerdict;
+use codecoder_protocol::Verdict;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -30,8 +32,8 @@ fn exit_2_blocks_and_stderr_comes_back() {
     let outcome = rm_call(&fixture, &script);
     assert_eq!(
         outcome.decision,
-        Some(Decision {
-            kind: DecisionKind::Deny,
+        Some(HookVerdict {
+            decision: Verdict::Deny,
             reason: Some("rm is not allowed here".to_owned())
         })
     );
@@ -48,7 +50,7 @@ fn json_deny_and_ask() {
     let outcome = rm_call(&fixture, &deny);
     assert_eq!(
         outcome.decision,
-        Some(Decision { kind: DecisionKind::Deny, reason: Some("destructive".to_owned()) })
+        Some(HookVerdict { decision: Verdict::Deny, reason: Some("destructive".to_owned()) })
     );
 
     let ask = fixture.script(
@@ -58,7 +60,7 @@ fn json_deny_and_ask() {
     let outcome = rm_call(&fixture, &ask);
     assert_eq!(
         outcome.decision,
-        Some(Decision { kind: DecisionKind::Ask, reason: Some("double-check".to_owned()) })
+        Some(HookVerdict { decision: Verdict::Ask, reason: Some("double-check".to_owned()) })
     );
 }
 
@@ -77,7 +79,7 @@ fi"#,
         outcome.updated_args,
         Some(json!({"command": "rm -rf ./build", "timeout_ms": 5000}))
     );
-    assert_eq!(outcome.decision.map(|d| d.kind), Some(DecisionKind::Allow));
+    assert_eq!(outcome.decision.map(|d| d.decision), Some(Verdict::Allow));
     assert_eq!(outcome.report.errors, Vec::<String>::new());
 }
 

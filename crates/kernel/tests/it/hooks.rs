@@ -3,12 +3,12 @@
 use std::sync::{Arc, Mutex};
 
 use codecoder_kernel::{
-    AllowAll, ApprovalPolicy, ApprovalQuery, HookDecision, HookReport, HookScope, HookVerdict,
-    Hooks, PermissionAnswer, PermissionHook, PolicyDecision, PostToolUse, PreToolUse, PromptSubmit,
+    AllowAll, ApprovalPolicy, ApprovalQuery, HookReport, HookScope, HookVerdict, Hooks,
+    PermissionAnswer, PermissionHook, PolicyAnswer, PostToolUse, PreToolUse, PromptSubmit,
     SessionStartHook, StopHook,
 };
 use codecoder_protocol::{
-    AgentEventKind, ApprovalDecision, ContentItem, RecordBody, ToolCall, TurnOutcome,
+    AgentEventKind, ApprovalDecision, ContentItem, RecordBody, ToolCall, TurnOutcome, Verdict,
 };
 use serde_json::{Value, json};
 
@@ -91,18 +91,16 @@ impl Hooks for TestHooks {
 /// Records what the policy was told by the hooks.
 #[derive(Default)]
 struct RecordingPolicy {
-    hook: Mutex<Vec<Option<HookDecision>>>,
+    hook: Mutex<Vec<Option<Verdict>>>,
 }
 
 impl ApprovalPolicy for RecordingPolicy {
-    fn decide(&self, query: &ApprovalQuery<'_>) -> PolicyDecision {
+    fn decide(&self, query: &ApprovalQuery<'_>) -> PolicyAnswer {
         self.hook.lock().unwrap().push(query.hook.map(|verdict| verdict.decision));
         match query.hook.map(|verdict| verdict.decision) {
-            Some(HookDecision::Deny) => {
-                PolicyDecision::Deny { reason: "a hook said no".to_owned() }
-            }
-            Some(HookDecision::Ask) => PolicyDecision::Ask,
-            _ => PolicyDecision::Allow,
+            Some(Verdict::Deny) => PolicyAnswer::deny("a hook said no"),
+            Some(Verdict::Ask) => PolicyAnswer::ask(),
+            _ => PolicyAnswer::allow(),
         }
     }
 }
@@ -150,7 +148,7 @@ fn a_hook_deny_refuses_the_call_through_the_policy() {
     ]);
     let hooks = Arc::new(TestHooks::default());
     *hooks.pre.lock().unwrap() = Some(PreToolUse {
-        verdict: Some(HookVerdict { decision: HookDecision::Deny, reason: Some("no".to_owned()) }),
+        verdict: Some(HookVerdict { decision: Verdict::Deny, reason: Some("no".to_owned()) }),
         ..PreToolUse::default()
     });
     let policy = Arc::new(RecordingPolicy::default());
@@ -158,7 +156,7 @@ fn a_hook_deny_refuses_the_call_through_the_policy() {
     harness.submit("go");
     harness.turn();
     let logs = harness.shutdown();
-    assert_eq!(*policy.hook.lock().unwrap(), [Some(HookDecision::Deny)]);
+    assert_eq!(*policy.hook.lock().unwrap(), [Some(Verdict::Deny)]);
     let result = results(&logs);
     assert_eq!(result.len(), 1);
     assert!(result[0].contains("a hook said no"), "{result:?}");
@@ -358,10 +356,7 @@ fn a_hook_deny_stands_even_when_the_policy_allows_everything() {
     ]);
     let hooks = Arc::new(TestHooks::default());
     *hooks.pre.lock().unwrap() = Some(PreToolUse {
-        verdict: Some(HookVerdict {
-            decision: HookDecision::Deny,
-            reason: Some("not f".to_owned()),
-        }),
+        verdict: Some(HookVerdict { decision: Verdict::Deny, reason: Some("not f".to_owned()) }),
         ..PreToolUse::default()
     });
     let harness = start(model, hooks, Arc::new(AllowAll));

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use codecoder_kernel::{
     AgentConfig, AgentDeps, AgentHandle, AllowAll, ApprovalPolicy, ApprovalQuery, ModelClient,
-    ModelError, ModelRequest, PolicyDecision, ResponseEvent, ResponseStream, StaticPrompt, Tool,
+    ModelError, ModelRequest, PolicyAnswer, ResponseEvent, ResponseStream, StaticPrompt, Tool,
     ToolContext, ToolKind, ToolOutput, ToolRegistry, spawn_agent,
 };
 use codecoder_protocol::{
@@ -384,10 +384,12 @@ impl Tool for AskTool {
 pub(crate) struct AskUnlessReadOnly;
 
 impl ApprovalPolicy for AskUnlessReadOnly {
-    fn decide(&self, query: &ApprovalQuery<'_>) -> PolicyDecision {
+    fn decide(&self, query: &ApprovalQuery<'_>) -> PolicyAnswer {
         match query.kind {
-            ToolKind::ReadOnly | ToolKind::Interactive => PolicyDecision::Allow,
-            ToolKind::Edit | ToolKind::Exec | ToolKind::Network => PolicyDecision::Ask,
+            ToolKind::ReadOnly | ToolKind::Interactive => PolicyAnswer::allow(),
+            ToolKind::Edit | ToolKind::Exec | ToolKind::Network | ToolKind::Other => {
+                PolicyAnswer::ask()
+            }
         }
     }
 }

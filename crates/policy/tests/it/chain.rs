@@ -2,8 +2,8 @@
 //! session grants, project-before-user order, bypass, hidden paths, explanation strings.
 
 use codecoder_policy::{
-    ApprovalMode, Decision, HookDecision, HookVerdict, Kind, Modes, Policy, Request, RuleList,
-    RuleOrigin, RuleSet, SandboxMode, Source, Verdict, decide,
+    ApprovalMode, Decision, HookVerdict, Modes, Policy, Request, RuleOrigin, RuleSet, SandboxMode,
+    Source, ToolKind, Verdict, decide,
 };
 use pretty_assertions::assert_eq;
 
@@ -43,26 +43,26 @@ fn with_rules(mut policy: Policy, project: [&[&str]; 3], user: [&[&str]; 3]) -> 
     policy
 }
 
-fn tool_for(kind: Kind) -> &'static str {
+fn tool_for(kind: ToolKind) -> &'static str {
     match kind {
-        Kind::ReadOnly => "read_file",
-        Kind::Edit => "write_file",
-        Kind::Exec => "run_command",
-        Kind::Network => "web_fetch",
-        Kind::Interactive => "ask_user",
-        Kind::Other => "mcp__server__tool",
+        ToolKind::ReadOnly => "read_file",
+        ToolKind::Edit => "write_file",
+        ToolKind::Exec => "run_command",
+        ToolKind::Network => "web_fetch",
+        ToolKind::Interactive => "ask_user",
+        ToolKind::Other => "mcp__server__tool",
     }
 }
 
 struct Call<'a> {
-    kind: Kind,
+    kind: ToolKind,
     keys: Vec<String>,
     hook: Option<HookVerdict>,
     session_grant: bool,
     tool: &'a str,
 }
 
-fn call(kind: Kind, key: &str) -> Call<'static> {
+fn call(kind: ToolKind, key: &str) -> Call<'static> {
     Call {
         kind,
         keys: vec![key.to_owned()],
@@ -73,7 +73,7 @@ fn call(kind: Kind, key: &str) -> Call<'static> {
 }
 
 impl Call<'_> {
-    fn hook(mut self, decision: HookDecision, reason: Option<&str>) -> Self {
+    fn hook(mut self, decision: Verdict, reason: Option<&str>) -> Self {
         self.hook = Some(HookVerdict { decision, reason: reason.map(str::to_owned) });
         self
     }
@@ -101,7 +101,7 @@ use Verdict::{Allow as A, Ask as K, Deny as D};
 
 /// A default-table row: what, kind, key, sandbox mode, sandbox active, verdicts under
 /// untrusted, on-request and never.
-type Row<'a> = (&'a str, Kind, &'a str, SandboxMode, bool, [Verdict; 3]);
+type Row<'a> = (&'a str, ToolKind, &'a str, SandboxMode, bool, [Verdict; 3]);
 
 #[test]
 fn every_default_cell() {
@@ -109,10 +109,17 @@ fn every_default_cell() {
     let outside = workspace.outside.join("x.txt").display().to_string();
     let outside_key = format!("edit:{outside}");
     let rows: Vec<Row<'_>> = vec![
-        ("read", Kind::ReadOnly, "read:src/lib.rs", SandboxMode::WorkspaceWrite, true, [A, A, A]),
+        (
+            "read",
+            ToolKind::ReadOnly,
+            "read:src/lib.rs",
+            SandboxMode::WorkspaceWrite,
+            true,
+            [A, A, A],
+        ),
         (
             "read hidden",
-            Kind::ReadOnly,
+            ToolKind::ReadOnly,
             "read:~/.ssh/id_rsa",
             SandboxMode::WorkspaceWrite,
             true,
@@ -120,7 +127,7 @@ fn every_default_cell() {
         ),
         (
             "read the agent's environment",
-            Kind::ReadOnly,
+            ToolKind::ReadOnly,
             "read:/proc/self/environ",
             SandboxMode::WorkspaceWrite,
             true,
@@ -128,7 +135,7 @@ fn every_default_cell() {
         ),
         (
             "read a thread's environment",
-            Kind::ReadOnly,
+            ToolKind::ReadOnly,
             "read:/proc/1/task/1/environ",
             SandboxMode::DangerFullAccess,
             false,
@@ -136,7 +143,7 @@ fn every_default_cell() {
         ),
         (
             "interactive",
-            Kind::Interactive,
+            ToolKind::Interactive,
             "ask_user",
             SandboxMode::WorkspaceWrite,
             true,
@@ -144,7 +151,7 @@ fn every_default_cell() {
         ),
         (
             "edit inside",
-            Kind::Edit,
+            ToolKind::Edit,
             "edit:src/lib.rs",
             SandboxMode::WorkspaceWrite,
             true,
@@ -152,17 +159,31 @@ fn every_default_cell() {
         ),
         (
             "edit in /tmp root",
-            Kind::Edit,
+            ToolKind::Edit,
             "edit:../tmp/scratch",
             SandboxMode::WorkspaceWrite,
             true,
             [K, A, A],
         ),
-        ("edit outside", Kind::Edit, &outside_key, SandboxMode::WorkspaceWrite, true, [K, K, D]),
-        ("edit .git", Kind::Edit, "edit:.git/config", SandboxMode::WorkspaceWrite, true, [K, K, D]),
+        (
+            "edit outside",
+            ToolKind::Edit,
+            &outside_key,
+            SandboxMode::WorkspaceWrite,
+            true,
+            [K, K, D],
+        ),
+        (
+            "edit .git",
+            ToolKind::Edit,
+            "edit:.git/config",
+            SandboxMode::WorkspaceWrite,
+            true,
+            [K, K, D],
+        ),
         (
             "edit .codecoder",
-            Kind::Edit,
+            ToolKind::Edit,
             "edit:.codecoder/config.toml",
             SandboxMode::WorkspaceWrite,
             true,
@@ -170,7 +191,7 @@ fn every_default_cell() {
         ),
         (
             "edit without a path",
-            Kind::Edit,
+            ToolKind::Edit,
             "write_file",
             SandboxMode::WorkspaceWrite,
             true,
@@ -178,7 +199,7 @@ fn every_default_cell() {
         ),
         (
             "edit read-only sandbox",
-            Kind::Edit,
+            ToolKind::Edit,
             "edit:src/lib.rs",
             SandboxMode::ReadOnly,
             true,
@@ -186,16 +207,16 @@ fn every_default_cell() {
         ),
         (
             "edit full access",
-            Kind::Edit,
+            ToolKind::Edit,
             &outside_key,
             SandboxMode::DangerFullAccess,
             false,
             [K, A, A],
         ),
-        ("exec safe", Kind::Exec, "shell:ls -la", SandboxMode::WorkspaceWrite, true, [A, A, A]),
+        ("exec safe", ToolKind::Exec, "shell:ls -la", SandboxMode::WorkspaceWrite, true, [A, A, A]),
         (
             "exec normal sandboxed",
-            Kind::Exec,
+            ToolKind::Exec,
             "shell:cargo test",
             SandboxMode::WorkspaceWrite,
             true,
@@ -203,7 +224,7 @@ fn every_default_cell() {
         ),
         (
             "exec normal unsandboxed",
-            Kind::Exec,
+            ToolKind::Exec,
             "shell:cargo test",
             SandboxMode::WorkspaceWrite,
             false,
@@ -211,7 +232,7 @@ fn every_default_cell() {
         ),
         (
             "exec normal full access",
-            Kind::Exec,
+            ToolKind::Exec,
             "shell:cargo test",
             SandboxMode::DangerFullAccess,
             false,
@@ -219,7 +240,7 @@ fn every_default_cell() {
         ),
         (
             "exec without a command",
-            Kind::Exec,
+            ToolKind::Exec,
             "job_kill",
             SandboxMode::WorkspaceWrite,
             true,
@@ -227,7 +248,7 @@ fn every_default_cell() {
         ),
         (
             "exec dangerous",
-            Kind::Exec,
+            ToolKind::Exec,
             "shell:git reset --hard",
             SandboxMode::WorkspaceWrite,
             true,
@@ -235,7 +256,7 @@ fn every_default_cell() {
         ),
         (
             "exec naming a hidden path",
-            Kind::Exec,
+            ToolKind::Exec,
             "shell:cat ~/.ssh/id_rsa",
             SandboxMode::WorkspaceWrite,
             true,
@@ -243,7 +264,7 @@ fn every_default_cell() {
         ),
         (
             "exec naming a hidden path by $HOME",
-            Kind::Exec,
+            ToolKind::Exec,
             "shell:ls $HOME/.aws",
             SandboxMode::WorkspaceWrite,
             true,
@@ -251,7 +272,7 @@ fn every_default_cell() {
         ),
         (
             "exec naming a look-alike",
-            Kind::Exec,
+            ToolKind::Exec,
             "shell:ls ~/.sshx ~/.ssh_old",
             SandboxMode::WorkspaceWrite,
             true,
@@ -259,13 +280,20 @@ fn every_default_cell() {
         ),
         (
             "network",
-            Kind::Network,
+            ToolKind::Network,
             "web_fetch:docs.rs",
             SandboxMode::WorkspaceWrite,
             true,
             [K, K, A],
         ),
-        ("other", Kind::Other, "mcp__server__tool", SandboxMode::WorkspaceWrite, true, [K, K, A]),
+        (
+            "other",
+            ToolKind::Other,
+            "mcp__server__tool",
+            SandboxMode::WorkspaceWrite,
+            true,
+            [K, K, A],
+        ),
     ];
     let mut failures = Vec::new();
     for (what, kind, key, sandbox, active, expected) in &rows {
@@ -308,55 +336,53 @@ fn explanations() {
     let line = |decision: Decision| decision.to_string();
 
     assert_eq!(
-        line(call(Kind::Exec, "shell:git push origin main").decide(&rules)),
+        line(call(ToolKind::Exec, "shell:git push origin main").decide(&rules)),
         "deny — project rule deny `run_command(git push*)`"
     );
     assert_eq!(
-        line(call(Kind::Exec, "shell:git reset --hard").decide(&on_request)),
+        line(call(ToolKind::Exec, "shell:git reset --hard").decide(&on_request)),
         "ask — default: `git reset --hard` discards uncommitted work (on-request)"
     );
     let never = policy(&workspace, SandboxMode::WorkspaceWrite, ApprovalMode::Never);
     assert_eq!(
-        line(call(Kind::Exec, "shell:git reset --hard").decide(&never)),
+        line(call(ToolKind::Exec, "shell:git reset --hard").decide(&never)),
         "deny — default: `git reset --hard` discards uncommitted work; it needs approval, and the approval mode is never"
     );
     assert_eq!(
-        line(call(Kind::Exec, "shell:cargo test").decide(&on_request)),
+        line(call(ToolKind::Exec, "shell:cargo test").decide(&on_request)),
         "allow — default: `cargo test` runs sandboxed (workspace-write) (on-request)"
     );
     assert_eq!(
-        line(call(Kind::Exec, "shell:ls").decide(&on_request)),
+        line(call(ToolKind::Exec, "shell:ls").decide(&on_request)),
         "allow — default: `ls` is known read-only (on-request)"
     );
     assert_eq!(
-        line(call(Kind::Exec, "shell:cargo test").granted().decide(&on_request)),
+        line(call(ToolKind::Exec, "shell:cargo test").granted().decide(&on_request)),
         "allow — allowed for this session"
     );
     assert_eq!(
         line(
-            call(Kind::Exec, "shell:ls")
-                .hook(HookDecision::Deny, Some("no shell on Fridays"))
+            call(ToolKind::Exec, "shell:ls")
+                .hook(Verdict::Deny, Some("no shell on Fridays"))
                 .decide(&on_request)
         ),
         "deny — PreToolUse hook: no shell on Fridays"
     );
     assert_eq!(
         line(
-            call(Kind::Exec, "shell:git commit -m x")
-                .hook(HookDecision::Allow, None)
-                .decide(&rules)
+            call(ToolKind::Exec, "shell:git commit -m x").hook(Verdict::Allow, None).decide(&rules)
         ),
         "ask — user rule ask `Bash(git commit:*)` (an ask rule beats the hook's allow)"
     );
     assert_eq!(
-        line(call(Kind::Edit, "edit:src/a.rs").decide(&on_request)),
+        line(call(ToolKind::Edit, "edit:src/a.rs").decide(&on_request)),
         format!(
             "allow — default: `{}` is inside the writable roots (on-request)",
             workspace.ws.join("src/a.rs").display()
         )
     );
     assert_eq!(
-        line(call(Kind::ReadOnly, "read:~/.ssh/id_rsa").decide(&on_request)),
+        line(call(ToolKind::ReadOnly, "read:~/.ssh/id_rsa").decide(&on_request)),
         format!(
             "deny — default: `{}` is under the hidden path `{}` (credentials); a user allow rule can lift this",
             workspace.home.join(".ssh/id_rsa").display(),
@@ -366,7 +392,7 @@ fn explanations() {
     let mut bypass = on_request.clone();
     bypass.modes = Modes::BYPASS;
     assert_eq!(
-        line(call(Kind::Exec, "shell:git reset --hard").decide(&bypass)),
+        line(call(ToolKind::Exec, "shell:git reset --hard").decide(&bypass)),
         "allow — default: `git reset --hard` discards uncommitted work; bypassed (--dangerously-bypass-approvals-and-sandbox)"
     );
 }
@@ -379,40 +405,40 @@ fn a_deny_at_any_level_wins() {
         with_rules(base.clone(), [&[], &[], &["Bash(rm:*)"]], [&["Bash(rm:*)"], &[], &[]]);
     let user_deny =
         with_rules(base.clone(), [&["Bash(rm:*)"], &[], &[]], [&[], &[], &["Bash(rm:*)"]]);
-    let rm = || call(Kind::Exec, "shell:rm x");
+    let rm = || call(ToolKind::Exec, "shell:rm x");
 
     // A hook allow, a session grant, an allow at the other level: the deny still wins.
     for decision in [
-        rm().hook(HookDecision::Allow, None).decide(&project_deny),
+        rm().hook(Verdict::Allow, None).decide(&project_deny),
         rm().granted().decide(&project_deny),
     ] {
         assert_eq!(
             decision.source,
-            Source::ProjectRule { rule: "Bash(rm:*)".to_owned(), list: RuleList::Deny }
+            Source::ProjectRule { rule: "Bash(rm:*)".to_owned(), list: Verdict::Deny }
         );
     }
     for decision in [
-        rm().hook(HookDecision::Allow, None).decide(&user_deny),
+        rm().hook(Verdict::Allow, None).decide(&user_deny),
         rm().granted().decide(&user_deny),
         rm().decide(&user_deny),
     ] {
         assert_eq!(decision.verdict, D);
         assert_eq!(
             decision.source,
-            Source::UserRule { rule: "Bash(rm:*)".to_owned(), list: RuleList::Deny }
+            Source::UserRule { rule: "Bash(rm:*)".to_owned(), list: Verdict::Deny }
         );
     }
     // A hook deny beats every allow.
     let allowed =
         with_rules(base.clone(), [&["Bash(ls:*)"], &[], &[]], [&["Bash(ls:*)"], &[], &[]]);
     let decision =
-        call(Kind::Exec, "shell:ls").granted().hook(HookDecision::Deny, None).decide(&allowed);
+        call(ToolKind::Exec, "shell:ls").granted().hook(Verdict::Deny, None).decide(&allowed);
     assert_eq!((decision.verdict, decision.source), (D, Source::Hook));
     // Hidden paths beat a hook allow, a session grant and a project allow.
     let project_allows =
         with_rules(base.clone(), [&["read(~/.ssh/**)"], &[], &[]], [&[], &[], &[]]);
-    let decision = call(Kind::ReadOnly, "read:~/.ssh/config")
-        .hook(HookDecision::Allow, None)
+    let decision = call(ToolKind::ReadOnly, "read:~/.ssh/config")
+        .hook(Verdict::Allow, None)
         .granted()
         .decide(&project_allows);
     assert_eq!(decision.verdict, D);
@@ -422,7 +448,7 @@ fn a_deny_at_any_level_wins() {
     bypass.modes = Modes::BYPASS;
     assert_eq!(rm().decide(&bypass).verdict, D);
     assert_eq!(
-        call(Kind::Exec, "shell:ls").hook(HookDecision::Deny, None).decide(&bypass).verdict,
+        call(ToolKind::Exec, "shell:ls").hook(Verdict::Deny, None).decide(&bypass).verdict,
         D
     );
 }
@@ -432,15 +458,15 @@ fn a_user_allow_rule_lifts_a_hidden_path() {
     let workspace = Workspace::new();
     let base = policy(&workspace, SandboxMode::WorkspaceWrite, ApprovalMode::OnRequest);
     let user_allows = with_rules(base, [&[], &[], &[]], [&["read(~/.ssh/config)"], &[], &[]]);
-    let decision = call(Kind::ReadOnly, "read:~/.ssh/config").decide(&user_allows);
+    let decision = call(ToolKind::ReadOnly, "read:~/.ssh/config").decide(&user_allows);
     assert_eq!(decision.verdict, A);
     assert_eq!(
         decision.source,
-        Source::UserRule { rule: "read(~/.ssh/config)".to_owned(), list: RuleList::Allow }
+        Source::UserRule { rule: "read(~/.ssh/config)".to_owned(), list: Verdict::Allow }
     );
-    assert_eq!(call(Kind::ReadOnly, "read:~/.ssh/id_rsa").decide(&user_allows).verdict, D);
+    assert_eq!(call(ToolKind::ReadOnly, "read:~/.ssh/id_rsa").decide(&user_allows).verdict, D);
     // Edits under a hidden path are denied too.
-    assert_eq!(call(Kind::Edit, "edit:~/.aws/credentials").decide(&user_allows).verdict, D);
+    assert_eq!(call(ToolKind::Edit, "edit:~/.aws/credentials").decide(&user_allows).verdict, D);
 }
 
 #[test]
@@ -449,20 +475,20 @@ fn ask_rules_beat_a_hook_allow_but_nothing_else_does() {
     let base = policy(&workspace, SandboxMode::WorkspaceWrite, ApprovalMode::Untrusted);
     let project_ask = with_rules(base.clone(), [&[], &["Bash(npm:*)"], &[]], [&[], &[], &[]]);
     let decision =
-        call(Kind::Exec, "shell:npm install").hook(HookDecision::Allow, None).decide(&project_ask);
+        call(ToolKind::Exec, "shell:npm install").hook(Verdict::Allow, None).decide(&project_ask);
     assert_eq!(decision.verdict, K);
     assert_eq!(
         decision.source,
-        Source::ProjectRule { rule: "Bash(npm:*)".to_owned(), list: RuleList::Ask }
+        Source::ProjectRule { rule: "Bash(npm:*)".to_owned(), list: Verdict::Ask }
     );
     // Without an ask rule the hook's allow skips the default's prompt (untrusted asks).
     let decision =
-        call(Kind::Exec, "shell:npm install").hook(HookDecision::Allow, Some("ok")).decide(&base);
+        call(ToolKind::Exec, "shell:npm install").hook(Verdict::Allow, Some("ok")).decide(&base);
     assert_eq!((decision.verdict, decision.source), (A, Source::Hook));
     // A hook ask beats an allow rule.
     let allows = with_rules(base.clone(), [&["Bash(npm:*)"], &[], &[]], [&[], &[], &[]]);
     let decision =
-        call(Kind::Exec, "shell:npm install").hook(HookDecision::Ask, None).decide(&allows);
+        call(ToolKind::Exec, "shell:npm install").hook(Verdict::Ask, None).decide(&allows);
     assert_eq!((decision.verdict, decision.source), (K, Source::Hook));
 }
 
@@ -471,12 +497,12 @@ fn session_grants_come_before_rules_and_defaults() {
     let workspace = Workspace::new();
     let base = policy(&workspace, SandboxMode::WorkspaceWrite, ApprovalMode::Never);
     let asks = with_rules(base.clone(), [&[], &["Bash(git:*)"], &[]], [&[], &["Bash(git:*)"], &[]]);
-    let decision = call(Kind::Exec, "shell:git push --force").granted().decide(&asks);
+    let decision = call(ToolKind::Exec, "shell:git push --force").granted().decide(&asks);
     assert_eq!((decision.verdict, decision.source), (A, Source::SessionGrant));
     // Without the grant the project ask decides (and the default would deny under never).
-    let decision = call(Kind::Exec, "shell:git push --force").decide(&asks);
+    let decision = call(ToolKind::Exec, "shell:git push --force").decide(&asks);
     assert_eq!(decision.verdict, K);
-    let decision = call(Kind::Exec, "shell:git push --force").decide(&base);
+    let decision = call(ToolKind::Exec, "shell:git push --force").decide(&base);
     assert_eq!(decision.verdict, D);
 }
 
@@ -486,28 +512,28 @@ fn project_rules_come_before_user_rules() {
     let base = policy(&workspace, SandboxMode::WorkspaceWrite, ApprovalMode::OnRequest);
     let project_allows =
         with_rules(base.clone(), [&["Bash(make:*)"], &[], &[]], [&[], &["Bash(make:*)"], &[]]);
-    let decision = call(Kind::Exec, "shell:make").decide(&project_allows);
+    let decision = call(ToolKind::Exec, "shell:make").decide(&project_allows);
     assert_eq!(
         decision.source,
-        Source::ProjectRule { rule: "Bash(make:*)".to_owned(), list: RuleList::Allow }
+        Source::ProjectRule { rule: "Bash(make:*)".to_owned(), list: Verdict::Allow }
     );
     let project_asks =
         with_rules(base.clone(), [&[], &["Bash(make:*)"], &[]], [&["Bash(make:*)"], &[], &[]]);
-    let decision = call(Kind::Exec, "shell:make").decide(&project_asks);
+    let decision = call(ToolKind::Exec, "shell:make").decide(&project_asks);
     assert_eq!(
         decision.source,
-        Source::ProjectRule { rule: "Bash(make:*)".to_owned(), list: RuleList::Ask }
+        Source::ProjectRule { rule: "Bash(make:*)".to_owned(), list: Verdict::Ask }
     );
     // The user's rules decide when the project has no opinion.
     let user_allows =
         with_rules(base, [&["Bash(cargo:*)"], &[], &[]], [&["Bash(make:*)"], &[], &[]]);
-    let decision = call(Kind::Exec, "shell:make all").decide(&user_allows);
+    let decision = call(ToolKind::Exec, "shell:make all").decide(&user_allows);
     assert_eq!(
         decision.source,
-        Source::UserRule { rule: "Bash(make:*)".to_owned(), list: RuleList::Allow }
+        Source::UserRule { rule: "Bash(make:*)".to_owned(), list: Verdict::Allow }
     );
     // An allow rule turns a dangerous default into an allow: the rule is explicit.
-    let decision = call(Kind::Exec, "shell:git push --force").decide(&with_rules(
+    let decision = call(ToolKind::Exec, "shell:git push --force").decide(&with_rules(
         policy(&workspace, SandboxMode::WorkspaceWrite, ApprovalMode::Never),
         [&[], &[], &[]],
         [&["Bash(git push:*)"], &[], &[]],
@@ -593,13 +619,13 @@ fn protected_writes_are_never_silent() {
         {
             let mut policy = base.clone();
             policy.modes.approval = approval;
-            let decision = call(Kind::Edit, key).decide(&policy);
+            let decision = call(ToolKind::Edit, key).decide(&policy);
             assert_eq!(decision.verdict, expected, "{key} ({approval}): {decision}");
             assert!(matches!(decision.source, Source::Protected { .. }), "{key}: {decision}");
             assert!(decision.reason.contains("is protected: `"), "{key}: {decision}");
         }
     }
-    let decision = call(Kind::Edit, "edit:.git/hooks/pre-commit").decide(&base);
+    let decision = call(ToolKind::Edit, "edit:.git/hooks/pre-commit").decide(&base);
     let ws = nested.display();
     assert_eq!(
         decision.reason,
@@ -609,30 +635,30 @@ fn protected_writes_are_never_silent() {
         )
     );
     // An ordinary file next to them is not.
-    assert_eq!(call(Kind::Edit, "edit:src/lib.rs").decide(&base).verdict, A);
+    assert_eq!(call(ToolKind::Edit, "edit:src/lib.rs").decide(&base).verdict, A);
     // One protected path among several makes the call protected (apply_patch).
-    let mut patch = call(Kind::Edit, "edit:src/lib.rs");
+    let mut patch = call(ToolKind::Edit, "edit:src/lib.rs");
     patch.keys.push("edit:.mcp.json".to_owned());
     patch.tool = "apply_patch";
     assert_eq!(patch.decide(&base).verdict, K);
     // A symlink planted in the workspace does not get around it.
     std::os::unix::fs::symlink(nested.join(".git/hooks"), nested.join("src/h")).expect("symlink");
-    assert_eq!(call(Kind::Edit, "edit:src/h/pre-push").decide(&base).verdict, K);
+    assert_eq!(call(ToolKind::Edit, "edit:src/h/pre-push").decide(&base).verdict, K);
 
     // A hook's allow or a project allow rule does not lift it; a user `edit(PATTERN)` allow
     // rule, a session grant and bypass do.
     let key = "edit:.git/hooks/pre-commit";
-    assert_eq!(call(Kind::Edit, key).hook(HookDecision::Allow, None).decide(&base).verdict, K);
+    assert_eq!(call(ToolKind::Edit, key).hook(Verdict::Allow, None).decide(&base).verdict, K);
     let project = with_rules(base.clone(), [&["edit(.git/**)"], &[], &[]], [&[], &[], &[]]);
-    assert_eq!(call(Kind::Edit, key).decide(&project).verdict, K);
+    assert_eq!(call(ToolKind::Edit, key).decide(&project).verdict, K);
     let bare = with_rules(base.clone(), [&[], &[], &[]], [&["edit"], &[], &[]]);
-    assert_eq!(call(Kind::Edit, key).decide(&bare).verdict, K);
+    assert_eq!(call(ToolKind::Edit, key).decide(&bare).verdict, K);
     let user = with_rules(base.clone(), [&[], &[], &[]], [&["edit(.git/hooks/**)"], &[], &[]]);
-    let decision = call(Kind::Edit, key).decide(&user);
+    let decision = call(ToolKind::Edit, key).decide(&user);
     assert_eq!(decision.verdict, A, "{decision}");
     assert!(decision.reason.contains("lifts: "), "{decision}");
-    assert_eq!(call(Kind::Edit, key).granted().decide(&base).verdict, A);
+    assert_eq!(call(ToolKind::Edit, key).granted().decide(&base).verdict, A);
     let mut bypass = base.clone();
     bypass.modes = Modes::BYPASS;
-    assert_eq!(call(Kind::Edit, key).decide(&bypass).verdict, A);
+    assert_eq!(call(ToolKind::Edit, key).decide(&bypass).verdict, A);
 }

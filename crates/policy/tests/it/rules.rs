@@ -1,7 +1,7 @@
 //! Rule parsing (good and bad, with messages) and matching, including `../` and symlink
 //! dodges.
 
-use codecoder_policy::{Call, RuleList, RuleOrigin, RuleSet};
+use codecoder_policy::{Call, RuleOrigin, RuleSet, Verdict};
 use pretty_assertions::assert_eq;
 
 use crate::support::Workspace;
@@ -20,18 +20,18 @@ fn opinion(
     workspace: &Workspace,
     tool: &str,
     keys: &[&str],
-) -> Option<(RuleList, String)> {
+) -> Option<(Verdict, String)> {
     let ctx = workspace.ctx();
     let call = Call::new(tool, &strings(keys), &ctx);
     set.evaluate(&call, &ctx).map(|(list, rule)| (list, rule.text().to_owned()))
 }
 
-fn allow(rule: &str) -> Option<(RuleList, String)> {
-    Some((RuleList::Allow, rule.to_owned()))
+fn allow(rule: &str) -> Option<(Verdict, String)> {
+    Some((Verdict::Allow, rule.to_owned()))
 }
 
-fn deny(rule: &str) -> Option<(RuleList, String)> {
-    Some((RuleList::Deny, rule.to_owned()))
+fn deny(rule: &str) -> Option<(Verdict, String)> {
+    Some((Verdict::Deny, rule.to_owned()))
 }
 
 #[test]
@@ -54,7 +54,7 @@ fn good_rules_parse() {
         "  Bash( npm   test )  ",
     ];
     let parsed = set(&rules, &[], &[], RuleOrigin::User);
-    let texts: Vec<&str> = parsed.rules(RuleList::Allow).iter().map(|r| r.text()).collect();
+    let texts: Vec<&str> = parsed.rules(Verdict::Allow).iter().map(|r| r.text()).collect();
     assert_eq!(texts.len(), rules.len());
     assert_eq!(texts.last(), Some(&"Bash( npm   test )"));
 }
@@ -183,6 +183,31 @@ fn bare_tool_names_match_every_call_of_their_subject() {
 }
 
 #[test]
+fn claude_tool_names_stand_for_ours() {
+    let workspace = Workspace::new();
+    for (rule, tool, key) in [
+        ("Bash", "run_command", "shell:make"),
+        ("Read", "read_file", "read:src/a.rs"),
+        ("LS", "list_dir", "read:src"),
+        ("Glob", "glob", "read:src"),
+        ("Grep", "grep", "read:src"),
+        ("Edit", "edit", "edit:src/a.rs"),
+        ("MultiEdit", "edit", "edit:src/a.rs"),
+        ("Write", "write_file", "edit:src/a.rs"),
+        ("WebFetch", "web_fetch", "web_fetch:docs.rs"),
+    ] {
+        let rules = set(&[rule], &[], &[], RuleOrigin::User);
+        assert_eq!(opinion(&rules, &workspace, tool, &[key]), allow(rule), "{rule} on {tool}");
+        // The bare name covers the tool's calls that name no subject too.
+        assert_eq!(opinion(&rules, &workspace, tool, &[tool]), allow(rule), "{rule} on {tool}");
+    }
+    let rules = set(&["LS(src/**)", "MultiEdit(src/**)"], &[], &[], RuleOrigin::User);
+    assert_eq!(opinion(&rules, &workspace, "list_dir", &["read:src/x"]), allow("LS(src/**)"));
+    assert_eq!(opinion(&rules, &workspace, "edit", &["edit:src/a.rs"]), allow("MultiEdit(src/**)"));
+    assert_eq!(opinion(&rules, &workspace, "edit", &["edit:docs/a.md"]), None);
+}
+
+#[test]
 fn deny_beats_ask_beats_allow_within_a_set() {
     let workspace = Workspace::new();
     let rules = set(
@@ -194,7 +219,7 @@ fn deny_beats_ask_beats_allow_within_a_set() {
     let check =
         |command: &str| opinion(&rules, &workspace, "run_command", &[&format!("shell:{command}")]);
     assert_eq!(check("git fetch"), allow("Bash(git:*)"));
-    assert_eq!(check("git push"), Some((RuleList::Ask, "Bash(git push:*)".to_owned())));
+    assert_eq!(check("git push"), Some((Verdict::Ask, "Bash(git push:*)".to_owned())));
     assert_eq!(check("git push --force"), deny("Bash(git push --force:*)"));
 }
 

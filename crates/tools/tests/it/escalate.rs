@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use codecoder_protocol::{ApprovalDecision, AskUserAnswer};
+use codecoder_protocol::{ApprovalDecision, AskUserAnswer, DecidedBy};
 use codecoder_sandbox::{Backend, Confinement, FsAccess, Sandbox, SandboxPolicy};
 use codecoder_tools::{Escalation, EscalationSetting, StandaloneEnv};
 use serde_json::json;
@@ -111,7 +111,8 @@ fn a_session_approval_covers_later_escalations_of_the_same_command_prefix() {
     fixture.call("run_command", json!({ "command": "true check" })).unwrap();
     fixture.call("run_command", json!({ "command": "true build && true other" })).unwrap();
     assert_eq!(fixture.env.approval_requests().len(), 3);
-    let decided_by: Vec<&str> = fixture.env.decisions().iter().map(|(_, _, by)| *by).collect();
+    let decided_by: Vec<String> =
+        fixture.env.decisions().iter().map(|(_, _, by)| by.to_string()).collect();
     assert_eq!(decided_by, ["user", "session-grant", "session-grant", "user", "user"]);
 }
 
@@ -121,7 +122,7 @@ fn under_never_the_refusal_is_decided_by_the_mode() {
     fixture.call("run_command", json!({ "command": "true build" })).unwrap();
     assert_eq!(
         fixture.env.decisions(),
-        [(vec!["escalate:true build".to_owned()], ApprovalDecision::Deny, "mode")]
+        [(vec!["escalate:true build".to_owned()], ApprovalDecision::Deny, DecidedBy::Mode)]
     );
     assert!(fixture.env.approval_requests().is_empty());
 }

@@ -1,0 +1,75 @@
+//! The chain behind the kernel's approval seam: `ChainPolicy` holds a session's `Policy` and
+//! answers the kernel's `ApprovalPolicy` with `decide`'s verdict, who reached it and why.
+//!
+//! Invariants: the approval mode is the only part that changes while a session runs
+//! (`/approvals`); a poisoned lock still yields the last policy written (a panic elsewhere must
+//! not turn every call into an error). A deny's reason for the model names the policy.
+
+use std::sync::{PoisonError, RwLock};
+
+use codecoder_kernel::{ApprovalPolicy, ApprovalQuery, HookVerdict, PolicyAnswer};
+use codecoder_protocol::{ToolKind, Verdict};
+
+use crate::chain::{Decision, Policy, Request, decide};
+use crate::mode::{ApprovalMode, Modes};
+
+/// A session's permission chain, as the kernel's approval policy.
+#[derive(Debug)]
+pub struct ChainPolicy {
+    policy: RwLock<Policy>,
+}
+
+impl ChainPolicy {
+    /// The chain over `policy`.
+    pub fn new(policy: Policy) -> Self {
+        Self { policy: RwLock::new(policy) }
+    }
+
+    /// The modes now.
+    pub fn modes(&self) -> Modes {
+        self.policy.read().unwrap_or_else(PoisonError::into_inner).modes
+    }
+
+    /// Switches the approval mode for the calls decided from now on.
+    pub fn set_approval(&self, approval: ApprovalMode) {
+        self.policy.write().unwrap_or_else(PoisonError::into_inner).modes.approval = approval;
+    }
+
+    /// The chain's decision for a call of `tool` (of `kind`, with permission `keys`), given
+    /// the PreToolUse hooks' verdict and whether a session grant covers every key.
+    pub fn decide_call(
+        &self,
+        tool: &str,
+        kind: ToolKind,
+        keys: &[String],
+        hook: Option<&HookVerdict>,
+        granted: bool,
+    ) -> Decision {
+        let policy = self.policy.read().unwrap_or_else(PoisonError::into_inner);
+        decide(
+            &policy,
+            &Request { tool, kind, permission_keys: keys, hook, session_grant: granted },
+        )
+    }
+}
+
+impl ApprovalPolicy for ChainPolicy {
+    fn decide(&self, query: &ApprovalQuery<'_>) -> PolicyAnswer {
+        let decision = self.decide_call(
+            &query.call.name,
+            query.kind,
+            query.permission_keys,
+            query.hook,
+            query.granted,
+        );
+        let reason = match decision.verdict {
+            Verdict::Deny => format!("blocked by the permission policy: {}", decision.reason),
+            Verdict::Allow | Verdict::Ask => decision.to_string(),
+        };
+        PolicyAnswer {
+            decision: decision.verdict,
+            decided_by: decision.source.decided_by(),
+            reason: Some(reason),
+        }
+    }
+}
