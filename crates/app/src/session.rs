@@ -103,6 +103,8 @@ pub struct RunningSession {
     pub provider_id: String,
     /// The model's context window, in tokens.
     pub context_window: u64,
+    /// Tokens of a request past which the conversation is compacted automatically.
+    pub auto_compact_token_limit: u64,
     /// The working directory.
     pub cwd: PathBuf,
     /// The sandbox and approval modes the session started under.
@@ -311,6 +313,13 @@ impl Runtime {
             model.clone(),
             registry.specs(),
         );
+        let compactor = codecoder_context::ContextCompactor::new(
+            Arc::clone(&builder),
+            model.clone(),
+            registry.specs(),
+            auto_compact_limit(config, &model),
+        );
+        let auto_compact_token_limit = compactor.limit();
         let hook_set = crate::safety::load_hooks(loaded, &cwd, &mut notices)?;
         let hooks: Arc<dyn codecoder_kernel::Hooks> = match crate::safety::kernel_hooks(
             &hook_set,
@@ -331,6 +340,7 @@ impl Runtime {
             hooks,
             sessions,
             interceptors: vec![Arc::new(guard)],
+            compactor: Some(Arc::new(compactor)),
         };
         let agent = spawn_agent_on(agent_config, deps, writer)?;
         let configured = config.models.get(&model);
@@ -345,6 +355,7 @@ impl Runtime {
             model,
             provider_id,
             context_window: window,
+            auto_compact_token_limit,
             cwd,
             modes: safety.modes,
             pricing,
@@ -352,6 +363,16 @@ impl Runtime {
             notices,
         })
     }
+}
+
+/// The configured auto-compaction limit of `model` (`[models.X] auto_compact_token_limit`
+/// first, then `model_auto_compact_token_limit`); `None`: the compactor's default.
+pub(crate) fn auto_compact_limit(config: &ConfigToml, model: &str) -> Option<u64> {
+    config
+        .models
+        .get(model)
+        .and_then(|m| m.auto_compact_token_limit)
+        .or(config.model_auto_compact_token_limit)
 }
 
 /// The effective configuration's hash, `sha256:<hex>` of its JSON form (maps are ordered, so

@@ -267,6 +267,7 @@ impl Renderer for JsonRenderer {
                     ItemDetails::TodoList { .. }
                     | ItemDetails::AgentMessage { .. }
                     | ItemDetails::Reasoning { .. }
+                    | ItemDetails::ContextCompaction { .. }
                     | ItemDetails::Error { .. } => {}
                 }
                 Self::line(out, &ThreadEvent::ItemCompleted { item: ThreadItem { id, details } })
@@ -290,6 +291,14 @@ impl Renderer for JsonRenderer {
             AgentEventKind::Warning { message } => {
                 self.completed(out, ItemDetails::Error { message: message.clone() })
             }
+            AgentEventKind::Compacted { trigger, summarized, message, .. } => self.completed(
+                out,
+                ItemDetails::ContextCompaction {
+                    trigger: trigger.clone(),
+                    summarized: *summarized,
+                    message: message.clone(),
+                },
+            ),
             AgentEventKind::TurnDone { outcome, .. } => {
                 self.flush_text(out)?;
                 match outcome {
@@ -400,6 +409,10 @@ impl Renderer for HumanRenderer {
                 self.messages.close();
             }
             AgentEventKind::Warning { message } => self.progress(&format!("warning: {message}")),
+            AgentEventKind::Compacted { message, .. } if !nested => {
+                self.messages.close();
+                self.progress(&format!("[{message}]"));
+            }
             AgentEventKind::HookMessage { event, message } => {
                 self.progress(&format!("{event} hook: {message}"));
             }

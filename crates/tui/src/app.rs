@@ -350,6 +350,10 @@ impl App {
             AgentEventKind::StepFinished { usage, .. } => {
                 self.context_tokens = usage.input_tokens + usage.output_tokens;
             }
+            AgentEventKind::Compacted { tokens_after, message, .. } => {
+                self.context_tokens = tokens_after;
+                self.note(NoteKind::Info, format!("⟳ {message}"));
+            }
             AgentEventKind::Status(status) => self.status = status,
             AgentEventKind::ApprovalRequest(request) => self.approvals.push_back(request),
             AgentEventKind::AskUser(request) => self.asks.push_back(request),
