@@ -217,14 +217,13 @@ fn a_failed_summary_trims_the_history_instead_of_failing_the_turn() {
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
 }
 
-/// The summary of a log's last compaction record, if any.
+/// A log's last compaction record, if any.
 fn last_compaction(log: &Path) -> Option<Value> {
     std::fs::read_to_string(log)
         .unwrap()
         .lines()
         .map(|line| serde_json::from_str::<Value>(line).unwrap())
-        .filter(|record| record["type"] == "compaction")
-        .last()
+        .rfind(|record| record["type"] == "compaction")
 }
 
 #[test]
@@ -259,5 +258,99 @@ fn sessions_compact_compacts_by_hand_with_a_focus() {
     assert_eq!(inputs.last().unwrap()["trigger"], "manual");
     assert_eq!(inputs.last().unwrap()["custom_instructions"], "the parts read");
     let out = setup.run(&server, &["sessions", "validate", log_arg]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+}
+
+#[test]
+fn resuming_a_session_larger_than_the_window_compacts_before_the_turn() {
+    let setup = Setup::new();
+    // The task runs with a window large enough to need no compaction…
+    let big = ["-c", "models.fake-model.context_window=100000"];
+    let server = FakeModelServer::start(task_script()).unwrap();
+    let out = setup.run(&server, &[&big[..], &["exec", "read the eight parts in order"]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(server.requests().iter().all(has_tools), "no compaction with the large window");
+    // …and is resumed with the 20k window: its history (~40k tokens) no longer fits, and the
+    // summary request is trimmed (the oldest tool outputs dropped) to fit.
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::text("Still here."))
+            .when_no_tools(Reply::text("Progress: all eight parts read.")),
+    )
+    .unwrap();
+    let out = setup.run(&server, &["exec", "resume", "--last", "what is left?"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let requests = server.requests();
+    assert_within_window(&requests);
+    assert_eq!(requests.len(), 2, "a summary request, then the turn's");
+    assert!(!has_tools(&requests[0]));
+    assert!(requests[0].raw_body.contains("tool output dropped to fit the summary request"));
+    assert!(requests[1].raw_body.contains("Progress: all eight parts read."));
+    assert!(requests[1].raw_body.contains("what is left?"));
+    let log = setup.log();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        text.matches("\"type\":\"compaction\"").count(),
+        2,
+        "the trimmed history, then the replacement"
+    );
+    let log_arg = log.to_str().unwrap();
+    for (number, sent) in requests.iter().enumerate() {
+        let total = requests_before_compaction(&text) + number + 1;
+        let out =
+            setup.run(&server, &["sessions", "show", log_arg, "--request", &total.to_string()]);
+        assert!(out.status.success(), "#{total}: {}", stderr(&out));
+        assert_eq!(stdout(&out), sent.raw_body, "request {total}");
+    }
+}
+
+/// The requests of the first run (its `step_start` records before the first compaction).
+fn requests_before_compaction(log: &str) -> usize {
+    let first_compaction = log.find("\"type\":\"compaction\"").unwrap();
+    log[..first_compaction].matches("\"type\":\"step_start\"").count()
+}
+
+#[test]
+fn a_log_cut_anywhere_in_a_compaction_validates_and_resumes() {
+    let setup = Setup::new();
+    let server = FakeModelServer::start(task_script()).unwrap();
+    let out = setup.run(&server, &["exec", "read the eight parts in order"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = setup.log();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // From the summary prompt to the replacement history: every cut a kill -9 could leave.
+    let first = lines
+        .iter()
+        .position(|line| {
+            line.contains(codecoder_context::SUMMARY_PROMPT.split(' ').next().unwrap())
+                && line.contains("\"type\":\"user_message\"")
+        })
+        .unwrap();
+    let last = lines.iter().position(|line| line.contains("\"type\":\"compaction\"")).unwrap();
+    assert!(first < last);
+    let cuts = tempfile::tempdir().unwrap();
+    for end in first..=last {
+        let path = cuts.path().join(format!("cut{end}.jsonl"));
+        let mut cut = lines[..=end].join("\n");
+        cut.push('\n');
+        // A torn half of the next line, as a crash mid-write leaves it.
+        cut.push_str(&lines[end + 1][..lines[end + 1].len() / 2]);
+        std::fs::write(&path, cut).unwrap();
+        let out = setup.run(&server, &["sessions", "validate", path.to_str().unwrap()]);
+        assert!(out.status.success(), "cut after line {end}: {}{}", stdout(&out), stderr(&out));
+    }
+    // Cut right after the summary request's step began: resume repairs and goes on.
+    std::fs::write(&log, format!("{}\n", lines[..=first + 1].join("\n"))).unwrap();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::text("Resumed."))
+            .when_no_tools(Reply::text("Progress: resumed after a crash.")),
+    )
+    .unwrap();
+    let out = setup.run(&server, &["exec", "resume", "--last", "go on"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_within_window(&server.requests());
+    let out = setup.run(&server, &["sessions", "validate", log.to_str().unwrap()]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
 }
