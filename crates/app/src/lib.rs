@@ -32,7 +32,9 @@ pub use codecoder_policy::{ApprovalMode, Modes, SandboxMode};
 pub use error::{Error, Result};
 pub use host::{SessionListing, git_diff, init_agents_md};
 pub use safety::{ChainPolicy, Safety, claude_permission_mode};
-pub use session::{Pricing, RunningSession, SessionControls, SessionRequest, Start};
+pub use session::{
+    ContextLimits, Pricing, RunningSession, SessionControls, SessionRequest, Start, context_limits,
+};
 
 /// The system-wide config file.
 pub const SYSTEM_CONFIG: &str = "/etc/codecoder/config.toml";

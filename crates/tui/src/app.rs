@@ -41,7 +41,7 @@ pub(crate) const COMMANDS: [(&str, &str); 13] = [
     ("/new", "start a new session"),
     ("/resume", "pick a session to resume (or `/resume ID`)"),
     ("/fork", "branch this session into a new one"),
-    ("/compact", "summarise the conversation (not available yet)"),
+    ("/compact", "summarise the conversation to free context (`/compact FOCUS` to steer it)"),
     ("/quit", "leave (also Ctrl+C twice on empty input, or Ctrl+D)"),
     ("/exit", "leave"),
 ];
@@ -517,10 +517,13 @@ impl App {
                     provider: None,
                 });
             }
-            "/compact" => self.note(
-                NoteKind::Info,
-                "/compact is not available yet: it arrives with context compaction",
-            ),
+            "/compact" => {
+                let focus = (!arg.is_empty()).then(|| arg.to_owned());
+                if self.turn_running {
+                    self.note(NoteKind::Info, "the conversation will be compacted after this step");
+                }
+                self.send(AgentCommand::Compact { focus });
+            }
             "/quit" | "/exit" => self.effects.push(Effect::Quit),
             other => self.note(NoteKind::Warning, format!("unknown command {other} (try /help)")),
         }
