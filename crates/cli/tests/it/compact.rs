@@ -181,7 +181,16 @@ fn a_task_twice_the_window_finishes_through_automatic_compaction() {
         assert_eq!(stdout(&out), sent.raw_body, "request {number}");
     }
 
-    // A resumed session sends a history within the window.
+    // A fork copies the compactions and rebuilds the same requests.
+    let out = setup.run(&server, &["sessions", "fork", log_arg]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let fork = stdout(&out).trim().to_owned();
+    let last = requests.len().to_string();
+    let out = setup.run(&server, &["sessions", "show", &fork, "--request", &last]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), requests[requests.len() - 1].raw_body);
+
+    // A resumed session (the fork, the newest) sends a history within the window.
     let server = FakeModelServer::start(
         Script::new()
             .reply(Reply::text("Still here."))
