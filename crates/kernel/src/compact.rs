@@ -20,7 +20,8 @@
 //! - A compaction never fails a turn because the summary could not be had: a failed or empty
 //!   summary falls back to a deterministic trim with a note. Only a cancel (or a hook's
 //!   `continue: false`) stops it, and a cancelled one restores the history it started from.
-//! - The summary step's text is not streamed to the person and is not the turn's final text.
+//! - The summary step's text is not streamed to the person and is not the turn's final text;
+//!   it sends no step events (its usage counts in the turn's), only `Compacted` at the end.
 
 use codecoder_protocol::{
     AgentEventKind, AgentStatus, Message, RecordBody, Role, SessionId, StepId, TurnId, Usage,
@@ -100,6 +101,12 @@ impl AgentLoop {
         let Some(compactor) = self.env.deps.compactor.clone() else {
             return Ok(());
         };
+        if self.writer.history().is_empty() {
+            self.emit(AgentEventKind::Warning {
+                message: "nothing to compact: the conversation is empty".to_owned(),
+            });
+            return Ok(());
+        }
         let report =
             self.call_hooks(|hooks, scope| hooks.pre_compact(scope, trigger.as_str(), focus))?;
         if let Some(reason) = self.show_hook_report("PreCompact", report) {
@@ -236,7 +243,6 @@ impl AgentLoop {
         *usage += self.step_usage;
         let step_usage = self.step_usage;
         self.append(RecordBody::StepEnd { turn, step, usage: step_usage, stop_reason: None })?;
-        self.emit(AgentEventKind::StepFinished { turn, step, usage: step_usage });
         Ok(outcome)
     }
 

@@ -363,3 +363,29 @@ fn a_log_cut_anywhere_in_a_compaction_validates_and_resumes() {
     let out = setup.run(&server, &["sessions", "validate", log.to_str().unwrap()]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
 }
+
+#[test]
+fn chat_completions_and_anthropic_compact_the_same_way() {
+    for provider in ["openai-chat", "anthropic"] {
+        let setup = Setup::new();
+        let server = FakeModelServer::start(task_script()).unwrap();
+        let out =
+            setup.run(&server, &["exec", "--provider", provider, "read the eight parts in order"]);
+        assert!(out.status.success(), "{provider}: {}", stderr(&out));
+        let requests = server.requests();
+        let summaries = requests.iter().filter(|request| !has_tools(request)).count();
+        assert!(summaries >= 1, "{provider}");
+        assert_eq!(requests.len() - summaries, STEPS + 1, "{provider}");
+        assert_within_window(&requests);
+        let log = setup.log();
+        let log_arg = log.to_str().unwrap();
+        let out = setup.run(&server, &["sessions", "validate", log_arg]);
+        assert!(out.status.success(), "{provider}: {}{}", stdout(&out), stderr(&out));
+        for (number, sent) in requests.iter().enumerate() {
+            let number = (number + 1).to_string();
+            let out = setup.run(&server, &["sessions", "show", log_arg, "--request", &number]);
+            assert!(out.status.success(), "{provider} #{number}: {}", stderr(&out));
+            assert_eq!(stdout(&out), sent.raw_body, "{provider}: request {number}");
+        }
+    }
+}
