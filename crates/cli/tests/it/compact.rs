@@ -389,3 +389,22 @@ fn chat_completions_and_anthropic_compact_the_same_way() {
         }
     }
 }
+
+#[test]
+fn doctor_shows_each_models_auto_compaction_limit() {
+    let setup = Setup::new();
+    let config = setup.home.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("[models.big]\ncontext_window = 200000\nauto_compact_token_limit = 150000\n");
+    std::fs::write(&config, text).unwrap();
+    let server = FakeModelServer::start(Script::new()).unwrap();
+    let out = setup.run(&server, &["doctor"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("fake-model (the model): window 20000, reserve 2000, compacts past 16200"),
+        "{text}"
+    );
+    assert!(text.contains("big: window 200000, reserve 4096, compacts past 150000"), "{text}");
+    let out = setup.run(&server, &["-c", "model_auto_compact_token_limit=12000", "doctor"]);
+    assert!(stdout(&out).contains("compacts past 12000"), "{}", stdout(&out));
+}
