@@ -87,6 +87,25 @@ impl Runtime {
             writeln!(out, "  note: {notice}")?;
         }
 
+        let model = self
+            .overrides
+            .model
+            .clone()
+            .or_else(|| loaded.config.model.clone())
+            .unwrap_or_else(|| crate::session::DEFAULT_MODEL.to_owned());
+        writeln!(out, "context (window, output reserve, auto-compaction limit, in tokens):")?;
+        let mut models = vec![model.clone()];
+        models.extend(loaded.config.models.keys().filter(|name| **name != model).cloned());
+        for name in models {
+            let limits = crate::session::context_limits(&loaded.config, &name);
+            let current = if name == model { " (the model)" } else { "" };
+            writeln!(
+                out,
+                "  {name}{current}: window {}, reserve {}, compacts past {}",
+                limits.window, limits.max_output, limits.auto_compact
+            )?;
+        }
+
         let interactive = self.safety(true)?;
         let headless = self.safety(false)?;
         writeln!(out, "sandbox:")?;

@@ -270,6 +270,7 @@ impl ExecEventEncoder {
                     ItemDetails::TodoList { .. }
                     | ItemDetails::AgentMessage { .. }
                     | ItemDetails::Reasoning { .. }
+                    | ItemDetails::ContextCompaction { .. }
                     | ItemDetails::Error { .. } => {}
                 }
                 out.push(ThreadEvent::ItemCompleted { item: ThreadItem { id, details } });
@@ -285,6 +286,14 @@ impl ExecEventEncoder {
             }
             AgentEventKind::Warning { message } => {
                 self.completed(out, ItemDetails::Error { message: message.clone() });
+            }
+            AgentEventKind::Compacted { trigger, summarized, message, .. } => {
+                let details = ItemDetails::ContextCompaction {
+                    trigger: trigger.clone(),
+                    summarized: *summarized,
+                    message: message.clone(),
+                };
+                self.completed(out, details);
             }
             AgentEventKind::TurnDone { outcome, .. } => {
                 self.flush_text(out);

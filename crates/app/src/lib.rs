@@ -35,7 +35,9 @@ pub use error::{Error, Result};
 pub use host::{SessionListing, git_diff, init_agents_md};
 pub use jsonl::{ExecEventEncoder, Messages, result_text};
 pub use safety::{Safety, claude_permission_mode};
-pub use session::{Pricing, RunningSession, SessionControls, SessionRequest, Start};
+pub use session::{
+    ContextLimits, Pricing, RunningSession, SessionControls, SessionRequest, Start, context_limits,
+};
 pub use transcript::write_transcript;
 
 /// The system-wide config file.

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::{Modes, Notice, Runtime};
 use codecoder_policy::ChainPolicy;
 
-const DEFAULT_MODEL: &str = "gpt-5";
+pub(crate) const DEFAULT_MODEL: &str = "gpt-5";
 const DEFAULT_PROVIDER: &str = "openai";
 
 /// Which session to run.
@@ -104,6 +104,8 @@ pub struct RunningSession {
     pub provider_id: String,
     /// The model's context window, in tokens.
     pub context_window: u64,
+    /// Tokens of a request past which the conversation is compacted automatically.
+    pub auto_compact_token_limit: u64,
     /// The working directory.
     pub cwd: PathBuf,
     /// The sandbox and approval modes the session started under.
@@ -277,14 +279,7 @@ impl Runtime {
         let registry = Arc::new(registry);
 
         // The prompt: base instructions, environment, AGENTS.md; the model's window and reserve.
-        let window =
-            config.models.get(&model).and_then(|m| m.context_window).unwrap_or(info.context_window);
-        let max_output = config
-            .model_max_output_tokens
-            .map(u64::from)
-            .or_else(|| config.models.get(&model).and_then(|m| m.max_output_tokens))
-            .unwrap_or(info.max_output_tokens)
-            .min(window / 2);
+        let ContextLimits { window, max_output, .. } = context_limits(config, &model);
         let mut context_config =
             codecoder_context::ContextConfig::standard(window, max_output, Some(home.clone()));
         if let Some(names) = &config.project_doc_fallback_filenames {
@@ -314,6 +309,13 @@ impl Runtime {
             model.clone(),
             registry.specs(),
         );
+        let compactor = codecoder_context::ContextCompactor::new(
+            Arc::clone(&builder),
+            model.clone(),
+            registry.specs(),
+            auto_compact_limit(config, &model),
+        );
+        let auto_compact_token_limit = compactor.limit();
         let hook_set = crate::safety::load_hooks(loaded, &cwd, &mut notices)?;
         let hooks: Arc<dyn codecoder_kernel::Hooks> = match crate::safety::kernel_hooks(
             &hook_set,
@@ -334,6 +336,7 @@ impl Runtime {
             hooks,
             sessions,
             interceptors: vec![Arc::new(guard)],
+            compactor: Some(Arc::new(compactor)),
         };
         let agent = spawn_agent_on(agent_config, deps, writer)?;
         let configured = config.models.get(&model);
@@ -348,6 +351,7 @@ impl Runtime {
             model,
             provider_id,
             context_window: window,
+            auto_compact_token_limit,
             cwd,
             modes: safety.modes,
             pricing,
@@ -355,6 +359,48 @@ impl Runtime {
             notices,
         })
     }
+}
+
+/// A model's context window, output reserve and auto-compaction limit, in tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextLimits {
+    /// The window (`[models.X] context_window`, else the catalog's).
+    pub window: u64,
+    /// The output reserve (`model_max_output_tokens`, `[models.X] max_output_tokens`, the
+    /// catalog's; at most half the window).
+    pub max_output: u64,
+    /// Past this many tokens a request is compacted first (`[models.X]
+    /// auto_compact_token_limit`, `model_auto_compact_token_limit`, else 90 % of the window less
+    /// the reserve; never more than that).
+    pub auto_compact: u64,
+}
+
+/// The context limits of `model` under `config`.
+pub fn context_limits(config: &ConfigToml, model: &str) -> ContextLimits {
+    let info = codecoder_providers::model_info(model);
+    let window =
+        config.models.get(model).and_then(|m| m.context_window).unwrap_or(info.context_window);
+    let max_output = config
+        .model_max_output_tokens
+        .map(u64::from)
+        .or_else(|| config.models.get(model).and_then(|m| m.max_output_tokens))
+        .unwrap_or(info.max_output_tokens)
+        .min(window / 2);
+    let available = window - max_output;
+    let auto_compact = auto_compact_limit(config, model)
+        .unwrap_or_else(|| codecoder_context::default_limit(available))
+        .min(available);
+    ContextLimits { window, max_output, auto_compact }
+}
+
+/// The configured auto-compaction limit of `model` (`[models.X] auto_compact_token_limit`
+/// first, then `model_auto_compact_token_limit`); `None`: the compactor's default.
+pub(crate) fn auto_compact_limit(config: &ConfigToml, model: &str) -> Option<u64> {
+    config
+        .models
+        .get(model)
+        .and_then(|m| m.auto_compact_token_limit)
+        .or(config.model_auto_compact_token_limit)
 }
 
 /// The effective configuration's hash, `sha256:<hex>` of its JSON form (maps are ordered, so

@@ -319,6 +319,10 @@ pub(crate) enum SessionsCommand {
     Validate(ValidateArgs),
     /// Branch a session into a new one; the original is not modified.
     Fork(ForkArgs),
+    /// Compact a session now: the model summarizes the conversation, and the summary (with the
+    /// recent user messages, the plan and the files touched) replaces it in what the model sees
+    /// next. The log keeps everything before it.
+    Compact(CompactArgs),
     /// Delete a session's log.
     #[command(visible_alias = "remove")]
     Rm(RmArgs),
@@ -363,6 +367,15 @@ pub(crate) struct ForkArgs {
     /// Keep the parent's records up to and including this seq (default: all of them).
     #[arg(long, value_name = "SEQ")]
     pub(crate) at: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CompactArgs {
+    /// The session to compact (id, unique prefix, or path).
+    pub(crate) session: String,
+    /// What the summary should focus on.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) focus: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -142,6 +142,10 @@ impl Renderer for HumanRenderer {
                 self.messages.close();
             }
             AgentEventKind::Warning { message } => self.progress(&format!("warning: {message}")),
+            AgentEventKind::Compacted { message, .. } if !nested => {
+                self.messages.close();
+                self.progress(&format!("[{message}]"));
+            }
             AgentEventKind::HookMessage { event, message } => {
                 self.progress(&format!("{event} hook: {message}"));
             }

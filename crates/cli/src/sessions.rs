@@ -10,7 +10,9 @@ use codecoder_session::{Entry, Error, Index, SessionStore, WriterConfig, load};
 use codecoder_stdx::format_utc_ms;
 use serde_json::json;
 
-use crate::cli::{ForkArgs, GlobalArgs, ListArgs, SessionsCommand, ShowArgs, ValidateArgs};
+use crate::cli::{
+    CompactArgs, ForkArgs, GlobalArgs, ListArgs, SessionsCommand, ShowArgs, ValidateArgs,
+};
 
 pub(crate) fn run(
     command: SessionsCommand,
@@ -23,6 +25,7 @@ pub(crate) fn run(
         SessionsCommand::Show(args) => show(&store, &args, global, out),
         SessionsCommand::Validate(args) => validate(&store, &args, out),
         SessionsCommand::Fork(args) => fork(&store, &args, out),
+        SessionsCommand::Compact(args) => compact(&args, global, out),
         SessionsCommand::Rm(args) => {
             let path = store.remove(&args.session)?;
             refreshed_index(&store)?;
@@ -35,6 +38,63 @@ pub(crate) fn run(
             print_warnings(&index);
             writeln!(out, "indexed {} session(s)", stats.files)?;
             Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Resumes the session, has its agent compact it, and prints what happened.
+fn compact(
+    args: &CompactArgs,
+    global: &GlobalArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
+    use codecoder_protocol::{AgentCommand, AgentEventKind, TurnOutcome};
+    let runtime = crate::load_runtime(global, None, None)?;
+    let session = runtime.start(&codecoder_app::SessionRequest {
+        start: codecoder_app::Start::Resume(Some(args.session.clone())),
+        ..codecoder_app::SessionRequest::new()
+    })?;
+    for notice in &session.notices {
+        eprintln!("{notice}");
+    }
+    let agent = session.agent;
+    agent
+        .cmd
+        .send(AgentCommand::Compact { focus: args.focus.clone() })
+        .context("the agent stopped")?;
+    let mut outcome = None;
+    for event in agent.events.iter() {
+        if !event.source.subagent_path.is_empty() {
+            continue;
+        }
+        match event.kind {
+            AgentEventKind::Compacted { message, .. } => writeln!(out, "{message}")?,
+            AgentEventKind::Warning { message } => eprintln!("warning: {message}"),
+            AgentEventKind::HookMessage { event, message } => eprintln!("{event} hook: {message}"),
+            AgentEventKind::TurnDone { outcome: done, .. } => {
+                outcome = Some(done);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let _ = agent.cmd.send(AgentCommand::Shutdown);
+    for event in agent.events.iter() {
+        if matches!(event.kind, AgentEventKind::ShutdownComplete) {
+            break;
+        }
+    }
+    let _ = agent.join();
+    match outcome {
+        Some(TurnOutcome::Completed) => Ok(ExitCode::SUCCESS),
+        Some(TurnOutcome::Failed { message }) => {
+            eprintln!("codecoder: the compaction failed: {message}");
+            Ok(ExitCode::FAILURE)
+        }
+        Some(_) => Ok(ExitCode::from(130)),
+        None => {
+            eprintln!("codecoder: the agent stopped before the compaction ended");
+            Ok(ExitCode::FAILURE)
         }
     }
 }

@@ -28,6 +28,11 @@ pub struct ConfigToml {
     /// A cap on generated tokens per request (default: the model's limit).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_max_output_tokens: Option<u32>,
+    /// Compact the conversation automatically when the next request would pass this many
+    /// tokens (default: 90 % of the model's window less its output reserve; `[models.X]
+    /// auto_compact_token_limit` overrides it per model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_auto_compact_token_limit: Option<u64>,
     /// The profile used when `-p` is not given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
@@ -276,6 +281,9 @@ pub struct ModelToml {
     /// Most tokens per response.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u64>,
+    /// Tokens of a request past which the conversation is compacted automatically.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auto_compact_token_limit: Option<u64>,
     /// Whether it reasons.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<bool>,

@@ -12,8 +12,10 @@
 //! - Size policy: a section over the refusal threshold (10,000 tokens) is an error when the
 //!   builder is made; one over the warning threshold (1,000) is a `Warning`.
 //! - No silent truncation of the conversation: a request that does not fit the window is an
-//!   error (`ContextBuilder::check_fits`, `ContextWindowGuard`). Only AGENTS.md is cut to its
-//!   byte budget, and the cut is stated in the prompt and in a `Warning`.
+//!   error (`ContextBuilder::check_fits`, `ContextWindowGuard`) unless `ContextCompactor`
+//!   compacted it first, which the log records (a `compaction` record, the summary request a
+//!   step of its own). Only AGENTS.md is cut to its byte budget, and the cut is stated in the
+//!   prompt and in a `Warning`.
 //! - Rebuildable: `rebuild_request` makes the request of any step of a session log again,
 //!   from the log's `context` records and projection alone.
 //! - No process is spawned and the process environment is not read: the caller passes in the
@@ -22,6 +24,7 @@
 mod agents_md;
 mod base;
 mod builder;
+mod compact;
 mod environment;
 mod error;
 mod rebuild;
@@ -35,6 +38,9 @@ pub use agents_md::{
 };
 pub use base::BASE_INSTRUCTIONS;
 pub use builder::{BlobResolver, ContextBuilder, ContextConfig, ENVIRONMENT_SECTION};
+pub use compact::{
+    CARRYOVER_PREFIX, ContextCompactor, SUMMARY_PREFIX, SUMMARY_PROMPT, default_limit,
+};
 pub use environment::{Environment, read_git_head, render_environment, summarize_git_status};
 pub use error::{Error, Result};
 pub use rebuild::{RebuiltRequest, ResolveBlob, rebuild_request, request_count};

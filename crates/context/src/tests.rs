@@ -408,3 +408,193 @@ mod rebuild {
         assert!(matches!(err, Error::NoContext { number: 1 }), "{err:?}");
     }
 }
+
+mod compaction {
+    use std::sync::Arc;
+
+    use codecoder_kernel::{Compactor, StepInfo};
+    use codecoder_protocol::{
+        Message, MessageItem, Role, SessionId, StepId, ToolCall, ToolCallId, ToolResult,
+        ToolResultStatus, TurnId, UserInput,
+    };
+    use codecoder_stdx::ManualClock;
+    use serde_json::json;
+
+    use crate::{
+        AgentsMdLoader, CARRYOVER_PREFIX, ContextBuilder, ContextCompactor, ContextConfig,
+        Environment, SUMMARY_PREFIX, default_limit,
+    };
+
+    fn compactor(window: u64, limit: Option<u64>) -> (tempfile::TempDir, ContextCompactor) {
+        let dir = tempfile::tempdir().unwrap();
+        let config = ContextConfig::standard(window, 1_000, None);
+        let environment = Environment::new(dir.path(), None);
+        let builder = ContextBuilder::new(
+            &config,
+            &environment,
+            &ManualClock::new(0, 0),
+            &AgentsMdLoader::new(),
+        )
+        .unwrap();
+        (dir, ContextCompactor::new(Arc::new(builder), "m", Vec::new(), limit))
+    }
+
+    /// A tool call of `name` with `args`, and its result holding `output`.
+    fn exchange(id: &str, name: &str, args: serde_json::Value, output: &str) -> [Message; 2] {
+        let call = ToolCall { id: ToolCallId::from(id), name: name.to_owned(), args };
+        let result =
+            ToolResult::text(ToolCallId::from(id), ToolResultStatus::Success, output.to_owned());
+        [
+            Message::new(Role::Assistant, vec![MessageItem::ToolCall(call)]),
+            Message::new(Role::Tool, vec![MessageItem::ToolResult(result)]),
+        ]
+    }
+
+    fn big(words: usize) -> String {
+        (0..words).map(|index| format!("word{index} ")).collect()
+    }
+
+    fn history() -> Vec<Message> {
+        let mut history = vec![Message::user_text("Never touch the tests. Read the parts.")];
+        history.extend(exchange(
+            "plan",
+            "update_plan",
+            json!({"plan": [{"step": "read the parts", "status": "in_progress"}]}),
+            "ok",
+        ));
+        for part in 1..=4 {
+            history.extend(exchange(
+                &format!("read{part}"),
+                "read_file",
+                json!({"path": format!("part{part}.txt")}),
+                &big(2_000),
+            ));
+        }
+        history.extend(exchange("edit", "edit", json!({"path": "src/lib.rs"}), "edited"));
+        history
+    }
+
+    #[test]
+    fn the_default_limit_is_ninety_percent_of_the_room_for_a_request() {
+        let (_dir, compactor) = compactor(20_000, None);
+        assert_eq!(compactor.limit(), default_limit(19_000));
+        assert_eq!(default_limit(19_000), 17_100);
+        let (_dir, capped) = compactor_with(20_000, Some(50_000));
+        assert_eq!(capped.limit(), 19_000, "never above the window less the output reserve");
+    }
+
+    fn compactor_with(window: u64, limit: Option<u64>) -> (tempfile::TempDir, ContextCompactor) {
+        compactor(window, limit)
+    }
+
+    #[test]
+    fn compaction_is_due_once_the_next_request_passes_the_limit() {
+        let (_dir, compactor) = compactor(100_000, Some(5_000));
+        let history = history();
+        let info = |history: &[Message]| -> bool {
+            let info = StepInfo {
+                session_id: SessionId::new(),
+                turn: TurnId::new(1),
+                step: StepId::new(1),
+                history,
+                depth: 0,
+            };
+            compactor.should_compact(&info, &[UserInput::text("go on")])
+        };
+        assert!(info(&history));
+        assert!(!info(&history[..3]));
+    }
+
+    #[test]
+    fn the_summary_request_drops_the_oldest_tool_outputs_first_and_keeps_the_pairs() {
+        let (_dir, compactor) = compactor(14_000, None);
+        let history = history();
+        let request = compactor.summary_request(SessionId::new(), &history, Some("the parts"));
+        assert!(request.prompt.ends_with("Focus the summary on: the parts"));
+        let trimmed = request.trimmed.expect("the history does not fit as it is");
+        assert_eq!(trimmed.len(), history.len(), "messages are stubbed, not removed");
+        let outputs: Vec<bool> = trimmed
+            .iter()
+            .flat_map(|message| &message.items)
+            .filter_map(|item| match item {
+                MessageItem::ToolResult(result) => Some(
+                    format!("{:?}", result.content).contains("dropped to fit the summary request"),
+                ),
+                _ => None,
+            })
+            .collect();
+        // The plan's result and the first reads are dropped; the newest read stays.
+        assert_eq!(outputs, [true, true, true, false, false, false]);
+        for (before, after) in history.iter().zip(&trimmed) {
+            assert_eq!(before.role, after.role);
+            assert_eq!(before.tool_calls().count(), after.tool_calls().count());
+            if before.items != after.items {
+                assert_ne!(before.id, after.id, "a changed message gets a new id");
+            }
+        }
+        assert!(compactor.history_tokens(&trimmed) < 13_000);
+        let (_roomy_dir, roomy) = compactor_with(100_000, None);
+        assert_eq!(roomy.summary_request(SessionId::new(), &history, None).trimmed, None);
+    }
+
+    #[test]
+    fn the_replacement_keeps_user_messages_plan_and_files_verbatim() {
+        let (_dir, compactor) = compactor(100_000, None);
+        let history = history();
+        let replacement =
+            compactor.replacement(&history, Some("Done: parts 1-4."), "", &["hook says hi".into()]);
+        assert!(replacement.iter().all(|message| message.role == Role::User));
+        let texts: Vec<String> = replacement
+            .iter()
+            .map(|message| match &message.items[..] {
+                [MessageItem::Text { text }] => text.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(texts.len(), 3, "{texts:#?}");
+        assert_eq!(texts[0], "Never touch the tests. Read the parts.");
+        assert!(texts[1].starts_with(CARRYOVER_PREFIX));
+        for kept in [
+            "read the parts",
+            "in_progress",
+            "part1.txt",
+            "part4.txt",
+            "src/lib.rs",
+            "hook says hi",
+        ] {
+            assert!(texts[1].contains(kept), "{kept}: {}", texts[1]);
+        }
+        assert_eq!(texts[2], format!("{SUMMARY_PREFIX}\n\nDone: parts 1-4."));
+
+        // Compacting again: the earlier summary and carried-over context are not user
+        // messages; the files carry on; without a summary the earlier one stays.
+        let mut again = replacement.clone();
+        again.push(Message::user_text("now the tests"));
+        let trimmed = compactor.replacement(&again, None, "the summary request failed", &[]);
+        let texts: Vec<String> = trimmed
+            .iter()
+            .map(|message| match &message.items[..] {
+                [MessageItem::Text { text }] => text.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(texts.len(), 5, "{texts:#?}");
+        assert!(texts[0].ends_with("Done: parts 1-4."));
+        assert_eq!(texts[1], "Never touch the tests. Read the parts.");
+        assert_eq!(texts[2], "now the tests");
+        assert!(texts[3].contains("part4.txt") && texts[3].contains("src/lib.rs"), "{}", texts[3]);
+        assert!(texts[4].contains("No summary: the summary request failed"), "{}", texts[4]);
+    }
+
+    #[test]
+    fn recent_user_messages_stay_within_their_budget() {
+        let (_dir, compactor) = compactor(8_000, None);
+        let history: Vec<Message> =
+            (0..10).map(|index| Message::user_text(format!("{index} {}", big(300)))).collect();
+        let replacement = compactor.replacement(&history, Some("s"), "", &[]);
+        let kept = compactor.history_tokens(&replacement[..replacement.len() - 1]);
+        assert!(kept <= 2_000 + 50, "{kept}");
+        let last = &replacement[replacement.len() - 2];
+        assert!(format!("{:?}", last.items).contains("9 word0"), "the newest is kept");
+    }
+}

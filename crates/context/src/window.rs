@@ -59,7 +59,7 @@ impl ContextWindowGuard {
     }
 
     /// An upper bound of `estimate` that counts nothing.
-    fn bound(&self, info: &StepInfo<'_>, input: &[UserInput]) -> u64 {
+    pub(crate) fn bound(&self, info: &StepInfo<'_>, input: &[UserInput]) -> u64 {
         let builder = &self.builder;
         let history: u64 = info
             .history

@@ -158,6 +158,19 @@ impl Hooks for KernelHooks {
         SessionStartHook { context: outcome.additional_context, report: report(outcome.report) }
     }
 
+    fn pre_compact(
+        &self,
+        scope: HookScope<'_>,
+        trigger: &str,
+        custom_instructions: Option<&str>,
+    ) -> HookReport {
+        report(
+            self.runner
+                .cancellable(scope.cancel)
+                .pre_compact(trigger, custom_instructions.unwrap_or("")),
+        )
+    }
+
     fn session_end(&self, reason: &str) -> HookReport {
         report(self.runner.session_end(reason))
     }

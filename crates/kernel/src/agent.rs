@@ -182,6 +182,9 @@ pub struct AgentDeps {
     pub sessions: Arc<dyn SessionFactory>,
     /// Pre-step interceptors, run in order.
     pub interceptors: Vec<Arc<dyn StepInterceptor>>,
+    /// Compacts the root agent's history when it nears the window (and on `/compact`);
+    /// `None`: never (a request that does not fit fails its turn).
+    pub compactor: Option<Arc<dyn crate::compact::Compactor>>,
 }
 
 impl std::fmt::Debug for AgentDeps {

@@ -186,10 +186,22 @@ pub trait Hooks: Send + Sync {
         let _ = (scope, agent_id, last_message);
         HookReport::default()
     }
-    /// The first turn of this process: `source` is `startup` or `resume`.
+    /// The first turn of this process (`source` is `startup` or `resume`), and after a
+    /// compaction (`compact`): the context goes into the fresh conversation.
     fn session_start(&self, scope: HookScope<'_>, source: &str) -> SessionStartHook {
         let _ = (scope, source);
         SessionStartHook::default()
+    }
+    /// The conversation is about to be compacted: `trigger` is `auto` or `manual`,
+    /// `custom_instructions` the person's focus (`/compact TEXT`).
+    fn pre_compact(
+        &self,
+        scope: HookScope<'_>,
+        trigger: &str,
+        custom_instructions: Option<&str>,
+    ) -> HookReport {
+        let _ = (scope, trigger, custom_instructions);
+        HookReport::default()
     }
     /// The agent shuts down.
     fn session_end(&self, reason: &str) -> HookReport {

@@ -22,6 +22,7 @@
 mod agent;
 mod approval;
 mod cancel;
+mod compact;
 mod error;
 mod exec;
 mod hooks;
@@ -39,6 +40,7 @@ pub use agent::{
 };
 pub use approval::{AllowAll, ApprovalPolicy, ApprovalQuery, PolicyAnswer};
 pub use cancel::CancelToken;
+pub use compact::{CompactTrigger, Compactor, SummaryRequest};
 pub use error::{Error, Result};
 pub use hooks::{
     HookReport, HookScope, HookVerdict, Hooks, NoHooks, PermissionAnswer, PermissionHook,

@@ -33,6 +33,7 @@ use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, select};
 
 use crate::agent::{AgentEnv, StepInfo, StepVerdict};
 use crate::cancel::CancelToken;
+use crate::compact::CompactTrigger;
 use crate::hooks::{HookReport, HookScope, Hooks};
 use crate::model::{ModelRequest, ResponseEvent, ResponseStream, ToolSpec};
 use crate::pool::WorkerPool;
@@ -78,11 +79,19 @@ struct StepOutcome {
 }
 
 /// How reading a stream ended.
-enum StreamEnd {
+pub(crate) enum StreamEnd {
     Completed(StopReason),
     Stopped(Stop),
     /// The stream broke after partial output in a way a new request may fix.
     Broken(String),
+}
+
+/// What a turn does.
+enum TurnWork {
+    /// Steps until the model is done, starting with this input.
+    Input(UserInput),
+    /// A compaction the person asked for, with its focus.
+    Compact(Option<String>),
 }
 
 /// How often a step whose stream broke is run again before the turn fails.
@@ -96,7 +105,7 @@ enum DeltaKind {
 
 /// The assistant message being assembled from a stream.
 #[derive(Default)]
-struct Assembly {
+pub(crate) struct Assembly {
     items: Vec<MessageItem>,
     /// Tool calls by id: the index of their item and their raw argument text.
     calls: Vec<(ToolCallId, usize, String)>,
@@ -122,7 +131,7 @@ impl Assembly {
         }));
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut out = String::new();
         for item in &self.items {
             if let MessageItem::Text { text } = item {
@@ -134,7 +143,7 @@ impl Assembly {
 
     /// The message with its tool calls' arguments parsed. Invalid JSON is kept as a JSON string
     /// (the call then fails schema validation with a message the model can act on).
-    fn finish(mut self, with_calls: bool) -> Vec<MessageItem> {
+    pub(crate) fn finish(mut self, with_calls: bool) -> Vec<MessageItem> {
         for (_, index, raw) in &self.calls {
             if let MessageItem::ToolCall(call) = &mut self.items[*index] {
                 call.args = if raw.trim().is_empty() {
@@ -171,11 +180,15 @@ pub(crate) struct AgentLoop {
     session_started: bool,
     /// The tool workers; joined at shutdown.
     pub(crate) pool: WorkerPool,
-    step_usage: Usage,
+    pub(crate) step_usage: Usage,
+    /// Deltas are not sent to the client (the summary step of a compaction).
+    pub(crate) quiet: bool,
+    /// A compaction the person asked for during a turn, run at the next step boundary.
+    pending_compact: Option<Option<String>>,
     /// The projection as shared messages, for requests; kept in step with `writer.history()`.
-    shared_history: Vec<Arc<Message>>,
+    pub(crate) shared_history: Vec<Arc<Message>>,
     /// Aborted model streams whose threads are joined once the turn's `TurnDone` is sent.
-    retired: Vec<ResponseStream>,
+    pub(crate) retired: Vec<ResponseStream>,
 }
 
 impl AgentLoop {
@@ -200,6 +213,8 @@ impl AgentLoop {
             failures: HashMap::new(),
             pool: WorkerPool::new(),
             step_usage: Usage::default(),
+            quiet: false,
+            pending_compact: None,
             shared_history: Vec::new(),
             retired: Vec::new(),
         }
@@ -220,6 +235,10 @@ impl AgentLoop {
         match cmd {
             Ok(AgentCommand::Submit(input) | AgentCommand::Steer(input)) => {
                 self.queued.push_back(input);
+                None
+            }
+            Ok(AgentCommand::Compact { focus }) => {
+                self.pending_compact = Some(focus);
                 None
             }
             Ok(AgentCommand::Cancel) => Some(Stop::Cancelled),
@@ -247,16 +266,24 @@ impl AgentLoop {
     /// Runs until `Shutdown` (or until `cmd` disconnects), then closes the log and joins.
     pub(crate) fn run(mut self) {
         while !self.shutdown {
+            if let Some(focus) = self.pending_compact.take() {
+                self.run_turn(TurnWork::Compact(focus));
+                continue;
+            }
             let input = match self.queued.pop_front() {
                 Some(input) => input,
                 None => match self.cmd.recv() {
                     Ok(AgentCommand::Submit(input) | AgentCommand::Steer(input)) => input,
+                    Ok(AgentCommand::Compact { focus }) => {
+                        self.run_turn(TurnWork::Compact(focus));
+                        continue;
+                    }
                     // Nothing runs: nothing to cancel.
                     Ok(AgentCommand::Cancel) => continue,
                     Ok(AgentCommand::Shutdown) | Err(RecvError) => break,
                 },
             };
-            self.run_turn(input);
+            self.run_turn(TurnWork::Input(input));
         }
         // A subagent's log is finished when it stops. The root's stays open to `exec resume`
         // and friends: `session_end` admits nothing after it, so the root never writes it.
@@ -281,7 +308,7 @@ impl AgentLoop {
         }
     }
 
-    fn run_turn(&mut self, input: UserInput) {
+    fn run_turn(&mut self, work: TurnWork) {
         let turn = TurnId::new(self.writer.trace().last_turn()).next();
         self.failures.clear();
         self.approved_calls.clear();
@@ -298,10 +325,22 @@ impl AgentLoop {
             return;
         }
         self.emit(AgentEventKind::TurnStarted { turn });
-        self.queued.push_front(input);
         let mut usage = Usage::default();
         let mut final_text = String::new();
-        let outcome = match self.turn_body(turn, &mut usage, &mut final_text) {
+        let body = match work {
+            TurnWork::Input(input) => {
+                self.queued.push_front(input);
+                self.turn_body(turn, &mut usage, &mut final_text)
+            }
+            TurnWork::Compact(focus) => self.compact(
+                turn,
+                StepId::new(1),
+                CompactTrigger::Manual,
+                focus.as_deref(),
+                &mut usage,
+            ),
+        };
+        let outcome = match body {
             Ok(()) => TurnOutcome::Completed,
             Err(Stop::Cancelled) => TurnOutcome::Cancelled,
             Err(Stop::Failed(message)) => TurnOutcome::Failed { message },
@@ -346,17 +385,29 @@ impl AgentLoop {
         // Consecutive Stop-hook blocks; the turn ends anyway after `MAX_STOP_BLOCKS`.
         let mut stop_blocks = 0;
         let mut continuation: Option<UserInput> = None;
+        // Summary steps of compactions do not count against the step limit.
+        let mut compaction_steps = 0;
         loop {
             self.poll_cmd()?;
             step = step.next();
+            if let Some(focus) = self.pending_compact.take() {
+                self.compact(turn, step, CompactTrigger::Manual, focus.as_deref(), usage)?;
+                compaction_steps += 1;
+                step = step.next();
+            }
             let max_steps = self.env.config.max_steps;
-            if step.get() > max_steps {
+            if step.get() - compaction_steps > max_steps {
                 return Err(Stop::Failed(format!(
                     "the turn reached its limit of {max_steps} steps"
                 )));
             }
             let mut inputs = self.submitted_inputs(step)?;
             inputs.extend(continuation.take());
+            if self.needs_compaction(turn, step, &inputs) {
+                self.compact(turn, step, CompactTrigger::Auto, None, usage)?;
+                compaction_steps += 1;
+                step = step.next();
+            }
             let info = StepInfo {
                 session_id: self.writer.session_id(),
                 turn,
@@ -462,6 +513,25 @@ impl AgentLoop {
         Ok(inputs)
     }
 
+    /// Whether the root agent's next request (the history and `inputs`) passes the
+    /// auto-compaction limit.
+    fn needs_compaction(&self, turn: TurnId, step: StepId, inputs: &[UserInput]) -> bool {
+        let Some(compactor) = &self.env.deps.compactor else {
+            return false;
+        };
+        if self.env.depth != 0 || self.writer.history().is_empty() {
+            return false;
+        }
+        let info = StepInfo {
+            session_id: self.writer.session_id(),
+            turn,
+            step,
+            history: self.writer.history(),
+            depth: self.env.depth,
+        };
+        compactor.should_compact(&info, inputs)
+    }
+
     /// Calls the hooks with this loop's scope. Unless there are none, the call runs on a
     /// helper thread while the loop keeps handling `cmd`: a cancel fires the scope's token, the
     /// hooks implementation kills what it runs, and the turn stops once the call returned.
@@ -522,7 +592,7 @@ impl AgentLoop {
 
     /// Brings `shared_history` up to `writer.history()`: new messages are appended (cloned
     /// once); when the projection changed otherwise (a compaction replaced it), it is rebuilt.
-    fn sync_shared_history(&mut self) {
+    pub(crate) fn sync_shared_history(&mut self) {
         let history = self.writer.history();
         let known = self.shared_history.len();
         let extends = known <= history.len()
@@ -630,7 +700,7 @@ impl AgentLoop {
     /// Appends a `context` record for `request` unless the newest one logged already says the
     /// same: what the request shows the model besides the history is in the log before it is
     /// sent. Sections that do not join to the instructions are logged as one section.
-    fn log_context(&mut self, request: &ModelRequest) -> Result<(), Stop> {
+    pub(crate) fn log_context(&mut self, request: &ModelRequest) -> Result<(), Stop> {
         let sections = if join_sections(&request.sections) == request.instructions {
             request.sections.clone()
         } else {
@@ -656,7 +726,7 @@ impl AgentLoop {
     }
 
     /// Reads the stream until it completes, fails, or a command stops the turn.
-    fn read_stream(
+    pub(crate) fn read_stream(
         &mut self,
         turn: TurnId,
         step: StepId,
@@ -754,6 +824,9 @@ impl AgentLoop {
         coalesce: bool,
         pending: &mut Option<(DeltaKind, String)>,
     ) {
+        if self.quiet {
+            return;
+        }
         if !coalesce {
             match kind {
                 DeltaKind::Text => self.emit(AgentEventKind::TextDelta { turn, step, delta }),

@@ -38,6 +38,13 @@ pub enum AgentCommand {
     /// Add input to the running turn at the next step boundary (like `Submit` when idle).
     /// Causes no event of its own; the input shows up in the next request.
     Steer(UserInput),
+    /// Compact the conversation now (`/compact [focus]`): a summary replaces the history. Idle,
+    /// it runs as a turn of its own (`TurnStarted`, `Compacted`, `TurnDone`); during a turn, at
+    /// the next step boundary.
+    Compact {
+        /// What the summary should focus on.
+        focus: Option<String>,
+    },
     /// Cancel the running turn: stream dropped, tools cancelled, pending requests resolved as
     /// cancelled. Causes `TurnDone { outcome: Cancelled }` (nothing when idle).
     Cancel,
@@ -179,6 +186,22 @@ pub enum AgentEventKind {
         step: StepId,
         /// Why, for the person.
         reason: String,
+    },
+    /// The conversation was compacted: a `compaction` record replaced the history the model
+    /// sees (with a summary, or trimmed without one when the summary request failed).
+    Compacted {
+        /// The turn it happened in.
+        turn: TurnId,
+        /// `auto` or `manual`.
+        trigger: String,
+        /// Whether the model wrote a summary (false: a deterministic trim).
+        summarized: bool,
+        /// Estimated tokens of the history before and after.
+        tokens_before: u64,
+        /// Estimated tokens after.
+        tokens_after: u64,
+        /// For the person: what happened.
+        message: String,
     },
     /// A step ended.
     StepFinished {

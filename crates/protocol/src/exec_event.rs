@@ -138,6 +138,16 @@ pub enum ItemDetails {
         /// Where it stands.
         status: ItemStatus,
     },
+    /// The conversation was compacted (codex's `context_compaction` item): a summary, or a
+    /// trim without one, replaced the history the model sees.
+    ContextCompaction {
+        /// `auto` or `manual`.
+        trigger: String,
+        /// Whether the model wrote a summary.
+        summarized: bool,
+        /// What happened, for the person.
+        message: String,
+    },
     /// A non-fatal problem (a retried step, a warning, a declined request).
     Error {
         /// What happened.

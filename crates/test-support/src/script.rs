@@ -30,6 +30,10 @@ pub struct Script {
     /// `fake model: script exhausted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when_exhausted: Option<Box<Step>>,
+    /// What every request without tools gets (a compaction's summary request), without
+    /// taking a step of the queue. `None`: such requests take steps like any other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when_no_tools: Option<Box<Step>>,
 }
 
 impl Script {
@@ -49,6 +53,14 @@ impl Script {
     #[must_use]
     pub fn when_exhausted(mut self, step: impl Into<Step>) -> Self {
         self.when_exhausted = Some(Box::new(step.into()));
+        self
+    }
+
+    /// Sets what every request without tools gets (a compaction's summary request), leaving
+    /// the queue to the other requests.
+    #[must_use]
+    pub fn when_no_tools(mut self, step: impl Into<Step>) -> Self {
+        self.when_no_tools = Some(Box::new(step.into()));
         self
     }
 

@@ -84,6 +84,7 @@ impl FakeModelServer {
             state: Mutex::new(State {
                 steps: script.steps.into(),
                 when_exhausted: script.when_exhausted.map(|step| *step),
+                when_no_tools: script.when_no_tools.map(|step| *step),
                 requests: Vec::new(),
                 disconnects: 0,
             }),
@@ -196,6 +197,7 @@ struct Shared {
 struct State {
     steps: VecDeque<Step>,
     when_exhausted: Option<Step>,
+    when_no_tools: Option<Step>,
     requests: Vec<RecordedRequest>,
     disconnects: usize,
 }
@@ -229,9 +231,13 @@ impl Shared {
     /// Returns the request number (1-based) and the step.
     fn record(&self, request: RecordedRequest, take_step: bool) -> (usize, Option<Step>) {
         let mut state = self.lock();
+        let no_tools = request.body.is_object()
+            && request.body.get("tools").and_then(Value::as_array).is_none_or(Vec::is_empty);
         state.requests.push(request);
         let n = state.requests.len();
-        let step = if take_step {
+        let step = if take_step && no_tools && state.when_no_tools.is_some() {
+            state.when_no_tools.clone()
+        } else if take_step {
             state.steps.pop_front().or_else(|| state.when_exhausted.clone())
         } else {
             None

@@ -41,7 +41,7 @@ pub(crate) const COMMANDS: [(&str, &str); 13] = [
     ("/new", "start a new session"),
     ("/resume", "pick a session to resume (or `/resume ID`)"),
     ("/fork", "branch this session into a new one"),
-    ("/compact", "summarise the conversation (not available yet)"),
+    ("/compact", "summarise the conversation to free context (`/compact FOCUS` to steer it)"),
     ("/quit", "leave (also Ctrl+C twice on empty input, or Ctrl+D)"),
     ("/exit", "leave"),
 ];
@@ -350,6 +350,10 @@ impl App {
             AgentEventKind::StepFinished { usage, .. } => {
                 self.context_tokens = usage.input_tokens + usage.output_tokens;
             }
+            AgentEventKind::Compacted { tokens_after, message, .. } => {
+                self.context_tokens = tokens_after;
+                self.note(NoteKind::Info, format!("⟳ {message}"));
+            }
             AgentEventKind::Status(status) => self.status = status,
             AgentEventKind::ApprovalRequest(request) => self.approvals.push_back(request),
             AgentEventKind::AskUser(request) => self.asks.push_back(request),
@@ -513,10 +517,13 @@ impl App {
                     provider: None,
                 });
             }
-            "/compact" => self.note(
-                NoteKind::Info,
-                "/compact is not available yet: it arrives with context compaction",
-            ),
+            "/compact" => {
+                let focus = (!arg.is_empty()).then(|| arg.to_owned());
+                if self.turn_running {
+                    self.note(NoteKind::Info, "the conversation will be compacted after this step");
+                }
+                self.send(AgentCommand::Compact { focus });
+            }
             "/quit" | "/exit" => self.effects.push(Effect::Quit),
             other => self.note(NoteKind::Warning, format!("unknown command {other} (try /help)")),
         }

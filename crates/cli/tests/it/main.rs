@@ -4,6 +4,7 @@
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 mod command_env;
+mod compact;
 mod config;
 mod exec;
 mod guard;

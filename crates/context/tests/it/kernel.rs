@@ -122,6 +122,7 @@ fn run_turn(
             store.create(new, config)
         }),
         interceptors: vec![Arc::new(guard)],
+        compactor: None,
     };
     let config =
         AgentConfig::standard("gpt-test", "scripted", project.repo().display().to_string());

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cancel;
+mod compact;
 mod escalate;
 mod hooks;
 mod hygiene;

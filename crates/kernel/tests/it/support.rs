@@ -437,6 +437,7 @@ pub(crate) fn deps(
             store.create(new, config)
         }),
         interceptors: Vec::new(),
+        compactor: None,
     }
 }
 
@@ -565,6 +566,9 @@ pub(crate) fn tags(events: &[AgentEvent]) -> Vec<String> {
                 other => format!("turn_done {other:?} cancelled={cancelled}"),
             },
             AgentEventKind::ShutdownComplete => "shutdown_complete".to_owned(),
+            AgentEventKind::Compacted { trigger, summarized, .. } => {
+                format!("compacted {trigger} summarized={summarized}")
+            }
             AgentEventKind::Status(_) | AgentEventKind::Usage { .. } => continue,
         };
         let tag = format!("{prefix}{tag}");

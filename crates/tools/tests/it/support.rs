@@ -239,6 +239,7 @@ impl Harness {
                 sessions_store.create(new, writer)
             }),
             interceptors: Vec::new(),
+            compactor: None,
         };
         let mut agent =
             AgentConfig::standard("test-model", "scripted", config.cwd.display().to_string());

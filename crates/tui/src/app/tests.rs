@@ -283,16 +283,19 @@ fn tool_cards_live_while_running_and_go_to_history_when_done() {
 
 #[test]
 fn slash_commands() {
-    let (mut app, _rx) = app();
-    app.slash("/compact");
+    let (mut app, rx) = app();
+    app.slash("/compact keep the plan");
+    assert!(matches!(
+        rx.try_recv(),
+        Ok(AgentCommand::Compact { focus: Some(focus) }) if focus == "keep the plan"
+    ));
     app.slash("/approvals");
     app.slash("/status");
     app.slash("/bogus");
     let texts = notes(&app.take_history());
-    assert!(texts[0].contains("not available"), "{texts:?}");
-    assert!(texts[1].contains("on-request") && texts[1].contains("/approvals never"), "{texts:?}");
-    assert!(texts[2].contains(crate::testing::SESSION) && texts[2].contains("gpt-5"), "{texts:?}");
-    assert!(texts[3].contains("unknown command /bogus"), "{texts:?}");
+    assert!(texts[0].contains("on-request") && texts[0].contains("/approvals never"), "{texts:?}");
+    assert!(texts[1].contains(crate::testing::SESSION) && texts[1].contains("gpt-5"), "{texts:?}");
+    assert!(texts[2].contains("unknown command /bogus"), "{texts:?}");
 
     app.slash("/model o3");
     app.slash("/new");
