@@ -11,31 +11,43 @@ use codecoder_kernel::{Tool, ToolContext, ToolKind, ToolOutput};
 use codecoder_protocol::ToolError;
 use serde_json::{Value, json};
 
-use crate::discovery::SkillStore;
+use crate::discovery::{Scope, SkillStore};
 use crate::skill::Skill;
 use crate::substitute::activation_text;
 
 /// The skills activated in the current turn.
 #[derive(Debug, Clone, Default)]
-pub struct ActiveSkills(Arc<Mutex<Vec<Skill>>>);
+pub struct ActiveSkills {
+    active: Arc<Mutex<Vec<Skill>>>,
+    project_trusted: bool,
+}
 
 impl ActiveSkills {
+    /// None active yet. In an untrusted project (`project_trusted` false) the project's skills
+    /// pre-approve nothing.
+    pub fn new(project_trusted: bool) -> Self {
+        Self { active: Arc::default(), project_trusted }
+    }
+
     /// Marks `skill` active.
-    pub fn activate(&self, skill: Skill) {
-        let mut active = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+    pub fn activate(&self, mut skill: Skill) {
+        if skill.scope == Scope::Project && !self.project_trusted {
+            skill.allowed_tools.clear();
+        }
+        let mut active = self.active.lock().unwrap_or_else(PoisonError::into_inner);
         active.retain(|s| s.name != skill.name);
         active.push(skill);
     }
 
     /// The tools the active skills pre-approve, as their files spell them.
     pub fn allowed_tools(&self) -> Vec<String> {
-        let active = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let active = self.active.lock().unwrap_or_else(PoisonError::into_inner);
         active.iter().flat_map(|skill| skill.allowed_tools.iter().cloned()).collect()
     }
 
     /// Ends every activation (the turn ended).
     pub fn clear(&self) {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        self.active.lock().unwrap_or_else(PoisonError::into_inner).clear();
     }
 }
 
