@@ -198,3 +198,35 @@ fn two_subagents_run_from_one_response_and_both_answers_return() {
     let last = &requests[3].raw_body;
     assert!(last.contains("ANSWER-X") && last.contains("ANSWER-Y"), "{last}");
 }
+
+#[test]
+fn an_active_skills_allowed_tools_are_pre_approved_in_a_trusted_project() {
+    let setup = Setup::new();
+    setup.skill(
+        "scaffold",
+        "name: scaffold\ndescription: Make files\nallowed-tools: Bash(touch:*) Read",
+        "Use touch.",
+    );
+    let script = |file: &str| {
+        Script::new()
+            .reply(Reply::tool_call("c1", "run_command", json!({ "command": format!("touch {file}") })))
+            .reply(Reply::text("done"))
+    };
+    // Not active: under `untrusted` approvals the command needs a person, and exec has none.
+    let server = FakeModelServer::start(script("plain.txt")).unwrap();
+    let out = setup.run(&server, &["-a", "untrusted", "exec", "make plain.txt"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!setup.repo.path().join("plain.txt").exists());
+    // Active in an untrusted project: its pre-approvals do not count.
+    let server = FakeModelServer::start(script("early.txt")).unwrap();
+    let out = setup.run(&server, &["-a", "untrusted", "exec", "$scaffold make early.txt"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!setup.repo.path().join("early.txt").exists());
+    // Active in a trusted project: the command runs without asking.
+    let out = setup.run(&server, &["trust"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let server = FakeModelServer::start(script("made.txt")).unwrap();
+    let out = setup.run(&server, &["-a", "untrusted", "exec", "$scaffold make made.txt"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(setup.repo.path().join("made.txt").exists(), "{}", server.requests()[1].raw_body);
+}
