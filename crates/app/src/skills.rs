@@ -18,7 +18,7 @@ use codecoder_kernel::{
 };
 use codecoder_protocol::{ContentItem, ToolCall};
 use codecoder_skills::{
-    ActiveSkills, AgentDef, Catalogue, Command, Roots, Skill, SkillStore, Warning,
+    ActiveSkills, AgentDef, Catalogue, Command, Roots, Scope, Skill, SkillStore, Warning,
 };
 
 use crate::Notice;
@@ -273,4 +273,52 @@ impl Hooks for SkillHooks {
     fn notification(&self, scope: HookScope<'_>, message: &str, kind: &str) -> HookReport {
         self.inner.notification(scope, message, kind)
     }
+}
+
+/// `codecoder doctor`'s lines on skills, agents and commands: each with its file, then the
+/// warnings.
+pub(crate) fn write_report(
+    found: &Extensions,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let scope = |scope: Scope| match scope {
+        Scope::Project => "project",
+        Scope::User => "user",
+    };
+    writeln!(out, "skills:")?;
+    if found.skills.is_empty() {
+        writeln!(out, "  (none)")?;
+    }
+    for skill in found.skills.values() {
+        let only_person = if skill.disable_model_invocation { ", the person only" } else { "" };
+        writeln!(
+            out,
+            "  {} ({}{only_person}): {}",
+            skill.name,
+            scope(skill.scope),
+            skill.path.display()
+        )?;
+    }
+    writeln!(out, "agents:")?;
+    writeln!(out, "  {GENERAL_PURPOSE} (built in)")?;
+    for agent in &found.agents {
+        writeln!(out, "  {} ({}): {}", agent.name, scope(agent.scope), agent.path.display())?;
+    }
+    writeln!(out, "commands:")?;
+    if found.commands.is_empty() {
+        writeln!(out, "  (none)")?;
+    }
+    for command in &found.commands {
+        writeln!(
+            out,
+            "  /{} ({}): {}",
+            command.name,
+            scope(command.scope),
+            command.path.display()
+        )?;
+    }
+    for warning in &found.warnings {
+        writeln!(out, "  warning: {warning}")?;
+    }
+    Ok(())
 }

@@ -209,7 +209,11 @@ fn an_active_skills_allowed_tools_are_pre_approved_in_a_trusted_project() {
     );
     let script = |file: &str| {
         Script::new()
-            .reply(Reply::tool_call("c1", "run_command", json!({ "command": format!("touch {file}") })))
+            .reply(Reply::tool_call(
+                "c1",
+                "run_command",
+                json!({ "command": format!("touch {file}") }),
+            ))
             .reply(Reply::text("done"))
     };
     // Not active: under `untrusted` approvals the command needs a person, and exec has none.
@@ -229,4 +233,27 @@ fn an_active_skills_allowed_tools_are_pre_approved_in_a_trusted_project() {
     let out = setup.run(&server, &["-a", "untrusted", "exec", "$scaffold make made.txt"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(setup.repo.path().join("made.txt").exists(), "{}", server.requests()[1].raw_body);
+}
+
+#[test]
+fn doctor_lists_skills_agents_and_commands_with_their_files_and_warnings() {
+    let setup = Setup::new();
+    let dir = setup.skill("pdf-forms", "name: pdf-forms\ndescription: Fill PDF forms", "body");
+    setup.skill("broken", "name: broken\ndescription: \"unclosed", "body");
+    setup.agent("reviewer.md", REVIEWER);
+    let commands = setup.repo.path().join(".claude/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(commands.join("ship.md"), "Ship it\n").unwrap();
+    let server = FakeModelServer::start(Script::new()).unwrap();
+    let out = setup.run(&server, &["doctor"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = crate::stdout(&out);
+    assert!(
+        text.contains(&format!("pdf-forms (project): {}", dir.join("SKILL.md").display())),
+        "{text}"
+    );
+    assert!(text.contains("general-purpose (built in)"), "{text}");
+    assert!(text.contains("reviewer (project): "), "{text}");
+    assert!(text.contains("/ship (project): "), "{text}");
+    assert!(text.contains("broken/SKILL.md:3: unclosed"), "{text}");
 }
