@@ -78,6 +78,7 @@ impl Extensions {
                 instructions: String::new(),
                 tools: None,
                 model: None,
+                max_steps: None,
             });
         }
         for agent in &self.agents {
@@ -131,6 +132,7 @@ impl Extensions {
                 instructions,
                 tools,
                 model,
+                max_steps: agent.max_turns,
             });
         }
         types

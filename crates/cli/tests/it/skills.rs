@@ -257,3 +257,29 @@ fn doctor_lists_skills_agents_and_commands_with_their_files_and_warnings() {
     assert!(text.contains("/ship (project): "), "{text}");
     assert!(text.contains("broken/SKILL.md:3: unclosed"), "{text}");
 }
+
+#[test]
+fn an_agents_max_turns_bounds_its_steps() {
+    let setup = Setup::new();
+    setup.agent(
+        "quick.md",
+        "---\nname: quick\ndescription: One step only\nmaxTurns: 1\n---\nBe quick.\n",
+    );
+    std::fs::write(setup.repo.path().join("a.txt"), "alpha\n").unwrap();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call(
+                "a1",
+                "agent",
+                json!({ "task": "read a.txt", "agent_type": "quick" }),
+            ))
+            .reply(Reply::tool_call("r1", "read_file", json!({ "path": "a.txt" })))
+            .reply(Reply::text("the helper ran out of steps")),
+    )
+    .unwrap();
+    let out = setup.run(&server, &["exec", "delegate"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "the child never got a second step");
+    assert!(requests[2].raw_body.contains("the subagent failed"), "{}", requests[2].raw_body);
+}
