@@ -324,3 +324,20 @@ pub(crate) fn write_report(
     }
     Ok(())
 }
+
+impl crate::Runtime {
+    /// What a person may type to activate something: the user-invocable skills' names (for
+    /// `$name`) and the custom commands' names (for `/name`), each sorted.
+    pub fn invocables(&self) -> (Vec<String>, Vec<String>) {
+        let found = load(&self.cwd, &self.home);
+        let skills = found
+            .skills
+            .values()
+            .filter(|skill| skill.user_invocable)
+            .map(|skill| skill.name.clone())
+            .collect();
+        let mut commands: Vec<String> = found.commands.into_iter().map(|c| c.name).collect();
+        commands.sort();
+        (skills, commands)
+    }
+}
