@@ -154,7 +154,7 @@ fn our_tool_name(registry: &ToolRegistry, name: &str) -> Option<String> {
 
 /// Whether an `allowed-tools` entry covers `call`: the tool's name (ours or Claude's), with an
 /// optional `(prefix*)` or `(prefix:*)` the call's `command` must start with.
-fn covers(entry: &str, call: &ToolCall) -> bool {
+pub(crate) fn covers(entry: &str, call: &ToolCall) -> bool {
     let (base, pattern) = match entry.split_once('(') {
         Some((base, rest)) => (base.trim(), Some(rest.trim_end_matches(')'))),
         None => (entry.trim(), None),
