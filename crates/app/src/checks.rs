@@ -63,7 +63,8 @@ impl Runtime {
     }
 
     /// Writes `codecoder doctor`'s report: the home, the project and its trust, the config
-    /// layers, the sandbox backend and why, the modes, roots, hidden paths, hooks and rules.
+    /// layers, the sandbox backend and why, the modes, roots, hidden paths, hooks, skills,
+    /// agents and commands (with their files and warnings), and rules.
     ///
     /// Returns what loading the hooks had to say, for stderr.
     ///
@@ -181,6 +182,7 @@ impl Runtime {
                 writeln!(out, "  {line}")?;
             }
         }
+        crate::skills::write_report(&crate::skills::load(cwd, home), out)?;
         writeln!(out, "permission rules:")?;
         let mut any = false;
         for (origin, layer) in &loaded.layers {

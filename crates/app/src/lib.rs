@@ -23,6 +23,7 @@ mod provider;
 mod replay;
 mod safety;
 mod session;
+mod skills;
 mod transcript;
 
 use std::path::{Path, PathBuf};

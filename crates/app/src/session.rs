@@ -52,6 +52,9 @@ pub struct SessionRequest {
     /// A person is at hand to answer approvals (the TUI, an editor): the default approval mode
     /// is then on-request instead of never.
     pub interactive: bool,
+    /// The first prompt, when known at start (`exec`): the skill catalogue, when it must be
+    /// cut, keeps the skills that match it best.
+    pub first_prompt: Option<String>,
 }
 
 impl SessionRequest {
@@ -276,6 +279,22 @@ impl Runtime {
         for tool in codecoder_tools::builtin_tools(tools_config) {
             registry.register(tool)?;
         }
+        // Skills (the `skill` tool when any is installed) and subagents (the `agent` tool, its
+        // types the built-in one and the agent definitions).
+        let extensions = crate::skills::load(&cwd, &home);
+        notices.extend(extensions.warnings.iter().map(|w| Notice::Warning(w.to_string())));
+        let active_skills = codecoder_skills::ActiveSkills::new(loaded.project_trusted);
+        let session_id = writer.session_id().to_string();
+        if !extensions.skills.is_empty() {
+            registry.register(Arc::new(codecoder_skills::SkillTool::new(
+                Arc::clone(&extensions.store),
+                session_id.clone(),
+                active_skills.clone(),
+            )))?;
+        }
+        agent_config.subagents.types = extensions.agent_types(&registry, &mut notices);
+        registry
+            .register(Arc::new(codecoder_kernel::AgentTool::new(&agent_config.subagents.types)))?;
         let registry = Arc::new(registry);
 
         // The prompt: base instructions, environment, AGENTS.md; the model's window and reserve.
@@ -302,7 +321,11 @@ impl Runtime {
             &codecoder_stdx::SystemClock,
             &codecoder_context::AgentsMdLoader::new(),
         )?
-        .with_blob_resolver(move |blob| blobs.resolve(blob).ok());
+        .with_blob_resolver(move |blob| blobs.resolve(blob).ok())
+        .with_section(
+            "skills",
+            extensions.catalogue(request.first_prompt.as_deref().unwrap_or_default()),
+        )?;
         let builder = Arc::new(builder);
         let guard = codecoder_context::ContextWindowGuard::new(
             Arc::clone(&builder),
@@ -328,6 +351,18 @@ impl Runtime {
             Some(hooks) => Arc::new(hooks),
             None => Arc::new(codecoder_kernel::NoHooks),
         };
+        let hooks: Arc<dyn codecoder_kernel::Hooks> =
+            if extensions.skills.is_empty() && extensions.commands.is_empty() {
+                hooks
+            } else {
+                Arc::new(crate::skills::SkillHooks {
+                    inner: hooks,
+                    store: Arc::clone(&extensions.store),
+                    commands: extensions.commands.clone(),
+                    active: active_skills,
+                    session_id,
+                })
+            };
         let deps = AgentDeps {
             model: model_client,
             prompt: builder,

@@ -17,3 +17,25 @@ fn init_writes_a_starter_agents_md_once() {
         "never overwritten"
     );
 }
+
+#[test]
+fn allowed_tools_entries_cover_calls_by_our_name_or_claudes_and_by_command_prefix() {
+    use codecoder_protocol::{ToolCall, ToolCallId};
+    let call = |name: &str, args: serde_json::Value| ToolCall {
+        id: ToolCallId::new("c"),
+        name: name.to_owned(),
+        args,
+    };
+    let git_add = call("run_command", serde_json::json!({ "command": "git add src" }));
+    let git_push = call("run_command", serde_json::json!({ "command": "git push" }));
+    let git_addx = call("run_command", serde_json::json!({ "command": "git addx" }));
+    let read = call("read_file", serde_json::json!({ "path": "a" }));
+    let covers = crate::skills::covers;
+    assert!(covers("Bash(git add:*)", &git_add));
+    assert!(!covers("Bash(git add:*)", &git_push));
+    assert!(!covers("Bash(git add:*)", &git_addx));
+    assert!(covers("Bash", &git_push));
+    assert!(covers("run_command(git add*)", &git_add));
+    assert!(covers("Read", &read) && covers("read_file", &read));
+    assert!(!covers("Write", &read));
+}

@@ -91,6 +91,7 @@ pub(crate) fn run(
         replay: options.replay.clone(),
         ephemeral: options.ephemeral,
         output_schema: output_schema.clone(),
+        first_prompt: Some(prompt.clone()),
         ..codecoder_app::SessionRequest::new()
     })?;
     for notice in &session.notices {

@@ -28,6 +28,7 @@ pub(crate) fn run(
         ));
     }
     let runtime = crate::load_runtime(global, options.model.clone(), options.provider.clone())?;
+    let (skills, commands) = runtime.invocables();
     let mut host = RuntimeHost::new(runtime);
     let start = match resume {
         Some(query) => Start::Resume(query),
@@ -42,7 +43,8 @@ pub(crate) fn run(
         no_color: std::env::var_os(codecoder_protocol::env::NO_COLOR)
             .is_some_and(|v| !v.is_empty()),
         initial_prompt: prompt,
-        skills: Vec::new(),
+        skills,
+        commands,
         stats_path: options.stats_file.clone(),
         open_resume_picker: pick,
     };

@@ -1,7 +1,8 @@
 //! `ContextBuilder`: the `PromptBuilder` the kernel calls once per step.
 //!
-//! The system prompt is the ordered sections base instructions, environment, AGENTS.md, then
-//! the agent's own instructions (a subagent type's) when present. Tool schemas go in
+//! The system prompt is the ordered sections base instructions, environment, AGENTS.md, any
+//! sections the session adds (`with_section`: the skill catalogue), then the agent's own
+//! instructions (a subagent type's) when present. Tool schemas go in
 //! `ModelRequest.tools`; the history is the kernel's projection, with blob references inlined
 //! when a resolver is given.
 //!
@@ -183,6 +184,19 @@ impl ContextBuilder {
     ) -> Self {
         self.resolver = Some(Box::new(resolver));
         self
+    }
+
+    /// Adds a section after the others (the skill catalogue, say), made once at session start
+    /// like the rest; an empty `text` adds nothing. Fails when it is over the refusal threshold.
+    pub fn with_section(mut self, name: &str, text: String) -> Result<Self> {
+        if text.trim().is_empty() {
+            return Ok(self);
+        }
+        self.policy.refuse(name, &text)?;
+        self.sections.push(Section { name: name.to_owned(), text });
+        let texts: Vec<&str> = self.sections.iter().map(|section| section.text.as_str()).collect();
+        self.base = texts.join("\n\n").into();
+        Ok(self)
     }
 
     /// The sections, in prompt order (without agent instructions).

@@ -598,3 +598,33 @@ mod compaction {
         assert!(format!("{:?}", last.items).contains("9 word0"), "the newest is kept");
     }
 }
+
+#[test]
+fn an_added_section_follows_the_others_and_precedes_agent_instructions() {
+    use codecoder_kernel::{PromptBuilder, PromptInput};
+    use codecoder_protocol::{SessionId, StepId, TurnId};
+    let dir = tempfile::tempdir().unwrap();
+    let config = ContextConfig::standard(100_000, 1_000, None);
+    let environment = Environment::new(dir.path(), None);
+    let builder =
+        ContextBuilder::new(&config, &environment, &ManualClock::new(0, 0), &AgentsMdLoader::new())
+            .unwrap()
+            .with_section("skills", "# Skills\n\n- `a`: does a".to_owned())
+            .unwrap()
+            .with_section("empty", "  ".to_owned())
+            .unwrap();
+    let names: Vec<&str> = builder.sections().iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, vec!["base instructions", "environment", "skills"]);
+    let request = builder.build(&PromptInput {
+        session_id: SessionId::new(),
+        model: "m",
+        agent_instructions: Some("CHILD"),
+        history: &[],
+        tools: &[],
+        turn: TurnId::new(1),
+        step: StepId::new(1),
+    });
+    assert!(request.instructions.ends_with("- `a`: does a\n\n# Agent instructions\n\nCHILD"));
+    let names: Vec<&str> = request.sections.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, vec!["base instructions", "environment", "skills", "agent instructions"]);
+}

@@ -114,6 +114,8 @@ pub struct AgentType {
     pub tools: Option<Vec<String>>,
     /// Its model; the parent's when `None`.
     pub model: Option<String>,
+    /// Its steps per turn (`AgentConfig::max_steps`); the parent's when `None`.
+    pub max_steps: Option<u32>,
 }
 
 /// Makes session writers: the root's, and one per subagent.

@@ -152,6 +152,9 @@ impl Tool for AgentTool {
         let mut config = env.config.clone();
         config.model = model.clone();
         config.agent_instructions = agent_type.as_ref().map(|t| t.instructions.clone());
+        if let Some(max) = agent_type.as_ref().and_then(|t| t.max_steps) {
+            config.max_steps = max;
+        }
         let deps = AgentDeps { tools: Arc::new(tools), ..env.deps.clone() };
         let writer = deps
             .sessions

@@ -116,6 +116,8 @@ pub(crate) struct App {
     pub(crate) completion: Option<Completion>,
     pub(crate) picker: Option<Picker>,
     pub(crate) skills: Vec<String>,
+    /// Custom command names (without `/`), sent as prompts.
+    pub(crate) commands: Vec<String>,
     /// Workspace files for `@` completion, listed on first use.
     pub(crate) files: Option<Vec<String>>,
     effects: Vec<Effect>,
@@ -152,6 +154,7 @@ impl App {
             completion: None,
             picker: None,
             skills: Vec::new(),
+            commands: Vec::new(),
             files: None,
             effects: Vec::new(),
             dirty: true,
@@ -436,7 +439,15 @@ impl App {
         if trimmed.is_empty() {
             return;
         }
-        if trimmed.starts_with('/') && !trimmed.starts_with("//") {
+        let custom = trimmed
+            .strip_prefix('/')
+            .and_then(|rest| rest.split_whitespace().next())
+            .is_some_and(|name| {
+                // The UI's own commands win over a custom one of the same name.
+                !COMMANDS.iter().any(|(builtin, _)| builtin.strip_prefix('/') == Some(name))
+                    && self.commands.iter().any(|command| command == name)
+            });
+        if trimmed.starts_with('/') && !trimmed.starts_with("//") && !custom {
             self.slash(trimmed);
             return;
         }

@@ -191,6 +191,9 @@ pub struct TuiConfig {
     pub initial_prompt: Option<String>,
     /// Skill names `$` completes.
     pub skills: Vec<String>,
+    /// Custom commands (`/name`, without the slash): sent to the agent as prompts, which it
+    /// expands.
+    pub commands: Vec<String>,
     /// Where to write frame statistics as JSON at exit (benchmarks), if anywhere.
     pub stats_path: Option<PathBuf>,
     /// Open the session picker at once (`codecoder resume` without an id).

@@ -190,6 +190,7 @@ fn ui_loop(
     let mut agent = Some(agent);
     let mut app = App::new(info, config.approval_mode.clone(), agent_cmd(agent.as_ref()));
     app.skills.clone_from(&config.skills);
+    app.commands.clone_from(&config.commands);
     app.push(header(&app));
     app.replay(transcript);
     if let Some(prompt) = &config.initial_prompt {

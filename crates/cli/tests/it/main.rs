@@ -13,6 +13,7 @@ mod lock;
 mod replay;
 mod safety;
 mod sessions;
+mod skills;
 mod tui;
 
 use std::path::Path;

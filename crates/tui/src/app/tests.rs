@@ -423,3 +423,16 @@ fn a_hook_message_is_a_hook_note() {
         "{history:?}"
     );
 }
+
+#[test]
+fn a_custom_command_goes_to_the_agent_and_a_builtin_of_the_same_name_wins() {
+    let (mut app, rx) = app();
+    app.commands = vec!["fix-issue".to_owned(), "help".to_owned()];
+    app.send_text("/fix-issue 123".to_owned());
+    assert_eq!(rx.try_recv().unwrap(), AgentCommand::Submit(UserInput::text("/fix-issue 123")));
+    app.send_text("/help".to_owned());
+    assert!(rx.try_recv().is_err(), "/help is the UI's own");
+    app.send_text("/unknown".to_owned());
+    assert!(rx.try_recv().is_err());
+    assert!(notes(&app.take_history()).iter().any(|n| n.contains("unknown command /unknown")));
+}

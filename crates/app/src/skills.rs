@@ -1,0 +1,343 @@
+//! Skills, agent definitions and custom commands in a session: found at session start (project
+//! from the working directory up to the repository root, then the user's), the skill catalogue
+//! for the prompt, the `agent` tool's types, and `SkillHooks`, which expands `$name` and
+//! `/command` in a prompt and pre-approves an active skill's `allowed-tools`.
+//!
+//! Invariants: a bad file is a warning and never stops the session; a skill's body reaches the
+//! model only on activation (the `skill` tool, `$name`); in an untrusted project, the project's
+//! skills do not pre-approve tools.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use codecoder_hooks::mapping::claude_tool_name;
+use codecoder_kernel::{
+    AgentType, HookReport, HookScope, HookVerdict, Hooks, PermissionHook, PostToolUse, PreToolUse,
+    PromptSubmit, SessionStartHook, StopHook, ToolRegistry,
+};
+use codecoder_protocol::{ContentItem, ToolCall};
+use codecoder_skills::{
+    ActiveSkills, AgentDef, Catalogue, Command, Roots, Scope, Skill, SkillStore, Warning,
+};
+
+use crate::Notice;
+
+/// The catalogue's room in the prompt, in bytes (about 2,000 tokens).
+pub(crate) const CATALOGUE_BUDGET: usize = 8_000;
+
+/// The subagent type that always exists.
+pub(crate) const GENERAL_PURPOSE: &str = "general-purpose";
+
+/// What a session found.
+pub(crate) struct Extensions {
+    pub(crate) store: Arc<SkillStore>,
+    pub(crate) skills: BTreeMap<String, Skill>,
+    pub(crate) agents: Vec<AgentDef>,
+    pub(crate) commands: Vec<Command>,
+    pub(crate) warnings: Vec<Warning>,
+}
+
+/// The folders searched from `cwd`, with `codecoder_home` and the user's home (`$HOME`).
+pub(crate) fn roots(cwd: &Path, codecoder_home: &Path) -> Roots {
+    let home = std::env::var_os(codecoder_protocol::env::HOME).map(PathBuf::from);
+    Roots::standard(cwd, Some(codecoder_home), home.as_deref())
+}
+
+/// Finds the skills, agents and commands of a session in `cwd`.
+pub(crate) fn load(cwd: &Path, codecoder_home: &Path) -> Extensions {
+    let roots = roots(cwd, codecoder_home);
+    let store = Arc::new(SkillStore::new(roots.clone()));
+    let (skills, mut warnings) = store.scan();
+    let (agents, agent_warnings) = codecoder_skills::load_agents(&roots);
+    let (commands, command_warnings) = codecoder_skills::load_commands(&roots);
+    warnings.extend(agent_warnings);
+    warnings.extend(command_warnings);
+    Extensions { store, skills, agents, commands, warnings }
+}
+
+impl Extensions {
+    /// The catalogue section's text, ranked against `query` when it must be cut.
+    pub(crate) fn catalogue(&self, query: &str) -> String {
+        let skills: Vec<&Skill> = self.skills.values().collect();
+        Catalogue::select(&skills, query, CATALOGUE_BUDGET).text
+    }
+
+    /// The `agent` tool's types: the built-in general-purpose one, then the definitions, with
+    /// their tool lists in `registry`'s names. Unknown tool names are notices.
+    pub(crate) fn agent_types(
+        &self,
+        registry: &ToolRegistry,
+        notices: &mut Vec<Notice>,
+    ) -> Vec<AgentType> {
+        let mut types = Vec::new();
+        if !self.agents.iter().any(|agent| agent.name == GENERAL_PURPOSE) {
+            types.push(AgentType {
+                name: GENERAL_PURPOSE.to_owned(),
+                description: "For research, code search and multi-step tasks that would fill your own context; it has your tools.".to_owned(),
+                instructions: String::new(),
+                tools: None,
+                model: None,
+                max_steps: None,
+            });
+        }
+        for agent in &self.agents {
+            let mut resolve = |names: &[String]| -> Vec<String> {
+                let mut ours = Vec::new();
+                for name in names {
+                    match our_tool_name(registry, name) {
+                        Some(found) => ours.push(found),
+                        None => notices.push(Notice::Warning(format!(
+                            "{}: agent `{}` names tool `{name}`, which this session does not have",
+                            agent.path.display(),
+                            agent.name
+                        ))),
+                    }
+                }
+                ours
+            };
+            let mut tools = agent.tools.as_ref().map(|names| resolve(names));
+            if !agent.disallowed_tools.is_empty() {
+                let denied = resolve(&agent.disallowed_tools);
+                let all: Vec<String> =
+                    registry.tools().iter().map(|tool| tool.name().to_owned()).collect();
+                tools = Some(
+                    tools
+                        .unwrap_or(all)
+                        .into_iter()
+                        .filter(|name| !denied.contains(name))
+                        .collect(),
+                );
+            }
+            let mut instructions = agent.instructions.clone();
+            for name in &agent.skills {
+                match self.skills.get(name) {
+                    Some(skill) => {
+                        instructions.push_str("\n\n");
+                        instructions.push_str(&codecoder_skills::activation_text(skill, "", ""));
+                    }
+                    None => notices.push(Notice::Warning(format!(
+                        "{}: agent `{}` preloads skill `{name}`, which is not installed",
+                        agent.path.display(),
+                        agent.name
+                    ))),
+                }
+            }
+            // Claude Code's model aliases name Anthropic models; elsewhere the parent's is used.
+            let model =
+                agent.model.clone().filter(|m| !matches!(m.as_str(), "sonnet" | "opus" | "haiku"));
+            types.push(AgentType {
+                name: agent.name.clone(),
+                description: agent.description.clone(),
+                instructions,
+                tools,
+                model,
+                max_steps: agent.max_turns,
+            });
+        }
+        types
+    }
+}
+
+/// Our name of the tool `name` (ours or Claude's; `Bash(git:*)` is `Bash`), if `registry` has it.
+fn our_tool_name(registry: &ToolRegistry, name: &str) -> Option<String> {
+    let base = name.split('(').next().unwrap_or(name).trim();
+    if matches!(base, "Agent" | "Task") {
+        return registry.get("agent").map(|tool| tool.name().to_owned());
+    }
+    registry
+        .tools()
+        .iter()
+        .find(|tool| tool.name() == base || claude_tool_name(tool.name()) == base)
+        .map(|tool| tool.name().to_owned())
+}
+
+/// Whether an `allowed-tools` entry covers `call`: the tool's name (ours or Claude's), with an
+/// optional `(prefix*)` or `(prefix:*)` the call's `command` must start with.
+pub(crate) fn covers(entry: &str, call: &ToolCall) -> bool {
+    let (base, pattern) = match entry.split_once('(') {
+        Some((base, rest)) => (base.trim(), Some(rest.trim_end_matches(')'))),
+        None => (entry.trim(), None),
+    };
+    if base != call.name && base != claude_tool_name(&call.name) {
+        return false;
+    }
+    match pattern {
+        None => true,
+        Some(pattern) => {
+            let prefix = pattern.trim_end_matches('*').trim_end_matches(':');
+            let command = call.args["command"].as_str().unwrap_or_default().trim_start();
+            pattern == "*" || command == prefix || command.starts_with(&format!("{prefix} "))
+        }
+    }
+}
+
+/// The session's hooks plus skills: `$name` and `/command` in a prompt add the skill's or the
+/// command's text to it; an active skill's `allowed-tools` skip the prompt for those calls
+/// until the turn ends.
+pub(crate) struct SkillHooks {
+    pub(crate) inner: Arc<dyn Hooks>,
+    pub(crate) store: Arc<SkillStore>,
+    pub(crate) commands: Vec<Command>,
+    pub(crate) active: ActiveSkills,
+    pub(crate) session_id: String,
+}
+
+impl Hooks for SkillHooks {
+    fn pre_tool_use(&self, scope: HookScope<'_>, call: &ToolCall) -> PreToolUse {
+        let mut answer = self.inner.pre_tool_use(scope, call);
+        if answer.verdict.is_none()
+            && self.active.allowed_tools().iter().any(|entry| covers(entry, call))
+        {
+            answer.verdict = Some(HookVerdict {
+                decision: codecoder_protocol::Verdict::Allow,
+                reason: Some("pre-approved by an active skill's allowed-tools".to_owned()),
+            });
+        }
+        answer
+    }
+
+    fn permission_request(
+        &self,
+        scope: HookScope<'_>,
+        call: &ToolCall,
+        reason: Option<&str>,
+    ) -> PermissionHook {
+        self.inner.permission_request(scope, call, reason)
+    }
+
+    fn post_tool_use(
+        &self,
+        scope: HookScope<'_>,
+        call: &ToolCall,
+        response: &[ContentItem],
+        failed: bool,
+    ) -> PostToolUse {
+        self.inner.post_tool_use(scope, call, response, failed)
+    }
+
+    fn user_prompt_submit(&self, scope: HookScope<'_>, prompt: &str) -> PromptSubmit {
+        let mut answer = self.inner.user_prompt_submit(scope, prompt);
+        if answer.blocked.is_some() || scope.depth > 0 {
+            return answer;
+        }
+        if let Some(text) =
+            codecoder_skills::expand_command(prompt, &self.commands, &self.session_id)
+        {
+            answer.context.push(text);
+        }
+        if !prompt.contains('$') {
+            return answer;
+        }
+        // Found again: a file may have changed since the session started (unchanged files
+        // are not read again).
+        let (skills, _) = self.store.scan();
+        let (mentioned, arguments) = codecoder_skills::expand_mentions(prompt, &skills);
+        for skill in mentioned {
+            answer.context.push(codecoder_skills::activation_text(
+                skill,
+                &arguments,
+                &self.session_id,
+            ));
+            self.active.activate(skill.clone());
+        }
+        answer
+    }
+
+    fn stop(&self, scope: HookScope<'_>, stop_hook_active: bool, last_message: &str) -> StopHook {
+        if scope.depth == 0 {
+            self.active.clear();
+        }
+        self.inner.stop(scope, stop_hook_active, last_message)
+    }
+
+    fn subagent_start(&self, scope: HookScope<'_>, agent_id: &str) -> HookReport {
+        self.inner.subagent_start(scope, agent_id)
+    }
+
+    fn subagent_stop(
+        &self,
+        scope: HookScope<'_>,
+        agent_id: &str,
+        last_message: &str,
+    ) -> HookReport {
+        self.inner.subagent_stop(scope, agent_id, last_message)
+    }
+
+    fn session_start(&self, scope: HookScope<'_>, source: &str) -> SessionStartHook {
+        self.inner.session_start(scope, source)
+    }
+
+    fn session_end(&self, reason: &str) -> HookReport {
+        self.inner.session_end(reason)
+    }
+
+    fn notification(&self, scope: HookScope<'_>, message: &str, kind: &str) -> HookReport {
+        self.inner.notification(scope, message, kind)
+    }
+}
+
+/// `codecoder doctor`'s lines on skills, agents and commands: each with its file, then the
+/// warnings.
+pub(crate) fn write_report(
+    found: &Extensions,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let scope = |scope: Scope| match scope {
+        Scope::Project => "project",
+        Scope::User => "user",
+    };
+    writeln!(out, "skills:")?;
+    if found.skills.is_empty() {
+        writeln!(out, "  (none)")?;
+    }
+    for skill in found.skills.values() {
+        let only_person = if skill.disable_model_invocation { ", the person only" } else { "" };
+        writeln!(
+            out,
+            "  {} ({}{only_person}): {}",
+            skill.name,
+            scope(skill.scope),
+            skill.path.display()
+        )?;
+    }
+    writeln!(out, "agents:")?;
+    writeln!(out, "  {GENERAL_PURPOSE} (built in)")?;
+    for agent in &found.agents {
+        writeln!(out, "  {} ({}): {}", agent.name, scope(agent.scope), agent.path.display())?;
+    }
+    writeln!(out, "commands:")?;
+    if found.commands.is_empty() {
+        writeln!(out, "  (none)")?;
+    }
+    for command in &found.commands {
+        writeln!(
+            out,
+            "  /{} ({}): {}",
+            command.name,
+            scope(command.scope),
+            command.path.display()
+        )?;
+    }
+    for warning in &found.warnings {
+        writeln!(out, "  warning: {warning}")?;
+    }
+    Ok(())
+}
+
+impl crate::Runtime {
+    /// What a person may type to activate something: the user-invocable skills' names (for
+    /// `$name`) and the custom commands' names (for `/name`), each sorted.
+    pub fn invocables(&self) -> (Vec<String>, Vec<String>) {
+        let found = load(&self.cwd, &self.home);
+        let skills = found
+            .skills
+            .values()
+            .filter(|skill| skill.user_invocable)
+            .map(|skill| skill.name.clone())
+            .collect();
+        let mut commands: Vec<String> = found.commands.into_iter().map(|c| c.name).collect();
+        commands.sort();
+        (skills, commands)
+    }
+}
