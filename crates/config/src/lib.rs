@@ -21,9 +21,9 @@ pub use error::{Error, Result};
 pub use load::{LoadOptions, LoadedConfig, Origin, load, parse_override};
 pub use schema::{
     AgentToml, ApprovalPolicyToml, ConfigToml, FsyncToml, HookGroupToml, HookHandlerToml,
-    InheritToml, ModelToml, PermissionsToml, ProfileToml, ProviderToml, ReasoningEffort,
-    SandboxBackendToml, SandboxModeToml, SandboxToml, SandboxWorkspaceWriteToml, SessionToml,
-    ShellEnvironmentPolicyToml, WireApiToml, json_schema,
+    InheritToml, McpServerToml, ModelToml, PermissionsToml, ProfileToml, ProviderToml,
+    ReasoningEffort, SandboxBackendToml, SandboxModeToml, SandboxToml, SandboxWorkspaceWriteToml,
+    SessionToml, ShellEnvironmentPolicyToml, WireApiToml, json_schema,
 };
 pub use trust::{is_trusted, project_root, trust};
 

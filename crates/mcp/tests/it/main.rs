@@ -1,0 +1,162 @@
+//! The MCP client against real servers: `@modelcontextprotocol/server-everything`, installed by
+//! `.ci/run` (`npm install --prefix`) into the directory `CODECODER_TEST_MCP_SERVERS` names.
+//! Under `CI=true` a missing install fails the tests; elsewhere they are skipped with a note,
+//! so that `cargo test` works on a machine without Node.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use codecoder_kernel::ToolKind;
+use codecoder_mcp::{McpManager, McpTool, ReportOutcome, ServerConfig, Transport};
+use codecoder_protocol::{ContentItem, env};
+use serde_json::json;
+
+/// Where the test servers are installed; `None` (skip) only outside CI.
+// Says why a test is skipped.
+#[allow(clippy::print_stderr)]
+pub fn servers_dir() -> Option<PathBuf> {
+    match std::env::var_os(env::CODECODER_TEST_MCP_SERVERS) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None if std::env::var(env::CI).is_ok_and(|v| v == "true") => panic!(
+            "{} is not set: .ci/run installs the MCP test servers with npm and sets it",
+            env::CODECODER_TEST_MCP_SERVERS
+        ),
+        None => {
+            eprintln!(
+                "skipped: {} is not set (install the MCP test servers as .ci/run does)",
+                env::CODECODER_TEST_MCP_SERVERS
+            );
+            None
+        }
+    }
+}
+
+fn stdio(name: &str, command: &str, args: &[&str]) -> ServerConfig {
+    let lookup = |key: &str| std::env::var_os(key);
+    ServerConfig::new(
+        name,
+        Transport::Stdio {
+            command: command.to_owned(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            env: codecoder_mcp::base_env(&lookup),
+            cwd: None,
+        },
+    )
+}
+
+fn everything(dir: &std::path::Path) -> ServerConfig {
+    let bin = dir.join("node_modules/.bin/mcp-server-everything");
+    stdio("everything", &bin.to_string_lossy(), &["stdio"])
+}
+
+#[test]
+fn everything_server_tools_run_and_results_convert() {
+    let Some(dir) = servers_dir() else { return };
+    let cwd = tempfile::tempdir().unwrap();
+    let (manager, reports) = McpManager::start(vec![everything(&dir)], cwd.path()).unwrap();
+    assert!(
+        matches!(reports[0].outcome, ReportOutcome::Ready { tools } if tools > 3),
+        "{reports:?}"
+    );
+    let tools = manager.list_tools();
+    let find = |part: &str| {
+        tools
+            .iter()
+            .find(|t| t.name.to_lowercase().replace(['-', '_'], "").contains(part))
+            .unwrap_or_else(|| panic!("no tool like {part} in {tools:?}"))
+            .clone()
+    };
+    let echo = find("echo");
+    let sum = tools
+        .iter()
+        .find(|t| t.name == "get-sum" || t.name == "add")
+        .unwrap_or_else(|| panic!("no sum tool in {tools:?}"))
+        .clone();
+    let image = find("tinyimage");
+    let (_never, cancel) = crossbeam_channel::bounded(0);
+    let timeout = Duration::from_secs(30);
+
+    let args = json!({"message": "hello mcp"}).as_object().unwrap().clone();
+    let result = manager.call_tool("everything", &echo.name, args, &cancel, timeout).unwrap();
+    let output = codecoder_mcp::to_tool_output(&result);
+    assert!(!output.is_error);
+    assert!(ContentItem::joined_text(&output.content).contains("hello mcp"), "{output:?}");
+
+    let args = json!({"a": 2, "b": 40}).as_object().unwrap().clone();
+    let result = manager.call_tool("everything", &sum.name, args, &cancel, timeout).unwrap();
+    let output = codecoder_mcp::to_tool_output(&result);
+    assert!(ContentItem::joined_text(&output.content).contains("42"), "{output:?}");
+
+    let result =
+        manager.call_tool("everything", &image.name, Default::default(), &cancel, timeout).unwrap();
+    let output = codecoder_mcp::to_tool_output(&result);
+    assert!(
+        output.content.iter().any(|item| matches!(item, ContentItem::Image(image) if image.media_type == "image/png" && !image.data_base64.is_empty())),
+        "{output:?}"
+    );
+
+    // An unknown tool is the server's error, not a crash.
+    let err = manager
+        .call_tool("everything", "no-such-tool", Default::default(), &cancel, timeout)
+        .map(|result| codecoder_mcp::to_tool_output(&result).is_error);
+    assert!(matches!(err, Err(_) | Ok(true)), "{err:?}");
+}
+
+#[test]
+fn a_cancelled_call_returns_at_once() {
+    let Some(dir) = servers_dir() else { return };
+    let cwd = tempfile::tempdir().unwrap();
+    let (manager, _) = McpManager::start(vec![everything(&dir)], cwd.path()).unwrap();
+    let long = manager
+        .list_tools()
+        .iter()
+        .find(|t| t.name.to_lowercase().replace(['-', '_'], "").contains("longrunning"))
+        .unwrap()
+        .clone();
+    let (cancel_tx, cancel) = crossbeam_channel::bounded::<std::convert::Infallible>(0);
+    drop(cancel_tx);
+    let args = json!({"duration": 30, "steps": 3}).as_object().unwrap().clone();
+    let outcome =
+        manager.call_tool("everything", &long.name, args, &cancel, Duration::from_secs(60));
+    assert!(matches!(outcome, Err(codecoder_mcp::Error::Cancelled)), "{outcome:?}");
+    // The server still answers after the cancellation.
+    let (_never, cancel) = crossbeam_channel::bounded(0);
+    let echo = manager.list_tools().iter().find(|t| t.name == "echo").unwrap().clone();
+    let args = json!({"message": "still here"}).as_object().unwrap().clone();
+    let result =
+        manager.call_tool("everything", &echo.name, args, &cancel, Duration::from_secs(30));
+    assert!(result.is_ok(), "{result:?}");
+}
+
+#[test]
+fn missing_and_hanging_servers_are_reported_and_left_out() {
+    let cwd = tempfile::tempdir().unwrap();
+    let missing = stdio("missing", "/nonexistent/mcp-server", &[]);
+    let mut hanging = stdio("hanging", "sleep", &["30"]);
+    hanging.startup_timeout = Duration::from_secs(1);
+    let (manager, reports) = McpManager::start(vec![missing, hanging], cwd.path()).unwrap();
+    assert!(manager.list_tools().is_empty());
+    assert!(
+        matches!(&reports[0].outcome, ReportOutcome::Failed { message } if message.contains("/nonexistent/mcp-server")),
+        "{reports:?}"
+    );
+    assert!(matches!(reports[1].outcome, ReportOutcome::TimedOut { .. }), "{reports:?}");
+    assert!(reports[1].to_string().contains("startup_timeout_sec"), "{}", reports[1]);
+}
+
+#[test]
+fn annotations_decide_the_kind() {
+    let info = |read_only| codecoder_mcp::McpToolInfo {
+        server: "s".to_owned(),
+        name: "t".to_owned(),
+        description: String::new(),
+        input_schema: json!({"type": "object"}),
+        read_only,
+        destructive: None,
+        timeout: Duration::from_secs(1),
+    };
+    assert_eq!(McpTool::kind_of(&info(true)), ToolKind::ReadOnly);
+    assert_eq!(McpTool::kind_of(&info(false)), ToolKind::Network);
+    let _ = BTreeMap::<String, String>::new();
+}
