@@ -19,6 +19,7 @@ mod checks;
 mod error;
 mod host;
 mod jsonl;
+mod mcp;
 mod provider;
 mod replay;
 mod safety;

@@ -273,6 +273,12 @@ impl Runtime {
         for tool in codecoder_tools::builtin_tools(tools_config) {
             registry.register(tool)?;
         }
+        // MCP servers' tools; a server that does not start is a warning.
+        let (mcp_tools, mcp_notices) = crate::mcp::start(loaded, &cwd);
+        notices.extend(mcp_notices);
+        for tool in mcp_tools {
+            registry.register(tool)?;
+        }
         let registry = Arc::new(registry);
 
         // The prompt: base instructions, environment, AGENTS.md; the model's window and reserve.
