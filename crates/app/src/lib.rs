@@ -35,6 +35,7 @@ pub use codecoder_policy::{ApprovalMode, Modes, SandboxMode};
 pub use error::{Error, Result};
 pub use host::{SessionListing, git_diff, init_agents_md};
 pub use jsonl::{ExecEventEncoder, Messages, result_text};
+pub use mcp::{add_mcp_server, remove_mcp_server};
 pub use safety::{ChainPolicy, Safety, claude_permission_mode};
 pub use session::{Pricing, RunningSession, SessionControls, SessionRequest, Start};
 pub use transcript::write_transcript;

@@ -221,3 +221,76 @@ args = ["stdio"]
         requests[2].raw_body
     );
 }
+
+#[test]
+fn mcp_add_list_get_remove_edit_config_toml_and_keep_the_rest() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "# my settings\nmodel = \"gpt-5\"\n\n[mcp_servers.other]\ncommand = \"other-server\"\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| crate::codecoder(home.path(), args);
+
+    let out = run(&[
+        "mcp",
+        "add",
+        "fs",
+        "--env",
+        "ROOT_TOKEN=abc",
+        "--",
+        "npx",
+        "-y",
+        "server-filesystem",
+        "/tmp",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.starts_with("# my settings\nmodel = \"gpt-5\"\n"), "{text}");
+    assert!(text.contains("[mcp_servers.fs]"), "{text}");
+
+    let out = run(&["mcp", "list"]);
+    let listed = crate::stdout(&out);
+    assert!(listed.contains("fs  stdio: npx -y server-filesystem /tmp"), "{listed}");
+    assert!(listed.contains("other  stdio: other-server"), "{listed}");
+
+    let out = run(&["mcp", "get", "fs", "--json"]);
+    let got: serde_json::Value = serde_json::from_str(&crate::stdout(&out)).unwrap();
+    assert_eq!(got["command"], "npx");
+    assert_eq!(got["env"]["ROOT_TOKEN"], "abc");
+    let out = run(&["mcp", "get", "fs"]);
+    let shown = crate::stdout(&out);
+    assert!(shown.contains("env: ROOT_TOKEN") && !shown.contains("abc"), "{shown}");
+
+    let out = run(&["mcp", "add", "web", "--url", "https://example.test/mcp"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(&["mcp", "remove", "fs"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(!text.contains("mcp_servers.fs") && !text.contains("ROOT_TOKEN"), "{text}");
+    assert!(text.contains("# my settings") && text.contains("[mcp_servers.other]"), "{text}");
+    assert!(text.contains("[mcp_servers.web]"), "{text}");
+    let out = run(&["mcp", "remove", "fs"]);
+    assert!(!out.status.success());
+    let out = run(&["mcp", "add", "bad name", "--", "x"]);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn doctor_lists_mcp_servers_and_their_state() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[mcp_servers.missing]\ncommand = \"/nonexistent/mcp-server\"\n",
+    )
+    .unwrap();
+    let out = crate::codecoder(home.path(), &["doctor"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = crate::stdout(&out);
+    assert!(
+        report.contains("MCP servers (stdio servers run outside the command sandbox"),
+        "{report}"
+    );
+    assert!(report.contains("missing (stdio: /nonexistent/mcp-server): failed"), "{report}");
+}
