@@ -160,3 +160,39 @@ fn annotations_decide_the_kind() {
     assert_eq!(McpTool::kind_of(&info(false)), ToolKind::Network);
     let _ = BTreeMap::<String, String>::new();
 }
+
+#[test]
+fn a_server_sees_the_base_environment_and_its_own_table_only() {
+    let Some(dir) = servers_dir() else { return };
+    let cwd = tempfile::tempdir().unwrap();
+    let lookup = |key: &str| match key {
+        "OPENAI_API_KEY" => Some(std::ffi::OsString::from("sk-secret")),
+        _ => std::env::var_os(key),
+    };
+    let mut env = codecoder_mcp::base_env(&lookup);
+    env.insert("OWN_VAR".to_owned(), "own-value".to_owned());
+    let bin = dir.join("node_modules/.bin/mcp-server-everything");
+    let server = ServerConfig::new(
+        "everything",
+        Transport::Stdio {
+            command: bin.to_string_lossy().into_owned(),
+            args: vec!["stdio".to_owned()],
+            env,
+            cwd: None,
+        },
+    );
+    let (manager, _) = McpManager::start(vec![server], cwd.path()).unwrap();
+    let Some(get_env) = manager.list_tools().iter().find(|t| t.name == "get-env").cloned() else {
+        panic!("no get-env tool in {:?}", manager.list_tools());
+    };
+    // Its annotations say read-only, so it runs as a read-only tool.
+    assert!(get_env.read_only);
+    let (_never, cancel) = crossbeam_channel::bounded(0);
+    let result = manager
+        .call_tool("everything", "get-env", Default::default(), &cancel, Duration::from_secs(30))
+        .unwrap();
+    let text = ContentItem::joined_text(&codecoder_mcp::to_tool_output(&result).content);
+    assert!(text.contains("\"OWN_VAR\": \"own-value\""), "{text}");
+    assert!(!text.contains("OPENAI_API_KEY") && !text.contains("sk-secret"), "{text}");
+    assert!(text.contains("\"PATH\""), "{text}");
+}
