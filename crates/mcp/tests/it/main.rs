@@ -196,3 +196,57 @@ fn a_server_sees_the_base_environment_and_its_own_table_only() {
     assert!(!text.contains("OPENAI_API_KEY") && !text.contains("sk-secret"), "{text}");
     assert!(text.contains("\"PATH\""), "{text}");
 }
+
+/// A minimal stdio MCP server in Node: `ping` answers with its pid, `die` exits without
+/// answering.
+const DYING_SERVER: &str = r#"
+const rl = require('readline').createInterface({ input: process.stdin });
+const send = (id, result) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id, result }) + '\n');
+rl.on('line', (line) => {
+  const msg = JSON.parse(line);
+  if (msg.id === undefined) return;
+  if (msg.method === 'initialize') {
+    send(msg.id, { protocolVersion: msg.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'dying', version: '1' } });
+  } else if (msg.method === 'tools/list') {
+    const schema = { type: 'object', properties: {} };
+    send(msg.id, { tools: [{ name: 'ping', inputSchema: schema }, { name: 'die', inputSchema: schema }] });
+  } else if (msg.method === 'tools/call' && msg.params.name === 'die') {
+    process.exit(3);
+  } else if (msg.method === 'tools/call') {
+    send(msg.id, { content: [{ type: 'text', text: 'pong ' + process.pid }] });
+  } else {
+    process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'no' } }) + '\n');
+  }
+});
+"#;
+
+#[test]
+fn a_server_that_dies_is_restarted_once_at_its_next_call() {
+    // Node is what the test servers need too.
+    if servers_dir().is_none() {
+        return;
+    }
+    let cwd = tempfile::tempdir().unwrap();
+    let script = cwd.path().join("dying.js");
+    fs_err::write(&script, DYING_SERVER).unwrap();
+    let server = stdio("dying", "node", &[&script.to_string_lossy()]);
+    let (manager, reports) = McpManager::start(vec![server], cwd.path()).unwrap();
+    assert!(matches!(reports[0].outcome, ReportOutcome::Ready { tools: 2 }), "{reports:?}");
+    let (_never, cancel) = crossbeam_channel::bounded(0);
+    let timeout = Duration::from_secs(30);
+    let call = |tool: &str| manager.call_tool("dying", tool, Default::default(), &cancel, timeout);
+    let pong = |outcome: codecoder_mcp::CallOutcome| {
+        ContentItem::joined_text(&codecoder_mcp::to_tool_output(&outcome.unwrap()).content)
+    };
+    let first = pong(call("ping"));
+    assert!(first.starts_with("pong "), "{first}");
+    assert!(call("die").is_err());
+    let second = pong(call("ping"));
+    assert!(second.starts_with("pong ") && second != first, "a new process answers: {second}");
+    assert!(call("die").is_err());
+    let third = call("ping");
+    assert!(
+        matches!(&third, Err(err) if err.to_string().contains("already restarted once")),
+        "{third:?}"
+    );
+}
