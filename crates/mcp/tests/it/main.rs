@@ -158,7 +158,6 @@ fn annotations_decide_the_kind() {
     };
     assert_eq!(McpTool::kind_of(&info(true)), ToolKind::ReadOnly);
     assert_eq!(McpTool::kind_of(&info(false)), ToolKind::Network);
-    let _ = BTreeMap::<String, String>::new();
 }
 
 #[test]
@@ -249,4 +248,51 @@ fn a_server_that_dies_is_restarted_once_at_its_next_call() {
         matches!(&third, Err(err) if err.to_string().contains("already restarted once")),
         "{third:?}"
     );
+}
+
+/// Kills the child when the test ends, however it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+#[allow(clippy::disallowed_methods)] // The test runs its HTTP server itself.
+fn a_streamable_http_server_is_reached_by_url() {
+    let Some(dir) = servers_dir() else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = std::process::Command::new(dir.join("node_modules/.bin/mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _child = KillOnDrop(child);
+    // Wait until it listens (outcome-based: give up after a generous bound).
+    let ready = (0..300).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(ready, "server-everything did not listen on {port}");
+    let server = ServerConfig::new(
+        "web",
+        Transport::Http {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            bearer_token: None,
+            headers: BTreeMap::from([("X-Test".to_owned(), "1".to_owned())]),
+        },
+    );
+    let cwd = tempfile::tempdir().unwrap();
+    let (manager, reports) = McpManager::start(vec![server], cwd.path()).unwrap();
+    assert!(matches!(reports[0].outcome, ReportOutcome::Ready { .. }), "{reports:?}");
+    let (_never, cancel) = crossbeam_channel::bounded(0);
+    let args = json!({"message": "over http"}).as_object().unwrap().clone();
+    let result = manager.call_tool("web", "echo", args, &cancel, Duration::from_secs(30)).unwrap();
+    let text = ContentItem::joined_text(&codecoder_mcp::to_tool_output(&result).content);
+    assert!(text.contains("over http"), "{text}");
 }
