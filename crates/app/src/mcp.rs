@@ -1,10 +1,11 @@
-//! A session's MCP servers: from config.toml's `[mcp_servers.NAME]` and, in a trusted project,
-//! the project's `.mcp.json` (Claude Code's format); started in parallel, their tools offered as
-//! `mcp__<server>__<tool>`.
+//! A session's MCP servers: from config.toml's `[mcp_servers.NAME]` and Claude Code's files
+//! (the user's `~/.claude.json` `mcpServers`, and a trusted project's `.mcp.json`); started in
+//! parallel, their tools offered as `mcp__<server>__<tool>`.
 //!
 //! Invariants: a server that is misconfigured, fails to start or does not start within its
 //! startup timeout is a warning, never a failed session; an untrusted project's `.mcp.json` is
-//! not read; a config.toml server replaces a `.mcp.json` server of the same name.
+//! not read; a later source replaces an earlier server of the same name (`~/.claude.json`, then
+//! `.mcp.json`, then config.toml).
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -27,13 +28,24 @@ pub(crate) fn server_configs(
     let text_lookup = |name: &str| lookup(name).and_then(|v| v.into_string().ok());
     let mut notices = Vec::new();
     let mut servers: Vec<ServerConfig> = Vec::new();
+    // Claude Code's user servers (`mcpServers` of `~/.claude.json`), then the trusted project's.
+    let mut files = Vec::new();
+    if let Some(user_home) = lookup(codecoder_protocol::env::HOME) {
+        files.push(Path::new(&user_home).join(".claude.json"));
+    }
     if loaded.project_trusted {
-        let path = codecoder_config::project_root(cwd).join(".mcp.json");
-        if let Ok(text) = fs_err::read_to_string(&path) {
-            match codecoder_mcp::parse_mcp_json(&path, &text, &base, &text_lookup) {
-                Ok(parsed) => servers.extend(parsed),
-                Err(err) => notices.push(Notice::Warning(format!("MCP servers: {err}"))),
+        files.push(codecoder_config::project_root(cwd).join(".mcp.json"));
+    }
+    for path in files {
+        let Ok(text) = fs_err::read_to_string(&path) else { continue };
+        match codecoder_mcp::parse_mcp_json(&path, &text, &base, &text_lookup) {
+            Ok(parsed) => {
+                for server in parsed {
+                    servers.retain(|s| s.name != server.name);
+                    servers.push(server);
+                }
             }
+            Err(err) => notices.push(Notice::Warning(format!("MCP servers: {err}"))),
         }
     }
     for (name, table) in &loaded.config.mcp_servers {

@@ -85,3 +85,32 @@ fn removing_an_mcp_table_keeps_everything_else() {
         "a = 1\n[mcp_servers.xy]\ncommand = \"y\"\n[other]\nb = 2\n"
     );
 }
+
+#[test]
+fn the_users_claude_json_servers_are_read_and_config_toml_wins() {
+    let (loaded, cwd) = mcp_setup("[mcp_servers.both]\ncommand = \"from-config\"\n", "{}", false);
+    let user_home = tempfile::tempdir().unwrap();
+    fs_err::write(
+        user_home.path().join(".claude.json"),
+        r#"{"numStartups": 3, "mcpServers": {"mine": {"command": "user-server"}, "both": {"command": "from-claude"}}}"#,
+    )
+    .unwrap();
+    let home = user_home.path().as_os_str().to_owned();
+    let lookup = |name: &str| (name == "HOME").then(|| home.clone());
+    let (servers, notices) = crate::mcp::server_configs(&loaded, &cwd, &lookup);
+    assert!(notices.is_empty(), "{notices:?}");
+    let commands: Vec<(String, String)> = servers
+        .iter()
+        .map(|s| match &s.transport {
+            codecoder_mcp::Transport::Stdio { command, .. } => (s.name.clone(), command.clone()),
+            codecoder_mcp::Transport::Http { url, .. } => (s.name.clone(), url.clone()),
+        })
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            ("mine".to_owned(), "user-server".to_owned()),
+            ("both".to_owned(), "from-config".to_owned())
+        ]
+    );
+}
