@@ -199,6 +199,7 @@ impl Runtime {
         if !any {
             writeln!(out, "  (none: the defaults of the modes decide)")?;
         }
+        crate::mcp::doctor(loaded, cwd, out)?;
         for warning in &interactive.warnings {
             writeln!(out, "warning: {warning}")?;
         }

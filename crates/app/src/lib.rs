@@ -19,6 +19,7 @@ mod checks;
 mod error;
 mod host;
 mod jsonl;
+mod mcp;
 mod provider;
 mod replay;
 mod safety;
@@ -35,6 +36,7 @@ pub use codecoder_policy::{ApprovalMode, ChainPolicy, Modes, SandboxMode};
 pub use error::{Error, Result};
 pub use host::{SessionListing, git_diff, init_agents_md};
 pub use jsonl::{ExecEventEncoder, Messages, result_text};
+pub use mcp::{add_mcp_server, remove_mcp_server};
 pub use safety::{Safety, claude_permission_mode};
 pub use session::{
     ContextLimits, Pricing, RunningSession, SessionControls, SessionRequest, Start, context_limits,

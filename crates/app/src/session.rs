@@ -295,6 +295,12 @@ impl Runtime {
         agent_config.subagents.types = extensions.agent_types(&registry, &mut notices);
         registry
             .register(Arc::new(codecoder_kernel::AgentTool::new(&agent_config.subagents.types)))?;
+        // MCP servers' tools; a server that does not start is a warning.
+        let (mcp_tools, mcp_notices) = crate::mcp::start(loaded, &cwd);
+        notices.extend(mcp_notices);
+        for tool in mcp_tools {
+            registry.register(tool)?;
+        }
         let registry = Arc::new(registry);
 
         // The prompt: base instructions, environment, AGENTS.md; the model's window and reserve.

@@ -39,3 +39,100 @@ fn allowed_tools_entries_cover_calls_by_our_name_or_claudes_and_by_command_prefi
     assert!(covers("Read", &read) && covers("read_file", &read));
     assert!(!covers("Write", &read));
 }
+
+fn mcp_setup(
+    config: &str,
+    mcp_json: &str,
+    trusted: bool,
+) -> (codecoder_config::LoadedConfig, std::path::PathBuf) {
+    let home = tempfile::tempdir().unwrap().keep();
+    let repo = tempfile::tempdir().unwrap().keep();
+    fs_err::create_dir(repo.join(".git")).unwrap();
+    fs_err::write(home.join("config.toml"), config).unwrap();
+    fs_err::write(repo.join(".mcp.json"), mcp_json).unwrap();
+    if trusted {
+        codecoder_config::trust(&home, &codecoder_config::project_root(&repo)).unwrap();
+    }
+    let options = codecoder_config::LoadOptions {
+        system_path: home.join("no-system.toml"),
+        home: Some(home),
+        cwd: repo.clone(),
+        profile: None,
+        overrides: Vec::new(),
+    };
+    (codecoder_config::load(&options).unwrap(), repo)
+}
+
+#[test]
+fn mcp_servers_get_the_base_environment_and_their_own_only() {
+    let (loaded, cwd) = mcp_setup(
+        "[mcp_servers.a]\ncommand = \"srv\"\nenv = { OWN = \"1\" }\nstartup_timeout_sec = 2.5\n",
+        "{}",
+        false,
+    );
+    let lookup = |name: &str| match name {
+        "HOME" | "PATH" | "OPENAI_API_KEY" => Some(std::ffi::OsString::from(format!("v-{name}"))),
+        _ => None,
+    };
+    let (servers, notices) = crate::mcp::server_configs(&loaded, &cwd, &lookup);
+    assert!(notices.is_empty(), "{notices:?}");
+    let codecoder_mcp::Transport::Stdio { env, .. } = &servers[0].transport else { panic!() };
+    let names: Vec<&str> = env.keys().map(String::as_str).collect();
+    assert_eq!(names, ["HOME", "OWN", "PATH"]);
+    assert_eq!(servers[0].startup_timeout, std::time::Duration::from_millis(2500));
+}
+
+#[test]
+fn a_projects_mcp_json_is_read_only_when_the_project_is_trusted() {
+    let json = r#"{"mcpServers": {"p": {"command": "project-server"}}}"#;
+    let lookup = |_: &str| None;
+    let (untrusted, cwd) = mcp_setup("", json, false);
+    let (servers, _) = crate::mcp::server_configs(&untrusted, &cwd, &lookup);
+    assert!(servers.is_empty());
+    let (trusted, cwd) = mcp_setup("", json, true);
+    let (servers, _) = crate::mcp::server_configs(&trusted, &cwd, &lookup);
+    assert_eq!(servers.len(), 1);
+    assert_eq!(servers[0].name, "p");
+    // config.toml can switch a project's server off.
+    let (off, cwd) = mcp_setup("[mcp_servers.p]\nenabled = false\ncommand = \"x\"\n", json, true);
+    let (servers, _) = crate::mcp::server_configs(&off, &cwd, &lookup);
+    assert!(servers.is_empty());
+}
+
+#[test]
+fn removing_an_mcp_table_keeps_everything_else() {
+    let text = "a = 1\n[mcp_servers.x]\ncommand = \"x\"\n[mcp_servers.x.env]\nK = \"v\"\n[mcp_servers.xy]\ncommand = \"y\"\n[other]\nb = 2\n";
+    assert_eq!(
+        crate::mcp::without_table(text, "x"),
+        "a = 1\n[mcp_servers.xy]\ncommand = \"y\"\n[other]\nb = 2\n"
+    );
+}
+
+#[test]
+fn the_users_claude_json_servers_are_read_and_config_toml_wins() {
+    let (loaded, cwd) = mcp_setup("[mcp_servers.both]\ncommand = \"from-config\"\n", "{}", false);
+    let user_home = tempfile::tempdir().unwrap();
+    fs_err::write(
+        user_home.path().join(".claude.json"),
+        r#"{"numStartups": 3, "mcpServers": {"mine": {"command": "user-server"}, "both": {"command": "from-claude"}}}"#,
+    )
+    .unwrap();
+    let home = user_home.path().as_os_str().to_owned();
+    let lookup = |name: &str| (name == "HOME").then(|| home.clone());
+    let (servers, notices) = crate::mcp::server_configs(&loaded, &cwd, &lookup);
+    assert!(notices.is_empty(), "{notices:?}");
+    let commands: Vec<(String, String)> = servers
+        .iter()
+        .map(|s| match &s.transport {
+            codecoder_mcp::Transport::Stdio { command, .. } => (s.name.clone(), command.clone()),
+            codecoder_mcp::Transport::Http { url, .. } => (s.name.clone(), url.clone()),
+        })
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            ("mine".to_owned(), "user-server".to_owned()),
+            ("both".to_owned(), "from-config".to_owned())
+        ]
+    );
+}

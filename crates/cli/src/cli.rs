@@ -235,6 +235,61 @@ pub(crate) enum Command {
     /// Inspect the permission rules.
     #[command(subcommand)]
     Permissions(PermissionsCommand),
+    /// Manage the MCP servers in $CODECODER_HOME/config.toml (`[mcp_servers.NAME]`).
+    #[command(subcommand)]
+    Mcp(McpCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpCommand {
+    /// Add (or replace) a server: `add NAME -- CMD ARGS…` (stdio) or `add NAME --url URL`.
+    Add(McpAddArgs),
+    /// List the configured servers.
+    List(McpListArgs),
+    /// Show one server's settings.
+    Get(McpGetArgs),
+    /// Remove a server.
+    Remove(McpRemoveArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpAddArgs {
+    /// The server's name (letters, digits, `_`, `-`); its tools are `mcp__NAME__<tool>`.
+    pub(crate) name: String,
+    /// A variable for a stdio server, `KEY=VALUE` (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub(crate) env: Vec<String>,
+    /// The URL of a streamable HTTP server (instead of a command).
+    #[arg(long)]
+    pub(crate) url: Option<String>,
+    /// The variable holding a bearer token for the HTTP server.
+    #[arg(long)]
+    pub(crate) bearer_token_env_var: Option<String>,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true)]
+    pub(crate) command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpListArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpGetArgs {
+    /// The server's name.
+    pub(crate) name: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpRemoveArgs {
+    /// The server's name.
+    pub(crate) name: String,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@
 mod cli;
 mod config_cmd;
 mod exec;
+mod mcp_cmd;
 mod render;
 mod safety_cmd;
 mod sessions;
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
         Some(Command::Login(args)) => config_cmd::run_login(&args, &mut out),
         Some(Command::Sandbox(args)) => safety_cmd::run_sandbox(&args, &cli.global),
         Some(Command::Doctor) => safety_cmd::run_doctor(&cli.global, &mut out),
+        Some(Command::Mcp(command)) => mcp_cmd::run(command, &cli.global, &mut out),
         Some(Command::Permissions(cli::PermissionsCommand::Check(args))) => {
             safety_cmd::run_permissions_check(&args, &cli.global, &mut out)
         }

@@ -20,9 +20,10 @@ pub use credentials::{CREDENTIALS_FILE, load_credential, store_credential};
 pub use error::{Error, Result};
 pub use load::{LoadOptions, LoadedConfig, Origin, load, parse_override};
 pub use schema::{
-    AgentToml, ConfigToml, FsyncToml, HookGroupToml, HookHandlerToml, InheritToml, ModelToml,
-    PermissionsToml, ProfileToml, ProviderToml, ReasoningEffort, SandboxBackendToml, SandboxToml,
-    SandboxWorkspaceWriteToml, SessionToml, ShellEnvironmentPolicyToml, WireApiToml, json_schema,
+    AgentToml, ConfigToml, FsyncToml, HookGroupToml, HookHandlerToml, InheritToml, McpServerToml,
+    ModelToml, PermissionsToml, ProfileToml, ProviderToml, ReasoningEffort, SandboxBackendToml,
+    SandboxToml, SandboxWorkspaceWriteToml, SessionToml, ShellEnvironmentPolicyToml, WireApiToml,
+    json_schema,
 };
 pub use trust::{is_trusted, project_root, trust};
 

@@ -83,6 +83,53 @@ pub struct ConfigToml {
     /// "command", command, timeout }] }`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub hooks: BTreeMap<String, Vec<HookGroupToml>>,
+    /// MCP servers whose tools the agent may call (`mcp__<server>__<tool>`), by name, as in
+    /// codex: a `command` (stdio) or a `url` (streamable HTTP).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mcp_servers: BTreeMap<String, McpServerToml>,
+}
+
+/// One MCP server (`[mcp_servers.NAME]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerToml {
+    /// The program of a stdio server (it runs outside the command sandbox).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Variables set for it, over the base set (HOME, PATH, USER, LANG, TMPDIR, …); it does not
+    /// get the rest of codecoder's environment.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Where it runs (default: the session's working directory).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The endpoint of a streamable HTTP server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The variable holding a bearer token for the HTTP server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bearer_token_env_var: Option<String>,
+    /// Headers sent on every HTTP request.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub http_headers: BTreeMap<String, String>,
+    /// Seconds its start may take (default 10); the session goes on without it after that.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_timeout_sec: Option<f64>,
+    /// Seconds a call may take (default 60).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_timeout_sec: Option<f64>,
+    /// False: not started (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// When set, only these of its tools are offered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled_tools: Option<Vec<String>>,
+    /// These of its tools are never offered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disabled_tools: Vec<String>,
 }
 
 /// `[sandbox_workspace_write]`.

@@ -54,5 +54,11 @@ pub const CODECODER_PROJECT_DIR: &str = "CODECODER_PROJECT_DIR";
 pub const UPDATE_EXPECT: &str = "UPDATE_EXPECT";
 /// When set, slow tests run too.
 pub const SLOW_TESTS: &str = "SLOW_TESTS";
+/// A directory where `npm install --prefix` put the MCP test servers
+/// (`@modelcontextprotocol/server-everything`, `server-filesystem`); `.ci/run` sets it. Under
+/// `CI=true` the MCP tests fail without it; elsewhere they are skipped.
+pub const CODECODER_TEST_MCP_SERVERS: &str = "CODECODER_TEST_MCP_SERVERS";
+/// Set (to `true`) by CI services.
+pub const CI: &str = "CI";
 /// `skip-<backend>` (e.g. `skip-bwrap`): the sandbox escape suite leaves that backend out.
 pub const CODECODER_SANDBOX_TESTS: &str = "CODECODER_SANDBOX_TESTS";

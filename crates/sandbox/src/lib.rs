@@ -579,3 +579,25 @@ mod live_groups {
 
 #[cfg(test)]
 mod tests;
+
+/// Arranges for the process `command` starts to be killed (SIGKILL) when the thread that
+/// spawns it ends (Linux's `PR_SET_PDEATHSIG`; nothing elsewhere). For long-lived helper
+/// processes spawned outside the sandbox, such as MCP servers, from a thread that lives as long
+/// as they should.
+#[allow(unsafe_code)]
+pub fn die_with_parent(command: &mut std::process::Command) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: the closure runs in the forked child before exec and only makes one
+        // async-signal-safe system call (prctl), allocating nothing.
+        unsafe {
+            command.pre_exec(|| {
+                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                    .map_err(std::io::Error::from)
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = command;
+}

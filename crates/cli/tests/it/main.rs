@@ -10,6 +10,7 @@ mod exec;
 mod guard;
 mod hooks;
 mod lock;
+mod mcp;
 mod replay;
 mod safety;
 mod sessions;

@@ -1,0 +1,273 @@
+//! A session's MCP servers: from config.toml's `[mcp_servers.NAME]` and Claude Code's files
+//! (the user's `~/.claude.json` `mcpServers`, and a trusted project's `.mcp.json`); started in
+//! parallel, their tools offered as `mcp__<server>__<tool>`.
+//!
+//! Invariants: a server that is misconfigured, fails to start or does not start within its
+//! startup timeout is a warning, never a failed session; an untrusted project's `.mcp.json` is
+//! not read; a later source replaces an earlier server of the same name (`~/.claude.json`, then
+//! `.mcp.json`, then config.toml).
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use codecoder_config::{LoadedConfig, McpServerToml};
+use codecoder_kernel::Tool;
+use codecoder_mcp::{McpManager, ReportOutcome, ServerConfig, Transport};
+
+use crate::Notice;
+
+/// The configured servers, and warnings about the ones left out.
+pub(crate) fn server_configs(
+    loaded: &LoadedConfig,
+    cwd: &Path,
+    lookup: &dyn Fn(&str) -> Option<OsString>,
+) -> (Vec<ServerConfig>, Vec<Notice>) {
+    let base = codecoder_mcp::base_env(lookup);
+    let text_lookup = |name: &str| lookup(name).and_then(|v| v.into_string().ok());
+    let mut notices = Vec::new();
+    let mut servers: Vec<ServerConfig> = Vec::new();
+    // Claude Code's user servers (`mcpServers` of `~/.claude.json`), then the trusted project's.
+    let mut files = Vec::new();
+    if let Some(user_home) = lookup(codecoder_protocol::env::HOME) {
+        files.push(Path::new(&user_home).join(".claude.json"));
+    }
+    if loaded.project_trusted {
+        files.push(codecoder_config::project_root(cwd).join(".mcp.json"));
+    }
+    for path in files {
+        let Ok(text) = fs_err::read_to_string(&path) else { continue };
+        match codecoder_mcp::parse_mcp_json(&path, &text, &base, &text_lookup) {
+            Ok(parsed) => {
+                for server in parsed {
+                    servers.retain(|s| s.name != server.name);
+                    servers.push(server);
+                }
+            }
+            Err(err) => notices.push(Notice::Warning(format!("MCP servers: {err}"))),
+        }
+    }
+    for (name, table) in &loaded.config.mcp_servers {
+        if table.enabled == Some(false) {
+            servers.retain(|s| &s.name != name);
+            continue;
+        }
+        match from_toml(name, table, &base, &text_lookup) {
+            Ok(server) => {
+                servers.retain(|s| &s.name != name);
+                servers.push(server);
+            }
+            Err(message) => {
+                notices.push(Notice::Warning(format!("[mcp_servers.{name}]: {message}")));
+            }
+        }
+    }
+    (servers, notices)
+}
+
+fn from_toml(
+    name: &str,
+    table: &McpServerToml,
+    base: &std::collections::BTreeMap<String, String>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerConfig, String> {
+    let transport = match (&table.command, &table.url) {
+        (Some(command), None) => {
+            let mut env = base.clone();
+            env.extend(table.env.clone());
+            Transport::Stdio {
+                command: command.clone(),
+                args: table.args.clone(),
+                env,
+                cwd: table.cwd.as_ref().map(Into::into),
+            }
+        }
+        (None, Some(url)) => {
+            let bearer_token = match &table.bearer_token_env_var {
+                Some(var) => Some(
+                    lookup(var)
+                        .ok_or_else(|| format!("bearer_token_env_var `{var}` is not set"))?,
+                ),
+                None => None,
+            };
+            Transport::Http { url: url.clone(), bearer_token, headers: table.http_headers.clone() }
+        }
+        _ => return Err("needs exactly one of `command` (stdio) and `url` (HTTP)".to_owned()),
+    };
+    let mut server = ServerConfig::new(name, transport);
+    let seconds = |value: Option<f64>, default: Duration| {
+        value.filter(|s| s.is_finite() && *s > 0.0).map_or(default, Duration::from_secs_f64)
+    };
+    server.startup_timeout = seconds(table.startup_timeout_sec, server.startup_timeout);
+    server.tool_timeout = seconds(table.tool_timeout_sec, server.tool_timeout);
+    server.enabled_tools.clone_from(&table.enabled_tools);
+    server.disabled_tools.clone_from(&table.disabled_tools);
+    Ok(server)
+}
+
+/// Starts the session's servers and returns their tools, with a warning for each server left
+/// out. Waits at most the longest startup timeout.
+pub(crate) fn start(loaded: &LoadedConfig, cwd: &Path) -> (Vec<Arc<dyn Tool>>, Vec<Notice>) {
+    let lookup = |name: &str| std::env::var_os(name);
+    let (servers, mut notices) = server_configs(loaded, cwd, &lookup);
+    if servers.is_empty() {
+        return (Vec::new(), notices);
+    }
+    let (manager, reports) = match McpManager::start(servers, cwd) {
+        Ok(started) => started,
+        Err(err) => {
+            notices.push(Notice::Warning(format!("MCP servers: {err}")));
+            return (Vec::new(), notices);
+        }
+    };
+    for report in &reports {
+        if !matches!(report.outcome, ReportOutcome::Ready { .. }) {
+            notices.push(Notice::Warning(report.to_string()));
+        }
+    }
+    (codecoder_mcp::tools(&Arc::new(manager)), notices)
+}
+
+/// `codecoder doctor`'s section: each configured server, started to see its state.
+pub(crate) fn doctor(
+    loaded: &LoadedConfig,
+    cwd: &Path,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let lookup = |name: &str| std::env::var_os(name);
+    let (servers, notices) = server_configs(loaded, cwd, &lookup);
+    writeln!(
+        out,
+        "MCP servers (stdio servers run outside the command sandbox, as codex runs them):"
+    )?;
+    if servers.is_empty() && notices.is_empty() {
+        writeln!(out, "  (none)")?;
+    }
+    for notice in &notices {
+        writeln!(out, "  {notice}")?;
+    }
+    let described: Vec<(String, String)> = servers
+        .iter()
+        .map(|s| {
+            let how = match &s.transport {
+                Transport::Stdio { command, args, .. } => {
+                    format!("stdio: {command} {}", args.join(" ")).trim_end().to_owned()
+                }
+                Transport::Http { url, .. } => format!("http: {url}"),
+            };
+            (s.name.clone(), how)
+        })
+        .collect();
+    if servers.is_empty() {
+        return Ok(());
+    }
+    match McpManager::start(servers, cwd) {
+        Ok((_manager, reports)) => {
+            for ((name, how), report) in described.iter().zip(&reports) {
+                let state = match &report.outcome {
+                    ReportOutcome::Ready { tools } => format!("ready, {tools} tools"),
+                    ReportOutcome::Failed { message } => format!("failed: {message}"),
+                    ReportOutcome::TimedOut { seconds } => {
+                        format!("did not start within {seconds} s")
+                    }
+                };
+                writeln!(out, "  {name} ({how}): {state}")?;
+            }
+        }
+        Err(err) => writeln!(out, "  cannot start the MCP runtime: {err}")?,
+    }
+    Ok(())
+}
+
+/// Adds (or replaces) `[mcp_servers.NAME]` in `$CODECODER_HOME/config.toml`, keeping the rest
+/// of the file as it is. Returns the file's path.
+///
+/// # Errors
+/// When the name is not `[A-Za-z0-9_-]+`, or the file cannot be read or written.
+pub fn add_mcp_server(
+    home: &Path,
+    name: &str,
+    server: &McpServerToml,
+) -> crate::Result<std::path::PathBuf> {
+    check_name(name)?;
+    let path = home.join("config.toml");
+    let text = read_config(&path)?;
+    let mut kept = without_table(&text, name);
+    let wrapper = codecoder_config::ConfigToml {
+        mcp_servers: std::collections::BTreeMap::from([(name.to_owned(), server.clone())]),
+        ..Default::default()
+    };
+    let table = toml::to_string(&wrapper)
+        .map_err(|err| crate::Error::usage(format!("[mcp_servers.{name}]: {err}")))?;
+    if !kept.is_empty() && !kept.ends_with("\n\n") {
+        kept.push_str(if kept.ends_with('\n') { "\n" } else { "\n\n" });
+    }
+    kept.push_str(&table);
+    write_config(home, &path, &kept)?;
+    Ok(path)
+}
+
+/// Removes `[mcp_servers.NAME]` (and its sub-tables) from `$CODECODER_HOME/config.toml`,
+/// keeping the rest of the file. Returns whether it was there.
+///
+/// # Errors
+/// When the name is not `[A-Za-z0-9_-]+`, or the file cannot be read or written.
+pub fn remove_mcp_server(home: &Path, name: &str) -> crate::Result<bool> {
+    check_name(name)?;
+    let path = home.join("config.toml");
+    let text = read_config(&path)?;
+    let kept = without_table(&text, name);
+    if kept == text {
+        return Ok(false);
+    }
+    write_config(home, &path, &kept)?;
+    Ok(true)
+}
+
+fn check_name(name: &str) -> crate::Result<()> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        return Err(crate::Error::usage(format!(
+            "`{name}` is not a server name: use letters, digits, `_` and `-`"
+        )));
+    }
+    Ok(())
+}
+
+fn read_config(path: &Path) -> crate::Result<String> {
+    match fs_err::read_to_string(path) {
+        Ok(text) => Ok(text),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(source) => Err(crate::Error::Io { context: "reading the config".to_owned(), source }),
+    }
+}
+
+fn write_config(home: &Path, path: &Path, text: &str) -> crate::Result<()> {
+    let io = |source| crate::Error::Io { context: "writing the config".to_owned(), source };
+    fs_err::create_dir_all(home).map_err(io)?;
+    fs_err::write(path, text).map_err(io)
+}
+
+/// `text` without the `[mcp_servers.NAME]` table and its `[mcp_servers.NAME.*]` sub-tables
+/// (a table runs from its header to the next header).
+pub(crate) fn without_table(text: &str, name: &str) -> String {
+    let heads = [format!("mcp_servers.{name}"), format!("mcp_servers.\"{name}\"")];
+    let is_ours = |header: &str| {
+        heads.iter().any(|head| {
+            header == head || header.strip_prefix(head.as_str()).is_some_and(|r| r.starts_with('.'))
+        })
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut skipping = false;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim();
+        if trimmed.starts_with('[') {
+            let header = trimmed.trim_start_matches('[').split(']').next().unwrap_or("").trim();
+            skipping = is_ours(header);
+        }
+        if !skipping {
+            out.push_str(line);
+        }
+    }
+    out
+}

@@ -1,0 +1,296 @@
+//! MCP servers' tools through `codecoder exec` end to end: the real binary, the fake model
+//! server, and real MCP servers (`@modelcontextprotocol/server-everything` and
+//! `server-filesystem`, installed by `.ci/run` into the directory `CODECODER_TEST_MCP_SERVERS`
+//! names). Under `CI=true` a missing install fails these tests; elsewhere they are skipped with
+//! a note, so that `cargo test` works on a machine without Node.
+
+use std::path::{Path, PathBuf};
+
+use codecoder_mcp::{McpManager, ServerConfig, Transport};
+use codecoder_protocol::env;
+use codecoder_test_support::{FakeModelServer, Reply, Script};
+use serde_json::json;
+
+use crate::exec::{Run, openai_env};
+use crate::stderr;
+
+// Says why a test is skipped.
+#[allow(clippy::print_stderr)]
+fn servers_dir() -> Option<PathBuf> {
+    match std::env::var_os(env::CODECODER_TEST_MCP_SERVERS) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None if std::env::var(env::CI).is_ok_and(|v| v == "true") => panic!(
+            "{} is not set: .ci/run installs the MCP test servers with npm and sets it",
+            env::CODECODER_TEST_MCP_SERVERS
+        ),
+        None => {
+            eprintln!("skipped: {} is not set", env::CODECODER_TEST_MCP_SERVERS);
+            None
+        }
+    }
+}
+
+fn bin(dir: &Path, name: &str) -> String {
+    dir.join("node_modules/.bin").join(name).to_string_lossy().into_owned()
+}
+
+/// The tool names a server offers now (they changed across releases, so tests look them up).
+fn tool_names(command: &str, args: &[&str], cwd: &Path) -> Vec<String> {
+    let lookup = |key: &str| std::env::var_os(key);
+    let server = ServerConfig::new(
+        "probe",
+        Transport::Stdio {
+            command: command.to_owned(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            env: codecoder_mcp::base_env(&lookup),
+            cwd: None,
+        },
+    );
+    let (manager, _) = McpManager::start(vec![server], cwd).unwrap();
+    manager.list_tools().iter().map(|t| t.name.clone()).collect()
+}
+
+fn pick<'a>(names: &'a [String], candidates: &[&str]) -> &'a str {
+    names
+        .iter()
+        .find(|n| candidates.contains(&n.as_str()))
+        .unwrap_or_else(|| panic!("none of {candidates:?} in {names:?}"))
+}
+
+fn toml_list(items: &[&str]) -> String {
+    serde_json::to_string(items).unwrap()
+}
+
+#[test]
+fn mcp_tools_answer_the_model_and_broken_servers_are_warnings() {
+    let Some(dir) = servers_dir() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(repo.path().join("notes.txt"), "the answer is in the filesystem\n").unwrap();
+    let repo_path = repo.path().canonicalize().unwrap();
+    let repo_text = repo_path.to_string_lossy().into_owned();
+
+    let everything = bin(&dir, "mcp-server-everything");
+    let filesystem = bin(&dir, "mcp-server-filesystem");
+    let everything_tools = tool_names(&everything, &["stdio"], repo.path());
+    let fs_tools = tool_names(&filesystem, &[&repo_text], repo.path());
+    let echo = pick(&everything_tools, &["echo"]);
+    let sum = pick(&everything_tools, &["get-sum", "add"]);
+    let image = pick(&everything_tools, &["get-tiny-image", "getTinyImage"]);
+    let read = pick(&fs_tools, &["read_text_file", "read_file"]);
+
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            r#"
+[mcp_servers.everything]
+command = {everything:?}
+args = ["stdio"]
+
+[mcp_servers.fs]
+command = {filesystem:?}
+args = {args}
+
+[mcp_servers.missing]
+command = "/nonexistent/mcp-server"
+
+[mcp_servers.hanging]
+command = "sleep"
+args = ["30"]
+startup_timeout_sec = 1
+"#,
+            args = toml_list(&[&repo_text]),
+        ),
+    )
+    .unwrap();
+    let notes = repo_path.join("notes.txt").to_string_lossy().into_owned();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call(
+                "c1",
+                format!("mcp__everything__{echo}"),
+                json!({ "message": "hello from mcp" }),
+            ))
+            .reply(Reply::tool_call(
+                "c2",
+                format!("mcp__everything__{sum}"),
+                json!({ "a": 19, "b": 23 }),
+            ))
+            .reply(Reply::tool_call("c3", format!("mcp__everything__{image}"), json!({})))
+            .reply(Reply::tool_call("c4", format!("mcp__fs__{read}"), json!({ "path": notes })))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
+    let out = run.run(&["exec", "use the MCP tools"], "");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("MCP server `missing` did not start"), "{err}");
+    assert!(err.contains("MCP server `hanging` did not start within 1 s"), "{err}");
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5, "{err}");
+    let first = &requests[0].raw_body;
+    assert!(first.contains(&format!("mcp__everything__{echo}")), "{first}");
+    assert!(first.contains(&format!("mcp__fs__{read}")), "{first}");
+    assert!(!first.contains("mcp__missing__") && !first.contains("mcp__hanging__"));
+    assert!(requests[1].raw_body.contains("hello from mcp"), "{}", requests[1].raw_body);
+    assert!(requests[2].raw_body.contains("42"), "{}", requests[2].raw_body);
+    assert!(requests[3].raw_body.contains("image/png"), "{}", requests[3].raw_body);
+    assert!(
+        requests[4].raw_body.contains("the answer is in the filesystem"),
+        "{}",
+        requests[4].raw_body
+    );
+}
+
+#[test]
+fn permission_rules_and_hooks_match_mcp_tool_names() {
+    let Some(dir) = servers_dir() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let user_home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    let everything = bin(&dir, "mcp-server-everything");
+    let names = tool_names(&everything, &["stdio"], repo.path());
+    let echo = pick(&names, &["echo"]);
+    let sum = pick(&names, &["get-sum", "add"]);
+    // A PreToolUse hook on `mcp__.*` blocks the echo tool; a deny rule covers the server.
+    let hook = user_home.path().join("block.sh");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *'\"tool_name\":\"mcp__everything__echo\"'*) echo 'echo is blocked by hook' >&2; exit 2;; esac\nexit 0\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::create_dir_all(user_home.path().join(".claude")).unwrap();
+    std::fs::write(
+        user_home.path().join(".claude/settings.json"),
+        json!({ "hooks": { "PreToolUse": [{ "matcher": "mcp__.*", "hooks": [{ "type": "command", "command": hook }] }] } })
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            r#"
+[permissions]
+deny = ["mcp__everything__{sum}"]
+
+[mcp_servers.everything]
+command = {everything:?}
+args = ["stdio"]
+"#
+        ),
+    )
+    .unwrap();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call(
+                "c1",
+                format!("mcp__everything__{echo}"),
+                json!({ "message": "hi" }),
+            ))
+            .reply(Reply::tool_call(
+                "c2",
+                format!("mcp__everything__{sum}"),
+                json!({ "a": 1, "b": 2 }),
+            ))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let mut env = openai_env(&server);
+    env.push(("HOME".into(), user_home.path().to_string_lossy().into_owned()));
+    let run = Run { home: home.path(), cwd: repo.path(), env };
+    let out = run.run(&["exec", "try the tools"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let requests = server.requests();
+    assert!(requests[1].raw_body.contains("echo is blocked by hook"), "{}", requests[1].raw_body);
+    assert!(!requests[1].raw_body.contains("Echo: hi"), "{}", requests[1].raw_body);
+    assert!(
+        !requests[2].raw_body.contains("\"3\"") && !requests[2].raw_body.contains("is 3"),
+        "{}",
+        requests[2].raw_body
+    );
+    assert!(
+        requests[2].raw_body.to_lowercase().contains("denied")
+            || requests[2].raw_body.contains("deny"),
+        "{}",
+        requests[2].raw_body
+    );
+}
+
+#[test]
+fn mcp_add_list_get_remove_edit_config_toml_and_keep_the_rest() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "# my settings\nmodel = \"gpt-5\"\n\n[mcp_servers.other]\ncommand = \"other-server\"\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| crate::codecoder(home.path(), args);
+
+    let out = run(&[
+        "mcp",
+        "add",
+        "fs",
+        "--env",
+        "ROOT_TOKEN=abc",
+        "--",
+        "npx",
+        "-y",
+        "server-filesystem",
+        "/tmp",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.starts_with("# my settings\nmodel = \"gpt-5\"\n"), "{text}");
+    assert!(text.contains("[mcp_servers.fs]"), "{text}");
+
+    let out = run(&["mcp", "list"]);
+    let listed = crate::stdout(&out);
+    assert!(listed.contains("fs  stdio: npx -y server-filesystem /tmp"), "{listed}");
+    assert!(listed.contains("other  stdio: other-server"), "{listed}");
+
+    let out = run(&["mcp", "get", "fs", "--json"]);
+    let got: serde_json::Value = serde_json::from_str(&crate::stdout(&out)).unwrap();
+    assert_eq!(got["command"], "npx");
+    assert_eq!(got["env"]["ROOT_TOKEN"], "abc");
+    let out = run(&["mcp", "get", "fs"]);
+    let shown = crate::stdout(&out);
+    assert!(shown.contains("env: ROOT_TOKEN") && !shown.contains("abc"), "{shown}");
+
+    let out = run(&["mcp", "add", "web", "--url", "https://example.test/mcp"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(&["mcp", "remove", "fs"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(!text.contains("mcp_servers.fs") && !text.contains("ROOT_TOKEN"), "{text}");
+    assert!(text.contains("# my settings") && text.contains("[mcp_servers.other]"), "{text}");
+    assert!(text.contains("[mcp_servers.web]"), "{text}");
+    let out = run(&["mcp", "remove", "fs"]);
+    assert!(!out.status.success());
+    let out = run(&["mcp", "add", "bad name", "--", "x"]);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn doctor_lists_mcp_servers_and_their_state() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[mcp_servers.missing]\ncommand = \"/nonexistent/mcp-server\"\n",
+    )
+    .unwrap();
+    let out = crate::codecoder(home.path(), &["doctor"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = crate::stdout(&out);
+    assert!(
+        report.contains("MCP servers (stdio servers run outside the command sandbox"),
+        "{report}"
+    );
+    assert!(report.contains("missing (stdio: /nonexistent/mcp-server): failed"), "{report}");
+}

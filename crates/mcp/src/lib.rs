@@ -1,0 +1,31 @@
+//! MCP client: the tools of configured Model Context Protocol servers, as kernel tools.
+//!
+//! The crate owns its async runtime (tokio, current-thread) on one named thread; everything
+//! else sees a synchronous facade, `McpManager`: start the servers, list their tools, call one
+//! (blocking, with a timeout and a cancel signal). The kernel, the tools and the providers stay
+//! free of any runtime.
+//!
+//! Invariants: a server that fails to start is reported and left out, never an error of the
+//! session; no start waits longer than the server's startup timeout; a stdio server gets a base
+//! environment plus its own `env` table, never codecoder's whole environment, and dies with
+//! the runtime thread (kill on drop, and the parent-death signal).
+
+mod config;
+mod error;
+mod manager;
+mod names;
+mod result;
+mod tool;
+
+pub use config::{
+    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, ServerConfig, Transport, base_env, expand_vars,
+    parse_mcp_json,
+};
+pub use error::{Error, Result};
+pub use manager::{CallOutcome, McpManager, McpToolInfo, Report, ReportOutcome};
+pub use names::qualified_names;
+pub use result::to_tool_output;
+pub use tool::{McpTool, tools};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,298 @@
+//! The MCP client against real servers: `@modelcontextprotocol/server-everything`, installed by
+//! `.ci/run` (`npm install --prefix`) into the directory `CODECODER_TEST_MCP_SERVERS` names.
+//! Under `CI=true` a missing install fails the tests; elsewhere they are skipped with a note,
+//! so that `cargo test` works on a machine without Node.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use codecoder_kernel::ToolKind;
+use codecoder_mcp::{McpManager, McpTool, ReportOutcome, ServerConfig, Transport};
+use codecoder_protocol::{ContentItem, env};
+use serde_json::json;
+
+/// Where the test servers are installed; `None` (skip) only outside CI.
+// Says why a test is skipped.
+#[allow(clippy::print_stderr)]
+pub fn servers_dir() -> Option<PathBuf> {
+    match std::env::var_os(env::CODECODER_TEST_MCP_SERVERS) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None if std::env::var(env::CI).is_ok_and(|v| v == "true") => panic!(
+            "{} is not set: .ci/run installs the MCP test servers with npm and sets it",
+            env::CODECODER_TEST_MCP_SERVERS
+        ),
+        None => {
+            eprintln!(
+                "skipped: {} is not set (install the MCP test servers as .ci/run does)",
+                env::CODECODER_TEST_MCP_SERVERS
+            );
+            None
+        }
+    }
+}
+
+fn stdio(name: &str, command: &str, args: &[&str]) -> ServerConfig {
+    let lookup = |key: &str| std::env::var_os(key);
+    ServerConfig::new(
+        name,
+        Transport::Stdio {
+            command: command.to_owned(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            env: codecoder_mcp::base_env(&lookup),
+            cwd: None,
+        },
+    )
+}
+
+fn everything(dir: &std::path::Path) -> ServerConfig {
+    let bin = dir.join("node_modules/.bin/mcp-server-everything");
+    stdio("everything", &bin.to_string_lossy(), &["stdio"])
+}
+
+#[test]
+fn everything_server_tools_run_and_results_convert() {
+    let Some(dir) = servers_dir() else { return };
+    let cwd = tempfile::tempdir().unwrap();
+    let (manager, reports) = McpManager::start(vec![everything(&dir)], cwd.path()).unwrap();
+    assert!(
+        matches!(reports[0].outcome, ReportOutcome::Ready { tools } if tools > 3),
+        "{reports:?}"
+    );
+    let tools = manager.list_tools();
+    let find = |part: &str| {
+        tools
+            .iter()
+            .find(|t| t.name.to_lowercase().replace(['-', '_'], "").contains(part))
+            .unwrap_or_else(|| panic!("no tool like {part} in {tools:?}"))
+            .clone()
+    };
+    let echo = find("echo");
+    let sum = tools
+        .iter()
+        .find(|t| t.name == "get-sum" || t.name == "add")
+        .unwrap_or_else(|| panic!("no sum tool in {tools:?}"))
+        .clone();
+    let image = find("tinyimage");
+    let (_never, cancel) = crossbeam_channel::bounded(0);
+    let timeout = Duration::from_secs(30);
+
+    let args = json!({"message": "hello mcp"}).as_object().unwrap().clone();
+    let result = manager.call_tool("everything", &echo.name, args, &cancel, timeout).unwrap();
+    let output = codecoder_mcp::to_tool_output(&result);
+    assert!(!output.is_error);
+    assert!(ContentItem::joined_text(&output.content).contains("hello mcp"), "{output:?}");
+
+    let args = json!({"a": 2, "b": 40}).as_object().unwrap().clone();
+    let result = manager.call_tool("everything", &sum.name, args, &cancel, timeout).unwrap();
+    let output = codecoder_mcp::to_tool_output(&result);
+    assert!(ContentItem::joined_text(&output.content).contains("42"), "{output:?}");
+
+    let result =
+        manager.call_tool("everything", &image.name, Default::default(), &cancel, timeout).unwrap();
+    let output = codecoder_mcp::to_tool_output(&result);
+    assert!(
+        output.content.iter().any(|item| matches!(item, ContentItem::Image(image) if image.media_type == "image/png" && !image.data_base64.is_empty())),
+        "{output:?}"
+    );
+
+    // An unknown tool is the server's error, not a crash.
+    let err = manager
+        .call_tool("everything", "no-such-tool", Default::default(), &cancel, timeout)
+        .map(|result| codecoder_mcp::to_tool_output(&result).is_error);
+    assert!(matches!(err, Err(_) | Ok(true)), "{err:?}");
+}
+
+#[test]
+fn a_cancelled_call_returns_at_once() {
+    let Some(dir) = servers_dir() else { return };
+    let cwd = tempfile::tempdir().unwrap();
+    let (manager, _) = McpManager::start(vec![everything(&dir)], cwd.path()).unwrap();
+    let long = manager
+        .list_tools()
+        .iter()
+        .find(|t| t.name.to_lowercase().replace(['-', '_'], "").contains("longrunning"))
+        .unwrap()
+        .clone();
+    let (cancel_tx, cancel) = crossbeam_channel::bounded::<std::convert::Infallible>(0);
+    drop(cancel_tx);
+    let args = json!({"duration": 30, "steps": 3}).as_object().unwrap().clone();
+    let outcome =
+        manager.call_tool("everything", &long.name, args, &cancel, Duration::from_secs(60));
+    assert!(matches!(outcome, Err(codecoder_mcp::Error::Cancelled)), "{outcome:?}");
+    // The server still answers after the cancellation.
+    let (_never, cancel) = crossbeam_channel::bounded(0);
+    let echo = manager.list_tools().iter().find(|t| t.name == "echo").unwrap().clone();
+    let args = json!({"message": "still here"}).as_object().unwrap().clone();
+    let result =
+        manager.call_tool("everything", &echo.name, args, &cancel, Duration::from_secs(30));
+    assert!(result.is_ok(), "{result:?}");
+}
+
+#[test]
+fn missing_and_hanging_servers_are_reported_and_left_out() {
+    let cwd = tempfile::tempdir().unwrap();
+    let missing = stdio("missing", "/nonexistent/mcp-server", &[]);
+    let mut hanging = stdio("hanging", "sleep", &["30"]);
+    hanging.startup_timeout = Duration::from_secs(1);
+    let (manager, reports) = McpManager::start(vec![missing, hanging], cwd.path()).unwrap();
+    assert!(manager.list_tools().is_empty());
+    assert!(
+        matches!(&reports[0].outcome, ReportOutcome::Failed { message } if message.contains("/nonexistent/mcp-server")),
+        "{reports:?}"
+    );
+    assert!(matches!(reports[1].outcome, ReportOutcome::TimedOut { .. }), "{reports:?}");
+    assert!(reports[1].to_string().contains("startup_timeout_sec"), "{}", reports[1]);
+}
+
+#[test]
+fn annotations_decide_the_kind() {
+    let info = |read_only| codecoder_mcp::McpToolInfo {
+        server: "s".to_owned(),
+        name: "t".to_owned(),
+        description: String::new(),
+        input_schema: json!({"type": "object"}),
+        read_only,
+        destructive: None,
+        timeout: Duration::from_secs(1),
+    };
+    assert_eq!(McpTool::kind_of(&info(true)), ToolKind::ReadOnly);
+    assert_eq!(McpTool::kind_of(&info(false)), ToolKind::Network);
+}
+
+#[test]
+fn a_server_sees_the_base_environment_and_its_own_table_only() {
+    let Some(dir) = servers_dir() else { return };
+    let cwd = tempfile::tempdir().unwrap();
+    let lookup = |key: &str| match key {
+        "OPENAI_API_KEY" => Some(std::ffi::OsString::from("sk-secret")),
+        _ => std::env::var_os(key),
+    };
+    let mut env = codecoder_mcp::base_env(&lookup);
+    env.insert("OWN_VAR".to_owned(), "own-value".to_owned());
+    let bin = dir.join("node_modules/.bin/mcp-server-everything");
+    let server = ServerConfig::new(
+        "everything",
+        Transport::Stdio {
+            command: bin.to_string_lossy().into_owned(),
+            args: vec!["stdio".to_owned()],
+            env,
+            cwd: None,
+        },
+    );
+    let (manager, _) = McpManager::start(vec![server], cwd.path()).unwrap();
+    let Some(get_env) = manager.list_tools().iter().find(|t| t.name == "get-env").cloned() else {
+        panic!("no get-env tool in {:?}", manager.list_tools());
+    };
+    // Its annotations say read-only, so it runs as a read-only tool.
+    assert!(get_env.read_only);
+    let (_never, cancel) = crossbeam_channel::bounded(0);
+    let result = manager
+        .call_tool("everything", "get-env", Default::default(), &cancel, Duration::from_secs(30))
+        .unwrap();
+    let text = ContentItem::joined_text(&codecoder_mcp::to_tool_output(&result).content);
+    assert!(text.contains("\"OWN_VAR\": \"own-value\""), "{text}");
+    assert!(!text.contains("OPENAI_API_KEY") && !text.contains("sk-secret"), "{text}");
+    assert!(text.contains("\"PATH\""), "{text}");
+}
+
+/// A minimal stdio MCP server in Node: `ping` answers with its pid, `die` exits without
+/// answering.
+const DYING_SERVER: &str = r#"
+const rl = require('readline').createInterface({ input: process.stdin });
+const send = (id, result) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id, result }) + '\n');
+rl.on('line', (line) => {
+  const msg = JSON.parse(line);
+  if (msg.id === undefined) return;
+  if (msg.method === 'initialize') {
+    send(msg.id, { protocolVersion: msg.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'dying', version: '1' } });
+  } else if (msg.method === 'tools/list') {
+    const schema = { type: 'object', properties: {} };
+    send(msg.id, { tools: [{ name: 'ping', inputSchema: schema }, { name: 'die', inputSchema: schema }] });
+  } else if (msg.method === 'tools/call' && msg.params.name === 'die') {
+    process.exit(3);
+  } else if (msg.method === 'tools/call') {
+    send(msg.id, { content: [{ type: 'text', text: 'pong ' + process.pid }] });
+  } else {
+    process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'no' } }) + '\n');
+  }
+});
+"#;
+
+#[test]
+fn a_server_that_dies_is_restarted_once_at_its_next_call() {
+    // Node is what the test servers need too.
+    if servers_dir().is_none() {
+        return;
+    }
+    let cwd = tempfile::tempdir().unwrap();
+    let script = cwd.path().join("dying.js");
+    fs_err::write(&script, DYING_SERVER).unwrap();
+    let server = stdio("dying", "node", &[&script.to_string_lossy()]);
+    let (manager, reports) = McpManager::start(vec![server], cwd.path()).unwrap();
+    assert!(matches!(reports[0].outcome, ReportOutcome::Ready { tools: 2 }), "{reports:?}");
+    let (_never, cancel) = crossbeam_channel::bounded(0);
+    let timeout = Duration::from_secs(30);
+    let call = |tool: &str| manager.call_tool("dying", tool, Default::default(), &cancel, timeout);
+    let pong = |outcome: codecoder_mcp::CallOutcome| {
+        ContentItem::joined_text(&codecoder_mcp::to_tool_output(&outcome.unwrap()).content)
+    };
+    let first = pong(call("ping"));
+    assert!(first.starts_with("pong "), "{first}");
+    assert!(call("die").is_err());
+    let second = pong(call("ping"));
+    assert!(second.starts_with("pong ") && second != first, "a new process answers: {second}");
+    assert!(call("die").is_err());
+    let third = call("ping");
+    assert!(
+        matches!(&third, Err(err) if err.to_string().contains("already restarted once")),
+        "{third:?}"
+    );
+}
+
+/// Kills the child when the test ends, however it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+#[allow(clippy::disallowed_methods)] // The test runs its HTTP server itself.
+fn a_streamable_http_server_is_reached_by_url() {
+    let Some(dir) = servers_dir() else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = std::process::Command::new(dir.join("node_modules/.bin/mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _child = KillOnDrop(child);
+    // Wait until it listens (outcome-based: give up after a generous bound).
+    let ready = (0..300).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(ready, "server-everything did not listen on {port}");
+    let server = ServerConfig::new(
+        "web",
+        Transport::Http {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            bearer_token: None,
+            headers: BTreeMap::from([("X-Test".to_owned(), "1".to_owned())]),
+        },
+    );
+    let cwd = tempfile::tempdir().unwrap();
+    let (manager, reports) = McpManager::start(vec![server], cwd.path()).unwrap();
+    assert!(matches!(reports[0].outcome, ReportOutcome::Ready { .. }), "{reports:?}");
+    let (_never, cancel) = crossbeam_channel::bounded(0);
+    let args = json!({"message": "over http"}).as_object().unwrap().clone();
+    let result = manager.call_tool("web", "echo", args, &cancel, Duration::from_secs(30)).unwrap();
+    let text = ContentItem::joined_text(&codecoder_mcp::to_tool_output(&result).content);
+    assert!(text.contains("over http"), "{text}");
+}
