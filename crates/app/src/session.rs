@@ -20,6 +20,9 @@ use codecoder_policy::ChainPolicy;
 
 pub(crate) const DEFAULT_MODEL: &str = "gpt-5";
 const DEFAULT_PROVIDER: &str = "openai";
+/// Bytes per token for sizing tool output caps from the window (the usual estimate for code and
+/// English text).
+const BYTES_PER_TOKEN: u64 = 4;
 
 /// Which session to run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -275,6 +278,15 @@ impl Runtime {
         // Output over the cap is kept whole, as a blob beside the session logs.
         tools_config.spill_dir = Some(store.blobs().dir().join("spill"));
         tools_config.blobs = Some(store.blobs());
+        // No single output may take more than a quarter of the window: past that, the model
+        // sees a head and a tail (commands) or the first part with how to read on (files), and
+        // a command's whole output stays in a blob it can page through with read_file.
+        let quarter_window_bytes = usize::try_from(
+            context_limits(config, &model).window.saturating_mul(BYTES_PER_TOKEN) / 4,
+        )
+        .unwrap_or(usize::MAX);
+        tools_config.output_limit = tools_config.output_limit.min(quarter_window_bytes);
+        tools_config.read_byte_limit = tools_config.read_byte_limit.min(quarter_window_bytes);
         let mut registry = ToolRegistry::new();
         for tool in codecoder_tools::builtin_tools(tools_config) {
             registry.register(tool)?;

@@ -408,3 +408,57 @@ fn doctor_shows_each_models_auto_compaction_limit() {
     let out = setup.run(&server, &["-c", "model_auto_compact_token_limit=12000", "doctor"]);
     assert!(stdout(&out).contains("compacts past 12000"), "{}", stdout(&out));
 }
+
+#[test]
+fn an_output_larger_than_a_quarter_of_the_window_is_a_head_and_tail_with_a_blob_to_page() {
+    let setup = Setup::new();
+    // ~118 KB of numbered lines: far more than a quarter of the 20k-token window.
+    let big: String = (1..=20_000).map(|n| format!("line {n:05}\n")).collect();
+    std::fs::write(setup.cwd.path().join("big.txt"), &big).unwrap();
+    let sha = {
+        #[allow(clippy::disallowed_methods)] // The test computes the blob's name independently.
+        let out = std::process::Command::new("sha256sum")
+            .arg(setup.cwd.path().join("big.txt"))
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().split_whitespace().next().unwrap().to_owned()
+    };
+    let blob = setup.home.path().join("sessions/blobs").join(&sha[..2]).join(&sha[2..]);
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("c1", "run_command", json!({"command": "cat big.txt"})))
+            .reply(Reply::tool_call(
+                "c2",
+                "read_file",
+                json!({"path": blob.to_string_lossy(), "offset": 10_000, "limit": 2}),
+            ))
+            .reply(Reply::text("Seen both ends and the middle."))
+            .when_no_tools(Reply::text("Summary.")),
+    )
+    .unwrap();
+    let out = setup.run(&server, &["exec", "look at big.txt"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let requests: Vec<RecordedRequest> = server.requests().into_iter().filter(has_tools).collect();
+    assert_eq!(requests.len(), 3, "every step ran once");
+    let second = &requests[1].raw_body;
+    // The head and the tail reach the model, the middle does not, and the note names the blob.
+    assert!(second.contains("line 00001") && second.contains("line 20000"), "{second}");
+    assert!(!second.contains("line 10000"), "the middle is elided");
+    assert!(second.contains(&format!("sha256:{sha}")), "the note names the blob");
+    // The output the model sees fits a quarter of the window (at four bytes a token), plus the
+    // note.
+    let output = requests[1].body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "function_call_output")
+        .and_then(|item| item["output"].as_str())
+        .unwrap()
+        .to_owned();
+    assert!(output.len() <= usize::try_from(WINDOW).unwrap() + 1_000, "{} bytes", output.len());
+    // The blob holds the whole output, and read_file pages through it.
+    assert_eq!(std::fs::read_to_string(&blob).unwrap(), big);
+    let third = &requests[2].raw_body;
+    assert!(third.contains("line 10000") && third.contains("line 10001"), "{third}");
+    assert_within_window(&requests);
+}
