@@ -23,7 +23,7 @@ pub use schema::{
     AgentToml, ApprovalPolicyToml, ConfigToml, FsyncToml, HookGroupToml, HookHandlerToml,
     InheritToml, ModelToml, PermissionsToml, ProfileToml, ProviderToml, ReasoningEffort,
     SandboxBackendToml, SandboxModeToml, SandboxToml, SandboxWorkspaceWriteToml, SessionToml,
-    ShellEnvironmentPolicyToml, WireApiToml, json_schema,
+    ShellEnvironmentPolicyToml, ShellToml, WireApiToml, json_schema,
 };
 pub use trust::{is_trusted, project_root, trust};
 
