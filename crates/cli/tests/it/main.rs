@@ -12,6 +12,7 @@ mod lock;
 mod replay;
 mod safety;
 mod sessions;
+mod shell_snapshot;
 mod tui;
 
 use std::path::Path;
