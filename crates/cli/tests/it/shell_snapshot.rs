@@ -81,9 +81,7 @@ fn commands_source_the_snapshot_under_every_sandbox_mode() {
         &["--yolo"],
     ] {
         let (probe, snapshot) = run(&cchome, &home, &workspace, mode);
-        for expected in
-            ["hello from alias", "function ran", "var=from-profile", "mytool on PATH"]
-        {
+        for expected in ["hello from alias", "function ran", "var=from-profile", "mytool on PATH"] {
             assert!(probe.contains(expected), "{mode:?}: {expected}: {probe}");
         }
         assert!(probe.contains("shell=snapshot"), "{mode:?}: {probe}");
@@ -104,4 +102,33 @@ fn the_snapshot_can_be_turned_off() {
     let (probe, _) = run(&cchome, &home, &workspace, &["--yolo", "-c", "shell.snapshot=false"]);
     assert!(probe.contains("hello from alias") && probe.contains("shell=login"), "{probe}");
     assert!(!cchome.join("shell_snapshots").exists());
+}
+
+#[test]
+fn doctor_says_how_commands_start() {
+    let (_dir, cchome, home, workspace) = world();
+    let doctor = |profile: &str, args: &[&str]| {
+        std::fs::write(home.join(".bash_profile"), profile).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_codecoder"))
+            .args(args)
+            .arg("doctor")
+            .current_dir(&workspace)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &home)
+            .env("CODECODER_HOME", &cchome)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.lines().find(|line| line.starts_with("shell: ")).unwrap().to_owned()
+    };
+    let line = doctor(". \"$HOME/.bashrc\"\n", &[]);
+    assert!(line.starts_with("shell: bash -c with a snapshot"), "{line}");
+    let line = doctor("exit 1\n", &[]);
+    assert!(line.starts_with("shell: bash -lc per command: the shell snapshot failed"), "{line}");
+    let line = doctor("", &["-c", "shell.snapshot=false"]);
+    assert_eq!(line, "shell: bash -lc per command (shell.snapshot = false)");
+    let left = std::fs::read_dir(cchome.join("shell_snapshots")).unwrap().count();
+    assert_eq!(left, 0, "doctor's snapshot is removed");
 }
