@@ -90,6 +90,9 @@ impl Builtin for RunCommand {
         let args: Args = parse_args(args)?;
         let config = &self.0.config;
         let spec = command_spec(config, &args)?;
+        if let Some(notice) = config.snapshot.as_ref().and_then(|s| s.fallback_notice()) {
+            env.warn(notice);
+        }
         let timeout = match args.timeout_ms {
             Some(0) => return Err(invalid("`timeout_ms` must be at least 1")),
             Some(ms) if Duration::from_millis(ms) > config.max_timeout => {

@@ -30,6 +30,7 @@ use std::ffi::{OsStr, OsString};
 use std::io::Write as _;
 use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -133,6 +134,7 @@ pub struct ShellSnapshot {
     // Serializes re-takes after an rc file changed, so parallel commands take it once.
     retake: Mutex<()>,
     thread: Mutex<Option<JoinOnDrop<()>>>,
+    fallback_told: AtomicBool,
 }
 
 impl ShellSnapshot {
@@ -145,6 +147,7 @@ impl ShellSnapshot {
             state: Arc::clone(&state),
             retake: Mutex::new(()),
             thread: Mutex::new(None),
+            fallback_told: AtomicBool::new(false),
         });
         let spawned = spawn_named("shell-snapshot", move || {
             if let Some(dir) = config.path.parent() {
@@ -172,12 +175,26 @@ impl ShellSnapshot {
             state: Arc::new(Mutex::new(State { status, stamp })),
             retake: Mutex::new(()),
             thread: Mutex::new(None),
+            fallback_told: AtomicBool::new(false),
         })
     }
 
     /// Where it stands now.
     pub fn status(&self) -> SnapshotStatus {
         self.state.lock().unwrap_or_else(PoisonError::into_inner).status.clone()
+    }
+
+    /// The first time it is asked after the snapshot failed: what to tell the person (commands
+    /// run with the login shell). `None` otherwise.
+    pub fn fallback_notice(&self) -> Option<String> {
+        let SnapshotStatus::Failed(reason) = self.status() else { return None };
+        if self.fallback_told.swap(true, Ordering::Relaxed) {
+            return None;
+        }
+        Some(format!(
+            "shell snapshot unavailable ({reason}): commands run with a login shell (`-lc`), \
+             which sources the profile every time"
+        ))
     }
 
     fn set(&self, status: SnapshotStatus, stamp: Vec<Option<SystemTime>>) {

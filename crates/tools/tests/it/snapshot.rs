@@ -156,9 +156,17 @@ fn a_failing_or_hanging_profile_leaves_commands_on_the_login_shell() {
     };
     assert!(reason.contains("failed"), "{reason}");
     fs_err::write(home_dir.path().join("ready"), "").unwrap();
-    let out =
-        fixture(home_dir.path(), Some(snapshot)).ok("run_command", json!({ "command": PROBE }));
+    let fallback = fixture(home_dir.path(), Some(snapshot));
+    let out = fallback.ok("run_command", json!({ "command": PROBE }));
     assert!(out.contains("hello from alias") && out.contains("login=yes"), "{out}");
+    // The person is told once.
+    fallback.ok("run_command", json!({ "command": "true" }));
+    let warnings = fallback.env.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("shell snapshot unavailable (the login shell failed"),
+        "{warnings:?}"
+    );
 
     // A profile that hangs past the timeout.
     let home_dir = home("[ -e \"$HOME/ready\" ] || sleep 30");
