@@ -88,6 +88,9 @@ pub struct Runtime {
     home: PathBuf,
     cwd: PathBuf,
     loaded: LoadedConfig,
+    /// One AGENTS.md cache (by path and mtime) for every session of the process, so a new
+    /// session re-reads only the files that changed.
+    agents_md: codecoder_context::AgentsMdLoader,
 }
 
 impl Runtime {
@@ -106,7 +109,13 @@ impl Runtime {
             profile: overrides.profile.clone(),
             overrides: overrides.config.clone(),
         })?;
-        Ok(Self { overrides, home, cwd, loaded })
+        Ok(Self {
+            overrides,
+            home,
+            cwd,
+            loaded,
+            agents_md: codecoder_context::AgentsMdLoader::new(),
+        })
     }
 
     /// `$CODECODER_HOME`.

@@ -318,7 +318,7 @@ impl Runtime {
             &context_config,
             &environment,
             &codecoder_stdx::SystemClock,
-            &codecoder_context::AgentsMdLoader::new(),
+            &self.agents_md,
         )?
         .with_blob_resolver(move |blob| blobs.resolve(blob).ok());
         let builder = Arc::new(builder);
