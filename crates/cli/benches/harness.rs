@@ -195,7 +195,7 @@ fn main() {
                     .reply(Reply::tool_call(
                         "g",
                         "grep",
-                        json!({ "pattern": "needle", "output_mode": "files_with_matches", "head_limit": 1000 }),
+                        json!({ "pattern": "needle", "output": "files", "head_limit": 1000 }),
                     ))
                     .reply(Reply::text("done"))
             } else {
