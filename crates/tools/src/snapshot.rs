@@ -8,7 +8,8 @@
 //! The script holds:
 //! - `shopt -s expand_aliases` (a non-interactive shell ignores aliases otherwise);
 //! - `export` lines for the variables the profile added or changed relative to the command
-//!   environment, minus the shell's own (`PWD`, `OLDPWD`, `SHLVL`, `_`) and minus the names the
+//!   environment, minus the shell's own (`PWD`, `OLDPWD`, `SHLVL`, `_`), the sandbox's markers
+//!   (`CODECODER_SANDBOX*`, set by the spawner for each command) and the names the
 //!   secret filter withholds (so a key the profile exports is neither written to disk nor given
 //!   to commands: the command environment policy applies to the profile's variables too);
 //!   `unset` lines for the variables the profile removed;
@@ -317,7 +318,15 @@ shopt -s expand_aliases\n"
         let name = OsStr::from_bytes(&record[..eq]);
         let value = OsStr::from_bytes(&record[eq + 1..]);
         seen.push(name.to_owned());
-        if SHELL_OWN.iter().any(|own| OsStr::new(own) == name) || !keep_name(name) {
+        // The sandbox's own markers describe the run that took the snapshot, not the command
+        // (an escalated retry runs outside the sandbox).
+        let sandbox_own = [
+            codecoder_sandbox::env::CODECODER_SANDBOX,
+            codecoder_sandbox::env::CODECODER_SANDBOX_NETWORK_DISABLED,
+        ];
+        if SHELL_OWN.iter().chain(&sandbox_own).any(|own| OsStr::new(own) == name)
+            || !keep_name(name)
+        {
             continue;
         }
         if base.iter().any(|(n, v)| n == name && v == value) {

@@ -88,6 +88,8 @@ fn commands_source_the_snapshot_under_every_sandbox_mode() {
         assert!(snapshot.contains("export MY_VAR='from-profile'"), "{mode:?}: {snapshot}");
         // A key the profile exports is withheld like the agent's own.
         assert!(!snapshot.contains("profile-secret-91c2"), "{mode:?}: {snapshot}");
+        // The sandbox's markers are the spawner's, per command: not baked in.
+        assert!(!snapshot.contains("CODECODER_SANDBOX"), "{mode:?}: {snapshot}");
         let left: Vec<_> = std::fs::read_dir(cchome.join("shell_snapshots"))
             .unwrap()
             .map(|entry| entry.unwrap().path())
