@@ -171,6 +171,7 @@ impl Runtime {
         } else {
             writeln!(out, "withheld from commands: {}", withheld.join(", "))?;
         }
+        writeln!(out, "shell: {}", shell_snapshot_line(self, &interactive))?;
         let mut notices = Vec::new();
         let hooks = crate::safety::load_hooks(loaded, cwd, &mut notices)?;
 
@@ -248,5 +249,38 @@ impl Runtime {
             keys,
             modes: safety.modes,
         })
+    }
+}
+
+/// Takes a shell snapshot the way a session would (then removes it) and says how it went:
+/// commands run with `bash -lc` whenever it fails.
+fn shell_snapshot_line(runtime: &crate::Runtime, safety: &Safety) -> String {
+    if runtime.loaded.config.shell.as_ref().and_then(|shell| shell.snapshot) == Some(false) {
+        return "bash -lc per command (shell.snapshot = false)".to_owned();
+    }
+    let started = std::time::Instant::now();
+    let snapshot = codecoder_tools::ShellSnapshot::take_now(codecoder_tools::SnapshotConfig {
+        path: crate::session::snapshot_path(
+            &runtime.home,
+            &format!("doctor-{}", std::process::id()),
+        ),
+        shell: std::path::PathBuf::from("bash"),
+        cwd: runtime.cwd.clone(),
+        environment: safety.command_env.environment(),
+        confinement: safety.confinement.clone(),
+        keep_name: crate::safety::snapshot_name_filter(
+            runtime.loaded.config.shell_environment_policy.as_ref(),
+        ),
+        timeout: codecoder_tools::SNAPSHOT_TIMEOUT,
+    });
+    let elapsed = started.elapsed().as_millis();
+    match snapshot.status() {
+        codecoder_tools::SnapshotStatus::Ready(_) => {
+            format!("bash -c with a snapshot of the login shell's set-up (taken in {elapsed} ms)")
+        }
+        codecoder_tools::SnapshotStatus::Failed(reason) => {
+            format!("bash -lc per command: the shell snapshot failed ({reason})")
+        }
+        codecoder_tools::SnapshotStatus::Pending => "bash -lc per command".to_owned(),
     }
 }

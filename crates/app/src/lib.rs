@@ -97,6 +97,9 @@ pub struct Runtime {
     home: PathBuf,
     cwd: PathBuf,
     loaded: LoadedConfig,
+    /// One AGENTS.md cache (by path and mtime) for every session of the process, so a new
+    /// session re-reads only the files that changed.
+    agents_md: codecoder_context::AgentsMdLoader,
 }
 
 impl Runtime {
@@ -115,7 +118,13 @@ impl Runtime {
             profile: overrides.profile.clone(),
             overrides: overrides.config.clone(),
         })?;
-        Ok(Self { overrides, home, cwd, loaded })
+        Ok(Self {
+            overrides,
+            home,
+            cwd,
+            loaded,
+            agents_md: codecoder_context::AgentsMdLoader::new(),
+        })
     }
 
     /// `$CODECODER_HOME`.

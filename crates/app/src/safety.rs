@@ -185,6 +185,21 @@ pub(crate) fn build(
     })
 }
 
+/// Which of the variables a login profile exports may go into the shell snapshot: those the
+/// command environment policy would pass on had the agent had them (its excludes, default
+/// excludes and `include_only`), so a key the profile exports is never written to disk.
+pub(crate) fn snapshot_name_filter(
+    toml: Option<&codecoder_config::ShellEnvironmentPolicyToml>,
+) -> codecoder_tools::NameFilter {
+    let mut policy = env_policy(toml);
+    policy.inherit = Inherit::All;
+    policy.set.clear();
+    Arc::new(move |name: &std::ffi::OsStr| {
+        let one = [(name.to_owned(), std::ffi::OsString::new())];
+        !codecoder_sandbox::command_environment(one, &policy).vars.is_empty()
+    })
+}
+
 /// `[shell_environment_policy]` as the sandbox crate's policy; codex's defaults where unset.
 fn env_policy(toml: Option<&codecoder_config::ShellEnvironmentPolicyToml>) -> EnvPolicy {
     let mut policy = EnvPolicy::standard();

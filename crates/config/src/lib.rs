@@ -22,8 +22,8 @@ pub use load::{LoadOptions, LoadedConfig, Origin, load, parse_override};
 pub use schema::{
     AgentToml, ConfigToml, FsyncToml, HookGroupToml, HookHandlerToml, InheritToml, McpServerToml,
     ModelToml, PermissionsToml, ProfileToml, ProviderToml, ReasoningEffort, SandboxBackendToml,
-    SandboxToml, SandboxWorkspaceWriteToml, SessionToml, ShellEnvironmentPolicyToml, WireApiToml,
-    json_schema,
+    SandboxToml, SandboxWorkspaceWriteToml, SessionToml, ShellEnvironmentPolicyToml, ShellToml,
+    WireApiToml, json_schema,
 };
 pub use trust::{is_trusted, project_root, trust};
 

@@ -51,6 +51,9 @@ pub struct ConfigToml {
     /// The agent loop.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentToml>,
+    /// How commands' shells start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shell: Option<ShellToml>,
     /// The budget for AGENTS.md files in the prompt, in bytes (default 32768).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub project_doc_max_bytes: Option<usize>,
@@ -385,6 +388,17 @@ pub struct SessionToml {
     /// Tool outputs and attachments larger than this go to the blob store (default 16384).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blob_threshold_bytes: Option<usize>,
+}
+
+/// `[shell]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellToml {
+    /// Capture the login shell's set-up (exports, aliases, functions) once per session and run
+    /// commands with a non-login shell that sources it, instead of a login shell per command
+    /// (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<bool>,
 }
 
 /// When the session log is synced to disk.

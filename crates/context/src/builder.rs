@@ -15,10 +15,11 @@
 //! - Nothing is truncated to fit: a request that does not fit the context window is an error
 //!   (`check_fits`), never a silently shortened request.
 //!
-//! The tokenizer is slow to load, so nothing on the path to the first request counts tokens
-//! unless it must: refusal counts only sections longer in bytes than the limit, large-section
-//! warnings are computed when `warnings` is first called, and the window check first compares
-//! a byte bound (never below the token estimate) with the room left.
+//! The exact tokenizer is slow to load, so nothing on the path to a request loads it: the
+//! window check compares a byte bound (never below the estimate) with the room left, then the
+//! cheap `estimate_tokens`; the section budgets count exactly only a section whose estimate is
+//! close to a threshold (refusal in `new`, large-section warnings when `warnings` is first
+//! called).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -37,7 +38,7 @@ use crate::base::BASE_INSTRUCTIONS;
 use crate::environment::{Environment, render_environment};
 use crate::error::{Error, Result};
 use crate::section::{Section, SectionPolicy, Warning};
-use crate::tokens::count_tokens;
+use crate::tokens::estimate_tokens;
 
 /// What every message costs beyond its content (role and framing), in tokens.
 pub(crate) const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
@@ -205,8 +206,8 @@ impl ContextBuilder {
     }
 
     /// What the person should know about the prompt: cut or unreadable AGENTS.md files, then
-    /// sections over the warning threshold. The first call may load the tokenizer (about half a
-    /// second); call it off the path to the first request when that matters.
+    /// sections over the warning threshold. The first call may load the tokenizer (~100 ms) when
+    /// a section is close to the threshold; call it off the path to the first request.
     pub fn warnings(&self) -> &[Warning] {
         self.warnings.get_or_init(|| {
             let mut warnings = self.file_warnings.clone();
@@ -344,7 +345,7 @@ impl ContextBuilder {
         if let Some(&tokens) = self.lock().texts.get(&key) {
             return tokens;
         }
-        let tokens = count_tokens(text);
+        let tokens = estimate_tokens(text);
         self.lock().texts.insert(key, tokens);
         tokens
     }
@@ -554,26 +555,26 @@ fn content_fingerprint(content: &ContentItem) -> (u8, usize) {
 /// The tokens of one message item.
 fn item_tokens(item: &MessageItem) -> u64 {
     match item {
-        MessageItem::Text { text } => count_tokens(text),
-        MessageItem::Reasoning(reasoning) => count_tokens(&reasoning.text),
+        MessageItem::Text { text } => estimate_tokens(text),
+        MessageItem::Reasoning(reasoning) => estimate_tokens(&reasoning.text),
         MessageItem::ToolCall(call) => {
             let args = match &call.args {
-                serde_json::Value::String(raw) => count_tokens(raw),
-                args => count_tokens(&args.to_string()),
+                serde_json::Value::String(raw) => estimate_tokens(raw),
+                args => estimate_tokens(&args.to_string()),
             };
-            count_tokens(&call.name) + args
+            estimate_tokens(&call.name) + args
         }
         MessageItem::ToolResult(result) => result.content.iter().map(content_tokens).sum(),
         MessageItem::Image(_) => IMAGE_TOKENS,
-        MessageItem::BlobRef(blob) => count_tokens(&blob.preview),
+        MessageItem::BlobRef(blob) => estimate_tokens(&blob.preview),
     }
 }
 
 /// The tokens of one content item.
 pub(crate) fn content_tokens(content: &ContentItem) -> u64 {
     match content {
-        ContentItem::Text { text } => count_tokens(text),
+        ContentItem::Text { text } => estimate_tokens(text),
         ContentItem::Image(_) => IMAGE_TOKENS,
-        ContentItem::BlobRef(blob) => count_tokens(&blob.preview),
+        ContentItem::BlobRef(blob) => estimate_tokens(&blob.preview),
     }
 }

@@ -45,7 +45,7 @@ pub use environment::{Environment, read_git_head, render_environment, summarize_
 pub use error::{Error, Result};
 pub use rebuild::{RebuiltRequest, ResolveBlob, rebuild_request, request_count};
 pub use section::{Section, SectionPolicy, Warning};
-pub use tokens::count_tokens;
+pub use tokens::{ESTIMATE_ERROR, count_tokens, estimate_tokens, tokens_over};
 pub use window::ContextWindowGuard;
 
 #[cfg(test)]

@@ -628,3 +628,41 @@ fn an_added_section_follows_the_others_and_precedes_agent_instructions() {
     let names: Vec<&str> = request.sections.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, vec!["base instructions", "environment", "skills", "agent instructions"]);
 }
+
+/// Samples of what goes into requests: code, prose, JSON, command output.
+fn calibration_samples() -> Vec<(&'static str, String)> {
+    let listing: String = (0..300)
+        .map(|i| {
+            format!(
+                "-rw-r--r-- 1 user user {:>6} Nov {:>2} 12:{:02} src/module_{i}/file_{i}.rs\n",
+                i * 37,
+                i % 28 + 1,
+                i % 60
+            )
+        })
+        .collect();
+    vec![
+        ("code (Rust)", include_str!("builder.rs").to_owned()),
+        ("code (Rust, tools)", include_str!("../../tools/src/shell.rs").to_owned()),
+        ("prose (Markdown)", include_str!("../../../ARCHITECTURE.md").to_owned()),
+        ("JSON (schema)", include_str!("../../config/schema/config.schema.json").to_owned()),
+        ("command output (ls -l)", listing),
+        ("CJK", "日本語のテキストを数える。これは見積もりです。".repeat(20)),
+    ]
+}
+
+#[test]
+fn estimator_error_against_o200k() {
+    for (name, text) in calibration_samples() {
+        let exact = count_with_encoding(&text) as f64;
+        let estimate = crate::estimate_tokens(&text) as f64;
+        let error = (estimate - exact) / exact;
+        println!(
+            "{name:<24} bytes {:>7} o200k {exact:>6} estimate {estimate:>6} error {:+.1}%",
+            text.len(),
+            error * 100.0
+        );
+        assert!(error.abs() < 0.15, "{name}: {error}");
+        assert!(crate::estimate_tokens(&text) <= bytes(&text));
+    }
+}

@@ -138,6 +138,13 @@ impl ToolContext {
         &self.cancel
     }
 
+    /// Tells the person something about the call that is not its output (a `Warning` event;
+    /// not model-visible).
+    pub fn warn(&self, message: impl Into<String>) {
+        let kind = AgentEventKind::Warning { message: message.into() };
+        let _ = self.events.send(AgentEvent { source: self.source.clone(), kind });
+    }
+
     /// Sends output of the running call to the client (not to the model: only the result is
     /// model-visible).
     pub fn output(&self, stream: OutputStream, chunk: impl Into<String>) {

@@ -5,8 +5,8 @@
 //! `.` to `-` (`anthropic/claude-sonnet-4.5` → `claude-sonnet-4-5`), so dated snapshots
 //! (`gpt-5-2025-08-07`) find their family. An unknown model gets conservative limits and
 //! `known: false`, so the caller can warn once. Prices are USD per million tokens, as published
-//! by the providers; config can override any entry. Token counting lives in the `context`
-//! crate (`count_tokens`), with one lazily loaded tokenizer for the whole process.
+//! by the providers; config can override any entry. Token estimates live in the `context`
+//! crate (`estimate_tokens`: one pass over the bytes, no tokenizer table).
 
 /// What codecoder needs to know about a model.
 #[derive(Debug, Clone, PartialEq)]

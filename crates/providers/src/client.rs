@@ -28,7 +28,7 @@ use crate::config::{ProviderConfig, WireApi};
 use crate::error::{Error, scrub};
 use crate::sse::SseDecoder;
 use crate::{anthropic, chat, responses};
-use codecoder_context::count_tokens as estimate_tokens;
+use codecoder_context::estimate_tokens;
 
 /// Events buffered between the HTTP thread and the kernel.
 const STREAM_CAPACITY: usize = 1024;

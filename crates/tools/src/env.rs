@@ -16,6 +16,8 @@ pub trait CallEnv {
     fn cancel(&self) -> &CancelToken;
     /// Streams output of the running call to the client (not to the model).
     fn output(&self, stream: OutputStream, chunk: String);
+    /// Tells the person something about the call that is not its output (not to the model).
+    fn warn(&self, message: String);
     /// Asks the person and blocks for the answer.
     fn ask_user(&self, question: String, options: Vec<String>) -> Result<AskUserAnswer, ToolError>;
     /// Asks for more than the call was approved for (a retry outside the sandbox); blocks for
@@ -29,6 +31,9 @@ impl CallEnv for ToolContext {
     }
     fn output(&self, stream: OutputStream, chunk: String) {
         ToolContext::output(self, stream, chunk);
+    }
+    fn warn(&self, message: String) {
+        ToolContext::warn(self, message);
     }
     fn ask_user(&self, question: String, options: Vec<String>) -> Result<AskUserAnswer, ToolError> {
         ToolContext::ask_user(self, question, options)
@@ -55,6 +60,8 @@ pub struct StandaloneEnv {
     // A Mutex because `output` takes `&self` and tools may stream from a helper thread; it is
     // never held across a channel operation.
     output: Mutex<StreamedOutput>,
+    // A Mutex because `warn` takes `&self`; never held across a channel operation.
+    warnings: Mutex<Vec<String>>,
 }
 
 #[derive(Debug, Default)]
@@ -77,7 +84,13 @@ impl StandaloneEnv {
             grants: Mutex::new(HashSet::new()),
             output_cap,
             output: Mutex::new(StreamedOutput::default()),
+            warnings: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The warnings the calls gave so far.
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Answers approval requests with `decision` from now on (default: deny).
@@ -125,6 +138,9 @@ impl CallEnv for StandaloneEnv {
         if output.text.len() + chunk.len() <= self.output_cap {
             output.text.push_str(&chunk);
         }
+    }
+    fn warn(&self, message: String) {
+        self.warnings.lock().unwrap_or_else(PoisonError::into_inner).push(message);
     }
     fn ask_user(
         &self,

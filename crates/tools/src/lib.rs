@@ -27,6 +27,7 @@ mod plan;
 mod read;
 mod search;
 mod shell;
+mod snapshot;
 mod text;
 mod web;
 
@@ -40,6 +41,9 @@ use serde_json::Value;
 
 pub use crate::env::{CallEnv, StandaloneEnv};
 use crate::jobs::JobTable;
+pub use crate::snapshot::{
+    NameFilter, SNAPSHOT_TIMEOUT, ShellSnapshot, SnapshotConfig, SnapshotStatus,
+};
 
 /// What the built-in tools need to know. No `Default`: build it with `ToolsConfig::standard`
 /// and change fields.
@@ -61,6 +65,9 @@ pub struct ToolsConfig {
     /// PATH and tool managers are set up); tests use `["-c"]` to stay independent of the
     /// machine's profile files.
     pub shell_args: Vec<String>,
+    /// The session's shell snapshot: while it is ready, commands run as `SHELL -c '. SNAPSHOT
+    /// <newline> COMMAND'` instead of `SHELL SHELL_ARGS… COMMAND`. Default `None`.
+    pub snapshot: Option<Arc<ShellSnapshot>>,
     /// `run_command`'s timeout when the call gives none. Default 2 minutes.
     pub default_timeout: Duration,
     /// The largest `timeout_ms` a call may ask for. Default 10 minutes.
@@ -147,6 +154,7 @@ impl ToolsConfig {
             protected_paths: Some(Vec::new()),
             shell: PathBuf::from("bash"),
             shell_args: vec!["-lc".to_owned()],
+            snapshot: None,
             default_timeout: Duration::from_secs(120),
             max_timeout: Duration::from_secs(600),
             kill_grace: Duration::from_secs(2),

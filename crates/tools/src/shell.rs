@@ -1,5 +1,6 @@
 //! `run_command {command, cwd?, timeout_ms?, env?, background?}`: `bash -lc COMMAND` (shell and
-//! flags from `ToolsConfig`) through the sandbox crate's spawner.
+//! flags from `ToolsConfig`), or `bash -c` sourcing the session's shell snapshot first when it
+//! is ready (`snapshot.rs`), through the sandbox crate's spawner.
 //!
 //! Invariants:
 //! - The whole process group is terminated (SIGTERM, grace, SIGKILL) on timeout, on cancel, and
@@ -86,6 +87,9 @@ impl Builtin for RunCommand {
         let args: Args = parse_args(args)?;
         let config = &self.0.config;
         let spec = command_spec(config, &args)?;
+        if let Some(notice) = config.snapshot.as_ref().and_then(|s| s.fallback_notice()) {
+            env.warn(notice);
+        }
         let timeout = match args.timeout_ms {
             Some(0) => return Err(invalid("`timeout_ms` must be at least 1")),
             Some(ms) if Duration::from_millis(ms) > config.max_timeout => {
@@ -401,7 +405,8 @@ impl Spill {
     }
 }
 
-/// The spec for `SHELL -lc COMMAND`, with the call's cwd and environment checked.
+/// The spec for `SHELL -lc COMMAND` (or `SHELL -c '. SNAPSHOT<newline>COMMAND'` while the
+/// session's shell snapshot is ready), with the call's cwd and environment checked.
 fn command_spec(config: &ToolsConfig, args: &Args) -> Result<CommandSpec, ToolError> {
     let command = &args.command;
     if command.trim().is_empty() {
@@ -429,8 +434,16 @@ fn command_spec(config: &ToolsConfig, args: &Args) -> Result<CommandSpec, ToolEr
         }
         env.push((OsString::from(key), OsString::from(value)));
     }
-    let mut shell_args: Vec<OsString> = config.shell_args.iter().map(OsString::from).collect();
-    shell_args.push(OsString::from(command.as_str()));
+    let script = config.snapshot.as_ref().and_then(|snapshot| snapshot.script_for_command());
+    let shell_args = match script {
+        Some(script) => crate::snapshot::wrap_command(&script, command),
+        None => {
+            let mut shell_args: Vec<OsString> =
+                config.shell_args.iter().map(OsString::from).collect();
+            shell_args.push(OsString::from(command.as_str()));
+            shell_args
+        }
+    };
     Ok(CommandSpec {
         program: config.shell.clone().into_os_string(),
         args: shell_args,

@@ -14,6 +14,7 @@ mod mcp;
 mod replay;
 mod safety;
 mod sessions;
+mod shell_snapshot;
 mod skills;
 mod tui;
 

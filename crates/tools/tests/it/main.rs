@@ -12,4 +12,5 @@ mod kernel;
 mod misc;
 mod search;
 mod shell;
+mod snapshot;
 mod support;
