@@ -35,7 +35,8 @@ pub(crate) fn run(
         None => Start::New,
     };
     let session = host.start_session(start, None, None)?;
-    for notice in host.take_notices() {
+    // Before the UI takes the terminal: the first session's notices go to stderr.
+    for notice in &session.notices {
         eprintln!("{notice}");
     }
     let config = TuiConfig {

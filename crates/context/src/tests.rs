@@ -648,6 +648,17 @@ fn calibration_samples() -> Vec<(&'static str, String)> {
         ("JSON (schema)", include_str!("../../config/schema/config.schema.json").to_owned()),
         ("command output (ls -l)", listing),
         ("CJK", "日本語のテキストを数える。これは見積もりです。".repeat(20)),
+        (
+            "numbered lines",
+            (0..450)
+                .map(|line| format!("file 3 line {line:04}: the quick brown fox {}\n", line * 7))
+                .collect(),
+        ),
+        (
+            "JSON-escaped tool output",
+            serde_json::to_string(&(0..300).map(|n| format!("line {n:05}\n")).collect::<String>())
+                .unwrap(),
+        ),
     ]
 }
 

@@ -107,6 +107,9 @@ pub fn estimate_tokens(text: &str) -> u64 {
             let newlines = run.iter().filter(|&&b| b == b'\n').count() as u64;
             if run.len() > 1 || newlines > 0 {
                 milli += 700 + 150 * newlines.saturating_sub(1);
+            } else if bytes.get(at).is_some_and(u8::is_ascii_digit) {
+                // Digits never take the space before them: it is a token of its own.
+                milli += 1000;
             }
         } else if byte.is_ascii() {
             // Punctuation: common pairs (`::`, `->`, `",`, `();`) are one token.

@@ -18,8 +18,6 @@ pub struct RuntimeHost {
     modes: Option<Modes>,
     /// The running session's approval mode, for `/approvals MODE`.
     controls: Option<SessionControls>,
-    /// Notices of the first session, for the caller to show before the UI opens.
-    notices: Vec<String>,
 }
 
 /// What the status line says about the modes.
@@ -34,24 +32,12 @@ fn mode_label(modes: Modes) -> String {
 impl RuntimeHost {
     /// A host over `runtime`.
     pub fn new(runtime: Runtime) -> Self {
-        Self {
-            runtime,
-            model: None,
-            provider: None,
-            modes: None,
-            controls: None,
-            notices: Vec::new(),
-        }
+        Self { runtime, model: None, provider: None, modes: None, controls: None }
     }
 
     /// The label of the modes the running session has (empty before the first start).
     pub fn mode_label(&self) -> String {
         self.modes.map(mode_label).unwrap_or_default()
-    }
-
-    /// What starting sessions had to say since the last call (config, sandbox, hooks).
-    pub fn take_notices(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.notices)
     }
 
     /// Starts a session: `start` new, resumed or forked; `model`/`provider` replace the ones
@@ -79,7 +65,6 @@ impl RuntimeHost {
             interactive: true,
             ..SessionRequest::new()
         })?;
-        self.notices.extend(session.notices.iter().map(ToString::to_string));
         // A mode switched with /approvals carries over to the next session of this run.
         if let Some(modes) = self.modes
             && modes.approval != session.modes.approval
@@ -110,7 +95,8 @@ impl RuntimeHost {
             usage_so_far,
             context_tokens,
         };
-        Ok(Session { agent: session.agent, info, transcript })
+        let notices = session.notices.iter().map(ToString::to_string).collect();
+        Ok(Session { agent: session.agent, info, transcript, notices })
     }
 }
 

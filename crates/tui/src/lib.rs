@@ -109,6 +109,9 @@ pub struct Session {
     pub info: SessionInfo,
     /// The past (empty for a new session).
     pub transcript: Vec<TranscriptItem>,
+    /// What starting it had to say (a sandbox downgrade, a server that did not start, a bad
+    /// skill file): shown as warnings.
+    pub notices: Vec<String>,
 }
 
 /// Which session `Host::start` should start.

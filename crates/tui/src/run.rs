@@ -186,7 +186,7 @@ fn ui_loop(
     started: Instant,
     stats: &mut FrameStats,
 ) -> anyhow::Result<()> {
-    let Session { agent, info, transcript } = session;
+    let Session { agent, info, transcript, notices: _ } = session;
     let mut agent = Some(agent);
     let mut app = App::new(info, config.approval_mode.clone(), agent_cmd(agent.as_ref()));
     app.skills.clone_from(&config.skills);
@@ -259,8 +259,11 @@ fn ui_loop(
                                 SessionChoice::Resume(_) => "resumed session",
                                 SessionChoice::Fork(_) => "forked into session",
                             };
-                            let Session { agent: new_agent, info, transcript } = session;
+                            let Session { agent: new_agent, info, transcript, notices } = session;
                             app.switch_session(info, new_agent.cmd.clone());
+                            for notice in notices {
+                                app.note(NoteKind::Warning, notice);
+                            }
                             agent = Some(new_agent);
                             // The same conversation is already on screen after a fork or a
                             // model/provider switch; only another session's past is replayed.
