@@ -40,13 +40,15 @@ fn allowed_tools_entries_cover_calls_by_our_name_or_claudes_and_by_command_prefi
     assert!(!covers("Write", &read));
 }
 
+/// A home and a repository (removed when the returned guard drops), the config loaded there.
 fn mcp_setup(
     config: &str,
     mcp_json: &str,
     trusted: bool,
-) -> (codecoder_config::LoadedConfig, std::path::PathBuf) {
-    let home = tempfile::tempdir().unwrap().keep();
-    let repo = tempfile::tempdir().unwrap().keep();
+) -> (codecoder_config::LoadedConfig, std::path::PathBuf, [tempfile::TempDir; 2]) {
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let home = dirs[0].path().to_owned();
+    let repo = dirs[1].path().to_owned();
     fs_err::create_dir(repo.join(".git")).unwrap();
     fs_err::write(home.join("config.toml"), config).unwrap();
     fs_err::write(repo.join(".mcp.json"), mcp_json).unwrap();
@@ -60,12 +62,12 @@ fn mcp_setup(
         profile: None,
         overrides: Vec::new(),
     };
-    (codecoder_config::load(&options).unwrap(), repo)
+    (codecoder_config::load(&options).unwrap(), repo, dirs)
 }
 
 #[test]
 fn mcp_servers_get_the_base_environment_and_their_own_only() {
-    let (loaded, cwd) = mcp_setup(
+    let (loaded, cwd, _dirs) = mcp_setup(
         "[mcp_servers.a]\ncommand = \"srv\"\nenv = { OWN = \"1\" }\nstartup_timeout_sec = 2.5\n",
         "{}",
         false,
@@ -86,15 +88,16 @@ fn mcp_servers_get_the_base_environment_and_their_own_only() {
 fn a_projects_mcp_json_is_read_only_when_the_project_is_trusted() {
     let json = r#"{"mcpServers": {"p": {"command": "project-server"}}}"#;
     let lookup = |_: &str| None;
-    let (untrusted, cwd) = mcp_setup("", json, false);
+    let (untrusted, cwd, _dirs) = mcp_setup("", json, false);
     let (servers, _) = crate::mcp::server_configs(&untrusted, &cwd, &lookup);
     assert!(servers.is_empty());
-    let (trusted, cwd) = mcp_setup("", json, true);
+    let (trusted, cwd, _trusted_dirs) = mcp_setup("", json, true);
     let (servers, _) = crate::mcp::server_configs(&trusted, &cwd, &lookup);
     assert_eq!(servers.len(), 1);
     assert_eq!(servers[0].name, "p");
     // config.toml can switch a project's server off.
-    let (off, cwd) = mcp_setup("[mcp_servers.p]\nenabled = false\ncommand = \"x\"\n", json, true);
+    let (off, cwd, _off_dirs) =
+        mcp_setup("[mcp_servers.p]\nenabled = false\ncommand = \"x\"\n", json, true);
     let (servers, _) = crate::mcp::server_configs(&off, &cwd, &lookup);
     assert!(servers.is_empty());
 }
@@ -110,7 +113,8 @@ fn removing_an_mcp_table_keeps_everything_else() {
 
 #[test]
 fn the_users_claude_json_servers_are_read_and_config_toml_wins() {
-    let (loaded, cwd) = mcp_setup("[mcp_servers.both]\ncommand = \"from-config\"\n", "{}", false);
+    let (loaded, cwd, _dirs) =
+        mcp_setup("[mcp_servers.both]\ncommand = \"from-config\"\n", "{}", false);
     let user_home = tempfile::tempdir().unwrap();
     fs_err::write(
         user_home.path().join(".claude.json"),
