@@ -197,6 +197,24 @@ impl Runtime {
                 }
             }
         }
+        let claude = crate::claude_settings::ClaudePermissions::load(
+            std::env::var_os(codecoder_protocol::env::HOME)
+                .map(std::path::PathBuf::from)
+                .as_deref(),
+            &root,
+            loaded.project_trusted,
+        );
+        for layer in [&claude.project, &claude.user] {
+            let files: Vec<String> = layer.files.iter().map(|f| f.display().to_string()).collect();
+            for (list, items) in
+                [("allow", &layer.allow), ("ask", &layer.ask), ("deny", &layer.deny)]
+            {
+                for rule in items {
+                    any = true;
+                    writeln!(out, "  {list} {rule}  ({}, Claude Code)", files.join(", "))?;
+                }
+            }
+        }
         if !any {
             writeln!(out, "  (none: the defaults of the modes decide)")?;
         }

@@ -28,10 +28,10 @@ pub enum Error {
     #[error(transparent)]
     Kernel(#[from] codecoder_kernel::Error),
     /// The hook configuration.
-    #[error("loading hooks: {0}")]
+    #[error("loading hooks")]
     Hooks(#[from] codecoder_hooks::Error),
     /// A permission rule of one config layer.
-    #[error("[permissions] in {origin}: {source}")]
+    #[error("[permissions] in {origin}")]
     Rules {
         /// The layer.
         origin: String,
@@ -48,7 +48,7 @@ pub enum Error {
         reason: String,
     },
     /// A file or directory the runtime needs.
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Io {
         /// What was being done.
         context: String,

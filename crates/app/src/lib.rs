@@ -16,6 +16,7 @@
 //! front-end to show. It spawns processes only through `sandbox`.
 
 mod checks;
+mod claude_settings;
 mod error;
 mod host;
 mod jsonl;

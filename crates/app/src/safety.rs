@@ -14,6 +14,7 @@ use codecoder_sandbox::{
 };
 use codecoder_tools::{Escalation, EscalationSetting};
 
+use crate::claude_settings::ClaudePermissions;
 use crate::error::{Error, Result};
 use crate::{Notice, Overrides};
 
@@ -77,7 +78,21 @@ pub(crate) fn build(
         Some(SandboxBackendToml::Auto) | None => BackendPreference::Auto,
     };
     let probe = codecoder_sandbox::probe(preference);
-    let modes = resolve_modes(args, loaded, interactive, probe.backend.is_some(), &mut warnings);
+    let home = std::env::var_os(codecoder_protocol::env::HOME).map(PathBuf::from);
+    let claude = ClaudePermissions::load(
+        home.as_deref(),
+        &codecoder_config::project_root(cwd),
+        loaded.project_trusted,
+    );
+    warnings.extend(claude.warnings.iter().cloned());
+    let modes = resolve_modes(
+        args,
+        loaded,
+        interactive,
+        probe.backend.is_some(),
+        claude.approval,
+        &mut warnings,
+    );
     if probe.backend.is_none() && modes.sandbox != SandboxMode::DangerFullAccess {
         warnings.push(format!(
             "no sandbox backend works here ({}); commands that are not known to be read-only \
@@ -86,7 +101,6 @@ pub(crate) fn build(
         ));
     }
 
-    let home = std::env::var_os(codecoder_protocol::env::HOME).map(PathBuf::from);
     let workspace_write = config.sandbox_workspace_write.clone().unwrap_or_default();
     let mut writable_roots = vec![cwd.to_owned()];
     if !workspace_write.exclude_slash_tmp.unwrap_or(false) {
@@ -110,8 +124,16 @@ pub(crate) fn build(
             .map_err(Error::io(format!("--add-dir / writable_roots: {}", root.display())))?;
         writable_roots.push(root);
     }
+    // Claude Code's `additionalDirectories`: one that does not exist is a warning, not an error
+    // (the settings file is shared with another tool).
+    for dir in &claude.directories {
+        match fs_err::canonicalize(dir) {
+            Ok(root) => writable_roots.push(root),
+            Err(err) => warnings.push(format!("additionalDirectories: {err}")),
+        }
+    }
 
-    let (project_rules, user_rules) = rules(loaded, cwd)?;
+    let (project_rules, user_rules) = rules(loaded, cwd, &claude)?;
     let mut extra_hidden: Vec<PathBuf> =
         vec![codecoder_home.join(codecoder_config::CREDENTIALS_FILE)];
     for path in config.sandbox.iter().flat_map(|s| s.hidden_paths.iter()) {
@@ -223,6 +245,7 @@ fn resolve_modes(
     loaded: &LoadedConfig,
     interactive: bool,
     backend: bool,
+    claude_approval: Option<ApprovalMode>,
     warnings: &mut Vec<String>,
 ) -> Modes {
     if args.bypass {
@@ -245,12 +268,18 @@ fn resolve_modes(
             SandboxMode::ReadOnly
         }
     };
-    let approval = args.approval.or(config.approval_policy).unwrap_or(default_approval);
+    let approval =
+        args.approval.or(config.approval_policy).or(claude_approval).unwrap_or(default_approval);
     Modes { sandbox, approval, bypass: false }
 }
 
-/// The project's rules (its config layer) and the user's (every other layer), parsed.
-fn rules(loaded: &LoadedConfig, cwd: &Path) -> Result<(RuleSet, RuleSet)> {
+/// The project's rules (its config layer and its Claude Code settings) and the user's (every
+/// other layer and `~/.claude/settings.json`), parsed.
+fn rules(
+    loaded: &LoadedConfig,
+    cwd: &Path,
+    claude: &ClaudePermissions,
+) -> Result<(RuleSet, RuleSet)> {
     let root = codecoder_config::project_root(cwd);
     let mut project = (Vec::new(), Vec::new(), Vec::new());
     let mut user = (Vec::new(), Vec::new(), Vec::new());
@@ -269,6 +298,18 @@ fn rules(loaded: &LoadedConfig, cwd: &Path) -> Result<(RuleSet, RuleSet)> {
         RuleSet::parse(&rules.allow, &rules.ask, &rules.deny, origin_rules).map_err(|source| {
             Error::Rules { origin: origin.to_string(), source: Box::new(source) }
         })?;
+    }
+    for (layer, target, origin_rules) in [
+        (&claude.project, &mut project, RuleOrigin::Project { root: root.clone() }),
+        (&claude.user, &mut user, RuleOrigin::User),
+    ] {
+        let files: Vec<String> = layer.files.iter().map(|f| f.display().to_string()).collect();
+        RuleSet::parse(&layer.allow, &layer.ask, &layer.deny, origin_rules).map_err(|source| {
+            Error::Rules { origin: files.join(", "), source: Box::new(source) }
+        })?;
+        target.0.extend(layer.allow.iter().cloned());
+        target.1.extend(layer.ask.iter().cloned());
+        target.2.extend(layer.deny.iter().cloned());
     }
     let merged = |origin: &str| {
         let origin = origin.to_owned();

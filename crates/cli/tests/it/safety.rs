@@ -463,3 +463,51 @@ fn exec_refuses_a_denied_command_and_reports_a_sandbox_denial() {
     assert_eq!(escalations[0]["decidedBy"], "mode", "{escalations:?}");
     assert_eq!(escalations[0]["decision"]["type"], "deny", "{escalations:?}");
 }
+
+#[test]
+fn claude_code_permission_settings_join_the_rule_layers() {
+    let world = World::new();
+    std::fs::create_dir_all(world.home.join(".claude")).unwrap();
+    std::fs::write(
+        world.home.join(".claude/settings.json"),
+        serde_json::json!({ "permissions": {
+            "allow": ["Bash(cargo test:*)"],
+            "deny": ["Bash(curl:*)"],
+            "additionalDirectories": [world.beside.to_string_lossy()],
+            "defaultMode": "dontAsk",
+        } })
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(world.workspace.join(".claude")).unwrap();
+    std::fs::write(
+        world.workspace.join(".claude/settings.local.json"),
+        r#"{"permissions": {"deny": ["Bash(cargo test:*)"]}}"#,
+    )
+    .unwrap();
+    let check = |command: &str| {
+        let args = serde_json::json!({ "command": command }).to_string();
+        world
+            .command(&["-a", "untrusted", "permissions", "check", "run_command", &args])
+            .output()
+            .unwrap()
+    };
+    // The user's file: its deny and its allow hold (untrusted would otherwise ask for both).
+    let out = check("curl https://example.com");
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("Bash(curl:*)"), "{}", stdout(&out));
+    let out = check("cargo test --workspace");
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    // The project's file counts only once the project is trusted; then its deny wins.
+    let trusted = world.command(&["trust"]).output().unwrap();
+    assert!(trusted.status.success(), "{}", stderr(&trusted));
+    let out = check("cargo test --workspace");
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    // additionalDirectories is a writable root, defaultMode sets the approval mode where no
+    // flag or config does, and doctor names the files.
+    let out = world.command(&["doctor"]).output().unwrap();
+    let text = stdout(&out);
+    assert!(text.contains(&format!("  {}\n", world.beside.display())), "{text}");
+    assert!(text.contains("interactive: sandbox workspace-write, approvals never"), "{text}");
+    assert!(text.contains("deny Bash(curl:*)") && text.contains("Claude Code"), "{text}");
+}

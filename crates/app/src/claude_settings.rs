@@ -1,0 +1,126 @@
+//! Claude Code's permission settings, honoured as they are: the `permissions` key of
+//! `~/.claude/settings.json` (the user's layer) and, once the project is trusted, of its
+//! `.claude/settings.json` and `.claude/settings.local.json` (the project's layer). `allow`,
+//! `ask` and `deny` join the rule layers of the same rank (the rule syntax is the same);
+//! `additionalDirectories` become writable roots; `defaultMode` sets the approval mode where
+//! neither a flag nor config.toml does.
+//!
+//! Invariant: a project's file is read only when the project is trusted, so a cloned repository
+//! cannot allow itself anything; a file that does not parse is a warning naming file and line,
+//! never an error.
+
+use std::path::{Path, PathBuf};
+
+use codecoder_protocol::ApprovalMode;
+use serde::Deserialize;
+
+/// The `permissions` of one settings file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PermissionsJson {
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    ask: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+    #[serde(default)]
+    additional_directories: Vec<String>,
+    default_mode: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct SettingsJson {
+    #[serde(default)]
+    permissions: PermissionsJson,
+}
+
+/// The rules of one layer, with the file they came from.
+#[derive(Debug, Default)]
+pub(crate) struct ClaudeRules {
+    /// `allow` rules.
+    pub(crate) allow: Vec<String>,
+    /// `ask` rules.
+    pub(crate) ask: Vec<String>,
+    /// `deny` rules.
+    pub(crate) deny: Vec<String>,
+    /// The files read, for `doctor` and error messages.
+    pub(crate) files: Vec<PathBuf>,
+}
+
+/// Claude Code's permission settings for a session.
+#[derive(Debug, Default)]
+pub(crate) struct ClaudePermissions {
+    /// From a trusted project's `.claude/settings.json` and `.claude/settings.local.json`.
+    pub(crate) project: ClaudeRules,
+    /// From `~/.claude/settings.json`.
+    pub(crate) user: ClaudeRules,
+    /// `additionalDirectories`, absolute (relative ones against the project root).
+    pub(crate) directories: Vec<PathBuf>,
+    /// `defaultMode`, where it maps to one of ours (the project's wins over the user's).
+    pub(crate) approval: Option<ApprovalMode>,
+    /// Files that did not parse, modes codecoder does not take from a file.
+    pub(crate) warnings: Vec<String>,
+}
+
+impl ClaudePermissions {
+    /// Reads the user's file under `home` and, when `trusted`, the project's under `root`.
+    pub(crate) fn load(home: Option<&Path>, root: &Path, trusted: bool) -> Self {
+        let mut found = Self::default();
+        if let Some(home) = home {
+            let path = home.join(".claude").join("settings.json");
+            found.read(&path, false, root, home);
+        }
+        if trusted {
+            for name in ["settings.json", "settings.local.json"] {
+                let path = root.join(".claude").join(name);
+                found.read(&path, true, root, home.unwrap_or(root));
+            }
+        }
+        found
+    }
+
+    fn read(&mut self, path: &Path, project: bool, root: &Path, home: &Path) {
+        let Ok(text) = fs_err::read_to_string(path) else { return };
+        let settings: SettingsJson = match serde_json::from_str(&text) {
+            Ok(settings) => settings,
+            Err(err) => {
+                self.warnings.push(format!(
+                    "{}:{}:{}: not valid settings JSON ({err}); its permissions are ignored",
+                    path.display(),
+                    err.line(),
+                    err.column()
+                ));
+                return;
+            }
+        };
+        let permissions = settings.permissions;
+        let layer = if project { &mut self.project } else { &mut self.user };
+        layer.allow.extend(permissions.allow);
+        layer.ask.extend(permissions.ask);
+        layer.deny.extend(permissions.deny);
+        layer.files.push(path.to_owned());
+        for dir in permissions.additional_directories {
+            let dir = match dir.strip_prefix("~/") {
+                Some(rest) => home.join(rest),
+                None => PathBuf::from(dir),
+            };
+            self.directories.push(if dir.is_absolute() { dir } else { root.join(dir) });
+        }
+        match permissions.default_mode.as_deref() {
+            None => {}
+            Some("default") if project || self.approval.is_none() => {
+                self.approval = Some(ApprovalMode::OnRequest);
+            }
+            Some("dontAsk") if project || self.approval.is_none() => {
+                self.approval = Some(ApprovalMode::Never);
+            }
+            Some("default" | "dontAsk") => {}
+            Some(other) => self.warnings.push(format!(
+                "{}: defaultMode `{other}` is not taken from a settings file (codecoder's modes: \
+                 -a untrusted|on-request|never, --yolo)",
+                path.display()
+            )),
+        }
+    }
+}
