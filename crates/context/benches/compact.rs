@@ -47,7 +47,7 @@ fn history() -> Vec<Message> {
                 MessageItem::ToolCall(ToolCall { id: id.clone(), name: name.to_owned(), args }),
             ],
         ));
-        let output: String = (0..110)
+        let output: String = (0..130)
             .map(|line| {
                 format!("    let value_{line} = compute({index}, {line}); // part {index}\n")
             })
