@@ -53,10 +53,42 @@ pub(crate) fn load(cwd: &Path, codecoder_home: &Path) -> Extensions {
     let (commands, command_warnings) = codecoder_skills::load_commands(&roots);
     warnings.extend(agent_warnings);
     warnings.extend(command_warnings);
-    Extensions { store, skills, agents, commands, warnings }
+    let mut extensions = Extensions { store, skills, agents, commands, warnings };
+    let mut plugin_warnings = Vec::new();
+    for plugin in crate::plugins::enabled(codecoder_home, &mut plugin_warnings) {
+        extensions.add_plugin(&plugin);
+    }
+    extensions.warnings.extend(plugin_warnings.into_iter().map(|message| Warning {
+        path: codecoder_home.join("plugins.json"),
+        line: None,
+        message,
+    }));
+    extensions
 }
 
 impl Extensions {
+    /// Adds the `commands/` and `agents/` of `plugin`, named `plugin:name`; the session's own
+    /// definitions win a clash.
+    fn add_plugin(&mut self, plugin: &crate::plugins::Plugin) {
+        let roots = Roots { places: Vec::new(), codecoder_home: Some(plugin.dir.clone()) };
+        let (commands, command_warnings) = codecoder_skills::load_commands(&roots);
+        let (agents, agent_warnings) = codecoder_skills::load_agents(&roots);
+        self.warnings.extend(command_warnings);
+        self.warnings.extend(agent_warnings);
+        for mut command in commands {
+            command.name = format!("{}:{}", plugin.name, command.name);
+            if !self.commands.iter().any(|known| known.name == command.name) {
+                self.commands.push(command);
+            }
+        }
+        for mut agent in agents {
+            agent.name = format!("{}:{}", plugin.name, agent.name);
+            if !self.agents.iter().any(|known| known.name == agent.name) {
+                self.agents.push(agent);
+            }
+        }
+    }
+
     /// The catalogue section's text, ranked against `query` when it must be cut.
     pub(crate) fn catalogue(&self, query: &str) -> String {
         let skills: Vec<&Skill> = self.skills.values().collect();
