@@ -46,7 +46,10 @@ pub(crate) fn roots(cwd: &Path, codecoder_home: &Path) -> Roots {
 
 /// Finds the skills, agents and commands of a session in `cwd`.
 pub(crate) fn load(cwd: &Path, codecoder_home: &Path) -> Extensions {
-    let roots = roots(cwd, codecoder_home);
+    let mut roots = roots(cwd, codecoder_home);
+    let mut plugin_warnings = Vec::new();
+    let plugins = crate::plugins::enabled(codecoder_home, &mut plugin_warnings);
+    roots.plugins = plugins.iter().map(|p| (p.name.clone(), p.dir.clone())).collect();
     let store = Arc::new(SkillStore::new(roots.clone()));
     let (skills, mut warnings) = store.scan();
     let (agents, agent_warnings) = codecoder_skills::load_agents(&roots);
@@ -54,9 +57,8 @@ pub(crate) fn load(cwd: &Path, codecoder_home: &Path) -> Extensions {
     warnings.extend(agent_warnings);
     warnings.extend(command_warnings);
     let mut extensions = Extensions { store, skills, agents, commands, warnings };
-    let mut plugin_warnings = Vec::new();
-    for plugin in crate::plugins::enabled(codecoder_home, &mut plugin_warnings) {
-        extensions.add_plugin(&plugin);
+    for plugin in &plugins {
+        extensions.add_plugin(plugin);
     }
     extensions.warnings.extend(plugin_warnings.into_iter().map(|message| Warning {
         path: codecoder_home.join("plugins.json"),
@@ -68,9 +70,13 @@ pub(crate) fn load(cwd: &Path, codecoder_home: &Path) -> Extensions {
 
 impl Extensions {
     /// Adds the `commands/` and `agents/` of `plugin`, named `plugin:name`; the session's own
-    /// definitions win a clash.
+    /// definitions win a clash. (Its skills come through the store's roots.)
     fn add_plugin(&mut self, plugin: &crate::plugins::Plugin) {
-        let roots = Roots { places: Vec::new(), codecoder_home: Some(plugin.dir.clone()) };
+        let roots = Roots {
+            places: Vec::new(),
+            codecoder_home: Some(plugin.dir.clone()),
+            plugins: Vec::new(),
+        };
         let (commands, command_warnings) = codecoder_skills::load_commands(&roots);
         let (agents, agent_warnings) = codecoder_skills::load_agents(&roots);
         self.warnings.extend(command_warnings);

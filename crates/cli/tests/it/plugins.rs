@@ -19,7 +19,8 @@ if event.get("tool_name") == "Bash" and os.path.isfile(os.path.join(root, "hooks
 sys.exit(0)
 "#;
 
-/// A plugin `guard` in `dir`: a PreToolUse hook blocking commands and a `/guard:hello` command.
+/// A plugin `guard` in `dir`: a PreToolUse hook blocking commands, a `/guard:hello` command, a
+/// `guard:lint` skill and a `guard:checker` agent.
 fn write_plugin(dir: &Path) {
     std::fs::create_dir_all(dir.join(".claude-plugin")).unwrap();
     std::fs::write(
@@ -42,6 +43,18 @@ fn write_plugin(dir: &Path) {
     std::fs::write(
         dir.join("commands/hello.md"),
         "---\ndescription: Say hello\n---\nPLUGIN-HELLO to $ARGUMENTS\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("skills/lint")).unwrap();
+    std::fs::write(
+        dir.join("skills/lint/SKILL.md"),
+        "---\nname: lint\ndescription: Lint the code\n---\nPLUGIN-LINT-BODY\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("agents")).unwrap();
+    std::fs::write(
+        dir.join("agents/checker.md"),
+        "---\nname: checker\ndescription: Checks things\n---\nYou are PLUGIN-CHECKER.\n",
     )
     .unwrap();
 }
@@ -161,4 +174,23 @@ fn plugin_add_rejects_a_directory_without_a_manifest() {
     let out = setup.run_with(Vec::new(), &["plugin", "add", &setup.repo.path().to_string_lossy()]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("plugin.json"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_plugin_skill_and_agent_are_named_after_the_plugin() {
+    let setup = Setup::new();
+    setup.plugin(&["add", &setup.plugin.path().to_string_lossy()]);
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("s1", "skill", json!({ "name": "guard:lint" })))
+            .reply(Reply::text("linted")),
+    )
+    .unwrap();
+    let out = setup.run(&server, &["exec", "lint it"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let requests = server.requests();
+    let first = &requests[0].raw_body;
+    assert!(first.contains("guard:lint"), "the catalogue names the skill: {first}");
+    assert!(first.contains("guard:checker"), "the agent tool offers the agent: {first}");
+    assert!(requests[1].raw_body.contains("PLUGIN-LINT-BODY"), "{}", requests[1].raw_body);
 }
