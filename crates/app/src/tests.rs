@@ -140,3 +140,34 @@ fn the_users_claude_json_servers_are_read_and_config_toml_wins() {
         ]
     );
 }
+
+#[test]
+fn an_enabled_plugins_mcp_json_adds_servers_with_its_root_expanded() {
+    let (loaded, cwd, dirs) = mcp_setup("", "{}", false);
+    let plugin = tempfile::tempdir().unwrap();
+    fs_err::create_dir(plugin.path().join(".claude-plugin")).unwrap();
+    fs_err::write(plugin.path().join(".claude-plugin/plugin.json"), r#"{"name": "tools"}"#)
+        .unwrap();
+    fs_err::write(
+        plugin.path().join(".mcp.json"),
+        r#"{"mcpServers": {"db": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/db", "args": ["--root=${CLAUDE_PLUGIN_ROOT}"]}}}"#,
+    )
+    .unwrap();
+    let home = dirs[0].path().to_owned();
+    let added = crate::plugins::add_plugin(&home, plugin.path()).unwrap();
+    let root = added.dir.to_string_lossy().into_owned();
+    let home_os = home.as_os_str().to_owned();
+    let lookup = |name: &str| (name == "CODECODER_HOME").then(|| home_os.clone());
+    let (servers, notices) = crate::mcp::server_configs(&loaded, &cwd, &lookup);
+    assert!(notices.is_empty(), "{notices:?}");
+    assert_eq!(servers.len(), 1);
+    let codecoder_mcp::Transport::Stdio { command, args, .. } = &servers[0].transport else {
+        panic!("{:?}", servers[0].transport)
+    };
+    assert_eq!(command, &format!("{root}/bin/db"));
+    assert_eq!(args, &[format!("--root={root}")]);
+
+    crate::plugins::set_plugin_enabled(&home, "tools", false).unwrap();
+    let (servers, _) = crate::mcp::server_configs(&loaded, &cwd, &lookup);
+    assert!(servers.is_empty(), "a disabled plugin's servers do not start");
+}
