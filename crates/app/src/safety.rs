@@ -361,7 +361,10 @@ pub(crate) fn load_hooks(
     };
     let (mut set, mut warnings) = HookSet::load(&sources)?;
     for plugin in crate::plugins::enabled(codecoder_home, &mut warnings) {
-        set.add_plugin(&plugin.dir, &mut warnings)?;
+        // A broken plugin is the plugin's problem, not the session's.
+        if let Err(err) = set.add_plugin(&plugin.dir, &mut warnings) {
+            warnings.push(format!("plugin `{}`: its hooks are skipped: {}", plugin.name, err));
+        }
     }
     notices.extend(warnings.into_iter().map(Notice::Warning));
     Ok(Arc::new(set))

@@ -200,7 +200,8 @@ impl HookSet {
 
     /// Adds the hooks of the plugin in `root` (`hooks/hooks.json`, bare or under `hooks`), if it
     /// has any: `${CLAUDE_PLUGIN_ROOT}` in their commands becomes `root`, which is also
-    /// `CLAUDE_PLUGIN_ROOT` in their environment. Errors as for [`HookSet::load`].
+    /// `CLAUDE_PLUGIN_ROOT` in their environment. Errors as for [`HookSet::load`]; on an error
+    /// nothing of the file is added.
     pub fn add_plugin(&mut self, root: &Path, warnings: &mut Vec<String>) -> Result<()> {
         let path = root.join("hooks").join("hooks.json");
         let Some(value) = read_json(&path)? else { return Ok(()) };
@@ -208,15 +209,17 @@ impl HookSet {
             Some(hooks) => (hooks, "hooks"),
             None => (&value, ""),
         };
-        let first = self.groups.each_ref().map(Vec::len);
-        self.add_table(table, &path, at, warnings)?;
+        // Staged so that a malformed file adds nothing.
+        let mut staged = HookSet::empty(self.project_dir.clone());
+        staged.add_table(table, &path, at, warnings)?;
         let root_text = root.to_string_lossy();
-        for (slot, groups) in self.groups.iter_mut().enumerate() {
-            for group in &mut groups[first[slot]..] {
+        for (slot, groups) in staged.groups.into_iter().enumerate() {
+            for mut group in groups {
                 for handler in &mut group.handlers {
                     handler.command = handler.command.replace(PLUGIN_ROOT_VAR, &root_text);
                     handler.plugin_root = Some(root.to_owned());
                 }
+                self.groups[slot].push(group);
             }
         }
         Ok(())

@@ -201,3 +201,18 @@ fn a_plugins_hooks_json_is_added_with_its_root_expanded() {
         [format!("python3 {}/hooks/check.py", root.display())]
     );
 }
+
+#[test]
+fn a_malformed_plugin_hooks_file_adds_nothing() {
+    let fixture = Fixture::new();
+    fixture.write(
+        "plugin/hooks/hooks.json",
+        &json!({"Stop": [{"hooks": [{"type": "command", "command": "ok"}]}], "PreToolUse": 3})
+            .to_string(),
+    );
+    let (mut set, mut warnings) =
+        HookSet::load(&HookSources { config_hooks: None, ..sources(&fixture, false) }).unwrap();
+    let err = set.add_plugin(&fixture.dir.path().join("plugin"), &mut warnings).unwrap_err();
+    assert!(err.to_string().contains("hooks.json"), "{err}");
+    assert!(set.is_empty());
+}
