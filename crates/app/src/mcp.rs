@@ -32,10 +32,16 @@ pub(crate) fn server_configs(
     // The enabled plugins' `.mcp.json`, `${CLAUDE_PLUGIN_ROOT}` being the plugin's directory.
     if let Some(home) = codecoder_stdx::codecoder_home(lookup) {
         let mut warnings = Vec::new();
+        let mut files = Vec::new();
         for plugin in crate::plugins::enabled(&home, &mut warnings) {
-            let path = plugin.dir.join(".mcp.json");
+            files.push((plugin.dir.clone(), plugin.dir.join(".mcp.json")));
+            for path in crate::plugins::component_paths(&plugin.dir, "mcpServers", &mut warnings) {
+                files.push((plugin.dir.clone(), path));
+            }
+        }
+        for (dir, path) in files {
             let Ok(text) = fs_err::read_to_string(&path) else { continue };
-            let root = plugin.dir.to_string_lossy().into_owned();
+            let root = dir.to_string_lossy().into_owned();
             let plugin_lookup = |name: &str| {
                 if name == codecoder_protocol::env::CLAUDE_PLUGIN_ROOT {
                     Some(root.clone())

@@ -139,6 +139,37 @@ pub fn set_plugin_enabled(home: &Path, name: &str, enabled: bool) -> Result<bool
     Ok(true)
 }
 
+/// The paths the manifest of the plugin in `dir` gives under `key` (`commands`, `agents`,
+/// `hooks`, `mcpServers`): a string or a list of strings, relative to `dir`, which add to the
+/// default locations. A path leaving `dir`, or an inline object, is a warning.
+pub(crate) fn component_paths(dir: &Path, key: &str, warnings: &mut Vec<String>) -> Vec<PathBuf> {
+    let path = dir.join(".claude-plugin").join("plugin.json");
+    let Ok(text) = fs_err::read_to_string(&path) else { return Vec::new() };
+    let Ok(manifest) = serde_json::from_str::<serde_json::Value>(&text) else { return Vec::new() };
+    let values: Vec<&serde_json::Value> = match manifest.get(key) {
+        None | Some(serde_json::Value::Null) => return Vec::new(),
+        Some(serde_json::Value::Array(list)) => list.iter().collect(),
+        Some(value) => vec![value],
+    };
+    let mut paths = Vec::new();
+    for value in values {
+        let relative = value.as_str().map(Path::new);
+        let inside = relative.is_some_and(|relative| {
+            relative.components().all(|part| {
+                matches!(part, std::path::Component::Normal(_) | std::path::Component::CurDir)
+            })
+        });
+        match relative {
+            Some(relative) if inside => paths.push(dir.join(relative)),
+            _ => warnings.push(format!(
+                "{}: `{key}` entry {value} is not a path inside the plugin; ignored",
+                path.display()
+            )),
+        }
+    }
+    paths
+}
+
 /// The enabled plugins whose directories exist. An unreadable list is a warning.
 pub(crate) fn enabled(home: &Path, warnings: &mut Vec<String>) -> Vec<Plugin> {
     match read(home) {

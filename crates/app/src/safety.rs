@@ -362,7 +362,11 @@ pub(crate) fn load_hooks(
     let (mut set, mut warnings) = HookSet::load(&sources)?;
     for plugin in crate::plugins::enabled(codecoder_home, &mut warnings) {
         // A broken plugin is the plugin's problem, not the session's.
-        if let Err(err) = set.add_plugin(&plugin.dir, &mut warnings) {
+        let mut files = vec![plugin.dir.join("hooks").join("hooks.json")];
+        files.extend(crate::plugins::component_paths(&plugin.dir, "hooks", &mut warnings));
+        let added =
+            files.iter().try_for_each(|file| set.add_plugin_file(&plugin.dir, file, &mut warnings));
+        if let Err(err) = added {
             warnings.push(format!("plugin `{}`: its hooks are skipped: {}", plugin.name, err));
         }
     }

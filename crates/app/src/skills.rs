@@ -69,16 +69,26 @@ pub(crate) fn load(cwd: &Path, codecoder_home: &Path) -> Extensions {
 }
 
 impl Extensions {
-    /// Adds the `commands/` and `agents/` of `plugin`, named `plugin:name`; the session's own
+    /// Adds the `commands/` and `agents/` of `plugin` (and the folders its manifest adds),
+    /// named `plugin:name`; the session's own
     /// definitions win a clash. (Its skills come through the store's roots.)
     fn add_plugin(&mut self, plugin: &crate::plugins::Plugin) {
-        let roots = Roots {
-            places: Vec::new(),
-            codecoder_home: Some(plugin.dir.clone()),
-            plugins: Vec::new(),
+        let mut manifest_warnings = Vec::new();
+        let mut dirs = |kind: &str| {
+            let mut dirs = vec![(plugin.dir.join(kind), Scope::User)];
+            for path in crate::plugins::component_paths(&plugin.dir, kind, &mut manifest_warnings) {
+                dirs.push((path, Scope::User));
+            }
+            dirs
         };
-        let (commands, command_warnings) = codecoder_skills::load_commands(&roots);
-        let (agents, agent_warnings) = codecoder_skills::load_agents(&roots);
+        let (commands, command_warnings) = codecoder_skills::load_commands_in(dirs("commands"));
+        let (agents, agent_warnings) = codecoder_skills::load_agents_in(dirs("agents"));
+        let manifest = plugin.dir.join(".claude-plugin").join("plugin.json");
+        self.warnings.extend(manifest_warnings.into_iter().map(|message| Warning {
+            path: manifest.clone(),
+            line: None,
+            message,
+        }));
         self.warnings.extend(command_warnings);
         self.warnings.extend(agent_warnings);
         for mut command in commands {

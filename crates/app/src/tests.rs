@@ -146,8 +146,16 @@ fn an_enabled_plugins_mcp_json_adds_servers_with_its_root_expanded() {
     let (loaded, cwd, dirs) = mcp_setup("", "{}", false);
     let plugin = tempfile::tempdir().unwrap();
     fs_err::create_dir(plugin.path().join(".claude-plugin")).unwrap();
-    fs_err::write(plugin.path().join(".claude-plugin/plugin.json"), r#"{"name": "tools"}"#)
-        .unwrap();
+    fs_err::write(
+        plugin.path().join(".claude-plugin/plugin.json"),
+        r#"{"name": "tools", "mcpServers": "./more.json"}"#,
+    )
+    .unwrap();
+    fs_err::write(
+        plugin.path().join("more.json"),
+        r#"{"mcpServers": {"extra": {"command": "extra-server"}}}"#,
+    )
+    .unwrap();
     fs_err::write(
         plugin.path().join(".mcp.json"),
         r#"{"mcpServers": {"db": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/db", "args": ["--root=${CLAUDE_PLUGIN_ROOT}"]}}}"#,
@@ -160,7 +168,8 @@ fn an_enabled_plugins_mcp_json_adds_servers_with_its_root_expanded() {
     let lookup = |name: &str| (name == "CODECODER_HOME").then(|| home_os.clone());
     let (servers, notices) = crate::mcp::server_configs(&loaded, &cwd, &lookup);
     assert!(notices.is_empty(), "{notices:?}");
-    assert_eq!(servers.len(), 1);
+    let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["db", "extra"]);
     let codecoder_mcp::Transport::Stdio { command, args, .. } = &servers[0].transport else {
         panic!("{:?}", servers[0].transport)
     };

@@ -203,15 +203,25 @@ impl HookSet {
     /// `CLAUDE_PLUGIN_ROOT` in their environment. Errors as for [`HookSet::load`]; on an error
     /// nothing of the file is added.
     pub fn add_plugin(&mut self, root: &Path, warnings: &mut Vec<String>) -> Result<()> {
-        let path = root.join("hooks").join("hooks.json");
-        let Some(value) = read_json(&path)? else { return Ok(()) };
+        self.add_plugin_file(root, &root.join("hooks").join("hooks.json"), warnings)
+    }
+
+    /// Adds the hooks in `path` (shaped as `hooks/hooks.json`) of the plugin in `root`, as
+    /// [`HookSet::add_plugin`] does.
+    pub fn add_plugin_file(
+        &mut self,
+        root: &Path,
+        path: &Path,
+        warnings: &mut Vec<String>,
+    ) -> Result<()> {
+        let Some(value) = read_json(path)? else { return Ok(()) };
         let (table, at) = match value.get("hooks") {
             Some(hooks) => (hooks, "hooks"),
             None => (&value, ""),
         };
         // Staged so that a malformed file adds nothing.
         let mut staged = HookSet::empty(self.project_dir.clone());
-        staged.add_table(table, &path, at, warnings)?;
+        staged.add_table(table, path, at, warnings)?;
         let root_text = root.to_string_lossy();
         for (slot, groups) in staged.groups.into_iter().enumerate() {
             for mut group in groups {

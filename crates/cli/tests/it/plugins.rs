@@ -19,14 +19,16 @@ if event.get("tool_name") == "Bash" and os.path.isfile(os.path.join(root, "hooks
 sys.exit(0)
 "#;
 
-/// A plugin `guard` in `dir`: a PreToolUse hook blocking commands, a `/guard:hello` command, a
+/// A plugin `guard` in `dir`: a PreToolUse hook blocking commands, a `/guard:hello` command and
+/// `/guard:bye` from a folder its manifest names, a
 /// `guard:lint` skill and a `guard:checker` agent.
 fn write_plugin(dir: &Path) {
     std::fs::create_dir_all(dir.join(".claude-plugin")).unwrap();
     std::fs::write(
         dir.join(".claude-plugin/plugin.json"),
-        json!({ "name": "guard", "description": "Blocks commands", "version": "1.0.0" })
-            .to_string(),
+        json!({ "name": "guard", "description": "Blocks commands", "version": "1.0.0",
+                "commands": ["./extra-commands", "../outside"] })
+        .to_string(),
     )
     .unwrap();
     std::fs::create_dir_all(dir.join("hooks")).unwrap();
@@ -45,6 +47,8 @@ fn write_plugin(dir: &Path) {
         "---\ndescription: Say hello\n---\nPLUGIN-HELLO to $ARGUMENTS\n",
     )
     .unwrap();
+    std::fs::create_dir_all(dir.join("extra-commands")).unwrap();
+    std::fs::write(dir.join("extra-commands/bye.md"), "PLUGIN-BYE to $ARGUMENTS\n").unwrap();
     std::fs::create_dir_all(dir.join("skills/lint")).unwrap();
     std::fs::write(
         dir.join("skills/lint/SKILL.md"),
@@ -143,6 +147,14 @@ fn a_plugin_command_expands_under_the_plugins_name() {
     assert!(out.status.success(), "{}", stderr(&out));
     let body = &server.requests()[0].raw_body;
     assert!(body.contains("PLUGIN-HELLO to world"), "{body}");
+
+    // A folder the manifest names adds commands; a path leaving the plugin is a warning.
+    let server = FakeModelServer::start(Script::new().reply(Reply::text("ok"))).unwrap();
+    let out = setup.run(&server, &["exec", "/guard:bye now"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = &server.requests()[0].raw_body;
+    assert!(body.contains("PLUGIN-BYE to now"), "{body}");
+    assert!(stderr(&out).contains("../outside"), "{}", stderr(&out));
 }
 
 #[test]
