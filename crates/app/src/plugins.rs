@@ -1,6 +1,7 @@
 //! Claude Code plugins: directories with `.claude-plugin/plugin.json` that the user added with
 //! `codecoder plugin add`, recorded in `$CODECODER_HOME/plugins.json`. An enabled plugin adds
-//! its `commands/`, `agents/` and `skills/` (named `plugin:thing`) and its `hooks/hooks.json`.
+//! its `commands/`, `agents/` and `skills/` (named `plugin:thing`), its `hooks/hooks.json` and its
+//! `.mcp.json`, plus the paths its manifest names for them.
 //!
 //! Invariants: only plugins recorded in `plugins.json` load (a plugin's hooks run code); the
 //! file is replaced atomically; a recorded plugin whose directory went missing is skipped.
