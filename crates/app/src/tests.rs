@@ -180,3 +180,25 @@ fn an_enabled_plugins_mcp_json_adds_servers_with_its_root_expanded() {
     let (servers, _) = crate::mcp::server_configs(&loaded, &cwd, &lookup);
     assert!(servers.is_empty(), "a disabled plugin's servers do not start");
 }
+
+#[test]
+fn a_plugin_manifest_needs_a_kebab_case_name_and_the_list_survives_a_round_trip() {
+    let home = tempfile::tempdir().unwrap();
+    let plugin = tempfile::tempdir().unwrap();
+    fs_err::create_dir(plugin.path().join(".claude-plugin")).unwrap();
+    let manifest = plugin.path().join(".claude-plugin/plugin.json");
+    fs_err::write(&manifest, r#"{"name": "Bad Name"}"#).unwrap();
+    let err = crate::plugins::add_plugin(home.path(), plugin.path()).unwrap_err();
+    assert!(err.to_string().contains("lowercase"), "{err}");
+    assert!(crate::plugins::list_plugins(home.path()).unwrap().is_empty());
+
+    fs_err::write(&manifest, r#"{"name": "good-1", "version": "2.0"}"#).unwrap();
+    crate::plugins::add_plugin(home.path(), plugin.path()).unwrap();
+    // Adding again replaces the entry rather than listing it twice.
+    crate::plugins::add_plugin(home.path(), plugin.path()).unwrap();
+    let listed = crate::plugins::list_plugins(home.path()).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].version.as_deref(), Some("2.0"));
+    assert!(listed[0].enabled);
+    assert!(!crate::plugins::set_plugin_enabled(home.path(), "missing", false).unwrap());
+}
