@@ -172,8 +172,20 @@ impl Runtime {
             writeln!(out, "withheld from commands: {}", withheld.join(", "))?;
         }
         writeln!(out, "shell: {}", shell_snapshot_line(self, &interactive))?;
+        writeln!(out, "plugins:")?;
+        let plugins = crate::plugins::list_plugins(home).unwrap_or_else(|err| {
+            let _ = writeln!(out, "  (unreadable: {err})");
+            Vec::new()
+        });
+        if plugins.is_empty() {
+            writeln!(out, "  (none)")?;
+        }
+        for plugin in &plugins {
+            let state = if plugin.enabled { "enabled" } else { "disabled" };
+            writeln!(out, "  {} {} ({state})", plugin.name, plugin.dir.display())?;
+        }
         let mut notices = Vec::new();
-        let hooks = crate::safety::load_hooks(loaded, cwd, &mut notices)?;
+        let hooks = crate::safety::load_hooks(loaded, cwd, home, &mut notices)?;
 
         writeln!(out, "hooks:")?;
         if hooks.is_empty() {

@@ -21,6 +21,7 @@ mod error;
 mod host;
 mod jsonl;
 mod mcp;
+mod plugins;
 mod provider;
 mod replay;
 mod safety;
@@ -38,6 +39,9 @@ pub use error::{Error, Result};
 pub use host::{SessionListing, git_diff, init_agents_md};
 pub use jsonl::{ExecEventEncoder, Messages, result_text};
 pub use mcp::{add_mcp_server, remove_mcp_server};
+pub use plugins::{
+    Plugin, add_plugin, list_plugins, read_manifest, remove_plugin, set_plugin_enabled,
+};
 pub use safety::{Safety, claude_permission_mode};
 pub use session::{
     ContextLimits, Pricing, RunningSession, SessionControls, SessionRequest, Start, context_limits,

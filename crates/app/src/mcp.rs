@@ -1,11 +1,12 @@
 //! A session's MCP servers: from config.toml's `[mcp_servers.NAME]` and Claude Code's files
-//! (the user's `~/.claude.json` `mcpServers`, and a trusted project's `.mcp.json`); started in
+//! (the enabled plugins' `.mcp.json`, the user's `~/.claude.json` `mcpServers`, and a trusted
+//! project's `.mcp.json`); started in
 //! parallel, their tools offered as `mcp__<server>__<tool>`.
 //!
 //! Invariants: a server that is misconfigured, fails to start or does not start within its
 //! startup timeout is a warning, never a failed session; an untrusted project's `.mcp.json` is
-//! not read; a later source replaces an earlier server of the same name (`~/.claude.json`, then
-//! `.mcp.json`, then config.toml).
+//! not read; a later source replaces an earlier server of the same name (plugins, then
+//! `~/.claude.json`, then `.mcp.json`, then config.toml).
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -28,6 +29,38 @@ pub(crate) fn server_configs(
     let text_lookup = |name: &str| lookup(name).and_then(|v| v.into_string().ok());
     let mut notices = Vec::new();
     let mut servers: Vec<ServerConfig> = Vec::new();
+    // The enabled plugins' `.mcp.json`, `${CLAUDE_PLUGIN_ROOT}` being the plugin's directory.
+    if let Some(home) = codecoder_stdx::codecoder_home(lookup) {
+        let mut warnings = Vec::new();
+        let mut files = Vec::new();
+        for plugin in crate::plugins::enabled(&home, &mut warnings) {
+            files.push((plugin.dir.clone(), plugin.dir.join(".mcp.json")));
+            for path in crate::plugins::component_paths(&plugin.dir, "mcpServers", &mut warnings) {
+                files.push((plugin.dir.clone(), path));
+            }
+        }
+        for (dir, path) in files {
+            let Ok(text) = fs_err::read_to_string(&path) else { continue };
+            let root = dir.to_string_lossy().into_owned();
+            let plugin_lookup = |name: &str| {
+                if name == codecoder_protocol::env::CLAUDE_PLUGIN_ROOT {
+                    Some(root.clone())
+                } else {
+                    text_lookup(name)
+                }
+            };
+            match codecoder_mcp::parse_mcp_json(&path, &text, &base, &plugin_lookup) {
+                Ok(parsed) => {
+                    for server in parsed {
+                        servers.retain(|s| s.name != server.name);
+                        servers.push(server);
+                    }
+                }
+                Err(err) => notices.push(Notice::Warning(format!("MCP servers: {err}"))),
+            }
+        }
+        notices.extend(warnings.into_iter().map(Notice::Warning));
+    }
     // Claude Code's user servers (`mcpServers` of `~/.claude.json`), then the trusted project's.
     let mut files = Vec::new();
     if let Some(user_home) = lookup(codecoder_protocol::env::HOME) {

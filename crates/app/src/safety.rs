@@ -331,10 +331,12 @@ fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
 
 /// Every hook configured for this project: `[hooks]` of each config layer (the project's only
 /// when trusted), `.codecoder/hooks.json`, `.claude/settings.json`, `.claude/settings.local.json`
-/// and `~/.claude/settings.json`. Warnings go to `notices`.
+/// `~/.claude/settings.json` and the enabled plugins' `hooks/hooks.json` (see
+/// [`crate::plugins`]). Warnings go to `notices`.
 pub(crate) fn load_hooks(
     loaded: &LoadedConfig,
     cwd: &Path,
+    codecoder_home: &Path,
     notices: &mut Vec<Notice>,
 ) -> Result<Arc<HookSet>> {
     let mut table = serde_json::Map::new();
@@ -357,7 +359,17 @@ pub(crate) fn load_hooks(
         read_claude_settings: true,
         project_trusted: loaded.project_trusted,
     };
-    let (set, warnings) = HookSet::load(&sources)?;
+    let (mut set, mut warnings) = HookSet::load(&sources)?;
+    for plugin in crate::plugins::enabled(codecoder_home, &mut warnings) {
+        // A broken plugin is the plugin's problem, not the session's.
+        let mut files = vec![plugin.dir.join("hooks").join("hooks.json")];
+        files.extend(crate::plugins::component_paths(&plugin.dir, "hooks", &mut warnings));
+        let added =
+            files.iter().try_for_each(|file| set.add_plugin_file(&plugin.dir, file, &mut warnings));
+        if let Err(err) = added {
+            warnings.push(format!("plugin `{}`: its hooks are skipped: {}", plugin.name, err));
+        }
+    }
     notices.extend(warnings.into_iter().map(Notice::Warning));
     Ok(Arc::new(set))
 }

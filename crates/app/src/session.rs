@@ -373,7 +373,7 @@ impl Runtime {
             auto_compact_limit(config, &model),
         );
         let auto_compact_token_limit = compactor.limit();
-        let hook_set = crate::safety::load_hooks(loaded, &cwd, &mut notices)?;
+        let hook_set = crate::safety::load_hooks(loaded, &cwd, &home, &mut notices)?;
         let hooks: Arc<dyn codecoder_kernel::Hooks> = match crate::safety::kernel_hooks(
             &hook_set,
             writer.session_id().to_string(),

@@ -46,17 +46,65 @@ pub(crate) fn roots(cwd: &Path, codecoder_home: &Path) -> Roots {
 
 /// Finds the skills, agents and commands of a session in `cwd`.
 pub(crate) fn load(cwd: &Path, codecoder_home: &Path) -> Extensions {
-    let roots = roots(cwd, codecoder_home);
+    let mut roots = roots(cwd, codecoder_home);
+    let mut plugin_warnings = Vec::new();
+    let plugins = crate::plugins::enabled(codecoder_home, &mut plugin_warnings);
+    roots.plugins = plugins.iter().map(|p| (p.name.clone(), p.dir.clone())).collect();
     let store = Arc::new(SkillStore::new(roots.clone()));
     let (skills, mut warnings) = store.scan();
     let (agents, agent_warnings) = codecoder_skills::load_agents(&roots);
     let (commands, command_warnings) = codecoder_skills::load_commands(&roots);
     warnings.extend(agent_warnings);
     warnings.extend(command_warnings);
-    Extensions { store, skills, agents, commands, warnings }
+    let mut extensions = Extensions { store, skills, agents, commands, warnings };
+    for plugin in &plugins {
+        extensions.add_plugin(plugin);
+    }
+    extensions.warnings.extend(plugin_warnings.into_iter().map(|message| Warning {
+        path: codecoder_home.join("plugins.json"),
+        line: None,
+        message,
+    }));
+    extensions
 }
 
 impl Extensions {
+    /// Adds the `commands/` and `agents/` of `plugin` (and the folders its manifest adds),
+    /// named `plugin:name`; the session's own
+    /// definitions win a clash. (Its skills come through the store's roots.)
+    fn add_plugin(&mut self, plugin: &crate::plugins::Plugin) {
+        let mut manifest_warnings = Vec::new();
+        let mut dirs = |kind: &str| {
+            let mut dirs = vec![(plugin.dir.join(kind), Scope::User)];
+            for path in crate::plugins::component_paths(&plugin.dir, kind, &mut manifest_warnings) {
+                dirs.push((path, Scope::User));
+            }
+            dirs
+        };
+        let (commands, command_warnings) = codecoder_skills::load_commands_in(dirs("commands"));
+        let (agents, agent_warnings) = codecoder_skills::load_agents_in(dirs("agents"));
+        let manifest = plugin.dir.join(".claude-plugin").join("plugin.json");
+        self.warnings.extend(manifest_warnings.into_iter().map(|message| Warning {
+            path: manifest.clone(),
+            line: None,
+            message,
+        }));
+        self.warnings.extend(command_warnings);
+        self.warnings.extend(agent_warnings);
+        for mut command in commands {
+            command.name = format!("{}:{}", plugin.name, command.name);
+            if !self.commands.iter().any(|known| known.name == command.name) {
+                self.commands.push(command);
+            }
+        }
+        for mut agent in agents {
+            agent.name = format!("{}:{}", plugin.name, agent.name);
+            if !self.agents.iter().any(|known| known.name == agent.name) {
+                self.agents.push(agent);
+            }
+        }
+    }
+
     /// The catalogue section's text, ranked against `query` when it must be cut.
     pub(crate) fn catalogue(&self, query: &str) -> String {
         let skills: Vec<&Skill> = self.skills.values().collect();

@@ -140,3 +140,65 @@ fn the_users_claude_json_servers_are_read_and_config_toml_wins() {
         ]
     );
 }
+
+#[test]
+fn an_enabled_plugins_mcp_json_adds_servers_with_its_root_expanded() {
+    let (loaded, cwd, dirs) = mcp_setup("", "{}", false);
+    let plugin = tempfile::tempdir().unwrap();
+    fs_err::create_dir(plugin.path().join(".claude-plugin")).unwrap();
+    fs_err::write(
+        plugin.path().join(".claude-plugin/plugin.json"),
+        r#"{"name": "tools", "mcpServers": "./more.json"}"#,
+    )
+    .unwrap();
+    fs_err::write(
+        plugin.path().join("more.json"),
+        r#"{"mcpServers": {"extra": {"command": "extra-server"}}}"#,
+    )
+    .unwrap();
+    fs_err::write(
+        plugin.path().join(".mcp.json"),
+        r#"{"mcpServers": {"db": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/db", "args": ["--root=${CLAUDE_PLUGIN_ROOT}"]}}}"#,
+    )
+    .unwrap();
+    let home = dirs[0].path().to_owned();
+    let added = crate::plugins::add_plugin(&home, plugin.path()).unwrap();
+    let root = added.dir.to_string_lossy().into_owned();
+    let home_os = home.as_os_str().to_owned();
+    let lookup = |name: &str| (name == "CODECODER_HOME").then(|| home_os.clone());
+    let (servers, notices) = crate::mcp::server_configs(&loaded, &cwd, &lookup);
+    assert!(notices.is_empty(), "{notices:?}");
+    let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["db", "extra"]);
+    let codecoder_mcp::Transport::Stdio { command, args, .. } = &servers[0].transport else {
+        panic!("{:?}", servers[0].transport)
+    };
+    assert_eq!(command, &format!("{root}/bin/db"));
+    assert_eq!(args, &[format!("--root={root}")]);
+
+    crate::plugins::set_plugin_enabled(&home, "tools", false).unwrap();
+    let (servers, _) = crate::mcp::server_configs(&loaded, &cwd, &lookup);
+    assert!(servers.is_empty(), "a disabled plugin's servers do not start");
+}
+
+#[test]
+fn a_plugin_manifest_needs_a_kebab_case_name_and_the_list_survives_a_round_trip() {
+    let home = tempfile::tempdir().unwrap();
+    let plugin = tempfile::tempdir().unwrap();
+    fs_err::create_dir(plugin.path().join(".claude-plugin")).unwrap();
+    let manifest = plugin.path().join(".claude-plugin/plugin.json");
+    fs_err::write(&manifest, r#"{"name": "Bad Name"}"#).unwrap();
+    let err = crate::plugins::add_plugin(home.path(), plugin.path()).unwrap_err();
+    assert!(err.to_string().contains("lowercase"), "{err}");
+    assert!(crate::plugins::list_plugins(home.path()).unwrap().is_empty());
+
+    fs_err::write(&manifest, r#"{"name": "good-1", "version": "2.0"}"#).unwrap();
+    crate::plugins::add_plugin(home.path(), plugin.path()).unwrap();
+    // Adding again replaces the entry rather than listing it twice.
+    crate::plugins::add_plugin(home.path(), plugin.path()).unwrap();
+    let listed = crate::plugins::list_plugins(home.path()).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].version.as_deref(), Some("2.0"));
+    assert!(listed[0].enabled);
+    assert!(!crate::plugins::set_plugin_enabled(home.path(), "missing", false).unwrap());
+}

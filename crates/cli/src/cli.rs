@@ -238,6 +238,36 @@ pub(crate) enum Command {
     /// Manage the MCP servers in $CODECODER_HOME/config.toml (`[mcp_servers.NAME]`).
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Manage Claude Code plugins (directories with `.claude-plugin/plugin.json`), recorded in
+    /// $CODECODER_HOME/plugins.json. An enabled plugin adds its commands, agents and hooks.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PluginCommand {
+    /// Record (and enable) the plugin in DIR; its hooks will run, so add only plugins you trust.
+    Add {
+        /// The plugin's directory.
+        dir: std::path::PathBuf,
+    },
+    /// List the recorded plugins.
+    List,
+    /// Forget a plugin (its directory is left alone).
+    Remove {
+        /// The plugin's name.
+        name: String,
+    },
+    /// Enable a recorded plugin.
+    Enable {
+        /// The plugin's name.
+        name: String,
+    },
+    /// Disable a recorded plugin.
+    Disable {
+        /// The plugin's name.
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

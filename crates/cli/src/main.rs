@@ -10,6 +10,7 @@ mod cli;
 mod config_cmd;
 mod exec;
 mod mcp_cmd;
+mod plugin_cmd;
 mod render;
 mod safety_cmd;
 mod sessions;
@@ -53,6 +54,7 @@ fn main() -> ExitCode {
         Some(Command::Sandbox(args)) => safety_cmd::run_sandbox(&args, &cli.global),
         Some(Command::Doctor) => safety_cmd::run_doctor(&cli.global, &mut out),
         Some(Command::Mcp(command)) => mcp_cmd::run(command, &cli.global, &mut out),
+        Some(Command::Plugin(command)) => plugin_cmd::run(command, &mut out),
         Some(Command::Permissions(cli::PermissionsCommand::Check(args))) => {
             safety_cmd::run_permissions_check(&args, &cli.global, &mut out)
         }

@@ -43,6 +43,9 @@ use crate::event::{CLAUDE_ONLY_EVENTS, Event};
 use crate::{Error, Result};
 
 /// The default timeout of a hook command (Claude Code's original 60 s).
+/// What a plugin's hook commands write for the plugin's directory.
+const PLUGIN_ROOT_VAR: &str = "${CLAUDE_PLUGIN_ROOT}";
+
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Where to look for hooks.
@@ -88,6 +91,8 @@ pub(crate) struct Handler {
     pub(crate) condition: Option<String>,
     /// The file it was configured in.
     pub(crate) source: PathBuf,
+    /// The plugin it came from: `CLAUDE_PLUGIN_ROOT` in its environment.
+    pub(crate) plugin_root: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -191,6 +196,43 @@ impl HookSet {
             set.add_table(table, &path, at, &mut warnings)?;
         }
         Ok((set, warnings))
+    }
+
+    /// Adds the hooks of the plugin in `root` (`hooks/hooks.json`, bare or under `hooks`), if it
+    /// has any: `${CLAUDE_PLUGIN_ROOT}` in their commands becomes `root`, which is also
+    /// `CLAUDE_PLUGIN_ROOT` in their environment. Errors as for [`HookSet::load`]; on an error
+    /// nothing of the file is added.
+    pub fn add_plugin(&mut self, root: &Path, warnings: &mut Vec<String>) -> Result<()> {
+        self.add_plugin_file(root, &root.join("hooks").join("hooks.json"), warnings)
+    }
+
+    /// Adds the hooks in `path` (shaped as `hooks/hooks.json`) of the plugin in `root`, as
+    /// [`HookSet::add_plugin`] does.
+    pub fn add_plugin_file(
+        &mut self,
+        root: &Path,
+        path: &Path,
+        warnings: &mut Vec<String>,
+    ) -> Result<()> {
+        let Some(value) = read_json(path)? else { return Ok(()) };
+        let (table, at) = match value.get("hooks") {
+            Some(hooks) => (hooks, "hooks"),
+            None => (&value, ""),
+        };
+        // Staged so that a malformed file adds nothing.
+        let mut staged = HookSet::empty(self.project_dir.clone());
+        staged.add_table(table, path, at, warnings)?;
+        let root_text = root.to_string_lossy();
+        for (slot, groups) in staged.groups.into_iter().enumerate() {
+            for mut group in groups {
+                for handler in &mut group.handlers {
+                    handler.command = handler.command.replace(PLUGIN_ROOT_VAR, &root_text);
+                    handler.plugin_root = Some(root.to_owned());
+                }
+                self.groups[slot].push(group);
+            }
+        }
+        Ok(())
     }
 
     /// The directory hooks run in (and `CLAUDE_PROJECT_DIR`).
@@ -433,7 +475,7 @@ fn parse_handler(
                 .push(format!("{}: `{at}.{key}` is not a hook setting; ignored", source.display())),
         }
     }
-    Ok(Some(Handler { command, timeout, condition, source: source.to_owned() }))
+    Ok(Some(Handler { command, timeout, condition, source: source.to_owned(), plugin_root: None }))
 }
 
 /// The file's JSON, `None` when it does not exist.

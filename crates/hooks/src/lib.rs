@@ -38,7 +38,7 @@ pub use runner::{CommonInput, HookRunner};
 
 use std::path::PathBuf;
 
-pub use codecoder_protocol::env::{CLAUDE_PROJECT_DIR, CODECODER_PROJECT_DIR};
+pub use codecoder_protocol::env::{CLAUDE_PLUGIN_ROOT, CLAUDE_PROJECT_DIR, CODECODER_PROJECT_DIR};
 
 /// A hooks configuration problem. Running hooks never fails: their problems are data in the
 /// outcomes.

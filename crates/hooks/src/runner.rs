@@ -33,7 +33,7 @@ use crate::outcome::{
     self, Answer, PermissionRequest, PostToolUse, PreToolUse, Ran, Report, SessionStart, Stop,
     SubagentStart, UserPromptSubmit,
 };
-use crate::{CLAUDE_PROJECT_DIR, CODECODER_PROJECT_DIR, mapping};
+use crate::{CLAUDE_PLUGIN_ROOT, CLAUDE_PROJECT_DIR, CODECODER_PROJECT_DIR, mapping};
 
 /// Bytes kept of a hook's stdout and of its stderr.
 const OUTPUT_CAP: usize = 1 << 20;
@@ -334,14 +334,18 @@ fn execute(
     hook: &str,
     cancel: Option<&Receiver<Infallible>>,
 ) -> Answer {
+    let mut env = vec![
+        (OsString::from(CLAUDE_PROJECT_DIR), project_dir.as_os_str().to_owned()),
+        (OsString::from(CODECODER_PROJECT_DIR), project_dir.as_os_str().to_owned()),
+    ];
+    if let Some(root) = &handler.plugin_root {
+        env.push((OsString::from(CLAUDE_PLUGIN_ROOT), root.as_os_str().to_owned()));
+    }
     let spec = CommandSpec {
         program: OsString::from("sh"),
         args: vec![OsString::from("-c"), OsString::from(&handler.command)],
         cwd: Some(project_dir.to_owned()),
-        env: vec![
-            (OsString::from(CLAUDE_PROJECT_DIR), project_dir.as_os_str().to_owned()),
-            (OsString::from(CODECODER_PROJECT_DIR), project_dir.as_os_str().to_owned()),
-        ],
+        env,
         stdin: Some(input.to_vec()),
     };
     let wait = Wait { cancel, ..Wait::within(handler.timeout) };

@@ -47,6 +47,8 @@ pub const CODECODER_SANDBOX_NETWORK_DISABLED: &str = "CODECODER_SANDBOX_NETWORK_
 pub const CLAUDE_PROJECT_DIR: &str = "CLAUDE_PROJECT_DIR";
 /// Our own name for the same directory, set next to [`CLAUDE_PROJECT_DIR`].
 pub const CODECODER_PROJECT_DIR: &str = "CODECODER_PROJECT_DIR";
+/// A Claude Code plugin's directory, set for the plugin's hooks.
+pub const CLAUDE_PLUGIN_ROOT: &str = "CLAUDE_PLUGIN_ROOT";
 
 // Tests.
 

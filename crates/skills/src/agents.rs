@@ -2,7 +2,7 @@
 //! subagent files. The frontmatter names and describes the agent and limits its tools; the
 //! body is its system prompt.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::discovery::{Roots, Scope, markdown_files};
 use crate::error::Warning;
@@ -72,9 +72,14 @@ pub fn parse_agent(path: &Path, text: &str, scope: Scope) -> Result<AgentDef, Wa
 
 /// The agent definitions under `roots` (first of each name wins) and the warnings.
 pub fn load_agents(roots: &Roots) -> (Vec<AgentDef>, Vec<Warning>) {
+    load_agents_in(roots.dirs("agents"))
+}
+
+/// The definitions in `dirs` (highest precedence first), as [`load_agents`] reads them.
+pub fn load_agents_in(dirs: Vec<(PathBuf, Scope)>) -> (Vec<AgentDef>, Vec<Warning>) {
     let mut agents: Vec<AgentDef> = Vec::new();
     let mut warnings = Vec::new();
-    for (dir, scope) in roots.dirs("agents") {
+    for (dir, scope) in dirs {
         for path in markdown_files(&dir) {
             let parsed = fs_err::read_to_string(&path)
                 .map_err(|err| Warning { path: path.clone(), line: None, message: err.to_string() })

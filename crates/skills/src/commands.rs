@@ -48,9 +48,14 @@ fn parse_command(path: &Path, text: &str, scope: Scope) -> Result<Command, Warni
 
 /// The commands under `roots` (first of each name wins) and the warnings.
 pub fn load_commands(roots: &Roots) -> (Vec<Command>, Vec<Warning>) {
+    load_commands_in(roots.dirs("commands"))
+}
+
+/// The definitions in `dirs` (highest precedence first), as [`load_commands`] reads them.
+pub fn load_commands_in(dirs: Vec<(PathBuf, Scope)>) -> (Vec<Command>, Vec<Warning>) {
     let mut commands: Vec<Command> = Vec::new();
     let mut warnings = Vec::new();
-    for (dir, scope) in roots.dirs("commands") {
+    for (dir, scope) in dirs {
         for path in markdown_files(&dir) {
             let parsed = fs_err::read_to_string(&path)
                 .map_err(|err| Warning { path: path.clone(), line: None, message: err.to_string() })

@@ -35,6 +35,9 @@ pub struct Roots {
     pub places: Vec<(PathBuf, Scope)>,
     /// `$CODECODER_HOME`: its `skills`, `agents`, `commands` come first among the user's.
     pub codecoder_home: Option<PathBuf>,
+    /// Claude Code plugins, `(name, directory)`: the skills in `<directory>/skills` come last,
+    /// named `name:skill`.
+    pub plugins: Vec<(String, PathBuf)>,
 }
 
 impl Roots {
@@ -60,7 +63,7 @@ impl Roots {
                 places.push((home.to_path_buf(), Scope::User));
             }
         }
-        Self { places, codecoder_home: codecoder_home.map(Path::to_path_buf) }
+        Self { places, codecoder_home: codecoder_home.map(Path::to_path_buf), plugins: Vec::new() }
     }
 
     /// The folders holding definitions of `kind` (`skills`, `agents`, `commands`), highest
@@ -129,7 +132,12 @@ impl SkillStore {
     pub fn scan(&self) -> (BTreeMap<String, Skill>, Vec<Warning>) {
         let mut skills: BTreeMap<String, Skill> = BTreeMap::new();
         let mut warnings = Vec::new();
-        for (dir, scope) in self.roots.dirs("skills") {
+        let mut dirs: Vec<(PathBuf, Scope, Option<&str>)> =
+            self.roots.dirs("skills").into_iter().map(|(dir, scope)| (dir, scope, None)).collect();
+        for (name, dir) in &self.roots.plugins {
+            dirs.push((dir.join("skills"), Scope::User, Some(name.as_str())));
+        }
+        for (dir, scope, plugin) in dirs {
             let Ok(entries) = fs_err::read_dir(&dir) else {
                 continue;
             };
@@ -149,8 +157,11 @@ impl SkillStore {
                     continue;
                 };
                 match parsed {
-                    Ok((skill, skill_warnings)) => {
+                    Ok((mut skill, skill_warnings)) => {
                         warnings.extend(skill_warnings);
+                        if let Some(plugin) = plugin {
+                            skill.name = format!("{plugin}:{}", skill.name);
+                        }
                         if let Some(winner) = skills.get(&skill.name) {
                             warnings.push(Warning {
                                 path: skill.path.clone(),

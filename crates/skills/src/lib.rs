@@ -25,9 +25,9 @@ mod skill;
 mod substitute;
 mod tool;
 
-pub use agents::{AgentDef, load_agents, parse_agent};
+pub use agents::{AgentDef, load_agents, load_agents_in, parse_agent};
 pub use catalogue::{Catalogue, bm25_rank};
-pub use commands::{Command, expand_command, load_commands};
+pub use commands::{Command, expand_command, load_commands, load_commands_in};
 pub use discovery::{Roots, Scope, SkillStore};
 pub use error::{Error, Warning};
 pub use skill::{Skill, parse_skill};

@@ -11,6 +11,7 @@ mod guard;
 mod hooks;
 mod lock;
 mod mcp;
+mod plugins;
 mod replay;
 mod safety;
 mod sessions;

@@ -178,3 +178,41 @@ fn an_untrusted_project_runs_none_of_its_own_hooks() {
     );
     assert!(warnings[1].contains("codecoder trust"), "{warnings:?}");
 }
+
+#[test]
+fn a_plugins_hooks_json_is_added_with_its_root_expanded() {
+    let fixture = Fixture::new();
+    let root = fixture.dir.path().join("plugin");
+    fixture.write(
+        "plugin/hooks/hooks.json",
+        &json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "python3 ${CLAUDE_PLUGIN_ROOT}/hooks/check.py"}
+        ]}]}})
+        .to_string(),
+    );
+    let (mut set, mut warnings) =
+        HookSet::load(&HookSources { config_hooks: None, ..sources(&fixture, false) }).unwrap();
+    set.add_plugin(&root, &mut warnings).unwrap();
+    // A plugin without hooks adds nothing.
+    set.add_plugin(&fixture.dir.path().join("empty-plugin"), &mut warnings).unwrap();
+    assert_eq!(warnings, Vec::<String>::new());
+    assert_eq!(
+        set.commands_for(Event::PreToolUse, "run_command"),
+        [format!("python3 {}/hooks/check.py", root.display())]
+    );
+}
+
+#[test]
+fn a_malformed_plugin_hooks_file_adds_nothing() {
+    let fixture = Fixture::new();
+    fixture.write(
+        "plugin/hooks/hooks.json",
+        &json!({"Stop": [{"hooks": [{"type": "command", "command": "ok"}]}], "PreToolUse": 3})
+            .to_string(),
+    );
+    let (mut set, mut warnings) =
+        HookSet::load(&HookSources { config_hooks: None, ..sources(&fixture, false) }).unwrap();
+    let err = set.add_plugin(&fixture.dir.path().join("plugin"), &mut warnings).unwrap_err();
+    assert!(err.to_string().contains("hooks.json"), "{err}");
+    assert!(set.is_empty());
+}
