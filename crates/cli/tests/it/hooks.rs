@@ -25,14 +25,16 @@ fn settings(dir: &Path, hooks: serde_json::Value) {
         .unwrap();
 }
 
-struct Setup {
-    home: tempfile::TempDir,
-    user_home: tempfile::TempDir,
-    repo: tempfile::TempDir,
+/// A codecoder home, a user HOME and a git repository to work in, each a temporary directory;
+/// shared by the tests of the features that read the user's and the project's files.
+pub(crate) struct Setup {
+    pub(crate) home: tempfile::TempDir,
+    pub(crate) user_home: tempfile::TempDir,
+    pub(crate) repo: tempfile::TempDir,
 }
 
 impl Setup {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let setup = Self {
             home: tempfile::tempdir().unwrap(),
             user_home: tempfile::tempdir().unwrap(),
@@ -42,11 +44,20 @@ impl Setup {
         setup
     }
 
-    fn run(&self, server: &FakeModelServer, args: &[&str]) -> std::process::Output {
-        let mut env = openai_env(server);
+    /// `codecoder ARGS` in the repository, with `env` and the user HOME.
+    pub(crate) fn run_with(
+        &self,
+        mut env: Vec<(String, String)>,
+        args: &[&str],
+    ) -> std::process::Output {
         env.push(("HOME".into(), self.user_home.path().to_string_lossy().into_owned()));
         let run = Run { home: self.home.path(), cwd: self.repo.path(), env };
         run.run(args, "")
+    }
+
+    /// `codecoder ARGS` against `server`.
+    pub(crate) fn run(&self, server: &FakeModelServer, args: &[&str]) -> std::process::Output {
+        self.run_with(openai_env(server), args)
     }
 }
 

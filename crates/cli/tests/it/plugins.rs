@@ -7,7 +7,6 @@ use std::path::Path;
 use codecoder_test_support::{FakeModelServer, Reply, Script};
 use serde_json::json;
 
-use crate::exec::{Run, openai_env};
 use crate::stderr;
 
 const BLOCK_PY: &str = r#"import json, os, sys
@@ -63,35 +62,26 @@ fn write_plugin(dir: &Path) {
     .unwrap();
 }
 
+/// The shared project set-up plus a plugin directory.
 struct Setup {
-    home: tempfile::TempDir,
-    user_home: tempfile::TempDir,
-    repo: tempfile::TempDir,
+    project: crate::hooks::Setup,
     plugin: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Setup {
+    type Target = crate::hooks::Setup;
+
+    fn deref(&self) -> &Self::Target {
+        &self.project
+    }
 }
 
 impl Setup {
     fn new() -> Self {
-        let setup = Self {
-            home: tempfile::tempdir().unwrap(),
-            user_home: tempfile::tempdir().unwrap(),
-            repo: tempfile::tempdir().unwrap(),
-            plugin: tempfile::tempdir().unwrap(),
-        };
-        std::fs::create_dir(setup.repo.path().join(".git")).unwrap();
+        let setup =
+            Self { project: crate::hooks::Setup::new(), plugin: tempfile::tempdir().unwrap() };
         write_plugin(setup.plugin.path());
         setup
-    }
-
-    fn run_with(&self, env: Vec<(String, String)>, args: &[&str]) -> std::process::Output {
-        let mut env = env;
-        env.push(("HOME".into(), self.user_home.path().to_string_lossy().into_owned()));
-        let run = Run { home: self.home.path(), cwd: self.repo.path(), env };
-        run.run(args, "")
-    }
-
-    fn run(&self, server: &FakeModelServer, args: &[&str]) -> std::process::Output {
-        self.run_with(openai_env(server), args)
     }
 
     fn plugin(&self, args: &[&str]) -> String {

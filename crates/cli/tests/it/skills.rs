@@ -6,26 +6,16 @@ use std::path::Path;
 use codecoder_test_support::{FakeModelServer, Reply, Script};
 use serde_json::json;
 
-use crate::exec::{Run, openai_env};
+use crate::hooks::Setup;
 use crate::stderr;
 
-struct Setup {
-    home: tempfile::TempDir,
-    user_home: tempfile::TempDir,
-    repo: tempfile::TempDir,
+/// Writing a project's skills and agent definitions.
+trait Extensions {
+    fn skill(&self, name: &str, frontmatter: &str, body: &str) -> std::path::PathBuf;
+    fn agent(&self, file: &str, text: &str);
 }
 
-impl Setup {
-    fn new() -> Self {
-        let setup = Self {
-            home: tempfile::tempdir().unwrap(),
-            user_home: tempfile::tempdir().unwrap(),
-            repo: tempfile::tempdir().unwrap(),
-        };
-        std::fs::create_dir(setup.repo.path().join(".git")).unwrap();
-        setup
-    }
-
+impl Extensions for Setup {
     fn skill(&self, name: &str, frontmatter: &str, body: &str) -> std::path::PathBuf {
         let dir = self.repo.path().join(".codecoder/skills").join(name);
         std::fs::create_dir_all(&dir).unwrap();
@@ -37,13 +27,6 @@ impl Setup {
         let dir = self.repo.path().join(".claude/agents");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(file), text).unwrap();
-    }
-
-    fn run(&self, server: &FakeModelServer, args: &[&str]) -> std::process::Output {
-        let mut env = openai_env(server);
-        env.push(("HOME".into(), self.user_home.path().to_string_lossy().into_owned()));
-        let run = Run { home: self.home.path(), cwd: self.repo.path(), env };
-        run.run(args, "")
     }
 }
 
