@@ -701,6 +701,21 @@ impl AgentLoop {
     /// same: what the request shows the model besides the history is in the log before it is
     /// sent. Sections that do not join to the instructions are logged as one section.
     pub(crate) fn log_context(&mut self, request: &ModelRequest) -> Result<(), Stop> {
+        // The common case, every step after the first: compared in place, nothing copied.
+        if let Some(last) = self.writer.context()
+            && last.model == request.model
+            && last.provider == self.env.config.provider
+            && last.max_output_tokens == request.max_output_tokens
+            && last.config_hash == self.env.config.config_hash
+            && last.output_schema == request.output_schema
+            && last.tools == request.tools
+            && ((last.sections == request.sections
+                && joins_to(&request.sections, &request.instructions))
+                || matches!(last.sections.as_slice(), [only] if only.name == "instructions"
+                    && only.text == request.instructions))
+        {
+            return Ok(());
+        }
         let sections = if join_sections(&request.sections) == request.instructions {
             request.sections.clone()
         } else {
@@ -926,4 +941,19 @@ fn user_item(item: ContentItem) -> MessageItem {
             ),
         },
     }
+}
+
+/// Whether `text` is `sections` joined as `join_sections` joins them (a blank line between),
+/// checked without building the joined text.
+fn joins_to(sections: &[PromptSection], text: &str) -> bool {
+    let mut rest = text;
+    for (index, section) in sections.iter().enumerate() {
+        if index > 0 {
+            let Some(after) = rest.strip_prefix("\n\n") else { return false };
+            rest = after;
+        }
+        let Some(after) = rest.strip_prefix(section.text.as_str()) else { return false };
+        rest = after;
+    }
+    rest.is_empty()
 }
