@@ -56,10 +56,12 @@ pub const CLAUDE_PLUGIN_ROOT: &str = "CLAUDE_PLUGIN_ROOT";
 pub const UPDATE_EXPECT: &str = "UPDATE_EXPECT";
 /// When set, slow tests run too.
 pub const SLOW_TESTS: &str = "SLOW_TESTS";
-/// A directory where `npm install --prefix` put the MCP test servers
-/// (`@modelcontextprotocol/server-everything`, `server-filesystem`); `.ci/run` sets it. Under
-/// `CI=true` the MCP tests fail without it; elsewhere they are skipped.
-pub const CODECODER_TEST_MCP_SERVERS: &str = "CODECODER_TEST_MCP_SERVERS";
+/// A directory where `npm install --prefix` put the pinned npm packages the tests drive: the MCP
+/// reference servers (`@modelcontextprotocol/server-everything`, `server-filesystem`) and the
+/// TypeScript SDKs used as real clients (`@modelcontextprotocol/sdk`, `@agentclientprotocol/sdk`,
+/// `@openai/codex-sdk`); `.ci/run` sets it. Under `CI=true` the tests that need it fail without
+/// it; elsewhere they are skipped.
+pub const CODECODER_TEST_NPM: &str = "CODECODER_TEST_NPM";
 /// Set (to `true`) by CI services.
 pub const CI: &str = "CI";
 /// `skip-<backend>` (e.g. `skip-bwrap`): the sandbox escape suite leaves that backend out.

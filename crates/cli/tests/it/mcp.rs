@@ -1,6 +1,6 @@
 //! MCP servers' tools through `codecoder exec` end to end: the real binary, the fake model
 //! server, and real MCP servers (`@modelcontextprotocol/server-everything` and
-//! `server-filesystem`, installed by `.ci/run` into the directory `CODECODER_TEST_MCP_SERVERS`
+//! `server-filesystem`, installed by `.ci/run` into the directory `CODECODER_TEST_NPM`
 //! names). Under `CI=true` a missing install fails these tests; elsewhere they are skipped with
 //! a note, so that `cargo test` works on a machine without Node.
 
@@ -17,14 +17,14 @@ use crate::stderr;
 // Says why a test is skipped.
 #[allow(clippy::print_stderr)]
 fn servers_dir() -> Option<PathBuf> {
-    match std::env::var_os(env::CODECODER_TEST_MCP_SERVERS) {
+    match std::env::var_os(env::CODECODER_TEST_NPM) {
         Some(dir) => Some(PathBuf::from(dir)),
         None if std::env::var(env::CI).is_ok_and(|v| v == "true") => panic!(
             "{} is not set: .ci/run installs the MCP test servers with npm and sets it",
-            env::CODECODER_TEST_MCP_SERVERS
+            env::CODECODER_TEST_NPM
         ),
         None => {
-            eprintln!("skipped: {} is not set", env::CODECODER_TEST_MCP_SERVERS);
+            eprintln!("skipped: {} is not set", env::CODECODER_TEST_NPM);
             None
         }
     }

@@ -1,5 +1,5 @@
 //! The MCP client against real servers: `@modelcontextprotocol/server-everything`, installed by
-//! `.ci/run` (`npm install --prefix`) into the directory `CODECODER_TEST_MCP_SERVERS` names.
+//! `.ci/run` (`npm install --prefix`) into the directory `CODECODER_TEST_NPM` names.
 //! Under `CI=true` a missing install fails the tests; elsewhere they are skipped with a note,
 //! so that `cargo test` works on a machine without Node.
 
@@ -16,16 +16,16 @@ use serde_json::json;
 // Says why a test is skipped.
 #[allow(clippy::print_stderr)]
 pub fn servers_dir() -> Option<PathBuf> {
-    match std::env::var_os(env::CODECODER_TEST_MCP_SERVERS) {
+    match std::env::var_os(env::CODECODER_TEST_NPM) {
         Some(dir) => Some(PathBuf::from(dir)),
         None if std::env::var(env::CI).is_ok_and(|v| v == "true") => panic!(
             "{} is not set: .ci/run installs the MCP test servers with npm and sets it",
-            env::CODECODER_TEST_MCP_SERVERS
+            env::CODECODER_TEST_NPM
         ),
         None => {
             eprintln!(
                 "skipped: {} is not set (install the MCP test servers as .ci/run does)",
-                env::CODECODER_TEST_MCP_SERVERS
+                env::CODECODER_TEST_NPM
             );
             None
         }
