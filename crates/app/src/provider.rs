@@ -25,7 +25,12 @@ pub(crate) fn resolve_provider(
     let preset = ProviderConfig::preset(id, &env);
     let table = config.model_providers.get(id);
     let mut provider = match (preset, table) {
-        (Some(preset), _) => preset,
+        (Some(mut preset), _) => {
+            if let Some(url) = config.openai_base_url.as_ref().filter(|_| is_openai_preset(id)) {
+                preset.base_url.clone_from(url);
+            }
+            preset
+        }
         (None, Some(table)) => {
             let Some(base_url) = &table.base_url else {
                 return Err(Error::usage(format!("[model_providers.{id}] needs base_url")));
@@ -73,4 +78,9 @@ pub(crate) fn resolve_provider(
         }
     }
     Ok(provider)
+}
+
+/// The presets that take OpenAI's key and `openai_base_url`.
+pub(crate) fn is_openai_preset(id: &str) -> bool {
+    matches!(id, "openai" | "openai-chat")
 }

@@ -5,10 +5,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use codecoder_config::ConfigToml;
+use codecoder_config::{ConfigToml, WebSearchToml};
 use codecoder_kernel::{
     AgentConfig, AgentDeps, AgentHandle, ModelClient, ToolRegistry, spawn_agent_on,
 };
+use codecoder_protocol::env;
 use codecoder_providers::HttpModelClient;
 use codecoder_session::{
     FsyncPolicy, Index, NewSession, SessionStore, SessionWriter, WriterConfig,
@@ -169,11 +170,20 @@ impl Runtime {
             None => {
                 let provider = crate::provider::resolve_provider(&provider_id, config)?;
                 let env_key = provider.env_key.clone();
+                let non_empty =
+                    |key: &str| std::env::var(key).ok().filter(|v| !v.trim().is_empty());
                 let lookup = |key: &str| {
-                    std::env::var(key).ok().filter(|v| !v.trim().is_empty()).or_else(|| {
-                        (Some(key) == env_key.as_deref())
-                            .then(|| codecoder_config::load_credential(&home, &provider_id))
+                    non_empty(key).or_else(|| {
+                        if Some(key) != env_key.as_deref() {
+                            return None;
+                        }
+                        codecoder_config::load_credential(&home, &provider_id).or_else(|| {
+                            // codex's SDK hands `codex exec` its key in CODEX_API_KEY.
+                            (key == env::OPENAI_API_KEY
+                                && crate::provider::is_openai_preset(&provider_id))
+                            .then(|| non_empty(env::CODEX_API_KEY))
                             .flatten()
+                        })
                     })
                 };
                 match HttpModelClient::new(provider, &lookup) {
@@ -192,6 +202,12 @@ impl Runtime {
             notices.push(Notice::Note(format!(
                 "model `{model}` is not in the catalog; assuming a {}-token context (set [models.\"{model}\"] in config.toml)",
                 info.context_window
+            )));
+        }
+        if let Some(mode @ (WebSearchToml::Cached | WebSearchToml::Live)) = config.web_search {
+            notices.push(Notice::Warning(format!(
+                "web_search = \"{}\" has no effect: codecoder has no web search tool (the model can fetch pages with web_fetch)",
+                if mode == WebSearchToml::Live { "live" } else { "cached" }
             )));
         }
 

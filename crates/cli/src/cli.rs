@@ -482,9 +482,17 @@ pub(crate) struct ExecArgs {
 
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ExecOptions {
-    /// Print events as JSON lines on stdout (the event names of `codex exec --json`).
-    #[arg(long, global = true)]
+    /// Print events as JSON lines on stdout (the event names of `codex exec --json`;
+    /// `--experimental-json`, the spelling codex's SDK uses, is the same flag).
+    #[arg(long, global = true, alias = "experimental-json")]
     pub(crate) json: bool,
+    /// Accepted for codex compatibility, and changes nothing: codex refuses to run outside a
+    /// git repository without it; codecoder runs anywhere (its checkpoints do not need git).
+    #[arg(long, global = true)]
+    pub(crate) skip_git_repo_check: bool,
+    /// Accepted for codex compatibility (its SDK's thread source label); not recorded.
+    #[arg(long, global = true, value_name = "SOURCE", hide = true)]
+    pub(crate) thread_source: Option<String>,
     /// The model (overrides `model` in config.toml).
     #[arg(short = 'm', long, value_name = "MODEL", global = true)]
     pub(crate) model: Option<String>,

@@ -23,7 +23,7 @@ pub use schema::{
     AgentToml, ConfigToml, FsyncToml, HookGroupToml, HookHandlerToml, InheritToml, McpServerToml,
     ModelToml, PermissionsToml, ProfileToml, ProviderToml, ReasoningEffort, SandboxBackendToml,
     SandboxToml, SandboxWorkspaceWriteToml, SessionToml, ShellEnvironmentPolicyToml, ShellToml,
-    WireApiToml, json_schema,
+    WebSearchToml, WireApiToml, json_schema,
 };
 pub use trust::{is_trusted, project_root, trust};
 

@@ -25,6 +25,10 @@ pub struct ConfigToml {
     /// Reasoning effort for models that reason.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_reasoning_effort: Option<ReasoningEffort>,
+    /// The API root of the built-in `openai` and `openai-chat` providers (as codex spells it;
+    /// over `OPENAI_BASE_URL`, under `[model_providers.openai] base_url`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub openai_base_url: Option<String>,
     /// A cap on generated tokens per request (default: the model's limit).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_max_output_tokens: Option<u32>,
@@ -86,6 +90,10 @@ pub struct ConfigToml {
     /// "command", command, timeout }] }`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub hooks: BTreeMap<String, Vec<HookGroupToml>>,
+    /// codex's web search tool: `disabled`, `cached` or `live`. codecoder has no web search
+    /// tool (it has `web_fetch`); `cached` and `live` are accepted with a warning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub web_search: Option<WebSearchToml>,
     /// MCP servers whose tools the agent may call (`mcp__<server>__<tool>`), by name, as in
     /// codex: a `command` (stdio) or a `url` (streamable HTTP).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -257,6 +265,18 @@ pub struct HookHandlerToml {
     /// Seconds before it is killed (default 60).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout: Option<f64>,
+}
+
+/// `web_search`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WebSearchToml {
+    /// No web search.
+    Disabled,
+    /// Search results from a cache (codex).
+    Cached,
+    /// Live search (codex).
+    Live,
 }
 
 /// How hard a reasoning model thinks.

@@ -28,6 +28,9 @@ pub const NO_COLOR: &str = "NO_COLOR";
 pub const OPENAI_BASE_URL: &str = "OPENAI_BASE_URL";
 /// The OpenAI presets' API key.
 pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
+/// codex's key for `codex exec` (its TypeScript SDK passes `apiKey` in it): the OpenAI presets'
+/// key when neither `OPENAI_API_KEY` nor a stored login gives one.
+pub const CODEX_API_KEY: &str = "CODEX_API_KEY";
 /// The Anthropic preset's base URL (default `https://api.anthropic.com`).
 pub const ANTHROPIC_BASE_URL: &str = "ANTHROPIC_BASE_URL";
 /// The Anthropic preset's API key.

@@ -3,6 +3,7 @@
 // Tests run the real binary (std::process::Command), use std::fs freely, and unwrap in helpers.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
+mod codex_sdk;
 mod command_env;
 mod compact;
 mod config;
@@ -31,6 +32,25 @@ pub(crate) fn codecoder(home: &Path, args: &[&str]) -> Output {
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .output()
         .expect("run codecoder")
+}
+
+/// The npm prefix holding the pinned Node packages the tests drive (`.ci/run` installs them and
+/// sets `CODECODER_TEST_NPM`). Without it a test fails under `CI=true` and is skipped elsewhere,
+/// so that `cargo test` works on a machine without Node.
+#[allow(clippy::print_stderr)]
+pub(crate) fn npm_dir() -> Option<std::path::PathBuf> {
+    use codecoder_protocol::env;
+    match std::env::var_os(env::CODECODER_TEST_NPM) {
+        Some(dir) => Some(dir.into()),
+        None if std::env::var(env::CI).is_ok_and(|v| v == "true") => panic!(
+            "{} is not set: .ci/run installs the pinned npm test packages and sets it",
+            env::CODECODER_TEST_NPM
+        ),
+        None => {
+            eprintln!("skipped: {} is not set", env::CODECODER_TEST_NPM);
+            None
+        }
+    }
 }
 
 pub(crate) fn stdout(output: &Output) -> String {

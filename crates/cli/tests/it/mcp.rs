@@ -7,27 +7,14 @@
 use std::path::{Path, PathBuf};
 
 use codecoder_mcp::{McpManager, ServerConfig, Transport};
-use codecoder_protocol::env;
 use codecoder_test_support::{FakeModelServer, Reply, Script};
 use serde_json::json;
 
 use crate::exec::{Run, openai_env};
 use crate::stderr;
 
-// Says why a test is skipped.
-#[allow(clippy::print_stderr)]
 fn servers_dir() -> Option<PathBuf> {
-    match std::env::var_os(env::CODECODER_TEST_NPM) {
-        Some(dir) => Some(PathBuf::from(dir)),
-        None if std::env::var(env::CI).is_ok_and(|v| v == "true") => panic!(
-            "{} is not set: .ci/run installs the MCP test servers with npm and sets it",
-            env::CODECODER_TEST_NPM
-        ),
-        None => {
-            eprintln!("skipped: {} is not set", env::CODECODER_TEST_NPM);
-            None
-        }
-    }
+    crate::npm_dir()
 }
 
 fn bin(dir: &Path, name: &str) -> String {
