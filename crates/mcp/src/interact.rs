@@ -2,8 +2,9 @@
 //! shown to the person, a form asked field by field (`elicitation/create`), a sampling request
 //! answered by the session's own model (`sampling/createMessage`).
 //!
-//! Invariants: a form is accepted only when every required field was answered with a value of
-//! its type; any declined question declines the whole form; a sampling request is a real
+//! Invariants: a form is accepted only when every field asked was answered with a value of its
+//! type (an empty answer takes the field's default, or leaves an optional field out); any
+//! declined question, or an answer that is not of the field's type, declines the whole form; a sampling request is a real
 //! request to the session's provider with no tools, and the call's cancel stops it.
 
 use std::convert::Infallible;
@@ -101,7 +102,13 @@ pub fn elicit(message: &str, schema: &Value, host: &dyn CallHost) -> Value {
             question.push_str(&format!(" ({description})"));
         }
         let kind = field.get("type").and_then(Value::as_str).unwrap_or("string");
-        let choices = field_choices(field);
+        let choices = match (kind, field.get("items")) {
+            ("array", Some(items)) => field_choices(items),
+            _ => field_choices(field),
+        };
+        if kind == "array" {
+            question.push_str(" (one or more, separated by commas)");
+        }
         let options = if kind == "boolean" {
             vec!["true".to_owned(), "false".to_owned()]
         } else {
@@ -109,10 +116,35 @@ pub fn elicit(message: &str, schema: &Value, host: &dyn CallHost) -> Value {
         };
         let Some(answer) = host.ask(&question, options) else { return decline };
         let answer = answer.trim();
-        if answer.is_empty() && !required.contains(&name.as_str()) {
-            continue;
+        if answer.is_empty() {
+            if let Some(default) = field.get("default") {
+                content.insert(name.clone(), default.clone());
+                continue;
+            }
+            if !required.contains(&name.as_str()) {
+                continue;
+            }
         }
+        let choose = |answer: &str| {
+            choices
+                .iter()
+                .find(|(value, title)| title == answer || value == answer)
+                .map(|(value, _)| Value::String(value.clone()))
+        };
         let value = match kind {
+            "array" => answer
+                .split(',')
+                .map(str::trim)
+                .filter(|part| !part.is_empty())
+                .map(|part| {
+                    if choices.is_empty() {
+                        Some(Value::String(part.to_owned()))
+                    } else {
+                        choose(part)
+                    }
+                })
+                .collect::<Option<Vec<Value>>>()
+                .map(Value::Array),
             "number" => answer.parse::<f64>().ok().map(|n| json!(n)),
             "integer" => answer.parse::<i64>().ok().map(|n| json!(n)),
             "boolean" => match answer.to_ascii_lowercase().as_str() {
@@ -120,10 +152,7 @@ pub fn elicit(message: &str, schema: &Value, host: &dyn CallHost) -> Value {
                 "false" | "no" | "n" => Some(Value::Bool(false)),
                 _ => None,
             },
-            _ if !choices.is_empty() => choices
-                .iter()
-                .find(|(value, title)| title == answer || value == answer)
-                .map(|(value, _)| Value::String(value.clone())),
+            _ if !choices.is_empty() => choose(answer),
             _ => Some(Value::String(answer.to_owned())),
         };
         let Some(value) = value else { return decline };
@@ -151,6 +180,7 @@ fn field_choices(field: &Value) -> Vec<(String, String)> {
     }
     field
         .get("oneOf")
+        .or_else(|| field.get("anyOf"))
         .and_then(Value::as_array)
         .map(|options| {
             options
