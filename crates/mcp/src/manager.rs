@@ -362,6 +362,8 @@ async fn run(
     mut inbox: mpsc::UnboundedReceiver<Request>,
 ) {
     let runtime = Rc::new(runtime);
+    let names: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
+    let closing = Rc::clone(&runtime);
     let servers: Servers = Rc::default();
     // Notifications the servers' handlers pass on (a changed tool list).
     let (internal_tx, mut internal) = mpsc::unbounded_channel();
@@ -430,6 +432,16 @@ async fn run(
             }
         })
         .await;
+    // A server still starting is reported too, in the log.
+    let reported: Vec<String> =
+        lock(&closing.shared).reports.iter().map(|r| r.server.clone()).collect();
+    for name in names.iter().filter(|name| !reported.contains(name)) {
+        closing.logger.line(
+            name,
+            "error",
+            &format!("MCP server `{name}` was still starting when the session ended"),
+        );
+    }
     // The connections drop here: stdio servers are killed (kill on drop).
 }
 
