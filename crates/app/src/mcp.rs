@@ -216,10 +216,13 @@ pub(crate) fn doctor(
         return Ok(());
     }
     match McpManager::start(servers, cwd) {
-        Ok((_manager, reports)) => {
+        Ok((manager, reports)) => {
             for ((name, how), report) in described.iter().zip(&reports) {
                 let state = match &report.outcome {
-                    ReportOutcome::Ready { tools } => format!("ready, {tools} tools"),
+                    ReportOutcome::Ready { tools } => {
+                        let protocol = manager.protocol_version(name).unwrap_or_default();
+                        format!("ready, {tools} tools, protocol {protocol}")
+                    }
                     ReportOutcome::Failed { message } => format!("failed: {message}"),
                     ReportOutcome::TimedOut { seconds } => {
                         format!("did not start within {seconds} s")

@@ -53,6 +53,7 @@ pub(crate) enum Internal {
 pub(crate) struct Calls {
     by_token: HashMap<ProgressToken, Sender<Interaction>>,
     order: Vec<ProgressToken>,
+    untracked: u64,
 }
 
 impl Calls {
@@ -64,6 +65,23 @@ impl Calls {
         let mut calls = Self::lock(calls);
         calls.order.push(token.clone());
         calls.by_token.insert(token, to);
+    }
+
+    /// Registers a call whose progress token the peer chose and did not say (a stateless
+    /// connection's `call_tool`): it gets questions as the newest call, and progress of
+    /// tokens no call registered. Returns the key to unregister it with.
+    pub(crate) fn register_untracked(
+        calls: &Mutex<Self>,
+        to: Sender<Interaction>,
+    ) -> ProgressToken {
+        let mut calls = Self::lock(calls);
+        calls.untracked += 1;
+        let token = ProgressToken(rmcp::model::NumberOrString::String(
+            format!("codecoder-untracked-{}", calls.untracked).into(),
+        ));
+        calls.order.push(token.clone());
+        calls.by_token.insert(token.clone(), to);
+        token
     }
 
     pub(crate) fn unregister(calls: &Mutex<Self>, token: &ProgressToken) {
@@ -159,9 +177,15 @@ impl ClientHandler for Client {
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
-        let Some(to) = Calls::of(&self.calls, &params.progress_token) else { return };
+        let to = Calls::of(&self.calls, &params.progress_token).or_else(|| {
+            // On a stateless connection the peer chose the call's token: the newest call.
+            crate::manager::is_stateless(&context.peer)
+                .then(|| Calls::newest(&self.calls))
+                .flatten()
+        });
+        let Some(to) = to else { return };
         let mut line = match params.total {
             Some(total) => format!("progress {}/{total}", params.progress),
             None => format!("progress {}", params.progress),

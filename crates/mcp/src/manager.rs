@@ -29,11 +29,14 @@ use std::time::Duration;
 
 use codecoder_stdx::JoinOnDrop;
 use crossbeam_channel::{Receiver, Sender, select};
+use rmcp::model::JsonObject;
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
-use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, PeerRequestOptions, RoleClient, RunningService,
+};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ServiceExt, model::JsonObject};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -155,6 +158,8 @@ pub(crate) struct Shared {
     pub(crate) reports: Vec<Report>,
     /// Messages for the person not shown yet (a server that did not start).
     pub(crate) notices: Vec<String>,
+    /// The protocol revision each ready server negotiated.
+    pub(crate) protocols: Vec<(String, String)>,
 }
 
 /// The running servers, behind a blocking API.
@@ -283,6 +288,12 @@ impl McpManager {
             .any(|(name, tools)| name == server && tools.iter().any(|t| t.name == tool))
     }
 
+    /// The protocol revision `server` negotiated (`2026-07-28`: stateless), once it is ready.
+    pub fn protocol_version(&self, server: &str) -> Option<String> {
+        let shared = lock(&self.shared);
+        shared.protocols.iter().find(|(name, _)| name == server).map(|(_, v)| v.clone())
+    }
+
     /// Messages for the person not taken yet (servers that did not start), each once.
     pub fn take_notices(&self) -> Vec<String> {
         std::mem::take(&mut lock(&self.shared).notices)
@@ -340,7 +351,7 @@ pub(crate) fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> 
 
 struct Server {
     config: ServerConfig,
-    service: Option<Service>,
+    service: Option<Rc<Service>>,
     calls: Arc<Mutex<Calls>>,
     restarted: bool,
 }
@@ -384,9 +395,12 @@ async fn run(
                             let offered: Vec<McpToolInfo> =
                                 listed.into_iter().filter(|t| config.offers(&t.name)).collect();
                             let count = offered.len();
+                            let protocol = negotiated(service.peer());
+                            runtime.logger.line(&name, "info", &format!("protocol {protocol}"));
+                            lock(&runtime.shared).protocols.push((name.clone(), protocol));
                             servers.borrow_mut().insert(
                                 name.clone(),
-                                Server { config, service: Some(service), calls, restarted: false },
+                                Server { config, service: Some(Rc::new(service)), calls, restarted: false },
                             );
                             lock(&runtime.shared).ready.push((name.clone(), offered));
                             Report { server: name, outcome: ReportOutcome::Ready { tools: count } }
@@ -448,8 +462,8 @@ async fn run(
 async fn handle(request: Request, servers: &Servers, runtime: &Rc<Runtime>) {
     match request {
         Request::Call { server, tool, arguments, timeout, cancel, interactions, reply } => {
-            let peer = match ensure_running(servers, &server, runtime).await {
-                Ok(peer) => peer,
+            let service = match ensure_running(servers, &server, runtime).await {
+                Ok(service) => service,
                 Err(err) => {
                     let _ = reply.send(Err(err));
                     return;
@@ -460,7 +474,7 @@ async fn handle(request: Request, servers: &Servers, runtime: &Rc<Runtime>) {
                 return;
             };
             tokio::task::spawn_local(call(
-                peer,
+                service,
                 server,
                 tool,
                 arguments,
@@ -510,7 +524,7 @@ async fn ensure_running(
     servers: &Servers,
     server: &str,
     runtime: &Rc<Runtime>,
-) -> Result<rmcp::Peer<RoleClient>> {
+) -> Result<Rc<Service>> {
     let (alive, restarted, config, calls) = {
         let servers = servers.borrow();
         let Some(state) = servers.get(server) else {
@@ -534,7 +548,7 @@ async fn ensure_running(
         match start_one(&config, runtime, calls, internal_tx).await {
             StartOutcome::Ready(service, _) => {
                 if let Some(state) = servers.borrow_mut().get_mut(server) {
-                    state.service = Some(service);
+                    state.service = Some(Rc::new(service));
                 }
             }
             StartOutcome::Failed(message) => {
@@ -548,13 +562,13 @@ async fn ensure_running(
     servers
         .borrow()
         .get(server)
-        .and_then(|s| Some(s.service.as_ref()?.peer().clone()))
+        .and_then(|s| s.service.clone())
         .ok_or_else(|| failed("not running".to_owned()))
 }
 
 #[allow(clippy::too_many_arguments)]
 async fn call(
-    peer: rmcp::Peer<RoleClient>,
+    service: Rc<Service>,
     server: String,
     tool: String,
     arguments: JsonObject,
@@ -565,8 +579,32 @@ async fn call(
     reply: Sender<CallOutcome>,
 ) {
     let params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     let failed = |message: String| Error::Server { server: server.clone(), message };
+    let timed_out = || Error::Timeout {
+        server: server.clone(),
+        tool: tool.clone(),
+        seconds: timeout.as_secs(),
+    };
+    let peer = service.peer().clone();
+    if is_stateless(&peer) {
+        // The stateless revision: what the server needs from the person or the model comes
+        // back as an `input_required` result; rmcp answers it through this connection's
+        // handler (to the newest call, this one) and sends the call again. Dropping the future
+        // (timeout, cancel) tells the server.
+        let token = Calls::register_untracked(&calls, interactions);
+        let outcome = tokio::select! {
+            result = tokio::time::timeout(timeout, service.call_tool(params)) => match result {
+                Ok(Ok(result)) => serde_json::to_value(&result).map_err(|err| failed(err.to_string())),
+                Ok(Err(err)) => Err(failed(err.to_string())),
+                Err(_) => Err(timed_out()),
+            },
+            _ = cancel => Err(Error::Cancelled),
+        };
+        Calls::unregister(&calls, &token);
+        let _ = reply.send(outcome);
+        return;
+    }
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     let handle =
         match peer.send_request_with_option(request, PeerRequestOptions::no_options()).await {
             Ok(handle) => handle,
@@ -585,11 +623,14 @@ async fn call(
             Ok(Ok(ServerResult::CallToolResult(result))) => {
                 serde_json::to_value(&result).map_err(|err| failed(err.to_string()))
             }
-            Ok(Ok(other)) => Err(failed(format!("unexpected answer to tools/call: {}", serde_json::to_string(&other).unwrap_or_default()))),
+            Ok(Ok(other)) => Err(failed(format!(
+                "unexpected answer to tools/call: {}",
+                serde_json::to_string(&other).unwrap_or_default()
+            ))),
             Ok(Err(err)) => Err(failed(err.to_string())),
             Err(_) => {
                 cancel_request(&peer, id, "timed out").await;
-                Err(Error::Timeout { server: server.clone(), tool, seconds: timeout.as_secs() })
+                Err(timed_out())
             }
         },
         _ = cancel => {
@@ -599,6 +640,16 @@ async fn call(
     };
     Calls::unregister(&calls, &token);
     let _ = reply.send(outcome);
+}
+
+/// Whether the connection negotiated the stateless revision (2026-07-28 or newer).
+pub(crate) fn is_stateless(peer: &rmcp::Peer<RoleClient>) -> bool {
+    peer.peer_info().is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28)
+}
+
+/// The protocol revision a server negotiated, once started.
+pub(crate) fn negotiated(peer: &rmcp::Peer<RoleClient>) -> String {
+    peer.peer_info().map_or_else(|| "unknown".to_owned(), |info| info.protocol_version.to_string())
 }
 
 /// Tells the server to stop working on request `id` (`notifications/cancelled`).
@@ -674,6 +725,16 @@ pub(crate) fn tool_info(server: &str, tool: &Value, timeout: Duration) -> McpToo
     }
 }
 
+/// How a connection starts: `server/discover` first (the stateless 2026-07-28 revision), and
+/// the `initialize` handshake when the server answers it as a legacy server does (an error for
+/// the unknown method).
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: None,
+    }
+}
+
 async fn connect(
     config: &ServerConfig,
     cwd: &Path,
@@ -692,7 +753,7 @@ async fn connect(
                 .stderr(Stdio::null())
                 .spawn()
                 .map_err(|err| format!("cannot run `{command}`: {err}"))?;
-            client.serve(transport).await.map_err(|err| err.to_string())
+            client.serve_with_lifecycle(transport, lifecycle()).await.map_err(|err| err.to_string())
         }
         Transport::Http { url, bearer_token, headers } => {
             let mut transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
@@ -705,7 +766,7 @@ async fn connect(
                 transport_config.custom_headers.insert(name, value);
             }
             let transport = StreamableHttpClientTransport::from_config(transport_config);
-            client.serve(transport).await.map_err(|err| err.to_string())
+            client.serve_with_lifecycle(transport, lifecycle()).await.map_err(|err| err.to_string())
         }
     }
 }

@@ -662,3 +662,77 @@ fn a_changed_tool_list_appends_new_tools_and_refuses_dropped_ones() {
     assert!(!manager.offers("asking", "ask"));
     assert!(manager.offers("asking", "late"));
 }
+
+/// A stdio server in Node that speaks only the stateless 2026-07-28 revision: `server/discover`
+/// instead of `initialize`, every request's `_meta` carries the revision, and a tool that needs
+/// the person answers `input_required` first and completes when called again with the answer.
+const STATELESS_SERVER: &str = r#"
+const rl = require('readline').createInterface({ input: process.stdin });
+const out = (msg) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...msg }) + '\n');
+const V = 'io.modelcontextprotocol/protocolVersion';
+rl.on('line', (line) => {
+  const msg = JSON.parse(line);
+  if (msg.id === undefined) return;
+  const meta = (msg.params && msg.params._meta) || {};
+  if (msg.method === 'server/discover') {
+    out({ id: msg.id, result: { resultType: 'complete', supportedVersions: ['2026-07-28'], capabilities: { tools: {} }, ttlMs: 0, cacheScope: 'private', _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'stateless', version: '1' } } } });
+  } else if (meta[V] !== '2026-07-28') {
+    out({ id: msg.id, error: { code: -32600, message: 'no protocol version in _meta: ' + msg.method } });
+  } else if (msg.method === 'tools/list') {
+    const schema = { type: 'object', properties: {} };
+    out({ id: msg.id, result: { resultType: 'complete', tools: [{ name: 'version', inputSchema: schema }, { name: 'ask', inputSchema: schema }] } });
+  } else if (msg.method === 'tools/call' && msg.params.name === 'version') {
+    out({ id: msg.id, result: { resultType: 'complete', content: [{ type: 'text', text: 'revision ' + meta[V] }] } });
+  } else if (msg.method === 'tools/call' && !msg.params.inputResponses) {
+    out({ id: msg.id, result: { resultType: 'input_required', requestState: 'asked', inputRequests: { colour: { method: 'elicitation/create', params: { mode: 'form', message: 'Pick a colour', requestedSchema: { type: 'object', properties: { colour: { type: 'string' } }, required: ['colour'] } } } } } });
+  } else if (msg.method === 'tools/call') {
+    const answer = msg.params.inputResponses.colour;
+    out({ id: msg.id, result: { resultType: 'complete', content: [{ type: 'text', text: msg.params.requestState + ' ' + JSON.stringify(answer) }] } });
+  } else {
+    out({ id: msg.id, error: { code: -32601, message: 'no' } });
+  }
+});
+"#;
+
+#[test]
+fn a_stateless_server_is_reached_with_the_2026_revision_and_its_input_requests_answered() {
+    if servers_dir().is_none() {
+        return;
+    }
+    let cwd = tempfile::tempdir().unwrap();
+    let script = cwd.path().join("stateless.js");
+    fs_err::write(&script, STATELESS_SERVER).unwrap();
+    let server = stdio("stateless", "node", &[&script.to_string_lossy()]);
+    let options = Options { elicitation: true, ..Options::none() };
+    let manager = McpManager::launch(vec![server], cwd.path(), options).unwrap();
+    let reports = manager.wait_started();
+    assert!(matches!(reports[0].outcome, ReportOutcome::Ready { tools: 2 }), "{reports:?}");
+    assert_eq!(manager.protocol_version("stateless").as_deref(), Some("2026-07-28"));
+    let (_never, cancel) = crossbeam_channel::bounded(0);
+    let call = |tool: &str, host: &dyn CallHost| {
+        let result = manager
+            .call_tool(
+                "stateless",
+                tool,
+                Default::default(),
+                &cancel,
+                Duration::from_secs(30),
+                host,
+            )
+            .unwrap();
+        ContentItem::joined_text(&codecoder_mcp::to_tool_output(&result).content)
+    };
+    assert_eq!(call("version", &NoHost), "revision 2026-07-28");
+    let host = Recorder::new(|_| Some("teal".to_owned()));
+    let text = call("ask", &host);
+    assert!(
+        text.starts_with("asked ") && text.contains("\"accept\"") && text.contains("teal"),
+        "{text}"
+    );
+    assert!(host.questions.lock().unwrap()[0].0.contains("Pick a colour"));
+
+    // A legacy server still gets the initialize handshake.
+    let dir = servers_dir().unwrap();
+    let (legacy, _) = McpManager::start(vec![everything(&dir)], cwd.path()).unwrap();
+    assert_eq!(legacy.protocol_version("everything").as_deref(), Some("2025-11-25"));
+}
