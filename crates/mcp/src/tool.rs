@@ -36,7 +36,7 @@ pub fn tools(manager: &Arc<McpManager>) -> Vec<Arc<dyn Tool>> {
     infos
         .iter()
         .zip(names)
-        .map(|(info, qualified)| McpTool::new(manager, info, qualified))
+        .map(|(info, qualified)| McpTool::shared(manager, info, qualified))
         .collect()
 }
 
@@ -82,7 +82,7 @@ impl ToolSource for McpToolSource {
             offered.iter().map(|(s, n)| (s.as_str(), n.as_str())).collect();
         let names = qualified_names(&pairs);
         for (info, qualified) in arrived.iter().zip(names.into_iter().skip(known)) {
-            late.add(McpTool::new(&self.manager, info, qualified));
+            late.add(McpTool::shared(&self.manager, info, qualified));
         }
     }
 }
@@ -105,7 +105,7 @@ impl CallHost for ContextHost<'_> {
 }
 
 impl McpTool {
-    fn new(manager: &Arc<McpManager>, info: &McpToolInfo, qualified: String) -> Arc<dyn Tool> {
+    fn shared(manager: &Arc<McpManager>, info: &McpToolInfo, qualified: String) -> Arc<dyn Tool> {
         let description = if info.description.is_empty() {
             format!("Tool `{}` of MCP server `{}`.", info.name, info.server)
         } else {

@@ -340,11 +340,16 @@ impl Recorder {
 
 impl CallHost for Recorder {
     fn progress(&self, line: &str) {
-        self.progress.lock().unwrap().push(line.to_owned());
+        self.progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(line.to_owned());
     }
 
     fn ask(&self, question: &str, options: Vec<String>) -> Option<String> {
-        self.questions.lock().unwrap().push((question.to_owned(), options));
+        let mut questions =
+            self.questions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        questions.push((question.to_owned(), options));
         (self.answer)(question)
     }
 }
@@ -510,13 +515,12 @@ impl codecoder_kernel::ModelClient for FakeModel {
         &self,
         request: codecoder_kernel::ModelRequest,
     ) -> Result<codecoder_kernel::ResponseStream, codecoder_kernel::ModelError> {
-        self.requests.lock().unwrap().push(request);
+        self.requests.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(request);
         let (tx, rx) = crossbeam_channel::unbounded();
-        tx.send(codecoder_kernel::ResponseEvent::TextDelta("a sampled answer".to_owned())).unwrap();
-        tx.send(codecoder_kernel::ResponseEvent::Completed {
+        let _ = tx.send(codecoder_kernel::ResponseEvent::TextDelta("a sampled answer".to_owned()));
+        let _ = tx.send(codecoder_kernel::ResponseEvent::Completed {
             stop_reason: codecoder_protocol::StopReason::EndTurn,
-        })
-        .unwrap();
+        });
         Ok(codecoder_kernel::ResponseStream::new(rx))
     }
 }
