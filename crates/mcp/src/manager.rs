@@ -435,7 +435,7 @@ async fn run(
                 tokio::select! {
                     request = inbox.recv() => {
                         let Some(request) = request else { break };
-                        handle(request, &servers, &runtime).await;
+                        handle(request, &servers, &runtime, &internal_tx).await;
                     }
                     Some(event) = internal.recv() => match event {
                         Internal::ToolsChanged { server } => {
@@ -459,10 +459,15 @@ async fn run(
     // The connections drop here: stdio servers are killed (kill on drop).
 }
 
-async fn handle(request: Request, servers: &Servers, runtime: &Rc<Runtime>) {
+async fn handle(
+    request: Request,
+    servers: &Servers,
+    runtime: &Rc<Runtime>,
+    internal: &mpsc::UnboundedSender<Internal>,
+) {
     match request {
         Request::Call { server, tool, arguments, timeout, cancel, interactions, reply } => {
-            let service = match ensure_running(servers, &server, runtime).await {
+            let service = match ensure_running(servers, &server, runtime, internal).await {
                 Ok(service) => service,
                 Err(err) => {
                     let _ = reply.send(Err(err));
@@ -524,6 +529,7 @@ async fn ensure_running(
     servers: &Servers,
     server: &str,
     runtime: &Rc<Runtime>,
+    internal: &mpsc::UnboundedSender<Internal>,
 ) -> Result<Rc<Service>> {
     let (alive, restarted, config, calls) = {
         let servers = servers.borrow();
@@ -542,10 +548,7 @@ async fn ensure_running(
             state.restarted = true;
             state.service = None;
         }
-        // The restarted server's notifications need no new channel: a changed list is re-read
-        // through the same map.
-        let (internal_tx, _) = mpsc::unbounded_channel();
-        match start_one(&config, runtime, calls, internal_tx).await {
+        match start_one(&config, runtime, calls, internal.clone()).await {
             StartOutcome::Ready(service, _) => {
                 if let Some(state) = servers.borrow_mut().get_mut(server) {
                     state.service = Some(Rc::new(service));
