@@ -3,7 +3,7 @@
 //! answered by the session's own model (`sampling/createMessage`).
 //!
 //! Invariants: a form is accepted only when every field asked was answered with a value of its
-//! type (an empty answer takes the field's default, or leaves an optional field out); any
+//! type (an empty answer or `-` takes the field's default, or leaves an optional field out); any
 //! declined question, or an answer that is not of the field's type, declines the whole form; a sampling request is a real
 //! request to the session's provider with no tools, and the call's cancel stops it.
 
@@ -109,13 +109,26 @@ pub fn elicit(message: &str, schema: &Value, host: &dyn CallHost) -> Value {
         if kind == "array" {
             question.push_str(" (one or more, separated by commas)");
         }
+        match field.get("default") {
+            Some(default) => {
+                let shown = default.as_str().map_or_else(|| default.to_string(), str::to_owned);
+                question.push_str(&format!(" [default: {shown}; answer - to keep it]"));
+            }
+            None if !required.contains(&name.as_str()) => {
+                question.push_str(" [optional; answer - to skip]");
+            }
+            None => {}
+        }
         let options = if kind == "boolean" {
             vec!["true".to_owned(), "false".to_owned()]
         } else {
             choices.iter().map(|(_, title)| title.clone()).collect()
         };
         let Some(answer) = host.ask(&question, options) else { return decline };
-        let answer = answer.trim();
+        let answer = match answer.trim() {
+            "-" => "",
+            answer => answer,
+        };
         if answer.is_empty() {
             if let Some(default) = field.get("default") {
                 content.insert(name.clone(), default.clone());

@@ -462,6 +462,8 @@ fn a_form_is_asked_field_by_field_and_the_answers_reach_the_server() {
             "Wonder Woman"
         } else if question.contains("instruments") {
             "Piano, Drums"
+        } else if question.contains("Favorite number") {
+            "-"
         } else {
             ""
         };
@@ -482,11 +484,14 @@ fn a_form_is_asked_field_by_field_and_the_answers_reach_the_server() {
     for expected in ["Ada Lovelace", "\"check\": true", "Joey", "hero-3", "Piano", "Drums"] {
         assert!(text.contains(expected), "{expected} in {text}");
     }
-    // Defaults fill the fields left empty.
-    assert!(text.contains("\"integer\": 42"), "{text}");
+    // Defaults fill the fields left empty or answered `-`.
+    assert!(text.contains("\"integer\": 42") && text.contains("\"number\": 3.14"), "{text}");
     let questions = host.questions.lock().unwrap();
     let hero = questions.iter().find(|(q, _)| q.contains("favorite hero")).unwrap();
     assert_eq!(hero.1, ["Superman", "Green Lantern", "Wonder Woman"]);
+    assert!(hero.0.contains("[default: hero-1; answer - to keep it]"), "{}", hero.0);
+    let email = questions.iter().find(|(q, _)| q.contains("email")).unwrap();
+    assert!(email.0.contains("[optional; answer - to skip]"), "{}", email.0);
     drop(questions);
 
     // A declined question declines the form.
