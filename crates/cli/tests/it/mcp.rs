@@ -16,7 +16,7 @@ use crate::stderr;
 
 // Says why a test is skipped.
 #[allow(clippy::print_stderr)]
-fn servers_dir() -> Option<PathBuf> {
+pub(crate) fn servers_dir() -> Option<PathBuf> {
     match std::env::var_os(env::CODECODER_TEST_NPM) {
         Some(dir) => Some(PathBuf::from(dir)),
         None if std::env::var(env::CI).is_ok_and(|v| v == "true") => panic!(
