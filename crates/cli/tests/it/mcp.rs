@@ -317,8 +317,12 @@ fn mcp_add_list_get_remove_edit_config_toml_and_keep_the_rest() {
     let shown = crate::stdout(&out);
     assert!(shown.contains("env: ROOT_TOKEN") && !shown.contains("abc"), "{shown}");
 
-    let out = run(&["mcp", "add", "web", "--url", "https://example.test/mcp"]);
+    let out = run(&["mcp", "add", "web", "--url", "https://example.test/mcp", "--sampling"]);
     assert!(out.status.success(), "{}", stderr(&out));
+    let shown = crate::stdout(&run(&["mcp", "get", "web"]));
+    assert!(shown.contains("sampling: allowed"), "{shown}");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains("sampling = true"), "{text}");
     let out = run(&["mcp", "remove", "fs"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = std::fs::read_to_string(&config).unwrap();
