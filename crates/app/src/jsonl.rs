@@ -238,10 +238,20 @@ impl ExecEventEncoder {
                 }
             }
             AgentEventKind::ToolOutputDelta { call_id, chunk, .. } => {
-                if let Some((_, ItemDetails::CommandExecution { aggregated_output, .. })) =
-                    self.tools.get_mut(call_id)
-                {
-                    aggregated_output.push_str(chunk);
+                match self.tools.get_mut(call_id) {
+                    Some((_, ItemDetails::CommandExecution { aggregated_output, .. })) => {
+                        aggregated_output.push_str(chunk);
+                    }
+                    // Another tool's output while it runs (an MCP server's progress): the item so
+                    // far, its output in `result` until the result replaces it.
+                    Some((id, details @ ItemDetails::ToolCall { .. })) => {
+                        if let ItemDetails::ToolCall { result, .. } = details {
+                            result.get_or_insert_with(String::new).push_str(chunk);
+                        }
+                        let item = ThreadItem { id: id.clone(), details: details.clone() };
+                        out.push(ThreadEvent::ItemUpdated { item });
+                    }
+                    _ => {}
                 }
             }
             AgentEventKind::ToolFinished { call_id, result, .. } => {

@@ -1,7 +1,8 @@
 //! A session's MCP servers: from config.toml's `[mcp_servers.NAME]` and Claude Code's files
 //! (the enabled plugins' `.mcp.json`, the user's `~/.claude.json` `mcpServers`, and a trusted
 //! project's `.mcp.json`); started in
-//! parallel, their tools offered as `mcp__<server>__<tool>`.
+//! parallel without holding the session up, their tools offered as `mcp__<server>__<tool>` once
+//! they are ready.
 //!
 //! Invariants: a server that is misconfigured, fails to start or does not start within its
 //! startup timeout is a warning, never a failed session; an untrusted project's `.mcp.json` is
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codecoder_config::{LoadedConfig, McpServerToml};
-use codecoder_kernel::Tool;
+use codecoder_kernel::LateTools;
 use codecoder_mcp::{McpManager, ReportOutcome, ServerConfig, Transport};
 
 use crate::Notice;
@@ -136,30 +137,49 @@ fn from_toml(
     server.tool_timeout = seconds(table.tool_timeout_sec, server.tool_timeout);
     server.enabled_tools.clone_from(&table.enabled_tools);
     server.disabled_tools.clone_from(&table.disabled_tools);
+    server.sampling = table.sampling == Some(true);
     Ok(server)
 }
 
-/// Starts the session's servers and returns their tools, with a warning for each server left
-/// out. Waits at most the longest startup timeout.
-pub(crate) fn start(loaded: &LoadedConfig, cwd: &Path) -> (Vec<Arc<dyn Tool>>, Vec<Notice>) {
+/// What a session offers its servers beyond their tools' calls.
+pub(crate) struct McpSession {
+    /// A person can answer a server's questions.
+    pub(crate) interactive: bool,
+    /// The session's model, for servers with `sampling = true`.
+    pub(crate) sampler: Option<Arc<codecoder_mcp::Sampler>>,
+    /// The servers' log file.
+    pub(crate) log: Option<std::path::PathBuf>,
+}
+
+/// Starts the session's servers without waiting for them: their tools join the returned
+/// `LateTools` as each server becomes ready (at the agent's next step), and a server that
+/// fails or does not start within its startup timeout becomes a warning there. `None` when no
+/// server is configured; the notices are configuration problems found now.
+pub(crate) fn start(
+    loaded: &LoadedConfig,
+    cwd: &Path,
+    session: McpSession,
+) -> (Option<LateTools>, Vec<Notice>) {
     let lookup = |name: &str| std::env::var_os(name);
     let (servers, mut notices) = server_configs(loaded, cwd, &lookup);
     if servers.is_empty() {
-        return (Vec::new(), notices);
+        return (None, notices);
     }
-    let (manager, reports) = match McpManager::start(servers, cwd) {
-        Ok(started) => started,
+    let options = codecoder_mcp::Options {
+        elicitation: session.interactive,
+        sampler: session.sampler,
+        log: session.log,
+    };
+    match McpManager::launch(servers, cwd, options) {
+        Ok(manager) => {
+            let source = codecoder_mcp::McpToolSource::new(Arc::new(manager));
+            (Some(LateTools::with_source(Arc::new(source))), notices)
+        }
         Err(err) => {
             notices.push(Notice::Warning(format!("MCP servers: {err}")));
-            return (Vec::new(), notices);
-        }
-    };
-    for report in &reports {
-        if !matches!(report.outcome, ReportOutcome::Ready { .. }) {
-            notices.push(Notice::Warning(report.to_string()));
+            (None, notices)
         }
     }
-    (codecoder_mcp::tools(&Arc::new(manager)), notices)
 }
 
 /// `codecoder doctor`'s section: each configured server, started to see its state.
@@ -196,10 +216,13 @@ pub(crate) fn doctor(
         return Ok(());
     }
     match McpManager::start(servers, cwd) {
-        Ok((_manager, reports)) => {
+        Ok((manager, reports)) => {
             for ((name, how), report) in described.iter().zip(&reports) {
                 let state = match &report.outcome {
-                    ReportOutcome::Ready { tools } => format!("ready, {tools} tools"),
+                    ReportOutcome::Ready { tools } => {
+                        let protocol = manager.protocol_version(name).unwrap_or_default();
+                        format!("ready, {tools} tools, protocol {protocol}")
+                    }
                     ReportOutcome::Failed { message } => format!("failed: {message}"),
                     ReportOutcome::TimedOut { seconds } => {
                         format!("did not start within {seconds} s")

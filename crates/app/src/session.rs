@@ -339,11 +339,25 @@ impl Runtime {
         agent_config.subagents.types = extensions.agent_types(&registry, &mut notices);
         registry
             .register(Arc::new(codecoder_kernel::AgentTool::new(&agent_config.subagents.types)))?;
-        // MCP servers' tools; a server that does not start is a warning.
-        let (mcp_tools, mcp_notices) = crate::mcp::start(loaded, &cwd);
+        // MCP servers' tools join as the servers become ready (the first request does not
+        // wait for them); a server that does not start is a warning at the next step.
+        let sampler = Arc::new(codecoder_mcp::Sampler {
+            client: Arc::clone(&model_client),
+            model: model.clone(),
+            session_id: writer.session_id(),
+        });
+        let (late_tools, mcp_notices) = crate::mcp::start(
+            loaded,
+            &cwd,
+            crate::mcp::McpSession {
+                interactive: request.interactive,
+                sampler: Some(sampler),
+                log: writer.path().map(|path| path.with_extension("mcp.log")),
+            },
+        );
         notices.extend(mcp_notices);
-        for tool in mcp_tools {
-            registry.register(tool)?;
+        if let Some(late_tools) = late_tools {
+            registry.attach_late(late_tools);
         }
         let registry = Arc::new(registry);
 

@@ -295,6 +295,10 @@ pub(crate) struct McpAddArgs {
     /// The variable holding a bearer token for the HTTP server.
     #[arg(long)]
     pub(crate) bearer_token_env_var: Option<String>,
+    /// Let the server ask the session's model while its tools run (MCP sampling, billed like
+    /// the session's own requests); without it such requests are declined.
+    #[arg(long)]
+    pub(crate) sampling: bool,
     /// The command and its arguments, after `--`.
     #[arg(last = true)]
     pub(crate) command: Vec<String>,

@@ -38,6 +38,9 @@ pub(crate) fn run(
                     "give either a command (`codecoder mcp add NAME -- CMD ARGS…`) or --url URL"
                 ),
             }
+            if args.sampling {
+                server.sampling = Some(true);
+            }
             let home = codecoder_app::home()?;
             let path = codecoder_app::add_mcp_server(&home, &args.name, &server)?;
             writeln!(out, "added MCP server `{}` to {}", args.name, path.display())?;
@@ -87,6 +90,9 @@ pub(crate) fn run(
                 }
                 if let Some(var) = &server.bearer_token_env_var {
                     writeln!(out, "  bearer token from: ${var}")?;
+                }
+                if server.sampling == Some(true) {
+                    writeln!(out, "  sampling: allowed (it may ask the session's model)")?;
                 }
             }
         }

@@ -141,6 +141,10 @@ pub struct McpServerToml {
     /// These of its tools are never offered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disabled_tools: Vec<String>,
+    /// Let the server ask the session's model (MCP sampling, `sampling/createMessage`) while
+    /// one of its tools runs; off by default (its requests are declined).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<bool>,
 }
 
 /// `[sandbox_workspace_write]`.

@@ -125,7 +125,7 @@ impl AgentLoop {
     }
 
     fn runs_in_parallel(&self, call: &ToolCall) -> bool {
-        self.env.deps.tools.get(&call.name).is_some_and(|tool| tool.runs_in_parallel())
+        self.env.deps.tools.find(&call.name).is_some_and(|tool| tool.runs_in_parallel())
     }
 
     /// Looks the tool up, checks the arguments, runs the PreToolUse hooks (which may rewrite
@@ -137,7 +137,7 @@ impl AgentLoop {
         step: StepId,
         call: &mut ToolCall,
     ) -> Result<Prepared, Stop> {
-        let Some(tool) = self.env.deps.tools.get(&call.name).cloned() else {
+        let Some(tool) = self.env.deps.tools.find(&call.name) else {
             return Ok(Prepared::Refused(ToolError::UnknownTool { name: call.name.clone() }));
         };
         if let Err(message) = schema::validate(&tool.schema(), &call.args) {
@@ -617,8 +617,8 @@ fn refused(call: &ToolCall, err: ToolError, agent: &AgentLoop) -> Finished {
     };
     let text = match &err {
         ToolError::UnknownTool { .. } => {
-            let names: Vec<&str> =
-                agent.env.deps.tools.tools().iter().map(|tool| tool.name()).collect();
+            let all = agent.env.deps.tools.all();
+            let names: Vec<&str> = all.iter().map(|tool| tool.name()).collect();
             format!("{err}. The available tools are: {}.", names.join(", "))
         }
         ToolError::InvalidArguments { .. } => {

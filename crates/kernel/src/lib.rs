@@ -50,7 +50,9 @@ pub use model::{ModelClient, ModelError, ModelRequest, ResponseEvent, ResponseSt
 pub use prompt::{PromptBuilder, PromptInput, StaticPrompt};
 pub use schema::validate as validate_schema;
 pub use subagent::AgentTool;
-pub use tool::{EscalationRequest, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
+pub use tool::{
+    EscalationRequest, LateTools, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry, ToolSource,
+};
 
 #[cfg(test)]
 mod tests;

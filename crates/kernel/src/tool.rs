@@ -6,7 +6,7 @@
 //! `is_error`, data for the model, never a kernel error.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use codecoder_protocol::{
     AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, AskUserRequest, CommandExit,
@@ -208,11 +208,107 @@ impl ToolContext {
     }
 }
 
-/// The tools an agent may call, in registration order (the order the model sees them in).
+/// The tools an agent may call, in registration order (the order the model sees them in),
+/// followed by the tools that joined later (`LateTools`) in the order they joined.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
     by_name: HashMap<String, usize>,
+    late: Option<LateTools>,
+}
+
+/// Tools that join a registry after the agent started (an MCP server that finished starting
+/// after the first request, a server's new tools), and notices about them for the person.
+///
+/// Invariants: tools are only appended, never reordered or removed, so the tool list a request
+/// shows only grows at its end and the prompt prefix stays stable; a late tool whose name the
+/// registry already has is ignored; a clone shares the same list.
+#[derive(Clone, Default)]
+pub struct LateTools {
+    // Shared between the agents' loops and workers that read the tools and the source that
+    // adds them; the lock is held only to copy or push, never across a channel operation or a
+    // call.
+    inner: Arc<Mutex<Late>>,
+    source: Option<Arc<dyn ToolSource>>,
+}
+
+/// Where late tools come from: asked at each step boundary, on the agent's thread, for what
+/// joined since it was last asked.
+pub trait ToolSource: Send + Sync {
+    /// Adds to `late` the tools and notices that arrived since the last call.
+    fn poll(&self, late: &LateTools);
+}
+
+#[derive(Default)]
+struct Late {
+    tools: Vec<Arc<dyn Tool>>,
+    by_name: HashMap<String, usize>,
+    notices: Vec<String>,
+}
+
+impl LateTools {
+    /// An empty list.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty list filled from `source` at each step boundary.
+    pub fn with_source(source: Arc<dyn ToolSource>) -> Self {
+        Self { inner: Arc::default(), source: Some(source) }
+    }
+
+    /// Asks the source, if any, for what arrived.
+    pub fn poll(&self) {
+        if let Some(source) = &self.source {
+            source.poll(self);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Late> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Appends a tool; returns false (and drops it) when a late tool of that name exists.
+    pub fn add(&self, tool: Arc<dyn Tool>) -> bool {
+        let mut late = self.lock();
+        let name = tool.name().to_owned();
+        if late.by_name.contains_key(&name) {
+            return false;
+        }
+        let index = late.tools.len();
+        late.by_name.insert(name, index);
+        late.tools.push(tool);
+        true
+    }
+
+    /// Queues a notice for the person, shown as a warning at the agent's next step.
+    pub fn notify(&self, message: impl Into<String>) {
+        self.lock().notices.push(message.into());
+    }
+
+    /// How many tools joined so far (a generation: it only grows).
+    pub fn len(&self) -> usize {
+        self.lock().tools.len()
+    }
+
+    /// Whether no tool joined yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The queued notices, taken.
+    pub fn take_notices(&self) -> Vec<String> {
+        std::mem::take(&mut self.lock().notices)
+    }
+
+    fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        let late = self.lock();
+        late.by_name.get(name).map(|&index| Arc::clone(&late.tools[index]))
+    }
+
+    fn snapshot(&self) -> Vec<Arc<dyn Tool>> {
+        self.lock().tools.clone()
+    }
 }
 
 impl ToolRegistry {
@@ -232,19 +328,50 @@ impl ToolRegistry {
         Ok(())
     }
 
-    /// The tool with this name.
+    /// Lets tools join after the agent started: `late`'s tools follow the registered ones.
+    pub fn attach_late(&mut self, late: LateTools) {
+        self.late = Some(late);
+    }
+
+    /// The late tools' list, when one is attached.
+    pub fn late(&self) -> Option<&LateTools> {
+        self.late.as_ref()
+    }
+
+    /// How many late tools joined so far: when it changed, `specs` changed.
+    pub fn generation(&self) -> usize {
+        self.late.as_ref().map_or(0, LateTools::len)
+    }
+
+    /// The registered tool with this name (late tools not included: see `find`).
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.by_name.get(name).map(|&index| &self.tools[index])
     }
 
-    /// The tools, in order.
+    /// The tool with this name, registered or late.
+    pub fn find(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.get(name).cloned().or_else(|| self.late.as_ref()?.get(name))
+    }
+
+    /// The registered tools, in order (late tools not included: see `all`).
     pub fn tools(&self) -> &[Arc<dyn Tool>] {
         &self.tools
     }
 
-    /// The specs the model sees, in order.
+    /// Every tool, registered then late, in order.
+    pub fn all(&self) -> Vec<Arc<dyn Tool>> {
+        let mut all = self.tools.clone();
+        if let Some(late) = &self.late {
+            all.extend(
+                late.snapshot().into_iter().filter(|t| !self.by_name.contains_key(t.name())),
+            );
+        }
+        all
+    }
+
+    /// The specs the model sees, in order: the registered tools, then the late ones.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools
+        self.all()
             .iter()
             .map(|tool| ToolSpec {
                 name: tool.name().to_owned(),
@@ -254,13 +381,14 @@ impl ToolRegistry {
             .collect()
     }
 
-    /// A registry with only the tools named in `allow`, in this registry's order.
+    /// A registry with only the tools named in `allow` (late ones that joined so far
+    /// included), in this registry's order.
     pub fn only(&self, allow: &[String]) -> Self {
         let mut out = Self::new();
-        for tool in &self.tools {
+        for tool in self.all() {
             if allow.iter().any(|name| name == tool.name()) {
                 out.by_name.insert(tool.name().to_owned(), out.tools.len());
-                out.tools.push(Arc::clone(tool));
+                out.tools.push(tool);
             }
         }
         out
@@ -269,6 +397,7 @@ impl ToolRegistry {
 
 impl std::fmt::Debug for ToolRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.tools.iter().map(|tool| tool.name())).finish()
+        let all = self.all();
+        f.debug_list().entries(all.iter().map(|tool| tool.name())).finish()
     }
 }

@@ -167,6 +167,8 @@ pub(crate) struct AgentLoop {
     pub(crate) cmd: Receiver<AgentCommand>,
     done: Option<Sender<TurnSummary>>,
     specs: Vec<ToolSpec>,
+    /// The registry's generation `specs` was taken at (late tools join between steps).
+    tools_generation: usize,
     pub(crate) queued: VecDeque<UserInput>,
     /// The session's grants: permission keys the person allowed "for this session" (the
     /// calls' keys and the escalations' `escalate:` keys).
@@ -199,12 +201,14 @@ impl AgentLoop {
         done: Option<Sender<TurnSummary>>,
     ) -> Self {
         let specs = env.deps.tools.specs();
+        let tools_generation = env.deps.tools.generation();
         Self {
             env,
             writer,
             cmd,
             done,
             specs,
+            tools_generation,
             queued: VecDeque::new(),
             grants: HashSet::new(),
             approved_calls: HashSet::new(),
@@ -604,8 +608,24 @@ impl AgentLoop {
         self.shared_history.extend(history[from..].iter().cloned().map(Arc::new));
     }
 
+    /// Takes in the tools that joined since the last step (appended after the others, so the
+    /// request's prefix stays the same) and shows the notices that came with them.
+    fn refresh_tools(&mut self) {
+        let Some(late) = self.env.deps.tools.late() else { return };
+        late.poll();
+        for message in late.take_notices() {
+            self.emit(AgentEventKind::Warning { message });
+        }
+        let generation = self.env.deps.tools.generation();
+        if generation != self.tools_generation {
+            self.specs = self.env.deps.tools.specs();
+            self.tools_generation = generation;
+        }
+    }
+
     fn run_step(&mut self, turn: TurnId, step: StepId) -> Result<StepOutcome, Stop> {
         self.step_usage = Usage::default();
+        self.refresh_tools();
         self.sync_shared_history();
         let mut attempt = 0;
         let (assembly, stop_reason) = loop {

@@ -34,6 +34,9 @@ pub struct ServerConfig {
     pub enabled_tools: Option<Vec<String>>,
     /// These tools are never offered.
     pub disabled_tools: Vec<String>,
+    /// The server may ask the session's model (`sampling/createMessage`); otherwise its
+    /// requests are declined.
+    pub sampling: bool,
 }
 
 /// How to reach a server.
@@ -71,6 +74,7 @@ impl ServerConfig {
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
             enabled_tools: None,
             disabled_tools: Vec::new(),
+            sampling: false,
         }
     }
 

@@ -6,12 +6,16 @@
 //! free of any runtime.
 //!
 //! Invariants: a server that fails to start is reported and left out, never an error of the
-//! session; no start waits longer than the server's startup timeout; a stdio server gets a base
+//! session; nothing waits for the servers to start (their tools join the session's registry
+//! as they become ready, `McpToolSource`), and no start takes longer than the server's startup
+//! timeout; a stdio server gets a base
 //! environment plus its own `env` table, never codecoder's whole environment, and dies with
 //! the runtime thread (kill on drop, and the parent-death signal).
 
+mod client;
 mod config;
 mod error;
+mod interact;
 mod manager;
 mod names;
 mod result;
@@ -22,10 +26,11 @@ pub use config::{
     parse_mcp_json,
 };
 pub use error::{Error, Result};
-pub use manager::{CallOutcome, McpManager, McpToolInfo, Report, ReportOutcome};
+pub use interact::{CallHost, NoHost, Sampler, elicit};
+pub use manager::{CallOutcome, McpManager, McpToolInfo, Options, Report, ReportOutcome};
 pub use names::qualified_names;
 pub use result::to_tool_output;
-pub use tool::{McpTool, tools};
+pub use tool::{McpTool, McpToolSource, tools};
 
 #[cfg(test)]
 mod tests;

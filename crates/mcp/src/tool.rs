@@ -6,13 +6,14 @@
 //! The name is `mcp__<server>__<tool>` (see `names`), so permission rules and hook matchers
 //! select MCP tools by it.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use codecoder_kernel::{Tool, ToolContext, ToolKind, ToolOutput};
-use codecoder_protocol::ToolError;
+use codecoder_kernel::{LateTools, Tool, ToolContext, ToolKind, ToolOutput, ToolSource};
+use codecoder_protocol::{AskUserAnswer, OutputStream, ToolError};
 use serde_json::Value;
 
 use crate::error::Error;
+use crate::interact::CallHost;
 use crate::manager::{McpManager, McpToolInfo};
 use crate::names::qualified_names;
 use crate::result::to_tool_output;
@@ -25,7 +26,8 @@ pub struct McpTool {
     description: String,
 }
 
-/// The kernel tools of every tool the manager's servers offer, named without collisions.
+/// The kernel tools of every tool the manager's ready servers offer now, named without
+/// collisions.
 pub fn tools(manager: &Arc<McpManager>) -> Vec<Arc<dyn Tool>> {
     let infos = manager.list_tools();
     let pairs: Vec<(&str, &str)> =
@@ -34,23 +36,84 @@ pub fn tools(manager: &Arc<McpManager>) -> Vec<Arc<dyn Tool>> {
     infos
         .iter()
         .zip(names)
-        .map(|(info, qualified)| {
-            let description = if info.description.is_empty() {
-                format!("Tool `{}` of MCP server `{}`.", info.name, info.server)
-            } else {
-                info.description.clone()
-            };
-            Arc::new(McpTool {
-                manager: Arc::clone(manager),
-                info: info.clone(),
-                qualified,
-                description,
-            }) as Arc<dyn Tool>
-        })
+        .map(|(info, qualified)| McpTool::shared(manager, info, qualified))
         .collect()
 }
 
+/// The servers' tools as they arrive, for a `LateTools`: a server's tools join once it is
+/// ready, a server's new tools once it announced a changed list; the servers' start failures
+/// become notices.
+///
+/// Invariant: a tool is offered once, under the name it first got (names are given in arrival
+/// order, so a newcomer never renames an earlier tool); a tool a server dropped stays listed and
+/// its calls are refused.
+pub struct McpToolSource {
+    manager: Arc<McpManager>,
+    // Written only by `poll`, on an agent's thread; a lock because the kernel may poll from
+    // the threads of subagents sharing the registry.
+    offered: Mutex<Vec<(String, String)>>,
+}
+
+impl McpToolSource {
+    /// A source over `manager`'s servers.
+    pub fn new(manager: Arc<McpManager>) -> Self {
+        Self { manager, offered: Mutex::new(Vec::new()) }
+    }
+}
+
+impl ToolSource for McpToolSource {
+    fn poll(&self, late: &LateTools) {
+        for notice in self.manager.take_notices() {
+            late.notify(notice);
+        }
+        let mut offered = self.offered.lock().unwrap_or_else(PoisonError::into_inner);
+        let known = offered.len();
+        let arrived: Vec<McpToolInfo> = self
+            .manager
+            .tools_in_arrival_order()
+            .into_iter()
+            .filter(|t| !offered.iter().any(|(s, n)| *s == t.server && *n == t.name))
+            .collect();
+        if arrived.is_empty() {
+            return;
+        }
+        offered.extend(arrived.iter().map(|t| (t.server.clone(), t.name.clone())));
+        let pairs: Vec<(&str, &str)> =
+            offered.iter().map(|(s, n)| (s.as_str(), n.as_str())).collect();
+        let names = qualified_names(&pairs);
+        for (info, qualified) in arrived.iter().zip(names.into_iter().skip(known)) {
+            late.add(McpTool::shared(&self.manager, info, qualified));
+        }
+    }
+}
+
+/// A call's host over the kernel's tool context: progress as output of the call, questions
+/// through the ask-user flow.
+struct ContextHost<'a>(&'a ToolContext);
+
+impl CallHost for ContextHost<'_> {
+    fn progress(&self, line: &str) {
+        self.0.output(OutputStream::Stdout, format!("{line}\n"));
+    }
+
+    fn ask(&self, question: &str, options: Vec<String>) -> Option<String> {
+        match self.0.ask_user(question, options) {
+            Ok(AskUserAnswer::Answer { text }) => Some(text),
+            Ok(AskUserAnswer::Declined) | Err(_) => None,
+        }
+    }
+}
+
 impl McpTool {
+    fn shared(manager: &Arc<McpManager>, info: &McpToolInfo, qualified: String) -> Arc<dyn Tool> {
+        let description = if info.description.is_empty() {
+            format!("Tool `{}` of MCP server `{}`.", info.name, info.server)
+        } else {
+            info.description.clone()
+        };
+        Arc::new(Self { manager: Arc::clone(manager), info: info.clone(), qualified, description })
+    }
+
     /// The kind its annotations give it.
     pub fn kind_of(info: &McpToolInfo) -> ToolKind {
         if info.read_only { ToolKind::ReadOnly } else { ToolKind::Network }
@@ -94,12 +157,21 @@ impl Tool for McpTool {
                 });
             }
         };
+        if !self.manager.offers(&self.info.server, &self.info.name) {
+            return Err(ToolError::Failed {
+                message: format!(
+                    "MCP server `{}` no longer offers the tool `{}` (it changed its tool list); do without it",
+                    self.info.server, self.info.name
+                ),
+            });
+        }
         let outcome = self.manager.call_tool(
             &self.info.server,
             &self.info.name,
             arguments,
             ctx.cancel().signal(),
             self.info.timeout,
+            &ContextHost(ctx),
         );
         match outcome {
             Ok(result) => Ok(to_tool_output(&result)),

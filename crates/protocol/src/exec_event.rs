@@ -132,7 +132,8 @@ pub enum ItemDetails {
         name: String,
         /// Its arguments.
         arguments: serde_json::Value,
-        /// Its result, as text, once it ended.
+        /// Its result, as text, once it ended; while it runs (`item.updated`), the output it
+        /// streamed so far (an MCP server's progress).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result: Option<String>,
         /// Where it stands.

@@ -54,7 +54,7 @@ mod wire;
 
 pub use script::{
     ChatReasoningField, ChatUsage, Fault, Inject, Reasoning, Reply, Script, Stall, Step,
-    StopReason, StreamError, Text, ToolCall, Usage,
+    StopReason, StreamError, Text, ToolCall, UntilTools, Usage,
 };
 pub use server::{FakeModelServer, RecordedRequest, SCRIPT_EXHAUSTED};
 pub use wire::Api;

@@ -34,6 +34,21 @@ pub struct Script {
     /// taking a step of the queue. `None`: such requests take steps like any other.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when_no_tools: Option<Box<Step>>,
+    /// What every request that does not offer all these tools yet gets (tools that join a
+    /// session late, an MCP server's), without taking a step of the queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_tools: Option<UntilTools>,
+}
+
+/// A step given while a request lacks some tools (`Script::until_tools`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UntilTools {
+    /// The tool names every request must offer before the queue is played.
+    pub names: Vec<String>,
+    /// The step given meanwhile; its tool call ids get the request's number as a suffix, so
+    /// each is new.
+    pub step: Box<Step>,
 }
 
 impl Script {
@@ -61,6 +76,22 @@ impl Script {
     #[must_use]
     pub fn when_no_tools(mut self, step: impl Into<Step>) -> Self {
         self.when_no_tools = Some(Box::new(step.into()));
+        self
+    }
+
+    /// Sets what every request gets while it does not offer all of `names` (tools that join
+    /// the session late), leaving the queue for the requests that do. Tool call ids of `step`
+    /// get `-N` (the request's number) appended.
+    #[must_use]
+    pub fn until_tools<S: Into<String>>(
+        mut self,
+        names: impl IntoIterator<Item = S>,
+        step: impl Into<Step>,
+    ) -> Self {
+        self.until_tools = Some(UntilTools {
+            names: names.into_iter().map(Into::into).collect(),
+            step: Box::new(step.into()),
+        });
         self
     }
 

@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use crate::Error;
 use crate::http::{self, Conn, ReadError, Request, Stop};
-use crate::script::{Fault, Reply, Script, Step};
+use crate::script::{Fault, Reply, Script, Step, UntilTools};
 use crate::wire::{self, Api, Ctx, KEEP_ALIVE};
 
 /// The error message of the 500 sent when the script has no step left.
@@ -85,6 +85,7 @@ impl FakeModelServer {
                 steps: script.steps.into(),
                 when_exhausted: script.when_exhausted.map(|step| *step),
                 when_no_tools: script.when_no_tools.map(|step| *step),
+                until_tools: script.until_tools,
                 requests: Vec::new(),
                 disconnects: 0,
             }),
@@ -198,6 +199,7 @@ struct State {
     steps: VecDeque<Step>,
     when_exhausted: Option<Step>,
     when_no_tools: Option<Step>,
+    until_tools: Option<UntilTools>,
     requests: Vec<RecordedRequest>,
     disconnects: usize,
 }
@@ -231,12 +233,33 @@ impl Shared {
     /// Returns the request number (1-based) and the step.
     fn record(&self, request: RecordedRequest, take_step: bool) -> (usize, Option<Step>) {
         let mut state = self.lock();
-        let no_tools = request.body.is_object()
-            && request.body.get("tools").and_then(Value::as_array).is_none_or(Vec::is_empty);
+        let offered: Vec<&str> = request
+            .body
+            .get("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|tool| {
+                tool.get("name").or_else(|| tool.get("function")?.get("name"))?.as_str()
+            })
+            .collect();
+        let no_tools = request.body.is_object() && offered.is_empty();
+        let waiting = state
+            .until_tools
+            .as_ref()
+            .filter(|until| until.names.iter().any(|name| !offered.contains(&name.as_str())));
+        let waiting_step = waiting.map(|until| (*until.step).clone());
         state.requests.push(request);
         let n = state.requests.len();
         let step = if take_step && no_tools && state.when_no_tools.is_some() {
             state.when_no_tools.clone()
+        } else if let (true, Some(mut step)) = (take_step, waiting_step) {
+            if let Step::Reply(reply) = &mut step {
+                for call in &mut reply.tool_calls {
+                    call.id = format!("{}-{n}", call.id);
+                }
+            }
+            Some(step)
         } else if take_step {
             state.steps.pop_front().or_else(|| state.when_exhausted.clone())
         } else {

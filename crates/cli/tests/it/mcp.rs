@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::exec::{Run, openai_env};
 use crate::stderr;
 
-fn servers_dir() -> Option<PathBuf> {
+pub(crate) fn servers_dir() -> Option<PathBuf> {
     crate::npm_dir()
 }
 
@@ -46,6 +46,41 @@ fn pick<'a>(names: &'a [String], candidates: &[&str]) -> &'a str {
 
 fn toml_list(items: &[&str]) -> String {
     serde_json::to_string(items).unwrap()
+}
+
+/// What the fake model answers while the MCP tools it needs have not joined the session yet
+/// (the servers start behind the first request): a quick look at the directory, a tenth of a
+/// second later.
+fn wait_for_servers() -> Reply {
+    let mut reply = Reply::tool_call("wait", "list_dir", json!({ "path": "." }));
+    reply.delay_ms = 100;
+    reply
+}
+
+/// The requests from the first one that offers all of `tools` on.
+fn from_tools(
+    requests: Vec<codecoder_test_support::RecordedRequest>,
+    tools: &[String],
+) -> Vec<codecoder_test_support::RecordedRequest> {
+    requests.into_iter().skip_while(|r| !tools.iter().all(|t| r.raw_body.contains(t))).collect()
+}
+
+/// The servers' log of the one session under `home`.
+fn mcp_log(home: &Path) -> String {
+    fn find(dir: &Path) -> Option<PathBuf> {
+        for entry in std::fs::read_dir(dir).ok()? {
+            let path = entry.ok()?.path();
+            if path.is_dir() {
+                if let Some(found) = find(&path) {
+                    return Some(found);
+                }
+            } else if path.to_string_lossy().ends_with(".mcp.log") {
+                return Some(path);
+            }
+        }
+        None
+    }
+    find(home).map(|path| std::fs::read_to_string(path).unwrap()).unwrap_or_default()
 }
 
 #[test]
@@ -84,7 +119,7 @@ command = "/nonexistent/mcp-server"
 [mcp_servers.hanging]
 command = "sleep"
 args = ["30"]
-startup_timeout_sec = 1
+startup_timeout_sec = 0.5
 "#,
             args = toml_list(&[&repo_text]),
         ),
@@ -93,6 +128,10 @@ startup_timeout_sec = 1
     let notes = repo_path.join("notes.txt").to_string_lossy().into_owned();
     let server = FakeModelServer::start(
         Script::new()
+            .until_tools(
+                [format!("mcp__everything__{echo}"), format!("mcp__fs__{read}")],
+                wait_for_servers(),
+            )
             .reply(Reply::tool_call(
                 "c1",
                 format!("mcp__everything__{echo}"),
@@ -112,10 +151,24 @@ startup_timeout_sec = 1
     let out = run.run(&["exec", "use the MCP tools"], "");
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
+    // The failures are warnings at the next step, and lines of the servers' log; a server
+    // still starting when the session ends is logged too.
     assert!(err.contains("MCP server `missing` did not start"), "{err}");
-    assert!(err.contains("MCP server `hanging` did not start within 1 s"), "{err}");
+    let log = mcp_log(home.path());
+    assert!(log.contains("mcp[missing] error: MCP server `missing` did not start"), "{log}");
+    assert!(
+        log.contains("MCP server `hanging` did not start within 0.5 s")
+            || log.contains("MCP server `hanging` was still starting when the session ended"),
+        "{log}"
+    );
+    assert!(log.contains("mcp[everything] info: MCP server `everything`: ready"), "{log}");
 
-    let requests = server.requests();
+    // The first request did not wait for the servers; the tools joined later, after the
+    // built-in ones.
+    let all = server.requests();
+    assert!(!all[0].raw_body.contains("mcp__fs__"), "{}", all[0].raw_body);
+    let requests =
+        from_tools(all, &[format!("mcp__everything__{echo}"), format!("mcp__fs__{read}")]);
     assert_eq!(requests.len(), 5, "{err}");
     let first = &requests[0].raw_body;
     assert!(first.contains(&format!("mcp__everything__{echo}")), "{first}");
@@ -175,6 +228,7 @@ args = ["stdio"]
     .unwrap();
     let server = FakeModelServer::start(
         Script::new()
+            .until_tools([format!("mcp__everything__{echo}")], wait_for_servers())
             .reply(Reply::tool_call(
                 "c1",
                 format!("mcp__everything__{echo}"),
@@ -193,7 +247,7 @@ args = ["stdio"]
     let run = Run { home: home.path(), cwd: repo.path(), env };
     let out = run.run(&["exec", "try the tools"], "");
     assert!(out.status.success(), "{}", stderr(&out));
-    let requests = server.requests();
+    let requests = from_tools(server.requests(), &[format!("mcp__everything__{echo}")]);
     assert!(requests[1].raw_body.contains("echo is blocked by hook"), "{}", requests[1].raw_body);
     assert!(!requests[1].raw_body.contains("Echo: hi"), "{}", requests[1].raw_body);
     assert!(
@@ -250,8 +304,12 @@ fn mcp_add_list_get_remove_edit_config_toml_and_keep_the_rest() {
     let shown = crate::stdout(&out);
     assert!(shown.contains("env: ROOT_TOKEN") && !shown.contains("abc"), "{shown}");
 
-    let out = run(&["mcp", "add", "web", "--url", "https://example.test/mcp"]);
+    let out = run(&["mcp", "add", "web", "--url", "https://example.test/mcp", "--sampling"]);
     assert!(out.status.success(), "{}", stderr(&out));
+    let shown = crate::stdout(&run(&["mcp", "get", "web"]));
+    assert!(shown.contains("sampling: allowed"), "{shown}");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains("sampling = true"), "{text}");
     let out = run(&["mcp", "remove", "fs"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = std::fs::read_to_string(&config).unwrap();
@@ -280,4 +338,69 @@ fn doctor_lists_mcp_servers_and_their_state() {
         "{report}"
     );
     assert!(report.contains("missing (stdio: /nonexistent/mcp-server): failed"), "{report}");
+}
+
+#[test]
+fn progress_of_an_mcp_tool_streams_to_exec_json_and_sampling_uses_the_session_model() {
+    let Some(dir) = servers_dir() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    let everything = bin(&dir, "mcp-server-everything");
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            r#"
+[mcp_servers.everything]
+command = {everything:?}
+args = ["stdio"]
+sampling = true
+"#
+        ),
+    )
+    .unwrap();
+    let long = "mcp__everything__trigger-long-running-operation";
+    let sample = "mcp__everything__trigger-sampling-request";
+    let server = FakeModelServer::start(
+        Script::new()
+            // The sampling tool is offered once the server knows it may sample, through its
+            // tools/list_changed.
+            .until_tools([long, sample], wait_for_servers())
+            .reply(Reply::tool_call("c1", long, json!({ "duration": 0.2, "steps": 2 })))
+            .reply(Reply::tool_call("c2", sample, json!({ "prompt": "name a colour" })))
+            .reply(Reply::text("done"))
+            // The server's sampling request reaches the session's model without tools.
+            .when_no_tools(Reply::text("teal, said the session's model")),
+    )
+    .unwrap();
+    let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
+    let out = run.run(&["exec", "--json", "use the MCP tools"], "");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let events: Vec<serde_json::Value> =
+        crate::stdout(&out).lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    // Each progress notification is an item.updated of the running tool call.
+    let updates: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "item.updated" && e["item"]["name"] == long)
+        .filter_map(|e| e["item"]["result"].as_str())
+        .collect();
+    assert_eq!(updates, ["progress 1/2\n", "progress 1/2\nprogress 2/2\n"], "{events:?}");
+    let completed =
+        events.iter().find(|e| e["type"] == "item.completed" && e["item"]["name"] == long).unwrap();
+    assert!(completed["item"]["result"].as_str().unwrap().contains("completed"), "{completed}");
+
+    let requests = server.requests();
+    let sampling: Vec<_> = requests
+        .iter()
+        .filter(|r| r.body.get("tools").and_then(|t| t.as_array()).is_none_or(Vec::is_empty))
+        .collect();
+    assert_eq!(sampling.len(), 1, "one sampling request");
+    assert!(sampling[0].raw_body.contains("name a colour"), "{}", sampling[0].raw_body);
+    assert!(
+        sampling[0].raw_body.contains("You are a helpful test server."),
+        "{}",
+        sampling[0].raw_body
+    );
+    let last = &requests[requests.len() - 1].raw_body;
+    assert!(last.contains("teal, said the session"), "{last}");
 }

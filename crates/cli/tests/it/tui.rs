@@ -514,3 +514,41 @@ fn resume_of_a_session_in_use_elsewhere_is_an_error_note() {
     holder.kill().unwrap();
     holder.wait().unwrap();
 }
+
+/// An MCP server's progress shows in the running call's card, and its tools join the session
+/// while the UI is already up.
+#[test]
+fn mcp_progress_shows_in_the_tool_card() {
+    let Some(dir) = crate::mcp::servers_dir() else { return };
+    let long = "mcp__everything__trigger-long-running-operation";
+    let mut wait = Reply::tool_call("wait", "list_dir", json!({"path": "."}));
+    wait.delay_ms = 100;
+    let script = Script::new()
+        .until_tools([long], wait)
+        .reply(Reply::tool_call("call_1", long, json!({"duration": 0.4, "steps": 2})))
+        .reply(Reply::text("The long operation is over."));
+    let server = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let everything = dir.join("node_modules/.bin/mcp-server-everything");
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[mcp_servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\n",
+            everything.to_string_lossy()
+        ),
+    )
+    .unwrap();
+    let mut pty = Pty::spawn(home.path(), cwd.path(), &env_for(&server), &[]);
+    pty.wait_visible("ask anything", "the input prompt");
+    pty.type_text("run the long operation");
+    pty.send("\r");
+    pty.wait_for("progress 1/2", "the first progress notification in the card");
+    pty.wait_for("progress 2/2", "the second progress notification in the card");
+    pty.wait_for("The long operation is over.", "the final answer");
+    pty.wait_visible("ready", "the idle status line");
+    pty.send("\x03");
+    pty.send("\x03");
+    let status = pty.wait_exit();
+    assert!(status.success(), "exit status {status:?}");
+}

@@ -9,6 +9,7 @@ mod compact;
 mod escalate;
 mod hooks;
 mod hygiene;
+mod late;
 mod leak;
 mod order;
 mod subagent;

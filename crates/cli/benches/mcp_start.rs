@@ -1,0 +1,103 @@
+//! Session start with MCP servers: process start → the first request at the fake model server,
+//! with no server configured and with two stdio servers (`server-everything` and
+//! `server-filesystem` from `CODECODER_TEST_NPM`), and how long after the first request the
+//! servers' tools join. Prints medians. Run:
+//! `CODECODER_TEST_NPM=… cargo bench -p codecoder-cli --bench mcp_start`.
+#![allow(
+    clippy::print_stdout,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use codecoder_test_support::{FakeModelServer, Reply, Script};
+
+const BIN: &str = env!("CARGO_BIN_EXE_codecoder");
+const RUNS: usize = 15;
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+fn exec(home: &Path, cwd: &Path, server: &FakeModelServer) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .args(["exec", "--provider", "openai-chat", "hello"])
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("CODECODER_HOME", home)
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.base_url()))
+        .env("OPENAI_API_KEY", "sk-bench")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
+}
+
+/// (start → first request, start → first request offering an MCP tool), in ms.
+fn run(config: &str, wait_for: &[&str]) -> (f64, Option<f64>) {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    let mut script = Script::new();
+    if !wait_for.is_empty() {
+        let mut wait = Reply::tool_call("wait", "list_dir", serde_json::json!({"path": "."}));
+        wait.delay_ms = 5;
+        script = script.until_tools(wait_for.iter().copied(), wait);
+    }
+    let server = FakeModelServer::start(script.reply(Reply::text("ok"))).unwrap();
+    let started = Instant::now();
+    let mut child = exec(home.path(), cwd.path(), &server).spawn().unwrap();
+    server.wait_for_requests(1, Duration::from_secs(30)).unwrap();
+    let first = started.elapsed().as_secs_f64() * 1000.0;
+    let joined = (!wait_for.is_empty()).then(|| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let offered = |body: &str| wait_for.iter().all(|tool| body.contains(tool));
+            if server.requests().iter().any(|r| offered(&r.raw_body)) {
+                return started.elapsed().as_secs_f64() * 1000.0;
+            }
+            assert!(Instant::now() < deadline, "{wait_for:?} never joined");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    child.wait().unwrap();
+    (first, joined)
+}
+
+fn main() {
+    let Some(npm) = std::env::var_os("CODECODER_TEST_NPM").map(PathBuf::from) else {
+        println!("mcp_start: skipped, CODECODER_TEST_NPM is not set");
+        return;
+    };
+    let bin = |name: &str| npm.join("node_modules/.bin").join(name).to_string_lossy().into_owned();
+    let roots = tempfile::tempdir().unwrap();
+    let two = format!(
+        "[mcp_servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\n\n[mcp_servers.fs]\ncommand = {:?}\nargs = [{:?}]\n",
+        bin("mcp-server-everything"),
+        bin("mcp-server-filesystem"),
+        roots.path().to_string_lossy()
+    );
+    println!(
+        "MCP start benchmarks ({} cores, {RUNS} runs each)",
+        std::thread::available_parallelism().map_or(1, usize::from)
+    );
+    let none: Vec<f64> = (0..RUNS).map(|_| run("", &[]).0).collect();
+    let (mut with_two, mut joined) = (Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        let (first, tools) = run(&two, &["mcp__everything__echo", "mcp__fs__list_directory"]);
+        with_two.push(first);
+        joined.extend(tools);
+    }
+    let (none, with_two, joined) = (median(none), median(with_two), median(joined));
+    println!("start -> first request, no MCP server: median {none:.2} ms");
+    println!("start -> first request, two stdio MCP servers: median {with_two:.2} ms");
+    println!("added by the two servers: {:.2} ms", with_two - none);
+    println!("start -> first request offering both servers' tools: median {joined:.2} ms");
+}
