@@ -118,6 +118,9 @@ pub enum ResponseEvent {
     },
     /// The request failed; nothing follows.
     Error(ModelError),
+    /// Something the person should know that does not stop the response (e.g. the adapter fell
+    /// back to a non-streaming request).
+    Warning(String),
 }
 
 /// A streaming response. Read `events()`; drop it to abort (see the module doc).

@@ -121,7 +121,11 @@ impl Assembly {
     }
 
     fn push_reasoning(&mut self, delta: &str) {
-        if let Some(MessageItem::Reasoning(reasoning)) = self.items.last_mut() {
+        // A reasoning item closed with its signature or payload is complete: a new block starts.
+        if let Some(MessageItem::Reasoning(reasoning)) = self.items.last_mut()
+            && reasoning.signature.is_none()
+            && reasoning.encrypted_content.is_none()
+        {
             reasoning.text.push_str(delta);
             return;
         }
@@ -879,7 +883,13 @@ impl AgentLoop {
                 self.on_delta(turn, step, DeltaKind::Reasoning, delta, coalesce, pending);
             }
             ResponseEvent::ReasoningDone { signature, encrypted_content } => {
-                if !matches!(assembly.items.last(), Some(MessageItem::Reasoning(_))) {
+                // A block with nothing readable (redacted thinking) after a completed one is
+                // its own item, so each goes back to the provider as it came.
+                let open = matches!(
+                    assembly.items.last(),
+                    Some(MessageItem::Reasoning(r)) if r.signature.is_none() && r.encrypted_content.is_none()
+                );
+                if !open {
                     assembly.items.push(MessageItem::Reasoning(Reasoning::default()));
                 }
                 if let Some(MessageItem::Reasoning(reasoning)) = assembly.items.last_mut() {
@@ -905,6 +915,7 @@ impl AgentLoop {
             }
             // Arguments are parsed once, when the message is assembled.
             ResponseEvent::ToolCallDone { .. } => {}
+            ResponseEvent::Warning(message) => self.emit(AgentEventKind::Warning { message }),
             ResponseEvent::Usage(usage) => self.step_usage = usage,
             ResponseEvent::Completed { stop_reason } => {
                 return Some(StreamEnd::Completed(stop_reason));

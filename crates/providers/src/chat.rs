@@ -13,6 +13,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::config::ReasoningConfig;
 use crate::error::Error;
 use crate::sse::SseEvent;
 use crate::wire::{
@@ -20,7 +21,11 @@ use crate::wire::{
 };
 
 /// The request body.
-pub(crate) fn request_body(request: &ModelRequest, send_reasoning_content: bool) -> Value {
+pub(crate) fn request_body(
+    request: &ModelRequest,
+    send_reasoning_content: bool,
+    reasoning: &ReasoningConfig,
+) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.instructions})];
     for message in &request.history {
         match message.role {
@@ -126,6 +131,9 @@ pub(crate) fn request_body(request: &ModelRequest, send_reasoning_content: bool)
     if let Some(max) = request.max_output_tokens {
         body["max_tokens"] = json!(max);
     }
+    if let Some(effort) = reasoning.effort {
+        body["reasoning_effort"] = json!(effort.as_str());
+    }
     if let Some(schema) = &request.output_schema {
         body["response_format"] = json!({
             "type": "json_schema",
@@ -220,7 +228,7 @@ impl Parser {
     }
 }
 
-fn usage(value: &Value) -> Usage {
+pub(crate) fn usage(value: &Value) -> Usage {
     Usage {
         input_tokens: u64_field(value, "prompt_tokens"),
         cached_input_tokens: value

@@ -14,12 +14,14 @@ mod config;
 mod error;
 mod responses;
 mod sse;
+mod whole;
 mod wire;
 
-pub use catalog::{ModelInfo, UNKNOWN_MODEL, model_info};
+pub use catalog::{ModelInfo, UNKNOWN_MODEL, adaptive_thinking, model_info};
 pub use client::{HttpModelClient, encode_request};
 pub use config::{
-    DEFAULT_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, PRESET_IDS, ProviderConfig, WireApi,
+    DEFAULT_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, PRESET_IDS, ProviderConfig,
+    ReasoningConfig, ReasoningEffort, ReasoningSummary, WireApi,
 };
 pub use error::Error;
 

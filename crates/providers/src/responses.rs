@@ -14,6 +14,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::config::{ReasoningConfig, ReasoningSummary};
 use crate::error::Error;
 use crate::sse::SseEvent;
 use crate::wire::{
@@ -22,7 +23,7 @@ use crate::wire::{
 };
 
 /// The request body.
-pub(crate) fn request_body(request: &ModelRequest) -> Value {
+pub(crate) fn request_body(request: &ModelRequest, reasoning: &ReasoningConfig) -> Value {
     let mut input = Vec::new();
     for message in &request.history {
         let role = match message.role {
@@ -120,6 +121,14 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
     if let Some(max) = request.max_output_tokens {
         body["max_output_tokens"] = json!(max);
     }
+    if let Some(effort) = reasoning.effort {
+        // Summaries are what a person can read of the reasoning: asked for unless turned off.
+        let summary = reasoning.summary.unwrap_or(ReasoningSummary::Auto);
+        body["reasoning"] = match summary {
+            ReasoningSummary::None => json!({"effort": effort.as_str()}),
+            summary => json!({"effort": effort.as_str(), "summary": summary.as_str()}),
+        };
+    }
     if let Some(schema) = &request.output_schema {
         body["text"] = json!({"format": {"type": "json_schema", "name": "output", "schema": schema, "strict": false}});
     }
@@ -155,7 +164,7 @@ impl Parser {
     }
 }
 
-fn usage(response: &Value) -> Option<Usage> {
+pub(crate) fn usage(response: &Value) -> Option<Usage> {
     let usage = response.get("usage")?;
     Some(Usage {
         input_tokens: u64_field(usage, "input_tokens"),

@@ -9,10 +9,12 @@ use codecoder_protocol::{
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::config::{ProviderConfig, WireApi};
+use crate::config::{
+    ProviderConfig, ReasoningConfig, ReasoningEffort, ReasoningSummary, WireApi,
+};
 use crate::error::Error;
 use crate::sse::SseDecoder;
-use crate::{anthropic, chat, client, responses};
+use crate::{anthropic, chat, client, responses, whole};
 
 /// Runs `sse` through a decoder and a parser in chunks of `chunk` bytes, as the client does.
 fn run(api: WireApi, sse: &str, chunk: usize) -> Result<Vec<ResponseEvent>, Error> {
@@ -292,7 +294,7 @@ fn conversation() -> ModelRequest {
 #[test]
 fn responses_request_body() {
     let request = conversation();
-    let body = responses::request_body(&request);
+    let body = responses::request_body(&request, &ReasoningConfig::default());
     assert_eq!(body["model"], "m");
     assert_eq!(body["instructions"], "be brief");
     assert_eq!(body["stream"], true);
@@ -320,7 +322,7 @@ fn responses_request_body() {
 
 #[test]
 fn chat_request_body() {
-    let body = chat::request_body(&conversation(), true);
+    let body = chat::request_body(&conversation(), true, &ReasoningConfig::default());
     assert_eq!(body["stream_options"], json!({"include_usage": true}));
     assert_eq!(body["max_tokens"], 1000);
     assert_eq!(body["tools"][0]["function"]["name"], "read_file");
@@ -337,13 +339,13 @@ fn chat_request_body() {
             {"role": "user", "content": "create it"},
         ])
     );
-    let without = chat::request_body(&conversation(), false);
+    let without = chat::request_body(&conversation(), false, &ReasoningConfig::default());
     assert!(without["messages"][2].get("reasoning_content").is_none());
 }
 
 #[test]
 fn anthropic_request_body_with_cache_breakpoints() {
-    let body = anthropic::request_body(&conversation());
+    let body = anthropic::request_body(&conversation(), &ReasoningConfig::default());
     assert_eq!(body["max_tokens"], 1000);
     assert_eq!(
         body["system"],
@@ -451,15 +453,168 @@ fn output_schema_goes_where_each_api_takes_it() {
         json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]});
     let mut request = conversation();
     request.output_schema = Some(schema.clone());
-    let body = responses::request_body(&request);
+    let body = responses::request_body(&request, &ReasoningConfig::default());
     assert_eq!(
         body["text"]["format"],
         json!({"type": "json_schema", "name": "output", "schema": schema, "strict": false})
     );
-    let body = chat::request_body(&request, false);
+    let body = chat::request_body(&request, false, &ReasoningConfig::default());
     assert_eq!(body["response_format"]["json_schema"]["schema"], schema);
-    let body = anthropic::request_body(&request);
+    let body = anthropic::request_body(&request, &ReasoningConfig::default());
     assert!(body.get("response_format").is_none() && body.get("text").is_none());
-    let plain = responses::request_body(&conversation());
+    let plain = responses::request_body(&conversation(), &ReasoningConfig::default());
     assert!(plain.get("text").is_none());
+}
+
+fn effort(effort: ReasoningEffort) -> ReasoningConfig {
+    ReasoningConfig { effort: Some(effort), ..ReasoningConfig::default() }
+}
+
+#[test]
+fn responses_body_carries_effort_and_summary() {
+    let request = conversation();
+    let body = responses::request_body(&request, &effort(ReasoningEffort::High));
+    assert_eq!(body["reasoning"], json!({"effort": "high", "summary": "auto"}));
+    assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
+    let detailed = ReasoningConfig {
+        summary: Some(ReasoningSummary::Detailed),
+        ..effort(ReasoningEffort::Minimal)
+    };
+    let body = responses::request_body(&request, &detailed);
+    assert_eq!(body["reasoning"], json!({"effort": "minimal", "summary": "detailed"}));
+    let quiet =
+        ReasoningConfig { summary: Some(ReasoningSummary::None), ..effort(ReasoningEffort::Low) };
+    assert_eq!(responses::request_body(&request, &quiet)["reasoning"], json!({"effort": "low"}));
+    let none = responses::request_body(&request, &ReasoningConfig::default());
+    assert!(none.get("reasoning").is_none());
+}
+
+#[test]
+fn chat_body_carries_reasoning_effort() {
+    let body = chat::request_body(&conversation(), false, &effort(ReasoningEffort::Medium));
+    assert_eq!(body["reasoning_effort"], "medium");
+    let none = chat::request_body(&conversation(), false, &ReasoningConfig::default());
+    assert!(none.get("reasoning_effort").is_none());
+}
+
+#[test]
+fn anthropic_body_carries_a_thinking_budget_above_max_tokens() {
+    let mut request = conversation();
+    request.model = "claude-sonnet-4-5".into();
+    request.max_output_tokens = Some(64_000);
+    let body = anthropic::request_body(&request, &effort(ReasoningEffort::Medium));
+    assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 10_000}));
+    assert_eq!(body["max_tokens"], 64_000);
+    // A budget that does not fit under the cap raises max_tokens above it.
+    request.max_output_tokens = Some(1000);
+    let budget = ReasoningConfig { budget_tokens: Some(5000), ..ReasoningConfig::default() };
+    let body = anthropic::request_body(&request, &budget);
+    assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 5000}));
+    assert!(body["max_tokens"].as_u64().unwrap() > 5000);
+    // Effort none sends no thinking.
+    let body = anthropic::request_body(&request, &effort(ReasoningEffort::None));
+    assert!(body.get("thinking").is_none());
+    assert_eq!(body["max_tokens"], 1000);
+}
+
+#[test]
+fn anthropic_body_uses_adaptive_thinking_where_the_model_has_it() {
+    let mut request = conversation();
+    request.model = "claude-opus-4-6".into();
+    let body = anthropic::request_body(&request, &effort(ReasoningEffort::XHigh));
+    assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(body["output_config"], json!({"effort": "max"}));
+    assert!(crate::adaptive_thinking("anthropic/claude-sonnet-4.6"));
+    assert!(!crate::adaptive_thinking("claude-sonnet-4-5-20250929"));
+}
+
+#[test]
+fn a_non_streaming_body_asks_for_no_stream() {
+    let mut config = ProviderConfig::new("p", "http://x", WireApi::Chat, None);
+    config.stream = false;
+    let body = client::request_body(&config, &conversation());
+    assert_eq!(body["stream"], false);
+    assert!(body.get("stream_options").is_none());
+}
+
+fn whole_events(api: WireApi, answer: serde_json::Value) -> Vec<ResponseEvent> {
+    let mut events = Vec::new();
+    whole::parse(api, &answer.to_string(), &mut |event| events.push(event)).unwrap();
+    events
+}
+
+#[test]
+fn whole_answers_become_the_events_of_a_stream() {
+    let chat = whole_events(
+        WireApi::Chat,
+        json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": "Reading.", "reasoning_content": "hmm",
+            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}}]
+        }}], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}),
+    );
+    assert_eq!(
+        chat,
+        vec![
+            ResponseEvent::ReasoningDelta("hmm".into()),
+            ResponseEvent::ReasoningDone { signature: None, encrypted_content: None },
+            ResponseEvent::TextDelta("Reading.".into()),
+            ResponseEvent::ToolCallStart { id: id("call_1"), name: "read_file".into() },
+            ResponseEvent::ToolCallArgsDelta { id: id("call_1"), delta: r#"{"path":"a"}"#.into() },
+            ResponseEvent::ToolCallDone { id: id("call_1") },
+            ResponseEvent::Usage(Usage { input_tokens: 10, output_tokens: 3, ..Usage::default() }),
+            ResponseEvent::Completed { stop_reason: StopReason::ToolUse },
+        ]
+    );
+    let anthropic = whole_events(
+        WireApi::Anthropic,
+        json!({"type": "message", "stop_reason": "end_turn", "content": [
+            {"type": "thinking", "thinking": "t", "signature": "SIG"},
+            {"type": "redacted_thinking", "data": "RED"},
+            {"type": "text", "text": "hi"}
+        ], "usage": {"input_tokens": 5, "output_tokens": 2}}),
+    );
+    assert_eq!(anthropic[0], ResponseEvent::ReasoningDelta("t".into()));
+    assert_eq!(
+        anthropic[1],
+        ResponseEvent::ReasoningDone { signature: Some("SIG".into()), encrypted_content: None }
+    );
+    assert_eq!(
+        anthropic[2],
+        ResponseEvent::ReasoningDone { signature: None, encrypted_content: Some("RED".into()) }
+    );
+    assert_eq!(anthropic[3], ResponseEvent::TextDelta("hi".into()));
+    assert_eq!(
+        anthropic.last(),
+        Some(&ResponseEvent::Completed { stop_reason: StopReason::EndTurn })
+    );
+    let responses = whole_events(
+        WireApi::Responses,
+        json!({"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "output": [
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "plan"}], "encrypted_content": "ENC"},
+            {"type": "message", "content": [{"type": "output_text", "text": "part"}]}
+        ]}),
+    );
+    assert_eq!(
+        responses,
+        vec![
+            ResponseEvent::ReasoningDelta("plan".into()),
+            ResponseEvent::ReasoningDone { signature: None, encrypted_content: Some("ENC".into()) },
+            ResponseEvent::TextDelta("part".into()),
+            ResponseEvent::Completed { stop_reason: StopReason::MaxTokens },
+        ]
+    );
+    let failed = whole::parse(
+        WireApi::Responses,
+        &json!({"status": "failed", "error": {"code": "server_error", "message": "boom"}}).to_string(),
+        &mut |_| {},
+    );
+    assert!(matches!(failed, Err(Error::Stream { .. })));
+}
+
+#[test]
+fn refusals_to_stream_tools_are_recognised() {
+    assert!(whole::rejects_streamed_tools(500, "Cannot use tools with stream"));
+    assert!(whole::rejects_streamed_tools(400, "streaming is not supported with function calling"));
+    assert!(!whole::rejects_streamed_tools(500, "internal error"));
+    assert!(!whole::rejects_streamed_tools(429, "too many streams of tools"));
 }
