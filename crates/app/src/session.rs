@@ -46,6 +46,9 @@ pub struct SessionRequest {
     pub model: Option<String>,
     /// The provider, over the runtime's overrides and config.
     pub provider: Option<String>,
+    /// The reasoning effort (`none` … `xhigh`), over config's `model_reasoning_effort` (the
+    /// TUI's `/model NAME EFFORT`).
+    pub reasoning_effort: Option<String>,
     /// `--replay FILE`: answer with a recorded session's responses.
     pub replay: Option<PathBuf>,
     /// Keep no session log.
@@ -167,7 +170,13 @@ impl Runtime {
                 Arc::new(replay)
             }
             None => {
-                let provider = crate::provider::resolve_provider(&provider_id, config)?;
+                let mut provider = crate::provider::resolve_provider(&provider_id, config)?;
+                let effort = request.reasoning_effort.as_deref();
+                if let Some(warning) =
+                    crate::provider::apply_reasoning(&mut provider, config, &model, effort)?
+                {
+                    notices.push(Notice::Warning(warning));
+                }
                 let env_key = provider.env_key.clone();
                 let lookup = |key: &str| {
                     std::env::var(key).ok().filter(|v| !v.trim().is_empty()).or_else(|| {

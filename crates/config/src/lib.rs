@@ -21,7 +21,7 @@ pub use error::{Error, Result};
 pub use load::{LoadOptions, LoadedConfig, Origin, load, parse_override};
 pub use schema::{
     AgentToml, ConfigToml, FsyncToml, HookGroupToml, HookHandlerToml, InheritToml, McpServerToml,
-    ModelToml, PermissionsToml, ProfileToml, ProviderToml, ReasoningEffort, SandboxBackendToml,
+    ModelToml, PermissionsToml, ProfileToml, ProviderToml, ReasoningEffort, ReasoningSummaryToml, SandboxBackendToml,
     SandboxToml, SandboxWorkspaceWriteToml, SessionToml, ShellEnvironmentPolicyToml, ShellToml,
     WireApiToml, json_schema,
 };

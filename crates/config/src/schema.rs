@@ -22,9 +22,18 @@ pub struct ConfigToml {
     /// `ollama`, `lmstudio`) or a key of `model_providers` (default `openai`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_provider: Option<String>,
-    /// Reasoning effort for models that reason.
+    /// Reasoning effort for models that reason (`none`, `minimal`, `low`, `medium`, `high`,
+    /// `xhigh`): Responses `reasoning.effort`, Chat `reasoning_effort`, Anthropic thinking.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_reasoning_effort: Option<ReasoningEffort>,
+    /// The reasoning summary the Responses API returns (`auto` by default, `concise`,
+    /// `detailed`, `none`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_reasoning_summary: Option<ReasoningSummaryToml>,
+    /// Anthropic: the thinking budget in tokens (at least 1024); without it the effort picks
+    /// one (models with adaptive thinking get the effort instead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_reasoning_budget_tokens: Option<u32>,
     /// A cap on generated tokens per request (default: the model's limit).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_max_output_tokens: Option<u32>,
@@ -263,6 +272,8 @@ pub struct HookHandlerToml {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ReasoningEffort {
+    /// No reasoning, where the model allows it.
+    None,
     /// As little as the model allows.
     Minimal,
     /// Low.
@@ -271,6 +282,22 @@ pub enum ReasoningEffort {
     Medium,
     /// High.
     High,
+    /// The most the model offers.
+    Xhigh,
+}
+
+/// Which reasoning summary the Responses API returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningSummaryToml {
+    /// The model's choice.
+    Auto,
+    /// Short.
+    Concise,
+    /// Long.
+    Detailed,
+    /// No summary.
+    None,
 }
 
 /// `[model_providers.<id>]`, in the shape codex users know.
@@ -307,6 +334,11 @@ pub struct ProviderToml {
     /// Chat Completions: send earlier reasoning back as `reasoning_content`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub send_reasoning_content: Option<bool>,
+    /// Stream responses (default true). `false` sends each request with `"stream": false`
+    /// and reads one JSON answer, for servers that cannot stream tool calls; a server that
+    /// refuses a streamed request with tools is switched to this for the session anyway.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
 }
 
 /// The wire format of a provider.
@@ -361,6 +393,12 @@ pub struct ProfileToml {
     /// Reasoning effort.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_reasoning_effort: Option<ReasoningEffort>,
+    /// Reasoning summary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_reasoning_summary: Option<ReasoningSummaryToml>,
+    /// Anthropic thinking budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_reasoning_budget_tokens: Option<u32>,
     /// Output cap.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_max_output_tokens: Option<u32>,
