@@ -1,6 +1,7 @@
 //! The script a `FakeModelServer` plays: a queue of steps, one per model request, in order.
 //!
-//! A step is either a `Reply` (a 200 SSE stream, possibly with mid-stream faults) or a `Fault`
+//! A step is either a `Reply` (a 200 SSE stream, possibly with mid-stream faults; the whole JSON
+//! answer when the request says `"stream": false`) or a `Fault`
 //! (an HTTP error status, or a hang-up without any response). The same types are the Rust
 //! builder and the JSON format (serde): `Script::from_json(&script.to_json())` gives back an
 //! equal script.
@@ -34,6 +35,11 @@ pub struct Script {
     /// taking a step of the queue. `None`: such requests take steps like any other.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when_no_tools: Option<Box<Step>>,
+    /// Answer every streamed request that offers tools with llama.cpp server's refusal (a 500
+    /// "Cannot use tools with stream"), without taking a step; non-streamed requests
+    /// (`"stream": false`) are served as usual.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub refuse_streamed_tools: bool,
 }
 
 impl Script {
@@ -61,6 +67,13 @@ impl Script {
     #[must_use]
     pub fn when_no_tools(mut self, step: impl Into<Step>) -> Self {
         self.when_no_tools = Some(Box::new(step.into()));
+        self
+    }
+
+    /// Refuses streamed requests with tools, as servers that cannot stream tool calls do.
+    #[must_use]
+    pub fn refuse_streamed_tools(mut self) -> Self {
+        self.refuse_streamed_tools = true;
         self
     }
 

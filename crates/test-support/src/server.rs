@@ -30,6 +30,9 @@ use crate::wire::{self, Api, Ctx, KEEP_ALIVE};
 /// The error message of the 500 sent when the script has no step left.
 pub const SCRIPT_EXHAUSTED: &str = "fake model: script exhausted";
 
+/// The message llama.cpp's server answers a streamed request with tools with.
+pub const STREAM_TOOLS_REFUSAL: &str = "Cannot use tools with stream";
+
 /// A request as the server received it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRequest {
@@ -85,6 +88,7 @@ impl FakeModelServer {
                 steps: script.steps.into(),
                 when_exhausted: script.when_exhausted.map(|step| *step),
                 when_no_tools: script.when_no_tools.map(|step| *step),
+                refuse_streamed_tools: script.refuse_streamed_tools,
                 requests: Vec::new(),
                 disconnects: 0,
             }),
@@ -198,6 +202,7 @@ struct State {
     steps: VecDeque<Step>,
     when_exhausted: Option<Step>,
     when_no_tools: Option<Step>,
+    refuse_streamed_tools: bool,
     requests: Vec<RecordedRequest>,
     disconnects: usize,
 }
@@ -233,9 +238,18 @@ impl Shared {
         let mut state = self.lock();
         let no_tools = request.body.is_object()
             && request.body.get("tools").and_then(Value::as_array).is_none_or(Vec::is_empty);
+        let streamed = request.body.get("stream") == Some(&Value::Bool(true));
         state.requests.push(request);
         let n = state.requests.len();
-        let step = if take_step && no_tools && state.when_no_tools.is_some() {
+        let step = if take_step && streamed && !no_tools && state.refuse_streamed_tools {
+            let mut fault = Fault::status(500);
+            fault.body = Some(serde_json::json!({"error": {
+                "code": 500,
+                "message": STREAM_TOOLS_REFUSAL,
+                "type": "server_error",
+            }}));
+            Some(Step::Fault(fault))
+        } else if take_step && no_tools && state.when_no_tools.is_some() {
             state.when_no_tools.clone()
         } else if take_step {
             state.steps.pop_front().or_else(|| state.when_exhausted.clone())
@@ -370,6 +384,11 @@ fn respond(
         Some(Step::Fault(fault)) => play_fault(conn, api, &fault, n, request_id, keep_alive),
         Some(Step::Reply(reply)) => {
             let ctx = Ctx::from_body(n, &body);
+            if body.get("stream") == Some(&Value::Bool(false)) {
+                conn.pause(reply.delay_ms)?;
+                let answer = wire::whole_answer(api, &reply, &ctx);
+                return send_json(conn, 200, &answer, &[request_id], keep_alive);
+            }
             play_reply(conn, api, &reply, &ctx, request_id, keep_alive)
         }
     }
