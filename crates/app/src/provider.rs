@@ -1,8 +1,6 @@
 //! The model provider of a session: a preset and/or `[model_providers.<id>]` of config.toml.
 
-use codecoder_providers::{
-    ProviderConfig, ReasoningConfig, ReasoningEffort, ReasoningSummary, WireApi,
-};
+use codecoder_providers::{ProviderConfig, ReasoningEffort, ReasoningSettings, WireApi};
 
 use crate::Runtime;
 use crate::error::{Error, Result};
@@ -80,45 +78,30 @@ pub(crate) fn resolve_provider(
     Ok(provider)
 }
 
-/// Sets `provider`'s reasoning settings for `model` from config (`model_reasoning_effort`,
+/// The reasoning settings of `model`'s requests from config (`model_reasoning_effort`,
 /// `model_reasoning_summary`, `model_reasoning_budget_tokens`), with `effort` (a front-end's
-/// choice) over config's. Settings for a model the catalog (or `[models.X] reasoning`) says
-/// does not reason are left out, and the warning for the person says so. A model the catalog
-/// does not know gets them as set: the person knows their server.
+/// choice) over config's, and a warning for the person when there is one. Settings for a model
+/// the catalog (or `[models.X] reasoning`) says does not reason are left out, and the warning
+/// says so; a model the catalog does not know gets them as set (the person knows their server).
 ///
 /// # Errors
 /// `Usage` when `effort` is not an effort's name.
-pub(crate) fn apply_reasoning(
-    provider: &mut ProviderConfig,
+pub(crate) fn reasoning_settings(
     config: &codecoder_config::ConfigToml,
     model: &str,
     effort: Option<&str>,
-) -> Result<Option<String>> {
-    use codecoder_config::{ReasoningEffort as Effort, ReasoningSummaryToml as Summary};
+) -> Result<(ReasoningSettings, Option<String>)> {
     let effort = match effort {
         Some(name) => Some(name.parse::<ReasoningEffort>().map_err(Error::usage)?),
-        None => config.model_reasoning_effort.map(|effort| match effort {
-            Effort::None => ReasoningEffort::None,
-            Effort::Minimal => ReasoningEffort::Minimal,
-            Effort::Low => ReasoningEffort::Low,
-            Effort::Medium => ReasoningEffort::Medium,
-            Effort::High => ReasoningEffort::High,
-            Effort::Xhigh => ReasoningEffort::XHigh,
-        }),
+        None => config.model_reasoning_effort,
     };
-    let settings = ReasoningConfig {
+    let settings = ReasoningSettings {
         effort,
-        summary: config.model_reasoning_summary.map(|summary| match summary {
-            Summary::Auto => ReasoningSummary::Auto,
-            Summary::Concise => ReasoningSummary::Concise,
-            Summary::Detailed => ReasoningSummary::Detailed,
-            Summary::None => ReasoningSummary::None,
-        }),
+        summary: config.model_reasoning_summary,
         budget_tokens: config.model_reasoning_budget_tokens,
     };
     if settings.is_empty() {
-        provider.reasoning = ReasoningConfig::default();
-        return Ok(None);
+        return Ok((settings, None));
     }
     let info = codecoder_providers::model_info(model);
     let reasons = config
@@ -127,11 +110,12 @@ pub(crate) fn apply_reasoning(
         .and_then(|m| m.reasoning)
         .unwrap_or(info.reasoning || !info.known);
     if !reasons {
-        provider.reasoning = ReasoningConfig::default();
-        return Ok(Some(format!(
-            "model `{model}` does not reason: the reasoning settings (model_reasoning_*) are not sent (set [models.\"{model}\"] reasoning = true if it does)"
-        )));
+        return Ok((
+            ReasoningSettings::default(),
+            Some(format!(
+                "model `{model}` does not reason: the reasoning settings (model_reasoning_*) are not sent (set [models.\"{model}\"] reasoning = true if it does)"
+            )),
+        ));
     }
-    provider.reasoning = settings;
-    Ok(None)
+    Ok((settings, None))
 }

@@ -170,13 +170,7 @@ impl Runtime {
                 Arc::new(replay)
             }
             None => {
-                let mut provider = crate::provider::resolve_provider(&provider_id, config)?;
-                let effort = request.reasoning_effort.as_deref();
-                if let Some(warning) =
-                    crate::provider::apply_reasoning(&mut provider, config, &model, effort)?
-                {
-                    notices.push(Notice::Warning(warning));
-                }
+                let provider = crate::provider::resolve_provider(&provider_id, config)?;
                 let env_key = provider.env_key.clone();
                 let lookup = |key: &str| {
                     std::env::var(key).ok().filter(|v| !v.trim().is_empty()).or_else(|| {
@@ -348,6 +342,13 @@ impl Runtime {
             context_config.agents_md.fallback_names.clone_from(names);
         }
         context_config.output_schema.clone_from(&request.output_schema);
+        let (reasoning, reasoning_warning) = crate::provider::reasoning_settings(
+            config,
+            &model,
+            request.reasoning_effort.as_deref(),
+        )?;
+        context_config.reasoning = reasoning;
+        notices.extend(reasoning_warning.map(Notice::Warning));
         if let Some(budget) = config.project_doc_max_bytes {
             context_config.agents_md.budget_bytes = budget;
         }

@@ -32,13 +32,7 @@ impl Runtime {
         let blobs = SessionStore::new(&self.home).blobs();
         let resolve = |blob: &BlobRef| blobs.resolve(blob).ok();
         let rebuilt = codecoder_context::rebuild_request(loaded, number, Some(&resolve))?;
-        let mut provider = self.provider_config(&rebuilt.context.provider)?;
-        crate::provider::apply_reasoning(
-            &mut provider,
-            &self.loaded.config,
-            &rebuilt.context.model,
-            None,
-        )?;
+        let provider = self.provider_config(&rebuilt.context.provider)?;
         Ok(codecoder_providers::encode_request(&provider, &rebuilt.request)?)
     }
 }

@@ -19,9 +19,10 @@ mod trust;
 pub use credentials::{CREDENTIALS_FILE, load_credential, store_credential};
 pub use error::{Error, Result};
 pub use load::{LoadOptions, LoadedConfig, Origin, load, parse_override};
+pub use codecoder_protocol::{ReasoningEffort, ReasoningSummary};
 pub use schema::{
     AgentToml, ConfigToml, FsyncToml, HookGroupToml, HookHandlerToml, InheritToml, McpServerToml,
-    ModelToml, PermissionsToml, ProfileToml, ProviderToml, ReasoningEffort, ReasoningSummaryToml, SandboxBackendToml,
+    ModelToml, PermissionsToml, ProfileToml, ProviderToml, SandboxBackendToml,
     SandboxToml, SandboxWorkspaceWriteToml, SessionToml, ShellEnvironmentPolicyToml, ShellToml,
     WireApiToml, json_schema,
 };

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use codecoder_protocol::{ApprovalMode, SandboxMode};
+use codecoder_protocol::{ApprovalMode, ReasoningEffort, ReasoningSummary, SandboxMode};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -29,7 +29,7 @@ pub struct ConfigToml {
     /// The reasoning summary the Responses API returns (`auto` by default, `concise`,
     /// `detailed`, `none`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_reasoning_summary: Option<ReasoningSummaryToml>,
+    pub model_reasoning_summary: Option<ReasoningSummary>,
     /// Anthropic: the thinking budget in tokens (at least 1024); without it the effort picks
     /// one (models with adaptive thinking get the effort instead).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -268,38 +268,6 @@ pub struct HookHandlerToml {
     pub timeout: Option<f64>,
 }
 
-/// How hard a reasoning model thinks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ReasoningEffort {
-    /// No reasoning, where the model allows it.
-    None,
-    /// As little as the model allows.
-    Minimal,
-    /// Low.
-    Low,
-    /// Medium.
-    Medium,
-    /// High.
-    High,
-    /// The most the model offers.
-    Xhigh,
-}
-
-/// Which reasoning summary the Responses API returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ReasoningSummaryToml {
-    /// The model's choice.
-    Auto,
-    /// Short.
-    Concise,
-    /// Long.
-    Detailed,
-    /// No summary.
-    None,
-}
-
 /// `[model_providers.<id>]`, in the shape codex users know.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -395,7 +363,7 @@ pub struct ProfileToml {
     pub model_reasoning_effort: Option<ReasoningEffort>,
     /// Reasoning summary.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_reasoning_summary: Option<ReasoningSummaryToml>,
+    pub model_reasoning_summary: Option<ReasoningSummary>,
     /// Anthropic thinking budget.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_reasoning_budget_tokens: Option<u32>,

@@ -43,6 +43,8 @@ pub struct ModelRequest {
     /// A JSON Schema the answer's text must follow (`exec --output-schema`), for providers that
     /// support structured output.
     pub output_schema: Option<serde_json::Value>,
+    /// Reasoning effort, summary and thinking budget (empty: none sent).
+    pub reasoning: codecoder_protocol::ReasoningSettings,
 }
 
 /// A failure to get an answer, after the adapter's own retries.

@@ -712,6 +712,7 @@ impl AgentLoop {
             && last.max_output_tokens == request.max_output_tokens
             && last.config_hash == self.env.config.config_hash
             && last.output_schema == request.output_schema
+            && last.reasoning == request.reasoning
             && last.tools == request.tools
             && ((last.sections == request.sections
                 && joins_to(&request.sections, &request.instructions))
@@ -736,6 +737,7 @@ impl AgentLoop {
             max_output_tokens: request.max_output_tokens,
             output_schema: request.output_schema.clone(),
             config_hash: self.env.config.config_hash.clone(),
+            reasoning: request.reasoning,
         };
         if self.writer.context() == Some(&context) {
             return Ok(());

@@ -13,6 +13,7 @@ pub mod exec_event;
 pub mod ids;
 pub mod message;
 pub mod permission;
+pub mod reasoning;
 pub mod record;
 pub mod usage;
 
@@ -34,6 +35,7 @@ pub use record::{
     ContextRecord, FORMAT_VERSION, ForkOrigin, ParentLink, PromptSection, Record, RecordBody,
     SessionMeta, StopReason, SyntheticReason, ToolSpec, join_sections,
 };
+pub use reasoning::{ReasoningEffort, ReasoningSettings, ReasoningSummary};
 pub use usage::Usage;
 
 #[cfg(test)]

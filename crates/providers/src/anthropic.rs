@@ -12,14 +12,14 @@ use std::collections::HashMap;
 
 use codecoder_kernel::{ModelRequest, ResponseEvent};
 use codecoder_protocol::{
-    ContentItem, Image, MessageItem, Role, StopReason, ToolCallId, ToolResultStatus, Usage,
+    ContentItem, Image, MessageItem, ReasoningEffort, ReasoningSettings, Role, StopReason,
+    ToolCallId, ToolResultStatus, Usage,
 };
 use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::config::{ReasoningConfig, ReasoningEffort};
 use crate::error::Error;
 use crate::sse::SseEvent;
 use crate::wire::{StreamParser, blob_text, parse_data, parse_typed, str_field, u64_field};
@@ -57,7 +57,7 @@ fn thinking_budget(effort: ReasoningEffort) -> Option<u32> {
 /// `thinking` (and `output_config` for adaptive thinking) for `reasoning`; `max_tokens` is
 /// raised above a budget that does not fit under it (the API requires
 /// `budget_tokens < max_tokens`).
-fn apply_thinking(body: &mut Value, model: &str, reasoning: &ReasoningConfig, max_tokens: u32) {
+fn apply_thinking(body: &mut Value, model: &str, reasoning: &ReasoningSettings, max_tokens: u32) {
     if crate::catalog::adaptive_thinking(model) && reasoning.budget_tokens.is_none() {
         let Some(effort) = reasoning.effort.filter(|e| *e != ReasoningEffort::None) else {
             return;
@@ -87,7 +87,7 @@ fn apply_thinking(body: &mut Value, model: &str, reasoning: &ReasoningConfig, ma
 }
 
 /// The request body.
-pub(crate) fn request_body(request: &ModelRequest, reasoning: &ReasoningConfig) -> Value {
+pub(crate) fn request_body(request: &ModelRequest) -> Value {
     let mut messages: Vec<Value> = Vec::new();
     // Index in `messages` of the message holding the newest genuine user input.
     let mut newest_user: Option<usize> = None;
@@ -173,7 +173,7 @@ pub(crate) fn request_body(request: &ModelRequest, reasoning: &ReasoningConfig) 
         body["tool_choice"] = json!({"type": "auto"});
     }
     let max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
-    apply_thinking(&mut body, &request.model, reasoning, max_tokens);
+    apply_thinking(&mut body, &request.model, &request.reasoning, max_tokens);
     body
 }
 

@@ -13,7 +13,6 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::config::ReasoningConfig;
 use crate::error::Error;
 use crate::sse::SseEvent;
 use crate::wire::{
@@ -21,11 +20,7 @@ use crate::wire::{
 };
 
 /// The request body.
-pub(crate) fn request_body(
-    request: &ModelRequest,
-    send_reasoning_content: bool,
-    reasoning: &ReasoningConfig,
-) -> Value {
+pub(crate) fn request_body(request: &ModelRequest, send_reasoning_content: bool) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.instructions})];
     for message in &request.history {
         match message.role {
@@ -131,7 +126,7 @@ pub(crate) fn request_body(
     if let Some(max) = request.max_output_tokens {
         body["max_tokens"] = json!(max);
     }
-    if let Some(effort) = reasoning.effort {
+    if let Some(effort) = request.reasoning.effort {
         body["reasoning_effort"] = json!(effort.as_str());
     }
     if let Some(schema) = &request.output_schema {

@@ -136,11 +136,10 @@ fn new_agent() -> ureq::Agent {
 
 /// The body of a request for `api`.
 pub(crate) fn request_body(config: &ProviderConfig, request: &ModelRequest) -> serde_json::Value {
-    let reasoning = &config.reasoning;
     let mut body = match config.wire_api {
-        WireApi::Responses => responses::request_body(request, reasoning),
-        WireApi::Chat => chat::request_body(request, config.send_reasoning_content, reasoning),
-        WireApi::Anthropic => anthropic::request_body(request, reasoning),
+        WireApi::Responses => responses::request_body(request),
+        WireApi::Chat => chat::request_body(request, config.send_reasoning_content),
+        WireApi::Anthropic => anthropic::request_body(request),
     };
     if !config.stream {
         crate::whole::unstream(&mut body);

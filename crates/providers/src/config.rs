@@ -84,99 +84,6 @@ pub struct ProviderConfig {
     /// Stream responses (`"stream": true`). `false` sends one request and reads one JSON
     /// answer, for servers that cannot stream (or cannot stream tool calls).
     pub stream: bool,
-    /// The reasoning settings sent with every request (empty: none sent).
-    pub reasoning: ReasoningConfig,
-}
-
-/// How hard a reasoning model thinks (codex's `model_reasoning_effort`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ReasoningEffort {
-    /// No reasoning, where the model allows it.
-    None,
-    /// As little as the model allows.
-    Minimal,
-    /// Low.
-    Low,
-    /// Medium.
-    Medium,
-    /// High.
-    High,
-    /// The most the model offers (Anthropic's adaptive `max`).
-    XHigh,
-}
-
-impl ReasoningEffort {
-    /// The name OpenAI's APIs and config files use.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::None => "none",
-            Self::Minimal => "minimal",
-            Self::Low => "low",
-            Self::Medium => "medium",
-            Self::High => "high",
-            Self::XHigh => "xhigh",
-        }
-    }
-
-    /// Every effort, weakest first (for pickers).
-    pub const ALL: [ReasoningEffort; 6] =
-        [Self::None, Self::Minimal, Self::Low, Self::Medium, Self::High, Self::XHigh];
-}
-
-impl FromStr for ReasoningEffort {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL.into_iter().find(|effort| effort.as_str() == s).ok_or_else(|| {
-            format!("unknown reasoning effort `{s}` (none, minimal, low, medium, high, xhigh)")
-        })
-    }
-}
-
-/// Which reasoning summary the Responses API returns (codex's `model_reasoning_summary`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ReasoningSummary {
-    /// The model's choice.
-    Auto,
-    /// Short.
-    Concise,
-    /// Long.
-    Detailed,
-    /// No summary.
-    None,
-}
-
-impl ReasoningSummary {
-    /// The name the API and config files use.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Auto => "auto",
-            Self::Concise => "concise",
-            Self::Detailed => "detailed",
-            Self::None => "none",
-        }
-    }
-}
-
-/// The reasoning settings of requests. Invariant: only settings that apply to the session's
-/// model are here (the runtime leaves them out for a model that does not reason), so the body
-/// encoders send whatever is set.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct ReasoningConfig {
-    /// Responses `reasoning.effort`, Chat `reasoning_effort`, Anthropic thinking (a budget by
-    /// effort, or adaptive thinking's `effort` where the model has it).
-    pub effort: Option<ReasoningEffort>,
-    /// Responses `reasoning.summary` (default `auto` when an effort is set).
-    pub summary: Option<ReasoningSummary>,
-    /// Anthropic `thinking.budget_tokens`; overrides the budget the effort maps to.
-    pub budget_tokens: Option<u32>,
-}
-
-impl ReasoningConfig {
-    /// Whether nothing is set.
-    pub fn is_empty(&self) -> bool {
-        self.effort.is_none() && self.summary.is_none() && self.budget_tokens.is_none()
-    }
 }
 
 /// The default number of retries.
@@ -210,7 +117,6 @@ impl ProviderConfig {
             stream_idle_timeout_ms: DEFAULT_STREAM_IDLE_TIMEOUT_MS,
             send_reasoning_content: false,
             stream: true,
-            reasoning: ReasoningConfig::default(),
         }
     }
 

@@ -19,9 +19,9 @@ mod wire;
 
 pub use catalog::{ModelInfo, UNKNOWN_MODEL, adaptive_thinking, model_info};
 pub use client::{HttpModelClient, encode_request};
+pub use codecoder_protocol::{ReasoningEffort, ReasoningSettings, ReasoningSummary};
 pub use config::{
-    DEFAULT_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, PRESET_IDS, ProviderConfig,
-    ReasoningConfig, ReasoningEffort, ReasoningSummary, WireApi,
+    DEFAULT_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, PRESET_IDS, ProviderConfig, WireApi,
 };
 pub use error::Error;
 

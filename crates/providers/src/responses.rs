@@ -8,13 +8,14 @@
 use std::collections::HashMap;
 
 use codecoder_kernel::{ModelRequest, ResponseEvent};
-use codecoder_protocol::{ContentItem, MessageItem, Role, StopReason, ToolCallId, Usage};
+use codecoder_protocol::{
+    ContentItem, MessageItem, ReasoningSummary, Role, StopReason, ToolCallId, Usage,
+};
 use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::config::{ReasoningConfig, ReasoningSummary};
 use crate::error::Error;
 use crate::sse::SseEvent;
 use crate::wire::{
@@ -23,7 +24,7 @@ use crate::wire::{
 };
 
 /// The request body.
-pub(crate) fn request_body(request: &ModelRequest, reasoning: &ReasoningConfig) -> Value {
+pub(crate) fn request_body(request: &ModelRequest) -> Value {
     let mut input = Vec::new();
     for message in &request.history {
         let role = match message.role {
@@ -121,6 +122,7 @@ pub(crate) fn request_body(request: &ModelRequest, reasoning: &ReasoningConfig) 
     if let Some(max) = request.max_output_tokens {
         body["max_output_tokens"] = json!(max);
     }
+    let reasoning = &request.reasoning;
     if let Some(effort) = reasoning.effort {
         // Summaries are what a person can read of the reasoning: asked for unless turned off.
         let summary = reasoning.summary.unwrap_or(ReasoningSummary::Auto);

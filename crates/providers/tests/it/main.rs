@@ -46,6 +46,7 @@ fn request(history: Vec<Message>) -> ModelRequest {
         }],
         max_output_tokens: Some(512),
         output_schema: None,
+        reasoning: Default::default(),
     }
 }
 
@@ -512,15 +513,14 @@ fn a_refused_streamed_request_with_tools_is_sent_again_without_streaming() {
 
 #[test]
 fn reasoning_settings_reach_the_wire() {
-    use codecoder_providers::{ReasoningConfig, ReasoningEffort};
+    use codecoder_providers::{ReasoningEffort, ReasoningSettings};
     for api in APIS {
         let server = FakeModelServer::start(Script::new().reply(Reply::text("ok"))).unwrap();
-        let mut config = config(&server, api);
-        config.reasoning =
-            ReasoningConfig { effort: Some(ReasoningEffort::Low), ..ReasoningConfig::default() };
         let mut req = request(vec![Message::user_text("hi")]);
         req.model = "claude-sonnet-4-5".into();
-        collect(&client(config), req);
+        req.reasoning =
+            ReasoningSettings { effort: Some(ReasoningEffort::Low), ..ReasoningSettings::default() };
+        collect(&client(config(&server, api)), req);
         let body = &server.requests()[0].body;
         match api {
             WireApi::Responses => {
