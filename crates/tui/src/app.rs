@@ -32,7 +32,7 @@ const LIVE_TAIL_BYTES: usize = 4096;
 /// The slash commands, with their help text.
 pub(crate) const COMMANDS: [(&str, &str); 13] = [
     ("/help", "show keys and commands"),
-    ("/model", "show the model, or `/model NAME [EFFORT]` / `/model EFFORT` to switch (resumes this session)"),
+    ("/model", "show the model, or `/model NAME [EFFORT]` to switch (resumes this session)"),
     ("/provider", "show the provider, or `/provider ID` to switch"),
     ("/approvals", "show or change the approval mode (`/approvals never`)"),
     ("/status", "session id, model, tokens, context used, cost"),
