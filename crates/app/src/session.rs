@@ -19,7 +19,7 @@ use crate::{Modes, Notice, Runtime};
 use codecoder_policy::ChainPolicy;
 
 pub(crate) const DEFAULT_MODEL: &str = "gpt-5";
-const DEFAULT_PROVIDER: &str = "openai";
+pub(crate) const DEFAULT_PROVIDER: &str = "openai";
 /// Bytes per token for sizing tool output caps from the window (the usual estimate for code and
 /// English text).
 const BYTES_PER_TOKEN: u64 = 4;

@@ -193,3 +193,19 @@ fn a_server_that_refuses_to_stream_tools_is_asked_again_without_streaming() {
         server.requests().iter().map(|r| r.body["stream"].as_bool().unwrap()).collect();
     assert_eq!(streams, [true, false]);
 }
+
+#[test]
+fn doctor_and_help_name_the_reasoning_and_streaming_settings() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let server = FakeModelServer::start(Script::new()).unwrap();
+    write_local_provider(home.path(), &server, Some(false));
+    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let out = run.run(&["-c", "model_reasoning_effort=\"medium\"", "doctor"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("provider: local (chat API, stream = false"), "{text}");
+    assert!(text.contains("reasoning: effort medium"), "{text}");
+    let out = run.run(&["exec", "--help"], "");
+    assert!(stdout(&out).contains("model_reasoning_effort"), "{}", stdout(&out));
+}
