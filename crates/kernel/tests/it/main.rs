@@ -11,5 +11,6 @@ mod hooks;
 mod hygiene;
 mod leak;
 mod order;
+mod reasoning;
 mod subagent;
 mod support;
