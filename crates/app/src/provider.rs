@@ -104,11 +104,8 @@ pub(crate) fn reasoning_settings(
         return Ok((settings, None));
     }
     let info = codecoder_providers::model_info(model);
-    let reasons = config
-        .models
-        .get(model)
-        .and_then(|m| m.reasoning)
-        .unwrap_or(info.reasoning || !info.known);
+    let reasons =
+        config.models.get(model).and_then(|m| m.reasoning).unwrap_or(info.reasoning || !info.known);
     if !reasons {
         return Ok((
             ReasoningSettings::default(),

@@ -31,11 +31,11 @@ pub use permission::{
     ApprovalMode, CLAUDE_TOOL_ALIASES, CLAUDE_TOOL_NAMES, DecidedBy, SandboxMode, ToolKind,
     UnknownValue, Verdict, claude_tool_name, our_tool_name,
 };
+pub use reasoning::{ReasoningEffort, ReasoningSettings, ReasoningSummary};
 pub use record::{
     ContextRecord, FORMAT_VERSION, ForkOrigin, ParentLink, PromptSection, Record, RecordBody,
     SessionMeta, StopReason, SyntheticReason, ToolSpec, join_sections,
 };
-pub use reasoning::{ReasoningEffort, ReasoningSettings, ReasoningSummary};
 pub use usage::Usage;
 
 #[cfg(test)]

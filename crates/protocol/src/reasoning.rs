@@ -91,9 +91,7 @@ impl ReasoningSummary {
 }
 
 /// The reasoning settings of requests (empty: none sent).
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReasoningSettings {
     /// Responses `reasoning.effort`, Chat `reasoning_effort`, Anthropic thinking (a budget by

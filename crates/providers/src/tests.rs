@@ -10,10 +10,10 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use crate::config::{ProviderConfig, WireApi};
-use codecoder_protocol::{ReasoningEffort, ReasoningSettings, ReasoningSummary};
 use crate::error::Error;
 use crate::sse::SseDecoder;
 use crate::{anthropic, chat, client, responses, whole};
+use codecoder_protocol::{ReasoningEffort, ReasoningSettings, ReasoningSummary};
 
 /// Runs `sse` through a decoder and a parser in chunks of `chunk` bytes, as the client does.
 fn run(api: WireApi, sse: &str, chunk: usize) -> Result<Vec<ResponseEvent>, Error> {
@@ -510,7 +510,8 @@ fn anthropic_body_carries_a_thinking_budget_above_max_tokens() {
     assert_eq!(body["max_tokens"], 64_000);
     // A budget that does not fit under the cap raises max_tokens above it.
     request.max_output_tokens = Some(1000);
-    request.reasoning = ReasoningSettings { budget_tokens: Some(5000), ..ReasoningSettings::default() };
+    request.reasoning =
+        ReasoningSettings { budget_tokens: Some(5000), ..ReasoningSettings::default() };
     let body = anthropic::request_body(&request);
     assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 5000}));
     assert!(body["max_tokens"].as_u64().unwrap() > 5000);
@@ -609,7 +610,8 @@ fn whole_answers_become_the_events_of_a_stream() {
     );
     let failed = whole::parse(
         WireApi::Responses,
-        &json!({"status": "failed", "error": {"code": "server_error", "message": "boom"}}).to_string(),
+        &json!({"status": "failed", "error": {"code": "server_error", "message": "boom"}})
+            .to_string(),
         &mut |_| {},
     );
     assert!(matches!(failed, Err(Error::Stream { .. })));

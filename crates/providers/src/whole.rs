@@ -39,9 +39,8 @@ pub(crate) fn parse(
     text: &str,
     out: &mut dyn FnMut(ResponseEvent),
 ) -> Result<(), Error> {
-    let value: Value = serde_json::from_str(text).map_err(|err| Error::Protocol {
-        message: format!("malformed JSON answer: {err}"),
-    })?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|err| Error::Protocol { message: format!("malformed JSON answer: {err}") })?;
     match api {
         WireApi::Responses => parse_responses(&value, out),
         WireApi::Chat => parse_chat(&value, out),
@@ -66,8 +65,7 @@ fn texts<'a>(parts: &'a Value, kind: &'a str) -> impl Iterator<Item = &'a str> +
 }
 
 fn parse_responses(value: &Value, out: &mut dyn FnMut(ResponseEvent)) -> Result<(), Error> {
-    if str_field(value, "status") == "failed" || value.get("error").is_some_and(Value::is_object)
-    {
+    if str_field(value, "status") == "failed" || value.get("error").is_some_and(Value::is_object) {
         return Err(stream_error(value.get("error").unwrap_or(value)));
     }
     let mut saw_tool_call = false;

@@ -171,10 +171,11 @@ fn named_events_put_type_first() {
 #[test]
 fn whole_answers_say_what_the_stream_says() {
     let ctx = Ctx::from_body(2, &json!({"model": "m", "stream": false}));
-    let reply = Reply::text("hello")
-        .reasoning("think")
-        .signature("SIG")
-        .and_tool_call("call_1", "read_file", json!({"path": "a"}));
+    let reply = Reply::text("hello").reasoning("think").signature("SIG").and_tool_call(
+        "call_1",
+        "read_file",
+        json!({"path": "a"}),
+    );
     let chat = wire::whole_answer(Api::Chat, &reply, &ctx);
     let message = &chat["choices"][0]["message"];
     assert_eq!(message["content"], "hello");
@@ -197,8 +198,12 @@ fn whole_answers_say_what_the_stream_says() {
 
     let responses = wire::whole_answer(Api::Responses, &reply, &ctx);
     assert_eq!(responses["status"], "completed");
-    let types: Vec<&str> =
-        responses["output"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap()).collect();
+    let types: Vec<&str> = responses["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["type"].as_str().unwrap())
+        .collect();
     assert_eq!(types, ["reasoning", "message", "function_call"]);
     assert_eq!(responses["output"][0]["encrypted_content"], "SIG");
 }

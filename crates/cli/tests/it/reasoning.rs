@@ -20,7 +20,12 @@ fn the_effort_reaches_each_api_body() {
     let cases = [
         ("openai", "gpt-5", "/reasoning", json!({"effort": "high", "summary": "concise"})),
         ("openai-chat", "gpt-5", "/reasoning_effort", json!("high")),
-        ("anthropic", "claude-sonnet-4-5", "/thinking", json!({"type": "enabled", "budget_tokens": 24_000})),
+        (
+            "anthropic",
+            "claude-sonnet-4-5",
+            "/thinking",
+            json!({"type": "enabled", "budget_tokens": 24_000}),
+        ),
         ("anthropic", "claude-opus-4-6", "/output_config", json!({"effort": "high"})),
     ];
     for (provider, model, pointer, expected) in cases {
@@ -58,8 +63,7 @@ fn an_effort_for_a_model_that_does_not_reason_is_not_sent_and_says_so() {
     let cwd = tempfile::tempdir().unwrap();
     let server = FakeModelServer::start(Script::new().reply(Reply::text("ok"))).unwrap();
     let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
-    let out =
-        run.run(&["exec", "-m", "gpt-4.1", "-c", "model_reasoning_effort=\"low\"", "hi"], "");
+    let out = run.run(&["exec", "-m", "gpt-4.1", "-c", "model_reasoning_effort=\"low\"", "hi"], "");
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("does not reason"), "{}", stderr(&out));
     assert!(server.requests()[0].body.get("reasoning").is_none());
@@ -162,7 +166,11 @@ fn stream_false_sends_whole_requests_and_runs_tools() {
     assert!(out.status.success(), "{}", stderr(&out));
     let lines = json_lines(&stdout(&out));
     assert!(lines.iter().any(|l| l["item"]["type"] == "reasoning" && l["item"]["text"] == "look"));
-    assert!(lines.iter().any(|l| l["item"]["type"] == "agent_message" && l["item"]["text"] == "Buy bread."));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["item"]["type"] == "agent_message" && l["item"]["text"] == "Buy bread.")
+    );
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     for request in &requests {

@@ -15,7 +15,10 @@ fn consecutive_reasoning_blocks_stay_separate_and_warnings_pass_through() {
         ResponseEvent::ReasoningDelta("first ".into()),
         ResponseEvent::ReasoningDelta("thought".into()),
         ResponseEvent::ReasoningDone { signature: Some("SIG_1".into()), encrypted_content: None },
-        ResponseEvent::ReasoningDone { signature: None, encrypted_content: Some("REDACTED".into()) },
+        ResponseEvent::ReasoningDone {
+            signature: None,
+            encrypted_content: Some("REDACTED".into()),
+        },
         ResponseEvent::ReasoningDelta("second thought".into()),
         ResponseEvent::ReasoningDone { signature: Some("SIG_2".into()), encrypted_content: None },
         text("done"),

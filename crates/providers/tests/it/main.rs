@@ -476,7 +476,9 @@ fn stream_false_turns_a_whole_answer_into_the_same_events() {
         assert!(requests[1].body.get("stream_options").is_none(), "{api}");
         assert_eq!(whole, streamed, "{api}: a whole answer gives the stream's events");
         assert!(
-            whole.iter().any(|e| matches!(e, ResponseEvent::ToolCallDone { id } if id.as_str() == "call_1")),
+            whole.iter().any(
+                |e| matches!(e, ResponseEvent::ToolCallDone { id } if id.as_str() == "call_1")
+            ),
             "{api}: {whole:?}"
         );
         assert_eq!(
@@ -518,8 +520,10 @@ fn reasoning_settings_reach_the_wire() {
         let server = FakeModelServer::start(Script::new().reply(Reply::text("ok"))).unwrap();
         let mut req = request(vec![Message::user_text("hi")]);
         req.model = "claude-sonnet-4-5".into();
-        req.reasoning =
-            ReasoningSettings { effort: Some(ReasoningEffort::Low), ..ReasoningSettings::default() };
+        req.reasoning = ReasoningSettings {
+            effort: Some(ReasoningEffort::Low),
+            ..ReasoningSettings::default()
+        };
         collect(&client(config(&server, api)), req);
         let body = &server.requests()[0].body;
         match api {
