@@ -190,6 +190,9 @@ pub struct Reasoning {
     /// Chat only: the delta field that carries the text.
     #[serde(default, skip_serializing_if = "is_default")]
     pub chat_field: ChatReasoningField,
+    /// Anthropic only: a `redacted_thinking` block with this `data` after the thinking block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<String>,
 }
 
 /// A function/tool call the model makes.
@@ -496,6 +499,7 @@ impl Reply {
             signature: None,
             raw: false,
             chat_field: ChatReasoningField::default(),
+            redacted: None,
         });
         self
     }
@@ -504,6 +508,13 @@ impl Reply {
     #[must_use]
     pub fn signature(mut self, signature: impl Into<String>) -> Self {
         self.reasoning_mut().signature = Some(signature.into());
+        self
+    }
+
+    /// Anthropic: adds a `redacted_thinking` block with `data` after the thinking block.
+    #[must_use]
+    pub fn redacted_thinking(mut self, data: impl Into<String>) -> Self {
+        self.reasoning_mut().redacted = Some(data.into());
         self
     }
 
@@ -697,6 +708,7 @@ impl Reply {
             signature: None,
             raw: false,
             chat_field: ChatReasoningField::default(),
+            redacted: None,
         })
     }
 }

@@ -1,6 +1,7 @@
 //! Reasoning controls and non-streaming servers end to end: the real binary against the fake
 //! model server. The effort reaches each API's body (and only for models that reason); an
-//! Anthropic thinking block goes back with its signature unchanged and the log rebuilds it;
+//! Anthropic thinking block goes back with its signature unchanged (a redacted one with its
+//! data) and the log rebuilds them;
 //! `stream = false` and the automatic fallback after a refused stream with tools.
 
 use std::path::Path;
@@ -81,7 +82,8 @@ fn an_anthropic_thinking_block_goes_back_unchanged_and_the_log_rebuilds_it() {
                 Reply::tool_call("toolu_1", "read_file", json!({"path": "notes.txt"}))
                     .reasoning("I should read the notes first.")
                     .reasoning_chunks(3)
-                    .signature(signature),
+                    .signature(signature)
+                    .redacted_thinking("EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIw=="),
             )
             .reply(Reply::text("It says to remember the milk.")),
     )
@@ -123,6 +125,11 @@ fn an_anthropic_thinking_block_goes_back_unchanged_and_the_log_rebuilds_it() {
         assistant["content"][0],
         json!({"type": "thinking", "thinking": "I should read the notes first.", "signature": signature}),
         "the thinking block goes back first, with its signature, unchanged"
+    );
+    assert_eq!(
+        assistant["content"][1],
+        json!({"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIw=="}),
+        "the redacted block follows as its own block"
     );
     assert!(requests[1].raw_body.contains(signature), "byte-identical in the body");
     assert_eq!(requests[1].body["thinking"], json!({"type": "enabled", "budget_tokens": 10_000}));
