@@ -62,8 +62,55 @@ impl Runtime {
         crate::safety::build(&self.overrides, &self.loaded, &self.cwd, &self.home, interactive)
     }
 
+    /// The provider (its wire API and whether it streams) and the reasoning settings `model`'s
+    /// requests carry, for `doctor`.
+    fn doctor_model(&self, model: &str, out: &mut dyn Write) -> Result<()> {
+        let config = &self.loaded.config;
+        let provider_id = self
+            .overrides
+            .provider
+            .clone()
+            .or_else(|| config.model_provider.clone())
+            .unwrap_or_else(|| crate::session::DEFAULT_PROVIDER.to_owned());
+        match crate::provider::resolve_provider(&provider_id, config) {
+            Ok(provider) => writeln!(
+                out,
+                "provider: {provider_id} ({} API, {})",
+                provider.wire_api,
+                if provider.stream {
+                    "streaming; falls back to whole answers if a server refuses to stream tools"
+                } else {
+                    "stream = false: whole JSON answers"
+                }
+            )?,
+            Err(err) => writeln!(out, "provider: {provider_id} ({err})")?,
+        }
+        let (settings, warning) = crate::provider::reasoning_settings(config, model, None)?;
+        let reasons = codecoder_providers::model_info(model).reasoning;
+        let mut parts = Vec::new();
+        if let Some(effort) = settings.effort {
+            parts.push(format!("effort {effort}"));
+        }
+        if let Some(summary) = settings.summary {
+            parts.push(format!("summary {}", summary.as_str()));
+        }
+        if let Some(budget) = settings.budget_tokens {
+            parts.push(format!("thinking budget {budget} tokens"));
+        }
+        let described = match (parts.is_empty(), reasons) {
+            (false, _) => parts.join(", "),
+            (true, true) => "the model's defaults (set model_reasoning_effort)".to_owned(),
+            (true, false) => "none (the catalog says the model does not reason)".to_owned(),
+        };
+        writeln!(out, "reasoning: {described}")?;
+        if let Some(warning) = warning {
+            writeln!(out, "  note: {warning}")?;
+        }
+        Ok(())
+    }
+
     /// Writes `codecoder doctor`'s report: the home, the project and its trust, the config
-    /// layers, the sandbox backend and why, the modes, roots, hidden paths, hooks, skills,
+    /// layers, the provider and reasoning settings, the sandbox backend and why, the modes, roots, hidden paths, hooks, skills,
     /// agents and commands (with their files and warnings), and rules.
     ///
     /// Returns what loading the hooks had to say, for stderr.
@@ -106,6 +153,8 @@ impl Runtime {
                 limits.window, limits.max_output, limits.auto_compact
             )?;
         }
+
+        self.doctor_model(&model, out)?;
 
         let interactive = self.safety(true)?;
         let headless = self.safety(false)?;

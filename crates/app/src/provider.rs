@@ -1,6 +1,6 @@
 //! The model provider of a session: a preset and/or `[model_providers.<id>]` of config.toml.
 
-use codecoder_providers::{ProviderConfig, WireApi};
+use codecoder_providers::{ProviderConfig, ReasoningEffort, ReasoningSettings, WireApi};
 
 use crate::Runtime;
 use crate::error::{Error, Result};
@@ -76,6 +76,9 @@ pub(crate) fn resolve_provider(
         if let Some(send) = table.send_reasoning_content {
             provider.send_reasoning_content = send;
         }
+        if let Some(stream) = table.stream {
+            provider.stream = stream;
+        }
     }
     Ok(provider)
 }
@@ -83,4 +86,43 @@ pub(crate) fn resolve_provider(
 /// The presets that take OpenAI's key and `openai_base_url`.
 pub(crate) fn is_openai_preset(id: &str) -> bool {
     matches!(id, "openai" | "openai-chat")
+}
+
+/// The reasoning settings of `model`'s requests from config (`model_reasoning_effort`,
+/// `model_reasoning_summary`, `model_reasoning_budget_tokens`), with `effort` (a front-end's
+/// choice) over config's, and a warning for the person when there is one. Settings for a model
+/// the catalog (or `[models.X] reasoning`) says does not reason are left out, and the warning
+/// says so; a model the catalog does not know gets them as set (the person knows their server).
+///
+/// # Errors
+/// `Usage` when `effort` is not an effort's name.
+pub(crate) fn reasoning_settings(
+    config: &codecoder_config::ConfigToml,
+    model: &str,
+    effort: Option<&str>,
+) -> Result<(ReasoningSettings, Option<String>)> {
+    let effort = match effort {
+        Some(name) => Some(name.parse::<ReasoningEffort>().map_err(Error::usage)?),
+        None => config.model_reasoning_effort,
+    };
+    let settings = ReasoningSettings {
+        effort,
+        summary: config.model_reasoning_summary,
+        budget_tokens: config.model_reasoning_budget_tokens,
+    };
+    if settings.is_empty() {
+        return Ok((settings, None));
+    }
+    let info = codecoder_providers::model_info(model);
+    let reasons =
+        config.models.get(model).and_then(|m| m.reasoning).unwrap_or(info.reasoning || !info.known);
+    if !reasons {
+        return Ok((
+            ReasoningSettings::default(),
+            Some(format!(
+                "model `{model}` does not reason: the reasoning settings (model_reasoning_*) are not sent (set [models.\"{model}\"] reasoning = true if it does)"
+            )),
+        ));
+    }
+    Ok((settings, None))
 }

@@ -20,7 +20,7 @@ use crate::{Modes, Notice, Runtime};
 use codecoder_policy::ChainPolicy;
 
 pub(crate) const DEFAULT_MODEL: &str = "gpt-5";
-const DEFAULT_PROVIDER: &str = "openai";
+pub(crate) const DEFAULT_PROVIDER: &str = "openai";
 /// Bytes per token for sizing tool output caps from the window (the usual estimate for code and
 /// English text).
 const BYTES_PER_TOKEN: u64 = 4;
@@ -47,6 +47,9 @@ pub struct SessionRequest {
     pub model: Option<String>,
     /// The provider, over the runtime's overrides and config.
     pub provider: Option<String>,
+    /// The reasoning effort (`none` … `xhigh`), over config's `model_reasoning_effort` (the
+    /// TUI's `/model NAME EFFORT`).
+    pub reasoning_effort: Option<String>,
     /// `--replay FILE`: answer with a recorded session's responses.
     pub replay: Option<PathBuf>,
     /// Keep no session log.
@@ -369,6 +372,13 @@ impl Runtime {
             context_config.agents_md.fallback_names.clone_from(names);
         }
         context_config.output_schema.clone_from(&request.output_schema);
+        let (reasoning, reasoning_warning) = crate::provider::reasoning_settings(
+            config,
+            &model,
+            request.reasoning_effort.as_deref(),
+        )?;
+        context_config.reasoning = reasoning;
+        notices.extend(reasoning_warning.map(Notice::Warning));
         if let Some(budget) = config.project_doc_max_bytes {
             context_config.agents_md.budget_bytes = budget;
         }

@@ -71,7 +71,9 @@ pub(crate) struct TuiResumeArgs {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct GlobalArgs {
     /// Override a config value: a dotted TOML path and a TOML value (`-c model="gpt-5"`,
-    /// `-c agent.max_steps_per_turn=50`); repeatable, later ones win.
+    /// `-c agent.max_steps_per_turn=50`, `-c model_reasoning_effort="high"`, or
+    /// `-c model_providers.local.stream=false` for a server that cannot stream tool calls);
+    /// repeatable, later ones win.
     #[arg(short = 'c', long = "config", value_name = "KEY=VALUE", global = true)]
     pub(crate) overrides: Vec<String>,
     /// Use the settings of `[profiles.NAME]` from config.toml.

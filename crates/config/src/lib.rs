@@ -16,14 +16,15 @@ mod load;
 mod schema;
 mod trust;
 
+pub use codecoder_protocol::{ReasoningEffort, ReasoningSummary};
 pub use credentials::{CREDENTIALS_FILE, load_credential, store_credential};
 pub use error::{Error, Result};
 pub use load::{LoadOptions, LoadedConfig, Origin, load, parse_override};
 pub use schema::{
     AgentToml, ConfigToml, FsyncToml, HookGroupToml, HookHandlerToml, InheritToml, McpServerToml,
-    ModelToml, PermissionsToml, ProfileToml, ProviderToml, ReasoningEffort, SandboxBackendToml,
-    SandboxToml, SandboxWorkspaceWriteToml, SessionToml, ShellEnvironmentPolicyToml, ShellToml,
-    WebSearchToml, WireApiToml, json_schema,
+    ModelToml, PermissionsToml, ProfileToml, ProviderToml, SandboxBackendToml, SandboxToml,
+    SandboxWorkspaceWriteToml, SessionToml, ShellEnvironmentPolicyToml, ShellToml, WebSearchToml, WireApiToml,
+    json_schema,
 };
 pub use trust::{is_trusted, project_root, trust};
 

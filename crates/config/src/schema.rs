@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use codecoder_protocol::{ApprovalMode, SandboxMode};
+use codecoder_protocol::{ApprovalMode, ReasoningEffort, ReasoningSummary, SandboxMode};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -22,13 +22,22 @@ pub struct ConfigToml {
     /// `ollama`, `lmstudio`) or a key of `model_providers` (default `openai`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_provider: Option<String>,
-    /// Reasoning effort for models that reason.
+    /// Reasoning effort for models that reason (`none`, `minimal`, `low`, `medium`, `high`,
+    /// `xhigh`): Responses `reasoning.effort`, Chat `reasoning_effort`, Anthropic thinking.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_reasoning_effort: Option<ReasoningEffort>,
     /// The API root of the built-in `openai` and `openai-chat` providers (as codex spells it;
     /// over `OPENAI_BASE_URL`, under `[model_providers.openai] base_url`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub openai_base_url: Option<String>,
+    /// The reasoning summary the Responses API returns (`auto` by default, `concise`,
+    /// `detailed`, `none`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_reasoning_summary: Option<ReasoningSummary>,
+    /// Anthropic: the thinking budget in tokens (at least 1024); without it the effort picks
+    /// one (models with adaptive thinking get the effort instead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_reasoning_budget_tokens: Option<u32>,
     /// A cap on generated tokens per request (default: the model's limit).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_max_output_tokens: Option<u32>,
@@ -283,20 +292,6 @@ pub enum WebSearchToml {
     Live,
 }
 
-/// How hard a reasoning model thinks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ReasoningEffort {
-    /// As little as the model allows.
-    Minimal,
-    /// Low.
-    Low,
-    /// Medium.
-    Medium,
-    /// High.
-    High,
-}
-
 /// `[model_providers.<id>]`, in the shape codex users know.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -331,6 +326,11 @@ pub struct ProviderToml {
     /// Chat Completions: send earlier reasoning back as `reasoning_content`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub send_reasoning_content: Option<bool>,
+    /// Stream responses (default true). `false` sends each request with `"stream": false`
+    /// and reads one JSON answer, for servers that cannot stream tool calls; a server that
+    /// refuses a streamed request with tools is switched to this for the session anyway.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
 }
 
 /// The wire format of a provider.
@@ -385,6 +385,12 @@ pub struct ProfileToml {
     /// Reasoning effort.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_reasoning_effort: Option<ReasoningEffort>,
+    /// Reasoning summary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_reasoning_summary: Option<ReasoningSummary>,
+    /// Anthropic thinking budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_reasoning_budget_tokens: Option<u32>,
     /// Output cap.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_max_output_tokens: Option<u32>,

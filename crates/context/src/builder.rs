@@ -67,6 +67,8 @@ pub struct ContextConfig {
     pub sections: SectionPolicy,
     /// A JSON Schema every answer's text must follow (`exec --output-schema`); `None` normally.
     pub output_schema: Option<serde_json::Value>,
+    /// The reasoning settings every request carries (empty normally).
+    pub reasoning: codecoder_protocol::ReasoningSettings,
 }
 
 impl ContextConfig {
@@ -79,6 +81,7 @@ impl ContextConfig {
             agents_md: AgentsMdConfig::standard(home),
             sections: SectionPolicy::standard(),
             output_schema: None,
+            reasoning: codecoder_protocol::ReasoningSettings::default(),
         }
     }
 }
@@ -115,6 +118,7 @@ pub struct ContextBuilder {
     warnings: OnceLock<Vec<Warning>>,
     resolver: Option<Box<BlobResolver>>,
     output_schema: Option<serde_json::Value>,
+    reasoning: codecoder_protocol::ReasoningSettings,
     // `build` takes `&self` and is called from the thread of every agent in the tree (root and
     // subagents), so the caches sit behind one mutex. It is never held while a blob is resolved.
     caches: Mutex<Caches>,
@@ -166,6 +170,7 @@ impl ContextBuilder {
             context_window: config.context_window,
             max_output_tokens: config.max_output_tokens,
             output_schema: config.output_schema.clone(),
+            reasoning: config.reasoning,
             policy: config.sections,
             base: base.join("\n\n").into(),
             sections,
@@ -409,6 +414,7 @@ impl PromptBuilder for ContextBuilder {
             tools: input.tools.to_vec(),
             max_output_tokens: Some(u32::try_from(self.max_output_tokens).unwrap_or(u32::MAX)),
             output_schema: self.output_schema.clone(),
+            reasoning: self.reasoning,
         }
     }
 }

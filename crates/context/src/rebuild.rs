@@ -93,6 +93,7 @@ pub fn rebuild_request(
         tools: context.tools.clone(),
         max_output_tokens: context.max_output_tokens,
         output_schema: context.output_schema.clone(),
+        reasoning: context.reasoning,
     };
     Ok(RebuiltRequest { request, context, step_seq })
 }

@@ -244,6 +244,7 @@ mod rebuild {
             max_output_tokens: Some(100),
             output_schema: None,
             config_hash: None,
+            reasoning: Default::default(),
         }
     }
 

@@ -43,6 +43,8 @@ pub struct ModelRequest {
     /// A JSON Schema the answer's text must follow (`exec --output-schema`), for providers that
     /// support structured output.
     pub output_schema: Option<serde_json::Value>,
+    /// Reasoning effort, summary and thinking budget (empty: none sent).
+    pub reasoning: codecoder_protocol::ReasoningSettings,
 }
 
 /// A failure to get an answer, after the adapter's own retries.
@@ -118,6 +120,9 @@ pub enum ResponseEvent {
     },
     /// The request failed; nothing follows.
     Error(ModelError),
+    /// Something the person should know that does not stop the response (e.g. the adapter fell
+    /// back to a non-streaming request).
+    Warning(String),
 }
 
 /// A streaming response. Read `events()`; drop it to abort (see the module doc).

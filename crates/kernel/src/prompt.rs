@@ -67,6 +67,7 @@ impl PromptBuilder for StaticPrompt {
             tools: input.tools.to_vec(),
             max_output_tokens: self.max_output_tokens,
             output_schema: None,
+            reasoning: Default::default(),
         }
     }
 }

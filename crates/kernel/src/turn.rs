@@ -121,7 +121,11 @@ impl Assembly {
     }
 
     fn push_reasoning(&mut self, delta: &str) {
-        if let Some(MessageItem::Reasoning(reasoning)) = self.items.last_mut() {
+        // A reasoning item closed with its signature or payload is complete: a new block starts.
+        if let Some(MessageItem::Reasoning(reasoning)) = self.items.last_mut()
+            && reasoning.signature.is_none()
+            && reasoning.encrypted_content.is_none()
+        {
             reasoning.text.push_str(delta);
             return;
         }
@@ -728,6 +732,7 @@ impl AgentLoop {
             && last.max_output_tokens == request.max_output_tokens
             && last.config_hash == self.env.config.config_hash
             && last.output_schema == request.output_schema
+            && last.reasoning == request.reasoning
             && last.tools == request.tools
             && ((last.sections == request.sections
                 && joins_to(&request.sections, &request.instructions))
@@ -752,6 +757,7 @@ impl AgentLoop {
             max_output_tokens: request.max_output_tokens,
             output_schema: request.output_schema.clone(),
             config_hash: self.env.config.config_hash.clone(),
+            reasoning: request.reasoning,
         };
         if self.writer.context() == Some(&context) {
             return Ok(());
@@ -899,7 +905,13 @@ impl AgentLoop {
                 self.on_delta(turn, step, DeltaKind::Reasoning, delta, coalesce, pending);
             }
             ResponseEvent::ReasoningDone { signature, encrypted_content } => {
-                if !matches!(assembly.items.last(), Some(MessageItem::Reasoning(_))) {
+                // A block with nothing readable (redacted thinking) after a completed one is
+                // its own item, so each goes back to the provider as it came.
+                let open = matches!(
+                    assembly.items.last(),
+                    Some(MessageItem::Reasoning(r)) if r.signature.is_none() && r.encrypted_content.is_none()
+                );
+                if !open {
                     assembly.items.push(MessageItem::Reasoning(Reasoning::default()));
                 }
                 if let Some(MessageItem::Reasoning(reasoning)) = assembly.items.last_mut() {
@@ -925,6 +937,7 @@ impl AgentLoop {
             }
             // Arguments are parsed once, when the message is assembled.
             ResponseEvent::ToolCallDone { .. } => {}
+            ResponseEvent::Warning(message) => self.emit(AgentEventKind::Warning { message }),
             ResponseEvent::Usage(usage) => self.step_usage = usage,
             ResponseEvent::Completed { stop_reason } => {
                 return Some(StreamEnd::Completed(stop_reason));

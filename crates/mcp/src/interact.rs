@@ -256,6 +256,7 @@ fn sample(
         tools: Vec::new(),
         max_output_tokens,
         output_schema: None,
+        reasoning: codecoder_protocol::ReasoningSettings::default(),
     };
     let stream = sampler
         .client

@@ -13,6 +13,7 @@ pub mod exec_event;
 pub mod ids;
 pub mod message;
 pub mod permission;
+pub mod reasoning;
 pub mod record;
 pub mod usage;
 
@@ -30,6 +31,7 @@ pub use permission::{
     ApprovalMode, CLAUDE_TOOL_ALIASES, CLAUDE_TOOL_NAMES, DecidedBy, SandboxMode, ToolKind,
     UnknownValue, Verdict, claude_tool_name, our_tool_name,
 };
+pub use reasoning::{ReasoningEffort, ReasoningSettings, ReasoningSummary};
 pub use record::{
     ContextRecord, FORMAT_VERSION, ForkOrigin, ParentLink, PromptSection, Record, RecordBody,
     SessionMeta, StopReason, SyntheticReason, ToolSpec, join_sections,

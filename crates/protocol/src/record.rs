@@ -295,6 +295,9 @@ pub struct ContextRecord {
     /// Hash of the effective config the requests were made under.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_hash: Option<String>,
+    /// The reasoning settings sent, when any.
+    #[serde(default, skip_serializing_if = "crate::ReasoningSettings::is_empty")]
+    pub reasoning: crate::ReasoningSettings,
 }
 
 impl ContextRecord {

@@ -47,6 +47,7 @@ fn request() -> ModelRequest {
         tools: Vec::new(),
         max_output_tokens: None,
         output_schema: None,
+        reasoning: Default::default(),
     }
 }
 

@@ -12,7 +12,8 @@ use std::collections::HashMap;
 
 use codecoder_kernel::{ModelRequest, ResponseEvent};
 use codecoder_protocol::{
-    ContentItem, Image, MessageItem, Role, StopReason, ToolCallId, ToolResultStatus, Usage,
+    ContentItem, Image, MessageItem, ReasoningEffort, ReasoningSettings, Role, StopReason,
+    ToolCallId, ToolResultStatus, Usage,
 };
 use std::borrow::Cow;
 
@@ -36,6 +37,53 @@ fn cache_last_block(message: &mut Value) {
     if let Some(last) = message["content"].as_array_mut().and_then(|blocks| blocks.last_mut()) {
         last["cache_control"] = json!({"type": "ephemeral"});
     }
+}
+
+/// The smallest thinking budget the API accepts.
+pub(crate) const MIN_THINKING_BUDGET: u32 = 1024;
+
+/// The thinking budget an effort maps to on models that take a budget.
+fn thinking_budget(effort: ReasoningEffort) -> Option<u32> {
+    match effort {
+        ReasoningEffort::None => None,
+        ReasoningEffort::Minimal => Some(MIN_THINKING_BUDGET),
+        ReasoningEffort::Low => Some(4_096),
+        ReasoningEffort::Medium => Some(10_000),
+        ReasoningEffort::High => Some(24_000),
+        ReasoningEffort::XHigh => Some(32_000),
+    }
+}
+
+/// `thinking` (and `output_config` for adaptive thinking) for `reasoning`; `max_tokens` is
+/// raised above a budget that does not fit under it (the API requires
+/// `budget_tokens < max_tokens`).
+fn apply_thinking(body: &mut Value, model: &str, reasoning: &ReasoningSettings, max_tokens: u32) {
+    if crate::catalog::adaptive_thinking(model) && reasoning.budget_tokens.is_none() {
+        let Some(effort) = reasoning.effort.filter(|e| *e != ReasoningEffort::None) else {
+            return;
+        };
+        let effort = match effort {
+            ReasoningEffort::None | ReasoningEffort::Minimal | ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+            ReasoningEffort::XHigh => "max",
+        };
+        body["thinking"] = json!({"type": "adaptive"});
+        body["output_config"] = json!({"effort": effort});
+        return;
+    }
+    let budget = match (reasoning.budget_tokens, reasoning.effort) {
+        (Some(budget), _) => budget.max(MIN_THINKING_BUDGET),
+        (None, Some(effort)) => match thinking_budget(effort) {
+            Some(budget) => budget,
+            None => return,
+        },
+        (None, None) => return,
+    };
+    let max_tokens =
+        if budget < max_tokens { max_tokens } else { budget.saturating_add(DEFAULT_MAX_TOKENS) };
+    body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+    body["max_tokens"] = json!(max_tokens);
 }
 
 /// The request body.
@@ -124,6 +172,8 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
         body["tools"] = Value::Array(tools);
         body["tool_choice"] = json!({"type": "auto"});
     }
+    let max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+    apply_thinking(&mut body, &request.model, &request.reasoning, max_tokens);
     body
 }
 

@@ -1,5 +1,6 @@
-//! The model catalog: context window, output limit, reasoning support and prices of the common
-//! models of the preset providers, and token estimates for providers that report no usage.
+//! The model catalog: context window, output limit, reasoning support (and which Anthropic models
+//! take adaptive thinking) and prices of the common models of the preset providers, and token
+//! estimates for providers that report no usage.
 //!
 //! Lookup is by longest prefix, after dropping an OpenRouter-style `vendor/` prefix and mapping
 //! `.` to `-` (`anthropic/claude-sonnet-4.5` → `claude-sonnet-4-5`), so dated snapshots
@@ -54,7 +55,11 @@ const CATALOG: &[Row] = &[
     ("o4-mini", 200_000, 100_000, true, 1.10, 0.275, 4.40),
     ("o3-mini", 200_000, 100_000, true, 1.10, 0.55, 4.40),
     ("o3", 200_000, 100_000, true, 2.00, 0.50, 8.00),
+    ("claude-opus-4-7", 200_000, 128_000, true, 5.00, 0.50, 25.00),
+    ("claude-opus-4-6", 200_000, 128_000, true, 5.00, 0.50, 25.00),
+    ("claude-opus-4-5", 200_000, 64_000, true, 5.00, 0.50, 25.00),
     ("claude-opus-4", 200_000, 32_000, true, 15.00, 1.50, 75.00),
+    ("claude-sonnet-4-6", 200_000, 64_000, true, 3.00, 0.30, 15.00),
     ("claude-sonnet-4", 200_000, 64_000, true, 3.00, 0.30, 15.00),
     ("claude-3-7-sonnet", 200_000, 64_000, true, 3.00, 0.30, 15.00),
     ("claude-haiku-4", 200_000, 64_000, true, 1.00, 0.10, 5.00),
@@ -63,9 +68,24 @@ const CATALOG: &[Row] = &[
     ("deepseek-chat", 128_000, 8_192, false, 0.28, 0.028, 0.42),
 ];
 
+/// Anthropic models that take adaptive thinking (`thinking: {type: "adaptive"}` with an
+/// `output_config.effort`) instead of a fixed `budget_tokens`; newer ones accept nothing else.
+const ADAPTIVE_THINKING: &[&str] = &["claude-opus-4-6", "claude-opus-4-7", "claude-sonnet-4-6"];
+
+/// `model` without a `vendor/` prefix, `.` mapped to `-`, lowercase.
+fn normalize(model: &str) -> String {
+    model.rsplit('/').next().unwrap_or(model).replace('.', "-").to_ascii_lowercase()
+}
+
+/// Whether `model` takes Anthropic's adaptive thinking rather than a thinking budget.
+pub fn adaptive_thinking(model: &str) -> bool {
+    let name = normalize(model);
+    ADAPTIVE_THINKING.iter().any(|prefix| name.starts_with(prefix))
+}
+
 /// The catalog entry of `model`, or `UNKNOWN_MODEL`.
 pub fn model_info(model: &str) -> ModelInfo {
-    let name = model.rsplit('/').next().unwrap_or(model).replace('.', "-").to_ascii_lowercase();
+    let name = normalize(model);
     let best = CATALOG
         .iter()
         .filter(|row| name.starts_with(&row.0.replace('.', "-")))

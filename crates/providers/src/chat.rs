@@ -126,6 +126,9 @@ pub(crate) fn request_body(request: &ModelRequest, send_reasoning_content: bool)
     if let Some(max) = request.max_output_tokens {
         body["max_tokens"] = json!(max);
     }
+    if let Some(effort) = request.reasoning.effort {
+        body["reasoning_effort"] = json!(effort.as_str());
+    }
     if let Some(schema) = &request.output_schema {
         body["response_format"] = json!({
             "type": "json_schema",
@@ -220,7 +223,7 @@ impl Parser {
     }
 }
 
-fn usage(value: &Value) -> Usage {
+pub(crate) fn usage(value: &Value) -> Usage {
     Usage {
         input_tokens: u64_field(value, "prompt_tokens"),
         cached_input_tokens: value

@@ -50,6 +50,9 @@ pub struct HttpModelClient {
     // Idle agents. A Mutex because stream() is called from any agent thread; it is held only
     // to push or pop, never across I/O or a channel operation.
     pool: Arc<Mutex<Vec<ureq::Agent>>>,
+    /// Set once the server refused a streamed request with tools: every later request of the
+    /// session is sent without streaming.
+    unstreamed: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for HttpModelClient {
@@ -80,7 +83,6 @@ impl HttpModelClient {
         };
         let mut headers = vec![
             ("content-type".to_owned(), "application/json".to_owned()),
-            ("accept".to_owned(), "text/event-stream".to_owned()),
             ("user-agent".to_owned(), format!("codecoder/{}", env!("CARGO_PKG_VERSION"))),
         ];
         match (config.wire_api, &api_key) {
@@ -108,6 +110,7 @@ impl HttpModelClient {
             headers: Arc::new(headers),
             api_key: api_key.map(Arc::from),
             pool: Arc::new(Mutex::new(Vec::new())),
+            unstreamed: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -133,11 +136,15 @@ fn new_agent() -> ureq::Agent {
 
 /// The body of a request for `api`.
 pub(crate) fn request_body(config: &ProviderConfig, request: &ModelRequest) -> serde_json::Value {
-    match config.wire_api {
+    let mut body = match config.wire_api {
         WireApi::Responses => responses::request_body(request),
         WireApi::Chat => chat::request_body(request, config.send_reasoning_content),
         WireApi::Anthropic => anthropic::request_body(request),
+    };
+    if !config.stream {
+        crate::whole::unstream(&mut body);
     }
+    body
 }
 
 /// The exact bytes `HttpModelClient` sends as the body of `request` to the provider `config`
@@ -150,15 +157,25 @@ pub fn encode_request(config: &ProviderConfig, request: &ModelRequest) -> Result
 
 impl ModelClient for HttpModelClient {
     fn stream(&self, request: ModelRequest) -> Result<ResponseStream, ModelError> {
-        let body = encode_request(&self.config, &request)
-            .map_err(|err| ModelError::new(err.to_string()))?;
+        let unstreamed = self.unstreamed.load(Ordering::SeqCst);
+        let config = if unstreamed && self.config.stream {
+            Arc::new(ProviderConfig { stream: false, ..(*self.config).clone() })
+        } else {
+            Arc::clone(&self.config)
+        };
+        let body =
+            encode_request(&config, &request).map_err(|err| ModelError::new(err.to_string()))?;
+        // Kept only where a refused stream may be retried without streaming.
+        let fallback = (config.stream && !request.tools.is_empty()).then_some(request);
         let agent = self.take_agent();
         let aborted = Arc::new(AtomicBool::new(false));
         let finished = Arc::new(AtomicBool::new(false));
         // Dropped by the abort hook: wakes a backoff sleep at once.
         let (wake_tx, wake_rx) = crossbeam_channel::bounded::<()>(0);
-        let job = Job {
-            config: Arc::clone(&self.config),
+        let mut job = Job {
+            config,
+            fallback,
+            unstreamed: Arc::clone(&self.unstreamed),
             headers: Arc::clone(&self.headers),
             api_key: self.api_key.clone(),
             agent: agent.clone(),
@@ -197,6 +214,9 @@ impl ModelClient for HttpModelClient {
 /// One request, with its retries.
 struct Job {
     config: Arc<ProviderConfig>,
+    /// The request, while a refused stream may still be retried without streaming.
+    fallback: Option<ModelRequest>,
+    unstreamed: Arc<AtomicBool>,
     headers: Arc<Vec<(String, String)>>,
     api_key: Option<Arc<str>>,
     agent: ureq::Agent,
@@ -213,16 +233,34 @@ enum Attempt {
     Failed { error: Error, emitted: bool, retry_after: Option<Duration> },
     /// The kernel went away (cancel).
     Gone,
+    /// The server refused to stream a request with tools; `message` is its answer.
+    StreamRefused { message: String },
 }
 
 impl Job {
     /// Runs the request to its end. Returns whether the agent may be reused.
-    fn run(&self, tx: &Sender<ResponseEvent>) -> bool {
+    fn run(&mut self, tx: &Sender<ResponseEvent>) -> bool {
         let mut attempt = 0u32;
         loop {
             match self.attempt(tx) {
                 Attempt::Done => return true,
                 Attempt::Gone => return false,
+                Attempt::StreamRefused { message } => {
+                    if !self.unstream() {
+                        let _ = tx.send(ResponseEvent::Error(ModelError::new(message)));
+                        return false;
+                    }
+                    // Said once per session: later requests are sent unstreamed from the start.
+                    if !self.unstreamed.swap(true, Ordering::SeqCst) {
+                        let warning = format!(
+                            "provider `{}` cannot stream tool calls ({message}); sending requests without streaming for the rest of the session (set stream = false in [model_providers.{}] to skip the failed attempt)",
+                            self.config.id, self.config.id
+                        );
+                        if tx.send(ResponseEvent::Warning(warning)).is_err() {
+                            return false;
+                        }
+                    }
+                }
                 Attempt::Failed { error, emitted, retry_after } => {
                     if self.aborted.load(Ordering::SeqCst) {
                         return false;
@@ -253,12 +291,30 @@ impl Job {
         }
     }
 
+    /// Switches this request to a non-streaming body; false when it cannot be.
+    fn unstream(&mut self) -> bool {
+        let Some(request) = self.fallback.take() else {
+            return false;
+        };
+        let config = ProviderConfig { stream: false, ..(*self.config).clone() };
+        match encode_request(&config, &request) {
+            Ok(body) => {
+                self.body = body;
+                self.config = Arc::new(config);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     fn attempt(&self, tx: &Sender<ResponseEvent>) -> Attempt {
         let url = self.config.endpoint();
         let mut builder = self.agent.post(&url);
         for (name, value) in self.headers.iter() {
             builder = builder.header(name.as_str(), value.as_str());
         }
+        let accept = if self.config.stream { "text/event-stream" } else { "application/json" };
+        builder = builder.header("accept", accept);
         let response = match builder.send(&self.body[..]) {
             Ok(response) => response,
             Err(err) => {
@@ -280,6 +336,11 @@ impl Job {
             let _ =
                 response.into_body().into_reader().take(ERROR_BODY_LIMIT).read_to_string(&mut text);
             let (error_type, message) = error_body(&text);
+            if self.fallback.is_some() && crate::whole::rejects_streamed_tools(status, &message) {
+                return Attempt::StreamRefused {
+                    message: scrub(&message, self.api_key.as_deref()),
+                };
+            }
             return Attempt::Failed {
                 error: Error::Http {
                     status,
@@ -318,6 +379,8 @@ impl Job {
         };
         let mut parser = crate::wire::parser(self.config.wire_api);
         let mut decoder = SseDecoder::new();
+        // A non-streaming answer is one JSON document, parsed once it is whole.
+        let mut whole: Option<Vec<u8>> = (!self.config.stream).then(Vec::new);
         let mut emitter = Emitter {
             tx,
             body: &self.body,
@@ -329,11 +392,23 @@ impl Job {
         let mut buf = vec![0u8; 16 * 1024];
         let result: Result<bool, Error> = loop {
             let n = match reader.read(&mut buf) {
-                Ok(0) => break parser.on_eof(&mut |event| emitter.emit(event)).map(|()| true),
+                Ok(0) => match &whole {
+                    Some(bytes) => {
+                        let text = String::from_utf8_lossy(bytes);
+                        let api = self.config.wire_api;
+                        break crate::whole::parse(api, &text, &mut |event| emitter.emit(event))
+                            .map(|()| !emitter.gone);
+                    }
+                    None => break parser.on_eof(&mut |event| emitter.emit(event)).map(|()| true),
+                },
                 Ok(n) => n,
                 Err(err) => break Err(Error::Connection { message: err.to_string() }),
             };
             let _ = progress_tx.try_send(());
+            if let Some(bytes) = &mut whole {
+                bytes.extend_from_slice(&buf[..n]);
+                continue;
+            }
             let mut complete = false;
             let pushed = decoder.push(&buf[..n], &mut |event| {
                 if !complete {

@@ -81,6 +81,9 @@ pub struct ProviderConfig {
     pub stream_idle_timeout_ms: u64,
     /// Chat Completions only: send earlier reasoning back as `reasoning_content`.
     pub send_reasoning_content: bool,
+    /// Stream responses (`"stream": true`). `false` sends one request and reads one JSON
+    /// answer, for servers that cannot stream (or cannot stream tool calls).
+    pub stream: bool,
 }
 
 /// The default number of retries.
@@ -113,6 +116,7 @@ impl ProviderConfig {
             request_max_retries: DEFAULT_MAX_RETRIES,
             stream_idle_timeout_ms: DEFAULT_STREAM_IDLE_TIMEOUT_MS,
             send_reasoning_content: false,
+            stream: true,
         }
     }
 

@@ -14,10 +14,12 @@ mod config;
 mod error;
 mod responses;
 mod sse;
+mod whole;
 mod wire;
 
-pub use catalog::{ModelInfo, UNKNOWN_MODEL, model_info};
+pub use catalog::{ModelInfo, UNKNOWN_MODEL, adaptive_thinking, model_info};
 pub use client::{HttpModelClient, encode_request};
+pub use codecoder_protocol::{ReasoningEffort, ReasoningSettings, ReasoningSummary};
 pub use config::{
     DEFAULT_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, PRESET_IDS, ProviderConfig, WireApi,
 };

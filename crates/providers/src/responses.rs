@@ -8,7 +8,9 @@
 use std::collections::HashMap;
 
 use codecoder_kernel::{ModelRequest, ResponseEvent};
-use codecoder_protocol::{ContentItem, MessageItem, Role, StopReason, ToolCallId, Usage};
+use codecoder_protocol::{
+    ContentItem, MessageItem, ReasoningSummary, Role, StopReason, ToolCallId, Usage,
+};
 use std::borrow::Cow;
 
 use serde::Deserialize;
@@ -120,6 +122,15 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
     if let Some(max) = request.max_output_tokens {
         body["max_output_tokens"] = json!(max);
     }
+    let reasoning = &request.reasoning;
+    if let Some(effort) = reasoning.effort {
+        // Summaries are what a person can read of the reasoning: asked for unless turned off.
+        let summary = reasoning.summary.unwrap_or(ReasoningSummary::Auto);
+        body["reasoning"] = match summary {
+            ReasoningSummary::None => json!({"effort": effort.as_str()}),
+            summary => json!({"effort": effort.as_str(), "summary": summary.as_str()}),
+        };
+    }
     if let Some(schema) = &request.output_schema {
         body["text"] = json!({"format": {"type": "json_schema", "name": "output", "schema": schema, "strict": false}});
     }
@@ -155,7 +166,7 @@ impl Parser {
     }
 }
 
-fn usage(response: &Value) -> Option<Usage> {
+pub(crate) fn usage(response: &Value) -> Option<Usage> {
     let usage = response.get("usage")?;
     Some(Usage {
         input_tokens: u64_field(usage, "input_tokens"),

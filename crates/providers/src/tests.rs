@@ -12,7 +12,8 @@ use serde_json::json;
 use crate::config::{ProviderConfig, WireApi};
 use crate::error::Error;
 use crate::sse::SseDecoder;
-use crate::{anthropic, chat, client, responses};
+use crate::{anthropic, chat, client, responses, whole};
+use codecoder_protocol::{ReasoningEffort, ReasoningSettings, ReasoningSummary};
 
 /// Runs `sse` through a decoder and a parser in chunks of `chunk` bytes, as the client does.
 fn run(api: WireApi, sse: &str, chunk: usize) -> Result<Vec<ResponseEvent>, Error> {
@@ -286,6 +287,7 @@ fn conversation() -> ModelRequest {
         }],
         max_output_tokens: Some(1000),
         output_schema: None,
+        reasoning: Default::default(),
     }
 }
 
@@ -462,4 +464,163 @@ fn output_schema_goes_where_each_api_takes_it() {
     assert!(body.get("response_format").is_none() && body.get("text").is_none());
     let plain = responses::request_body(&conversation());
     assert!(plain.get("text").is_none());
+}
+
+fn effort(effort: ReasoningEffort) -> ReasoningSettings {
+    ReasoningSettings { effort: Some(effort), ..ReasoningSettings::default() }
+}
+
+fn with(reasoning: ReasoningSettings) -> ModelRequest {
+    ModelRequest { reasoning, ..conversation() }
+}
+
+#[test]
+fn responses_body_carries_effort_and_summary() {
+    let body = responses::request_body(&with(effort(ReasoningEffort::High)));
+    assert_eq!(body["reasoning"], json!({"effort": "high", "summary": "auto"}));
+    assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
+    let detailed = ReasoningSettings {
+        summary: Some(ReasoningSummary::Detailed),
+        ..effort(ReasoningEffort::Minimal)
+    };
+    let body = responses::request_body(&with(detailed));
+    assert_eq!(body["reasoning"], json!({"effort": "minimal", "summary": "detailed"}));
+    let quiet =
+        ReasoningSettings { summary: Some(ReasoningSummary::None), ..effort(ReasoningEffort::Low) };
+    assert_eq!(responses::request_body(&with(quiet))["reasoning"], json!({"effort": "low"}));
+    let none = responses::request_body(&conversation());
+    assert!(none.get("reasoning").is_none());
+}
+
+#[test]
+fn chat_body_carries_reasoning_effort() {
+    let body = chat::request_body(&with(effort(ReasoningEffort::Medium)), false);
+    assert_eq!(body["reasoning_effort"], "medium");
+    let none = chat::request_body(&conversation(), false);
+    assert!(none.get("reasoning_effort").is_none());
+}
+
+#[test]
+fn anthropic_body_carries_a_thinking_budget_above_max_tokens() {
+    let mut request = with(effort(ReasoningEffort::Medium));
+    request.model = "claude-sonnet-4-5".into();
+    request.max_output_tokens = Some(64_000);
+    let body = anthropic::request_body(&request);
+    assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 10_000}));
+    assert_eq!(body["max_tokens"], 64_000);
+    // A budget that does not fit under the cap raises max_tokens above it.
+    request.max_output_tokens = Some(1000);
+    request.reasoning =
+        ReasoningSettings { budget_tokens: Some(5000), ..ReasoningSettings::default() };
+    let body = anthropic::request_body(&request);
+    assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 5000}));
+    assert!(body["max_tokens"].as_u64().unwrap() > 5000);
+    // Effort none sends no thinking.
+    request.reasoning = effort(ReasoningEffort::None);
+    let body = anthropic::request_body(&request);
+    assert!(body.get("thinking").is_none());
+    assert_eq!(body["max_tokens"], 1000);
+}
+
+#[test]
+fn anthropic_body_uses_adaptive_thinking_where_the_model_has_it() {
+    let mut request = with(effort(ReasoningEffort::XHigh));
+    request.model = "claude-opus-4-6".into();
+    let body = anthropic::request_body(&request);
+    assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(body["output_config"], json!({"effort": "max"}));
+    assert!(crate::adaptive_thinking("anthropic/claude-sonnet-4.6"));
+    assert!(!crate::adaptive_thinking("claude-sonnet-4-5-20250929"));
+}
+
+#[test]
+fn a_non_streaming_body_asks_for_no_stream() {
+    let mut config = ProviderConfig::new("p", "http://x", WireApi::Chat, None);
+    config.stream = false;
+    let body = client::request_body(&config, &conversation());
+    assert_eq!(body["stream"], false);
+    assert!(body.get("stream_options").is_none());
+}
+
+fn whole_events(api: WireApi, answer: serde_json::Value) -> Vec<ResponseEvent> {
+    let mut events = Vec::new();
+    whole::parse(api, &answer.to_string(), &mut |event| events.push(event)).unwrap();
+    events
+}
+
+#[test]
+fn whole_answers_become_the_events_of_a_stream() {
+    let chat = whole_events(
+        WireApi::Chat,
+        json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": "Reading.", "reasoning_content": "hmm",
+            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}}]
+        }}], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}),
+    );
+    assert_eq!(
+        chat,
+        vec![
+            ResponseEvent::ReasoningDelta("hmm".into()),
+            ResponseEvent::ReasoningDone { signature: None, encrypted_content: None },
+            ResponseEvent::TextDelta("Reading.".into()),
+            ResponseEvent::ToolCallStart { id: id("call_1"), name: "read_file".into() },
+            ResponseEvent::ToolCallArgsDelta { id: id("call_1"), delta: r#"{"path":"a"}"#.into() },
+            ResponseEvent::ToolCallDone { id: id("call_1") },
+            ResponseEvent::Usage(Usage { input_tokens: 10, output_tokens: 3, ..Usage::default() }),
+            ResponseEvent::Completed { stop_reason: StopReason::ToolUse },
+        ]
+    );
+    let anthropic = whole_events(
+        WireApi::Anthropic,
+        json!({"type": "message", "stop_reason": "end_turn", "content": [
+            {"type": "thinking", "thinking": "t", "signature": "SIG"},
+            {"type": "redacted_thinking", "data": "RED"},
+            {"type": "text", "text": "hi"}
+        ], "usage": {"input_tokens": 5, "output_tokens": 2}}),
+    );
+    assert_eq!(anthropic[0], ResponseEvent::ReasoningDelta("t".into()));
+    assert_eq!(
+        anthropic[1],
+        ResponseEvent::ReasoningDone { signature: Some("SIG".into()), encrypted_content: None }
+    );
+    assert_eq!(
+        anthropic[2],
+        ResponseEvent::ReasoningDone { signature: None, encrypted_content: Some("RED".into()) }
+    );
+    assert_eq!(anthropic[3], ResponseEvent::TextDelta("hi".into()));
+    assert_eq!(
+        anthropic.last(),
+        Some(&ResponseEvent::Completed { stop_reason: StopReason::EndTurn })
+    );
+    let responses = whole_events(
+        WireApi::Responses,
+        json!({"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "output": [
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "plan"}], "encrypted_content": "ENC"},
+            {"type": "message", "content": [{"type": "output_text", "text": "part"}]}
+        ]}),
+    );
+    assert_eq!(
+        responses,
+        vec![
+            ResponseEvent::ReasoningDelta("plan".into()),
+            ResponseEvent::ReasoningDone { signature: None, encrypted_content: Some("ENC".into()) },
+            ResponseEvent::TextDelta("part".into()),
+            ResponseEvent::Completed { stop_reason: StopReason::MaxTokens },
+        ]
+    );
+    let failed = whole::parse(
+        WireApi::Responses,
+        &json!({"status": "failed", "error": {"code": "server_error", "message": "boom"}})
+            .to_string(),
+        &mut |_| {},
+    );
+    assert!(matches!(failed, Err(Error::Stream { .. })));
+}
+
+#[test]
+fn refusals_to_stream_tools_are_recognised() {
+    assert!(whole::rejects_streamed_tools(500, "Cannot use tools with stream"));
+    assert!(whole::rejects_streamed_tools(400, "streaming is not supported with function calling"));
+    assert!(!whole::rejects_streamed_tools(500, "internal error"));
+    assert!(!whole::rejects_streamed_tools(429, "too many streams of tools"));
 }

@@ -1063,6 +1063,7 @@ fn context(model: &str) -> RecordBody {
         max_output_tokens: Some(1000),
         output_schema: None,
         config_hash: Some("sha256:00".to_owned()),
+        reasoning: Default::default(),
     })
 }
 

@@ -56,7 +56,7 @@ pub use script::{
     ChatReasoningField, ChatUsage, Fault, Inject, Reasoning, Reply, Script, Stall, Step,
     StopReason, StreamError, Text, ToolCall, UntilTools, Usage,
 };
-pub use server::{FakeModelServer, RecordedRequest, SCRIPT_EXHAUSTED};
+pub use server::{FakeModelServer, RecordedRequest, SCRIPT_EXHAUSTED, STREAM_TOOLS_REFUSAL};
 pub use wire::Api;
 
 use std::io;

@@ -1,6 +1,7 @@
 //! The script a `FakeModelServer` plays: a queue of steps, one per model request, in order.
 //!
-//! A step is either a `Reply` (a 200 SSE stream, possibly with mid-stream faults) or a `Fault`
+//! A step is either a `Reply` (a 200 SSE stream, possibly with mid-stream faults; the whole JSON
+//! answer when the request says `"stream": false`) or a `Fault`
 //! (an HTTP error status, or a hang-up without any response). The same types are the Rust
 //! builder and the JSON format (serde): `Script::from_json(&script.to_json())` gives back an
 //! equal script.
@@ -34,6 +35,11 @@ pub struct Script {
     /// taking a step of the queue. `None`: such requests take steps like any other.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when_no_tools: Option<Box<Step>>,
+    /// Answer every streamed request that offers tools with llama.cpp server's refusal (a 500
+    /// "Cannot use tools with stream"), without taking a step; non-streamed requests
+    /// (`"stream": false`) are served as usual.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub refuse_streamed_tools: bool,
     /// What every request that does not offer all these tools yet gets (tools that join a
     /// session late, an MCP server's), without taking a step of the queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,6 +98,13 @@ impl Script {
             names: names.into_iter().map(Into::into).collect(),
             step: Box::new(step.into()),
         });
+        self
+    }
+
+    /// Refuses streamed requests with tools, as servers that cannot stream tool calls do.
+    #[must_use]
+    pub fn refuse_streamed_tools(mut self) -> Self {
+        self.refuse_streamed_tools = true;
         self
     }
 
@@ -208,6 +221,9 @@ pub struct Reasoning {
     /// Chat only: the delta field that carries the text.
     #[serde(default, skip_serializing_if = "is_default")]
     pub chat_field: ChatReasoningField,
+    /// Anthropic only: a `redacted_thinking` block with this `data` after the thinking block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<String>,
 }
 
 /// A function/tool call the model makes.
@@ -514,6 +530,7 @@ impl Reply {
             signature: None,
             raw: false,
             chat_field: ChatReasoningField::default(),
+            redacted: None,
         });
         self
     }
@@ -522,6 +539,13 @@ impl Reply {
     #[must_use]
     pub fn signature(mut self, signature: impl Into<String>) -> Self {
         self.reasoning_mut().signature = Some(signature.into());
+        self
+    }
+
+    /// Anthropic: adds a `redacted_thinking` block with `data` after the thinking block.
+    #[must_use]
+    pub fn redacted_thinking(mut self, data: impl Into<String>) -> Self {
+        self.reasoning_mut().redacted = Some(data.into());
         self
     }
 
@@ -715,6 +739,7 @@ impl Reply {
             signature: None,
             raw: false,
             chat_field: ChatReasoningField::default(),
+            redacted: None,
         })
     }
 }

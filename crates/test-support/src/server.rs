@@ -30,6 +30,9 @@ use crate::wire::{self, Api, Ctx, KEEP_ALIVE};
 /// The error message of the 500 sent when the script has no step left.
 pub const SCRIPT_EXHAUSTED: &str = "fake model: script exhausted";
 
+/// The message llama.cpp's server answers a streamed request with tools with.
+pub const STREAM_TOOLS_REFUSAL: &str = "Cannot use tools with stream";
+
 /// A request as the server received it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRequest {
@@ -86,6 +89,7 @@ impl FakeModelServer {
                 when_exhausted: script.when_exhausted.map(|step| *step),
                 when_no_tools: script.when_no_tools.map(|step| *step),
                 until_tools: script.until_tools,
+                refuse_streamed_tools: script.refuse_streamed_tools,
                 requests: Vec::new(),
                 disconnects: 0,
             }),
@@ -200,6 +204,7 @@ struct State {
     when_exhausted: Option<Step>,
     when_no_tools: Option<Step>,
     until_tools: Option<UntilTools>,
+    refuse_streamed_tools: bool,
     requests: Vec<RecordedRequest>,
     disconnects: usize,
 }
@@ -249,9 +254,18 @@ impl Shared {
             .as_ref()
             .filter(|until| until.names.iter().any(|name| !offered.contains(&name.as_str())));
         let waiting_step = waiting.map(|until| (*until.step).clone());
+        let streamed = request.body.get("stream") == Some(&Value::Bool(true));
         state.requests.push(request);
         let n = state.requests.len();
-        let step = if take_step && no_tools && state.when_no_tools.is_some() {
+        let step = if take_step && streamed && !no_tools && state.refuse_streamed_tools {
+            let mut fault = Fault::status(500);
+            fault.body = Some(serde_json::json!({"error": {
+                "code": 500,
+                "message": STREAM_TOOLS_REFUSAL,
+                "type": "server_error",
+            }}));
+            Some(Step::Fault(fault))
+        } else if take_step && no_tools && state.when_no_tools.is_some() {
             state.when_no_tools.clone()
         } else if let (true, Some(mut step)) = (take_step, waiting_step) {
             if let Step::Reply(reply) = &mut step {
@@ -393,6 +407,11 @@ fn respond(
         Some(Step::Fault(fault)) => play_fault(conn, api, &fault, n, request_id, keep_alive),
         Some(Step::Reply(reply)) => {
             let ctx = Ctx::from_body(n, &body);
+            if body.get("stream") == Some(&Value::Bool(false)) {
+                conn.pause(reply.delay_ms)?;
+                let answer = wire::whole_answer(api, &reply, &ctx);
+                return send_json(conn, 200, &answer, &[request_id], keep_alive);
+            }
             play_reply(conn, api, &reply, &ctx, request_id, keep_alive)
         }
     }

@@ -167,3 +167,43 @@ fn named_events_put_type_first() {
         b"event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"sequence_number\":1,"
     ));
 }
+
+#[test]
+fn whole_answers_say_what_the_stream_says() {
+    let ctx = Ctx::from_body(2, &json!({"model": "m", "stream": false}));
+    let reply = Reply::text("hello").reasoning("think").signature("SIG").and_tool_call(
+        "call_1",
+        "read_file",
+        json!({"path": "a"}),
+    );
+    let chat = wire::whole_answer(Api::Chat, &reply, &ctx);
+    let message = &chat["choices"][0]["message"];
+    assert_eq!(message["content"], "hello");
+    assert_eq!(message["reasoning_content"], "think");
+    assert_eq!(message["tool_calls"][0]["id"], "call_1");
+    assert_eq!(message["tool_calls"][0]["function"]["arguments"], r#"{"path":"a"}"#);
+    assert_eq!(chat["choices"][0]["finish_reason"], "tool_calls");
+    assert!(chat["usage"].is_object(), "a whole chat answer carries usage");
+
+    let anthropic = wire::whole_answer(Api::Anthropic, &reply, &ctx);
+    assert_eq!(
+        anthropic["content"],
+        json!([
+            {"type": "thinking", "thinking": "think", "signature": "SIG"},
+            {"type": "text", "text": "hello"},
+            {"type": "tool_use", "id": "call_1", "name": "read_file", "input": {"path": "a"}},
+        ])
+    );
+    assert_eq!(anthropic["stop_reason"], "tool_use");
+
+    let responses = wire::whole_answer(Api::Responses, &reply, &ctx);
+    assert_eq!(responses["status"], "completed");
+    let types: Vec<&str> = responses["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["reasoning", "message", "function_call"]);
+    assert_eq!(responses["output"][0]["encrypted_content"], "SIG");
+}

@@ -9,6 +9,9 @@
 mod anthropic;
 mod chat;
 mod responses;
+mod whole;
+
+pub(crate) use whole::answer as whole_answer;
 
 use serde_json::{Value, json};
 

@@ -32,7 +32,7 @@ const LIVE_TAIL_BYTES: usize = 4096;
 /// The slash commands, with their help text.
 pub(crate) const COMMANDS: [(&str, &str); 13] = [
     ("/help", "show keys and commands"),
-    ("/model", "show the model, or `/model NAME` to switch (resumes this session)"),
+    ("/model", "show the model, or `/model NAME [EFFORT]` to switch (resumes this session)"),
     ("/provider", "show the provider, or `/provider ID` to switch"),
     ("/approvals", "show or change the approval mode (`/approvals never`)"),
     ("/status", "session id, model, tokens, context used, cost"),
@@ -481,12 +481,12 @@ impl App {
             }
             "/model" if arg.is_empty() => {
                 let text = format!(
-                    "model: {} (switch with `/model NAME`, or start with --model)",
+                    "model: {} (switch with `/model NAME [EFFORT]` or `/model EFFORT`, EFFORT one of none, minimal, low, medium, high, xhigh; or start with --model)",
                     self.info.model
                 );
                 self.note(NoteKind::Info, text);
             }
-            "/model" => self.restart_current(Some(arg.to_owned()), None),
+            "/model" => self.switch_model(arg),
             "/provider" if arg.is_empty() => {
                 let text = format!(
                     "provider: {} (switch with `/provider ID`, or start with --provider)",
@@ -513,12 +513,14 @@ impl App {
                 session: SessionChoice::New,
                 model: None,
                 provider: None,
+                reasoning_effort: None,
             }),
             "/resume" if arg.is_empty() => self.effects.push(Effect::ListSessions),
             "/resume" => self.start(StartRequest {
                 session: SessionChoice::Resume(arg.to_owned()),
                 model: None,
                 provider: None,
+                reasoning_effort: None,
             }),
             "/fork" => {
                 let id = self.info.session_id.to_string();
@@ -526,6 +528,7 @@ impl App {
                     session: SessionChoice::Fork(id),
                     model: None,
                     provider: None,
+                    reasoning_effort: None,
                 });
             }
             "/compact" => {
@@ -550,7 +553,38 @@ impl App {
 
     fn restart_current(&mut self, model: Option<String>, provider: Option<String>) {
         let id = self.info.session_id.to_string();
-        self.start(StartRequest { session: SessionChoice::Resume(id), model, provider });
+        self.start(StartRequest {
+            session: SessionChoice::Resume(id),
+            model,
+            provider,
+            reasoning_effort: None,
+        });
+    }
+
+    /// `/model NAME`, `/model NAME EFFORT` or `/model EFFORT`: resumes this session with
+    /// another model and/or reasoning effort.
+    fn switch_model(&mut self, arg: &str) {
+        let is_effort = |word: &str| word.parse::<codecoder_protocol::ReasoningEffort>().is_ok();
+        let words: Vec<&str> = arg.split_whitespace().collect();
+        let (model, effort) = match words.as_slice() {
+            [effort] if is_effort(effort) => (None, Some(*effort)),
+            [model] => (Some(*model), None),
+            [model, effort] if is_effort(effort) => (Some(*model), Some(*effort)),
+            _ => {
+                let text = format!(
+                    "/model {arg}: expected `/model NAME`, `/model NAME EFFORT` or `/model EFFORT` (EFFORT: none, minimal, low, medium, high, xhigh)"
+                );
+                self.note(NoteKind::Error, text);
+                return;
+            }
+        };
+        let id = self.info.session_id.to_string();
+        self.start(StartRequest {
+            session: SessionChoice::Resume(id),
+            model: model.map(str::to_owned),
+            provider: None,
+            reasoning_effort: effort.map(str::to_owned),
+        });
     }
 
     /// The `/status` text.
@@ -739,6 +773,7 @@ impl App {
                         session: SessionChoice::Resume(id),
                         model: None,
                         provider: None,
+                        reasoning_effort: None,
                     });
                 }
             }

@@ -14,6 +14,8 @@ pub struct RuntimeHost {
     runtime: Runtime,
     model: Option<String>,
     provider: Option<String>,
+    /// The reasoning effort chosen with `/model`, kept for the sessions that follow.
+    reasoning_effort: Option<String>,
     /// The modes the sessions run under (known once the first session started).
     modes: Option<Modes>,
     /// The running session's approval mode, for `/approvals MODE`.
@@ -32,7 +34,14 @@ fn mode_label(modes: Modes) -> String {
 impl RuntimeHost {
     /// A host over `runtime`.
     pub fn new(runtime: Runtime) -> Self {
-        Self { runtime, model: None, provider: None, modes: None, controls: None }
+        Self {
+            runtime,
+            model: None,
+            provider: None,
+            reasoning_effort: None,
+            modes: None,
+            controls: None,
+        }
     }
 
     /// The label of the modes the running session has (empty before the first start).
@@ -62,6 +71,7 @@ impl RuntimeHost {
             start,
             model: self.model.clone(),
             provider: self.provider.clone(),
+            reasoning_effort: self.reasoning_effort.clone(),
             interactive: true,
             ..SessionRequest::new()
         })?;
@@ -123,6 +133,9 @@ impl Host for RuntimeHost {
             SessionChoice::Resume(id) => Start::Resume(Some(id.clone())),
             SessionChoice::Fork(id) => Start::Fork(id.clone()),
         };
+        if request.reasoning_effort.is_some() {
+            self.reasoning_effort.clone_from(&request.reasoning_effort);
+        }
         self.start_session(start, request.model.clone(), request.provider.clone())
     }
 

@@ -134,6 +134,8 @@ pub struct StartRequest {
     pub model: Option<String>,
     /// Another provider (`None`: as configured).
     pub provider: Option<String>,
+    /// Another reasoning effort (`none` … `xhigh`; `None`: as configured or as chosen before).
+    pub reasoning_effort: Option<String>,
 }
 
 /// A session in the `/resume` picker.

@@ -290,6 +290,7 @@ fn ui_loop(
                                 session: SessionChoice::Resume(old_id),
                                 model: None,
                                 provider: None,
+                                reasoning_effort: None,
                             };
                             match host.start(&back) {
                                 Ok(session) => {

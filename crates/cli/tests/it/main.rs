@@ -13,6 +13,7 @@ mod hooks;
 mod lock;
 mod mcp;
 mod plugins;
+mod reasoning;
 mod replay;
 mod safety;
 mod sessions;

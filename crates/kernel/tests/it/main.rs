@@ -12,5 +12,6 @@ mod hygiene;
 mod late;
 mod leak;
 mod order;
+mod reasoning;
 mod subagent;
 mod support;

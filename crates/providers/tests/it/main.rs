@@ -46,6 +46,7 @@ fn request(history: Vec<Message>) -> ModelRequest {
         }],
         max_output_tokens: Some(512),
         output_schema: None,
+        reasoning: Default::default(),
     }
 }
 
@@ -451,4 +452,89 @@ fn usage_is_estimated_when_the_provider_sends_none() {
         })
         .expect("an estimated usage");
     assert!(usage.input_tokens > 10 && (3..=8).contains(&usage.output_tokens), "{usage:?}");
+}
+
+#[test]
+fn stream_false_turns_a_whole_answer_into_the_same_events() {
+    for api in APIS {
+        let reply = || {
+            Reply::text("Reading it.")
+                .reasoning("plan")
+                .signature("SIG_1")
+                .and_tool_call("call_1", "read_file", json!({"path": "a.rs"}))
+                .usage(FakeUsage::tokens(50, 9))
+        };
+        let server = FakeModelServer::start(Script::new().reply(reply()).reply(reply())).unwrap();
+        let streamed =
+            collect(&client(config(&server, api)), request(vec![Message::user_text("hi")]));
+        let mut whole_config = config(&server, api);
+        whole_config.stream = false;
+        let whole = collect(&client(whole_config), request(vec![Message::user_text("hi")]));
+        let requests = server.requests();
+        assert_eq!(requests[1].body["stream"], false, "{api}");
+        assert_eq!(requests[1].header("accept"), Some("application/json"), "{api}");
+        assert!(requests[1].body.get("stream_options").is_none(), "{api}");
+        assert_eq!(whole, streamed, "{api}: a whole answer gives the stream's events");
+        assert!(
+            whole.iter().any(
+                |e| matches!(e, ResponseEvent::ToolCallDone { id } if id.as_str() == "call_1")
+            ),
+            "{api}: {whole:?}"
+        );
+        assert_eq!(
+            whole.last(),
+            Some(&ResponseEvent::Completed { stop_reason: StopReason::ToolUse }),
+            "{api}"
+        );
+    }
+}
+
+#[test]
+fn a_refused_streamed_request_with_tools_is_sent_again_without_streaming() {
+    let server = FakeModelServer::start(
+        Script::new()
+            .refuse_streamed_tools()
+            .reply(Reply::text("first"))
+            .reply(Reply::text("second")),
+    )
+    .unwrap();
+    let client = client(config(&server, WireApi::Chat));
+    let first = collect(&client, request(vec![Message::user_text("hi")]));
+    assert_eq!(text_of(&first), "first");
+    let warnings: Vec<&ResponseEvent> =
+        first.iter().filter(|e| matches!(e, ResponseEvent::Warning(_))).collect();
+    assert_eq!(warnings.len(), 1, "{first:?}");
+    let second = collect(&client, request(vec![Message::user_text("again")]));
+    assert_eq!(text_of(&second), "second");
+    assert!(!second.iter().any(|e| matches!(e, ResponseEvent::Warning(_))), "said once");
+    let streams: Vec<bool> =
+        server.requests().iter().map(|r| r.body["stream"].as_bool().unwrap()).collect();
+    // The refused stream, its retry unstreamed, then the next request unstreamed from the start.
+    assert_eq!(streams, [true, false, false]);
+}
+
+#[test]
+fn reasoning_settings_reach_the_wire() {
+    use codecoder_providers::{ReasoningEffort, ReasoningSettings};
+    for api in APIS {
+        let server = FakeModelServer::start(Script::new().reply(Reply::text("ok"))).unwrap();
+        let mut req = request(vec![Message::user_text("hi")]);
+        req.model = "claude-sonnet-4-5".into();
+        req.reasoning = ReasoningSettings {
+            effort: Some(ReasoningEffort::Low),
+            ..ReasoningSettings::default()
+        };
+        collect(&client(config(&server, api)), req);
+        let body = &server.requests()[0].body;
+        match api {
+            WireApi::Responses => {
+                assert_eq!(body["reasoning"], json!({"effort": "low", "summary": "auto"}));
+            }
+            WireApi::Chat => assert_eq!(body["reasoning_effort"], "low"),
+            WireApi::Anthropic => {
+                assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 4096}));
+                assert!(body["max_tokens"].as_u64().unwrap() > 4096);
+            }
+        }
+    }
 }

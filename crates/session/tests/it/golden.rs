@@ -145,6 +145,7 @@ fn basic_records() -> Vec<Record> {
             max_output_tokens: Some(32_000),
             output_schema: None,
             config_hash: Some("sha256:0123".to_owned()),
+            reasoning: Default::default(),
         }),
         RecordBody::AssistantMessage {
             message: Message {

@@ -1,9 +1,10 @@
 //! Anthropic Messages SSE: `event: <type>` + `data: {"type": <type>, …}`.
 //!
 //! Order: `message_start` (usage with input and cache tokens), `ping`, then content blocks
-//! numbered from 0 — thinking (`thinking_delta`s then one `signature_delta`), text
-//! (`text_delta`s), one `tool_use` block per call (`input_json_delta`s) — each opened by
-//! `content_block_start` and closed by `content_block_stop`, then `message_delta` (stop reason,
+//! numbered from 0 — thinking (`thinking_delta`s then one `signature_delta`; a
+//! `redacted_thinking` block after it when scripted), text (`text_delta`s), one `tool_use` block
+//! per call (`input_json_delta`s) — each opened by `content_block_start` and closed by
+//! `content_block_stop`, then `message_delta` (stop reason,
 //! output tokens) and `message_stop`. Anthropic's `input_tokens` excludes cached tokens, so the
 //! neutral input count is split into `input_tokens` and `cache_read_input_tokens`.
 
@@ -62,6 +63,15 @@ pub(super) fn render(reply: &Reply, ctx: &Ctx) -> Vec<Event> {
         );
         emit(&mut events, "content_block_stop", json!({"index": index}));
         index += 1;
+        if let Some(data) = &reasoning.redacted {
+            emit(
+                &mut events,
+                "content_block_start",
+                json!({"index": index, "content_block": {"type": "redacted_thinking", "data": data}}),
+            );
+            emit(&mut events, "content_block_stop", json!({"index": index}));
+            index += 1;
+        }
     }
 
     if let Some(deltas) = reply.text_deltas() {

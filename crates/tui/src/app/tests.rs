@@ -310,17 +310,20 @@ fn slash_commands() {
             Effect::Start(StartRequest {
                 session: SessionChoice::Resume(id.clone()),
                 model: Some("o3".to_owned()),
-                provider: None
+                provider: None,
+                reasoning_effort: None,
             }),
             Effect::Start(StartRequest {
                 session: SessionChoice::New,
                 model: None,
-                provider: None
+                provider: None,
+                reasoning_effort: None,
             }),
             Effect::Start(StartRequest {
                 session: SessionChoice::Fork(id),
                 model: None,
-                provider: None
+                provider: None,
+                reasoning_effort: None,
             }),
             Effect::ListSessions,
             Effect::Diff,
@@ -435,4 +438,28 @@ fn a_custom_command_goes_to_the_agent_and_a_builtin_of_the_same_name_wins() {
     app.send_text("/unknown".to_owned());
     assert!(rx.try_recv().is_err());
     assert!(notes(&app.take_history()).iter().any(|n| n.contains("unknown command /unknown")));
+}
+
+#[test]
+fn model_switches_model_and_reasoning_effort() {
+    let (mut app, _rx) = app();
+    app.slash("/model gpt-5 high");
+    app.slash("/model low");
+    app.slash("/model gpt-5 fast");
+    let id = crate::testing::SESSION.to_owned();
+    let start = |model: Option<&str>, effort: Option<&str>| {
+        Effect::Start(StartRequest {
+            session: SessionChoice::Resume(id.clone()),
+            model: model.map(str::to_owned),
+            provider: None,
+            reasoning_effort: effort.map(str::to_owned),
+        })
+    };
+    assert_eq!(
+        app.take_effects(),
+        vec![start(Some("gpt-5"), Some("high")), start(None, Some("low"))],
+        "an unknown effort starts nothing"
+    );
+    let texts = notes(&app.take_history());
+    assert!(texts.iter().any(|t| t.contains("/model gpt-5 fast: expected")), "{texts:?}");
 }
