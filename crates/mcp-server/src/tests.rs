@@ -1,0 +1,63 @@
+//! Unit tests: argument parsing and the result shape.
+
+use serde_json::{Map, Value, json};
+
+use crate::params::{Invalid, parse_reply, parse_start};
+
+fn args(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => panic!("not an object"),
+    }
+}
+
+#[test]
+fn start_arguments_take_codex_names() {
+    let params = parse_start(&args(json!({
+        "prompt": "fix it",
+        "model": "gpt-5",
+        "profile": "fast",
+        "cwd": "sub",
+        "approval-policy": "on-request",
+        "sandbox": "read-only",
+        "config": {"agent.max_steps_per_turn": 5, "model_reasoning_effort": "low", "x.list": [1, 2]}
+    })))
+    .unwrap();
+    assert_eq!(params.prompt, "fix it");
+    assert_eq!(params.approval_policy, Some(codecoder_app::ApprovalMode::OnRequest));
+    assert_eq!(params.sandbox, Some(codecoder_app::SandboxMode::ReadOnly));
+    assert_eq!(
+        params.config,
+        vec!["agent.max_steps_per_turn=5", "model_reasoning_effort=\"low\"", "x.list=[1, 2]"]
+    );
+}
+
+#[test]
+fn bad_arguments_name_their_field() {
+    let err = |value: Value| parse_start(&args(value)).unwrap_err();
+    assert_eq!(err(json!({})), Invalid("prompt: missing".to_owned()));
+    assert_eq!(err(json!({"prompt": "  "})), Invalid("prompt: empty".to_owned()));
+    assert!(
+        err(json!({"prompt": 3})).0.starts_with("prompt: invalid type"),
+        "{:?}",
+        err(json!({"prompt": 3}))
+    );
+    let policy = err(json!({"prompt": "x", "approval-policy": "sometimes"}));
+    assert!(policy.0.starts_with("approval-policy: "), "{policy:?}");
+    let unknown = err(json!({"prompt": "x", "approval_policy": "never"}));
+    assert!(unknown.0.starts_with("approval_policy: unknown argument"), "{unknown:?}");
+    assert!(err(json!({"prompt": "x", "config": "a=1"})).0.starts_with("config: "));
+    assert!(err(json!({"prompt": "x", "config": {"a": null}})).0.starts_with("config.a: "));
+}
+
+#[test]
+fn reply_takes_thread_or_session_id() {
+    let reply = parse_reply(&args(json!({"threadId": "abc", "prompt": "more"}))).unwrap();
+    assert_eq!((reply.session.as_str(), reply.prompt.as_str()), ("abc", "more"));
+    let reply = parse_reply(&args(json!({"sessionId": "abc", "prompt": "more"}))).unwrap();
+    assert_eq!(reply.session, "abc");
+    let both = parse_reply(&args(json!({"threadId": "abc", "sessionId": "abd", "prompt": "x"})));
+    assert!(both.unwrap_err().0.starts_with("sessionId: "));
+    let missing = parse_reply(&args(json!({"prompt": "x"}))).unwrap_err();
+    assert_eq!(missing.0, "threadId: missing (the session to continue)");
+}
