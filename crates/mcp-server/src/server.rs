@@ -175,9 +175,14 @@ impl Server {
                     interactive: elicit,
                     ..SessionRequest::new()
                 })
-                .map_err(|err| match err.is_usage() {
-                    true => Failure::Params(format!("threadId: {err}")),
-                    false => Failure::Tool(err.to_string()),
+                .map_err(|err| match err {
+                    // The id names no session (or several): the caller's argument is wrong.
+                    codecoder_app::Error::Session(
+                        codecoder_session::Error::NotFound { .. }
+                        | codecoder_session::Error::Ambiguous { .. },
+                    ) => Failure::Params(format!("threadId: {err}")),
+                    // In use by another process, unreadable, a provider that will not start.
+                    _ => Failure::Tool(err.to_string()),
                 })
         })
         .await

@@ -61,3 +61,47 @@ fn reply_takes_thread_or_session_id() {
     let missing = parse_reply(&args(json!({"prompt": "x"}))).unwrap_err();
     assert_eq!(missing.0, "threadId: missing (the session to continue)");
 }
+
+/// The server in process, over an in-memory pipe, with rmcp's own client: the tool list and an
+/// invalid call, which need no session.
+#[test]
+fn an_rmcp_client_lists_the_tools_and_gets_invalid_params() {
+    use rmcp::ServiceExt as _;
+    use rmcp::model::{CallToolRequestParams, ErrorCode};
+
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+        let server = crate::server::Server::new(crate::Config {
+            overrides: codecoder_app::Overrides::default(),
+            version: "0.0.0-test".to_owned(),
+        });
+        let serving = tokio::spawn(async move {
+            let service = server.serve(tokio::io::split(server_io)).await.unwrap();
+            service.waiting().await.unwrap();
+        });
+        let client = ().serve(tokio::io::split(client_io)).await.unwrap();
+        let info = client.peer_info().unwrap();
+        assert_eq!(info.server_info.name, "codecoder");
+        assert_eq!(info.server_info.version, "0.0.0-test");
+        let tools = client.list_all_tools().await.unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names, ["codecoder", "codecoder-reply"]);
+        assert!(tools.iter().all(|t| t.output_schema.is_some()));
+
+        let call = CallToolRequestParams::new("codecoder")
+            .with_arguments(args(json!({"prompt": "x", "sandbox": "everywhere"})));
+        let err = client.call_tool(call).await.unwrap_err();
+        let rmcp::ServiceError::McpError(data) = err else { panic!("{err:?}") };
+        assert_eq!(data.code, ErrorCode::INVALID_PARAMS);
+        assert!(data.message.starts_with("sandbox: "), "{}", data.message);
+
+        let call = CallToolRequestParams::new("codecoder-reply")
+            .with_arguments(args(json!({"prompt": "x"})));
+        let err = client.call_tool(call).await.unwrap_err();
+        let rmcp::ServiceError::McpError(data) = err else { panic!("{err:?}") };
+        assert!(data.message.starts_with("threadId: "), "{}", data.message);
+        client.cancel().await.unwrap();
+        serving.await.unwrap();
+    });
+}

@@ -11,6 +11,7 @@ mod guard;
 mod hooks;
 mod lock;
 mod mcp;
+mod mcp_server;
 mod plugins;
 mod replay;
 mod safety;
