@@ -82,8 +82,9 @@ fn an_rmcp_client_lists_the_tools_and_gets_invalid_params() {
         });
         let client = ().serve(tokio::io::split(client_io)).await.unwrap();
         let info = client.peer_info().unwrap();
-        assert_eq!(info.server_info.name, "codecoder");
-        assert_eq!(info.server_info.version, "0.0.0-test");
+        let implementation = info.server_info.as_ref().unwrap();
+        assert_eq!(implementation.name, "codecoder");
+        assert_eq!(implementation.version, "0.0.0-test");
         let tools = client.list_all_tools().await.unwrap();
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(names, ["codecoder", "codecoder-reply"]);

@@ -335,3 +335,46 @@ fn mcp_server_rejects_bad_arguments_and_reports_model_failures() {
     assert!(failed["content"][0]["text"].as_str().unwrap().contains("the turn failed"), "{failed}");
     assert!(failed["structuredContent"]["threadId"].is_string(), "{failed}");
 }
+
+/// Two calls at once run two sessions at once: the first to ask the model waits for a file the
+/// other's command creates, which only a server running both at the same time lets happen.
+#[test]
+fn concurrent_calls_run_concurrent_sessions() {
+    let Some(npm) = npm_dir() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    let wait = "for i in $(seq 200); do [ -f go ] && exit 0; sleep 0.05; done; exit 1";
+    let script = Script::new()
+        .reply(Reply::tool_call("call_1", "run_command", json!({"command": wait})))
+        .reply(Reply::tool_call("call_2", "run_command", json!({"command": "touch go"})))
+        .reply(Reply::text("One session done."))
+        .reply(Reply::text("Another session done."));
+    let server = FakeModelServer::start(script).unwrap();
+    let client = Client {
+        npm: &npm,
+        home: home.path(),
+        cwd: repo.path(),
+        server: &server,
+        elicitation: false,
+        args: &[],
+    };
+    let steps = client.run(&json!([{"parallel": [
+        {"tool": "codecoder", "arguments": {"prompt": "wait for go"}},
+        {"tool": "codecoder", "arguments": {"prompt": "make go"}},
+    ]}]));
+    let results = steps[0]["parallel"].as_array().unwrap();
+    let mut answers: Vec<&str> =
+        results.iter().map(|r| r["result"]["content"][0]["text"].as_str().unwrap()).collect();
+    answers.sort_unstable();
+    assert_eq!(answers, ["Another session done.", "One session done."], "{results:?}");
+    let threads: Vec<&str> = results
+        .iter()
+        .map(|r| r["result"]["structuredContent"]["threadId"].as_str().unwrap())
+        .collect();
+    assert_ne!(threads[0], threads[1]);
+    let waited = server.requests().iter().any(|r| {
+        r.raw_body.contains("\"call_id\":\"call_1\",\"output\"")
+            && r.raw_body.contains("exit code 0")
+    });
+    assert!(waited, "the waiting command saw the other session's file");
+}
