@@ -392,3 +392,20 @@ fn concurrent_calls_run_concurrent_sessions() {
     });
     assert!(waited, "the waiting command saw the other session's file");
 }
+
+/// `--help` says how to register the server; a bad flag or config fails at start, before any
+/// client speaks, with the usage exit code.
+#[test]
+fn mcp_server_help_and_start_up_errors() {
+    let home = tempfile::tempdir().unwrap();
+    let help = crate::codecoder(home.path(), &["mcp-server", "--help"]);
+    assert!(help.status.success());
+    let text = crate::stdout(&help);
+    for line in ["claude mcp add codecoder -- codecoder mcp-server", "[mcp_servers.codecoder]"] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+    let out = crate::codecoder(home.path(), &["-p", "nope", "mcp-server"]);
+    assert_eq!(out.status.code(), Some(2), "{}", crate::stderr(&out));
+    assert!(crate::stderr(&out).contains("no profile named `nope`"), "{}", crate::stderr(&out));
+    assert!(out.stdout.is_empty(), "stdout is for MCP only");
+}
