@@ -203,6 +203,8 @@ fn mcp_server_asks_approvals_through_elicitation() {
         .reply(Reply::text("First done."))
         .reply(Reply::tool_call("call_2", "run_command", json!({"command": "touch approved-2"})))
         .reply(Reply::text("Second done."))
+        .reply(Reply::tool_call("call_q", "ask_user", json!({"question": "Which colour?"})))
+        .reply(Reply::text("Blue it is."))
         .reply(Reply::tool_call("call_3", "run_command", json!({"command": "touch approved-3"})))
         .reply(Reply::text("Third done."));
     let server = FakeModelServer::start(script).unwrap();
@@ -218,6 +220,7 @@ fn mcp_server_asks_approvals_through_elicitation() {
     let steps = client.run(&json!([
         {"tool": "codecoder", "arguments": {"prompt": "one"}, "elicit": ["accept"]},
         {"tool": "codecoder", "arguments": {"prompt": "two"}, "elicit": ["decline"]},
+        {"tool": "codecoder", "arguments": {"prompt": "ask me"}, "elicit": ["accept"]},
     ]));
     assert_eq!(steps[0]["result"]["content"][0]["text"], "First done.", "{}", steps[0]);
     let asked = steps[0]["elicitations"].as_array().unwrap();
@@ -230,6 +233,10 @@ fn mcp_server_asks_approvals_through_elicitation() {
     assert!(!repo.path().join("approved-2").exists(), "declined: the command did not run");
     let requests = server.requests();
     assert!(requests[3].raw_body.contains("the user declined this"), "the model hears the refusal");
+    // The model's question is a form with one answer field; the answer reaches the model.
+    assert_eq!(steps[2]["elicitations"][0]["message"], "Which colour?", "{}", steps[2]);
+    assert_eq!(steps[2]["result"]["content"][0]["text"], "Blue it is.", "{}", steps[2]);
+    assert!(requests[5].raw_body.contains("blue"), "the answer reached the model");
 
     // A client without elicitation: nobody to ask, so the default policy refuses.
     client.elicitation = false;
@@ -238,7 +245,7 @@ fn mcp_server_asks_approvals_through_elicitation() {
     assert!(!repo.path().join("approved-3").exists(), "refused without asking");
     let requests = server.requests();
     assert!(
-        requests[5].raw_body.contains("client cannot ask its user (no elicitation capability)"),
+        requests[7].raw_body.contains("client cannot ask its user (no elicitation capability)"),
         "the model hears why"
     );
 }
