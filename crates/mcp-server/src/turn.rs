@@ -17,7 +17,7 @@ use codecoder_protocol::{
 };
 use rmcp::model::{
     CallToolResult, ContentBlock, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationSchema, ProgressNotificationParam, ProgressToken,
+    ElicitationSchema, ProgressNotificationParam, ProgressToken, RequestMetaObject,
 };
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
@@ -192,8 +192,18 @@ async fn approve(
         });
         return false;
     };
+    // The call itself, for a client that shows more than the message.
+    let meta = serde_json::from_value::<RequestMetaObject>(json!({
+        "codecoder/approval": {
+            "tool": request.call.name,
+            "arguments": request.call.args,
+            "permissionKeys": request.permission_keys,
+            "reason": request.reason,
+        }
+    }))
+    .ok();
     let params = ElicitRequestParams::FormElicitationParams {
-        meta: None,
+        meta,
         message: format!("codecoder wants to {}{why}. Allow it?", request.summary),
         requested_schema,
     };

@@ -226,6 +226,9 @@ fn mcp_server_asks_approvals_through_elicitation() {
     let asked = steps[0]["elicitations"].as_array().unwrap();
     assert_eq!(asked.len(), 1, "{}", steps[0]);
     assert!(asked[0]["message"].as_str().unwrap().contains("touch approved-1"), "{}", asked[0]);
+    let approval = &asked[0]["meta"]["codecoder/approval"];
+    assert_eq!(approval["tool"], "run_command", "{}", asked[0]);
+    assert_eq!(approval["arguments"]["command"], "touch approved-1", "{}", asked[0]);
     assert!(repo.path().join("approved-1").exists(), "accepted: the command ran");
 
     assert_eq!(steps[1]["result"]["content"][0]["text"], "Second done.", "{}", steps[1]);
