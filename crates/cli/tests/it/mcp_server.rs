@@ -205,6 +205,7 @@ fn mcp_server_asks_approvals_through_elicitation() {
         .reply(Reply::text("Second done."))
         .reply(Reply::tool_call("call_q", "ask_user", json!({"question": "Which colour?"})))
         .reply(Reply::text("Blue it is."))
+        .reply(Reply::tool_call("call_4", "run_command", json!({"command": "touch approved-4"})))
         .reply(Reply::tool_call("call_3", "run_command", json!({"command": "touch approved-3"})))
         .reply(Reply::text("Third done."));
     let server = FakeModelServer::start(script).unwrap();
@@ -221,6 +222,7 @@ fn mcp_server_asks_approvals_through_elicitation() {
         {"tool": "codecoder", "arguments": {"prompt": "one"}, "elicit": ["accept"]},
         {"tool": "codecoder", "arguments": {"prompt": "two"}, "elicit": ["decline"]},
         {"tool": "codecoder", "arguments": {"prompt": "ask me"}, "elicit": ["accept"]},
+        {"tool": "codecoder", "arguments": {"prompt": "four"}, "elicit": ["cancel"]},
     ]));
     assert_eq!(steps[0]["result"]["content"][0]["text"], "First done.", "{}", steps[0]);
     let asked = steps[0]["elicitations"].as_array().unwrap();
@@ -240,6 +242,12 @@ fn mcp_server_asks_approvals_through_elicitation() {
     assert_eq!(steps[2]["elicitations"][0]["message"], "Which colour?", "{}", steps[2]);
     assert_eq!(steps[2]["result"]["content"][0]["text"], "Blue it is.", "{}", steps[2]);
     assert!(requests[5].raw_body.contains("blue"), "the answer reached the model");
+    // Cancel at the form: denied, and the turn stops (no request after the call).
+    let stopped = &steps[3]["result"];
+    assert_eq!(stopped["isError"], json!(true), "{stopped}");
+    assert_eq!(stopped["content"][0]["text"], "the turn was stopped at an approval request");
+    assert!(!repo.path().join("approved-4").exists(), "cancelled: the command did not run");
+    assert_eq!(requests.len(), 7, "nothing was asked of the model after the cancel");
 
     // A client without elicitation: nobody to ask, so the default policy refuses.
     client.elicitation = false;
@@ -248,7 +256,7 @@ fn mcp_server_asks_approvals_through_elicitation() {
     assert!(!repo.path().join("approved-3").exists(), "refused without asking");
     let requests = server.requests();
     assert!(
-        requests[7].raw_body.contains("client cannot ask its user (no elicitation capability)"),
+        requests[8].raw_body.contains("client cannot ask its user (no elicitation capability)"),
         "the model hears why"
     );
 }
