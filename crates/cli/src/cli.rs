@@ -244,6 +244,38 @@ pub(crate) enum Command {
     /// $CODECODER_HOME/plugins.json. An enabled plugin adds its commands, agents and hooks.
     #[command(subcommand)]
     Plugin(PluginCommand),
+    /// Serve codecoder as an MCP server on stdin/stdout, for Claude Code, codex or an editor.
+    ///
+    /// Two tools: `codecoder {prompt, cwd?, model?, profile?, sandbox?, approval-policy?,
+    /// config?}` runs a new session until the agent is done and returns its final message, with
+    /// the session id in structuredContent.threadId (and sessionId); `codecoder-reply {threadId,
+    /// prompt}` continues that session. Approvals are asked through the client's elicitation
+    /// (accept runs the call once, or for the session when "remember" is ticked; decline denies;
+    /// cancel denies and stops the turn); a client without elicitation gets the approval policy's
+    /// answer, by default `never`: what would ask is refused and the model is told why. A call's
+    /// progressToken gets a notification per command, edit and message; cancelling a call
+    /// cancels its turn and kills its commands. The global flags (-C, -p, -c, -s, -a, --add-dir)
+    /// are the defaults every session starts from; a call's arguments go over them.
+    ///
+    /// Register it:
+    ///   Claude Code:  claude mcp add codecoder -- codecoder mcp-server
+    ///   codex:        [mcp_servers.codecoder] in ~/.codex/config.toml with
+    ///                 command = "codecoder" and args = ["mcp-server"]
+    ///   an editor:    an MCP stdio server with command `codecoder` and arguments `mcp-server`
+    ///                 (for example in .vscode/mcp.json or .cursor/mcp.json)
+    #[command(name = "mcp-server", verbatim_doc_comment)]
+    McpServer(McpServerArgs),
+}
+
+/// `codecoder mcp-server`.
+#[derive(Debug, Args)]
+pub(crate) struct McpServerArgs {
+    /// The model of sessions whose call names none (overrides `model` in config.toml).
+    #[arg(short = 'm', long, value_name = "MODEL")]
+    pub(crate) model: Option<String>,
+    /// The provider id (a preset or a `[model_providers.ID]` of config.toml).
+    #[arg(long, value_name = "ID")]
+    pub(crate) provider: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

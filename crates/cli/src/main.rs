@@ -10,6 +10,7 @@ mod cli;
 mod config_cmd;
 mod exec;
 mod mcp_cmd;
+mod mcp_server_cmd;
 mod plugin_cmd;
 mod render;
 mod safety_cmd;
@@ -55,6 +56,7 @@ fn main() -> ExitCode {
         Some(Command::Doctor) => safety_cmd::run_doctor(&cli.global, &mut out),
         Some(Command::Mcp(command)) => mcp_cmd::run(command, &cli.global, &mut out),
         Some(Command::Plugin(command)) => plugin_cmd::run(command, &mut out),
+        Some(Command::McpServer(args)) => mcp_server_cmd::run(&args, &cli.global),
         Some(Command::Permissions(cli::PermissionsCommand::Check(args))) => {
             safety_cmd::run_permissions_check(&args, &cli.global, &mut out)
         }

@@ -12,6 +12,7 @@ mod guard;
 mod hooks;
 mod lock;
 mod mcp;
+mod mcp_server;
 mod plugins;
 mod reasoning;
 mod replay;
