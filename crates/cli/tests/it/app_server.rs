@@ -1,0 +1,458 @@
+//! `codecoder app-server` end to end: a JSON-RPC client speaking JSON lines over the real
+//! binary's pipes, against the fake model server — the handshake, threads started, resumed,
+//! forked and listed, turns with approvals answered both ways, an interrupted command, and the
+//! error answers.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::time::Duration;
+
+use codecoder_test_support::{FakeModelServer, Reply, Script};
+use crossbeam_channel::Receiver;
+use serde_json::{Value, json};
+
+use crate::exec::{Run, openai_env};
+use crate::stdout;
+
+/// How long any one message may take to arrive before the test fails.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A JSON-RPC client of one `codecoder app-server` process.
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Value>,
+    /// Messages read while waiting for another one, in order.
+    backlog: Vec<Value>,
+    next_id: i64,
+}
+
+impl Client {
+    fn start(run: &Run) -> Self {
+        let mut child = run
+            .command(&["app-server"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                let value: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|err| panic!("not a JSON line ({err}): {line}"));
+                assert!(value.get("jsonrpc").is_none(), "{line}");
+                if tx.send(value).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { child, stdin, lines, backlog: Vec::new(), next_id: 1 }
+    }
+
+    fn send(&mut self, message: &Value) {
+        self.send_raw(&message.to_string());
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn recv(&mut self) -> Value {
+        if !self.backlog.is_empty() {
+            return self.backlog.remove(0);
+        }
+        self.lines.recv_timeout(PATIENCE).expect("the server said nothing more")
+    }
+
+    /// Sends a request and returns its answer (`result` or `error` message); other messages
+    /// that arrive meanwhile stay in the backlog.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"id": id, "method": method, "params": params}));
+        self.answer_to(&json!(id))
+    }
+
+    fn answer_to(&mut self, id: &Value) -> Value {
+        if let Some(at) = self.backlog.iter().position(|m| is_answer(m, id)) {
+            return self.backlog.remove(at);
+        }
+        loop {
+            let message = self.lines.recv_timeout(PATIENCE).expect("no answer");
+            if is_answer(&message, id) {
+                return message;
+            }
+            self.backlog.push(message);
+        }
+    }
+
+    fn result(&mut self, method: &str, params: Value) -> Value {
+        let answer = self.request(method, params);
+        assert!(answer.get("error").is_none(), "{method}: {answer}");
+        answer["result"].clone()
+    }
+
+    fn error(&mut self, method: &str, params: Value) -> Value {
+        let answer = self.request(method, params);
+        assert!(answer.get("result").is_none(), "{method} should fail: {answer}");
+        answer["error"].clone()
+    }
+
+    fn initialize(&mut self) {
+        let result = self.result(
+            "initialize",
+            json!({"clientInfo": {"name": "test-client", "title": "Test", "version": "1.0"}}),
+        );
+        assert!(result["userAgent"].as_str().unwrap().starts_with("codecoder/"), "{result}");
+        self.send(&json!({"method": "initialized"}));
+    }
+
+    /// Reads until `turn/completed`, answering each approval request with `decide(request)`;
+    /// returns every message read, the last one `turn/completed`.
+    fn turn(&mut self, mut decide: impl FnMut(&Value) -> &'static str) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let message = self.recv();
+            seen.push(message.clone());
+            let method = message["method"].as_str().unwrap_or_default();
+            if method.ends_with("/requestApproval") {
+                let decision = decide(&message);
+                self.send(&json!({"id": message["id"], "result": {"decision": decision}}));
+            }
+            if method == "turn/completed" {
+                return seen;
+            }
+        }
+    }
+
+    /// Closes stdin and waits for the server to exit.
+    fn finish(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(started.elapsed() < PATIENCE, "the server did not exit after stdin closed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn is_answer(message: &Value, id: &Value) -> bool {
+    message.get("method").is_none() && &message["id"] == id
+}
+
+fn methods(messages: &[Value]) -> Vec<&str> {
+    messages.iter().filter_map(|m| m["method"].as_str()).collect()
+}
+
+fn with_method<'a>(messages: &'a [Value], method: &str) -> Vec<&'a Value> {
+    messages.iter().filter(|m| m["method"] == method).collect()
+}
+
+/// Processes whose command line contains `needle`.
+fn processes_running(needle: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.unwrap().path().join("cmdline")).ok())
+        .filter(|cmdline| String::from_utf8_lossy(cmdline).replace('\0', " ").contains(needle))
+        .count()
+}
+
+#[test]
+fn a_client_drives_turns_approvals_and_an_interrupt() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    // A duration no other process on the machine uses, to find ours in /proc.
+    let marker = format!("{}.{}", 80 + std::process::id() % 9, std::process::id() % 1000);
+    let script = Script::new()
+        .reply(Reply::tool_call(
+            "c1",
+            "run_command",
+            json!({"command": "touch accepted.txt && echo made-it"}),
+        ))
+        .reply(Reply::text("Made it.").chunks(3))
+        .reply(Reply::tool_call("c2", "run_command", json!({"command": "touch declined.txt"})))
+        .reply(Reply::text("Left it."))
+        .reply(Reply::tool_call("c3", "run_command", json!({"command": format!("sleep {marker}")})))
+        .reply(Reply::text("unreachable"));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let mut client = Client::start(&run);
+    client.initialize();
+
+    let started = client.result(
+        "thread/start",
+        json!({
+            "cwd": cwd.path(),
+            "approvalPolicy": "untrusted",
+            "sandbox": "danger-full-access",
+            "model": "test-model"
+        }),
+    );
+    let thread_id = started["thread"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(started["approvalPolicy"], "untrusted", "{started}");
+    assert_eq!(started["sandbox"], json!({"type": "dangerFullAccess"}), "{started}");
+    assert_eq!(started["model"], "test-model");
+    let notification = client.recv();
+    assert_eq!(notification["method"], "thread/started", "{notification}");
+    assert_eq!(notification["params"]["thread"]["id"], thread_id.as_str());
+
+    // Turn 1: the command asks, the client accepts, it runs.
+    let turn = client.result(
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "make the file"}]}),
+    );
+    let turn_id = turn["turn"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(turn["turn"]["status"], "inProgress");
+    let mut asked = Vec::new();
+    let messages = client.turn(|request| {
+        asked.push(request.clone());
+        "accept"
+    });
+    assert_eq!(asked.len(), 1, "{messages:#?}");
+    let request = &asked[0];
+    assert_eq!(request["method"], "item/commandExecution/requestApproval");
+    assert_eq!(request["params"]["threadId"], thread_id.as_str());
+    assert_eq!(request["params"]["turnId"], turn_id.as_str());
+    assert_eq!(request["params"]["command"], "touch accepted.txt && echo made-it");
+    let names = methods(&messages);
+    let position = |method: &str| names.iter().position(|m| *m == method).unwrap();
+    assert_eq!(names[0], "turn/started", "{names:?}");
+    assert!(position("item/started") < position("item/commandExecution/requestApproval"));
+    assert!(position("item/commandExecution/requestApproval") < position("serverRequest/resolved"));
+    assert_eq!(
+        with_method(&messages, "serverRequest/resolved")[0]["params"],
+        json!({"threadId": thread_id, "requestId": request["id"]})
+    );
+    let items: Vec<&Value> = with_method(&messages, "item/completed")
+        .into_iter()
+        .map(|m| &m["params"]["item"])
+        .collect();
+    assert_eq!(items[0]["type"], "userMessage", "{items:#?}");
+    assert_eq!(items[0]["content"], json!([{"type": "text", "text": "make the file"}]));
+    let command = items.iter().find(|i| i["type"] == "commandExecution").unwrap();
+    assert_eq!(command["status"], "completed", "{command}");
+    assert_eq!(command["exitCode"], 0);
+    assert!(command["aggregatedOutput"].as_str().unwrap().contains("made-it"), "{command}");
+    let output: String = with_method(&messages, "item/commandExecution/outputDelta")
+        .iter()
+        .map(|m| m["params"]["delta"].as_str().unwrap())
+        .collect();
+    assert!(output.contains("made-it"), "{messages:#?}");
+    let text: String = with_method(&messages, "item/agentMessage/delta")
+        .iter()
+        .map(|m| m["params"]["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "Made it.");
+    assert!(with_method(&messages, "item/agentMessage/delta").len() > 1, "streamed in deltas");
+    let message = items.iter().find(|i| i["type"] == "agentMessage").unwrap();
+    assert_eq!(message["text"], "Made it.");
+    assert!(!with_method(&messages, "thread/tokenUsage/updated").is_empty(), "{names:?}");
+    let completed = messages.last().unwrap();
+    assert_eq!(completed["params"]["turn"]["id"], turn_id.as_str());
+    assert_eq!(completed["params"]["turn"]["status"], "completed");
+    assert!(cwd.path().join("accepted.txt").exists(), "the accepted command ran");
+
+    // Turn 2: the client declines; the command does not run and the model hears so.
+    client.result(
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "another"}]}),
+    );
+    let messages = client.turn(|_| "decline");
+    let command = with_method(&messages, "item/completed")
+        .into_iter()
+        .map(|m| &m["params"]["item"])
+        .find(|i| i["type"] == "commandExecution")
+        .unwrap()
+        .clone();
+    assert_eq!(command["status"], "declined", "{command}");
+    assert!(!cwd.path().join("declined.txt").exists(), "the declined command ran");
+    assert_eq!(messages.last().unwrap()["params"]["turn"]["status"], "completed");
+    assert!(server.requests().last().unwrap().raw_body.contains("denied"));
+
+    // Turn 3: a slow command, interrupted: the turn ends interrupted and no process is left.
+    let turn = client.result(
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "sleep"}]}),
+    );
+    let turn_id = turn["turn"]["id"].as_str().unwrap().to_owned();
+    // Another turn cannot start while this one runs.
+    let error = client.error(
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "too soon"}]}),
+    );
+    assert_eq!(error["code"], -32600, "{error}");
+    let waited = std::time::Instant::now();
+    while processes_running(&format!("sleep {marker}")) == 0 {
+        // Answer the approval request the command may need.
+        if let Ok(message) = client.lines.recv_timeout(Duration::from_millis(20)) {
+            if message["method"].as_str().unwrap_or_default().ends_with("/requestApproval") {
+                client.send(&json!({"id": message["id"], "result": {"decision": "accept"}}));
+            }
+            client.backlog.push(message);
+        }
+        assert!(waited.elapsed() < PATIENCE, "the command never started");
+    }
+    let result = client.result("turn/interrupt", json!({"threadId": thread_id, "turnId": turn_id}));
+    assert_eq!(result, json!({}));
+    let messages = client.turn(|_| "accept");
+    let completed = messages.last().unwrap();
+    assert_eq!(completed["params"]["turn"]["status"], "interrupted", "{completed}");
+    assert_eq!(processes_running(&format!("sleep {marker}")), 0, "the command survived");
+
+    let status = client.finish();
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn threads_resume_fork_and_list_in_pages() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::text("Noted."))
+            .reply(Reply::text("Second."))
+            .reply(Reply::text("The word was PELICAN."))
+            .reply(Reply::text("Forked answer.")),
+    )
+    .unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+
+    // One server: two threads with a turn each.
+    let mut client = Client::start(&run);
+    client.initialize();
+    let mut ids = Vec::new();
+    for prompt in ["Remember the word PELICAN.", "A second thread."] {
+        let started = client.result("thread/start", json!({}));
+        let thread_id = started["thread"]["id"].as_str().unwrap().to_owned();
+        client.result(
+            "turn/start",
+            json!({"threadId": thread_id, "input": [{"type": "text", "text": prompt}]}),
+        );
+        let messages = client.turn(|_| "decline");
+        assert_eq!(messages.last().unwrap()["params"]["turn"]["status"], "completed");
+        ids.push(thread_id);
+    }
+    assert!(client.finish().success());
+
+    // A new server: list in pages of one, newest first.
+    let mut client = Client::start(&run);
+    client.initialize();
+    let page = client.result("thread/list", json!({"limit": 1}));
+    assert_eq!(page["data"].as_array().unwrap().len(), 1, "{page}");
+    assert_eq!(page["data"][0]["id"], ids[1].as_str(), "{page}");
+    assert_eq!(page["data"][0]["preview"], "A second thread.");
+    assert_eq!(page["data"][0]["cwd"], cwd.path().canonicalize().unwrap().to_str().unwrap());
+    let cursor = page["nextCursor"].as_str().expect("a next page").to_owned();
+    let page = client.result("thread/list", json!({"limit": 1, "cursor": cursor}));
+    assert_eq!(page["data"][0]["id"], ids[0].as_str(), "{page}");
+    assert_eq!(page["nextCursor"], Value::Null, "{page}");
+    let all = client.result("thread/list", json!({}));
+    assert_eq!(all["data"].as_array().unwrap().len(), 2, "{all}");
+    let error = client.error("thread/list", json!({"cursor": "nonsense"}));
+    assert_eq!(error["code"], -32602);
+    assert!(error["message"].as_str().unwrap().contains("`cursor`"), "{error}");
+
+    // Resume the first thread: the next request holds its earlier turn.
+    let resumed = client.result("thread/resume", json!({"threadId": ids[0]}));
+    assert_eq!(resumed["thread"]["id"], ids[0].as_str());
+    let again = client.result("thread/resume", json!({"threadId": ids[0]}));
+    assert_eq!(again["thread"]["id"], ids[0].as_str(), "a loaded thread resumes as it is");
+    client.result(
+        "turn/start",
+        json!({"threadId": ids[0], "input": [{"type": "text", "text": "Which word?"}]}),
+    );
+    let messages = client.turn(|_| "decline");
+    assert_eq!(messages.last().unwrap()["params"]["turn"]["status"], "completed");
+    let body = &server.requests().last().unwrap().raw_body;
+    assert!(body.contains("Remember the word PELICAN.") && body.contains("Which word?"), "{body}");
+
+    // Fork it: a new thread with the same history; the original is untouched.
+    let forked = client.result("thread/fork", json!({"threadId": ids[0]}));
+    let fork_id = forked["thread"]["id"].as_str().unwrap().to_owned();
+    assert_ne!(fork_id, ids[0]);
+    client.result(
+        "turn/start",
+        json!({"threadId": fork_id, "input": [{"type": "text", "text": "In the fork."}]}),
+    );
+    let messages = client.turn(|_| "decline");
+    assert!(
+        with_method(&messages, "thread/started")
+            .iter()
+            .any(|m| m["params"]["thread"]["id"] == fork_id.as_str()),
+        "{messages:#?}"
+    );
+    let body = &server.requests().last().unwrap().raw_body;
+    assert!(body.contains("PELICAN") && body.contains("In the fork."), "{body}");
+    let all = client.result("thread/list", json!({}));
+    assert_eq!(all["data"].as_array().unwrap().len(), 3, "{all}");
+    assert!(client.finish().success());
+}
+
+#[test]
+fn handshake_rules_and_error_answers() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let server = FakeModelServer::start(Script::new()).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let mut client = Client::start(&run);
+
+    let error = client.error("thread/list", json!({}));
+    assert_eq!(error["code"], -32600);
+    assert_eq!(error["message"], "Not initialized");
+    client.initialize();
+    let error = client.error("initialize", json!({"clientInfo": {"name": "x", "version": "1"}}));
+    assert_eq!(error["message"], "Already initialized");
+
+    let error = client.error("thread/teleport", json!({}));
+    assert_eq!(error["code"], -32601, "{error}");
+    let error = client.error("turn/start", json!({"input": []}));
+    assert_eq!(error["code"], -32602, "{error}");
+    assert!(error["message"].as_str().unwrap().contains("`threadId`"), "{error}");
+    let error = client.error("thread/start", json!({"approvalPolicy": "sometimes"}));
+    assert_eq!(error["code"], -32602, "{error}");
+    assert!(error["message"].as_str().unwrap().contains("`approvalPolicy`"), "{error}");
+    let error = client.error(
+        "turn/start",
+        json!({"threadId": "0000", "input": [{"type": "text", "text": "hi"}]}),
+    );
+    assert_eq!(error["code"], -32602, "{error}");
+    let error = client.error("thread/resume", json!({"threadId": "no-such-thread"}));
+    assert_eq!(error["code"], -32602, "{error}");
+
+    let started = client.result("thread/start", json!({"cwd": cwd.path()}));
+    let thread_id = started["thread"]["id"].as_str().unwrap().to_owned();
+    let error = client.error("turn/interrupt", json!({"threadId": thread_id, "turnId": "t"}));
+    assert_eq!(error["code"], -32602, "{error}");
+    let error = client.error(
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "localImage", "path": "missing.png"}]}),
+    );
+    assert_eq!(error["code"], -32602, "{error}");
+    assert!(error["message"].as_str().unwrap().contains("missing.png"), "{error}");
+
+    // Lines that are not messages: answered with a null id, and the server goes on.
+    client.send_raw("{not json");
+    let answer = client.answer_to(&Value::Null);
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    client.send_raw(r#"{"jsonrpc":"2.0","id":99,"method":"thread/list","params":{}}"#);
+    let answer = client.answer_to(&json!(99));
+    assert!(answer["result"]["data"].is_array(), "{answer}");
+    assert!(client.finish().success());
+
+    let out = run.run(&["app-server", "--listen", "ws://127.0.0.1:4500"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(crate::stderr(&out).contains("only stdio://"), "{}", crate::stderr(&out));
+    let out = run.run(&["app-server", "--help"], "");
+    assert!(out.status.success());
+    assert!(stdout(&out).contains("thread/start"), "{}", stdout(&out));
+}
