@@ -202,9 +202,22 @@ fn a_client_drives_turns_approvals_and_an_interrupt() {
     assert_eq!(started["approvalPolicy"], "untrusted", "{started}");
     assert_eq!(started["sandbox"], json!({"type": "dangerFullAccess"}), "{started}");
     assert_eq!(started["model"], "test-model");
-    let notification = client.recv();
+    // The runtime's notes come as warnings of the thread, then thread/started.
+    let mut warnings = Vec::new();
+    let notification = loop {
+        let message = client.recv();
+        if message["method"] != "warning" {
+            break message;
+        }
+        warnings.push(message);
+    };
     assert_eq!(notification["method"], "thread/started", "{notification}");
     assert_eq!(notification["params"]["thread"]["id"], thread_id.as_str());
+    assert!(
+        warnings.iter().any(|w| w["params"]["message"].as_str().unwrap().contains("test-model")
+            && w["params"]["threadId"] == thread_id.as_str()),
+        "{warnings:?}"
+    );
 
     // Turn 1: the command asks, the client accepts, it runs.
     let turn = client.result(
@@ -373,7 +386,7 @@ fn threads_resume_fork_and_list_in_pages() {
     );
     let messages = client.turn(|_| "decline");
     assert_eq!(messages.last().unwrap()["params"]["turn"]["status"], "completed");
-    let body = &server.requests().last().unwrap().raw_body;
+    let body = server.requests().last().unwrap().raw_body.clone();
     assert!(body.contains("Remember the word PELICAN.") && body.contains("Which word?"), "{body}");
 
     // Fork it: a new thread with the same history; the original is untouched.
@@ -391,7 +404,7 @@ fn threads_resume_fork_and_list_in_pages() {
             .any(|m| m["params"]["thread"]["id"] == fork_id.as_str()),
         "{messages:#?}"
     );
-    let body = &server.requests().last().unwrap().raw_body;
+    let body = server.requests().last().unwrap().raw_body.clone();
     assert!(body.contains("PELICAN") && body.contains("In the fork."), "{body}");
     let all = client.result("thread/list", json!({}));
     assert_eq!(all["data"].as_array().unwrap().len(), 3, "{all}");
