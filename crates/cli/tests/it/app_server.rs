@@ -45,6 +45,7 @@ impl Client {
                 let value: Value = serde_json::from_str(&line)
                     .unwrap_or_else(|err| panic!("not a JSON line ({err}): {line}"));
                 assert!(value.get("jsonrpc").is_none(), "{line}");
+                conforms(&value);
                 if tx.send(value).is_err() {
                     break;
                 }
@@ -146,6 +147,25 @@ impl Client {
     }
 }
 
+/// A notification or request of the server has the shape of the protocol's types (from which
+/// the checked-in schema is generated): it reads back as one of them, unchanged.
+fn conforms(message: &Value) {
+    use codecoder_app_server::types::{ServerNotification, ServerRequest};
+    let Some(method) = message.get("method") else { return };
+    let mut body = message.clone();
+    let reparsed = if let Some(object) = body.as_object_mut().filter(|o| o.contains_key("id")) {
+        object.remove("id");
+        serde_json::from_value::<ServerRequest>(body.clone())
+            .map(|r| serde_json::to_value(r).unwrap())
+    } else {
+        serde_json::from_value::<ServerNotification>(body.clone())
+            .map(|n| serde_json::to_value(n).unwrap())
+    };
+    let reparsed =
+        reparsed.unwrap_or_else(|err| panic!("{method} does not fit its type: {err}: {message}"));
+    assert_eq!(reparsed, body, "{method} has fields its type does not");
+}
+
 fn is_answer(message: &Value, id: &Value) -> bool {
     message.get("method").is_none() && &message["id"] == id
 }
@@ -156,6 +176,11 @@ fn methods(messages: &[Value]) -> Vec<&str> {
 
 fn with_method<'a>(messages: &'a [Value], method: &str) -> Vec<&'a Value> {
     messages.iter().filter(|m| m["method"] == method).collect()
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// Processes whose command line contains `needle`.
@@ -182,8 +207,17 @@ fn a_client_drives_turns_approvals_and_an_interrupt() {
         .reply(Reply::text("Made it.").chunks(3))
         .reply(Reply::tool_call("c2", "run_command", json!({"command": "touch declined.txt"})))
         .reply(Reply::text("Left it."))
+        .reply(Reply::tool_call(
+            "c4",
+            "write_file",
+            json!({"path": "note.txt", "content": "hello\n"}),
+        ))
+        .reply(Reply::text("Wrote it."))
         .reply(Reply::tool_call("c3", "run_command", json!({"command": format!("sleep {marker}")})))
-        .reply(Reply::text("unreachable"));
+        // The interrupted turn asks the model nothing more; the next turn starts here.
+        .reply(Reply::tool_call("c5", "run_command", json!({"command": "touch cancelled.txt"})))
+        // Only reached if the cancel loses a race with the next request; it is cut off then.
+        .reply(Reply::text("too late").delay_ms(3000));
     let server = FakeModelServer::start(script).unwrap();
     let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
     let mut client = Client::start(&run);
@@ -292,7 +326,37 @@ fn a_client_drives_turns_approvals_and_an_interrupt() {
     assert_eq!(messages.last().unwrap()["params"]["turn"]["status"], "completed");
     assert!(server.requests().last().unwrap().raw_body.contains("denied"));
 
-    // Turn 3: a slow command, interrupted: the turn ends interrupted and no process is left.
+    // A file change asks with its own request; the input carries an image file.
+    let png = [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0];
+    std::fs::write(cwd.path().join("shot.png"), png).unwrap();
+    client.result(
+        "turn/start",
+        json!({"threadId": thread_id, "input": [
+            {"type": "text", "text": "write a note"},
+            {"type": "localImage", "path": "shot.png"}
+        ]}),
+    );
+    let mut asked = Vec::new();
+    let messages = client.turn(|request| {
+        asked.push(request["method"].clone());
+        "acceptForSession"
+    });
+    assert_eq!(asked, [json!("item/fileChange/requestApproval")], "{messages:#?}");
+    let change = with_method(&messages, "item/completed")
+        .into_iter()
+        .map(|m| &m["params"]["item"])
+        .find(|i| i["type"] == "fileChange")
+        .unwrap()
+        .clone();
+    assert_eq!(change["status"], "completed", "{change}");
+    assert_eq!(change["changes"][0]["path"], "note.txt");
+    assert_eq!(change["changes"][0]["kind"], json!({"type": "add"}));
+    assert_eq!(std::fs::read_to_string(cwd.path().join("note.txt")).unwrap(), "hello\n");
+    let image = base64_of(&png);
+    let request = server.requests().into_iter().rev().find(|r| r.raw_body.contains("write a note"));
+    assert!(request.unwrap().raw_body.contains(&image), "the image reached the model");
+
+    // A slow command, interrupted: the turn ends interrupted and no process is left.
     let turn = client.result(
         "turn/start",
         json!({"threadId": thread_id, "input": [{"type": "text", "text": "sleep"}]}),
@@ -321,6 +385,15 @@ fn a_client_drives_turns_approvals_and_an_interrupt() {
     let completed = messages.last().unwrap();
     assert_eq!(completed["params"]["turn"]["status"], "interrupted", "{completed}");
     assert_eq!(processes_running(&format!("sleep {marker}")), 0, "the command survived");
+
+    // `cancel` declines the command and interrupts the turn.
+    client.result(
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "one more"}]}),
+    );
+    let messages = client.turn(|_| "cancel");
+    assert_eq!(messages.last().unwrap()["params"]["turn"]["status"], "interrupted");
+    assert!(!cwd.path().join("cancelled.txt").exists(), "the cancelled command ran");
 
     let status = client.finish();
     assert!(status.success(), "{status:?}");
