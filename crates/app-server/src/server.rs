@@ -158,6 +158,7 @@ impl Server {
             "thread/list" => ClientRequest::ThreadList(params(raw)?),
             "turn/start" => ClientRequest::TurnStart(params(raw)?),
             "turn/interrupt" => ClientRequest::TurnInterrupt(params(raw)?),
+            "thread/compact/start" => ClientRequest::ThreadCompactStart(params(raw)?),
             _ => {
                 return Err(RpcError::new(METHOD_NOT_FOUND, format!("method not found: {method}")));
             }
@@ -174,6 +175,9 @@ impl Server {
             (ClientRequest::ThreadList(params), true) => self.thread_list(&params),
             (ClientRequest::TurnStart(params), true) => self.turn_start(params),
             (ClientRequest::TurnInterrupt(params), true) => self.turn_interrupt(&params),
+            (ClientRequest::ThreadCompactStart(params), true) => {
+                self.thread_compact_start(&params.thread_id)
+            }
         }
     }
 
@@ -429,6 +433,22 @@ impl Server {
                 error: None,
             },
         })
+    }
+
+    fn thread_compact_start(&mut self, thread_id: &str) -> Result<Value, RpcError> {
+        let thread = self.threads.get_mut(thread_id).ok_or_else(|| not_loaded(thread_id))?;
+        if let Some(turn) = &thread.active_turn {
+            return Err(RpcError::invalid_request(format!(
+                "a turn is already running in this thread: {turn}"
+            )));
+        }
+        let turn_id = uuid::Uuid::now_v7().to_string();
+        thread
+            .control
+            .send(Control::Compact { turn_id: turn_id.clone() })
+            .map_err(|_| not_loaded(thread_id))?;
+        thread.active_turn = Some(turn_id);
+        ok(&crate::types::ThreadCompactStartResponse {})
     }
 
     fn turn_interrupt(&self, params: &TurnInterruptParams) -> Result<Value, RpcError> {

@@ -42,6 +42,11 @@ pub(crate) enum Control {
         /// The input as the client sent it, for the `userMessage` item.
         items: Vec<UserInput>,
     },
+    /// Compact the conversation now, as a turn with this id.
+    Compact {
+        /// The id the turn will have.
+        turn_id: String,
+    },
     /// Shut the agent down and end.
     Shutdown,
 }
@@ -131,6 +136,12 @@ impl Worker {
                         self.turn = Some(turn_id);
                         self.pending_input = items;
                         if agent.cmd.send(AgentCommand::Submit(input)).is_err() {
+                            self.end_turn(TurnStatus::Failed, Some("the agent stopped".into()));
+                        }
+                    }
+                    Ok(Control::Compact { turn_id }) => {
+                        self.turn = Some(turn_id);
+                        if agent.cmd.send(AgentCommand::Compact { focus: None }).is_err() {
                             self.end_turn(TurnStatus::Failed, Some("the agent stopped".into()));
                         }
                     }

@@ -60,6 +60,10 @@ pub enum ClientRequest {
     /// Stops the running turn; answered with `{}`, then `turn/completed` (`interrupted`).
     #[serde(rename = "turn/interrupt")]
     TurnInterrupt(TurnInterruptParams),
+    /// Compacts the thread's conversation now, as a turn of its own; answered with `{}`, then
+    /// `turn/started`, a `contextCompaction` item, `thread/compacted` and `turn/completed`.
+    #[serde(rename = "thread/compact/start")]
+    ThreadCompactStart(ThreadCompactStartParams),
 }
 
 /// The methods of `ClientRequest`.
@@ -71,6 +75,7 @@ pub const CLIENT_METHODS: &[&str] = &[
     "thread/list",
     "turn/start",
     "turn/interrupt",
+    "thread/compact/start",
 ];
 
 /// Who the client is.
@@ -302,6 +307,18 @@ pub struct TurnInterruptParams {
     /// The running turn.
     pub turn_id: String,
 }
+
+/// `thread/compact/start` params.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadCompactStartParams {
+    /// The thread.
+    pub thread_id: String,
+}
+
+/// `thread/compact/start` result: empty.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadCompactStartResponse {}
 
 /// `turn/interrupt` result: empty.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
@@ -855,6 +872,8 @@ struct Results {
     turn_start: TurnStartResponse,
     #[serde(rename = "turn/interrupt")]
     turn_interrupt: TurnInterruptResponse,
+    #[serde(rename = "thread/compact/start")]
+    thread_compact_start: ThreadCompactStartResponse,
     #[serde(rename = "item/commandExecution/requestApproval")]
     command_execution_request_approval: ApprovalResponse,
     #[serde(rename = "item/fileChange/requestApproval")]

@@ -246,7 +246,7 @@ pub(crate) enum Command {
     /// for editors and other programs that drive the agent.
     ///
     /// Methods: initialize (first), thread/start, thread/resume, thread/fork, thread/list
-    /// (cursor paging), turn/start, turn/interrupt. The server sends item, delta, token-usage,
+    /// (cursor paging), thread/compact/start, turn/start, turn/interrupt. The server sends item, delta, token-usage,
     /// compaction and error notifications, and asks the client to approve commands
     /// (item/commandExecution/requestApproval) and file changes (item/fileChange/requestApproval)
     /// with accept, acceptForSession, decline or cancel. The `-c`, `-p`, `-C`, `-s`, `-a` flags

@@ -408,7 +408,9 @@ fn threads_resume_fork_and_list_in_pages() {
             .reply(Reply::text("Noted."))
             .reply(Reply::text("Second."))
             .reply(Reply::text("The word was PELICAN."))
-            .reply(Reply::text("Forked answer.")),
+            .reply(Reply::text("Forked answer."))
+            .reply(Reply::text("SUMMARY-OF-FORK"))
+            .reply(Reply::text("Compacted answer.")),
     )
     .unwrap();
     let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
@@ -481,6 +483,25 @@ fn threads_resume_fork_and_list_in_pages() {
     assert!(body.contains("PELICAN") && body.contains("In the fork."), "{body}");
     let all = client.result("thread/list", json!({}));
     assert_eq!(all["data"].as_array().unwrap().len(), 3, "{all}");
+
+    // Compact the fork by hand: a turn of its own, whose summary replaces the history.
+    let result = client.result("thread/compact/start", json!({"threadId": fork_id}));
+    assert_eq!(result, json!({}));
+    let messages = client.turn(|_| "decline");
+    let names = methods(&messages);
+    assert!(names.contains(&"thread/compacted"), "{names:?}");
+    let compaction = with_method(&messages, "item/completed")
+        .into_iter()
+        .find(|m| m["params"]["item"]["type"] == "contextCompaction");
+    assert!(compaction.is_some(), "{messages:#?}");
+    assert_eq!(messages.last().unwrap()["params"]["turn"]["status"], "completed");
+    client.result(
+        "turn/start",
+        json!({"threadId": fork_id, "input": [{"type": "text", "text": "After compaction."}]}),
+    );
+    client.turn(|_| "decline");
+    let body = server.requests().last().unwrap().raw_body.clone();
+    assert!(body.contains("SUMMARY-OF-FORK") && body.contains("After compaction."), "{body}");
     assert!(client.finish().success());
 }
 
