@@ -74,8 +74,16 @@ pub fn serve(
     // It ends at the end of the client's input, which is also what ends the dispatcher, so
     // joining it at the end does not wait.
     let reader = spawn_named("app-server-reader", move || {
-        for line in input.lines() {
-            let Ok(line) = line else { break };
+        let mut input = input;
+        let mut bytes = Vec::new();
+        loop {
+            bytes.clear();
+            match input.read_until(b'\n', &mut bytes) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            // A line that is not UTF-8 is still a line: it gets its parse error answer.
+            let line = String::from_utf8_lossy(&bytes).into_owned();
             if line_tx.send(line).is_err() {
                 break;
             }

@@ -506,6 +506,42 @@ fn threads_resume_fork_and_list_in_pages() {
 }
 
 #[test]
+fn closing_stdin_mid_turn_stops_the_agent_and_its_command() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let marker = format!("{}.{}", 70 + std::process::id() % 9, std::process::id() % 1000);
+    let script = Script::new().reply(Reply::tool_call(
+        "c1",
+        "run_command",
+        json!({"command": format!("sleep {marker}")}),
+    ));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let mut client = Client::start(&run);
+    client.initialize();
+    let started = client.result(
+        "thread/start",
+        json!({"approvalPolicy": "never", "sandbox": "danger-full-access"}),
+    );
+    let thread_id = started["thread"]["id"].as_str().unwrap().to_owned();
+    client.result(
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "sleep"}]}),
+    );
+    let waited = std::time::Instant::now();
+    while processes_running(&format!("sleep {marker}")) == 0 {
+        assert!(waited.elapsed() < PATIENCE, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = client.finish();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(processes_running(&format!("sleep {marker}")), 0, "the command survived");
+    // The log was closed cleanly: the turn ended in it.
+    let out = crate::codecoder(home.path(), &["sessions", "validate", &thread_id]);
+    assert!(out.status.success(), "{}", stdout(&out));
+}
+
+#[test]
 fn handshake_rules_and_error_answers() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
@@ -551,6 +587,12 @@ fn handshake_rules_and_error_answers() {
     client.send_raw("{not json");
     let answer = client.answer_to(&Value::Null);
     assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    client.stdin.as_mut().unwrap().write_all(b"\xff\xfe{\n").unwrap();
+    let answer = client.answer_to(&Value::Null);
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    client.send_raw("[1, 2]");
+    let answer = client.answer_to(&Value::Null);
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
     client.send_raw(r#"{"jsonrpc":"2.0","id":99,"method":"thread/list","params":{}}"#);
     let answer = client.answer_to(&json!(99));
     assert!(answer["result"]["data"].is_array(), "{answer}");
