@@ -15,6 +15,7 @@
 //! input, every thread's agent is shut down (running commands killed) and joined before `serve`
 //! returns.
 
+mod history;
 mod server;
 mod thread;
 pub mod types;

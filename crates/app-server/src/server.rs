@@ -300,7 +300,13 @@ impl Server {
             cwd: cwd.clone(),
             cli_version: self.config.version.clone(),
             source: "appServer".to_owned(),
-            turns: Vec::new(),
+            // A resumed or forked thread shows its earlier turns, read back from its log.
+            turns: match (&request.start, session.agent.session_path()) {
+                (Start::Resume(_) | Start::Fork(_), Some(path)) => {
+                    crate::history::turns(path, &cwd)
+                }
+                _ => Vec::new(),
+            },
         };
         let modes = session.modes;
         let response = ThreadStartResponse {

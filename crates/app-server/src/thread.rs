@@ -77,11 +77,11 @@ pub(crate) enum Internal {
 }
 
 /// A tool call's item while it is open.
-struct OpenTool {
-    item: ThreadItem,
-    started: Option<Instant>,
+pub(crate) struct OpenTool {
+    pub(crate) item: ThreadItem,
+    pub(crate) started: Option<Instant>,
     /// The client was asked to approve it.
-    asked: bool,
+    pub(crate) asked: bool,
 }
 
 /// The translation state of one thread.
@@ -454,11 +454,18 @@ impl Worker {
     /// The item a tool call becomes, in progress.
     fn tool_item(&mut self, call: &ToolCall) -> ThreadItem {
         let id = self.item_id();
+        tool_item(id, call, &self.cwd)
+    }
+}
+
+/// The item a tool call becomes, in progress.
+pub(crate) fn tool_item(id: String, call: &ToolCall, cwd: &str) -> ThreadItem {
+    {
         match call.name.as_str() {
             "run_command" => ThreadItem::CommandExecution {
                 id,
                 command: command_of(call),
-                cwd: self.cwd.clone(),
+                cwd: cwd.to_owned(),
                 status: ItemStatus::InProgress,
                 command_actions: Vec::new(),
                 aggregated_output: None,
@@ -483,7 +490,7 @@ impl Worker {
     }
 }
 
-fn turn(id: String, status: TurnStatus, error: Option<TurnError>) -> Turn {
+pub(crate) fn turn(id: String, status: TurnStatus, error: Option<TurnError>) -> Turn {
     Turn { id, items: Vec::new(), status, error }
 }
 
@@ -555,7 +562,7 @@ fn file_changes(call: &ToolCall) -> Vec<FileUpdateChange> {
 }
 
 /// An open tool item, completed with its call's result.
-fn finish(open: OpenTool, result: &Result<ToolResult, ToolError>) -> ThreadItem {
+pub(crate) fn finish(open: OpenTool, result: &Result<ToolResult, ToolError>) -> ThreadItem {
     let ok = matches!(result, Ok(r) if r.status == ToolResultStatus::Success);
     let status = match result {
         _ if ok => ItemStatus::Completed,

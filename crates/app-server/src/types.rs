@@ -349,8 +349,9 @@ pub struct Thread {
     pub cli_version: String,
     /// Who started it: `appServer`.
     pub source: String,
-    /// The turns run since the thread was loaded in this server (a listed or resumed thread's
-    /// earlier turns are in its log, not here).
+    /// A resumed or forked thread's earlier turns, read back from its log, with their items
+    /// (ids `log_item_N`; a turn's id is its number in the log). Empty in `thread/list` and for
+    /// a new thread.
     pub turns: Vec<Turn>,
 }
 

@@ -397,6 +397,29 @@ fn a_client_drives_turns_approvals_and_an_interrupt() {
 
     let status = client.finish();
     assert!(status.success(), "{status:?}");
+
+    // Resumed in a new server, the thread shows its turns as the log has them.
+    let mut client = Client::start(&run);
+    client.initialize();
+    let resumed = client.result("thread/resume", json!({"threadId": thread_id}));
+    let turns = resumed["thread"]["turns"].as_array().unwrap();
+    let statuses: Vec<&str> = turns.iter().map(|t| t["status"].as_str().unwrap()).collect();
+    assert_eq!(
+        statuses,
+        ["completed", "completed", "completed", "interrupted", "interrupted"],
+        "{resumed}"
+    );
+    let command_status = |turn: &Value| {
+        turn["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|item| item["type"] == "commandExecution")
+            .map(|item| item["status"].clone())
+    };
+    assert_eq!(command_status(&turns[0]), Some(json!("completed")), "{}", turns[0]);
+    assert_eq!(command_status(&turns[1]), Some(json!("declined")), "{}", turns[1]);
+    assert!(client.finish().success());
 }
 
 #[test]
@@ -453,6 +476,19 @@ fn threads_resume_fork_and_list_in_pages() {
     // Resume the first thread: the next request holds its earlier turn.
     let resumed = client.result("thread/resume", json!({"threadId": ids[0]}));
     assert_eq!(resumed["thread"]["id"], ids[0].as_str());
+    let turns = resumed["thread"]["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 1, "{resumed}");
+    assert_eq!(turns[0]["status"], "completed");
+    let items: Vec<(&str, &Value)> = turns[0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| (item["type"].as_str().unwrap(), item))
+        .collect();
+    assert_eq!(items[0].0, "userMessage", "{resumed}");
+    assert_eq!(items[0].1["content"][0]["text"], "Remember the word PELICAN.");
+    assert_eq!(items[1].0, "agentMessage", "{resumed}");
+    assert_eq!(items[1].1["text"], "Noted.");
     let again = client.result("thread/resume", json!({"threadId": ids[0]}));
     assert_eq!(again["thread"]["id"], ids[0].as_str(), "a loaded thread resumes as it is");
     client.result(
