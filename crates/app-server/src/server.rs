@@ -210,8 +210,10 @@ impl Server {
     }
 
     fn thread_resume(&mut self, params: ThreadResumeParams) -> Result<Value, RpcError> {
-        if let Some(loaded) = self.threads.get(&params.thread_id) {
-            return ok(&loaded.response);
+        // A loaded thread (by id or unique prefix) is answered as it is: its log is ours.
+        let mut loaded = self.threads.iter().filter(|(id, _)| id.starts_with(&params.thread_id));
+        if let (Some((_, thread)), None) = (loaded.next(), loaded.next()) {
+            return ok(&thread.response);
         }
         let summary = summary_of(&params.thread_id);
         let cwd = params.cwd.clone().or_else(|| summary.as_ref().map(|s| s.cwd.clone()));
@@ -499,6 +501,7 @@ impl Server {
             }
             Internal::Closed { thread_id } => {
                 self.threads.remove(&thread_id);
+                self.pending.retain(|_, pending| pending.thread_id != thread_id);
             }
         }
     }

@@ -489,7 +489,7 @@ fn threads_resume_fork_and_list_in_pages() {
     assert_eq!(items[0].1["content"][0]["text"], "Remember the word PELICAN.");
     assert_eq!(items[1].0, "agentMessage", "{resumed}");
     assert_eq!(items[1].1["text"], "Noted.");
-    let again = client.result("thread/resume", json!({"threadId": ids[0]}));
+    let again = client.result("thread/resume", json!({"threadId": &ids[0][..24]}));
     assert_eq!(again["thread"]["id"], ids[0].as_str(), "a loaded thread resumes as it is");
     client.result(
         "turn/start",
