@@ -72,7 +72,7 @@ pub(crate) fn turns(path: &Path, cwd: &str) -> Vec<Turn> {
                             let item = tool_item(item_id(), call, cwd);
                             open.insert(
                                 call.id.clone(),
-                                OpenTool { item, started: None, asked: false },
+                                OpenTool { item, started_at_ms: 0, started: None, asked: false },
                             );
                             continue;
                         }

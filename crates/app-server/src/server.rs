@@ -26,9 +26,9 @@ use crate::types::{
     ApprovalDecision, ApprovalResponse, AskForApproval, ClientRequest, InitializeParams,
     InitializeResponse, RequestId, SandboxMode, SandboxPolicy, ServerNotification,
     ServerRequestResolvedNotification, Thread, ThreadListParams, ThreadListResponse,
-    ThreadResumeParams, ThreadStartParams, ThreadStartResponse, ThreadStartedNotification, Turn,
-    TurnInterruptParams, TurnInterruptResponse, TurnStartParams, TurnStartResponse, TurnStatus,
-    UserInput, WarningNotification,
+    ThreadResumeParams, ThreadStartParams, ThreadStartResponse, ThreadStartedNotification,
+    ThreadStatus, Turn, TurnInterruptParams, TurnInterruptResponse, TurnStartParams,
+    TurnStartResponse, TurnStatus, UserInput, WarningNotification,
 };
 use crate::wire::{INTERNAL_ERROR, Incoming, METHOD_NOT_FOUND, RpcError, params, to_value};
 use crate::writer::WriterMsg;
@@ -188,7 +188,13 @@ impl Server {
         {
             self.send(WriterMsg::OptOut(methods));
         }
-        ok(&InitializeResponse { user_agent: format!("codecoder/{}", self.config.version) })
+        let home = codecoder_app::home().map_err(app_error)?;
+        ok(&InitializeResponse {
+            user_agent: format!("codecoder/{}", self.config.version),
+            codex_home: home.to_string_lossy().into_owned(),
+            platform_family: std::env::consts::FAMILY.to_owned(),
+            platform_os: std::env::consts::OS.to_owned(),
+        })
     }
 
     fn thread_start(&mut self, params: ThreadStartParams) -> Result<Value, RpcError> {
@@ -212,8 +218,10 @@ impl Server {
     fn thread_resume(&mut self, params: ThreadResumeParams) -> Result<Value, RpcError> {
         // A loaded thread (by id or unique prefix) is answered as it is: its log is ours.
         let mut loaded = self.threads.iter().filter(|(id, _)| id.starts_with(&params.thread_id));
-        if let (Some((_, thread)), None) = (loaded.next(), loaded.next()) {
-            return ok(&thread.response);
+        if let (Some((id, thread)), None) = (loaded.next(), loaded.next()) {
+            let mut response = thread.response.clone();
+            response.thread.status = self.status(id);
+            return ok(&response);
         }
         let summary = summary_of(&params.thread_id);
         let cwd = params.cwd.clone().or_else(|| summary.as_ref().map(|s| s.cwd.clone()));
@@ -302,6 +310,10 @@ impl Server {
             cwd: cwd.clone(),
             cli_version: self.config.version.clone(),
             source: "appServer".to_owned(),
+            ephemeral: request.ephemeral,
+            session_id: thread_id.clone(),
+            project_id: None,
+            status: ThreadStatus::Idle,
             // A resumed or forked thread shows its earlier turns, read back from its log.
             turns: match (&request.start, session.agent.session_path()) {
                 (Start::Resume(_) | Start::Fork(_), Some(path)) => {
@@ -316,6 +328,7 @@ impl Server {
             model: session.model.clone(),
             model_provider: session.provider_id.clone(),
             cwd: cwd.clone(),
+            approvals_reviewer: "user".to_owned(),
             approval_policy: match modes.approval {
                 ApprovalMode::Untrusted => AskForApproval::Untrusted,
                 ApprovalMode::OnRequest => AskForApproval::OnRequest,
@@ -360,6 +373,17 @@ impl Server {
         Ok(response)
     }
 
+    /// Whether the thread is loaded here, and running a turn.
+    fn status(&self, thread_id: &str) -> ThreadStatus {
+        match self.threads.get(thread_id) {
+            None => ThreadStatus::NotLoaded,
+            Some(LoadedThread { active_turn: None, .. }) => ThreadStatus::Idle,
+            Some(LoadedThread { active_turn: Some(_), .. }) => {
+                ThreadStatus::Active { active_flags: Vec::new() }
+            }
+        }
+    }
+
     fn thread_list(&self, params: &ThreadListParams) -> Result<Value, RpcError> {
         let limit = params.limit.unwrap_or(DEFAULT_PAGE);
         if limit == 0 {
@@ -399,6 +423,10 @@ impl Server {
                 cwd: s.cwd.clone(),
                 cli_version: self.config.version.clone(),
                 source: "appServer".to_owned(),
+                ephemeral: false,
+                session_id: s.id.clone(),
+                project_id: None,
+                status: self.status(&s.id),
                 turns: Vec::new(),
             })
             .collect();

@@ -4,9 +4,9 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use crate::types::{
-    ApprovalDecision, ApprovalResponse, CommandExecutionRequestApprovalParams, ItemNotification,
-    ItemStatus, RequestId, ServerNotification, ServerRequest, ThreadItem, ThreadStartParams,
-    TurnStartParams, UserInput,
+    ApprovalDecision, ApprovalResponse, CommandExecutionRequestApprovalParams,
+    ItemCompletedNotification, ItemStatus, RequestId, ServerNotification, ServerRequest,
+    ThreadItem, ThreadStartParams, TurnStartParams, UserInput,
 };
 use crate::wire::{
     DecodeError, INVALID_PARAMS, INVALID_REQUEST, Incoming, Outgoing, PARSE_ERROR, RpcError,
@@ -74,18 +74,20 @@ fn output_has_no_jsonrpc_field_and_one_line() {
         error: RpcError::new(PARSE_ERROR, "parse error: x\ny"),
     });
     assert_eq!(line, r#"{"error":{"code":-32700,"message":"parse error: x\ny"},"id":null}"#);
-    let line =
-        encode(&Outgoing::Notification(ServerNotification::ItemCompleted(ItemNotification {
+    let line = encode(&Outgoing::Notification(ServerNotification::ItemCompleted(
+        ItemCompletedNotification {
             item: ThreadItem::AgentMessage { id: "item_0".into(), text: "hi".into() },
             thread_id: "t".into(),
             turn_id: "u".into(),
-        })));
+            completed_at_ms: 5,
+        },
+    )));
     let value: serde_json::Value = serde_json::from_str(&line).unwrap();
     assert_eq!(
         value,
         json!({"method": "item/completed", "params": {
             "item": {"type": "agentMessage", "id": "item_0", "text": "hi"},
-            "threadId": "t", "turnId": "u"}})
+            "threadId": "t", "turnId": "u", "completedAtMs": 5}})
     );
     let line = encode(&Outgoing::Request {
         id: RequestId::Integer(0),
@@ -94,6 +96,7 @@ fn output_has_no_jsonrpc_field_and_one_line() {
                 thread_id: "t".into(),
                 turn_id: "u".into(),
                 item_id: "item_1".into(),
+                started_at_ms: 5,
                 reason: None,
                 command: Some("ls".into()),
                 cwd: None,

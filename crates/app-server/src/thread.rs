@@ -23,11 +23,11 @@ use serde_json::Value;
 
 use crate::types::{
     CommandExecutionRequestApprovalParams, CompactedNotification, DeltaNotification,
-    ErrorNotification, FileChangeRequestApprovalParams, FileUpdateChange, ItemNotification,
-    ItemStatus, PatchChangeKind, ServerNotification, ServerRequest, ThreadItem, ThreadTokenUsage,
-    TokenUsageBreakdown, TokenUsageNotification, ToolCallRequestApprovalParams,
-    ToolOutputContentItem, Turn, TurnError, TurnNotification, TurnStatus, UserInput,
-    WarningNotification,
+    ErrorNotification, FileChangeRequestApprovalParams, FileUpdateChange,
+    ItemCompletedNotification, ItemStartedNotification, ItemStatus, PatchChangeKind,
+    ServerNotification, ServerRequest, ThreadItem, ThreadTokenUsage, TokenUsageBreakdown,
+    TokenUsageNotification, ToolCallRequestApprovalParams, ToolOutputContentItem, Turn, TurnError,
+    TurnNotification, TurnStatus, UserInput, WarningNotification, now_ms,
 };
 use crate::writer::WriterMsg;
 
@@ -79,6 +79,8 @@ pub(crate) enum Internal {
 /// A tool call's item while it is open.
 pub(crate) struct OpenTool {
     pub(crate) item: ThreadItem,
+    /// When `item/started` was sent, in Unix milliseconds.
+    pub(crate) started_at_ms: i64,
     pub(crate) started: Option<Instant>,
     /// The client was asked to approve it.
     pub(crate) asked: bool,
@@ -184,16 +186,22 @@ impl Worker {
         self.turn.clone().unwrap_or_default()
     }
 
-    fn item_notification(&self, item: ThreadItem) -> ItemNotification {
-        ItemNotification { item, thread_id: self.thread_id.clone(), turn_id: self.turn_id() }
-    }
-
     fn started(&self, item: ThreadItem) {
-        self.notify(ServerNotification::ItemStarted(self.item_notification(item)));
+        self.notify(ServerNotification::ItemStarted(ItemStartedNotification {
+            item,
+            thread_id: self.thread_id.clone(),
+            turn_id: self.turn_id(),
+            started_at_ms: now_ms(),
+        }));
     }
 
     fn completed(&self, item: ThreadItem) {
-        self.notify(ServerNotification::ItemCompleted(self.item_notification(item)));
+        self.notify(ServerNotification::ItemCompleted(ItemCompletedNotification {
+            item,
+            thread_id: self.thread_id.clone(),
+            turn_id: self.turn_id(),
+            completed_at_ms: now_ms(),
+        }));
     }
 
     fn delta(&self, item_id: &str, delta: &str) -> DeltaNotification {
@@ -220,22 +228,23 @@ impl Worker {
         match event.kind {
             AgentEventKind::ApprovalRequest(request) => {
                 self.flush_text();
-                let item_id = match self.tools.get_mut(&request.call.id) {
+                let (item_id, started_at_ms) = match self.tools.get_mut(&request.call.id) {
                     Some(open) => {
                         open.asked = true;
-                        open.item.id().to_owned()
+                        (open.item.id().to_owned(), open.started_at_ms)
                     }
                     None if root => {
                         let item = self.tool_item(&request.call);
                         let id = item.id().to_owned();
                         self.started(item.clone());
+                        let started_at_ms = now_ms();
                         self.tools.insert(
                             request.call.id.clone(),
-                            OpenTool { item, started: None, asked: true },
+                            OpenTool { item, started_at_ms, started: None, asked: true },
                         );
-                        id
+                        (id, started_at_ms)
                     }
-                    None => request.call.id.to_string(),
+                    None => (request.call.id.to_string(), now_ms()),
                 };
                 let thread_id = self.thread_id.clone();
                 let turn_id = self.turn_id();
@@ -247,6 +256,7 @@ impl Worker {
                             thread_id: thread_id.clone(),
                             turn_id,
                             item_id,
+                            started_at_ms,
                             reason,
                             command: Some(command_of(call)),
                             cwd: Some(self.cwd.clone()),
@@ -257,6 +267,7 @@ impl Worker {
                             thread_id: thread_id.clone(),
                             turn_id,
                             item_id,
+                            started_at_ms,
                             reason,
                         })
                     }
@@ -264,6 +275,7 @@ impl Worker {
                         thread_id: thread_id.clone(),
                         turn_id,
                         item_id,
+                        started_at_ms,
                         tool: call.name.clone(),
                         arguments: call.args.clone(),
                         reason,
@@ -349,7 +361,12 @@ impl Worker {
                 self.started(item.clone());
                 self.tools.insert(
                     call.id,
-                    OpenTool { item, started: Some(Instant::now()), asked: false },
+                    OpenTool {
+                        item,
+                        started_at_ms: now_ms(),
+                        started: Some(Instant::now()),
+                        asked: false,
+                    },
                 );
             }
             AgentEventKind::ToolOutputDelta { call_id, chunk, .. } => {

@@ -120,6 +120,12 @@ pub struct InitializeParams {
 pub struct InitializeResponse {
     /// `codecoder/VERSION`.
     pub user_agent: String,
+    /// The server's home directory (`$CODECODER_HOME`; codex names it after its own).
+    pub codex_home: String,
+    /// `unix` or `windows`.
+    pub platform_family: String,
+    /// The operating system (`linux`, `macos`, …).
+    pub platform_os: String,
 }
 
 /// When the person is asked before a call runs (kebab-case, as codex spells it).
@@ -224,6 +230,8 @@ pub struct ThreadStartResponse {
     pub cwd: String,
     /// The approval policy in force.
     pub approval_policy: AskForApproval,
+    /// Who answers approval requests: always `user` (the client).
+    pub approvals_reviewer: String,
     /// The sandbox in force.
     pub sandbox: SandboxPolicy,
 }
@@ -349,10 +357,34 @@ pub struct Thread {
     pub cli_version: String,
     /// Who started it: `appServer`.
     pub source: String,
+    /// Kept without a session log.
+    pub ephemeral: bool,
+    /// The session tree it belongs to: its own id (subagents have logs of their own).
+    pub session_id: String,
+    /// Always `null`: threads are not assigned to projects.
+    pub project_id: Option<String>,
+    /// Whether it is loaded in this server, and running a turn.
+    pub status: ThreadStatus,
     /// A resumed or forked thread's earlier turns, read back from its log, with their items
     /// (ids `log_item_N`; a turn's id is its number in the log). Empty in `thread/list` and for
     /// a new thread.
     pub turns: Vec<Turn>,
+}
+
+/// Whether a thread is loaded in this server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ThreadStatus {
+    /// Only in the log.
+    NotLoaded,
+    /// Loaded, no turn running.
+    Idle,
+    /// Loaded, running a turn.
+    #[serde(rename_all = "camelCase")]
+    Active {
+        /// What it waits for (none are reported).
+        active_flags: Vec<String>,
+    },
 }
 
 /// How a turn stands.
@@ -559,10 +591,10 @@ pub enum ServerNotification {
     TurnCompleted(TurnNotification),
     /// An item began.
     #[serde(rename = "item/started")]
-    ItemStarted(ItemNotification),
+    ItemStarted(ItemStartedNotification),
     /// An item ended.
     #[serde(rename = "item/completed")]
-    ItemCompleted(ItemNotification),
+    ItemCompleted(ItemCompletedNotification),
     /// More of an agent message's text.
     #[serde(rename = "item/agentMessage/delta")]
     AgentMessageDelta(DeltaNotification),
@@ -628,16 +660,32 @@ pub struct TurnNotification {
     pub turn: Turn,
 }
 
-/// `item/started` and `item/completed`.
+/// `item/started`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ItemNotification {
+pub struct ItemStartedNotification {
     /// The item.
     pub item: ThreadItem,
     /// The thread.
     pub thread_id: String,
     /// The turn.
     pub turn_id: String,
+    /// When it started, in Unix milliseconds.
+    pub started_at_ms: i64,
+}
+
+/// `item/completed`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemCompletedNotification {
+    /// The item.
+    pub item: ThreadItem,
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// When it completed, in Unix milliseconds.
+    pub completed_at_ms: i64,
 }
 
 /// `item/*/delta`: more text of an item.
@@ -768,6 +816,8 @@ pub struct CommandExecutionRequestApprovalParams {
     pub turn_id: String,
     /// The `commandExecution` item.
     pub item_id: String,
+    /// When the item started, in Unix milliseconds.
+    pub started_at_ms: i64,
     /// Why the person is asked (the rule, or the sandbox denial a retry would pass).
     pub reason: Option<String>,
     /// The command.
@@ -786,6 +836,8 @@ pub struct FileChangeRequestApprovalParams {
     pub turn_id: String,
     /// The `fileChange` item.
     pub item_id: String,
+    /// When the item started, in Unix milliseconds.
+    pub started_at_ms: i64,
     /// Why the person is asked.
     pub reason: Option<String>,
 }
@@ -800,6 +852,8 @@ pub struct ToolCallRequestApprovalParams {
     pub turn_id: String,
     /// The `dynamicToolCall` item.
     pub item_id: String,
+    /// When the item started, in Unix milliseconds.
+    pub started_at_ms: i64,
     /// The tool.
     pub tool: String,
     /// Its arguments.
@@ -881,6 +935,13 @@ struct Results {
     file_change_request_approval: ApprovalResponse,
     #[serde(rename = "item/toolCall/requestApproval")]
     tool_call_request_approval: ApprovalResponse,
+}
+
+/// Now, in Unix milliseconds.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// The protocol's JSON Schema (`schema/app-server.schema.json`).

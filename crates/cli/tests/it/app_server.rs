@@ -25,6 +25,10 @@ struct Client {
     /// Messages read while waiting for another one, in order.
     backlog: Vec<Value>,
     next_id: i64,
+    /// Everything the server wrote, in order.
+    transcript: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+    /// The method of each request the client sent, by id.
+    sent: std::collections::HashMap<i64, String>,
 }
 
 impl Client {
@@ -39,6 +43,8 @@ impl Client {
         let stdin = child.stdin.take();
         let out = child.stdout.take().unwrap();
         let (tx, lines) = crossbeam_channel::unbounded();
+        let transcript = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = std::sync::Arc::clone(&transcript);
         std::thread::spawn(move || {
             for line in BufReader::new(out).lines() {
                 let Ok(line) = line else { break };
@@ -46,12 +52,21 @@ impl Client {
                     .unwrap_or_else(|err| panic!("not a JSON line ({err}): {line}"));
                 assert!(value.get("jsonrpc").is_none(), "{line}");
                 conforms(&value);
+                record.lock().unwrap().push(value.clone());
                 if tx.send(value).is_err() {
                     break;
                 }
             }
         });
-        Self { child, stdin, lines, backlog: Vec::new(), next_id: 1 }
+        Self {
+            child,
+            stdin,
+            lines,
+            backlog: Vec::new(),
+            next_id: 1,
+            transcript,
+            sent: std::collections::HashMap::new(),
+        }
     }
 
     fn send(&mut self, message: &Value) {
@@ -77,6 +92,7 @@ impl Client {
     fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
+        self.sent.insert(id, method.to_owned());
         self.send(&json!({"id": id, "method": method, "params": params}));
         self.answer_to(&json!(id))
     }
@@ -164,6 +180,75 @@ fn conforms(message: &Value) {
     let reparsed =
         reparsed.unwrap_or_else(|err| panic!("{method} does not fit its type: {err}: {message}"));
     assert_eq!(reparsed, body, "{method} has fields its type does not");
+}
+
+/// The pinned npm packages (`.ci/run` installs them): `None` skips the check with a note,
+/// except under CI, where their absence fails.
+#[allow(clippy::print_stderr)] // Says why a check is skipped.
+fn npm_dir() -> Option<std::path::PathBuf> {
+    use codecoder_protocol::env;
+    match std::env::var_os(env::CODECODER_TEST_NPM) {
+        Some(dir) => Some(std::path::PathBuf::from(dir)),
+        None if std::env::var(env::CI).is_ok_and(|v| v == "true") => {
+            panic!("{} is not set: .ci/run installs the npm test packages", env::CODECODER_TEST_NPM)
+        }
+        None => {
+            eprintln!("skipped the codex schema check: {} is not set", env::CODECODER_TEST_NPM);
+            None
+        }
+    }
+}
+
+impl Client {
+    /// Every message the server wrote fits the JSON Schema codex's own binary generates for its
+    /// app-server protocol (the `@openai/codex` package the codex SDK brings), checked with ajv.
+    fn check_against_codex(&self) {
+        let Some(npm) = npm_dir() else { return };
+        let work = tempfile::tempdir().unwrap();
+        let schema = work.path().join("schema");
+        let out = std::process::Command::new("node")
+            .arg(npm.join("node_modules/@openai/codex/bin/codex.js"))
+            .args(["app-server", "generate-json-schema", "--out"])
+            .arg(&schema)
+            .env("HOME", work.path())
+            .env("CODEX_HOME", work.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let mut lines = String::new();
+        for message in self.transcript.lock().unwrap().iter() {
+            let (kind, method, value) = match message.get("method") {
+                Some(method) if message.get("id").is_some() => ("request", method.clone(), message),
+                Some(method) => ("notification", method.clone(), message),
+                None => {
+                    let Some(id) = message["id"].as_i64() else { continue };
+                    if message.get("result").is_none() {
+                        continue;
+                    }
+                    ("response", json!(self.sent[&id]), &message["result"])
+                }
+            };
+            lines.push_str(&json!({"kind": kind, "method": method, "value": value}).to_string());
+            lines.push('\n');
+        }
+        let transcript = work.path().join("transcript.jsonl");
+        std::fs::write(&transcript, lines).unwrap();
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/it/fixtures/app_server_schema.mjs");
+        let out = std::process::Command::new("node")
+            .arg(script)
+            .arg(&npm)
+            .arg(&schema)
+            .arg(&transcript)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "messages that do not fit codex's schema:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 fn is_answer(message: &Value, id: &Value) -> bool {
@@ -395,6 +480,7 @@ fn a_client_drives_turns_approvals_and_an_interrupt() {
     assert_eq!(messages.last().unwrap()["params"]["turn"]["status"], "interrupted");
     assert!(!cwd.path().join("cancelled.txt").exists(), "the cancelled command ran");
 
+    client.check_against_codex();
     let status = client.finish();
     assert!(status.success(), "{status:?}");
 
@@ -419,6 +505,7 @@ fn a_client_drives_turns_approvals_and_an_interrupt() {
     };
     assert_eq!(command_status(&turns[0]), Some(json!("completed")), "{}", turns[0]);
     assert_eq!(command_status(&turns[1]), Some(json!("declined")), "{}", turns[1]);
+    client.check_against_codex();
     assert!(client.finish().success());
 }
 
@@ -538,6 +625,7 @@ fn threads_resume_fork_and_list_in_pages() {
     client.turn(|_| "decline");
     let body = server.requests().last().unwrap().raw_body.clone();
     assert!(body.contains("SUMMARY-OF-FORK") && body.contains("After compaction."), "{body}");
+    client.check_against_codex();
     assert!(client.finish().success());
 }
 
