@@ -25,9 +25,10 @@ use crate::types::{
     CommandExecutionRequestApprovalParams, CompactedNotification, DeltaNotification,
     ErrorNotification, FileChangeRequestApprovalParams, FileUpdateChange,
     ItemCompletedNotification, ItemStartedNotification, ItemStatus, PatchChangeKind,
-    ServerNotification, ServerRequest, ThreadItem, ThreadTokenUsage, TokenUsageBreakdown,
-    TokenUsageNotification, ToolCallRequestApprovalParams, ToolOutputContentItem, Turn, TurnError,
-    TurnNotification, TurnStatus, UserInput, WarningNotification, now_ms,
+    ReasoningTextDeltaNotification, ServerNotification, ServerRequest, ThreadItem,
+    ThreadTokenUsage, TokenUsageBreakdown, TokenUsageNotification, ToolCallRequestApprovalParams,
+    ToolOutputContentItem, Turn, TurnError, TurnNotification, TurnStatus, UserInput,
+    WarningNotification, now_ms,
 };
 use crate::writer::WriterMsg;
 
@@ -346,7 +347,17 @@ impl Worker {
                         id
                     }
                 };
-                self.notify(ServerNotification::ReasoningTextDelta(self.delta(&id, &delta)));
+                let DeltaNotification { thread_id, turn_id, item_id, delta: text } =
+                    self.delta(&id, &delta);
+                self.notify(ServerNotification::ReasoningTextDelta(
+                    ReasoningTextDeltaNotification {
+                        thread_id,
+                        turn_id,
+                        item_id,
+                        delta: text,
+                        content_index: 0,
+                    },
+                ));
                 if let Some((_, text)) = &mut self.reasoning {
                     text.push_str(&delta);
                 }

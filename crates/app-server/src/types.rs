@@ -600,7 +600,7 @@ pub enum ServerNotification {
     AgentMessageDelta(DeltaNotification),
     /// More of a reasoning item's text.
     #[serde(rename = "item/reasoning/textDelta")]
-    ReasoningTextDelta(DeltaNotification),
+    ReasoningTextDelta(ReasoningTextDeltaNotification),
     /// More of a running command's output.
     #[serde(rename = "item/commandExecution/outputDelta")]
     CommandExecutionOutputDelta(DeltaNotification),
@@ -700,6 +700,22 @@ pub struct DeltaNotification {
     pub item_id: String,
     /// The new text.
     pub delta: String,
+}
+
+/// `item/reasoning/textDelta`: more reasoning text.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReasoningTextDeltaNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// The item.
+    pub item_id: String,
+    /// The new text.
+    pub delta: String,
+    /// Which part of the item's `content` it extends (always 0: one part per item).
+    pub content_index: i64,
 }
 
 /// Token counts.

@@ -518,12 +518,14 @@ fn threads_resume_fork_and_list_in_pages() {
             .reply(Reply::text("Noted."))
             .reply(Reply::text("Second."))
             .reply(Reply::text("The word was PELICAN."))
-            .reply(Reply::text("Forked answer."))
+            .reply(Reply::tool_call("r1", "read_file", json!({"path": "notes.txt"})))
+            .reply(Reply::text("Forked answer.").reasoning("The notes say hello."))
             .reply(Reply::text("SUMMARY-OF-FORK"))
             .reply(Reply::text("Compacted answer.")),
     )
     .unwrap();
     let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    std::fs::write(cwd.path().join("notes.txt"), "hello\n").unwrap();
 
     // One server: two threads with a turn each.
     let mut client = Client::start(&run);
@@ -602,6 +604,18 @@ fn threads_resume_fork_and_list_in_pages() {
             .any(|m| m["params"]["thread"]["id"] == fork_id.as_str()),
         "{messages:#?}"
     );
+    // Tools that are neither commands nor edits are dynamic tool calls; reasoning streams too.
+    let completed: Vec<&Value> = with_method(&messages, "item/completed")
+        .into_iter()
+        .map(|m| &m["params"]["item"])
+        .collect();
+    let read = completed.iter().find(|i| i["type"] == "dynamicToolCall").unwrap();
+    assert_eq!(read["tool"], "read_file");
+    assert_eq!(read["status"], "completed", "{read}");
+    assert!(read["contentItems"][0]["text"].as_str().unwrap().contains("hello"), "{read}");
+    let reasoning = completed.iter().find(|i| i["type"] == "reasoning").unwrap();
+    assert_eq!(reasoning["content"], json!(["The notes say hello."]));
+    assert!(!with_method(&messages, "item/reasoning/textDelta").is_empty());
     let body = server.requests().last().unwrap().raw_body.clone();
     assert!(body.contains("PELICAN") && body.contains("In the fork."), "{body}");
     let all = client.result("thread/list", json!({}));
