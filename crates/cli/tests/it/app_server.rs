@@ -225,7 +225,9 @@ impl Client {
                     if message.get("result").is_none() {
                         continue;
                     }
-                    ("response", json!(self.sent[&id]), &message["result"])
+                    // Requests sent raw (not through `request`) are not checked.
+                    let Some(method) = self.sent.get(&id) else { continue };
+                    ("response", json!(method), &message["result"])
                 }
             };
             lines.push_str(&json!({"kind": kind, "method": method, "value": value}).to_string());
@@ -683,7 +685,9 @@ fn closing_stdin_mid_turn_stops_the_agent_and_its_command() {
 fn handshake_rules_and_error_answers() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
-    let server = FakeModelServer::start(Script::new()).unwrap();
+    // The model refuses the one request: the turn fails.
+    let refusal = codecoder_test_support::Fault::status(400).message("no such model here");
+    let server = FakeModelServer::start(Script::new().reply(refusal)).unwrap();
     let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
     let mut client = Client::start(&run);
 
@@ -721,6 +725,23 @@ fn handshake_rules_and_error_answers() {
     assert_eq!(error["code"], -32602, "{error}");
     assert!(error["message"].as_str().unwrap().contains("missing.png"), "{error}");
 
+    // A turn the model cannot serve fails with an `error` notification and says why.
+    client.result(
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "hello"}]}),
+    );
+    let messages = client.turn(|_| "decline");
+    let completed = messages.last().unwrap();
+    assert_eq!(completed["params"]["turn"]["status"], "failed", "{completed}");
+    let errors = with_method(&messages, "error");
+    let failure = errors.last().expect("an error notification");
+    assert_eq!(failure["params"]["willRetry"], false, "{failure}");
+    assert_eq!(
+        failure["params"]["error"]["message"], completed["params"]["turn"]["error"]["message"],
+        "{failure}"
+    );
+    assert!(completed["params"]["turn"]["error"]["message"].as_str().unwrap().contains("400"));
+
     // Lines that are not messages: answered with a null id, and the server goes on.
     client.send_raw("{not json");
     let answer = client.answer_to(&Value::Null);
@@ -734,6 +755,7 @@ fn handshake_rules_and_error_answers() {
     client.send_raw(r#"{"jsonrpc":"2.0","id":99,"method":"thread/list","params":{}}"#);
     let answer = client.answer_to(&json!(99));
     assert!(answer["result"]["data"].is_array(), "{answer}");
+    client.check_against_codex();
     assert!(client.finish().success());
 
     let out = run.run(&["app-server", "--listen", "ws://127.0.0.1:4500"], "");
