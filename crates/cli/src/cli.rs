@@ -265,6 +265,19 @@ pub(crate) enum Command {
     ///                 (for example in .vscode/mcp.json or .cursor/mcp.json)
     #[command(name = "mcp-server", verbatim_doc_comment)]
     McpServer(McpServerArgs),
+    /// Serve codex's app-server protocol (JSON-RPC 2.0, one message per line) on stdin/stdout,
+    /// for editors and other programs that drive the agent.
+    ///
+    /// Methods: initialize (first), thread/start, thread/resume, thread/fork, thread/list
+    /// (cursor paging), thread/compact/start, turn/start, turn/interrupt. The server sends item, delta, token-usage,
+    /// compaction and error notifications, and asks the client to approve commands
+    /// (item/commandExecution/requestApproval) and file changes (item/fileChange/requestApproval)
+    /// with accept, acceptForSession, decline or cancel. The `-c`, `-p`, `-C`, `-s`, `-a` flags
+    /// are the defaults of every thread; a thread's own params win. The JSON Schema is
+    /// crates/app-server/schema/app-server.schema.json. Ends when stdin closes, after every
+    /// thread's agent has stopped.
+    #[command(name = "app-server")]
+    AppServer(crate::app_server_cmd::AppServerArgs),
 }
 
 /// `codecoder mcp-server`.

@@ -6,6 +6,7 @@
 //! writing (resume, rm). A closed stdout (`| head`) counts as success.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // L0: the one crate that prints.
 
+mod app_server_cmd;
 mod cli;
 mod config_cmd;
 mod exec;
@@ -57,6 +58,7 @@ fn main() -> ExitCode {
         Some(Command::Mcp(command)) => mcp_cmd::run(command, &cli.global, &mut out),
         Some(Command::Plugin(command)) => plugin_cmd::run(command, &mut out),
         Some(Command::McpServer(args)) => mcp_server_cmd::run(&args, &cli.global),
+        Some(Command::AppServer(args)) => app_server_cmd::run(&args, &cli.global),
         Some(Command::Permissions(cli::PermissionsCommand::Check(args))) => {
             safety_cmd::run_permissions_check(&args, &cli.global, &mut out)
         }

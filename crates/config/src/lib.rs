@@ -23,8 +23,8 @@ pub use load::{LoadOptions, LoadedConfig, Origin, load, parse_override};
 pub use schema::{
     AgentToml, ConfigToml, FsyncToml, HookGroupToml, HookHandlerToml, InheritToml, McpServerToml,
     ModelToml, PermissionsToml, ProfileToml, ProviderToml, SandboxBackendToml, SandboxToml,
-    SandboxWorkspaceWriteToml, SessionToml, ShellEnvironmentPolicyToml, ShellToml, WebSearchToml, WireApiToml,
-    json_schema,
+    SandboxWorkspaceWriteToml, SessionToml, ShellEnvironmentPolicyToml, ShellToml, WebSearchToml,
+    WireApiToml, json_schema,
 };
 pub use trust::{is_trusted, project_root, trust};
 

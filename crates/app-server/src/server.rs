@@ -1,0 +1,700 @@
+//! The dispatcher: the one thread that owns the server's state — the handshake, the loaded
+//! threads, the open server requests and their ids. It reads the client's messages (from the
+//! reader thread) and the workers' reports, answers requests, and starts, resumes and forks
+//! sessions through the runtime.
+//!
+//! Invariants: before `initialize` every request is answered "Not initialized", a second one
+//! "Already initialized"; an unknown method gets -32601 and params that do not fit -32602 naming
+//! the field; a thread runs at most one turn at a time, and `turn/completed` is written only
+//! after the dispatcher marked the thread idle and settled the turn's open requests (so a client
+//! may start the next turn the moment it reads it).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use codecoder_app::{ApprovalMode, Overrides, Runtime, SessionControls, SessionRequest, Start};
+use codecoder_protocol::{AgentCommand, ContentItem, Image};
+use codecoder_session::{Index, SessionStore, SessionSummary};
+use codecoder_stdx::{JoinOnDrop, spawn_named};
+use crossbeam_channel::{Receiver, Sender, select};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::thread::{Control, Internal, Worker};
+use crate::types::{
+    ApprovalDecision, ApprovalResponse, AskForApproval, ClientRequest, InitializeParams,
+    InitializeResponse, RequestId, SandboxMode, SandboxPolicy, ServerNotification,
+    ServerRequestResolvedNotification, Thread, ThreadListParams, ThreadListResponse,
+    ThreadResumeParams, ThreadStartParams, ThreadStartResponse, ThreadStartedNotification,
+    ThreadStatus, Turn, TurnInterruptParams, TurnInterruptResponse, TurnStartParams,
+    TurnStartResponse, TurnStatus, UserInput, WarningNotification,
+};
+use crate::wire::{INTERNAL_ERROR, Incoming, METHOD_NOT_FOUND, RpcError, params, to_value};
+use crate::writer::WriterMsg;
+
+/// Threads per `thread/list` page unless the client says otherwise, and the most it may ask.
+const DEFAULT_PAGE: u32 = 25;
+const MAX_PAGE: u32 = 100;
+/// Characters of the first user message a thread's preview keeps.
+const PREVIEW_CHARS: usize = 120;
+
+/// A loaded thread.
+struct LoadedThread {
+    /// The agent's command channel (cancel).
+    cmd: Sender<AgentCommand>,
+    /// The worker's control channel. Declared before `worker`: dropping the entry closes it
+    /// first, so the worker shuts its agent down and the join below returns.
+    control: Sender<Control>,
+    /// The approval mode can change per turn.
+    controls: SessionControls,
+    /// The running turn's id.
+    active_turn: Option<String>,
+    /// What `thread/resume` of a loaded thread answers.
+    response: ThreadStartResponse,
+    /// Joined on drop.
+    _worker: JoinOnDrop<()>,
+}
+
+/// A server request waiting for the client's answer.
+struct Pending {
+    thread_id: String,
+    reply: codecoder_protocol::Reply<codecoder_protocol::ApprovalDecision>,
+}
+
+pub(crate) struct Server {
+    config: crate::ServeConfig,
+    initialized: bool,
+    threads: HashMap<String, LoadedThread>,
+    pending: HashMap<RequestId, Pending>,
+    next_request: i64,
+    out: Sender<WriterMsg>,
+    internal_tx: Sender<Internal>,
+}
+
+impl Server {
+    pub(crate) fn new(
+        config: crate::ServeConfig,
+        out: Sender<WriterMsg>,
+        internal_tx: Sender<Internal>,
+    ) -> Self {
+        Self {
+            config,
+            initialized: false,
+            threads: HashMap::new(),
+            pending: HashMap::new(),
+            next_request: 0,
+            out,
+            internal_tx,
+        }
+    }
+
+    /// Serves until the client closes its end, then shuts every thread down.
+    pub(crate) fn run(mut self, incoming: &Receiver<String>, internal: &Receiver<Internal>) {
+        loop {
+            select! {
+                recv(incoming) -> line => match line {
+                    Ok(line) => self.line(&line),
+                    Err(_) => break,
+                },
+                recv(internal) -> message => match message {
+                    Ok(message) => self.internal(message),
+                    // Never: the server holds a sender itself.
+                    Err(_) => break,
+                },
+            }
+        }
+        // Unanswered requests count as cancelled; each worker shuts its agent down (running
+        // commands are killed) and is joined when its entry drops.
+        self.pending.clear();
+        for thread in self.threads.values() {
+            let _ = thread.control.send(Control::Shutdown);
+        }
+        self.threads.clear();
+    }
+
+    fn send(&self, message: WriterMsg) {
+        let _ = self.out.send(message);
+    }
+
+    fn notify(&self, notification: ServerNotification) {
+        self.send(WriterMsg::Notification(notification));
+    }
+
+    fn respond(&self, id: RequestId, result: Result<Value, RpcError>) {
+        match result {
+            Ok(result) => self.send(WriterMsg::Response { id, result }),
+            Err(error) => self.send(WriterMsg::Error { id: Some(id), error }),
+        }
+    }
+
+    fn line(&mut self, line: &str) {
+        if line.trim().is_empty() {
+            return;
+        }
+        match crate::wire::decode(line) {
+            Err(err) => self.send(WriterMsg::Error { id: err.id, error: err.error }),
+            Ok(Incoming::Request { id, method, params }) => {
+                let result = self.request(&method, params);
+                self.respond(id, result);
+            }
+            // `initialized` and anything else a client tells us need no answer.
+            Ok(Incoming::Notification { .. }) => {}
+            Ok(Incoming::Response { id, result }) => {
+                let decision = serde_json::from_value::<ApprovalResponse>(result)
+                    .map_or(ApprovalDecision::Decline, |response| response.decision);
+                self.resolve(&id, decision);
+            }
+            Ok(Incoming::Error { id, .. }) => self.resolve(&id, ApprovalDecision::Decline),
+        }
+    }
+
+    fn request(&mut self, method: &str, raw: Value) -> Result<Value, RpcError> {
+        let request = match method {
+            "initialize" => ClientRequest::Initialize(params(raw)?),
+            "thread/start" => ClientRequest::ThreadStart(params(raw)?),
+            "thread/resume" => ClientRequest::ThreadResume(params(raw)?),
+            "thread/fork" => ClientRequest::ThreadFork(params(raw)?),
+            "thread/list" => ClientRequest::ThreadList(params(raw)?),
+            "turn/start" => ClientRequest::TurnStart(params(raw)?),
+            "turn/interrupt" => ClientRequest::TurnInterrupt(params(raw)?),
+            "thread/compact/start" => ClientRequest::ThreadCompactStart(params(raw)?),
+            _ => {
+                return Err(RpcError::new(METHOD_NOT_FOUND, format!("method not found: {method}")));
+            }
+        };
+        match (request, self.initialized) {
+            (ClientRequest::Initialize(params), false) => self.initialize(params),
+            (ClientRequest::Initialize(_), true) => {
+                Err(RpcError::invalid_request("Already initialized"))
+            }
+            (_, false) => Err(RpcError::invalid_request("Not initialized")),
+            (ClientRequest::ThreadStart(params), true) => self.thread_start(params),
+            (ClientRequest::ThreadResume(params), true) => self.thread_resume(params),
+            (ClientRequest::ThreadFork(params), true) => self.thread_fork(params),
+            (ClientRequest::ThreadList(params), true) => self.thread_list(&params),
+            (ClientRequest::TurnStart(params), true) => self.turn_start(params),
+            (ClientRequest::TurnInterrupt(params), true) => self.turn_interrupt(&params),
+            (ClientRequest::ThreadCompactStart(params), true) => {
+                self.thread_compact_start(&params.thread_id)
+            }
+        }
+    }
+
+    fn initialize(&mut self, params: InitializeParams) -> Result<Value, RpcError> {
+        self.initialized = true;
+        if let Some(methods) =
+            params.capabilities.and_then(|capabilities| capabilities.opt_out_notification_methods)
+        {
+            self.send(WriterMsg::OptOut(methods));
+        }
+        let home = codecoder_app::home().map_err(app_error)?;
+        ok(&InitializeResponse {
+            user_agent: format!("codecoder/{}", self.config.version),
+            codex_home: home.to_string_lossy().into_owned(),
+            platform_family: std::env::consts::FAMILY.to_owned(),
+            platform_os: std::env::consts::OS.to_owned(),
+        })
+    }
+
+    fn thread_start(&mut self, params: ThreadStartParams) -> Result<Value, RpcError> {
+        let overrides =
+            self.overrides(params.cwd.as_deref(), params.approval_policy, params.sandbox);
+        let request = SessionRequest {
+            start: Start::New,
+            model: params.model,
+            provider: params.model_provider,
+            ephemeral: params.ephemeral.unwrap_or(false),
+            interactive: true,
+            ..SessionRequest::new()
+        };
+        let response = self.load(overrides, &request, None)?;
+        self.notify(ServerNotification::ThreadStarted(ThreadStartedNotification {
+            thread: response.thread.clone(),
+        }));
+        ok(&response)
+    }
+
+    fn thread_resume(&mut self, params: ThreadResumeParams) -> Result<Value, RpcError> {
+        // A loaded thread (by id or unique prefix) is answered as it is: its log is ours.
+        let mut loaded = self.threads.iter().filter(|(id, _)| id.starts_with(&params.thread_id));
+        if let (Some((id, thread)), None) = (loaded.next(), loaded.next()) {
+            let mut response = thread.response.clone();
+            response.thread.status = self.status(id);
+            return ok(&response);
+        }
+        let summary = summary_of(&params.thread_id);
+        let cwd = params.cwd.clone().or_else(|| summary.as_ref().map(|s| s.cwd.clone()));
+        let overrides = self.overrides(cwd.as_deref(), params.approval_policy, params.sandbox);
+        let request = SessionRequest {
+            start: Start::Resume(Some(params.thread_id)),
+            model: params.model,
+            provider: params.model_provider,
+            interactive: true,
+            ..SessionRequest::new()
+        };
+        ok(&self.load(overrides, &request, summary.as_ref())?)
+    }
+
+    fn thread_fork(&mut self, params: ThreadResumeParams) -> Result<Value, RpcError> {
+        let summary = summary_of(&params.thread_id);
+        let cwd = params.cwd.clone().or_else(|| summary.as_ref().map(|s| s.cwd.clone()));
+        let overrides = self.overrides(cwd.as_deref(), params.approval_policy, params.sandbox);
+        let request = SessionRequest {
+            start: Start::Fork(params.thread_id),
+            model: params.model,
+            provider: params.model_provider,
+            interactive: true,
+            ..SessionRequest::new()
+        };
+        let response = self.load(overrides, &request, summary.as_ref())?;
+        self.notify(ServerNotification::ThreadStarted(ThreadStartedNotification {
+            thread: response.thread.clone(),
+        }));
+        ok(&response)
+    }
+
+    /// The server's overrides with a thread's own on top.
+    fn overrides(
+        &self,
+        cwd: Option<&str>,
+        approval: Option<AskForApproval>,
+        sandbox: Option<SandboxMode>,
+    ) -> Overrides {
+        let mut overrides = self.config.overrides.clone();
+        if let Some(cwd) = cwd {
+            overrides.cwd = Some(PathBuf::from(cwd));
+        }
+        if approval.is_some() || sandbox.is_some() {
+            overrides.full_auto = false;
+            overrides.bypass = false;
+        }
+        if let Some(approval) = approval {
+            overrides.approval = Some(approval_mode(approval));
+        }
+        if let Some(sandbox) = sandbox {
+            overrides.sandbox = Some(match sandbox {
+                SandboxMode::ReadOnly => codecoder_app::SandboxMode::ReadOnly,
+                SandboxMode::WorkspaceWrite => codecoder_app::SandboxMode::WorkspaceWrite,
+                SandboxMode::DangerFullAccess => codecoder_app::SandboxMode::DangerFullAccess,
+            });
+        }
+        overrides
+    }
+
+    /// Starts a session and its worker; the thread is then loaded.
+    fn load(
+        &mut self,
+        overrides: Overrides,
+        request: &SessionRequest,
+        summary: Option<&SessionSummary>,
+    ) -> Result<ThreadStartResponse, RpcError> {
+        let runtime = Runtime::load(overrides).map_err(app_error)?;
+        let session = runtime.start(request).map_err(app_error)?;
+        let thread_id = session.agent.session_id().to_string();
+        for notice in runtime.notices().iter().chain(&session.notices) {
+            self.notify(ServerNotification::Warning(WarningNotification {
+                thread_id: Some(thread_id.clone()),
+                message: notice.to_string(),
+            }));
+        }
+        let cwd = session.cwd.to_string_lossy().into_owned();
+        let now = now_secs();
+        let thread = Thread {
+            id: thread_id.clone(),
+            preview: summary.map(|s| preview(&s.title)).unwrap_or_default(),
+            model_provider: session.provider_id.clone(),
+            created_at: summary.map_or(now, |s| secs(s.created_ms)),
+            updated_at: now,
+            path: session.agent.session_path().map(|p| p.to_string_lossy().into_owned()),
+            cwd: cwd.clone(),
+            cli_version: self.config.version.clone(),
+            source: "appServer".to_owned(),
+            ephemeral: request.ephemeral,
+            session_id: thread_id.clone(),
+            project_id: None,
+            status: ThreadStatus::Idle,
+            // A resumed or forked thread shows its earlier turns, read back from its log.
+            turns: match (&request.start, session.agent.session_path()) {
+                (Start::Resume(_) | Start::Fork(_), Some(path)) => {
+                    crate::history::turns(path, &cwd)
+                }
+                _ => Vec::new(),
+            },
+        };
+        let modes = session.modes;
+        let response = ThreadStartResponse {
+            thread,
+            model: session.model.clone(),
+            model_provider: session.provider_id.clone(),
+            cwd: cwd.clone(),
+            approvals_reviewer: "user".to_owned(),
+            approval_policy: match modes.approval {
+                ApprovalMode::Untrusted => AskForApproval::Untrusted,
+                ApprovalMode::OnRequest => AskForApproval::OnRequest,
+                ApprovalMode::Never => AskForApproval::Never,
+            },
+            sandbox: match (modes.bypass, modes.sandbox) {
+                (true, _) | (false, codecoder_app::SandboxMode::DangerFullAccess) => {
+                    SandboxPolicy::DangerFullAccess
+                }
+                (false, codecoder_app::SandboxMode::ReadOnly) => SandboxPolicy::ReadOnly,
+                (false, codecoder_app::SandboxMode::WorkspaceWrite) => {
+                    SandboxPolicy::WorkspaceWrite
+                }
+            },
+        };
+        let (control_tx, control_rx) = crossbeam_channel::bounded::<Control>(4);
+        let worker = Worker::new(
+            thread_id.clone(),
+            cwd,
+            session.context_window,
+            self.out.clone(),
+            self.internal_tx.clone(),
+        );
+        let cmd = session.agent.cmd.clone();
+        let agent = session.agent;
+        let short: String = thread_id.chars().rev().take(8).collect();
+        let worker = spawn_named(format!("app-thread-{short}"), move || {
+            worker.run(agent, &control_rx);
+        })
+        .map_err(|err| RpcError::new(INTERNAL_ERROR, format!("starting the thread: {err}")))?;
+        self.threads.insert(
+            thread_id,
+            LoadedThread {
+                cmd,
+                control: control_tx,
+                controls: session.controls,
+                active_turn: None,
+                response: response.clone(),
+                _worker: worker,
+            },
+        );
+        Ok(response)
+    }
+
+    /// Whether the thread is loaded here, and running a turn.
+    fn status(&self, thread_id: &str) -> ThreadStatus {
+        match self.threads.get(thread_id) {
+            None => ThreadStatus::NotLoaded,
+            Some(LoadedThread { active_turn: None, .. }) => ThreadStatus::Idle,
+            Some(LoadedThread { active_turn: Some(_), .. }) => {
+                ThreadStatus::Active { active_flags: Vec::new() }
+            }
+        }
+    }
+
+    fn thread_list(&self, params: &ThreadListParams) -> Result<Value, RpcError> {
+        let limit = params.limit.unwrap_or(DEFAULT_PAGE);
+        if limit == 0 {
+            return Err(RpcError::invalid_params("invalid params: `limit` must be at least 1"));
+        }
+        let limit = usize::try_from(limit.min(MAX_PAGE)).unwrap_or(usize::MAX);
+        let after = match &params.cursor {
+            None => None,
+            Some(cursor) => Some(parse_cursor(cursor).ok_or_else(|| {
+                RpcError::invalid_params(format!(
+                    "invalid params: `cursor`: not a cursor: {cursor}"
+                ))
+            })?),
+        };
+        let sessions = list_sessions(params.cwd.as_deref())?;
+        let mut rest = sessions
+            .into_iter()
+            .filter(|s| s.problem.is_none())
+            .filter(|s| params.model_providers.as_ref().is_none_or(|p| p.contains(&s.provider)))
+            // Newest first: (updated, id) descending, so the next page holds what sorts below
+            // the cursor. A cursor stays valid while threads are added or touched.
+            .filter(|s| after.as_ref().is_none_or(|(ms, id)| (s.updated_ms, &s.id) < (*ms, id)));
+        let page: Vec<SessionSummary> = rest.by_ref().take(limit).collect();
+        let next_cursor = match (rest.next(), page.last()) {
+            (Some(_), Some(last)) => Some(format!("{}:{}", last.updated_ms, last.id)),
+            _ => None,
+        };
+        let data = page
+            .iter()
+            .map(|s| Thread {
+                id: s.id.clone(),
+                preview: preview(&s.title),
+                model_provider: s.provider.clone(),
+                created_at: secs(s.created_ms),
+                updated_at: secs(s.updated_ms),
+                path: Some(s.path.to_string_lossy().into_owned()),
+                cwd: s.cwd.clone(),
+                cli_version: self.config.version.clone(),
+                source: "appServer".to_owned(),
+                ephemeral: false,
+                session_id: s.id.clone(),
+                project_id: None,
+                status: self.status(&s.id),
+                turns: Vec::new(),
+            })
+            .collect();
+        ok(&ThreadListResponse { data, next_cursor })
+    }
+
+    fn turn_start(&mut self, params: TurnStartParams) -> Result<Value, RpcError> {
+        let thread =
+            self.threads.get_mut(&params.thread_id).ok_or_else(|| not_loaded(&params.thread_id))?;
+        if let Some(turn) = &thread.active_turn {
+            return Err(RpcError::invalid_request(format!(
+                "a turn is already running in this thread: {turn}"
+            )));
+        }
+        if params.input.is_empty() {
+            return Err(RpcError::invalid_params("invalid params: `input` is empty"));
+        }
+        let cwd = PathBuf::from(&thread.response.cwd);
+        let content = params
+            .input
+            .iter()
+            .map(|item| content_item(item, &cwd))
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(approval) = params.approval_policy {
+            thread.controls.set_approval(approval_mode(approval));
+        }
+        let turn_id = uuid::Uuid::now_v7().to_string();
+        let control = Control::Start {
+            turn_id: turn_id.clone(),
+            input: codecoder_protocol::UserInput { content },
+            items: params.input,
+        };
+        thread.control.send(control).map_err(|_| not_loaded(&params.thread_id))?;
+        thread.active_turn = Some(turn_id.clone());
+        ok(&TurnStartResponse {
+            turn: Turn {
+                id: turn_id,
+                items: Vec::new(),
+                status: TurnStatus::InProgress,
+                error: None,
+            },
+        })
+    }
+
+    fn thread_compact_start(&mut self, thread_id: &str) -> Result<Value, RpcError> {
+        let thread = self.threads.get_mut(thread_id).ok_or_else(|| not_loaded(thread_id))?;
+        if let Some(turn) = &thread.active_turn {
+            return Err(RpcError::invalid_request(format!(
+                "a turn is already running in this thread: {turn}"
+            )));
+        }
+        let turn_id = uuid::Uuid::now_v7().to_string();
+        thread
+            .control
+            .send(Control::Compact { turn_id: turn_id.clone() })
+            .map_err(|_| not_loaded(thread_id))?;
+        thread.active_turn = Some(turn_id);
+        ok(&crate::types::ThreadCompactStartResponse {})
+    }
+
+    fn turn_interrupt(&self, params: &TurnInterruptParams) -> Result<Value, RpcError> {
+        let thread =
+            self.threads.get(&params.thread_id).ok_or_else(|| not_loaded(&params.thread_id))?;
+        if thread.active_turn.as_deref() != Some(params.turn_id.as_str()) {
+            return Err(RpcError::invalid_params(format!(
+                "invalid params: `turnId`: turn {} is not running in this thread",
+                params.turn_id
+            )));
+        }
+        let _ = thread.cmd.send(AgentCommand::Cancel);
+        ok(&TurnInterruptResponse {})
+    }
+
+    fn internal(&mut self, message: Internal) {
+        match message {
+            Internal::Approval { thread_id, request, reply } => {
+                let id = RequestId::Integer(self.next_request);
+                self.next_request += 1;
+                self.pending.insert(id.clone(), Pending { thread_id, reply });
+                self.send(WriterMsg::Request { id, request });
+            }
+            Internal::TurnEnded { thread_id, turn } => {
+                let withdrawn: Vec<RequestId> = self
+                    .pending
+                    .iter()
+                    .filter(|(_, pending)| pending.thread_id == thread_id)
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                for id in withdrawn {
+                    self.pending.remove(&id);
+                    self.resolved(&thread_id, id);
+                }
+                if let Some(thread) = self.threads.get_mut(&thread_id) {
+                    thread.active_turn = None;
+                }
+                self.notify(ServerNotification::TurnCompleted(crate::types::TurnNotification {
+                    thread_id,
+                    turn,
+                }));
+            }
+            Internal::Closed { thread_id } => {
+                self.threads.remove(&thread_id);
+                self.pending.retain(|_, pending| pending.thread_id != thread_id);
+            }
+        }
+    }
+
+    /// The client answered a server request.
+    fn resolve(&mut self, id: &RequestId, decision: ApprovalDecision) {
+        let Some(Pending { thread_id, reply }) = self.pending.remove(id) else { return };
+        let answer = match decision {
+            ApprovalDecision::Accept => codecoder_protocol::ApprovalDecision::AllowOnce,
+            ApprovalDecision::AcceptForSession => {
+                codecoder_protocol::ApprovalDecision::AllowForSession
+            }
+            ApprovalDecision::Decline => codecoder_protocol::ApprovalDecision::Deny,
+            ApprovalDecision::Cancel => {
+                // The call is not run and the turn is interrupted.
+                if let Some(thread) = self.threads.get(&thread_id) {
+                    let _ = thread.cmd.send(AgentCommand::Cancel);
+                }
+                codecoder_protocol::ApprovalDecision::Deny
+            }
+        };
+        reply.send(answer);
+        self.resolved(&thread_id, id.clone());
+    }
+
+    fn resolved(&self, thread_id: &str, request_id: RequestId) {
+        self.notify(ServerNotification::ServerRequestResolved(ServerRequestResolvedNotification {
+            thread_id: thread_id.to_owned(),
+            request_id,
+        }));
+    }
+}
+
+fn ok(value: &impl Serialize) -> Result<Value, RpcError> {
+    Ok(to_value(value))
+}
+
+fn not_loaded(thread_id: &str) -> RpcError {
+    RpcError::invalid_params(format!(
+        "invalid params: `threadId`: thread {thread_id} is not loaded (thread/start, thread/resume or thread/fork it first)"
+    ))
+}
+
+/// A runtime error: the caller's (-32602) or the server's (-32603), with its causes.
+fn app_error(err: codecoder_app::Error) -> RpcError {
+    let mut message = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message = format!("{message}: {text}");
+        }
+        source = cause.source();
+    }
+    let code = if err.is_usage() || matches!(err, codecoder_app::Error::Session(_)) {
+        crate::wire::INVALID_PARAMS
+    } else {
+        INTERNAL_ERROR
+    };
+    RpcError::new(code, message)
+}
+
+fn approval_mode(approval: AskForApproval) -> ApprovalMode {
+    match approval {
+        AskForApproval::Untrusted => ApprovalMode::Untrusted,
+        AskForApproval::OnFailure | AskForApproval::OnRequest => ApprovalMode::OnRequest,
+        AskForApproval::Never => ApprovalMode::Never,
+    }
+}
+
+/// One input item as the agent takes it.
+fn content_item(item: &UserInput, cwd: &Path) -> Result<ContentItem, RpcError> {
+    let invalid =
+        |message: String| RpcError::invalid_params(format!("invalid params: `input`: {message}"));
+    match item {
+        UserInput::Text { text } => Ok(ContentItem::Text { text: text.clone() }),
+        UserInput::Image { url } => {
+            let Some((header, data)) =
+                url.strip_prefix("data:").and_then(|rest| rest.split_once(','))
+            else {
+                return Err(invalid(format!(
+                    "only data: URLs are accepted for images (use localImage for files): {}",
+                    url.chars().take(40).collect::<String>()
+                )));
+            };
+            let Some(media_type) = header.strip_suffix(";base64") else {
+                return Err(invalid("an image data: URL must be base64".to_owned()));
+            };
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .map_err(|err| invalid(format!("the image data is not base64: {err}")))?;
+            let detected = image_type(&bytes)
+                .ok_or_else(|| invalid("the image is not a PNG, JPEG, GIF or WebP".to_owned()))?;
+            if media_type != detected {
+                return Err(invalid(format!("the image is {detected}, not {media_type}")));
+            }
+            Ok(ContentItem::Image(Image {
+                media_type: detected.to_owned(),
+                data_base64: data.to_owned(),
+            }))
+        }
+        UserInput::LocalImage { path } => {
+            let path = cwd.join(path);
+            let bytes = fs_err::read(&path).map_err(|err| invalid(err.to_string()))?;
+            let media_type = image_type(&bytes).ok_or_else(|| {
+                invalid(format!("{}: not a PNG, JPEG, GIF or WebP image", path.display()))
+            })?;
+            Ok(ContentItem::Image(Image {
+                media_type: media_type.to_owned(),
+                data_base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
+            }))
+        }
+    }
+}
+
+/// The media type of an image by its first bytes.
+fn image_type(bytes: &[u8]) -> Option<&'static str> {
+    match bytes.get(..4)? {
+        [0x89, b'P', b'N', b'G'] => Some("image/png"),
+        [0xff, 0xd8, 0xff, _] => Some("image/jpeg"),
+        [b'G', b'I', b'F', b'8'] => Some("image/gif"),
+        [b'R', b'I', b'F', b'F'] => Some("image/webp"),
+        _ => None,
+    }
+}
+
+fn store() -> Result<SessionStore, RpcError> {
+    let home = codecoder_app::home().map_err(app_error)?;
+    Ok(SessionStore::new(home))
+}
+
+/// Sessions newest first from the index (refreshed from the files first).
+fn list_sessions(cwd: Option<&str>) -> Result<Vec<SessionSummary>, RpcError> {
+    let store = store()?;
+    let index_error = |err: codecoder_session::Error| {
+        RpcError::new(INTERNAL_ERROR, format!("reading the session index: {err}"))
+    };
+    let mut index = Index::open(&store).map_err(index_error)?;
+    index.refresh(&store).map_err(index_error)?;
+    index.list(cwd).map_err(index_error)
+}
+
+/// The index's summary of a session, by id or unique prefix.
+fn summary_of(thread_id: &str) -> Option<SessionSummary> {
+    let sessions = list_sessions(None).ok()?;
+    let mut matching = sessions.into_iter().filter(|s| s.id.starts_with(thread_id));
+    let first = matching.next()?;
+    matching.next().is_none().then_some(first)
+}
+
+fn parse_cursor(cursor: &str) -> Option<(u64, String)> {
+    let (ms, id) = cursor.split_once(':')?;
+    Some((ms.parse().ok()?, id.to_owned()))
+}
+
+fn preview(title: &str) -> String {
+    title.chars().take(PREVIEW_CHARS).collect()
+}
+
+fn secs(ms: u64) -> i64 {
+    i64::try_from(ms / 1000).unwrap_or(i64::MAX)
+}
+
+fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}

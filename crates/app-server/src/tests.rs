@@ -1,0 +1,182 @@
+//! Unit tests of the message codec, the params errors and the checked-in schema.
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::types::{
+    ApprovalDecision, ApprovalResponse, CommandExecutionRequestApprovalParams,
+    ItemCompletedNotification, ItemStatus, RequestId, ServerNotification, ServerRequest,
+    ThreadItem, ThreadStartParams, TurnStartParams, UserInput,
+};
+use crate::wire::{
+    DecodeError, INVALID_PARAMS, INVALID_REQUEST, Incoming, Outgoing, PARSE_ERROR, RpcError,
+    decode, encode, params,
+};
+
+#[test]
+fn requests_notifications_and_responses_decode_with_or_without_jsonrpc() {
+    assert_eq!(
+        decode(r#"{"id":1,"method":"thread/start","params":{"cwd":"/tmp"}}"#).unwrap(),
+        Incoming::Request {
+            id: RequestId::Integer(1),
+            method: "thread/start".into(),
+            params: json!({"cwd": "/tmp"}),
+        }
+    );
+    assert_eq!(
+        decode(r#"{"jsonrpc":"2.0","id":"a","method":"initialize"}"#).unwrap(),
+        Incoming::Request {
+            id: RequestId::String("a".into()),
+            method: "initialize".into(),
+            params: serde_json::Value::Null,
+        }
+    );
+    assert_eq!(
+        decode(r#"{"method":"initialized"}"#).unwrap(),
+        Incoming::Notification { method: "initialized".into(), params: serde_json::Value::Null }
+    );
+    assert_eq!(
+        decode(r#"{"id":7,"result":{"decision":"accept"}}"#).unwrap(),
+        Incoming::Response { id: RequestId::Integer(7), result: json!({"decision": "accept"}) }
+    );
+    assert_eq!(
+        decode(r#"{"id":7,"error":{"code":-32601,"message":"no"}}"#).unwrap(),
+        Incoming::Error { id: RequestId::Integer(7), error: RpcError::new(-32601, "no") }
+    );
+}
+
+#[test]
+fn malformed_lines_get_the_right_codes_and_never_panic() {
+    let code = |line: &str| decode(line).map(|_| 0).unwrap_or_else(|err| err.error.code);
+    assert_eq!(code("{not json"), PARSE_ERROR);
+    assert_eq!(code(""), PARSE_ERROR);
+    assert_eq!(code("[1,2]"), INVALID_REQUEST);
+    assert_eq!(code(r#"{"id":1.5,"method":"x"}"#), INVALID_REQUEST);
+    assert_eq!(code(r#"{"id":null,"method":"x"}"#), INVALID_REQUEST);
+    assert_eq!(code(r#"{"id":1,"method":5}"#), INVALID_REQUEST);
+    assert_eq!(code(r#"{"id":1}"#), INVALID_REQUEST);
+    assert_eq!(code(r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#), INVALID_REQUEST);
+    assert_eq!(code(r#"{"id":1,"error":"bad"}"#), INVALID_REQUEST);
+    // The id is kept when it could be read, so the client can match the answer.
+    let err: DecodeError = decode(r#"{"id":3,"method":[]}"#).unwrap_err();
+    assert_eq!(err.id, Some(RequestId::Integer(3)));
+    for line in ["\u{0}", "{\"id\":", "nul", "{\"method\":\"a\",\"params\":[1]}", "\"\\ud800\""] {
+        let _ = decode(line);
+    }
+}
+
+#[test]
+fn output_has_no_jsonrpc_field_and_one_line() {
+    let line = encode(&Outgoing::Response { id: RequestId::Integer(1), result: json!({}) });
+    assert_eq!(line, r#"{"id":1,"result":{}}"#);
+    let line = encode(&Outgoing::Error {
+        id: None,
+        error: RpcError::new(PARSE_ERROR, "parse error: x\ny"),
+    });
+    assert_eq!(line, r#"{"error":{"code":-32700,"message":"parse error: x\ny"},"id":null}"#);
+    let line = encode(&Outgoing::Notification(ServerNotification::ItemCompleted(
+        ItemCompletedNotification {
+            item: ThreadItem::AgentMessage { id: "item_0".into(), text: "hi".into() },
+            thread_id: "t".into(),
+            turn_id: "u".into(),
+            completed_at_ms: 5,
+        },
+    )));
+    let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        value,
+        json!({"method": "item/completed", "params": {
+            "item": {"type": "agentMessage", "id": "item_0", "text": "hi"},
+            "threadId": "t", "turnId": "u", "completedAtMs": 5}})
+    );
+    let line = encode(&Outgoing::Request {
+        id: RequestId::Integer(0),
+        request: ServerRequest::CommandExecutionRequestApproval(
+            CommandExecutionRequestApprovalParams {
+                thread_id: "t".into(),
+                turn_id: "u".into(),
+                item_id: "item_1".into(),
+                started_at_ms: 5,
+                reason: None,
+                command: Some("ls".into()),
+                cwd: None,
+            },
+        ),
+    });
+    let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(value["method"], "item/commandExecution/requestApproval");
+    assert_eq!(value["id"], 0);
+    assert_eq!(value["params"]["itemId"], "item_1");
+    assert!(value.get("jsonrpc").is_none());
+}
+
+#[test]
+fn codex_spellings_of_modes_statuses_and_decisions() {
+    let start: ThreadStartParams = params(json!({
+        "approvalPolicy": "on-request", "sandbox": "workspace-write", "cwd": "/w"
+    }))
+    .unwrap();
+    assert_eq!(serde_json::to_value(&start).unwrap()["approvalPolicy"], "on-request");
+    assert_eq!(serde_json::to_value(ItemStatus::InProgress).unwrap(), "inProgress");
+    for (text, decision) in [
+        ("accept", ApprovalDecision::Accept),
+        ("acceptForSession", ApprovalDecision::AcceptForSession),
+        ("decline", ApprovalDecision::Decline),
+        ("cancel", ApprovalDecision::Cancel),
+    ] {
+        let response: ApprovalResponse =
+            serde_json::from_value(json!({ "decision": text })).unwrap();
+        assert_eq!(response.decision, decision);
+    }
+    let turn: TurnStartParams = params(json!({"threadId": "t", "input": [
+        {"type": "text", "text": "hi"}, {"type": "localImage", "path": "a.png"}
+    ]}))
+    .unwrap();
+    assert_eq!(turn.input[1], UserInput::LocalImage { path: "a.png".into() });
+}
+
+#[test]
+fn bad_params_name_the_field() {
+    let message = |value| params::<TurnStartParams>(value).unwrap_err();
+    let err = message(json!({"input": []}));
+    assert_eq!(err.code, INVALID_PARAMS);
+    assert!(err.message.contains("`threadId`"), "{}", err.message);
+    let err = message(json!({"threadId": 5, "input": []}));
+    assert!(err.message.contains("`threadId`"), "{}", err.message);
+    let err = message(json!({"threadId": "t", "input": [{"type": "video"}]}));
+    assert!(err.message.contains("`input`"), "{}", err.message);
+    let err = params::<ThreadStartParams>(json!({"approvalPolicy": "sometimes"})).unwrap_err();
+    assert!(err.message.contains("`approvalPolicy`"), "{}", err.message);
+    assert!(err.message.contains("on-request"), "{}", err.message);
+    let err = params::<ThreadStartParams>(json!([1])).unwrap_err();
+    assert_eq!(err.code, INVALID_PARAMS);
+    // No params at all is `{}`.
+    assert!(params::<ThreadStartParams>(serde_json::Value::Null).is_ok());
+}
+
+/// The checked-in schema must match the types. `UPDATE_EXPECT=1 cargo test -p
+/// codecoder-app-server` rewrites it.
+#[test]
+fn schema_is_up_to_date() {
+    let actual = serde_json::to_string_pretty(&crate::schema()).unwrap() + "\n";
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/app-server.schema.json");
+    if std::env::var_os(codecoder_protocol::env::UPDATE_EXPECT).is_some() {
+        fs_err::write(&path, &actual).unwrap();
+        return;
+    }
+    let expected = fs_err::read_to_string(&path).unwrap_or_default();
+    assert!(
+        expected == actual,
+        "{} is stale: run `UPDATE_EXPECT=1 cargo test -p codecoder-app-server` and commit it",
+        path.display()
+    );
+    let schema: serde_json::Value = serde_json::from_str(&actual).unwrap();
+    let methods: Vec<&str> = schema["$defs"]["ClientRequest"]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|variant| variant["properties"]["method"]["const"].as_str().unwrap())
+        .collect();
+    assert_eq!(methods, crate::types::CLIENT_METHODS);
+}
