@@ -78,11 +78,30 @@ pub struct Pricing {
     pub output: Option<f64>,
 }
 
-/// What can change in a running session from outside the agent: the approval mode.
+/// What can change in a running session from outside the agent: the approval mode and the
+/// permission mode.
 #[derive(Debug, Clone)]
 pub struct SessionControls {
     policy: Arc<ChainPolicy>,
     escalation: codecoder_tools::EscalationSetting,
+}
+
+impl SessionControls {
+    /// The permission mode now (`default`, `acceptEdits`, `plan`).
+    pub fn permission_mode(&self) -> crate::PermissionMode {
+        self.policy.permission().get()
+    }
+
+    /// Switches the permission mode for the calls decided and the prompts submitted from now
+    /// on (plan mode: only read-only tools run, `exit_plan_mode` is offered).
+    pub fn set_permission_mode(&self, mode: crate::PermissionMode) {
+        self.policy.permission().set(mode);
+    }
+
+    /// Shift+Tab: default → acceptEdits → plan → default; returns the new mode.
+    pub fn cycle_permission_mode(&self) -> crate::PermissionMode {
+        self.policy.permission().cycle()
+    }
 }
 
 impl SessionControls {
@@ -307,6 +326,7 @@ impl Runtime {
         for tool in codecoder_tools::builtin_tools(tools_config) {
             registry.register(tool)?;
         }
+        registry.register(codecoder_tools::exit_plan_mode_tool(safety.permission.clone()))?;
         // Skills (the `skill` tool when any is installed) and subagents (the `agent` tool, its
         // types the built-in one and the agent definitions).
         let extensions = crate::skills::load(&cwd, &home);
@@ -397,6 +417,10 @@ impl Runtime {
                     session_id,
                 })
             };
+        let hooks: Arc<dyn codecoder_kernel::Hooks> = Arc::new(crate::plan::PlanHooks {
+            inner: hooks,
+            permission: safety.permission.clone(),
+        });
         let deps = AgentDeps {
             model: model_client,
             prompt: builder,

@@ -99,6 +99,7 @@ impl GlobalArgs {
             full_auto: safety.full_auto,
             bypass: safety.yolo,
             add_dirs: safety.add_dirs.clone(),
+            permission_mode: safety.permission_mode,
         }
     }
 }
