@@ -75,7 +75,10 @@ impl ChainPolicy {
             return Decision {
                 verdict: Verdict::Allow,
                 source: Source::PermissionMode { mode },
-                reason: format!("acceptEdits: edits inside the writable roots run ({})", decision.reason),
+                reason: format!(
+                    "acceptEdits: edits inside the writable roots run ({})",
+                    decision.reason
+                ),
             };
         }
         decision

@@ -27,8 +27,8 @@ pub use message::{
     ToolResult, ToolResultStatus,
 };
 pub use permission::{
-    ApprovalMode, CLAUDE_TOOL_ALIASES, CLAUDE_TOOL_NAMES, DecidedBy, PermissionMode, SandboxMode, ToolKind,
-    UnknownValue, Verdict, claude_tool_name, our_tool_name,
+    ApprovalMode, CLAUDE_TOOL_ALIASES, CLAUDE_TOOL_NAMES, DecidedBy, PermissionMode, SandboxMode,
+    ToolKind, UnknownValue, Verdict, claude_tool_name, our_tool_name,
 };
 pub use record::{
     ContextRecord, FORMAT_VERSION, ForkOrigin, ParentLink, PromptSection, Record, RecordBody,

@@ -42,11 +42,11 @@ use codecoder_protocol::ToolError;
 use serde_json::Value;
 
 pub use crate::env::{CallEnv, StandaloneEnv};
+use crate::jobs::JobTable;
 pub use crate::plan_mode::{
     EXIT_PLAN_MODE, PLAN_APPROVE, PLAN_EDITED_PREFIX, PLAN_KEEP_PLANNING, PlanReview, plan_review,
     plan_steps,
 };
-use crate::jobs::JobTable;
 pub use crate::snapshot::{
     NameFilter, SNAPSHOT_TIMEOUT, ShellSnapshot, SnapshotConfig, SnapshotStatus,
 };

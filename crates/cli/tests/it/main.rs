@@ -11,6 +11,7 @@ mod guard;
 mod hooks;
 mod lock;
 mod mcp;
+mod plan;
 mod plugins;
 mod replay;
 mod safety;
