@@ -352,16 +352,9 @@ impl Runtime {
         let registry = Arc::new(registry);
 
         // The prompt: base instructions, environment, AGENTS.md; the model's window and reserve.
-        let ContextLimits { window, max_output, .. } = context_limits(config, &model);
-        let mut context_config =
-            codecoder_context::ContextConfig::standard(window, max_output, Some(home.clone()));
-        if let Some(names) = &config.project_doc_fallback_filenames {
-            context_config.agents_md.fallback_names.clone_from(names);
-        }
+        let window = context_limits(config, &model).window;
+        let mut context_config = context_config(config, &model, &home);
         context_config.output_schema.clone_from(&request.output_schema);
-        if let Some(budget) = config.project_doc_max_bytes {
-            context_config.agents_md.budget_bytes = budget;
-        }
         let mut environment = codecoder_context::Environment::new(
             &cwd,
             std::env::var(codecoder_protocol::env::SHELL).ok(),
@@ -380,6 +373,9 @@ impl Runtime {
             "skills",
             extensions.catalogue(request.first_prompt.as_deref().unwrap_or_default()),
         )?;
+        // Cut or unreadable AGENTS.md files and sections over the warning size: the person
+        // should know what every request carries.
+        notices.extend(builder.warnings().iter().map(|w| Notice::Warning(w.to_string())));
         let builder = Arc::new(builder);
         let guard = codecoder_context::ContextWindowGuard::new(
             Arc::clone(&builder),
@@ -484,6 +480,26 @@ pub fn context_limits(config: &ConfigToml, model: &str) -> ContextLimits {
         .unwrap_or_else(|| codecoder_context::default_limit(available))
         .min(available);
     ContextLimits { window, max_output, auto_compact }
+}
+
+/// The prompt's configuration for `model` under `config`: the window and output reserve, the
+/// AGENTS.md fallback names and budget (`project_doc_fallback_filenames`,
+/// `project_doc_max_bytes`).
+pub(crate) fn context_config(
+    config: &ConfigToml,
+    model: &str,
+    home: &std::path::Path,
+) -> codecoder_context::ContextConfig {
+    let ContextLimits { window, max_output, .. } = context_limits(config, model);
+    let mut context_config =
+        codecoder_context::ContextConfig::standard(window, max_output, Some(home.to_owned()));
+    if let Some(names) = &config.project_doc_fallback_filenames {
+        context_config.agents_md.fallback_names.clone_from(names);
+    }
+    if let Some(budget) = config.project_doc_max_bytes {
+        context_config.agents_md.budget_bytes = budget;
+    }
+    context_config
 }
 
 /// The configured auto-compaction limit of `model` (`[models.X] auto_compact_token_limit`

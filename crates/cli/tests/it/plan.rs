@@ -108,3 +108,33 @@ fn without_plan_mode_the_plan_tool_is_not_offered_and_writes_run() {
     assert!(!requests[0].raw_body.contains("exit_plan_mode"));
     assert!(!requests[0].raw_body.contains("Plan mode is on"));
 }
+
+/// An AGENTS.md over its budget and a large one: the cut and the size are shown on exec's
+/// stderr at session start and listed by `doctor`.
+#[test]
+fn prompt_warnings_are_shown_in_exec_and_listed_by_doctor() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::create_dir(cwd.path().join(".git")).unwrap();
+    // Many short distinct words: well over 1,000 tokens in 6,000 bytes.
+    let words: Vec<String> = (0..1500).map(|i| format!("w{i}")).collect();
+    let lines: Vec<String> = words.chunks(10).map(|line| line.join(" ")).collect();
+    std::fs::write(cwd.path().join("AGENTS.md"), lines.join("\n")).unwrap();
+    std::fs::write(home.path().join("config.toml"), "project_doc_max_bytes = 6000\n").unwrap();
+    let server = FakeModelServer::start(Script::new().reply(Reply::text("Hi."))).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let out = run.run(&["exec", "Hello."], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("warning: AGENTS.md files total"), "{err}");
+    assert!(err.contains("over the budget of 6000; only the first"), "{err}");
+    assert!(err.contains("warning: the prompt section `AGENTS.md` has ~"), "{err}");
+    assert_eq!(stdout(&out), "Hi.\n");
+
+    let doctor = run.run(&["doctor"], "");
+    assert!(doctor.status.success(), "{}", stderr(&doctor));
+    let text = stdout(&doctor);
+    assert!(text.contains("instruction file: "), "{text}");
+    assert!(text.contains("  warning: AGENTS.md files total"), "{text}");
+    assert!(text.contains("has ~"), "{text}");
+}
