@@ -10,6 +10,8 @@
 //! - The live answer tail is bounded: text is committed at Markdown block boundaries, and only
 //!   the last `LIVE_TAIL_BYTES` of an unbroken block are drawn each frame.
 
+mod plan;
+
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -25,6 +27,8 @@ use crate::cells::{Cell, ChildTool, NoteKind, ToolCard, call_title, truncate};
 use crate::input::Editor;
 use crate::markdown::{self, Code, StreamSplitter};
 use crate::{SessionChoice, SessionInfo, SessionSummary, StartRequest, TranscriptItem};
+
+pub(crate) use plan::{is_plan_review, mode_badge};
 
 /// How much of an unbroken Markdown block the live area re-renders per frame.
 const LIVE_TAIL_BYTES: usize = 4096;
@@ -61,6 +65,8 @@ pub(crate) enum Effect {
     Diff,
     /// Write a starter AGENTS.md.
     Init,
+    /// Shift+Tab: the next permission mode (default → acceptEdits → plan).
+    CyclePermissionMode,
 }
 
 /// A list to pick from (the `/resume` picker).
@@ -85,12 +91,16 @@ pub(crate) enum InputMode {
     Normal,
     /// Writing the feedback of "deny with feedback".
     Feedback,
+    /// Editing a presented plan; Enter approves the edited text.
+    PlanEdit,
 }
 
 /// The whole UI state.
 pub(crate) struct App {
     pub(crate) info: SessionInfo,
     pub(crate) approval_mode: String,
+    /// The permission mode (`default`, `acceptEdits`, `plan`), as the host reports it.
+    pub(crate) permission_mode: String,
     cmd: Sender<AgentCommand>,
     history: Vec<Cell>,
     stream: String,
@@ -132,6 +142,7 @@ impl App {
         Self {
             info,
             approval_mode,
+            permission_mode: "default".to_owned(),
             cmd,
             history: Vec::new(),
             stream: String::new(),
@@ -618,6 +629,10 @@ impl App {
         }
         if self.picker.is_some() {
             self.on_picker_key(key);
+            return;
+        }
+        if self.on_plan_key(key) {
+            self.update_completion();
             return;
         }
         if self.mode == InputMode::Normal && !self.approvals.is_empty() && !ctrl {
