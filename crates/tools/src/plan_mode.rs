@@ -82,8 +82,9 @@ pub fn plan_review(plan: &str, answer: &AskUserAnswer) -> PlanReview {
     }
 }
 
-/// The steps of a Markdown plan: its list items (`-`, `*`, `+`, `1.`, `1)`), top level
-/// first; without any, its non-empty lines that are not headings. Trimmed, at most 50.
+/// The steps of a Markdown plan: its list items (`-`, `*`, `+`, `1.`, `1)`, nested ones
+/// included, in order); without any, its non-empty lines that are not headings. Trimmed, at
+/// most 50.
 pub fn plan_steps(plan: &str) -> Vec<String> {
     let items: Vec<String> = plan.lines().filter_map(list_item).collect();
     let steps = if items.is_empty() {
