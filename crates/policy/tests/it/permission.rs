@@ -53,7 +53,8 @@ fn plan_mode_refuses_what_is_not_read_only() {
             // A hook's allow does not lift it either.
             let allow = HookVerdict { decision: Verdict::Allow, reason: None };
             for hook in [None, Some(&allow)] {
-                let decision = chain.decide_call(tool, kind, &[key.clone()], hook, true);
+                let decision =
+                    chain.decide_call(tool, kind, std::slice::from_ref(&key), hook, true);
                 assert_eq!(decision.verdict, Verdict::Deny, "{tool} {key} under {modes:?}");
                 assert_eq!(decision.source, Source::PermissionMode { mode: PermissionMode::Plan });
                 assert!(decision.reason.contains("You are in plan mode"), "{}", decision.reason);
@@ -84,14 +85,16 @@ fn accept_edits_allows_edits_inside_the_roots_only() {
     let workspace = Workspace::new();
     let chain = chain(&workspace, UNTRUSTED, PermissionMode::AcceptEdits);
     let inside = format!("edit:{}", workspace.ws.join("src/a.rs").display());
-    let decision = chain.decide_call("edit", ToolKind::Edit, &[inside.clone()], None, false);
+    let decision =
+        chain.decide_call("edit", ToolKind::Edit, std::slice::from_ref(&inside), None, false);
     assert_eq!(decision.verdict, Verdict::Allow, "{decision}");
     assert_eq!(decision.source, Source::PermissionMode { mode: PermissionMode::AcceptEdits });
     // Outside the roots, a protected path, and a command: still asked.
     let outside = format!("edit:{}", workspace.outside.join("b.rs").display());
     let protected = format!("edit:{}", workspace.ws.join(".git/config").display());
     for key in [outside, protected] {
-        let decision = chain.decide_call("edit", ToolKind::Edit, &[key.clone()], None, false);
+        let decision =
+            chain.decide_call("edit", ToolKind::Edit, std::slice::from_ref(&key), None, false);
         assert_eq!(decision.verdict, Verdict::Ask, "{key}: {decision}");
     }
     let command = chain.decide_call(
