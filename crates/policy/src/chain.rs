@@ -266,9 +266,9 @@ pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
 const PLAN_READ_TOOLS: &[&str] = &["web_fetch"];
 
 /// Plan mode's refusal of a call that is not read-only: a write, an edit, a patch, a command
-/// not known read-only, a tool of another kind (an MCP tool without `readOnlyHint`, a
-/// subagent). `None` for read-only tools, questions to the person and known read-only
-/// commands, which go through the chain as usual.
+/// not known read-only, a tool of another kind (an MCP tool without `readOnlyHint`). `None` for
+/// read-only tools (a subagent's included: its own calls come through this chain), questions
+/// to the person and known read-only commands, which go through the chain as usual.
 pub fn plan_refusal(policy: &Policy, request: &Request<'_>) -> Option<Decision> {
     let tool = request.tool;
     let why = match request.kind {

@@ -47,7 +47,7 @@ fn plan_mode_refuses_what_is_not_read_only() {
             ("run_command", ToolKind::Exec, "shell:touch made.txt".to_owned()),
             ("run_command", ToolKind::Exec, "shell:ls && rm -rf build".to_owned()),
             ("mcp__srv__write", ToolKind::Network, "mcp__srv__write".to_owned()),
-            ("agent", ToolKind::Other, "agent".to_owned()),
+            ("mcp__srv__other", ToolKind::Other, "mcp__srv__other".to_owned()),
         ];
         for (tool, kind, key) in refused {
             // A hook's allow does not lift it either.
