@@ -138,3 +138,53 @@ fn prompt_warnings_are_shown_in_exec_and_listed_by_doctor() {
     assert!(text.contains("  warning: AGENTS.md files total"), "{text}");
     assert!(text.contains("has ~"), "{text}");
 }
+
+/// Claude Code's `permissions.defaultMode: "plan"` in the user's settings starts sessions in
+/// plan mode; `doctor` shows it, and `--permission-mode` overrides it.
+#[test]
+fn claude_default_mode_plan_starts_in_plan_mode() {
+    let home = tempfile::tempdir().unwrap();
+    let user_home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::create_dir(user_home.path().join(".claude")).unwrap();
+    std::fs::write(
+        user_home.path().join(".claude/settings.json"),
+        r#"{"permissions": {"defaultMode": "plan"}}"#,
+    )
+    .unwrap();
+    let write = || {
+        Script::new()
+            .reply(Reply::tool_call(
+                "call_1",
+                "write_file",
+                json!({"path": "new.txt", "content": "x"}),
+            ))
+            .reply(Reply::text("Done."))
+    };
+    let server = FakeModelServer::start(write()).unwrap();
+    let mut env = openai_env(&server);
+    env.push(("HOME".to_owned(), user_home.path().display().to_string()));
+    let run = Run { home: home.path(), cwd: cwd.path(), env };
+    let doctor = run.run(&["doctor"], "");
+    assert!(
+        stdout(&doctor).contains("exec: sandbox")
+            && stdout(&doctor).contains("permission mode plan"),
+        "{}",
+        stdout(&doctor)
+    );
+    let out = run.run(&["exec", "-s", "danger-full-access", "Write it."], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!cwd.path().join("new.txt").exists(), "refused in plan mode");
+    assert!(server.requests()[1].raw_body.contains("plan mode: `write_file` changes files"));
+
+    let server = FakeModelServer::start(write()).unwrap();
+    let mut env = openai_env(&server);
+    env.push(("HOME".to_owned(), user_home.path().display().to_string()));
+    let run = Run { home: home.path(), cwd: cwd.path(), env };
+    let out = run.run(
+        &["exec", "-s", "danger-full-access", "--permission-mode", "default", "Write it."],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(cwd.path().join("new.txt").exists(), "the flag wins over the settings file");
+}
