@@ -16,8 +16,10 @@ use codecoder_protocol::UnknownValue;
 /// it and sends PROMPT at once); `codecoder resume [ID | --last]` opens it on an earlier
 /// session. In the UI: Enter sends, Ctrl+J or Shift+Enter starts a new line, Esc or Ctrl+C
 /// cancels the running turn, Ctrl+C twice on empty input quits; approvals are answered with
-/// y (allow once), a (allow for the session), n (deny) or f (deny with feedback); /help lists
-/// the slash commands. The UI needs a terminal: for pipes and scripts use `codecoder exec`.
+/// y (allow once), a (allow for the session), n (deny) or f (deny with feedback); Shift+Tab
+/// cycles the permission mode (default, accept edits, plan: the model only reads, then presents
+/// a plan you approve with 1, send back with feedback, or edit with Ctrl+G); /help lists the
+/// slash commands. The UI needs a terminal: for pipes and scripts use `codecoder exec`.
 #[derive(Debug, Parser)]
 #[command(name = "codecoder", version, about, propagate_version = true)]
 pub(crate) struct Cli {

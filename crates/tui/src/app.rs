@@ -483,6 +483,7 @@ impl App {
                     "Keys: Enter send · Ctrl+J or Shift+Enter newline · Up/Down history · Tab complete\n\
                      Esc or Ctrl+C cancel the running turn · Ctrl+C twice on empty input quits · Ctrl+T reasoning\n\
                      Approvals: y allow once · a allow for session · n deny · f deny with feedback\n\
+                     Shift+Tab cycles default → accept edits → plan mode · a plan: 1 approve · 2 or feedback sends it back · Ctrl+G edit\n\
                      @path completes a file · $skill a skill · typing while a turn runs queues a steering message\n",
                 );
                 for (command, help) in COMMANDS {
@@ -568,11 +569,12 @@ impl App {
     pub(crate) fn status_report(&self) -> String {
         let total = self.total_usage();
         format!(
-            "session: {}\nmodel: {} ({})\napproval mode: {}\ntokens: {} in ({} cached), {} out\ncontext: {} of {} tokens ({}%)\ncost: {}\ncwd: {}",
+            "session: {}\nmodel: {} ({})\napproval mode: {}\npermission mode: {}\ntokens: {} in ({} cached), {} out\ncontext: {} of {} tokens ({}%)\ncost: {}\ncwd: {}",
             self.info.session_id,
             self.info.model,
             self.info.provider,
             self.approval_mode,
+            self.permission_mode,
             total.input_tokens,
             total.cached_input_tokens,
             total.output_tokens,

@@ -188,3 +188,15 @@ fn claude_default_mode_plan_starts_in_plan_mode() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(cwd.path().join("new.txt").exists(), "the flag wins over the settings file");
 }
+
+#[test]
+fn help_explains_plan_mode() {
+    let home = tempfile::tempdir().unwrap();
+    let help = stdout(&crate::codecoder(home.path(), &["exec", "--help"]));
+    assert!(help.contains("--plan") && help.contains("Plan only"), "{help}");
+    assert!(help.contains("--permission-mode <MODE>") && help.contains("acceptEdits"), "{help}");
+    let help = stdout(&crate::codecoder(home.path(), &["--help"]));
+    assert!(help.contains("Shift+Tab"), "{help}");
+    let out = crate::codecoder(home.path(), &["exec", "--permission-mode", "yolo", "x"]);
+    assert_eq!(out.status.code(), Some(2), "an unknown mode is a usage error");
+}
