@@ -392,6 +392,7 @@ pub(crate) fn kernel_hooks(
     transcript_path: Option<&Path>,
     cwd: &Path,
     permission_mode: &str,
+    permission: PermissionSwitch,
     sessions_dir: PathBuf,
 ) -> Option<KernelHooks> {
     if set.is_empty() {
@@ -403,5 +404,6 @@ pub(crate) fn kernel_hooks(
         cwd: cwd.to_owned(),
         permission_mode: permission_mode.to_owned(),
     };
-    Some(KernelHooks::new(HookRunner::new(Arc::clone(set), common), sessions_dir))
+    let runner = HookRunner::new(Arc::clone(set), common).with_permission(permission);
+    Some(KernelHooks::new(runner, sessions_dir))
 }

@@ -396,6 +396,7 @@ impl Runtime {
             writer.path(),
             &cwd,
             crate::safety::claude_permission_mode(safety.modes),
+            safety.permission.clone(),
             store.sessions_dir(),
         ) {
             Some(hooks) => Arc::new(hooks),
