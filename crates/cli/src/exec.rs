@@ -226,6 +226,7 @@ pub(crate) fn run(
     }
     Ok(code)
 }
+
 /// True for the question `exit_plan_mode` asks: its suggested answers are exactly approve and
 /// keep planning.
 fn is_plan_review(options: &[String]) -> bool {
