@@ -155,6 +155,37 @@ impl Runtime {
         }
 
         self.doctor_model(&model, out)?;
+        // The prompt as a session of the model builds it: the instruction files it carries and
+        // what the person should know about them (a cut, a file left out, a large section).
+        writeln!(out, "prompt:")?;
+        let context_config = crate::session::context_config(&loaded.config, &model, home);
+        let environment = codecoder_context::Environment::new(
+            cwd,
+            std::env::var(codecoder_protocol::env::SHELL).ok(),
+        );
+        let built = codecoder_context::ContextBuilder::new(
+            &context_config,
+            &environment,
+            &codecoder_stdx::SystemClock,
+            &self.agents_md,
+        )
+        .and_then(|builder| {
+            builder.with_section("skills", crate::skills::load(cwd, home).catalogue(""))
+        });
+        match built {
+            Ok(builder) => {
+                if builder.agents_md_files().is_empty() {
+                    writeln!(out, "  instruction files: (none)")?;
+                }
+                for file in builder.agents_md_files() {
+                    writeln!(out, "  instruction file: {}", file.display())?;
+                }
+                for warning in builder.warnings() {
+                    writeln!(out, "  warning: {warning}")?;
+                }
+            }
+            Err(err) => writeln!(out, "  error: {err}")?,
+        }
 
         let interactive = self.safety(true)?;
         let headless = self.safety(false)?;
@@ -168,10 +199,11 @@ impl Runtime {
         }
         let modes = |safety: &Safety| {
             format!(
-                "sandbox {}, approvals {}{}",
+                "sandbox {}, approvals {}{}, permission mode {}",
                 safety.modes.sandbox.as_str(),
                 safety.modes.approval.as_str(),
-                if safety.modes.bypass { ", bypass (yolo)" } else { "" }
+                if safety.modes.bypass { ", bypass (yolo)" } else { "" },
+                safety.permission.get(),
             )
         };
         writeln!(out, "modes:")?;

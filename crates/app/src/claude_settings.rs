@@ -2,8 +2,9 @@
 //! `~/.claude/settings.json` (the user's layer) and, once the project is trusted, of its
 //! `.claude/settings.json` and `.claude/settings.local.json` (the project's layer). `allow`,
 //! `ask` and `deny` join the rule layers of the same rank (the rule syntax is the same);
-//! `additionalDirectories` become writable roots; `defaultMode` sets the approval mode where
-//! neither a flag nor config.toml does.
+//! `additionalDirectories` become writable roots; `defaultMode` sets the approval mode
+//! (`default`, `dontAsk`) or the permission mode (`plan`, `acceptEdits`) where neither a flag nor
+//! config.toml does.
 //!
 //! Invariant: a project's file is read only when the project is trusted, so a cloned repository
 //! cannot allow itself anything; a file that does not parse is a warning naming file and line,
@@ -11,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use codecoder_protocol::ApprovalMode;
+use codecoder_protocol::{ApprovalMode, PermissionMode};
 use serde::Deserialize;
 
 /// The `permissions` of one settings file.
@@ -59,6 +60,8 @@ pub(crate) struct ClaudePermissions {
     pub(crate) directories: Vec<PathBuf>,
     /// `defaultMode`, where it maps to one of ours (the project's wins over the user's).
     pub(crate) approval: Option<ApprovalMode>,
+    /// `defaultMode` `plan` or `acceptEdits` (the project's wins over the user's).
+    pub(crate) permission: Option<PermissionMode>,
     /// Files that did not parse, modes codecoder does not take from a file.
     pub(crate) warnings: Vec<String>,
 }
@@ -115,7 +118,13 @@ impl ClaudePermissions {
             Some("dontAsk") if project || self.approval.is_none() => {
                 self.approval = Some(ApprovalMode::Never);
             }
-            Some("default" | "dontAsk") => {}
+            Some("plan") if project || self.permission.is_none() => {
+                self.permission = Some(PermissionMode::Plan);
+            }
+            Some("acceptEdits") if project || self.permission.is_none() => {
+                self.permission = Some(PermissionMode::AcceptEdits);
+            }
+            Some("default" | "dontAsk" | "plan" | "acceptEdits") => {}
             Some(other) => self.warnings.push(format!(
                 "{}: defaultMode `{other}` is not taken from a settings file (codecoder's modes: \
                  -a untrusted|on-request|never, --yolo)",

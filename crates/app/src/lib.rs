@@ -21,6 +21,7 @@ mod error;
 mod host;
 mod jsonl;
 mod mcp;
+mod plan;
 mod plugins;
 mod provider;
 mod replay;
@@ -34,7 +35,12 @@ use std::path::{Path, PathBuf};
 use codecoder_config::{LoadOptions, LoadedConfig};
 
 pub use checks::PermissionCheck;
-pub use codecoder_policy::{ApprovalMode, ChainPolicy, Modes, SandboxMode};
+pub use codecoder_policy::{
+    ApprovalMode, ChainPolicy, Modes, PermissionMode, PermissionSwitch, SandboxMode,
+};
+pub use codecoder_tools::{
+    EXIT_PLAN_MODE, PLAN_APPROVE, PLAN_EDITED_PREFIX, PLAN_KEEP_PLANNING, plan_steps,
+};
 pub use error::{Error, Result};
 pub use host::{SessionListing, git_diff, init_agents_md};
 pub use jsonl::{ExecEventEncoder, Messages, result_text};
@@ -75,6 +81,8 @@ pub struct Overrides {
     pub bypass: bool,
     /// `--add-dir`: more writable roots.
     pub add_dirs: Vec<PathBuf>,
+    /// `--permission-mode` (`exec --plan`: plan), over Claude Code's `defaultMode`.
+    pub permission_mode: Option<PermissionMode>,
 }
 
 /// Something a person should read, from loading the config or assembling a session.

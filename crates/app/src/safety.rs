@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use codecoder_config::{InheritToml, LoadedConfig, Origin, SandboxBackendToml};
 use codecoder_hooks::{CommonInput, HookRunner, HookSet, HookSources, KernelHooks};
-use codecoder_policy::{ApprovalMode, ChainPolicy, Modes, RuleOrigin, RuleSet, SandboxMode};
+use codecoder_policy::{
+    ApprovalMode, ChainPolicy, Modes, PermissionMode, PermissionSwitch, RuleOrigin, RuleSet,
+    SandboxMode,
+};
 use codecoder_sandbox::{
     BackendPreference, CommandEnvironment, Confinement, EnvPolicy, FsAccess, Inherit, Probe,
     Sandbox, SandboxPolicy,
@@ -24,6 +27,9 @@ pub struct Safety {
     pub modes: Modes,
     /// The approval chain, as the kernel's policy.
     pub policy: Arc<ChainPolicy>,
+    /// The permission mode (`default | acceptEdits | plan`), shared by the chain, the
+    /// `exit_plan_mode` tool and the front-end.
+    pub permission: PermissionSwitch,
     /// What `run_command` runs in.
     pub confinement: Confinement,
     /// What a sandbox denial does (shared with the tools, changed with the approval mode).
@@ -190,9 +196,13 @@ pub(crate) fn build(
         project_rules,
         user_rules,
     };
+    let permission = PermissionSwitch::new(
+        args.permission_mode.or(claude.permission).unwrap_or(PermissionMode::Default),
+    );
     Ok(Safety {
         modes,
-        policy: Arc::new(ChainPolicy::new(policy)),
+        policy: Arc::new(ChainPolicy::with_permission(policy, permission.clone())),
+        permission,
         confinement,
         escalation: EscalationSetting::new(escalation_for(modes)),
         probe,
@@ -382,6 +392,7 @@ pub(crate) fn kernel_hooks(
     transcript_path: Option<&Path>,
     cwd: &Path,
     permission_mode: &str,
+    permission: PermissionSwitch,
     sessions_dir: PathBuf,
 ) -> Option<KernelHooks> {
     if set.is_empty() {
@@ -393,5 +404,6 @@ pub(crate) fn kernel_hooks(
         cwd: cwd.to_owned(),
         permission_mode: permission_mode.to_owned(),
     };
-    Some(KernelHooks::new(HookRunner::new(Arc::clone(set), common), sessions_dir))
+    let runner = HookRunner::new(Arc::clone(set), common).with_permission(permission);
+    Some(KernelHooks::new(runner, sessions_dir))
 }

@@ -82,11 +82,30 @@ pub struct Pricing {
     pub output: Option<f64>,
 }
 
-/// What can change in a running session from outside the agent: the approval mode.
+/// What can change in a running session from outside the agent: the approval mode and the
+/// permission mode.
 #[derive(Debug, Clone)]
 pub struct SessionControls {
     policy: Arc<ChainPolicy>,
     escalation: codecoder_tools::EscalationSetting,
+}
+
+impl SessionControls {
+    /// The permission mode now (`default`, `acceptEdits`, `plan`).
+    pub fn permission_mode(&self) -> crate::PermissionMode {
+        self.policy.permission().get()
+    }
+
+    /// Switches the permission mode for the calls decided and the prompts submitted from now
+    /// on (plan mode: only read-only tools run, `exit_plan_mode` is offered).
+    pub fn set_permission_mode(&self, mode: crate::PermissionMode) {
+        self.policy.permission().set(mode);
+    }
+
+    /// Shift+Tab: default → acceptEdits → plan → default; returns the new mode.
+    pub fn cycle_permission_mode(&self) -> crate::PermissionMode {
+        self.policy.permission().cycle()
+    }
 }
 
 impl SessionControls {
@@ -326,6 +345,7 @@ impl Runtime {
         for tool in codecoder_tools::builtin_tools(tools_config) {
             registry.register(tool)?;
         }
+        registry.register(codecoder_tools::exit_plan_mode_tool(safety.permission.clone()))?;
         // Skills (the `skill` tool when any is installed) and subagents (the `agent` tool, its
         // types the built-in one and the agent definitions).
         let extensions = crate::skills::load(&cwd, &home);
@@ -365,12 +385,8 @@ impl Runtime {
         let registry = Arc::new(registry);
 
         // The prompt: base instructions, environment, AGENTS.md; the model's window and reserve.
-        let ContextLimits { window, max_output, .. } = context_limits(config, &model);
-        let mut context_config =
-            codecoder_context::ContextConfig::standard(window, max_output, Some(home.clone()));
-        if let Some(names) = &config.project_doc_fallback_filenames {
-            context_config.agents_md.fallback_names.clone_from(names);
-        }
+        let window = context_limits(config, &model).window;
+        let mut context_config = context_config(config, &model, &home);
         context_config.output_schema.clone_from(&request.output_schema);
         let (reasoning, reasoning_warning) = crate::provider::reasoning_settings(
             config,
@@ -379,9 +395,6 @@ impl Runtime {
         )?;
         context_config.reasoning = reasoning;
         notices.extend(reasoning_warning.map(Notice::Warning));
-        if let Some(budget) = config.project_doc_max_bytes {
-            context_config.agents_md.budget_bytes = budget;
-        }
         let mut environment = codecoder_context::Environment::new(
             &cwd,
             std::env::var(codecoder_protocol::env::SHELL).ok(),
@@ -400,6 +413,9 @@ impl Runtime {
             "skills",
             extensions.catalogue(request.first_prompt.as_deref().unwrap_or_default()),
         )?;
+        // Cut or unreadable AGENTS.md files and sections over the warning size: the person
+        // should know what every request carries.
+        notices.extend(builder.warnings().iter().map(|w| Notice::Warning(w.to_string())));
         let builder = Arc::new(builder);
         let guard = codecoder_context::ContextWindowGuard::new(
             Arc::clone(&builder),
@@ -420,6 +436,7 @@ impl Runtime {
             writer.path(),
             &cwd,
             crate::safety::claude_permission_mode(safety.modes),
+            safety.permission.clone(),
             store.sessions_dir(),
         ) {
             Some(hooks) => Arc::new(hooks),
@@ -437,6 +454,10 @@ impl Runtime {
                     session_id,
                 })
             };
+        let hooks: Arc<dyn codecoder_kernel::Hooks> = Arc::new(crate::plan::PlanHooks {
+            inner: hooks,
+            permission: safety.permission.clone(),
+        });
         let deps = AgentDeps {
             model: model_client,
             prompt: builder,
@@ -500,6 +521,26 @@ pub fn context_limits(config: &ConfigToml, model: &str) -> ContextLimits {
         .unwrap_or_else(|| codecoder_context::default_limit(available))
         .min(available);
     ContextLimits { window, max_output, auto_compact }
+}
+
+/// The prompt's configuration for `model` under `config`: the window and output reserve, the
+/// AGENTS.md fallback names and budget (`project_doc_fallback_filenames`,
+/// `project_doc_max_bytes`).
+pub(crate) fn context_config(
+    config: &ConfigToml,
+    model: &str,
+    home: &std::path::Path,
+) -> codecoder_context::ContextConfig {
+    let ContextLimits { window, max_output, .. } = context_limits(config, model);
+    let mut context_config =
+        codecoder_context::ContextConfig::standard(window, max_output, Some(home.to_owned()));
+    if let Some(names) = &config.project_doc_fallback_filenames {
+        context_config.agents_md.fallback_names.clone_from(names);
+    }
+    if let Some(budget) = config.project_doc_max_bytes {
+        context_config.agents_md.budget_bytes = budget;
+    }
+    context_config
 }
 
 /// The configured auto-compaction limit of `model` (`[models.X] auto_compact_token_limit`

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
-use codecoder_app::{ApprovalMode, SandboxMode};
+use codecoder_app::{ApprovalMode, PermissionMode, SandboxMode};
 use codecoder_protocol::UnknownValue;
 
 /// codecoder: a terminal coding agent. An LLM decides; tools read, search, edit and run code;
@@ -16,8 +16,10 @@ use codecoder_protocol::UnknownValue;
 /// it and sends PROMPT at once); `codecoder resume [ID | --last]` opens it on an earlier
 /// session. In the UI: Enter sends, Ctrl+J or Shift+Enter starts a new line, Esc or Ctrl+C
 /// cancels the running turn, Ctrl+C twice on empty input quits; approvals are answered with
-/// y (allow once), a (allow for the session), n (deny) or f (deny with feedback); /help lists
-/// the slash commands. The UI needs a terminal: for pipes and scripts use `codecoder exec`.
+/// y (allow once), a (allow for the session), n (deny) or f (deny with feedback); Shift+Tab
+/// cycles the permission mode (default, accept edits, plan: the model only reads, then presents
+/// a plan you approve with 1, send back with feedback, or edit with Ctrl+G); /help lists the
+/// slash commands. The UI needs a terminal: for pipes and scripts use `codecoder exec`.
 #[derive(Debug, Parser)]
 #[command(name = "codecoder", version, about, propagate_version = true)]
 pub(crate) struct Cli {
@@ -101,6 +103,7 @@ impl GlobalArgs {
             full_auto: safety.full_auto,
             bypass: safety.yolo,
             add_dirs: safety.add_dirs.clone(),
+            permission_mode: safety.permission_mode,
         }
     }
 }
@@ -147,6 +150,27 @@ pub(crate) struct SafetyArgs {
     /// Another directory commands and edits may write (repeatable).
     #[arg(long = "add-dir", value_name = "DIR", global = true)]
     pub(crate) add_dirs: Vec<PathBuf>,
+    /// Claude Code's permission mode, on top of the approval mode: `default`, `acceptEdits`
+    /// (edits inside the writable roots run without asking) or `plan` (only read-only tools
+    /// run; the model presents a plan for you to approve before it changes anything). Default:
+    /// `permissions.defaultMode` in Claude Code's settings, else default. The TUI cycles them
+    /// with Shift+Tab.
+    #[arg(
+        long = "permission-mode",
+        value_name = "MODE",
+        global = true,
+        value_parser = permission_mode_parser()
+    )]
+    pub(crate) permission_mode: Option<PermissionMode>,
+}
+
+/// `--permission-mode`: the shared `PermissionMode`, each value with its `--help` line.
+fn permission_mode_parser() -> impl TypedValueParser<Value = PermissionMode> {
+    mode_parser([
+        (PermissionMode::Default.as_str(), "The approval mode decides"),
+        (PermissionMode::AcceptEdits.as_str(), "Edits inside the writable roots are not asked"),
+        (PermissionMode::Plan.as_str(), "Only read-only tools run; the model presents a plan"),
+    ])
 }
 
 /// `-s/--sandbox`: the shared `SandboxMode`, each value with its `--help` line.
@@ -567,6 +591,11 @@ pub(crate) struct ExecOptions {
     /// (tools still run for real).
     #[arg(long, value_name = "FILE", global = true)]
     pub(crate) replay: Option<PathBuf>,
+    /// Plan only (`--permission-mode plan`): only read-only tools run, and the plan the model
+    /// presents (`exit_plan_mode`) is printed on stdout instead of a final message; nothing is
+    /// changed. Exits 0 once the model has presented it.
+    #[arg(long, global = true, conflicts_with = "permission_mode")]
+    pub(crate) plan: bool,
 }
 
 #[derive(Debug, Subcommand)]

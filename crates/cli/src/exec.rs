@@ -82,7 +82,12 @@ pub(crate) fn run(
             None => None,
         };
 
-    let runtime = crate::load_runtime(global, options.model.clone(), options.provider.clone())?;
+    // `--plan` is `--permission-mode plan`.
+    let mut global = global.clone();
+    if options.plan {
+        global.safety.permission_mode = Some(codecoder_app::PermissionMode::Plan);
+    }
+    let runtime = crate::load_runtime(&global, options.model.clone(), options.provider.clone())?;
     let session = runtime.start(&codecoder_app::SessionRequest {
         start: match resume {
             Some(query) => codecoder_app::Start::Resume(query),
@@ -131,6 +136,8 @@ pub(crate) fn run(
 
     let mut outcome = None;
     let mut final_message = String::new();
+    // The last plan the model presented for approval (`exit_plan_mode`).
+    let mut plan: Option<String> = None;
     for event in agent.events.iter() {
         match &event.kind {
             AgentEventKind::ApprovalRequest(_) | AgentEventKind::AskUser(_) => {}
@@ -150,6 +157,10 @@ pub(crate) fn run(
                 });
             }
             AgentEventKind::AskUser(request) => {
+                if is_plan_review(&request.options) {
+                    renderer.note("plan presented (no one to approve it in exec)", out)?;
+                    plan = Some(request.question.clone());
+                }
                 request.reply.send(AskUserAnswer::Declined);
             }
             AgentEventKind::TurnDone { outcome: turn_outcome, .. }
@@ -185,6 +196,8 @@ pub(crate) fn run(
                     anyhow::anyhow!("the final message does not follow --output-schema: {err}")
                 })?;
             }
+            // In plan mode the plan is the answer.
+            let final_message = plan.unwrap_or(final_message);
             if let Some(path) = &options.output_last_message {
                 if final_message.is_empty() {
                     eprintln!(
@@ -213,6 +226,14 @@ pub(crate) fn run(
     }
     Ok(code)
 }
+
+/// True for the question `exit_plan_mode` asks: its suggested answers are exactly approve and
+/// keep planning.
+fn is_plan_review(options: &[String]) -> bool {
+    matches!(options, [approve, keep]
+        if approve == codecoder_app::PLAN_APPROVE && keep == codecoder_app::PLAN_KEEP_PLANNING)
+}
+
 /// The prompt: the argument, stdin (`-` or absent), or both (stdin appended as a block).
 fn read_prompt(arg: Option<&str>) -> anyhow::Result<String> {
     let stdin = std::io::stdin();

@@ -316,7 +316,8 @@ fn carryover(history: &[Message], extra_context: &[String]) -> Option<String> {
         for call in message.tool_calls() {
             let path = call.args.get("path").and_then(Value::as_str);
             match call.name.as_str() {
-                "update_plan" => plan = Some(&call.args),
+                // A plan presented in plan mode is the plan too, until an update_plan follows.
+                "update_plan" | "exit_plan_mode" => plan = Some(&call.args),
                 "read_file" => read.extend(path.map(str::to_owned)),
                 "write_file" | "edit" => edited.extend(path.map(str::to_owned)),
                 "apply_patch" => {
@@ -335,7 +336,7 @@ fn carryover(history: &[Message], extra_context: &[String]) -> Option<String> {
     if let Some(plan) = plan {
         let text = serde_json::to_string_pretty(plan).unwrap_or_default();
         let cut = floor_char_boundary(&text, MAX_PLAN_BYTES);
-        out.push_str("\nThe current plan (the newest update_plan):\n");
+        out.push_str("\nThe current plan (the newest update_plan or exit_plan_mode):\n");
         out.push_str(&text[..cut]);
         out.push('\n');
     }

@@ -539,6 +539,28 @@ mod compaction {
     }
 
     #[test]
+    fn a_plan_presented_in_plan_mode_is_carried_over() {
+        let (_dir, compactor) = compactor(100_000, None);
+        let mut history = history();
+        history.extend(exchange(
+            "present",
+            "exit_plan_mode",
+            json!({"plan": "1. Split the parser\n2. Test it"}),
+            "The user approved the plan.",
+        ));
+        let replacement = compactor.replacement(&history, Some("Done."), "", &[]);
+        let carried = replacement
+            .iter()
+            .find_map(|message| match &message.items[..] {
+                [MessageItem::Text { text }] if text.starts_with(CARRYOVER_PREFIX) => Some(text),
+                _ => None,
+            })
+            .expect("a carried-over message");
+        assert!(carried.contains("Split the parser"), "{carried}");
+        assert!(!carried.contains("read the parts"), "the newest plan wins: {carried}");
+    }
+
+    #[test]
     fn the_replacement_keeps_user_messages_plan_and_files_verbatim() {
         let (_dir, compactor) = compactor(100_000, None);
         let history = history();

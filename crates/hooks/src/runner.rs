@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use codecoder_kernel::CancelToken;
+use codecoder_policy::{PermissionMode, PermissionSwitch};
 use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Wait, output};
 use crossbeam_channel::Receiver;
 use serde_json::{Map, Value, json};
@@ -62,12 +63,21 @@ pub struct HookRunner {
     common: CommonInput,
     /// Fires when the hooks should stop at once (the turn was cancelled).
     cancel: Option<Receiver<Infallible>>,
+    /// The session's permission mode, read at each event: `plan` and `acceptEdits` replace
+    /// `common.permission_mode` while they are on.
+    permission: Option<PermissionSwitch>,
 }
 
 impl HookRunner {
     /// A runner for `set`, whose hooks all get `common` in their input.
     pub fn new(set: Arc<HookSet>, common: CommonInput) -> HookRunner {
-        HookRunner { set, common, cancel: None }
+        HookRunner { set, common, cancel: None, permission: None }
+    }
+
+    /// This runner, whose hooks see `plan` or `acceptEdits` as `permission_mode` while
+    /// `permission` is in that mode.
+    pub fn with_permission(self, permission: PermissionSwitch) -> HookRunner {
+        HookRunner { permission: Some(permission), ..self }
     }
 
     /// This runner, whose hooks are killed (their whole process group) as soon as `cancel`
@@ -256,7 +266,11 @@ impl HookRunner {
         input.insert("session_id".to_owned(), json!(self.common.session_id));
         input.insert("transcript_path".to_owned(), json!(self.common.transcript_path));
         input.insert("cwd".to_owned(), json!(self.common.cwd));
-        input.insert("permission_mode".to_owned(), json!(self.common.permission_mode));
+        let permission_mode = match self.permission.as_ref().map(PermissionSwitch::get) {
+            Some(mode @ (PermissionMode::Plan | PermissionMode::AcceptEdits)) => mode.as_str(),
+            Some(PermissionMode::Default) | None => self.common.permission_mode.as_str(),
+        };
+        input.insert("permission_mode".to_owned(), json!(permission_mode));
         input.insert("hook_event_name".to_owned(), json!(event.name()));
         input.extend(event_fields());
         // Serializing a `Value` cannot fail (its keys are strings).

@@ -68,6 +68,11 @@ pub trait Tool: Send + Sync {
         let _ = args;
         vec![self.name().to_owned()]
     }
+    /// Whether the model is offered the tool in the next request (a tool of one mode, such as
+    /// `exit_plan_mode`, is hidden outside it). Default: always.
+    fn offered(&self) -> bool {
+        true
+    }
     /// One line for the person: what this call will do.
     fn summary(&self, args: &serde_json::Value) -> String {
         format!("{} {args}", self.name())
@@ -379,6 +384,20 @@ impl ToolRegistry {
                 schema: tool.schema(),
             })
             .collect()
+    }
+
+    /// `specs` (this registry's) less the tools not offered now; borrowed when every tool is.
+    pub fn offered<'a>(&self, specs: &'a [ToolSpec]) -> std::borrow::Cow<'a, [ToolSpec]> {
+        if self.tools.iter().all(|tool| tool.offered()) {
+            return std::borrow::Cow::Borrowed(specs);
+        }
+        std::borrow::Cow::Owned(
+            specs
+                .iter()
+                .filter(|spec| self.get(&spec.name).is_none_or(|tool| tool.offered()))
+                .cloned()
+                .collect(),
+        )
     }
 
     /// A registry with only the tools named in `allow` (late ones that joined so far

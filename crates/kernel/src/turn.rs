@@ -633,12 +633,13 @@ impl AgentLoop {
         self.sync_shared_history();
         let mut attempt = 0;
         let (assembly, stop_reason) = loop {
+            let specs = self.env.deps.tools.offered(&self.specs);
             let request = self.env.deps.prompt.build(&PromptInput {
                 session_id: self.writer.session_id(),
                 model: &self.env.config.model,
                 agent_instructions: self.env.config.agent_instructions.as_deref(),
                 history: &self.shared_history,
-                tools: &self.specs,
+                tools: &specs,
                 turn,
                 step,
             });

@@ -1,28 +1,41 @@
 //! The chain behind the kernel's approval seam: `ChainPolicy` holds a session's `Policy` and
 //! answers the kernel's `ApprovalPolicy` with `decide`'s verdict, who reached it and why.
 //!
-//! Invariants: the approval mode is the only part that changes while a session runs
-//! (`/approvals`); a poisoned lock still yields the last policy written (a panic elsewhere must
-//! not turn every call into an error). A deny's reason for the model names the policy.
+//! Invariants: the approval mode and the permission mode are the only parts that change while
+//! a session runs (`/approvals`, Shift+Tab, plan approval); a poisoned lock still yields the
+//! last policy written (a panic elsewhere must not turn every call into an error). A deny's
+//! reason for the model names the policy. Plan mode refuses before anything else is asked
+//! (bypass included): nothing that writes runs while the model plans.
 
 use std::sync::{PoisonError, RwLock};
 
 use codecoder_kernel::{ApprovalPolicy, ApprovalQuery, HookVerdict, PolicyAnswer};
 use codecoder_protocol::{ToolKind, Verdict};
 
-use crate::chain::{Decision, Policy, Request, decide};
-use crate::mode::{ApprovalMode, Modes};
+use crate::chain::{Decision, Policy, Request, Source, decide, edits_inside_roots, plan_refusal};
+use crate::mode::{ApprovalMode, Modes, PermissionMode, PermissionSwitch};
 
 /// A session's permission chain, as the kernel's approval policy.
 #[derive(Debug)]
 pub struct ChainPolicy {
     policy: RwLock<Policy>,
+    permission: PermissionSwitch,
 }
 
 impl ChainPolicy {
-    /// The chain over `policy`.
+    /// The chain over `policy`, in the default permission mode.
     pub fn new(policy: Policy) -> Self {
-        Self { policy: RwLock::new(policy) }
+        Self::with_permission(policy, PermissionSwitch::new(PermissionMode::Default))
+    }
+
+    /// The chain over `policy`, its permission mode read from `permission` at every call.
+    pub fn with_permission(policy: Policy, permission: PermissionSwitch) -> Self {
+        Self { policy: RwLock::new(policy), permission }
+    }
+
+    /// The permission mode's switch (shared: changing it changes the chain's decisions).
+    pub fn permission(&self) -> &PermissionSwitch {
+        &self.permission
     }
 
     /// The modes now.
@@ -46,10 +59,29 @@ impl ChainPolicy {
         granted: bool,
     ) -> Decision {
         let policy = self.policy.read().unwrap_or_else(PoisonError::into_inner);
-        decide(
-            &policy,
-            &Request { tool, kind, permission_keys: keys, hook, session_grant: granted },
-        )
+        let request = Request { tool, kind, permission_keys: keys, hook, session_grant: granted };
+        let mode = self.permission.get();
+        if mode == PermissionMode::Plan
+            && let Some(refusal) = plan_refusal(&policy, &request)
+        {
+            return refusal;
+        }
+        let decision = decide(&policy, &request);
+        if mode == PermissionMode::AcceptEdits
+            && decision.verdict == Verdict::Ask
+            && matches!(decision.source, Source::Default { .. })
+            && edits_inside_roots(&policy, &request)
+        {
+            return Decision {
+                verdict: Verdict::Allow,
+                source: Source::PermissionMode { mode },
+                reason: format!(
+                    "acceptEdits: edits inside the writable roots run ({})",
+                    decision.reason
+                ),
+            };
+        }
+        decision
     }
 }
 

@@ -24,7 +24,7 @@ use codecoder_kernel::HookVerdict;
 use codecoder_protocol::{DecidedBy, ToolKind, Verdict};
 
 use crate::command::{CommandContext, Severity};
-use crate::mode::{ApprovalMode, Modes, SandboxMode};
+use crate::mode::{ApprovalMode, Modes, PermissionMode, SandboxMode};
 use crate::paths::{Placement, Roots, resolve};
 use crate::protect::Protection;
 use crate::rules::{Call, RuleSet, Subject};
@@ -121,6 +121,12 @@ pub enum Source {
         /// The protected file or tree it is in.
         protected: PathBuf,
     },
+    /// The permission mode: plan mode refuses what is not read-only; acceptEdits allows an
+    /// edit inside the writable roots that the default would ask about.
+    PermissionMode {
+        /// The mode.
+        mode: PermissionMode,
+    },
     /// The default for the tool's kind under the modes.
     Default {
         /// The tool's kind.
@@ -141,7 +147,7 @@ impl Source {
             | Self::UserRule { .. }
             | Self::HiddenPath { .. }
             | Self::Protected { .. } => DecidedBy::Rule,
-            Self::Default { .. } => DecidedBy::Mode,
+            Self::Default { .. } | Self::PermissionMode { .. } => DecidedBy::Mode,
         }
     }
 }
@@ -253,6 +259,75 @@ pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
         return rule_decision(false, list, rule.text(), "");
     }
     default_decision(policy, request, &call, &ctx)
+}
+
+/// Tools that only read although their kind says otherwise: `web_fetch` (network, but it
+/// changes nothing), which plan mode lets through.
+const PLAN_READ_TOOLS: &[&str] = &["web_fetch"];
+
+/// Plan mode's refusal of a call that is not read-only: a write, an edit, a patch, a command
+/// not known read-only, a tool of another kind (an MCP tool without `readOnlyHint`). `None` for
+/// read-only tools (a subagent's included: its own calls come through this chain), questions
+/// to the person and known read-only commands, which go through the chain as usual.
+pub fn plan_refusal(policy: &Policy, request: &Request<'_>) -> Option<Decision> {
+    let tool = request.tool;
+    let why = match request.kind {
+        ToolKind::ReadOnly | ToolKind::Interactive => return None,
+        ToolKind::Network if PLAN_READ_TOOLS.contains(&tool) => return None,
+        ToolKind::Exec => {
+            let ctx = policy.command_context();
+            let call = Call::new(tool, request.permission_keys, &ctx);
+            let mut commands = Vec::new();
+            let mut read_only = true;
+            for subject in call.subjects() {
+                match subject {
+                    Subject::Shell { command, classification } => {
+                        commands.push(format!("`{}`", shorten(command)));
+                        read_only &= classification.severity == Severity::Safe;
+                    }
+                    _ => read_only = false,
+                }
+            }
+            if read_only && !commands.is_empty() {
+                return None;
+            }
+            if commands.is_empty() {
+                format!("`{tool}` runs a command")
+            } else {
+                format!("{} is not known to be read-only", commands.join(", "))
+            }
+        }
+        ToolKind::Edit => format!("`{tool}` changes files"),
+        ToolKind::Network | ToolKind::Other => {
+            format!("`{tool}` is not known to be read-only")
+        }
+    };
+    Some(Decision {
+        verdict: Verdict::Deny,
+        source: Source::PermissionMode { mode: PermissionMode::Plan },
+        reason: format!(
+            "plan mode: {why}. You are in plan mode: only read-only tools run. Explore, then \
+             present your plan with `exit_plan_mode`; once the user approves it you can make \
+             changes"
+        ),
+    })
+}
+
+/// True when every file `request` edits is inside the writable roots and not protected (what
+/// acceptEdits lets through without asking).
+pub fn edits_inside_roots(policy: &Policy, request: &Request<'_>) -> bool {
+    if request.kind != ToolKind::Edit {
+        return false;
+    }
+    let ctx = policy.command_context();
+    let call = Call::new(request.tool, request.permission_keys, &ctx);
+    let roots = edit_roots(policy, &ctx);
+    let subjects = call.subjects();
+    !subjects.is_empty()
+        && subjects.iter().all(|subject| match subject {
+            Subject::Edit(path) => matches!(roots.place(path), Placement::Writable),
+            _ => false,
+        })
 }
 
 fn hidden_path_denial(policy: &Policy, call: &Call, ctx: &CommandContext) -> Option<Decision> {

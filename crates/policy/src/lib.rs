@@ -12,7 +12,10 @@
 //!   Safe, Normal or Dangerous, with a reason naming the part.
 //! - `rules`: `RuleSet::parse(allow, ask, deny, origin)` and matching.
 //! - `chain`: `decide(policy, request)` → `Decision { verdict, source, reason }`.
-//! - `approval`: `ChainPolicy`, the chain behind the kernel's approval seam.
+//! - `approval`: `ChainPolicy`, the chain behind the kernel's approval seam, with the
+//!   permission mode (`PermissionSwitch`): plan mode refuses every call that is not read-only
+//!   before the chain runs; acceptEdits allows an edit inside the writable roots the default
+//!   would ask about.
 //! - `protect`: `Guard`, the one list of protected paths (the chain, the file tools, the
 //!   sandbox and `doctor` use it).
 //!
@@ -68,12 +71,12 @@ pub mod protect;
 pub mod rules;
 
 pub use approval::ChainPolicy;
-pub use chain::{Decision, Policy, Request, Source, decide};
+pub use chain::{Decision, Policy, Request, Source, decide, edits_inside_roots, plan_refusal};
 pub use codecoder_kernel::HookVerdict;
 pub use codecoder_protocol::{ToolKind, Verdict};
 pub use command::{Classification, CommandContext, Part, Severity, classify};
 pub use error::{Error, Result, RuleError, RuleProblem};
-pub use mode::{ApprovalMode, Modes, SandboxMode};
+pub use mode::{ApprovalMode, Modes, PermissionMode, PermissionSwitch, SandboxMode};
 pub use paths::{normalize_lexically, resolve};
 pub use protect::{Guard, Protection};
 pub use rules::{Call, Rule, RuleOrigin, RuleSet, Subject};

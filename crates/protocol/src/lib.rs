@@ -28,8 +28,8 @@ pub use message::{
     ToolResult, ToolResultStatus,
 };
 pub use permission::{
-    ApprovalMode, CLAUDE_TOOL_ALIASES, CLAUDE_TOOL_NAMES, DecidedBy, SandboxMode, ToolKind,
-    UnknownValue, Verdict, claude_tool_name, our_tool_name,
+    ApprovalMode, CLAUDE_TOOL_ALIASES, CLAUDE_TOOL_NAMES, DecidedBy, PermissionMode, SandboxMode,
+    ToolKind, UnknownValue, Verdict, claude_tool_name, our_tool_name,
 };
 pub use reasoning::{ReasoningEffort, ReasoningSettings, ReasoningSummary};
 pub use record::{

@@ -191,6 +191,29 @@ spelled!(ApprovalMode, "approval mode", {
     Never => "never",
 });
 
+/// Claude Code's permission modes, on top of the two axes: in `acceptEdits` an edit inside the
+/// writable roots that the mode's default would ask about runs without asking; in `plan` only
+/// read-only tools run and the model ends by presenting a plan for the person to approve.
+/// `--permission-mode`, `defaultMode` in Claude's settings, Shift+Tab in the TUI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum PermissionMode {
+    /// The approval mode decides alone.
+    #[serde(rename = "default")]
+    Default,
+    /// Edits inside the writable roots are not asked.
+    #[serde(rename = "acceptEdits")]
+    AcceptEdits,
+    /// Only read-only tools run; the model plans.
+    #[serde(rename = "plan")]
+    Plan,
+}
+
+spelled!(PermissionMode, "permission mode", {
+    Default => "default",
+    AcceptEdits => "acceptEdits",
+    Plan => "plan",
+});
+
 /// Our tools with a Claude Code counterpart: `(ours, Claude's)`. Hooks see Claude's name, and
 /// permission rules and `permissions check` accept either.
 pub const CLAUDE_TOOL_NAMES: &[(&str, &str)] = &[

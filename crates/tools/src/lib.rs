@@ -1,7 +1,8 @@
 //! The built-in tools (seed L3, issue 5): `read_file`, `write_file`, `edit`, `apply_patch`,
 //! `list_dir`, `glob`,
 //! `grep`, `run_command` with background jobs (`job_output`, `job_kill`), `update_plan`,
-//! `ask_user` and `web_fetch`. The product calls `builtin_tools(config)` and registers the result
+//! `ask_user` and `web_fetch`; and `exit_plan_mode` (`exit_plan_mode_tool`), registered by
+//! the product beside them and offered only in plan mode. The product calls `builtin_tools(config)` and registers the result
 //! in the kernel's `ToolRegistry`.
 //!
 //! Every tool is a `Builtin` (this crate's own trait, run against a `CallEnv`) wrapped in an
@@ -24,6 +25,7 @@ mod jobs;
 mod patch;
 mod path;
 mod plan;
+mod plan_mode;
 mod read;
 mod search;
 mod shell;
@@ -41,6 +43,10 @@ use serde_json::Value;
 
 pub use crate::env::{CallEnv, StandaloneEnv};
 use crate::jobs::JobTable;
+pub use crate::plan_mode::{
+    EXIT_PLAN_MODE, PLAN_APPROVE, PLAN_EDITED_PREFIX, PLAN_KEEP_PLANNING, PlanReview, plan_review,
+    plan_steps,
+};
 pub use crate::snapshot::{
     NameFilter, SNAPSHOT_TIMEOUT, ShellSnapshot, SnapshotConfig, SnapshotStatus,
 };
@@ -185,6 +191,17 @@ pub fn builtin_tools(config: ToolsConfig) -> Vec<Arc<dyn Tool>> {
         .collect()
 }
 
+/// `exit_plan_mode`, offered while `permission` is in plan mode: the model presents its plan
+/// and the person's approval leaves plan mode (see `plan_mode`).
+pub fn exit_plan_mode_tool(permission: codecoder_policy::PermissionSwitch) -> Arc<dyn Tool> {
+    Arc::new(Adapter(Arc::new(plan_mode::ExitPlanMode { permission })))
+}
+
+/// `exit_plan_mode` as a `Builtin` (tests).
+pub fn exit_plan_mode_builtin(permission: codecoder_policy::PermissionSwitch) -> Arc<dyn Builtin> {
+    Arc::new(plan_mode::ExitPlanMode { permission })
+}
+
 /// The same tools as `Builtin`s, for running them without a kernel (tests, fuzzing).
 pub fn builtins(config: ToolsConfig) -> Vec<Arc<dyn Builtin>> {
     let shared = Arc::new(Shared { config, jobs: JobTable::new() });
@@ -228,6 +245,10 @@ pub trait Builtin: Send + Sync {
     }
     /// One line for the person.
     fn summary(&self, args: &Value) -> String;
+    /// Whether the model is offered the tool now (default: always).
+    fn offered(&self) -> bool {
+        true
+    }
     /// Runs the call (arguments already checked against the schema by `run_checked`).
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError>;
 }
@@ -264,6 +285,9 @@ impl Tool for Adapter {
     }
     fn summary(&self, args: &Value) -> String {
         self.0.summary(args)
+    }
+    fn offered(&self) -> bool {
+        self.0.offered()
     }
     fn execute(&self, ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
         run_checked(self.0.as_ref(), ctx, args)

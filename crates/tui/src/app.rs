@@ -10,6 +10,8 @@
 //! - The live answer tail is bounded: text is committed at Markdown block boundaries, and only
 //!   the last `LIVE_TAIL_BYTES` of an unbroken block are drawn each frame.
 
+mod plan;
+
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -25,6 +27,8 @@ use crate::cells::{Cell, ChildTool, NoteKind, ToolCard, call_title, truncate};
 use crate::input::Editor;
 use crate::markdown::{self, Code, StreamSplitter};
 use crate::{SessionChoice, SessionInfo, SessionSummary, StartRequest, TranscriptItem};
+
+pub(crate) use plan::{is_plan_review, mode_badge};
 
 /// How much of an unbroken Markdown block the live area re-renders per frame.
 const LIVE_TAIL_BYTES: usize = 4096;
@@ -61,6 +65,8 @@ pub(crate) enum Effect {
     Diff,
     /// Write a starter AGENTS.md.
     Init,
+    /// Shift+Tab: the next permission mode (default → acceptEdits → plan).
+    CyclePermissionMode,
 }
 
 /// A list to pick from (the `/resume` picker).
@@ -85,12 +91,16 @@ pub(crate) enum InputMode {
     Normal,
     /// Writing the feedback of "deny with feedback".
     Feedback,
+    /// Editing a presented plan; Enter approves the edited text.
+    PlanEdit,
 }
 
 /// The whole UI state.
 pub(crate) struct App {
     pub(crate) info: SessionInfo,
     pub(crate) approval_mode: String,
+    /// The permission mode (`default`, `acceptEdits`, `plan`), as the host reports it.
+    pub(crate) permission_mode: String,
     cmd: Sender<AgentCommand>,
     history: Vec<Cell>,
     stream: String,
@@ -132,6 +142,7 @@ impl App {
         Self {
             info,
             approval_mode,
+            permission_mode: "default".to_owned(),
             cmd,
             history: Vec::new(),
             stream: String::new(),
@@ -472,6 +483,7 @@ impl App {
                     "Keys: Enter send · Ctrl+J or Shift+Enter newline · Up/Down history · Tab complete\n\
                      Esc or Ctrl+C cancel the running turn · Ctrl+C twice on empty input quits · Ctrl+T reasoning\n\
                      Approvals: y allow once · a allow for session · n deny · f deny with feedback\n\
+                     Shift+Tab cycles default → accept edits → plan mode · a plan: 1 approve · 2 or feedback sends it back · Ctrl+G edit\n\
                      @path completes a file · $skill a skill · typing while a turn runs queues a steering message\n",
                 );
                 for (command, help) in COMMANDS {
@@ -591,11 +603,12 @@ impl App {
     pub(crate) fn status_report(&self) -> String {
         let total = self.total_usage();
         format!(
-            "session: {}\nmodel: {} ({})\napproval mode: {}\ntokens: {} in ({} cached), {} out\ncontext: {} of {} tokens ({}%)\ncost: {}\ncwd: {}",
+            "session: {}\nmodel: {} ({})\napproval mode: {}\npermission mode: {}\ntokens: {} in ({} cached), {} out\ncontext: {} of {} tokens ({}%)\ncost: {}\ncwd: {}",
             self.info.session_id,
             self.info.model,
             self.info.provider,
             self.approval_mode,
+            self.permission_mode,
             total.input_tokens,
             total.cached_input_tokens,
             total.output_tokens,
@@ -652,6 +665,10 @@ impl App {
         }
         if self.picker.is_some() {
             self.on_picker_key(key);
+            return;
+        }
+        if self.on_plan_key(key) {
+            self.update_completion();
             return;
         }
         if self.mode == InputMode::Normal && !self.approvals.is_empty() && !ctrl {

@@ -81,6 +81,10 @@ impl RuntimeHost {
         {
             session.controls.set_approval(modes.approval);
         }
+        // So does a permission mode switched with Shift+Tab.
+        if let Some(controls) = &self.controls {
+            session.controls.set_permission_mode(controls.permission_mode());
+        }
         self.modes = Some(session.controls.modes());
         self.controls = Some(session.controls.clone());
         let (transcript, (usage_so_far, context_tokens)) =
@@ -150,6 +154,17 @@ impl Host for RuntimeHost {
                 updated: codecoder_stdx::format_utc_ms(s.updated_ms),
             })
             .collect())
+    }
+
+    fn cycle_permission_mode(&mut self) -> anyhow::Result<String> {
+        let Some(controls) = &self.controls else {
+            anyhow::bail!("no session is running");
+        };
+        Ok(controls.cycle_permission_mode().to_string())
+    }
+
+    fn permission_mode(&self) -> Option<String> {
+        self.controls.as_ref().map(|controls| controls.permission_mode().to_string())
     }
 
     fn diff(&mut self, cwd: &Path) -> anyhow::Result<String> {

@@ -172,6 +172,21 @@ pub trait Host {
         anyhow::bail!("the approval mode cannot be changed here (asked for `{mode}`)")
     }
 
+    /// Shift+Tab: switches the running session to the next permission mode (default →
+    /// acceptEdits → plan) and returns its name.
+    ///
+    /// # Errors
+    /// When the mode cannot be changed here; the UI shows the message.
+    fn cycle_permission_mode(&mut self) -> anyhow::Result<String> {
+        anyhow::bail!("the permission mode cannot be changed here")
+    }
+
+    /// The running session's permission mode (`default`, `acceptEdits`, `plan`), if known; it
+    /// changes on its own when a plan is approved.
+    fn permission_mode(&self) -> Option<String> {
+        None
+    }
+
     /// `/diff`: the working tree's changes in `cwd`, as a unified diff.
     ///
     /// # Errors

@@ -243,6 +243,7 @@ fn ui_loop(
                 }
             },
         }
+        sync_permission_mode(&mut app, host);
         let mut quit = false;
         for effect in app.take_effects() {
             match effect {
@@ -309,6 +310,13 @@ fn ui_loop(
                     }
                     Err(err) => app.note(NoteKind::Error, format!("/approvals: {err:#}")),
                 },
+                Effect::CyclePermissionMode => match host.cycle_permission_mode() {
+                    Ok(mode) => {
+                        app.note(NoteKind::Info, format!("permission mode: {mode}"));
+                        app.permission_mode = mode;
+                    }
+                    Err(err) => app.note(NoteKind::Error, format!("Shift+Tab: {err:#}")),
+                },
                 Effect::ListSessions => match host.sessions() {
                     Ok(items) => app.picker = Some(Picker { items, selected: 0 }),
                     Err(err) => {
@@ -364,6 +372,16 @@ fn agent_cmd(
     match agent {
         Some(agent) => agent.cmd.clone(),
         None => crossbeam_channel::bounded(0).0,
+    }
+}
+
+/// Shows the session's permission mode as it is now (approving a plan leaves plan mode).
+fn sync_permission_mode(app: &mut App, host: &dyn Host) {
+    if let Some(mode) = host.permission_mode()
+        && mode != app.permission_mode
+    {
+        app.permission_mode = mode;
+        app.dirty = true;
     }
 }
 

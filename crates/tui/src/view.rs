@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use codecoder_protocol::AgentStatus;
+use codecoder_protocol::{AgentStatus, AskUserRequest};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -16,7 +16,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 use unicode_width::UnicodeWidthChar;
 
-use crate::app::{App, InputMode};
+use crate::app::{App, InputMode, is_plan_review};
 use crate::cells::{SPINNER, call_diff, truncate};
 
 /// Most editor rows shown.
@@ -47,6 +47,7 @@ pub(crate) fn render(
     // Input editor.
     let prefix = match (app.mode, app.asks.is_empty()) {
         (InputMode::Feedback, _) => "feedback› ",
+        (InputMode::PlanEdit, _) => "plan› ",
         (InputMode::Normal, false) => "answer› ",
         (InputMode::Normal, true) => "› ",
     };
@@ -61,6 +62,8 @@ pub(crate) fn render(
     if app.editor.is_empty() && app.mode == InputMode::Normal {
         let hint = if !app.approvals.is_empty() {
             "y allow once · a allow for session · n deny · f deny with feedback"
+        } else if app.asks.front().is_some_and(is_plan_review) {
+            "1 approve · 2 keep planning · type feedback + Enter · Ctrl+G edit the plan · Esc declines"
         } else if let Some(ask) = app.asks.front() {
             if ask.options.is_empty() {
                 "type an answer · Esc declines"
@@ -259,6 +262,8 @@ pub(crate) fn live_lines(app: &App, now: Instant, frame: usize, height: u16) -> 
             keys.extend(key("f", "deny with feedback"));
         }
         lines.push(Line::from(keys));
+    } else if let Some(ask) = app.asks.front().filter(|ask| is_plan_review(ask)) {
+        lines.extend(plan_review_lines(ask, app.mode == InputMode::PlanEdit, height));
     } else if let Some(ask) = app.asks.front() {
         let border = Style::default().fg(Color::Magenta);
         lines.push(Line::from(vec![
@@ -300,14 +305,62 @@ fn status_line(app: &App, now: Instant, frame: usize) -> Line<'static> {
     let usage = app.total_usage();
     let tokens = usage.input_tokens + usage.output_tokens;
     let cost = app.cost().map(|c| format!(" · ${c:.2}")).unwrap_or_default();
+    let permission = crate::app::mode_badge(&app.permission_mode)
+        .map(|badge| format!(" · {badge} (shift+tab)"))
+        .unwrap_or_default();
     let info = format!(
-        "  {} · {} · ctx {}% · {} tok{cost}",
+        "  {} · {}{permission} · ctx {}% · {} tok{cost}",
         app.info.model,
         app.approval_mode,
         app.context_percent(),
         human(tokens),
     );
     Line::from(vec![activity, Span::styled(info, dim())])
+}
+
+/// A presented plan under review: the plan as Markdown (its first lines when it is taller than
+/// the room), then the choices.
+fn plan_review_lines(ask: &AskUserRequest, editing: bool, height: u16) -> Vec<Line<'static>> {
+    let border = Style::default().fg(Color::Magenta);
+    let mut lines = vec![Line::from(vec![
+        Span::styled("▌ ", border),
+        Span::styled(
+            "Plan — ready to carry it out?",
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+    ])];
+    let mut plan = crate::markdown::render(&ask.question, crate::markdown::Code::Highlighted);
+    let room = usize::from(height).saturating_sub(6).max(3);
+    if plan.len() > room {
+        let cut = plan.len() - room;
+        plan.truncate(room);
+        plan.push(Line::styled(format!("… {cut} more lines (Ctrl+G shows them all)"), dim()));
+    }
+    for line in plan {
+        let mut spans = vec![Span::styled("▌ ", border)];
+        spans.extend(line.spans);
+        lines.push(Line::from(spans));
+    }
+    let key = |k: &str, label: &str| {
+        vec![
+            Span::styled(
+                format!("[{k}]"),
+                Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(format!(" {label}  ")),
+        ]
+    };
+    let mut keys = vec![Span::styled("▌ ", border)];
+    if editing {
+        keys.push(Span::raw("edit the plan below · Enter approves it as edited · Esc goes back"));
+    } else {
+        keys.extend(key("1", "approve"));
+        keys.extend(key("2", "keep planning"));
+        keys.extend(key("Ctrl+G", "edit"));
+        keys.push(Span::styled("or type feedback and Enter", dim()));
+    }
+    lines.push(Line::from(keys));
+    lines
 }
 
 /// `1234` → `1.2k`.

@@ -14,6 +14,7 @@ mod hooks;
 mod lock;
 mod mcp;
 mod mcp_server;
+mod plan;
 mod plugins;
 mod reasoning;
 mod replay;

@@ -552,3 +552,100 @@ fn mcp_progress_shows_in_the_tool_card() {
     let status = pty.wait_exit();
     assert!(status.success(), "exit status {status:?}");
 }
+
+/// Shift+Tab cycles to plan mode (shown in the status line); a write is refused while the model
+/// plans; `1` approves the presented plan: the mode goes back to the one before plan mode, the
+/// plan is the todo list of the next request, and a write then runs.
+#[test]
+fn plan_mode_approve_makes_the_plan_the_todo_list_and_writes_run() {
+    let plan = "# Plan\n\n1. Fix the greeting\n2. Add `notes.txt`\n";
+    let script = Script::new()
+        .reply(Reply::tool_call(
+            "call_1",
+            "write_file",
+            json!({"path": "early.txt", "content": "x"}),
+        ))
+        .reply(Reply::tool_call("call_2", "exit_plan_mode", json!({"plan": plan})))
+        .reply(Reply::tool_call(
+            "call_3",
+            "write_file",
+            json!({"path": "notes.txt", "content": "ok"}),
+        ))
+        .reply(Reply::text("Done with the plan.").usage(Usage::tokens(1000, 10)));
+    let server = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let mut pty =
+        Pty::spawn(home.path(), cwd.path(), &env_for(&server), &["-s", "danger-full-access"]);
+    pty.wait_visible("ask anything", "the input prompt");
+    pty.send("\x1b[Z");
+    pty.wait_visible("⏵⏵ accept edits", "acceptEdits in the status line");
+    pty.send("\x1b[Z");
+    pty.wait_visible("⏸ plan mode", "plan mode in the status line");
+    pty.type_text("plan the fix");
+    pty.send("\r");
+    pty.wait_visible("Plan — ready to carry it out?", "the plan review");
+    pty.wait_visible("Add notes.txt", "the plan, as Markdown");
+    pty.send("1");
+    pty.wait_for("Done with the plan.", "the answer after the approved plan ran");
+    pty.wait_visible("⏵⏵ accept edits", "the mode before plan mode, back");
+    assert!(!cwd.path().join("early.txt").exists(), "the write in plan mode was refused");
+    assert_eq!(std::fs::read_to_string(cwd.path().join("notes.txt")).unwrap(), "ok");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(requests[1].raw_body.contains("plan mode: `write_file` changes files"));
+    let approved = &requests[2].raw_body;
+    assert!(approved.contains("The user approved the plan"), "{approved}");
+    assert!(approved.contains("[ ] Fix the greeting"), "the todo list: {approved}");
+    assert!(approved.contains("[ ] Add `notes.txt`"), "the todo list: {approved}");
+    // Out of plan mode, the plan tool is no longer offered.
+    assert!(!approved.contains("\"name\":\"exit_plan_mode\",\"parameters\""), "{approved}");
+    pty.type_text("/quit");
+    pty.send("\r");
+    assert!(pty.wait_exit().success());
+}
+
+/// Typed feedback sends a plan back (the model reads it, plan mode stays); Ctrl+G opens the
+/// next plan in the editor and Enter approves the edited text.
+#[test]
+fn plan_mode_feedback_reaches_the_model_and_an_edited_plan_is_approved() {
+    let first = "1. Rewrite everything\n";
+    let second = "1. Split the fix\n2. Add notes\n";
+    let script = Script::new()
+        .reply(Reply::tool_call("call_1", "exit_plan_mode", json!({"plan": first})))
+        .reply(Reply::tool_call("call_2", "exit_plan_mode", json!({"plan": second})))
+        .reply(Reply::text("Carrying out the edited plan.").usage(Usage::tokens(1000, 10)));
+    let server = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let mut pty = Pty::spawn(
+        home.path(),
+        cwd.path(),
+        &env_for(&server),
+        &["-s", "danger-full-access", "--permission-mode", "plan"],
+    );
+    pty.wait_visible("⏸ plan mode", "plan mode from the flag");
+    pty.type_text("plan it");
+    pty.send("\r");
+    pty.wait_visible("Rewrite everything", "the first plan");
+    pty.type_text("smaller steps please");
+    pty.send("\r");
+    pty.wait_visible("Split the fix", "the revised plan");
+    pty.send("\x07");
+    pty.wait_visible("plan› ", "the plan in the editor");
+    pty.type_text(" and tell the user");
+    pty.send("\r");
+    pty.wait_for("Carrying out the edited plan.", "the answer after the approval");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let sent_back = &requests[1].raw_body;
+    assert!(sent_back.contains("Their feedback: smaller steps please"), "{sent_back}");
+    assert!(sent_back.contains("still in plan mode"), "{sent_back}");
+    let approved = &requests[2].raw_body;
+    assert!(approved.contains("[ ] Add notes and tell the user"), "{approved}");
+    pty.wait_visible("ready", "the idle status line");
+    assert!(!pty.visible().contains("plan mode"), "plan mode is over:\n{}", pty.visible());
+    pty.type_text("/quit");
+    pty.send("\r");
+    assert!(pty.wait_exit().success());
+}

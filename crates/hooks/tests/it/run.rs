@@ -479,3 +479,27 @@ fn a_cancellable_hook_is_waited_for_without_a_watcher_thread() {
     assert!(threads.iter().any(|name| name.starts_with("sandbox-wait-")), "{threads:?}");
     assert!(!threads.iter().any(|name| name.contains("watch")), "{threads:?}");
 }
+
+#[test]
+fn permission_mode_follows_the_session_switch() {
+    use codecoder_policy::{PermissionMode, PermissionSwitch};
+    let fixture = Fixture::new();
+    let record = recorder(&fixture);
+    let mut config = serde_json::Map::new();
+    config.insert(
+        "UserPromptSubmit".to_owned(),
+        json!([{"hooks": [{"type": "command", "command": format!("{record} UserPromptSubmit")}]}]),
+    );
+    let switch = PermissionSwitch::new(PermissionMode::Plan);
+    let runner = fixture.runner(Value::Object(config)).with_permission(switch.clone());
+    for (mode, expected) in [
+        (PermissionMode::Plan, "plan"),
+        (PermissionMode::AcceptEdits, "acceptEdits"),
+        (PermissionMode::Default, "default"),
+    ] {
+        switch.set(mode);
+        runner.user_prompt_submit("go");
+        let input = recorded(&fixture, "UserPromptSubmit");
+        assert_eq!(input["permission_mode"], expected, "{mode}");
+    }
+}

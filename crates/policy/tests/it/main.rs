@@ -5,5 +5,6 @@
 
 mod chain;
 mod command;
+mod permission;
 mod rules;
 mod support;

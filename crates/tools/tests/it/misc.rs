@@ -176,3 +176,55 @@ fn apply_patch_keys_name_every_file_the_parser_writes() {
         ["edit:.git/hooks/pre-commit", "edit:old.txt", "edit:src/a.rs", "edit:.mcp.json"]
     );
 }
+
+#[test]
+fn exit_plan_mode_approval_leaves_plan_mode_and_gives_the_todo_list() {
+    use codecoder_policy::{PermissionMode, PermissionSwitch};
+    use codecoder_protocol::AskUserAnswer;
+    use codecoder_tools::{StandaloneEnv, exit_plan_mode_builtin, run_checked};
+
+    let plan = "# Plan\n\n1. Read `a.rs`\n2. Fix it\n   - nested detail\n\nDone.";
+    let run = |switch: &PermissionSwitch, answer: AskUserAnswer| {
+        let tool = exit_plan_mode_builtin(switch.clone());
+        let env = StandaloneEnv::new(answer, 64 * 1024);
+        let out = run_checked(tool.as_ref(), &env, json!({ "plan": plan })).unwrap();
+        text(&out)
+    };
+    let answer = |text: &str| AskUserAnswer::Answer { text: text.to_owned() };
+
+    // Outside plan mode it is not offered and refuses.
+    let switch = PermissionSwitch::new(PermissionMode::Default);
+    assert!(!exit_plan_mode_builtin(switch.clone()).offered());
+    assert!(run(&switch, answer("Approve")).contains("Plan mode is not on"));
+
+    // Feedback and a decline keep plan mode.
+    switch.set(PermissionMode::AcceptEdits);
+    switch.set(PermissionMode::Plan);
+    assert!(exit_plan_mode_builtin(switch.clone()).offered());
+    let out = run(&switch, answer("fewer steps"));
+    assert!(out.contains("Their feedback: fewer steps"), "{out}");
+    assert!(run(&switch, answer("Keep planning")).contains("Revise it"));
+    assert!(run(&switch, AskUserAnswer::Declined).contains("End your turn"));
+    assert!(switch.planning());
+
+    // Approval: back to the mode before plan mode, the steps as the todo list.
+    let out = run(&switch, answer("Approve"));
+    assert_eq!(switch.get(), PermissionMode::AcceptEdits);
+    assert!(out.contains("now: acceptEdits"), "{out}");
+    assert!(out.contains("[ ] Read `a.rs`\n[ ] Fix it\n[ ] nested detail\n"), "{out}");
+
+    // An edited plan replaces the presented one.
+    switch.set(PermissionMode::Plan);
+    let out = run(&switch, answer("Approve edited plan:\n- Only this"));
+    assert!(out.contains("[ ] Only this\n") && !out.contains("[ ] Fix it"), "{out}");
+    assert_eq!(switch.get(), PermissionMode::AcceptEdits);
+}
+
+#[test]
+fn plan_steps_are_the_list_items_or_the_lines() {
+    use codecoder_tools::plan_steps;
+    assert_eq!(plan_steps("- a\n* b\n+ c\n10) d\n2. [ ] e\nnot a step"), ["a", "b", "c", "d", "e"]);
+    assert_eq!(plan_steps("# Title\nfirst\n\nsecond\n"), ["first", "second"]);
+    assert!(plan_steps("").is_empty());
+    assert_eq!(plan_steps(&"- x\n".repeat(80)).len(), 50);
+}

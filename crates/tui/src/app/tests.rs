@@ -463,3 +463,52 @@ fn model_switches_model_and_reasoning_effort() {
     let texts = notes(&app.take_history());
     assert!(texts.iter().any(|t| t.contains("/model gpt-5 fast: expected")), "{texts:?}");
 }
+
+#[test]
+fn shift_tab_asks_for_the_next_permission_mode() {
+    let (mut app, _rx) = app();
+    app.on_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT));
+    assert_eq!(app.take_effects(), vec![Effect::CyclePermissionMode]);
+}
+
+#[test]
+fn a_plan_review_is_approved_sent_back_or_edited() {
+    let plan = "1. Fix\n2. Test";
+    let options = [codecoder_app::PLAN_APPROVE, codecoder_app::PLAN_KEEP_PLANNING];
+
+    let (mut app, _rx) = app();
+    let (review, answer) = ask(plan, &options);
+    app.on_agent_event(review);
+    app.on_key(key(KeyCode::Char('1')));
+    assert_eq!(answer.try_recv().unwrap(), AskUserAnswer::Answer { text: "Approve".to_owned() });
+
+    let (review, answer) = ask(plan, &options);
+    app.on_agent_event(review);
+    type_str(&mut app, "smaller");
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(answer.try_recv().unwrap(), AskUserAnswer::Answer { text: "smaller".to_owned() });
+
+    // Ctrl+G puts the plan in the editor; Esc goes back to the review, still pending.
+    let (review, answer) = ask(plan, &options);
+    app.on_agent_event(review);
+    app.on_key(ctrl('g'));
+    assert_eq!(app.mode, InputMode::PlanEdit);
+    assert_eq!(app.editor.text(), plan);
+    app.on_key(key(KeyCode::Esc));
+    assert_eq!(app.mode, InputMode::Normal);
+    assert!(answer.try_recv().is_err());
+    app.on_key(ctrl('g'));
+    type_str(&mut app, "\n3. Ship");
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(
+        answer.try_recv().unwrap(),
+        AskUserAnswer::Answer { text: "Approve edited plan:\n1. Fix\n2. Test\n3. Ship".to_owned() }
+    );
+    assert_eq!(app.mode, InputMode::Normal);
+
+    // Ctrl+G does nothing for an ordinary question.
+    let (question, _answer) = ask("Which?", &["a", "b"]);
+    app.on_agent_event(question);
+    app.on_key(ctrl('g'));
+    assert_eq!(app.mode, InputMode::Normal);
+}
