@@ -16,8 +16,8 @@ use codecoder_protocol::{
 };
 use std::borrow::Cow;
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::error::Error;
 use crate::sse::SseEvent;
@@ -28,19 +28,123 @@ pub(crate) const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` is required; this is used when the request sets none.
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
 
-fn image_block(image: &Image) -> Value {
-    json!({"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data_base64}})
+/// The request body, borrowing from the request: serialized straight to bytes, with no
+/// intermediate JSON value tree (tool schemas and texts are not copied).
+#[derive(Debug, Serialize)]
+pub(crate) struct RequestBody<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    system: [BodyBlock<'a>; 1],
+    messages: Vec<AnthropicMessage<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<ToolChoice>,
 }
 
-fn cache_last_block(message: &mut Value) {
-    if let Some(last) = message["content"].as_array_mut().and_then(|blocks| blocks.last_mut()) {
-        last["cache_control"] = json!({"type": "ephemeral"});
+#[derive(Debug, Serialize)]
+struct AnthropicMessage<'a> {
+    role: &'static str,
+    content: Vec<BodyBlock<'a>>,
+}
+
+/// A content block, and whether it carries a cache breakpoint.
+#[derive(Debug, Serialize)]
+struct BodyBlock<'a> {
+    #[serde(flatten)]
+    kind: BlockKind<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockKind<'a> {
+    Text {
+        text: Cow<'a, str>,
+    },
+    Image {
+        source: ImageSource<'a>,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: &'a Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: Vec<BodyBlock<'a>>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+#[derive(Debug, Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+
+#[derive(Debug, Serialize)]
+struct Tool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
+#[derive(Debug, Serialize)]
+struct ToolChoice {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+/// The empty object sent as the input of a call whose arguments were not an object.
+static EMPTY_INPUT: std::sync::LazyLock<Value> =
+    std::sync::LazyLock::new(|| Value::Object(serde_json::Map::new()));
+
+fn block(kind: BlockKind<'_>) -> BodyBlock<'_> {
+    BodyBlock { kind, cache_control: None }
+}
+
+fn image_block(image: &Image) -> BodyBlock<'_> {
+    block(BlockKind::Image {
+        source: ImageSource {
+            kind: "base64",
+            media_type: &image.media_type,
+            data: &image.data_base64,
+        },
+    })
+}
+
+fn cache_last_block(message: &mut AnthropicMessage<'_>) {
+    if let Some(last) = message.content.last_mut() {
+        last.cache_control = Some(EPHEMERAL);
     }
 }
 
 /// The request body.
-pub(crate) fn request_body(request: &ModelRequest) -> Value {
-    let mut messages: Vec<Value> = Vec::new();
+pub(crate) fn request_body(request: &ModelRequest) -> RequestBody<'_> {
+    let mut messages: Vec<AnthropicMessage<'_>> = Vec::new();
     // Index in `messages` of the message holding the newest genuine user input.
     let mut newest_user: Option<usize> = None;
     for message in &request.history {
@@ -51,36 +155,55 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
         let mut blocks = Vec::new();
         for item in &message.items {
             match item {
-                MessageItem::Text { text } if !text.is_empty() => blocks.push(json!({"type": "text", "text": text})),
+                MessageItem::Text { text } if !text.is_empty() => {
+                    blocks.push(block(BlockKind::Text { text: Cow::Borrowed(text) }));
+                }
                 MessageItem::Text { .. } => {}
                 MessageItem::Image(image) => blocks.push(image_block(image)),
-                MessageItem::BlobRef(blob) => blocks.push(json!({"type": "text", "text": blob_text(blob)})),
-                MessageItem::Reasoning(reasoning) => match (&reasoning.signature, &reasoning.encrypted_content) {
-                    (Some(signature), _) => blocks.push(json!({"type": "thinking", "thinking": reasoning.text, "signature": signature})),
-                    (None, Some(data)) => blocks.push(json!({"type": "redacted_thinking", "data": data})),
-                    // Unsigned reasoning (from another provider) cannot be sent back.
-                    (None, None) => {}
-                },
+                MessageItem::BlobRef(blob) => {
+                    blocks.push(block(BlockKind::Text { text: Cow::Owned(blob_text(blob)) }));
+                }
+                MessageItem::Reasoning(reasoning) => {
+                    match (&reasoning.signature, &reasoning.encrypted_content) {
+                        (Some(signature), _) => blocks.push(block(BlockKind::Thinking {
+                            thinking: &reasoning.text,
+                            signature,
+                        })),
+                        (None, Some(data)) => {
+                            blocks.push(block(BlockKind::RedactedThinking { data }));
+                        }
+                        // Unsigned reasoning (from another provider) cannot be sent back.
+                        (None, None) => {}
+                    }
+                }
                 MessageItem::ToolCall(call) => {
-                    let input = if call.args.is_object() { call.args.clone() } else { json!({}) };
-                    blocks.push(json!({"type": "tool_use", "id": call.id.as_str(), "name": call.name, "input": input}));
+                    let input = if call.args.is_object() { &call.args } else { &*EMPTY_INPUT };
+                    blocks.push(block(BlockKind::ToolUse {
+                        id: call.id.as_str(),
+                        name: &call.name,
+                        input,
+                    }));
                 }
                 MessageItem::ToolResult(result) => {
-                    let content: Vec<Value> = result
+                    let content = result
                         .content
                         .iter()
                         .filter_map(|c| match c {
                             ContentItem::Text { text } if text.is_empty() => None,
-                            ContentItem::Text { text } => Some(json!({"type": "text", "text": text})),
+                            ContentItem::Text { text } => {
+                                Some(block(BlockKind::Text { text: Cow::Borrowed(text) }))
+                            }
                             ContentItem::Image(image) => Some(image_block(image)),
-                            ContentItem::BlobRef(blob) => Some(json!({"type": "text", "text": blob_text(blob)})),
+                            ContentItem::BlobRef(blob) => {
+                                Some(block(BlockKind::Text { text: Cow::Owned(blob_text(blob)) }))
+                            }
                         })
                         .collect();
-                    let mut block = json!({"type": "tool_result", "tool_use_id": result.tool_call_id.as_str(), "content": content});
-                    if result.status != ToolResultStatus::Success {
-                        block["is_error"] = json!(true);
-                    }
-                    blocks.push(block);
+                    blocks.push(block(BlockKind::ToolResult {
+                        tool_use_id: result.tool_call_id.as_str(),
+                        content,
+                        is_error: result.status != ToolResultStatus::Success,
+                    }));
                 }
             }
         }
@@ -88,12 +211,8 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
             continue;
         }
         match messages.last_mut() {
-            Some(last) if last["role"] == role => {
-                if let Some(content) = last["content"].as_array_mut() {
-                    content.extend(blocks);
-                }
-            }
-            _ => messages.push(json!({"role": role, "content": blocks})),
+            Some(last) if last.role == role => last.content.extend(blocks),
+            _ => messages.push(AnthropicMessage { role, content: blocks }),
         }
         if message.role == Role::User {
             newest_user = Some(messages.len() - 1);
@@ -105,26 +224,32 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
     if let Some(last) = messages.last_mut() {
         cache_last_block(last);
     }
-    let mut body = json!({
-        "model": request.model,
-        "max_tokens": request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        "system": [{"type": "text", "text": request.instructions, "cache_control": {"type": "ephemeral"}}],
-        "messages": messages,
-        "stream": true,
-    });
-    if !request.tools.is_empty() {
-        let mut tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| json!({"name": tool.name, "description": tool.description, "input_schema": tool.schema}))
-            .collect();
-        if let Some(last) = tools.last_mut() {
-            last["cache_control"] = json!({"type": "ephemeral"});
-        }
-        body["tools"] = Value::Array(tools);
-        body["tool_choice"] = json!({"type": "auto"});
+    let mut tools: Vec<Tool<'_>> = request
+        .tools
+        .iter()
+        .map(|tool| Tool {
+            name: &tool.name,
+            description: &tool.description,
+            input_schema: &tool.schema,
+            cache_control: None,
+        })
+        .collect();
+    if let Some(last) = tools.last_mut() {
+        last.cache_control = Some(EPHEMERAL);
     }
-    body
+    let has_tools = !tools.is_empty();
+    RequestBody {
+        model: &request.model,
+        max_tokens: request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        system: [BodyBlock {
+            kind: BlockKind::Text { text: Cow::Borrowed(&request.instructions) },
+            cache_control: Some(EPHEMERAL),
+        }],
+        messages,
+        stream: true,
+        tools,
+        tool_choice: has_tools.then_some(ToolChoice { kind: "auto" }),
+    }
 }
 
 /// The fields of an event the delta hot path needs, borrowed from the event's text.

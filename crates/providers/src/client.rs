@@ -131,20 +131,19 @@ fn new_agent() -> ureq::Agent {
     ureq::Agent::new_with_config(config)
 }
 
-/// The body of a request for `api`.
-pub(crate) fn request_body(config: &ProviderConfig, request: &ModelRequest) -> serde_json::Value {
-    match config.wire_api {
-        WireApi::Responses => responses::request_body(request),
-        WireApi::Chat => chat::request_body(request, config.send_reasoning_content),
-        WireApi::Anthropic => anthropic::request_body(request),
-    }
-}
-
 /// The exact bytes `HttpModelClient` sends as the body of `request` to the provider `config`
 /// describes (its wire API and body settings). The client sends what this returns, so a request
-/// rebuilt from a session log encodes to the body that was sent.
+/// rebuilt from a session log encodes to the body that was sent. Each API's typed body borrows
+/// from the request and is written straight to bytes.
 pub fn encode_request(config: &ProviderConfig, request: &ModelRequest) -> Result<Vec<u8>, Error> {
-    serde_json::to_vec(&request_body(config, request))
+    let encoded = match config.wire_api {
+        WireApi::Responses => serde_json::to_vec(&responses::request_body(request)),
+        WireApi::Chat => {
+            serde_json::to_vec(&chat::request_body(request, config.send_reasoning_content))
+        }
+        WireApi::Anthropic => serde_json::to_vec(&anthropic::request_body(request)),
+    };
+    encoded
         .map_err(|err| Error::Protocol { message: format!("could not encode the request: {err}") })
 }
 

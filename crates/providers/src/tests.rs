@@ -289,10 +289,15 @@ fn conversation() -> ModelRequest {
     }
 }
 
+/// A typed request body as a JSON value, for assertions.
+fn to_value(body: impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(body).unwrap()
+}
+
 #[test]
 fn responses_request_body() {
     let request = conversation();
-    let body = responses::request_body(&request);
+    let body = to_value(responses::request_body(&request));
     assert_eq!(body["model"], "m");
     assert_eq!(body["instructions"], "be brief");
     assert_eq!(body["stream"], true);
@@ -320,7 +325,7 @@ fn responses_request_body() {
 
 #[test]
 fn chat_request_body() {
-    let body = chat::request_body(&conversation(), true);
+    let body = to_value(chat::request_body(&conversation(), true));
     assert_eq!(body["stream_options"], json!({"include_usage": true}));
     assert_eq!(body["max_tokens"], 1000);
     assert_eq!(body["tools"][0]["function"]["name"], "read_file");
@@ -337,13 +342,13 @@ fn chat_request_body() {
             {"role": "user", "content": "create it"},
         ])
     );
-    let without = chat::request_body(&conversation(), false);
+    let without = to_value(chat::request_body(&conversation(), false));
     assert!(without["messages"][2].get("reasoning_content").is_none());
 }
 
 #[test]
 fn anthropic_request_body_with_cache_breakpoints() {
-    let body = anthropic::request_body(&conversation());
+    let body = to_value(anthropic::request_body(&conversation()));
     assert_eq!(body["max_tokens"], 1000);
     assert_eq!(
         body["system"],
@@ -451,15 +456,15 @@ fn output_schema_goes_where_each_api_takes_it() {
         json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]});
     let mut request = conversation();
     request.output_schema = Some(schema.clone());
-    let body = responses::request_body(&request);
+    let body = to_value(responses::request_body(&request));
     assert_eq!(
         body["text"]["format"],
         json!({"type": "json_schema", "name": "output", "schema": schema, "strict": false})
     );
-    let body = chat::request_body(&request, false);
+    let body = to_value(chat::request_body(&request, false));
     assert_eq!(body["response_format"]["json_schema"]["schema"], schema);
-    let body = anthropic::request_body(&request);
+    let body = to_value(anthropic::request_body(&request));
     assert!(body.get("response_format").is_none() && body.get("text").is_none());
-    let plain = responses::request_body(&conversation());
+    let plain = to_value(responses::request_body(&conversation()));
     assert!(plain.get("text").is_none());
 }
