@@ -14,7 +14,9 @@ mod config;
 mod error;
 mod responses;
 mod sse;
+mod watchdog;
 mod wire;
+mod workers;
 
 pub use catalog::{ModelInfo, UNKNOWN_MODEL, model_info};
 pub use client::{HttpModelClient, encode_request};
