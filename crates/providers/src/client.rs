@@ -421,7 +421,7 @@ impl Emitter<'_> {
                     output_tokens: estimate_tokens(&self.output),
                     ..Usage::default()
                 };
-                self.send(ResponseEvent::Usage(usage));
+                self.send(ResponseEvent::UsageEstimate(usage));
             }
             _ => {}
         }

@@ -443,10 +443,14 @@ fn usage_is_estimated_when_the_provider_sends_none() {
         &client(config(&server, WireApi::Chat)),
         request(vec![Message::user_text("count")]),
     );
+    assert!(
+        !events.iter().any(|e| matches!(e, ResponseEvent::Usage(_))),
+        "an estimate is not passed off as reported usage: {events:?}"
+    );
     let usage: Usage = events
         .iter()
         .find_map(|e| match e {
-            ResponseEvent::Usage(u) => Some(*u),
+            ResponseEvent::UsageEstimate(u) => Some(*u),
             _ => None,
         })
         .expect("an estimated usage");
