@@ -127,7 +127,20 @@ fn main() {
     const STEPS: usize = 50;
     let mut per_step_ms = Vec::new();
     let mut cpu_per_step_ms = Vec::new();
+    let mut net_cpu_per_step_ms = Vec::new();
     for _ in 0..7 {
+        // The same task without the steps (one text answer): its CPU is the start-up and the
+        // shutdown, taken off the 50-step run's CPU below.
+        let home = tempfile::tempdir().unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::write(repo.path().join("a.txt"), "hello\n").unwrap();
+        let server = FakeModelServer::start(Script::new().reply(Reply::text("done"))).unwrap();
+        let cpu_before = children_cpu_ms();
+        let status =
+            exec(home.path(), repo.path(), &server, "read it many times").status().unwrap();
+        assert!(status.success());
+        let base_cpu = children_cpu_ms() - cpu_before;
+
         let home = tempfile::tempdir().unwrap();
         let repo = tempfile::tempdir().unwrap();
         std::fs::write(repo.path().join("a.txt"), "hello\n").unwrap();
@@ -149,11 +162,17 @@ fn main() {
         assert!(child.wait().unwrap().success());
         let total = started.elapsed();
         per_step_ms.push((total - first).as_secs_f64() * 1000.0 / STEPS as f64);
-        cpu_per_step_ms.push((children_cpu_ms() - cpu_before) / STEPS as f64);
+        let cpu = children_cpu_ms() - cpu_before;
+        cpu_per_step_ms.push(cpu / STEPS as f64);
+        net_cpu_per_step_ms.push((cpu - base_cpu) / STEPS as f64);
     }
     println!(
         "harness overhead per step (instant model, one read_file per step, {STEPS} steps): wall median {:.2} ms (includes the fake server and loopback HTTP); codecoder's own CPU median {:.2} ms (whole run, start-up included, / steps)",
         median(per_step_ms),
         median(cpu_per_step_ms)
+    );
+    println!(
+        "codecoder's CPU per step without start-up (the 50-step run minus the same run with no step, / steps): median {:.2} ms",
+        median(net_cpu_per_step_ms)
     );
 }
