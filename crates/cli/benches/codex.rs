@@ -63,6 +63,9 @@ impl Agent {
     }
 }
 
+/// A task: its name, its script for an agent, and how many requests it makes.
+type Task = (&'static str, fn(Agent) -> Script, usize);
+
 /// The 11-request task: nine cheap commands, a read, the answer.
 fn cheap_task(agent: Agent) -> Script {
     let commands = [
@@ -292,7 +295,7 @@ fn main() {
         }
         None => println!("codex: not found (set {CODECODER_BENCH_CODEX}); codecoder only"),
     }
-    let tasks: [(&str, fn(Agent) -> Script, usize); 2] = [
+    let tasks: [Task; 2] = [
         ("11-request cheap-command task", cheap_task, 11),
         ("4-request bug fix, two python test runs", bugfix_task, 4),
     ];
