@@ -16,13 +16,20 @@ use codecoder_test_support::{FakeModelServer, Reply, Script};
 
 const BIN: &str = env!("CARGO_BIN_EXE_codecoder");
 
+/// The binary under test: `CODECODER_BENCH_BIN`, else the one cargo built.
+fn bin() -> std::ffi::OsString {
+    std::env::var_os(codecoder_protocol::env::CODECODER_BENCH_BIN)
+        .filter(|bin| !bin.is_empty())
+        .unwrap_or_else(|| BIN.into())
+}
+
 fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
     samples[samples.len() / 2]
 }
 
 fn exec(home: &Path, cwd: &Path, server: &FakeModelServer, prompt: &str) -> Command {
-    let mut command = Command::new(BIN);
+    let mut command = Command::new(bin());
     command
         .args(["exec", "--provider", "openai-chat", prompt])
         .current_dir(cwd)
@@ -55,10 +62,18 @@ fn peak_rss_kib(child: &mut std::process::Child) -> u64 {
     }
 }
 
+/// User + system CPU time of this process (the fake server's threads) so far, in ms.
+fn own_cpu_ms() -> f64 {
+    cpu_ms(nix::sys::resource::UsageWho::RUSAGE_SELF)
+}
+
 /// User + system CPU time of all waited-for children so far, in ms.
 fn children_cpu_ms() -> f64 {
-    let usage =
-        nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap();
+    cpu_ms(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+}
+
+fn cpu_ms(who: nix::sys::resource::UsageWho) -> f64 {
+    let usage = nix::sys::resource::getrusage(who).unwrap();
     let ms = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 * 1000.0 + t.tv_usec() as f64 / 1000.0;
     ms(usage.user_time()) + ms(usage.system_time())
 }
@@ -79,7 +94,7 @@ fn main() {
     let mut version_ms = Vec::new();
     for _ in 0..31 {
         let started = Instant::now();
-        let out = Command::new(BIN).arg("--version").output().unwrap();
+        let out = Command::new(bin()).arg("--version").output().unwrap();
         assert!(out.status.success());
         version_ms.push(started.elapsed().as_secs_f64() * 1000.0);
     }
@@ -127,7 +142,22 @@ fn main() {
     const STEPS: usize = 50;
     let mut per_step_ms = Vec::new();
     let mut cpu_per_step_ms = Vec::new();
+    let mut net_cpu_per_step_ms = Vec::new();
+    let mut server_cpu_per_step_ms = Vec::new();
+    let mut without_server_ms = Vec::new();
     for _ in 0..7 {
+        // The same task without the steps (one text answer): its CPU is the start-up and the
+        // shutdown, taken off the 50-step run's CPU below.
+        let home = tempfile::tempdir().unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::write(repo.path().join("a.txt"), "hello\n").unwrap();
+        let server = FakeModelServer::start(Script::new().reply(Reply::text("done"))).unwrap();
+        let cpu_before = children_cpu_ms();
+        let status =
+            exec(home.path(), repo.path(), &server, "read it many times").status().unwrap();
+        assert!(status.success());
+        let base_cpu = children_cpu_ms() - cpu_before;
+
         let home = tempfile::tempdir().unwrap();
         let repo = tempfile::tempdir().unwrap();
         std::fs::write(repo.path().join("a.txt"), "hello\n").unwrap();
@@ -146,14 +176,30 @@ fn main() {
             exec(home.path(), repo.path(), &server, "read it many times").spawn().unwrap();
         server.wait_for_requests(1, Duration::from_secs(30)).unwrap();
         let first = started.elapsed();
+        let server_cpu_before = own_cpu_ms();
         assert!(child.wait().unwrap().success());
         let total = started.elapsed();
-        per_step_ms.push((total - first).as_secs_f64() * 1000.0 / STEPS as f64);
-        cpu_per_step_ms.push((children_cpu_ms() - cpu_before) / STEPS as f64);
+        let wall = (total - first).as_secs_f64() * 1000.0 / STEPS as f64;
+        let server_cpu = (own_cpu_ms() - server_cpu_before) / STEPS as f64;
+        per_step_ms.push(wall);
+        server_cpu_per_step_ms.push(server_cpu);
+        without_server_ms.push(wall - server_cpu);
+        let cpu = children_cpu_ms() - cpu_before;
+        cpu_per_step_ms.push(cpu / STEPS as f64);
+        net_cpu_per_step_ms.push((cpu - base_cpu) / STEPS as f64);
     }
     println!(
         "harness overhead per step (instant model, one read_file per step, {STEPS} steps): wall median {:.2} ms (includes the fake server and loopback HTTP); codecoder's own CPU median {:.2} ms (whole run, start-up included, / steps)",
         median(per_step_ms),
         median(cpu_per_step_ms)
+    );
+    println!(
+        "the fake server's CPU per step (parsing the request, rendering the stream): median {:.2} ms; wall per step less that: median {:.2} ms",
+        median(server_cpu_per_step_ms),
+        median(without_server_ms)
+    );
+    println!(
+        "codecoder's CPU per step without start-up (the 50-step run minus the same run with no step, / steps): median {:.2} ms",
+        median(net_cpu_per_step_ms)
     );
 }

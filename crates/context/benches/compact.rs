@@ -71,8 +71,14 @@ fn compactor(dir: &std::path::Path) -> ContextCompactor {
 
 /// One compaction's harness work; returns the replacement's size.
 fn compact(compactor: &ContextCompactor, session_id: SessionId, history: &[Message]) -> usize {
-    let info =
-        StepInfo { session_id, turn: TurnId::new(1), step: StepId::new(2), history, depth: 0 };
+    let info = StepInfo {
+        session_id,
+        turn: TurnId::new(1),
+        step: StepId::new(2),
+        history,
+        depth: 0,
+        reported: None,
+    };
     assert!(compactor.should_compact(&info, &[UserInput::text("go on")]));
     let request = compactor.summary_request(session_id, history, None);
     let trimmed = request.trimmed.expect("trimmed to fit");

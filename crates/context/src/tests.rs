@@ -413,7 +413,7 @@ mod rebuild {
 mod compaction {
     use std::sync::Arc;
 
-    use codecoder_kernel::{Compactor, StepInfo};
+    use codecoder_kernel::{Compactor, ReportedInput, StepInfo};
     use codecoder_protocol::{
         Message, MessageItem, Role, SessionId, StepId, ToolCall, ToolCallId, ToolResult,
         ToolResultStatus, TurnId, UserInput,
@@ -499,11 +499,44 @@ mod compaction {
                 step: StepId::new(1),
                 history,
                 depth: 0,
+                reported: None,
             };
             compactor.should_compact(&info, &[UserInput::text("go on")])
         };
         assert!(info(&history));
         assert!(!info(&history[..3]));
+    }
+
+    #[test]
+    fn reported_input_tokens_are_the_truth_for_the_due_check() {
+        let (_dir, compactor) = compactor(100_000, Some(5_000));
+        let history = history();
+        let due = |history: &[Message], reported: Option<ReportedInput>| -> bool {
+            let info = StepInfo {
+                session_id: SessionId::new(),
+                turn: TurnId::new(1),
+                step: StepId::new(1),
+                history,
+                depth: 0,
+                reported,
+            };
+            compactor.should_compact(&info, &[UserInput::text("go on")])
+        };
+        // By the estimate, three messages are far from the limit; the provider counted more.
+        assert!(!due(&history[..3], None));
+        let big = ReportedInput { input_tokens: 6_000, history_len: 2 };
+        assert!(due(&history[..3], Some(big)));
+        // And the other way: the whole history passes by the estimate, but the provider counted
+        // its first messages as few tokens, and what was appended since is small.
+        assert!(due(&history, None));
+        let last = history.len() - 1;
+        let appended = compactor.history_tokens(&history[last..]);
+        assert!(appended < 4_000, "{appended}");
+        let small = ReportedInput { input_tokens: 1_000, history_len: last };
+        assert!(!due(&history, Some(small)));
+        // A report for a longer history than this one (a compaction replaced it) is ignored.
+        let stale = ReportedInput { input_tokens: 1_000, history_len: history.len() + 1 };
+        assert!(due(&history, Some(stale)));
     }
 
     #[test]

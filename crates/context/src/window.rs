@@ -8,11 +8,17 @@
 //! with blobs inlined as the builder will inline them, the new input), so the guard and
 //! `check_fits` agree; tokens are counted only when a byte bound (never below the estimate) does
 //! not already show that the request fits.
+//!
+//! Provider-reported usage is the truth: when the last request's input tokens were reported
+//! (`StepInfo::reported`) and its history is still the start of this one, the size is those
+//! tokens plus the estimate of only what was appended since (the assistant message, tool
+//! results, the new input). The estimator stays the fallback when no usage was reported, and
+//! the compactor's due-check goes through the same two functions.
 
 use std::sync::Arc;
 
 use codecoder_kernel::{StepInfo, StepInterceptor, StepVerdict, ToolSpec};
-use codecoder_protocol::UserInput;
+use codecoder_protocol::{Message, UserInput};
 
 use crate::builder::{
     ContextBuilder, MESSAGE_OVERHEAD_TOKENS, bytes, content_bound, content_tokens, message_bound,
@@ -43,9 +49,17 @@ impl ContextWindowGuard {
     /// `input` added.
     pub fn estimate(&self, info: &StepInfo<'_>, input: &[UserInput]) -> u64 {
         let builder = &self.builder;
-        let instructions = builder.known_instructions(info.session_id);
-        let history: u64 = info
-            .history
+        let (base, appended) = match reported(info) {
+            Some((tokens, appended)) => (tokens, appended),
+            None => {
+                let instructions = builder.known_instructions(info.session_id);
+                (
+                    builder.text_tokens(&instructions) + builder.tools_tokens(&self.tools),
+                    info.history,
+                )
+            }
+        };
+        let history: u64 = appended
             .iter()
             .map(|message| builder.message_tokens(&builder.resolve_message(message)))
             .sum();
@@ -55,25 +69,37 @@ impl ContextWindowGuard {
                 MESSAGE_OVERHEAD_TOKENS + input.content.iter().map(content_tokens).sum::<u64>()
             })
             .sum();
-        builder.text_tokens(&instructions) + builder.tools_tokens(&self.tools) + history + input
+        base + history + input
     }
 
     /// An upper bound of `estimate` that counts nothing.
     pub(crate) fn bound(&self, info: &StepInfo<'_>, input: &[UserInput]) -> u64 {
         let builder = &self.builder;
-        let history: u64 = info
-            .history
-            .iter()
-            .map(|message| message_bound(&builder.resolve_message(message)))
-            .sum();
+        let (base, appended) = match reported(info) {
+            Some((tokens, appended)) => (tokens, appended),
+            None => (
+                bytes(&builder.known_instructions(info.session_id)) + self.tools_bytes,
+                info.history,
+            ),
+        };
+        let history: u64 =
+            appended.iter().map(|message| message_bound(&builder.resolve_message(message))).sum();
         let input: u64 = input
             .iter()
             .map(|input| {
                 MESSAGE_OVERHEAD_TOKENS + input.content.iter().map(content_bound).sum::<u64>()
             })
             .sum();
-        bytes(&builder.known_instructions(info.session_id)) + self.tools_bytes + history + input
+        base + history + input
     }
+}
+
+/// The reported input tokens of the last request and the messages appended since, when the
+/// provider reported usage for a request whose history `info.history` still starts with.
+fn reported<'a>(info: &StepInfo<'a>) -> Option<(u64, &'a [Message])> {
+    let reported = info.reported?;
+    let appended = info.history.get(reported.history_len..)?;
+    Some((reported.input_tokens, appended))
 }
 
 impl StepInterceptor for ContextWindowGuard {

@@ -146,6 +146,20 @@ pub struct StepInfo<'a> {
     pub history: &'a [Message],
     /// 0 for the root agent.
     pub depth: u32,
+    /// What the provider reported for this session's last request, when that request's history
+    /// is still the start of `history` (no compaction or rewind since): the truth to count the
+    /// window from, instead of estimating the whole history.
+    pub reported: Option<ReportedInput>,
+}
+
+/// The input tokens a provider reported for a request, and how many messages of the history
+/// that request held: the next request's size is these tokens plus what was appended since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportedInput {
+    /// Input tokens, cached ones included, as the provider counted them.
+    pub input_tokens: u64,
+    /// The number of history messages the request held (a prefix of `StepInfo::history`).
+    pub history_len: usize,
 }
 
 /// A pre-step interceptor's answer.

@@ -35,8 +35,8 @@ mod tool;
 mod turn;
 
 pub use agent::{
-    AgentConfig, AgentDeps, AgentHandle, AgentType, SessionFactory, StepInfo, StepInterceptor,
-    StepVerdict, SubagentConfig, spawn_agent, spawn_agent_on,
+    AgentConfig, AgentDeps, AgentHandle, AgentType, ReportedInput, SessionFactory, StepInfo,
+    StepInterceptor, StepVerdict, SubagentConfig, spawn_agent, spawn_agent_on,
 };
 pub use approval::{AllowAll, ApprovalPolicy, ApprovalQuery, PolicyAnswer};
 pub use cancel::CancelToken;

@@ -111,8 +111,13 @@ pub enum ResponseEvent {
         /// The call.
         id: ToolCallId,
     },
-    /// Token usage of this request so far; a later `Usage` replaces an earlier one.
+    /// Token usage of this request so far, as the provider reported it; a later `Usage`
+    /// replaces an earlier one. Its input tokens are the truth the context window is counted
+    /// from at the next step.
     Usage(Usage),
+    /// Token usage the adapter estimated because the provider reported none. It counts like
+    /// `Usage` for the turn's totals, but the window keeps its own estimate.
+    UsageEstimate(Usage),
     /// The response is complete.
     Completed {
         /// Why the model stopped.

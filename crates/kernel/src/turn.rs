@@ -25,13 +25,13 @@ use std::sync::Arc;
 
 use codecoder_protocol::{
     AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ContentItem, ContextRecord, Message,
-    MessageItem, PromptSection, Reasoning, RecordBody, Role, StepId, StopReason, ToolCall,
-    ToolCallId, TurnId, TurnOutcome, Usage, UserInput, join_sections,
+    MessageId, MessageItem, PromptSection, Reasoning, RecordBody, Role, StepId, StopReason,
+    ToolCall, ToolCallId, TurnId, TurnOutcome, Usage, UserInput, join_sections,
 };
 use codecoder_session::{CloseReason, SessionWriter, closing_records};
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, select};
 
-use crate::agent::{AgentEnv, StepInfo, StepVerdict};
+use crate::agent::{AgentEnv, ReportedInput, StepInfo, StepVerdict};
 use crate::cancel::CancelToken;
 use crate::compact::CompactTrigger;
 use crate::hooks::{HookReport, HookScope, Hooks};
@@ -187,6 +187,11 @@ pub(crate) struct AgentLoop {
     /// The tool workers; joined at shutdown.
     pub(crate) pool: WorkerPool,
     pub(crate) step_usage: Usage,
+    /// The provider reported `step_usage` (not an adapter's estimate).
+    step_usage_reported: bool,
+    /// The last request's reported input tokens, its history length and its last message id
+    /// (to check that the history still starts with what that request held).
+    reported_input: Option<(ReportedInput, Option<MessageId>)>,
     /// Deltas are not sent to the client (the summary step of a compaction).
     pub(crate) quiet: bool,
     /// A compaction the person asked for during a turn, run at the next step boundary.
@@ -221,6 +226,8 @@ impl AgentLoop {
             failures: HashMap::new(),
             pool: WorkerPool::new(),
             step_usage: Usage::default(),
+            step_usage_reported: false,
+            reported_input: None,
             quiet: false,
             pending_compact: None,
             shared_history: Vec::new(),
@@ -422,6 +429,7 @@ impl AgentLoop {
                 step,
                 history: self.writer.history(),
                 depth: self.env.depth,
+                reported: self.reported_input(),
             };
             for interceptor in &self.env.deps.interceptors {
                 if let StepVerdict::Reject { message } = interceptor.before_step(&info, &mut inputs)
@@ -536,8 +544,22 @@ impl AgentLoop {
             step,
             history: self.writer.history(),
             depth: self.env.depth,
+            reported: self.reported_input(),
         };
         compactor.should_compact(&info, inputs)
+    }
+
+    /// The last request's reported input, while the history still starts with what that
+    /// request held.
+    fn reported_input(&self) -> Option<ReportedInput> {
+        let (reported, last_id) = self.reported_input?;
+        let history = self.writer.history();
+        let holds = match (reported.history_len.checked_sub(1), last_id) {
+            (None, None) => true,
+            (Some(last), Some(id)) => history.get(last).is_some_and(|m| m.id == id),
+            (None, Some(_)) | (Some(_), None) => false,
+        };
+        holds.then_some(reported)
     }
 
     /// Calls the hooks with this loop's scope. Unless there are none, the call runs on a
@@ -630,7 +652,10 @@ impl AgentLoop {
     fn run_step(&mut self, turn: TurnId, step: StepId) -> Result<StepOutcome, Stop> {
         self.step_usage = Usage::default();
         self.refresh_tools();
+        self.step_usage_reported = false;
         self.sync_shared_history();
+        let request_history_len = self.shared_history.len();
+        let request_last_id = self.shared_history.last().map(|m| m.id);
         let mut attempt = 0;
         let (assembly, stop_reason) = loop {
             let specs = self.env.deps.tools.offered(&self.specs);
@@ -668,6 +693,7 @@ impl AgentLoop {
                     stream.abort();
                     self.retired.push(stream);
                     self.step_usage = Usage::default();
+                    self.step_usage_reported = false;
                     self.emit(AgentEventKind::StepRetried {
                         turn,
                         step,
@@ -703,6 +729,16 @@ impl AgentLoop {
                 }
             }
         };
+        if self.step_usage_reported && self.step_usage.input_tokens > 0 {
+            // A fake or broken server may report zeros; no real request has no input.
+            self.reported_input = Some((
+                ReportedInput {
+                    input_tokens: self.step_usage.input_tokens,
+                    history_len: request_history_len,
+                },
+                request_last_id,
+            ));
+        }
         let text = assembly.text();
         let message = Message::new(Role::Assistant, assembly.finish(true));
         let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
@@ -939,7 +975,14 @@ impl AgentLoop {
             // Arguments are parsed once, when the message is assembled.
             ResponseEvent::ToolCallDone { .. } => {}
             ResponseEvent::Warning(message) => self.emit(AgentEventKind::Warning { message }),
-            ResponseEvent::Usage(usage) => self.step_usage = usage,
+            ResponseEvent::Usage(usage) => {
+                self.step_usage = usage;
+                self.step_usage_reported = true;
+            }
+            ResponseEvent::UsageEstimate(usage) => {
+                self.step_usage = usage;
+                self.step_usage_reported = false;
+            }
             ResponseEvent::Completed { stop_reason } => {
                 return Some(StreamEnd::Completed(stop_reason));
             }

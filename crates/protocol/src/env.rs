@@ -69,3 +69,14 @@ pub const CODECODER_TEST_NPM: &str = "CODECODER_TEST_NPM";
 pub const CI: &str = "CI";
 /// `skip-<backend>` (e.g. `skip-bwrap`): the sandbox escape suite leaves that backend out.
 pub const CODECODER_SANDBOX_TESTS: &str = "CODECODER_SANDBOX_TESTS";
+
+// Benchmarks.
+
+/// The codex binary the codex comparison bench runs (default: the native binary of the
+/// `@openai/codex` package under `CODECODER_TEST_NPM`).
+pub const CODECODER_BENCH_CODEX: &str = "CODECODER_BENCH_CODEX";
+/// A codecoder binary the exec bench runs instead of the one cargo built (to compare builds).
+pub const CODECODER_BENCH_BIN: &str = "CODECODER_BENCH_BIN";
+/// Set by the codex comparison bench on itself when it runs again inside a network namespace
+/// of its own (only loopback), so that it does not re-enter one.
+pub const CODECODER_BENCH_NETNS: &str = "CODECODER_BENCH_NETNS";

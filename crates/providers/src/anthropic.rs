@@ -17,8 +17,8 @@ use codecoder_protocol::{
 };
 use std::borrow::Cow;
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::error::Error;
 use crate::sse::SseEvent;
@@ -29,13 +29,135 @@ pub(crate) const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` is required; this is used when the request sets none.
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
 
-fn image_block(image: &Image) -> Value {
-    json!({"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data_base64}})
+/// The request body, borrowing from the request: serialized straight to bytes, with no
+/// intermediate JSON value tree (tool schemas and texts are not copied).
+#[derive(Debug, Serialize)]
+pub(crate) struct RequestBody<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    system: [BodyBlock<'a>; 1],
+    messages: Vec<AnthropicMessage<'a>>,
+    pub(crate) stream: bool,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<ToolChoice>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<OutputConfig>,
 }
 
-fn cache_last_block(message: &mut Value) {
-    if let Some(last) = message["content"].as_array_mut().and_then(|blocks| blocks.last_mut()) {
-        last["cache_control"] = json!({"type": "ephemeral"});
+/// `thinking`: a budget, or adaptive (the model decides, guided by `output_config.effort`).
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Thinking {
+    Enabled { budget_tokens: u32 },
+    Adaptive,
+}
+
+/// `output_config` of adaptive thinking.
+#[derive(Debug, Serialize)]
+struct OutputConfig {
+    effort: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+struct AnthropicMessage<'a> {
+    role: &'static str,
+    content: Vec<BodyBlock<'a>>,
+}
+
+/// A content block, and whether it carries a cache breakpoint.
+#[derive(Debug, Serialize)]
+struct BodyBlock<'a> {
+    #[serde(flatten)]
+    kind: BlockKind<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockKind<'a> {
+    Text {
+        text: Cow<'a, str>,
+    },
+    Image {
+        source: ImageSource<'a>,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: &'a Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: Vec<BodyBlock<'a>>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+#[derive(Debug, Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+
+#[derive(Debug, Serialize)]
+struct Tool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
+#[derive(Debug, Serialize)]
+struct ToolChoice {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+/// The empty object sent as the input of a call whose arguments were not an object.
+static EMPTY_INPUT: std::sync::LazyLock<Value> =
+    std::sync::LazyLock::new(|| Value::Object(serde_json::Map::new()));
+
+fn block(kind: BlockKind<'_>) -> BodyBlock<'_> {
+    BodyBlock { kind, cache_control: None }
+}
+
+fn image_block(image: &Image) -> BodyBlock<'_> {
+    block(BlockKind::Image {
+        source: ImageSource {
+            kind: "base64",
+            media_type: &image.media_type,
+            data: &image.data_base64,
+        },
+    })
+}
+
+fn cache_last_block(message: &mut AnthropicMessage<'_>) {
+    if let Some(last) = message.content.last_mut() {
+        last.cache_control = Some(EPHEMERAL);
     }
 }
 
@@ -57,7 +179,7 @@ fn thinking_budget(effort: ReasoningEffort) -> Option<u32> {
 /// `thinking` (and `output_config` for adaptive thinking) for `reasoning`; `max_tokens` is
 /// raised above a budget that does not fit under it (the API requires
 /// `budget_tokens < max_tokens`).
-fn apply_thinking(body: &mut Value, model: &str, reasoning: &ReasoningSettings, max_tokens: u32) {
+fn apply_thinking(body: &mut RequestBody<'_>, model: &str, reasoning: &ReasoningSettings) {
     if crate::catalog::adaptive_thinking(model) && reasoning.budget_tokens.is_none() {
         let Some(effort) = reasoning.effort.filter(|e| *e != ReasoningEffort::None) else {
             return;
@@ -68,8 +190,8 @@ fn apply_thinking(body: &mut Value, model: &str, reasoning: &ReasoningSettings, 
             ReasoningEffort::High => "high",
             ReasoningEffort::XHigh => "max",
         };
-        body["thinking"] = json!({"type": "adaptive"});
-        body["output_config"] = json!({"effort": effort});
+        body.thinking = Some(Thinking::Adaptive);
+        body.output_config = Some(OutputConfig { effort });
         return;
     }
     let budget = match (reasoning.budget_tokens, reasoning.effort) {
@@ -80,15 +202,15 @@ fn apply_thinking(body: &mut Value, model: &str, reasoning: &ReasoningSettings, 
         },
         (None, None) => return,
     };
-    let max_tokens =
-        if budget < max_tokens { max_tokens } else { budget.saturating_add(DEFAULT_MAX_TOKENS) };
-    body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
-    body["max_tokens"] = json!(max_tokens);
+    if budget >= body.max_tokens {
+        body.max_tokens = budget.saturating_add(DEFAULT_MAX_TOKENS);
+    }
+    body.thinking = Some(Thinking::Enabled { budget_tokens: budget });
 }
 
 /// The request body.
-pub(crate) fn request_body(request: &ModelRequest) -> Value {
-    let mut messages: Vec<Value> = Vec::new();
+pub(crate) fn request_body(request: &ModelRequest) -> RequestBody<'_> {
+    let mut messages: Vec<AnthropicMessage<'_>> = Vec::new();
     // Index in `messages` of the message holding the newest genuine user input.
     let mut newest_user: Option<usize> = None;
     for message in &request.history {
@@ -99,36 +221,55 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
         let mut blocks = Vec::new();
         for item in &message.items {
             match item {
-                MessageItem::Text { text } if !text.is_empty() => blocks.push(json!({"type": "text", "text": text})),
+                MessageItem::Text { text } if !text.is_empty() => {
+                    blocks.push(block(BlockKind::Text { text: Cow::Borrowed(text) }));
+                }
                 MessageItem::Text { .. } => {}
                 MessageItem::Image(image) => blocks.push(image_block(image)),
-                MessageItem::BlobRef(blob) => blocks.push(json!({"type": "text", "text": blob_text(blob)})),
-                MessageItem::Reasoning(reasoning) => match (&reasoning.signature, &reasoning.encrypted_content) {
-                    (Some(signature), _) => blocks.push(json!({"type": "thinking", "thinking": reasoning.text, "signature": signature})),
-                    (None, Some(data)) => blocks.push(json!({"type": "redacted_thinking", "data": data})),
-                    // Unsigned reasoning (from another provider) cannot be sent back.
-                    (None, None) => {}
-                },
+                MessageItem::BlobRef(blob) => {
+                    blocks.push(block(BlockKind::Text { text: Cow::Owned(blob_text(blob)) }));
+                }
+                MessageItem::Reasoning(reasoning) => {
+                    match (&reasoning.signature, &reasoning.encrypted_content) {
+                        (Some(signature), _) => blocks.push(block(BlockKind::Thinking {
+                            thinking: &reasoning.text,
+                            signature,
+                        })),
+                        (None, Some(data)) => {
+                            blocks.push(block(BlockKind::RedactedThinking { data }));
+                        }
+                        // Unsigned reasoning (from another provider) cannot be sent back.
+                        (None, None) => {}
+                    }
+                }
                 MessageItem::ToolCall(call) => {
-                    let input = if call.args.is_object() { call.args.clone() } else { json!({}) };
-                    blocks.push(json!({"type": "tool_use", "id": call.id.as_str(), "name": call.name, "input": input}));
+                    let input = if call.args.is_object() { &call.args } else { &*EMPTY_INPUT };
+                    blocks.push(block(BlockKind::ToolUse {
+                        id: call.id.as_str(),
+                        name: &call.name,
+                        input,
+                    }));
                 }
                 MessageItem::ToolResult(result) => {
-                    let content: Vec<Value> = result
+                    let content = result
                         .content
                         .iter()
                         .filter_map(|c| match c {
                             ContentItem::Text { text } if text.is_empty() => None,
-                            ContentItem::Text { text } => Some(json!({"type": "text", "text": text})),
+                            ContentItem::Text { text } => {
+                                Some(block(BlockKind::Text { text: Cow::Borrowed(text) }))
+                            }
                             ContentItem::Image(image) => Some(image_block(image)),
-                            ContentItem::BlobRef(blob) => Some(json!({"type": "text", "text": blob_text(blob)})),
+                            ContentItem::BlobRef(blob) => {
+                                Some(block(BlockKind::Text { text: Cow::Owned(blob_text(blob)) }))
+                            }
                         })
                         .collect();
-                    let mut block = json!({"type": "tool_result", "tool_use_id": result.tool_call_id.as_str(), "content": content});
-                    if result.status != ToolResultStatus::Success {
-                        block["is_error"] = json!(true);
-                    }
-                    blocks.push(block);
+                    blocks.push(block(BlockKind::ToolResult {
+                        tool_use_id: result.tool_call_id.as_str(),
+                        content,
+                        is_error: result.status != ToolResultStatus::Success,
+                    }));
                 }
             }
         }
@@ -136,12 +277,8 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
             continue;
         }
         match messages.last_mut() {
-            Some(last) if last["role"] == role => {
-                if let Some(content) = last["content"].as_array_mut() {
-                    content.extend(blocks);
-                }
-            }
-            _ => messages.push(json!({"role": role, "content": blocks})),
+            Some(last) if last.role == role => last.content.extend(blocks),
+            _ => messages.push(AnthropicMessage { role, content: blocks }),
         }
         if message.role == Role::User {
             newest_user = Some(messages.len() - 1);
@@ -153,27 +290,35 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
     if let Some(last) = messages.last_mut() {
         cache_last_block(last);
     }
-    let mut body = json!({
-        "model": request.model,
-        "max_tokens": request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        "system": [{"type": "text", "text": request.instructions, "cache_control": {"type": "ephemeral"}}],
-        "messages": messages,
-        "stream": true,
-    });
-    if !request.tools.is_empty() {
-        let mut tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| json!({"name": tool.name, "description": tool.description, "input_schema": tool.schema}))
-            .collect();
-        if let Some(last) = tools.last_mut() {
-            last["cache_control"] = json!({"type": "ephemeral"});
-        }
-        body["tools"] = Value::Array(tools);
-        body["tool_choice"] = json!({"type": "auto"});
+    let mut tools: Vec<Tool<'_>> = request
+        .tools
+        .iter()
+        .map(|tool| Tool {
+            name: &tool.name,
+            description: &tool.description,
+            input_schema: &tool.schema,
+            cache_control: None,
+        })
+        .collect();
+    if let Some(last) = tools.last_mut() {
+        last.cache_control = Some(EPHEMERAL);
     }
-    let max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
-    apply_thinking(&mut body, &request.model, &request.reasoning, max_tokens);
+    let has_tools = !tools.is_empty();
+    let mut body = RequestBody {
+        model: &request.model,
+        max_tokens: request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        system: [BodyBlock {
+            kind: BlockKind::Text { text: Cow::Borrowed(&request.instructions) },
+            cache_control: Some(EPHEMERAL),
+        }],
+        messages,
+        stream: true,
+        tools,
+        tool_choice: has_tools.then_some(ToolChoice { kind: "auto" }),
+        thinking: None,
+        output_config: None,
+    };
+    apply_thinking(&mut body, &request.model, &request.reasoning);
     body
 }
 

@@ -10,8 +10,8 @@ use codecoder_kernel::{ModelRequest, ResponseEvent};
 use codecoder_protocol::{ContentItem, MessageItem, Role, StopReason, ToolCallId, Usage};
 use std::borrow::Cow;
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::error::Error;
 use crate::sse::SseEvent;
@@ -19,28 +19,153 @@ use crate::wire::{
     StreamParser, args_text, blob_text, content_text, data_url, parse_typed, str_field, u64_field,
 };
 
+/// The request body, borrowing from the request: serialized straight to bytes, with no
+/// intermediate JSON value tree (tool schemas and texts are not copied).
+#[derive(Debug, Serialize)]
+pub(crate) struct RequestBody<'a> {
+    model: &'a str,
+    messages: Vec<ChatMessage<'a>>,
+    pub(crate) stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct StreamOptions {
+    include_usage: bool,
+}
+
+/// One message, tagged by its role.
+#[derive(Debug, Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+enum ChatMessage<'a> {
+    System {
+        content: UserContent<'a>,
+    },
+    User {
+        content: UserContent<'a>,
+    },
+    Assistant {
+        content: Option<Cow<'a, str>>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<Cow<'a, str>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: Cow<'a, str>,
+    },
+}
+
+/// A plain string (understood by every server), or parts when an image needs them.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum UserContent<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Part<'a>>),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: Cow<'a, str> },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Debug, Serialize)]
+struct ImageUrl {
+    url: String,
+}
+
+#[derive(Debug, Serialize)]
+struct ToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionCall<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct FunctionCall<'a> {
+    name: &'a str,
+    arguments: Cow<'a, str>,
+}
+
+#[derive(Debug, Serialize)]
+struct Tool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: Function<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+#[derive(Debug, Serialize)]
+struct ResponseFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    json_schema: JsonSchema<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct JsonSchema<'a> {
+    name: &'static str,
+    schema: &'a Value,
+    strict: bool,
+}
+
+/// Appends `more` to `text`, borrowing while there is only one piece.
+fn append<'a>(text: &mut Option<Cow<'a, str>>, more: &'a str) {
+    match text {
+        None => *text = Some(Cow::Borrowed(more)),
+        Some(text) => text.to_mut().push_str(more),
+    }
+}
+
 /// The request body.
-pub(crate) fn request_body(request: &ModelRequest, send_reasoning_content: bool) -> Value {
-    let mut messages = vec![json!({"role": "system", "content": request.instructions})];
+pub(crate) fn request_body(
+    request: &ModelRequest,
+    send_reasoning_content: bool,
+) -> RequestBody<'_> {
+    let mut messages = vec![ChatMessage::System {
+        content: UserContent::Text(Cow::Borrowed(&request.instructions)),
+    }];
     for message in &request.history {
         match message.role {
             Role::User | Role::System => {
-                let role = if message.role == Role::User { "user" } else { "system" };
                 let mut parts = Vec::new();
                 let mut text_only = true;
                 for item in &message.items {
                     match item {
                         MessageItem::Text { text } => {
-                            parts.push(json!({"type": "text", "text": text}))
+                            parts.push(Part::Text { text: Cow::Borrowed(text) });
                         }
                         MessageItem::BlobRef(blob) => {
-                            parts.push(json!({"type": "text", "text": blob_text(blob)}))
+                            parts.push(Part::Text { text: Cow::Owned(blob_text(blob)) });
                         }
                         MessageItem::Image(image) => {
                             text_only = false;
-                            parts.push(
-                                json!({"type": "image_url", "image_url": {"url": data_url(image)}}),
-                            );
+                            parts.push(Part::ImageUrl {
+                                image_url: ImageUrl { url: data_url(image) },
+                            });
                         }
                         MessageItem::Reasoning(_)
                         | MessageItem::ToolCall(_)
@@ -49,93 +174,111 @@ pub(crate) fn request_body(request: &ModelRequest, send_reasoning_content: bool)
                 }
                 // Plain strings are understood by every server; parts only when needed.
                 let content = if text_only {
-                    Value::String(
-                        parts.iter().map(|p| str_field(p, "text")).collect::<Vec<_>>().join("\n"),
-                    )
+                    let mut joined: Option<Cow<'_, str>> = None;
+                    for part in parts {
+                        if let Part::Text { text } = part {
+                            match &mut joined {
+                                None => joined = Some(text),
+                                Some(joined) => {
+                                    let joined = joined.to_mut();
+                                    joined.push('\n');
+                                    joined.push_str(&text);
+                                }
+                            }
+                        }
+                    }
+                    UserContent::Text(joined.unwrap_or_default())
                 } else {
-                    Value::Array(parts)
+                    UserContent::Parts(parts)
                 };
-                messages.push(json!({"role": role, "content": content}));
+                messages.push(if message.role == Role::User {
+                    ChatMessage::User { content }
+                } else {
+                    ChatMessage::System { content }
+                });
             }
             Role::Assistant => {
-                let mut text = String::new();
-                let mut reasoning = String::new();
+                let mut text = None;
+                let mut reasoning = None;
                 let mut tool_calls = Vec::new();
                 for item in &message.items {
                     match item {
-                        MessageItem::Text { text: t } => text.push_str(t),
-                        MessageItem::Reasoning(r) => reasoning.push_str(&r.text),
-                        MessageItem::ToolCall(call) => tool_calls.push(json!({
-                            "id": call.id.as_str(),
-                            "type": "function",
-                            "function": {"name": call.name, "arguments": args_text(&call.args)},
-                        })),
+                        MessageItem::Text { text: t } => append(&mut text, t),
+                        MessageItem::Reasoning(r) => append(&mut reasoning, &r.text),
+                        MessageItem::ToolCall(call) => tool_calls.push(ToolCall {
+                            id: call.id.as_str(),
+                            kind: "function",
+                            function: FunctionCall {
+                                name: &call.name,
+                                arguments: args_text(&call.args),
+                            },
+                        }),
                         MessageItem::Image(_)
                         | MessageItem::BlobRef(_)
                         | MessageItem::ToolResult(_) => {}
                     }
                 }
-                let mut m = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text) }});
-                if !tool_calls.is_empty() {
-                    m["tool_calls"] = Value::Array(tool_calls);
-                }
-                if send_reasoning_content && !reasoning.is_empty() {
-                    m["reasoning_content"] = Value::String(reasoning);
-                }
-                messages.push(m);
+                messages.push(ChatMessage::Assistant {
+                    content: text.filter(|t| !t.is_empty()),
+                    tool_calls,
+                    reasoning_content: reasoning
+                        .filter(|r| send_reasoning_content && !r.is_empty()),
+                });
             }
             Role::Tool => {
                 for item in &message.items {
                     if let MessageItem::ToolResult(result) = item {
-                        messages.push(json!({
-                            "role": "tool",
-                            "tool_call_id": result.tool_call_id.as_str(),
-                            "content": content_text(&result.content),
-                        }));
-                        let images: Vec<Value> = result
+                        messages.push(ChatMessage::Tool {
+                            tool_call_id: result.tool_call_id.as_str(),
+                            content: content_text(&result.content),
+                        });
+                        let images: Vec<Part<'_>> = result
                             .content
                             .iter()
                             .filter_map(|c| match c {
-                                ContentItem::Image(image) => Some(json!({"type": "image_url", "image_url": {"url": data_url(image)}})),
+                                ContentItem::Image(image) => Some(Part::ImageUrl {
+                                    image_url: ImageUrl { url: data_url(image) },
+                                }),
                                 ContentItem::Text { .. } | ContentItem::BlobRef(_) => None,
                             })
                             .collect();
                         if !images.is_empty() {
-                            messages.push(json!({"role": "user", "content": images}));
+                            messages
+                                .push(ChatMessage::User { content: UserContent::Parts(images) });
                         }
                     }
                 }
             }
         }
     }
-    let mut body = json!({
-        "model": request.model,
-        "messages": messages,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    });
-    if !request.tools.is_empty() {
-        body["tools"] = request
-            .tools
-            .iter()
-            .map(|tool| json!({"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": tool.schema}}))
-            .collect();
-        body["tool_choice"] = json!("auto");
-        body["parallel_tool_calls"] = json!(true);
+    let tools: Vec<Tool<'_>> = request
+        .tools
+        .iter()
+        .map(|tool| Tool {
+            kind: "function",
+            function: Function {
+                name: &tool.name,
+                description: &tool.description,
+                parameters: &tool.schema,
+            },
+        })
+        .collect();
+    let has_tools = !tools.is_empty();
+    RequestBody {
+        model: &request.model,
+        messages,
+        stream: true,
+        stream_options: Some(StreamOptions { include_usage: true }),
+        tools,
+        tool_choice: has_tools.then_some("auto"),
+        parallel_tool_calls: has_tools.then_some(true),
+        max_tokens: request.max_output_tokens,
+        response_format: request.output_schema.as_ref().map(|schema| ResponseFormat {
+            kind: "json_schema",
+            json_schema: JsonSchema { name: "output", schema, strict: false },
+        }),
+        reasoning_effort: request.reasoning.effort.map(|effort| effort.as_str()),
     }
-    if let Some(max) = request.max_output_tokens {
-        body["max_tokens"] = json!(max);
-    }
-    if let Some(effort) = request.reasoning.effort {
-        body["reasoning_effort"] = json!(effort.as_str());
-    }
-    if let Some(schema) = &request.output_schema {
-        body["response_format"] = json!({
-            "type": "json_schema",
-            "json_schema": {"name": "output", "schema": schema, "strict": false},
-        });
-    }
-    body
 }
 
 /// One `chat.completion.chunk`, borrowing its strings where they have no escapes. Only the

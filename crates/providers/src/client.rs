@@ -1,32 +1,36 @@
 //! `HttpModelClient`: the kernel's `ModelClient` over real HTTP (ureq, rustls).
 //!
-//! Each request runs on its own named thread (`provider-<id>`): send, retry with backoff,
-//! read the SSE body, parse it into neutral events, send them into the stream's channel. What
-//! the kernel never sees: retries (429/408/409/5xx/529 and connection failures before the
-//! first event, exponential backoff with full jitter, `Retry-After` honoured), the idle
-//! watchdog, and the socket.
+//! Each request runs on a long-lived named worker thread (`provider-<id>`, see `workers`): send,
+//! retry with backoff, read the SSE body, parse it into neutral events, send them into the
+//! stream's channel. What the kernel never sees: retries (429/408/409/5xx/529 and connection
+//! failures before the first event, exponential backoff with full jitter, `Retry-After`
+//! honoured), the idle watchdog (one thread per client, see `watchdog`), and the socket. A step
+//! spawns no thread.
 //!
 //! Invariants:
 //! - Cancel closes the socket at once: dropping the `ResponseStream` runs an abort hook that
 //!   shuts down the request's agent (its connections), which wakes a blocked read, and wakes a
-//!   backoff sleep; then the worker is joined.
+//!   backoff sleep; the worker then sees its channel closed, ends the request and goes idle.
+//! - A request is either finished by its worker or aborted by its stream, never both (one
+//!   compare-and-swap on its state): only an aborted request's agent is shut down.
 //! - An agent whose request was aborted is never reused; one whose request completed goes back
 //!   to a small pool so the next step reuses the connection.
 //! - The API key is read once, sent only in its header, and scrubbed from every error text.
 
 use std::io::Read;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use codecoder_kernel::{ModelClient, ModelError, ModelRequest, ResponseEvent, ResponseStream};
 use codecoder_protocol::Usage;
-use codecoder_stdx::spawn_named;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::config::{ProviderConfig, WireApi};
 use crate::error::{Error, scrub};
 use crate::sse::SseDecoder;
+use crate::watchdog::Watchdog;
+use crate::workers::Workers;
 use crate::{anthropic, chat, responses};
 use codecoder_context::estimate_tokens;
 
@@ -53,7 +57,15 @@ pub struct HttpModelClient {
     /// Set once the server refused a streamed request with tools: every later request of the
     /// session is sent without streaming.
     unstreamed: Arc<AtomicBool>,
+    // Dropped before `watchdog`: a worker's last read ends before the watchdog's thread stops.
+    workers: Workers,
+    watchdog: Arc<Watchdog>,
 }
+
+/// A request's state: running until its worker finishes it or its stream aborts it.
+const RUNNING: u8 = 0;
+const FINISHED: u8 = 1;
+const ABORTED: u8 = 2;
 
 impl std::fmt::Debug for HttpModelClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -105,7 +117,14 @@ impl HttpModelClient {
                 headers.push((name.to_ascii_lowercase(), value));
             }
         }
+        let workers = Workers::new(format!("provider-{}", config.id), POOL_SIZE);
+        let watchdog = Arc::new(Watchdog::new(
+            format!("provider-{}-idle", config.id),
+            Duration::from_millis(config.stream_idle_timeout_ms),
+        ));
         Ok(Self {
+            workers,
+            watchdog,
             config: Arc::new(config),
             headers: Arc::new(headers),
             api_key: api_key.map(Arc::from),
@@ -134,24 +153,36 @@ fn new_agent() -> ureq::Agent {
     ureq::Agent::new_with_config(config)
 }
 
-/// The body of a request for `api`.
-pub(crate) fn request_body(config: &ProviderConfig, request: &ModelRequest) -> serde_json::Value {
-    let mut body = match config.wire_api {
-        WireApi::Responses => responses::request_body(request),
-        WireApi::Chat => chat::request_body(request, config.send_reasoning_content),
-        WireApi::Anthropic => anthropic::request_body(request),
-    };
-    if !config.stream {
-        crate::whole::unstream(&mut body);
-    }
-    body
-}
-
 /// The exact bytes `HttpModelClient` sends as the body of `request` to the provider `config`
 /// describes (its wire API and body settings). The client sends what this returns, so a request
-/// rebuilt from a session log encodes to the body that was sent.
+/// rebuilt from a session log encodes to the body that was sent. Each API's typed body borrows
+/// from the request and is written straight to bytes.
+///
+/// With `stream = false` the body asks for one whole JSON answer (`"stream": false`, and no
+/// Chat `stream_options`).
 pub fn encode_request(config: &ProviderConfig, request: &ModelRequest) -> Result<Vec<u8>, Error> {
-    serde_json::to_vec(&request_body(config, request))
+    let stream = config.stream;
+    let encoded = match config.wire_api {
+        WireApi::Responses => {
+            let mut body = responses::request_body(request);
+            body.stream = stream;
+            serde_json::to_vec(&body)
+        }
+        WireApi::Chat => {
+            let mut body = chat::request_body(request, config.send_reasoning_content);
+            if !stream {
+                body.stream = false;
+                body.stream_options = None;
+            }
+            serde_json::to_vec(&body)
+        }
+        WireApi::Anthropic => {
+            let mut body = anthropic::request_body(request);
+            body.stream = stream;
+            serde_json::to_vec(&body)
+        }
+    };
+    encoded
         .map_err(|err| Error::Protocol { message: format!("could not encode the request: {err}") })
 }
 
@@ -168,10 +199,10 @@ impl ModelClient for HttpModelClient {
         // Kept only where a refused stream may be retried without streaming.
         let fallback = (config.stream && !request.tools.is_empty()).then_some(request);
         let agent = self.take_agent();
-        let aborted = Arc::new(AtomicBool::new(false));
-        let finished = Arc::new(AtomicBool::new(false));
+        let state = Arc::new(AtomicU8::new(RUNNING));
         // Dropped by the abort hook: wakes a backoff sleep at once.
         let (wake_tx, wake_rx) = crossbeam_channel::bounded::<()>(0);
+        let (tx, rx) = crossbeam_channel::bounded(STREAM_CAPACITY);
         let mut job = Job {
             config,
             fallback,
@@ -180,30 +211,35 @@ impl ModelClient for HttpModelClient {
             api_key: self.api_key.clone(),
             agent: agent.clone(),
             body,
-            aborted: Arc::clone(&aborted),
+            state: Arc::clone(&state),
             wake: wake_rx,
+            watchdog: Arc::clone(&self.watchdog),
+            agent_dead: AtomicBool::new(false),
         };
         let pool = Arc::clone(&self.pool);
-        let finished_in_worker = Arc::clone(&finished);
-        let stream = ResponseStream::spawn(
-            format!("provider-{}", self.config.id),
-            STREAM_CAPACITY,
-            move |tx| {
+        self.workers
+            .run(Box::new(move || {
                 let reusable = job.run(&tx);
-                finished_in_worker.store(true, Ordering::SeqCst);
-                if reusable
-                    && !job.aborted.load(Ordering::SeqCst)
+                drop(tx);
+                let finished = job
+                    .state
+                    .compare_exchange(RUNNING, FINISHED, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok();
+                if finished
+                    && reusable
+                    && !job.agent_dead.load(Ordering::SeqCst)
                     && let Ok(mut pool) = pool.lock()
                     && pool.len() < POOL_SIZE
                 {
                     pool.push(job.agent.clone());
                 }
-            },
-        )
-        .map_err(|err| ModelError::new(format!("could not start the provider thread: {err}")))?;
-        Ok(stream.with_abort(move || {
-            if !finished.load(Ordering::SeqCst) {
-                aborted.store(true, Ordering::SeqCst);
+            }))
+            .map_err(|err| {
+                ModelError::new(format!("could not start the provider thread: {err}"))
+            })?;
+        Ok(ResponseStream::new(rx).with_abort(move || {
+            if state.compare_exchange(RUNNING, ABORTED, Ordering::SeqCst, Ordering::SeqCst).is_ok()
+            {
                 agent.shutdown();
             }
             drop(wake_tx);
@@ -221,8 +257,12 @@ struct Job {
     api_key: Option<Arc<str>>,
     agent: ureq::Agent,
     body: Vec<u8>,
-    aborted: Arc<AtomicBool>,
+    /// `RUNNING`, `FINISHED` or `ABORTED`.
+    state: Arc<AtomicU8>,
     wake: Receiver<()>,
+    watchdog: Arc<Watchdog>,
+    /// The watchdog shut the agent down: it is not reused.
+    agent_dead: AtomicBool,
 }
 
 /// How one attempt ended.
@@ -238,6 +278,10 @@ enum Attempt {
 }
 
 impl Job {
+    fn aborted(&self) -> bool {
+        self.state.load(Ordering::SeqCst) == ABORTED
+    }
+
     /// Runs the request to its end. Returns whether the agent may be reused.
     fn run(&mut self, tx: &Sender<ResponseEvent>) -> bool {
         let mut attempt = 0u32;
@@ -262,7 +306,7 @@ impl Job {
                     }
                 }
                 Attempt::Failed { error, emitted, retry_after } => {
-                    if self.aborted.load(Ordering::SeqCst) {
+                    if self.aborted() {
                         return false;
                     }
                     let retry = !emitted
@@ -357,25 +401,14 @@ impl Job {
     }
 
     fn read_stream(&self, mut reader: impl Read, tx: &Sender<ResponseEvent>) -> Attempt {
-        let timeout = Duration::from_millis(self.config.stream_idle_timeout_ms.max(1));
-        let timed_out = Arc::new(AtomicBool::new(false));
-        let (progress_tx, progress_rx) = crossbeam_channel::bounded::<()>(1);
-        let watchdog = {
-            let agent = self.agent.clone();
-            let timed_out = Arc::clone(&timed_out);
-            spawn_named(format!("provider-{}-idle", self.config.id), move || {
-                loop {
-                    match progress_rx.recv_timeout(timeout) {
-                        Ok(()) => {}
-                        Err(RecvTimeoutError::Disconnected) => return,
-                        Err(RecvTimeoutError::Timeout) => {
-                            timed_out.store(true, Ordering::SeqCst);
-                            agent.shutdown();
-                            return;
-                        }
-                    }
-                }
-            })
+        let Some(watch) = self.watchdog.watch(self.agent.clone()) else {
+            return Attempt::Failed {
+                error: Error::Connection {
+                    message: "could not start the provider's idle watchdog".to_owned(),
+                },
+                emitted: false,
+                retry_after: None,
+            };
         };
         let mut parser = crate::wire::parser(self.config.wire_api);
         let mut decoder = SseDecoder::new();
@@ -404,7 +437,7 @@ impl Job {
                 Ok(n) => n,
                 Err(err) => break Err(Error::Connection { message: err.to_string() }),
             };
-            let _ = progress_tx.try_send(());
+            watch.watch().progress();
             if let Some(bytes) = &mut whole {
                 bytes.extend_from_slice(&buf[..n]);
                 continue;
@@ -427,17 +460,18 @@ impl Job {
             }
         };
         let (emitted, gone) = (emitter.emitted, emitter.gone);
-        drop(progress_tx);
-        if let Ok(watchdog) = watchdog {
-            let _ = watchdog.join();
+        let timed_out = watch.watch().timed_out();
+        drop(watch);
+        if timed_out {
+            self.agent_dead.store(true, Ordering::SeqCst);
         }
-        if gone || self.aborted.load(Ordering::SeqCst) {
+        if gone || self.aborted() {
             return Attempt::Gone;
         }
         match result {
             Ok(true) => Attempt::Done,
             Ok(false) => Attempt::Gone,
-            Err(_) if timed_out.load(Ordering::SeqCst) => Attempt::Failed {
+            Err(_) if timed_out => Attempt::Failed {
                 error: Error::IdleTimeout { timeout_ms: self.config.stream_idle_timeout_ms },
                 emitted,
                 retry_after: None,
@@ -475,7 +509,7 @@ impl Emitter<'_> {
                     output_tokens: estimate_tokens(&self.output),
                     ..Usage::default()
                 };
-                self.send(ResponseEvent::Usage(usage));
+                self.send(ResponseEvent::UsageEstimate(usage));
             }
             _ => {}
         }

@@ -14,8 +14,10 @@ mod config;
 mod error;
 mod responses;
 mod sse;
+mod watchdog;
 mod whole;
 mod wire;
+mod workers;
 
 pub use catalog::{ModelInfo, UNKNOWN_MODEL, adaptive_thinking, model_info};
 pub use client::{HttpModelClient, encode_request};

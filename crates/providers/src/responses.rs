@@ -13,8 +13,8 @@ use codecoder_protocol::{
 };
 use std::borrow::Cow;
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::error::Error;
 use crate::sse::SseEvent;
@@ -23,8 +23,91 @@ use crate::wire::{
     u64_field,
 };
 
+/// The request body, borrowing from the request: serialized straight to bytes, with no
+/// intermediate JSON value tree (tool schemas and texts are not copied).
+#[derive(Debug, Serialize)]
+pub(crate) struct RequestBody<'a> {
+    model: &'a str,
+    instructions: &'a str,
+    input: Vec<InputItem<'a>>,
+    store: bool,
+    pub(crate) stream: bool,
+    include: [&'static str; 1],
+    prompt_cache_key: String,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<TextOptions<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<ReasoningOptions>,
+}
+
+/// `reasoning`: the effort, and the summary a person can read (asked for unless turned off).
+#[derive(Debug, Serialize)]
+struct ReasoningOptions {
+    effort: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'static str>,
+}
+
+/// One item of `input`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum InputItem<'a> {
+    Message { role: &'static str, content: Vec<InputContent<'a>> },
+    Reasoning { summary: Vec<SummaryText<'a>>, encrypted_content: &'a str },
+    FunctionCall { call_id: &'a str, name: &'a str, arguments: Cow<'a, str> },
+    FunctionCallOutput { call_id: &'a str, output: Cow<'a, str> },
+}
+
+/// One part of a message's `content`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum InputContent<'a> {
+    InputText { text: Cow<'a, str> },
+    OutputText { text: &'a str },
+    InputImage { image_url: String },
+}
+
+#[derive(Debug, Serialize)]
+struct SummaryText<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct Tool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+    strict: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct TextOptions<'a> {
+    format: JsonSchemaFormat<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct JsonSchemaFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'static str,
+    schema: &'a Value,
+    strict: bool,
+}
+
 /// The request body.
-pub(crate) fn request_body(request: &ModelRequest) -> Value {
+pub(crate) fn request_body<'a>(request: &'a ModelRequest) -> RequestBody<'a> {
     let mut input = Vec::new();
     for message in &request.history {
         let role = match message.role {
@@ -32,60 +115,61 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
             Role::Assistant => "assistant",
             Role::System => "developer",
         };
-        let mut content: Vec<Value> = Vec::new();
-        let flush = |content: &mut Vec<Value>, input: &mut Vec<Value>| {
+        let mut content: Vec<InputContent<'a>> = Vec::new();
+        let flush = |content: &mut Vec<InputContent<'a>>, input: &mut Vec<InputItem<'a>>| {
             if !content.is_empty() {
-                input.push(
-                    json!({"type": "message", "role": role, "content": std::mem::take(content)}),
-                );
+                input.push(InputItem::Message { role, content: std::mem::take(content) });
             }
         };
         for item in &message.items {
             match item {
                 MessageItem::Text { text } => {
-                    let kind =
-                        if message.role == Role::Assistant { "output_text" } else { "input_text" };
-                    content.push(json!({"type": kind, "text": text}));
+                    content.push(if message.role == Role::Assistant {
+                        InputContent::OutputText { text }
+                    } else {
+                        InputContent::InputText { text: Cow::Borrowed(text) }
+                    });
                 }
                 MessageItem::Image(image) => {
-                    content.push(json!({"type": "input_image", "image_url": data_url(image)}));
+                    content.push(InputContent::InputImage { image_url: data_url(image) });
                 }
                 MessageItem::BlobRef(blob) => {
-                    content.push(json!({"type": "input_text", "text": blob_text(blob)}));
+                    content.push(InputContent::InputText { text: Cow::Owned(blob_text(blob)) });
                 }
                 MessageItem::Reasoning(reasoning) => {
                     flush(&mut content, &mut input);
                     // Without its encrypted payload, reasoning cannot be replayed statelessly.
                     if let Some(encrypted) = &reasoning.encrypted_content {
-                        let summary: Vec<Value> = if reasoning.text.is_empty() {
+                        let summary = if reasoning.text.is_empty() {
                             Vec::new()
                         } else {
-                            vec![json!({"type": "summary_text", "text": reasoning.text})]
+                            vec![SummaryText { kind: "summary_text", text: &reasoning.text }]
                         };
-                        input.push(json!({"type": "reasoning", "summary": summary, "encrypted_content": encrypted}));
+                        input.push(InputItem::Reasoning { summary, encrypted_content: encrypted });
                     }
                 }
                 MessageItem::ToolCall(call) => {
                     flush(&mut content, &mut input);
-                    input.push(json!({
-                        "type": "function_call",
-                        "call_id": call.id.as_str(),
-                        "name": call.name,
-                        "arguments": args_text(&call.args),
-                    }));
+                    input.push(InputItem::FunctionCall {
+                        call_id: call.id.as_str(),
+                        name: &call.name,
+                        arguments: args_text(&call.args),
+                    });
                 }
                 MessageItem::ToolResult(result) => {
                     flush(&mut content, &mut input);
-                    input.push(json!({
-                        "type": "function_call_output",
-                        "call_id": result.tool_call_id.as_str(),
-                        "output": content_text(&result.content),
-                    }));
+                    input.push(InputItem::FunctionCallOutput {
+                        call_id: result.tool_call_id.as_str(),
+                        output: content_text(&result.content),
+                    });
                     for item in &result.content {
                         if let ContentItem::Image(image) = item {
-                            input.push(json!({"type": "message", "role": "user", "content": [
-                                {"type": "input_image", "image_url": data_url(image)}
-                            ]}));
+                            input.push(InputItem::Message {
+                                role: "user",
+                                content: vec![InputContent::InputImage {
+                                    image_url: data_url(image),
+                                }],
+                            });
                         }
                     }
                 }
@@ -93,48 +177,41 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
         }
         flush(&mut content, &mut input);
     }
-    let mut body = json!({
-        "model": request.model,
-        "instructions": request.instructions,
-        "input": input,
-        "store": false,
-        "stream": true,
-        "include": ["reasoning.encrypted_content"],
-        "prompt_cache_key": request.session_id.to_string(),
-    });
-    if !request.tools.is_empty() {
-        body["tools"] = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.schema,
-                    "strict": false,
-                })
-            })
-            .collect();
-        body["tool_choice"] = json!("auto");
-        body["parallel_tool_calls"] = json!(true);
+    let tools: Vec<Tool<'_>> = request
+        .tools
+        .iter()
+        .map(|tool| Tool {
+            kind: "function",
+            name: &tool.name,
+            description: &tool.description,
+            parameters: &tool.schema,
+            strict: false,
+        })
+        .collect();
+    let has_tools = !tools.is_empty();
+    RequestBody {
+        model: &request.model,
+        instructions: &request.instructions,
+        input,
+        store: false,
+        stream: true,
+        include: ["reasoning.encrypted_content"],
+        prompt_cache_key: request.session_id.to_string(),
+        tools,
+        tool_choice: has_tools.then_some("auto"),
+        parallel_tool_calls: has_tools.then_some(true),
+        max_output_tokens: request.max_output_tokens,
+        text: request.output_schema.as_ref().map(|schema| TextOptions {
+            format: JsonSchemaFormat { kind: "json_schema", name: "output", schema, strict: false },
+        }),
+        reasoning: request.reasoning.effort.map(|effort| ReasoningOptions {
+            effort: effort.as_str(),
+            summary: match request.reasoning.summary.unwrap_or(ReasoningSummary::Auto) {
+                ReasoningSummary::None => None,
+                summary => Some(summary.as_str()),
+            },
+        }),
     }
-    if let Some(max) = request.max_output_tokens {
-        body["max_output_tokens"] = json!(max);
-    }
-    let reasoning = &request.reasoning;
-    if let Some(effort) = reasoning.effort {
-        // Summaries are what a person can read of the reasoning: asked for unless turned off.
-        let summary = reasoning.summary.unwrap_or(ReasoningSummary::Auto);
-        body["reasoning"] = match summary {
-            ReasoningSummary::None => json!({"effort": effort.as_str()}),
-            summary => json!({"effort": effort.as_str(), "summary": summary.as_str()}),
-        };
-    }
-    if let Some(schema) = &request.output_schema {
-        body["text"] = json!({"format": {"type": "json_schema", "name": "output", "schema": schema, "strict": false}});
-    }
-    body
 }
 
 /// The fields of an event the delta hot path needs, borrowed from the event's text.

@@ -15,14 +15,6 @@ use crate::error::Error;
 use crate::wire::{args_text, str_field, u64_field};
 use crate::{chat, responses};
 
-/// Turns a streaming body into a non-streaming one.
-pub(crate) fn unstream(body: &mut Value) {
-    body["stream"] = Value::Bool(false);
-    if let Some(fields) = body.as_object_mut() {
-        fields.remove("stream_options");
-    }
-}
-
 /// Whether an error answer to a streamed request with tools says the server cannot stream
 /// them (llama.cpp: 500 "Cannot use tools with stream"; others word it alike).
 pub(crate) fn rejects_streamed_tools(status: u16, message: &str) -> bool {
@@ -160,7 +152,7 @@ fn parse_chat(value: &Value, out: &mut dyn FnMut(ResponseEvent)) -> Result<(), E
         // Some servers give the arguments as an object rather than JSON text.
         let arguments = match function.get("arguments") {
             Some(Value::String(text)) => text.clone(),
-            Some(other) => args_text(other),
+            Some(other) => args_text(other).into_owned(),
             None => String::new(),
         };
         out(ResponseEvent::ToolCallArgsDelta { id: id.clone(), delta: arguments });
@@ -217,7 +209,10 @@ fn parse_anthropic(value: &Value, out: &mut dyn FnMut(ResponseEvent)) -> Result<
                     name: str_field(block, "name").to_owned(),
                 });
                 let input = block.get("input").cloned().unwrap_or(Value::Null);
-                out(ResponseEvent::ToolCallArgsDelta { id: id.clone(), delta: args_text(&input) });
+                out(ResponseEvent::ToolCallArgsDelta {
+                    id: id.clone(),
+                    delta: args_text(&input).into_owned(),
+                });
                 out(ResponseEvent::ToolCallDone { id });
             }
             _ => {}

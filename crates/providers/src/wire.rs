@@ -1,6 +1,8 @@
 //! What the three wire adapters share: the parser interface, and rendering of neutral content
 //! (tool-result text, blob references, images) into strings and data URLs.
 
+use std::borrow::Cow;
+
 use codecoder_kernel::ResponseEvent;
 use codecoder_protocol::{BlobRef, ContentItem, Image};
 
@@ -33,7 +35,12 @@ pub(crate) fn parser(api: WireApi) -> Box<dyn StreamParser> {
 }
 
 /// The text of a tool result or user content, as one string for APIs that take strings.
-pub(crate) fn content_text(content: &[ContentItem]) -> String {
+/// Borrowed when the content is one text item (the common case), so a request that re-sends
+/// the history does not copy every tool output.
+pub(crate) fn content_text(content: &[ContentItem]) -> Cow<'_, str> {
+    if let [ContentItem::Text { text }] = content {
+        return Cow::Borrowed(text);
+    }
     let mut out = String::new();
     for item in content {
         if !out.is_empty() {
@@ -45,7 +52,7 @@ pub(crate) fn content_text(content: &[ContentItem]) -> String {
             ContentItem::BlobRef(blob) => out.push_str(&blob_text(blob)),
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 /// What the model sees of content that was too large for the log and was not resolved.
@@ -62,12 +69,12 @@ pub(crate) fn data_url(image: &Image) -> String {
 }
 
 /// Tool-call arguments as the JSON text the APIs want (`arguments` strings).
-pub(crate) fn args_text(args: &serde_json::Value) -> String {
+pub(crate) fn args_text(args: &serde_json::Value) -> Cow<'_, str> {
     match args {
         // Invalid JSON from the model is kept as its raw text; send it back as it was.
-        serde_json::Value::String(raw) => raw.clone(),
-        serde_json::Value::Null => "{}".to_owned(),
-        other => other.to_string(),
+        serde_json::Value::String(raw) => Cow::Borrowed(raw),
+        serde_json::Value::Null => Cow::Borrowed("{}"),
+        other => Cow::Owned(other.to_string()),
     }
 }
 

@@ -462,3 +462,46 @@ fn an_output_larger_than_a_quarter_of_the_window_is_a_head_and_tail_with_a_blob_
     assert!(third.contains("line 10000") && third.contains("line 10001"), "{third}");
     assert_within_window(&requests);
 }
+
+/// One small read, then an answer; the first reply reports `input_tokens` of usage.
+fn reported_usage_script(input_tokens: u64) -> Script {
+    Script::new()
+        .reply(
+            Reply::text("Reading it.")
+                .and_tool_call("call_1", "read_file", json!({"path": "small.txt"}))
+                .usage(codecoder_test_support::Usage::tokens(input_tokens, 10)),
+        )
+        .reply(Reply::text("Done."))
+        .when_no_tools(Reply::text("Progress: small.txt was read."))
+}
+
+#[test]
+fn reported_input_usage_is_the_truth_for_auto_compaction() {
+    // The window is 20k with a 2k output reserve: auto-compaction at 16,200 tokens. The
+    // history here is a few hundred tokens by the estimate; the provider says the first request
+    // alone held 17,000 (a tokenizer or a hidden prompt the estimate cannot see).
+    for (reported, compacts) in [(17_000, true), (0, false)] {
+        let setup = Setup::new();
+        std::fs::write(setup.cwd.path().join("small.txt"), "one line\n").unwrap();
+        let server = FakeModelServer::start(reported_usage_script(reported)).unwrap();
+        let out = setup.run(&server, &["exec", "--json", "read small.txt"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let requests = server.requests();
+        let summaries = requests.iter().filter(|request| !has_tools(request)).count();
+        let compactions = stdout(&out)
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter(|line| {
+                line["type"] == "item.completed" && line["item"]["type"] == "context_compaction"
+            })
+            .inspect(|line| assert_eq!(line["item"]["trigger"], "auto", "{line}"))
+            .count();
+        if compacts {
+            assert_eq!((summaries, compactions), (1, 1), "{}", stdout(&out));
+            assert!(!has_tools(&requests[1]), "the summary runs before the second step");
+        } else {
+            assert_eq!((summaries, compactions), (0, 0), "the estimate alone is far below");
+        }
+        assert_eq!(requests.len() - summaries, 2);
+    }
+}

@@ -525,7 +525,7 @@ fn mcp_progress_shows_in_the_tool_card() {
     wait.delay_ms = 100;
     let script = Script::new()
         .until_tools([long], wait)
-        .reply(Reply::tool_call("call_1", long, json!({"duration": 0.4, "steps": 2})))
+        .reply(Reply::tool_call("call_1", long, json!({"duration": 1.5, "steps": 3})))
         .reply(Reply::text("The long operation is over."));
     let server = FakeModelServer::start(script).unwrap();
     let home = tempfile::tempdir().unwrap();
@@ -543,8 +543,10 @@ fn mcp_progress_shows_in_the_tool_card() {
     pty.wait_visible("ask anything", "the input prompt");
     pty.type_text("run the long operation");
     pty.send("\r");
-    pty.wait_for("progress 1/2", "the first progress notification in the card");
-    pty.wait_for("progress 2/2", "the second progress notification in the card");
+    // The last notification comes with the result, so the card may never show it: the test
+    // waits for the two before it.
+    pty.wait_for("progress 1/3", "the first progress notification in the card");
+    pty.wait_for("progress 2/3", "the second progress notification in the card");
     pty.wait_for("The long operation is over.", "the final answer");
     pty.wait_visible("ready", "the idle status line");
     pty.send("\x03");

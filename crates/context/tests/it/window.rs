@@ -117,6 +117,7 @@ fn the_guard_agrees_with_check_fits() {
         step: StepId::new(2),
         history: &history,
         depth: 0,
+        reported: None,
     };
 
     // What the kernel will send after adding the pending input as a user message.
@@ -167,6 +168,7 @@ fn the_guard_counts_blobs_as_the_builder_will_inline_them() {
         step: StepId::new(1),
         history: &history,
         depth: 0,
+        reported: None,
     };
     assert!(matches!(guard.before_step(&info, &mut Vec::new()), StepVerdict::Reject { .. }));
 }

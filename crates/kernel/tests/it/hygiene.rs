@@ -4,10 +4,12 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use codecoder_kernel::{AllowAll, StepInfo, StepInterceptor, StepVerdict};
+use codecoder_kernel::{
+    AllowAll, ReportedInput, ResponseEvent, StepInfo, StepInterceptor, StepVerdict,
+};
 use codecoder_protocol::{
     AgentEventKind, AskUserAnswer, ContentItem, RecordBody, StopReason, SyntheticReason,
-    ToolResult, ToolResultStatus, TurnOutcome, UserInput,
+    ToolResult, ToolResultStatus, TurnOutcome, Usage, UserInput,
 };
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -252,4 +254,45 @@ fn interceptors_rewrite_input_or_reject_the_step() {
     assert_eq!(tags(&harness.turn()).last().unwrap(), "turn_done failed: rejected by hook");
     assert_eq!(model.requests().len(), 1);
     harness.shutdown();
+}
+
+/// Records what each step's interceptor call saw of the provider's reported input.
+#[derive(Default)]
+struct SeeReported(std::sync::Mutex<Vec<Option<ReportedInput>>>);
+
+impl StepInterceptor for SeeReported {
+    fn before_step(&self, info: &StepInfo<'_>, _input: &mut Vec<UserInput>) -> StepVerdict {
+        self.0.lock().unwrap().push(info.reported);
+        StepVerdict::Proceed
+    }
+}
+
+#[test]
+fn steps_see_the_last_reported_input_tokens_and_not_an_estimate() {
+    let mut estimated = answer("guessed");
+    estimated.retain(|event| !matches!(event, ResponseEvent::Usage(_)));
+    estimated.insert(
+        estimated.len() - 1,
+        ResponseEvent::UsageEstimate(Usage { input_tokens: 5_000, ..Usage::default() }),
+    );
+    let model = ScriptedModel::queue(vec![
+        Response::Events(answer("ok")),
+        Response::Events(estimated),
+        Response::Events(answer("ok")),
+    ]);
+    let seen = Arc::new(SeeReported::default());
+    let interceptor = Arc::clone(&seen);
+    let harness = Harness::with(model.clone(), vec![], Arc::new(AllowAll), config(), |deps| {
+        deps.interceptors.push(interceptor);
+    });
+    for prompt in ["one", "two", "three"] {
+        harness.submit(prompt);
+        harness.turn();
+    }
+    harness.shutdown();
+    // The first request held one message and its usage reported 100 input tokens; the second
+    // reported only an estimate, which is not the truth: the third step still counts from the
+    // first request (whose history is still the start of the third's).
+    let first = ReportedInput { input_tokens: 100, history_len: 1 };
+    assert_eq!(*seen.0.lock().unwrap(), [None, Some(first), Some(first)]);
 }

@@ -444,10 +444,14 @@ fn usage_is_estimated_when_the_provider_sends_none() {
         &client(config(&server, WireApi::Chat)),
         request(vec![Message::user_text("count")]),
     );
+    assert!(
+        !events.iter().any(|e| matches!(e, ResponseEvent::Usage(_))),
+        "an estimate is not passed off as reported usage: {events:?}"
+    );
     let usage: Usage = events
         .iter()
         .find_map(|e| match e {
-            ResponseEvent::Usage(u) => Some(*u),
+            ResponseEvent::UsageEstimate(u) => Some(*u),
             _ => None,
         })
         .expect("an estimated usage");
@@ -537,4 +541,46 @@ fn reasoning_settings_reach_the_wire() {
             }
         }
     }
+}
+
+/// The ids of this process's threads whose name is exactly `name`.
+fn threads_named(name: &str) -> std::collections::BTreeSet<String> {
+    let mut ids = std::collections::BTreeSet::new();
+    for entry in fs_err::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = fs_err::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() == name {
+            ids.insert(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    ids
+}
+
+#[test]
+fn sequential_requests_reuse_the_provider_threads() {
+    const REQUESTS: usize = 20;
+    let mut script = Script::new();
+    for _ in 0..REQUESTS {
+        script = script.reply(Reply::text("ok"));
+    }
+    let server = FakeModelServer::start(script).unwrap();
+    let mut config = config(&server, WireApi::Responses);
+    // Thread names are unique to this test: "provider-reuse" and "provider-reuse-idle" (which
+    // the kernel truncates to 15 bytes).
+    config.id = "reuse".into();
+    let client = client(config);
+    let mut workers = std::collections::BTreeSet::new();
+    let mut watchdogs = std::collections::BTreeSet::new();
+    for _ in 0..REQUESTS {
+        let events = collect(&client, request(vec![Message::user_text("hi")]));
+        assert!(matches!(events.last(), Some(ResponseEvent::Completed { .. })), "{events:?}");
+        workers.extend(threads_named("provider-reuse"));
+        watchdogs.extend(threads_named("provider-reuse-"));
+    }
+    // A thread per request would give 20 ids; workers go back to an idle list (at most 4 wait
+    // there, and a request that finds none idle starts one).
+    assert!(!workers.is_empty() && workers.len() <= 5, "worker threads: {workers:?}");
+    assert_eq!(watchdogs.len(), 1, "one idle watchdog per client: {watchdogs:?}");
+    drop(client);
+    assert!(threads_named("provider-reuse").is_empty(), "dropping the client joins its workers");
+    assert!(threads_named("provider-reuse-").is_empty(), "and its watchdog");
 }
