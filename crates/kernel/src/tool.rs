@@ -175,6 +175,14 @@ impl ToolContext {
         }
     }
 
+    /// Keeps `path`'s content for undo before the call writes it (absolute, resolved as it
+    /// will be written). Cheap after the first call for a path in a turn; never fails.
+    pub fn checkpoint(&self, path: &std::path::Path) {
+        if let Some(checkpoints) = &self.env.deps.checkpoints {
+            checkpoints.before_write(path);
+        }
+    }
+
     /// Asks the loop to stop the turn once this call's result is logged (a hook of `event`
     /// said `continue: false` while the call ran). The first request wins.
     pub(crate) fn stop_turn(&self, event: &str, reason: &str) {

@@ -31,7 +31,7 @@ pub use permission::{
     UnknownValue, Verdict, claude_tool_name, our_tool_name,
 };
 pub use record::{
-    ContextRecord, FORMAT_VERSION, ForkOrigin, ParentLink, PromptSection, Record, RecordBody,
+    ChangedBy, CheckpointRecord, ContextRecord, FileCheckpoint, RewindRecord, FORMAT_VERSION, ForkOrigin, ParentLink, PromptSection, Record, RecordBody,
     SessionMeta, StopReason, SyntheticReason, ToolSpec, join_sections,
 };
 pub use usage::Usage;

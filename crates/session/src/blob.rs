@@ -135,6 +135,11 @@ fn preview(text: &str) -> String {
     }
 }
 
+/// The lowercase hex SHA-256 of `bytes`: a blob's name.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
 fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);

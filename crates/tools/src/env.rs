@@ -23,6 +23,11 @@ pub trait CallEnv {
     /// Asks for more than the call was approved for (a retry outside the sandbox); blocks for
     /// the decision. See `ToolContext::request_approval` for who decides.
     fn request_approval(&self, request: EscalationRequest) -> ApprovalDecision;
+    /// Keeps `path`'s content for undo before the call first writes it (see
+    /// `ToolContext::checkpoint`). Default: nothing is kept.
+    fn checkpoint(&self, path: &std::path::Path) {
+        let _ = path;
+    }
 }
 
 impl CallEnv for ToolContext {
@@ -40,6 +45,9 @@ impl CallEnv for ToolContext {
     }
     fn request_approval(&self, request: EscalationRequest) -> ApprovalDecision {
         ToolContext::request_approval(self, request)
+    }
+    fn checkpoint(&self, path: &std::path::Path) {
+        ToolContext::checkpoint(self, path);
     }
 }
 
