@@ -20,13 +20,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use codecoder_protocol::{ChangedBy, CheckpointRecord, RecordBody, TurnId, env};
+use codecoder_protocol::{ChangedBy, CheckpointRecord, RecordBody, RewindRecord, TurnId, env};
 use codecoder_sandbox::{CommandSpec, Environment, SpawnConfig, Wait};
 use codecoder_session::checkpoint::{RewindPlan, RewindReport, TurnCapture, apply, plan_rewind};
 use codecoder_session::{BlobStore, SessionStore, WriterConfig, load};
 
 use crate::Runtime;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// The most a git snapshot command may take.
 const GIT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -257,6 +257,100 @@ pub fn plan_file_rewind(path: &Path, turn: Option<TurnId>) -> Result<RewindPlan>
 /// When a blob is missing or a file cannot be written.
 pub fn apply_file_rewind(home: &Path, plan: &RewindPlan, force: bool) -> Result<RewindReport> {
     Ok(apply(plan, &SessionStore::new(home).blobs(), force)?)
+}
+
+/// What `/undo` or `/rewind` asks of a running session's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RewindRequest {
+    /// Back to before this turn; `None`: the newest turn that changed files and was not undone
+    /// (`/undo`).
+    pub turn: Option<TurnId>,
+    /// Rewind the conversation too (needs `turn`).
+    pub conversation: bool,
+    /// Restore the files.
+    pub files: bool,
+    /// Restore files changed outside codecoder since too.
+    pub force: bool,
+}
+
+/// What `rewind` found or did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RewindOutcome {
+    /// Nothing was done: these files changed outside codecoder since; ask the person, then
+    /// call again with `force` to restore them too.
+    Conflicts(Vec<PathBuf>),
+    /// Done. The front-end sends `record` to the agent (`AgentCommand::Rewind`), which logs it
+    /// and rebuilds the next request's history from it.
+    Done {
+        /// The `rewind` record to log.
+        record: RewindRecord,
+        /// What was restored (`None` when no file was asked for or none changed).
+        report: Option<RewindReport>,
+    },
+}
+
+/// Carries out a rewind of the running session whose log is `log` (read, not written: the
+/// session's own agent logs the record). Files are restored from the blob store under `home`;
+/// when any to restore changed outside codecoder since and `force` is not set, nothing is done
+/// and those paths come back for the front-end to ask about.
+///
+/// # Errors
+/// When the log cannot be read, the turn cannot be rewound to (never began, or the
+/// conversation is compacted past it), nothing is left to do, or a file cannot be restored.
+pub fn rewind(home: &Path, log: &Path, request: &RewindRequest) -> Result<RewindOutcome> {
+    let loaded = load(log)?;
+    if request.conversation {
+        let Some(turn) = request.turn else {
+            return Err(Error::usage("a conversation rewind names the turn to go back to"));
+        };
+        if !loaded.projection().can_rewind_to(turn) {
+            return Err(Error::usage(format!(
+                "the conversation cannot go back to before turn {turn}: it never began, or a \
+                 compaction since replaced it"
+            )));
+        }
+    }
+    let plan = if request.files {
+        match plan_rewind(loaded.records(), request.turn) {
+            Ok(plan) => Some(plan),
+            // Nothing on disk to restore: a conversation rewind goes on without files.
+            Err(codecoder_session::Error::NothingToUndo { .. }) if request.conversation => None,
+            Err(err) => return Err(err.into()),
+        }
+    } else {
+        None
+    };
+    let turn = match (&plan, request.turn) {
+        (Some(plan), _) => plan.turn,
+        (None, Some(turn)) => turn,
+        (None, None) => return Err(Error::usage("nothing to rewind")),
+    };
+    let report = match &plan {
+        Some(plan) => {
+            let conflicts: Vec<PathBuf> = plan
+                .files
+                .iter()
+                .filter(|file| file.conflicts())
+                .map(|file| file.path.clone())
+                .collect();
+            if !conflicts.is_empty() && !request.force {
+                return Ok(RewindOutcome::Conflicts(conflicts));
+            }
+            Some(apply(plan, &SessionStore::new(home).blobs(), request.force)?)
+        }
+        None => None,
+    };
+    let record = match &report {
+        Some(report) => report.record(turn, request.conversation),
+        None => RewindRecord {
+            turn,
+            conversation: request.conversation,
+            files: false,
+            restored: Vec::new(),
+            skipped: Vec::new(),
+        },
+    };
+    Ok(RewindOutcome::Done { record, report })
 }
 
 /// What `Runtime::undo_session` did.

@@ -30,7 +30,7 @@ use crate::{SessionChoice, SessionInfo, SessionSummary, StartRequest, Transcript
 const LIVE_TAIL_BYTES: usize = 4096;
 
 /// The slash commands, with their help text.
-pub(crate) const COMMANDS: [(&str, &str); 13] = [
+pub(crate) const COMMANDS: [(&str, &str); 15] = [
     ("/help", "show keys and commands"),
     ("/model", "show the model, or `/model NAME` to switch (resumes this session)"),
     ("/provider", "show the provider, or `/provider ID` to switch"),
@@ -41,6 +41,8 @@ pub(crate) const COMMANDS: [(&str, &str); 13] = [
     ("/new", "start a new session"),
     ("/resume", "pick a session to resume (or `/resume ID`)"),
     ("/fork", "branch this session into a new one"),
+    ("/undo", "restore the files the last turn changed (`/undo force`: even if changed since)"),
+    ("/rewind", "go back to before an earlier prompt: files, conversation or both"),
     ("/compact", "summarise the conversation to free context (`/compact FOCUS` to steer it)"),
     ("/quit", "leave (also Ctrl+C twice on empty input, or Ctrl+D)"),
     ("/exit", "leave"),
@@ -61,6 +63,10 @@ pub(crate) enum Effect {
     Diff,
     /// Write a starter AGENTS.md.
     Init,
+    /// Restore files and/or rewind the conversation (`/undo`, `/rewind N`).
+    Rewind(codecoder_app::RewindRequest),
+    /// List the turns `/rewind` can go back to.
+    RewindList,
 }
 
 /// A list to pick from (the `/resume` picker).
@@ -535,9 +541,21 @@ impl App {
                 }
                 self.send(AgentCommand::Compact { focus });
             }
+            "/undo" => crate::rewind::slash_undo(self, arg),
+            "/rewind" => crate::rewind::slash_rewind(self, arg),
             "/quit" | "/exit" => self.effects.push(Effect::Quit),
             other => self.note(NoteKind::Warning, format!("unknown command {other} (try /help)")),
         }
+    }
+
+    /// Queues an effect for the run loop.
+    pub(crate) fn push_effect(&mut self, effect: Effect) {
+        self.effects.push(effect);
+    }
+
+    /// Sends a command to the agent.
+    pub(crate) fn send_command(&mut self, command: AgentCommand) {
+        self.send(command);
     }
 
     fn start(&mut self, request: StartRequest) {

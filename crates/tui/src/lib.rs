@@ -27,6 +27,7 @@ mod highlight;
 mod host;
 mod input;
 mod markdown;
+mod rewind;
 mod run;
 mod view;
 
@@ -181,6 +182,29 @@ pub trait Host {
     /// # Errors
     /// When the file cannot be written; the UI shows the message.
     fn init_agents_md(&mut self, cwd: &Path) -> anyhow::Result<String>;
+
+    /// `/rewind`: the turns of the session logged at `log` whose prompt can be gone back to.
+    ///
+    /// # Errors
+    /// When the log cannot be read; the UI shows the message.
+    fn rewind_points(&mut self, log: &Path) -> anyhow::Result<Vec<codecoder_app::RewindPoint>> {
+        anyhow::bail!("rewinding is not available here ({})", log.display())
+    }
+
+    /// `/undo`, `/rewind N`: restores files as the request says (or reports the files changed
+    /// outside codecoder since, restoring nothing) and returns the `rewind` record the UI then
+    /// sends to the agent.
+    ///
+    /// # Errors
+    /// When nothing can be rewound or a file cannot be restored; the UI shows the message.
+    fn rewind(
+        &mut self,
+        log: &Path,
+        request: &codecoder_app::RewindRequest,
+    ) -> anyhow::Result<codecoder_app::RewindOutcome> {
+        let _ = request;
+        anyhow::bail!("rewinding is not available here ({})", log.display())
+    }
 }
 
 /// Settings of one UI run.
