@@ -270,3 +270,6 @@ pub fn apply(plan: &RewindPlan, blobs: &BlobStore, force: bool) -> Result<Rewind
     }
     Ok(report)
 }
+
+#[cfg(test)]
+mod tests;
