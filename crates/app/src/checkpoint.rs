@@ -3,13 +3,15 @@
 //!
 //! `SessionCheckpoints` implements the kernel's `Checkpoints`: a file tool's first write of a
 //! path in a turn keeps the path's prior content in the session's blob store. When the working
-//! directory is in a git repository, the work tree is also snapshotted when a turn begins and
-//! ends (`git add -A` into a temporary index, then `git write-tree`: the repository's real index
+//! directory is in a git repository, the work tree is also snapshotted before the turn's first
+//! command and when the turn ends (`git add -A` into a temporary index, then `git write-tree`: the repository's real index
 //! and refs are untouched; the snapshot's objects land in its object store as unreachable
 //! objects, as `git stash create` leaves them, and `git gc` prunes them); every path that differs
 //! between the two trees and no tool wrote is kept too, with its content from the first tree.
-//! That catches what commands changed, as far as git sees: ignored files, files outside the
-//! repository and submodules' contents are not seen (best effort). Processes start only through
+//! That catches what `run_command` (and background jobs started in the turn) changed, as far as
+//! git sees: ignored files, files outside the repository, submodules' contents, and what other
+//! tools (MCP servers) or earlier background jobs change are not seen (best effort). A turn that
+//! runs no command costs no git process. Processes start only through
 //! `sandbox`, in the command environment, bounded in time.
 //!
 //! Invariant: checkpointing never fails a turn or a write; what it cannot keep is written as a
@@ -38,7 +40,7 @@ const SUBMODULE_MODE: &str = "160000";
 const ABSENT_MODE: &str = "000000";
 
 /// The session's checkpoints: one open turn at a time.
-pub(crate) struct SessionCheckpoints {
+pub struct SessionCheckpoints {
     blobs: BlobStore,
     git: Option<GitRepo>,
     // A Mutex because tool workers (several at once) call `before_write` through `&self`; held
@@ -48,13 +50,16 @@ pub(crate) struct SessionCheckpoints {
 
 struct OpenTurn {
     capture: TurnCapture,
+    /// The work tree before the turn's first command, once one ran.
     start_tree: Option<String>,
-    notes: Vec<String>,
+    /// Whether a command ran (and a snapshot was tried).
+    commands_ran: bool,
 }
 
 impl SessionCheckpoints {
-    /// Checkpoints into `blobs`; with git snapshots when `cwd` is in a repository.
-    pub(crate) fn new(blobs: BlobStore, cwd: &Path, environment: Environment) -> Self {
+    /// Checkpoints into `blobs`; with git snapshots when `cwd` is in a repository (git runs in
+    /// `environment`).
+    pub fn new(blobs: BlobStore, cwd: &Path, environment: Environment) -> Self {
         let git = GitRepo::detect(cwd, environment, blobs.dir().join("git-index"));
         Self { blobs, git, turn: Mutex::new(None) }
     }
@@ -62,17 +67,27 @@ impl SessionCheckpoints {
 
 impl codecoder_kernel::Checkpoints for SessionCheckpoints {
     fn turn_started(&self, _turn: TurnId) {
-        let mut notes = Vec::new();
-        let start_tree = self.git.as_ref().and_then(|git| match git.snapshot() {
-            Ok(tree) => Some(tree),
-            Err(message) => {
-                notes.push(format!("no git snapshot at the turn's start: {message}"));
-                None
-            }
-        });
         let capture = TurnCapture::new(self.blobs.clone());
         *self.turn.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some(OpenTurn { capture, start_tree, notes });
+            Some(OpenTurn { capture, start_tree: None, commands_ran: false });
+    }
+
+    /// Snapshots the work tree before the turn's first command: until a command runs, only
+    /// the file tools change files, and they are checkpointed path by path.
+    fn before_command(&self) {
+        let Some(git) = &self.git else { return };
+        let mut turn = self.turn.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(open) = turn.as_mut() else { return };
+        if open.commands_ran {
+            return;
+        }
+        open.commands_ran = true;
+        match git.snapshot() {
+            Ok(tree) => open.start_tree = Some(tree),
+            Err(message) => open.capture.add_note(format!(
+                "changes made by commands not checkpointed: no git snapshot before the first: {message}"
+            )),
+        }
     }
 
     fn before_write(&self, path: &Path) {
@@ -84,10 +99,7 @@ impl codecoder_kernel::Checkpoints for SessionCheckpoints {
 
     fn turn_ended(&self, turn: TurnId) -> Option<CheckpointRecord> {
         let open = self.turn.lock().unwrap_or_else(PoisonError::into_inner).take()?;
-        let OpenTurn { mut capture, start_tree, notes } = open;
-        for note in notes {
-            capture.add_note(note);
-        }
+        let OpenTurn { mut capture, start_tree, .. } = open;
         if let (Some(git), Some(start)) = (&self.git, start_tree) {
             if let Err(message) = git.add_changes(&start, &mut capture) {
                 capture.add_note(format!("changes made by commands not checkpointed: {message}"));
@@ -124,12 +136,17 @@ impl GitRepo {
         if let Some(index) = index {
             spec.env.push((env::GIT_INDEX_FILE.into(), index.as_os_str().to_owned()));
         }
-        let config = SpawnConfig { environment: self.environment.clone(), ..SpawnConfig::standard() };
+        let config =
+            SpawnConfig { environment: self.environment.clone(), ..SpawnConfig::standard() };
         let wait = Wait::within(GIT_TIMEOUT);
         let collected = codecoder_sandbox::output(&spec, &config, &wait, GIT_BLOB_LIMIT + 1)
             .map_err(|err| format!("git {}: {err}", args.join(" ")))?;
         if !collected.success() {
-            return Err(format!("git {} failed: {}", args.join(" "), collected.stderr_text().trim()));
+            return Err(format!(
+                "git {} failed: {}",
+                args.join(" "),
+                collected.stderr_text().trim()
+            ));
         }
         Ok(collected.stdout)
     }
@@ -157,7 +174,11 @@ impl GitRepo {
 
     /// Keeps, in `capture`, every path that differs between `start` and the work tree now and
     /// that no tool wrote, with its content in `start`.
-    fn add_changes(&self, start: &str, capture: &mut TurnCapture) -> std::result::Result<(), String> {
+    fn add_changes(
+        &self,
+        start: &str,
+        capture: &mut TurnCapture,
+    ) -> std::result::Result<(), String> {
         let end = self.snapshot()?;
         if end == start {
             return Ok(());
@@ -238,25 +259,6 @@ pub fn rewind_points(path: &Path) -> Result<Vec<RewindPoint>> {
         }
     }
     Ok(points)
-}
-
-/// What taking the files of the log at `path` back to before `turn` would do (default: the
-/// newest turn that changed files and was not undone yet).
-///
-/// # Errors
-/// When the log cannot be read, or nothing is left to undo.
-pub fn plan_file_rewind(path: &Path, turn: Option<TurnId>) -> Result<RewindPlan> {
-    let loaded = load(path)?;
-    Ok(plan_rewind(loaded.records(), turn)?)
-}
-
-/// Restores what `plan` says, from the blob store of the sessions under `home`; the paths
-/// changed outside codecoder since only when `force`.
-///
-/// # Errors
-/// When a blob is missing or a file cannot be written.
-pub fn apply_file_rewind(home: &Path, plan: &RewindPlan, force: bool) -> Result<RewindReport> {
-    Ok(apply(plan, &SessionStore::new(home).blobs(), force)?)
 }
 
 /// What `/undo` or `/rewind` asks of a running session's log.
@@ -373,7 +375,12 @@ impl Runtime {
     /// # Errors
     /// When the session is in use or cannot be read, nothing is left to undo, or a file cannot
     /// be restored.
-    pub fn undo_session(&self, query: &str, turn: Option<TurnId>, force: bool) -> Result<UndoOutcome> {
+    pub fn undo_session(
+        &self,
+        query: &str,
+        turn: Option<TurnId>,
+        force: bool,
+    ) -> Result<UndoOutcome> {
         let store = SessionStore::new(&self.home);
         let path = store.find(query)?;
         let (loaded, mut writer) = store.resume(&path, WriterConfig::standard())?;

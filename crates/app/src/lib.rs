@@ -35,8 +35,8 @@ use std::path::{Path, PathBuf};
 use codecoder_config::{LoadOptions, LoadedConfig};
 
 pub use checkpoint::{
-    RewindOutcome, RewindPoint, RewindRequest, UndoOutcome, apply_file_rewind, plan_file_rewind,
-    rewind, rewind_points,
+    RewindOutcome, RewindPoint, RewindRequest, SessionCheckpoints, UndoOutcome, rewind,
+    rewind_points,
 };
 pub use checks::PermissionCheck;
 pub use codecoder_policy::{ApprovalMode, ChainPolicy, Modes, SandboxMode};

@@ -125,7 +125,12 @@ fn write_record(blobs: &BlobStore, record: &Record, out: &mut dyn Write) -> Resu
             )?;
         }
         RecordBody::Checkpoint(checkpoint) => {
-            writeln!(out, "  [checkpoint of turn {}: {} file(s)]", checkpoint.turn, checkpoint.files.len())?;
+            writeln!(
+                out,
+                "  [checkpoint of turn {}: {} file(s)]",
+                checkpoint.turn,
+                checkpoint.files.len()
+            )?;
             for file in &checkpoint.files {
                 let what = match (&file.before, &file.after) {
                     (None, Some(_)) => "created",

@@ -11,8 +11,7 @@ use codecoder_stdx::format_utc_ms;
 use serde_json::json;
 
 use crate::cli::{
-    CompactArgs, ForkArgs, GlobalArgs, ListArgs, SessionsCommand, ShowArgs, UndoArgs,
-    ValidateArgs,
+    CompactArgs, ForkArgs, GlobalArgs, ListArgs, SessionsCommand, ShowArgs, UndoArgs, ValidateArgs,
 };
 
 pub(crate) fn run(

@@ -183,6 +183,14 @@ impl ToolContext {
         }
     }
 
+    /// Says the call is about to run a command that may change files (for undo: the work tree
+    /// is snapshotted before the turn's first command). Never fails.
+    pub fn before_command(&self) {
+        if let Some(checkpoints) = &self.env.deps.checkpoints {
+            checkpoints.before_command();
+        }
+    }
+
     /// Asks the loop to stop the turn once this call's result is logged (a hook of `event`
     /// said `continue: false` while the call ran). The first request wins.
     pub(crate) fn stop_turn(&self, event: &str, reason: &str) {

@@ -26,8 +26,7 @@ use std::sync::Arc;
 use codecoder_protocol::{
     AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ContentItem, ContextRecord, Message,
     MessageItem, PromptSection, Reasoning, RecordBody, RewindRecord, Role, StepId, StopReason,
-    ToolCall,
-    ToolCallId, TurnId, TurnOutcome, Usage, UserInput, join_sections,
+    ToolCall, ToolCallId, TurnId, TurnOutcome, Usage, UserInput, join_sections,
 };
 use codecoder_session::{CloseReason, SessionWriter, closing_records};
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, select};

@@ -31,8 +31,9 @@ pub use permission::{
     UnknownValue, Verdict, claude_tool_name, our_tool_name,
 };
 pub use record::{
-    ChangedBy, CheckpointRecord, ContextRecord, FileCheckpoint, RewindRecord, FORMAT_VERSION, ForkOrigin, ParentLink, PromptSection, Record, RecordBody,
-    SessionMeta, StopReason, SyntheticReason, ToolSpec, join_sections,
+    ChangedBy, CheckpointRecord, ContextRecord, FORMAT_VERSION, FileCheckpoint, ForkOrigin,
+    ParentLink, PromptSection, Record, RecordBody, RewindRecord, SessionMeta, StopReason,
+    SyntheticReason, ToolSpec, join_sections,
 };
 pub use usage::Usage;
 

@@ -53,6 +53,36 @@ impl BlobStore {
         Ok(sha)
     }
 
+    /// Stores `bytes` like `put`, without waiting for the disk: the blob survives a crash of
+    /// the process (the page cache has it) but maybe not of the machine, where it may come back
+    /// short. Readers that need it whole check it (`get_verified`). A blob already there with
+    /// another size is written again.
+    pub fn put_unsynced(&self, bytes: &[u8]) -> Result<String> {
+        let sha = hex(&Sha256::digest(bytes));
+        let path = self.path_of(&sha);
+        if fs_err::metadata(&path).is_ok_and(|meta| meta.len() == bytes.len() as u64) {
+            return Ok(sha);
+        }
+        let parent = path.parent().unwrap_or(&self.dir);
+        fs_err::create_dir_all(parent)?;
+        let tmp = parent.join(format!(".{sha}.{}.tmp", std::process::id()));
+        fs_err::write(&tmp, bytes)?;
+        fs_err::rename(&tmp, &path)?;
+        Ok(sha)
+    }
+
+    /// The bytes of a blob, checked against its name.
+    ///
+    /// # Errors
+    /// `BlobDamaged` when they do not hash to it; `Io` when it cannot be read.
+    pub fn get_verified(&self, sha256: &str) -> Result<Vec<u8>> {
+        let bytes = self.get(sha256)?;
+        if hex(&Sha256::digest(&bytes)) != sha256 {
+            return Err(crate::error::Error::BlobDamaged { path: self.path_of(sha256) });
+        }
+        Ok(bytes)
+    }
+
     /// Moves the file at `path` into the store (hashing it as a stream, so its size does not
     /// matter) and returns its SHA-256 and size. The file must be on the store's file system;
     /// when the blob already exists the file is removed instead.

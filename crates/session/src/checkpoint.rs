@@ -8,6 +8,10 @@
 //! the content before the oldest of them and the content the newest of them left. `apply`
 //! restores those paths and reports what it did.
 //!
+//! Prior contents are stored without waiting for the disk (one fsync per file made a turn that
+//! edits 100 files half a second slower): a crash of codecoder loses nothing, a crash of the
+//! machine may damage a blob, which `apply` detects by its hash and refuses to restore from.
+//!
 //! Invariants: a path whose current content is neither what codecoder left nor what it would
 //! restore is a conflict, left alone unless forced (it changed outside codecoder). A path whose
 //! content is already the one to restore is counted as restored and not written again, so an
@@ -53,7 +57,7 @@ impl TurnCapture {
             return;
         }
         let before = match fs_err::read(path) {
-            Ok(bytes) => match self.blobs.put(&bytes) {
+            Ok(bytes) => match self.blobs.put_unsynced(&bytes) {
                 Ok(sha) => Some(sha),
                 Err(err) => return self.note(path, &err.to_string()),
             },
@@ -70,7 +74,7 @@ impl TurnCapture {
         if self.seen.contains(path) {
             return;
         }
-        let before = match before.map(|bytes| self.blobs.put(bytes)).transpose() {
+        let before = match before.map(|bytes| self.blobs.put_unsynced(bytes)).transpose() {
             Ok(before) => before,
             Err(err) => return self.note(path, &err.to_string()),
         };
@@ -154,7 +158,9 @@ impl PlannedFile {
 }
 
 /// The checkpoints still in play in `records`: those no later `rewind` of files took back.
-pub fn live_checkpoints<'a>(records: impl Iterator<Item = &'a Record>) -> Vec<&'a CheckpointRecord> {
+pub fn live_checkpoints<'a>(
+    records: impl Iterator<Item = &'a Record>,
+) -> Vec<&'a CheckpointRecord> {
     let mut live: Vec<&CheckpointRecord> = Vec::new();
     for record in records {
         match &record.body {
@@ -253,7 +259,7 @@ pub fn apply(plan: &RewindPlan, blobs: &BlobStore, force: bool) -> Result<Rewind
         if file.current != file.before {
             match &file.before {
                 Some(sha) => {
-                    let bytes = blobs.get(sha)?;
+                    let bytes = blobs.get_verified(sha)?;
                     if let Some(parent) = file.path.parent() {
                         fs_err::create_dir_all(parent)?;
                     }

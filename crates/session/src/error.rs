@@ -88,6 +88,12 @@ pub enum Error {
         /// The turn asked for.
         turn: Option<codecoder_protocol::TurnId>,
     },
+    /// A blob whose content does not hash to its name (cut short by a machine crash).
+    #[error("{}: damaged blob (its content does not match its name)", path.display())]
+    BlobDamaged {
+        /// The blob file.
+        path: PathBuf,
+    },
     /// The SQLite index failed.
     #[error("session index: {0}")]
     Index(#[from] rusqlite::Error),

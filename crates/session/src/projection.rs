@@ -55,7 +55,8 @@ impl Projection {
                 if !rewind.conversation {
                     return;
                 }
-                if let Some(index) = self.turn_marks.iter().position(|(turn, _)| *turn == rewind.turn)
+                if let Some(index) =
+                    self.turn_marks.iter().position(|(turn, _)| *turn == rewind.turn)
                 {
                     let (_, len) = self.turn_marks[index];
                     self.history.truncate(len);

@@ -28,6 +28,9 @@ pub trait CallEnv {
     fn checkpoint(&self, path: &std::path::Path) {
         let _ = path;
     }
+    /// Says the call is about to run a command that may change files (see
+    /// `ToolContext::before_command`). Default: nothing.
+    fn before_command(&self) {}
 }
 
 impl CallEnv for ToolContext {
@@ -48,6 +51,9 @@ impl CallEnv for ToolContext {
     }
     fn checkpoint(&self, path: &std::path::Path) {
         ToolContext::checkpoint(self, path);
+    }
+    fn before_command(&self) {
+        ToolContext::before_command(self);
     }
 }
 

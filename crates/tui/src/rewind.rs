@@ -20,8 +20,7 @@ use crate::app::{App, Effect};
 use crate::cells::NoteKind;
 
 /// How `/rewind` is used.
-const REWIND_USAGE: &str =
-    "usage: /rewind N [both|conversation|files] [force] — back to before turn N (`/rewind` lists the turns)";
+const REWIND_USAGE: &str = "usage: /rewind N [both|conversation|files] [force] — back to before turn N (`/rewind` lists the turns)";
 
 /// `/undo [force]`.
 pub(crate) fn slash_undo(app: &mut App, arg: &str) {
@@ -33,7 +32,10 @@ pub(crate) fn slash_undo(app: &mut App, arg: &str) {
         "" => false,
         "force" => true,
         other => {
-            app.note(NoteKind::Warning, format!("/undo takes no argument but `force` (got `{other}`)"));
+            app.note(
+                NoteKind::Warning,
+                format!("/undo takes no argument but `force` (got `{other}`)"),
+            );
             return;
         }
     };
@@ -84,9 +86,12 @@ pub(crate) fn list(host: &mut dyn Host, app: &mut App, log: Option<&Path>) {
         return;
     };
     match host.rewind_points(log) {
-        Ok(points) if points.is_empty() => app.note(NoteKind::Info, "no earlier prompt to rewind to"),
+        Ok(points) if points.is_empty() => {
+            app.note(NoteKind::Info, "no earlier prompt to rewind to")
+        }
         Ok(points) => {
-            let mut text = String::from("rewind to before one of these prompts with `/rewind N`:\n");
+            let mut text =
+                String::from("rewind to before one of these prompts with `/rewind N`:\n");
             for point in points {
                 let first_line = point.text.lines().next().unwrap_or_default();
                 let short: String = first_line.chars().take(70).collect();
@@ -101,10 +106,18 @@ pub(crate) fn list(host: &mut dyn Host, app: &mut App, log: Option<&Path>) {
 }
 
 /// Carries out `/undo` or `/rewind N …`.
-pub(crate) fn perform(host: &mut dyn Host, app: &mut App, log: Option<&Path>, request: &RewindRequest) {
+pub(crate) fn perform(
+    host: &mut dyn Host,
+    app: &mut App,
+    log: Option<&Path>,
+    request: &RewindRequest,
+) {
     let command = if request.turn.is_some() { "/rewind" } else { "/undo" };
     let Some(log) = log else {
-        app.note(NoteKind::Warning, format!("{command}: this session keeps no log: nothing to restore"));
+        app.note(
+            NoteKind::Warning,
+            format!("{command}: this session keeps no log: nothing to restore"),
+        );
         return;
     };
     // The prompt of the turn rewound to, for the editor (read before the record is logged).
@@ -143,7 +156,10 @@ pub(crate) fn perform(host: &mut dyn Host, app: &mut App, log: Option<&Path>, re
             let conversation = record.conversation;
             let mut text = String::new();
             if let Some(report) = &report {
-                text.push_str(&format!("restored {} file(s) as they were before turn {turn}", report.restored.len()));
+                text.push_str(&format!(
+                    "restored {} file(s) as they were before turn {turn}",
+                    report.restored.len()
+                ));
                 for path in &report.restored {
                     text.push_str(&format!("\n  {}", path.display()));
                 }

@@ -247,7 +247,8 @@ fn a_log_cut_anywhere_around_a_checkpoint_or_rewind_validates() {
     assert!(repo.codecoder(&["sessions", "undo", log_path.to_str().unwrap()]).status.success());
     let text = repo.log_text();
     let lines: Vec<&str> = text.lines().collect();
-    let checkpoint = lines.iter().position(|line| line.contains("\"type\":\"checkpoint\"")).unwrap();
+    let checkpoint =
+        lines.iter().position(|line| line.contains("\"type\":\"checkpoint\"")).unwrap();
     let cuts = tempfile::tempdir().unwrap();
     for end in checkpoint - 1..lines.len() - 1 {
         let path = cuts.path().join(format!("cut{end}.jsonl"));
@@ -266,4 +267,3 @@ fn a_log_cut_anywhere_around_a_checkpoint_or_rewind_validates() {
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     assert_original(&repo);
 }
-

@@ -44,7 +44,11 @@ fn turn(n: u32, inner: Vec<RecordBody>) -> Vec<RecordBody> {
     let turn = TurnId::new(n);
     let mut out = vec![RecordBody::TurnStart { turn }];
     out.extend(inner);
-    out.push(RecordBody::TurnEnd { turn, outcome: TurnOutcome::Completed, usage: Usage::default() });
+    out.push(RecordBody::TurnEnd {
+        turn,
+        outcome: TurnOutcome::Completed,
+        usage: Usage::default(),
+    });
     out
 }
 
@@ -87,7 +91,11 @@ fn one_turn(dir: &Path, blobs: &BlobStore, n: u32) -> RecordBody {
     write(dir, "kept", &format!("turn {n}, again\n"));
     capture.before_write(&dir.join(format!("new{n}")));
     write(dir, &format!("new{n}"), "new\n");
-    capture.add_prior(&dir.join("old"), read(dir, "old").as_deref().map(str::as_bytes), codecoder_protocol::ChangedBy::Shell);
+    capture.add_prior(
+        &dir.join("old"),
+        read(dir, "old").as_deref().map(str::as_bytes),
+        codecoder_protocol::ChangedBy::Shell,
+    );
     let _ = fs_err::remove_file(dir.join("old"));
     RecordBody::Checkpoint(capture.finish(TurnId::new(n)).unwrap())
 }
@@ -236,10 +244,10 @@ fn a_conversation_rewind_cuts_the_history_back_to_where_the_turn_began() {
     let mut bodies = vec![meta()];
     bodies.extend(turn(1, vec![user("one")]));
     bodies.push(rewind(1, false, true));
-    bodies.extend(turn(2, vec![
-        user("two"),
-        RecordBody::Compaction { history: Vec::new(), note: None },
-    ]));
+    bodies.extend(turn(
+        2,
+        vec![user("two"), RecordBody::Compaction { history: Vec::new(), note: None }],
+    ));
     bodies.extend(turn(3, vec![user("three")]));
     let mut projection = Projection::new();
     for record in &numbered(bodies) {
