@@ -33,15 +33,17 @@ fn main() {
         std::thread::available_parallelism().map_or(0, usize::from)
     );
     let plain = median(RUNS, |round| {
-        let dir = workspace(false);
+        let dir = workspace(false, round);
         let started = Instant::now();
         edit_all(dir.path(), round, None);
         started.elapsed()
     });
+    // One blob store for all the runs of a case, as a session's store outlives its turns (its
+    // fan-out directories exist after the first few).
     let checkpointed = |command: bool| {
+        let blobs = tempfile::tempdir().unwrap();
         median(RUNS, |round| {
-            let dir = workspace(true);
-            let blobs = tempfile::tempdir().unwrap();
+            let dir = workspace(true, round);
             let checkpoints = SessionCheckpoints::new(
                 BlobStore::new(blobs.path()),
                 dir.path(),
@@ -68,11 +70,13 @@ fn main() {
     );
 }
 
-/// A directory holding the files (and, for `git`, a repository whose index knows them).
-fn workspace(git: bool) -> tempfile::TempDir {
+/// A directory holding the files, their content new in each round so that no blob is stored
+/// already (and, for `git`, a repository whose index knows them).
+fn workspace(git: bool, round: usize) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for index in 0..FILES {
-        fs_err::write(dir.path().join(format!("file{index}.txt")), content(index, 0)).unwrap();
+        let text = content(index, 2 * round);
+        fs_err::write(dir.path().join(format!("file{index}.txt")), text).unwrap();
     }
     if git {
         run_git(dir.path(), &["init", "-q"]);
@@ -98,7 +102,7 @@ fn edit_all(dir: &Path, round: usize, checkpoints: Option<(&SessionCheckpoints, 
         }
         // As the edit tools write: a temporary file renamed over the old one.
         let tmp = dir.join(format!(".file{index}.tmp"));
-        fs_err::write(&tmp, content(index, round + 1)).unwrap();
+        fs_err::write(&tmp, content(index, 2 * round + 1)).unwrap();
         fs_err::rename(&tmp, &path).unwrap();
     }
     if let Some((checkpoints, _)) = checkpoints {

@@ -183,3 +183,6 @@ pub(crate) fn perform(
         Err(err) => app.note(NoteKind::Error, format!("{command}: {err:#}")),
     }
 }
+
+#[cfg(test)]
+mod tests;
