@@ -100,10 +100,10 @@ impl codecoder_kernel::Checkpoints for SessionCheckpoints {
     fn turn_ended(&self, turn: TurnId) -> Option<CheckpointRecord> {
         let open = self.turn.lock().unwrap_or_else(PoisonError::into_inner).take()?;
         let OpenTurn { mut capture, start_tree, .. } = open;
-        if let (Some(git), Some(start)) = (&self.git, start_tree) {
-            if let Err(message) = git.add_changes(&start, &mut capture) {
-                capture.add_note(format!("changes made by commands not checkpointed: {message}"));
-            }
+        if let (Some(git), Some(start)) = (&self.git, start_tree)
+            && let Err(message) = git.add_changes(&start, &mut capture)
+        {
+            capture.add_note(format!("changes made by commands not checkpointed: {message}"));
         }
         capture.finish(turn)
     }
