@@ -31,6 +31,7 @@ impl Repo {
         repo.write("edit.txt", "one\ntwo\nthree\n");
         repo.write("gone.txt", "to be deleted\n");
         repo.write("sed.txt", "alpha\nbeta\n");
+        repo.write("patch.txt", "before the patch\n");
         repo
     }
 
@@ -73,7 +74,8 @@ impl Repo {
     }
 }
 
-/// One turn: write_file creates, edit changes, a command deletes one file and `sed -i`s another.
+/// One turn: write_file creates, edit and apply_patch change, a command deletes one file and
+/// `sed -i`s another.
 fn four_changes() -> Script {
     Script::new()
         .reply(Reply::tool_call(
@@ -85,6 +87,11 @@ fn four_changes() -> Script {
             "call_2",
             "edit",
             json!({"path": "edit.txt", "old_string": "two", "new_string": "2"}),
+        ))
+        .reply(Reply::tool_call(
+            "call_p",
+            "apply_patch",
+            json!({"input": "*** Begin Patch\n*** Update File: patch.txt\n@@\n-before the patch\n+after the patch\n*** End Patch\n"}),
         ))
         .reply(Reply::tool_call(
             "call_3",
@@ -99,6 +106,7 @@ fn assert_changed(repo: &Repo) {
     assert_eq!(repo.read("edit.txt").as_deref(), Some("one\n2\nthree\n"));
     assert_eq!(repo.read("gone.txt"), None);
     assert_eq!(repo.read("sed.txt").as_deref(), Some("ALPHA\nbeta\n"));
+    assert_eq!(repo.read("patch.txt").as_deref(), Some("after the patch\n"));
 }
 
 fn assert_original(repo: &Repo) {
@@ -106,6 +114,7 @@ fn assert_original(repo: &Repo) {
     assert_eq!(repo.read("edit.txt").as_deref(), Some("one\ntwo\nthree\n"));
     assert_eq!(repo.read("gone.txt").as_deref(), Some("to be deleted\n"));
     assert_eq!(repo.read("sed.txt").as_deref(), Some("alpha\nbeta\n"));
+    assert_eq!(repo.read("patch.txt").as_deref(), Some("before the patch\n"));
 }
 
 #[test]
@@ -126,15 +135,24 @@ fn sessions_undo_restores_edited_created_deleted_and_sed_changed_files() {
     assert_original(&repo);
     let printed = stdout(&out);
     assert!(printed.contains("undoing turn(s) 1"), "{printed}");
-    for name in ["new.txt", "edit.txt", "gone.txt", "sed.txt"] {
+    for name in ["new.txt", "edit.txt", "gone.txt", "sed.txt", "patch.txt"] {
         assert!(printed.contains(&format!("restored {}", repo.path(name).display())), "{printed}");
     }
 
     // The checkpoint and the rewind show in the transcript; nothing is left to undo.
     let out = repo.codecoder(&["sessions", "show", log_path.to_str().unwrap()]);
     let shown = stdout(&out);
-    assert!(shown.contains("[checkpoint of turn 1: 4 file(s)]"), "{shown}");
-    assert!(shown.contains("by a command (git snapshot)"), "{shown}");
+    assert!(shown.contains("[checkpoint of turn 1: 5 file(s)]"), "{shown}");
+    for (what, name) in [
+        ("created by a tool", "new.txt"),
+        ("changed by a tool", "edit.txt"),
+        ("changed by a tool", "patch.txt"),
+        ("deleted by a command (git snapshot)", "gone.txt"),
+        ("changed by a command (git snapshot)", "sed.txt"),
+    ] {
+        let line = format!("{what}: {}", repo.path(name).display());
+        assert!(shown.contains(&line), "{line}\n{shown}");
+    }
     assert!(shown.contains("rewound files to before turn 1"), "{shown}");
     let out = repo.codecoder(&["sessions", "undo", log_path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
