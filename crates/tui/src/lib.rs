@@ -228,14 +228,24 @@ pub struct TuiConfig {
 }
 
 /// The transcript of a session log's records: user and assistant text, reasoning, tool calls
-/// paired with their results.
+/// paired with their results. A conversation rewind drops what the turn it went back to and the
+/// later ones showed, as the model no longer sees it either.
 pub fn transcript_from_records<'a>(
     records: impl IntoIterator<Item = &'a Record>,
 ) -> Vec<TranscriptItem> {
     let mut items = Vec::new();
     let mut open_calls: Vec<(usize, codecoder_protocol::ToolCallId)> = Vec::new();
+    let mut turn_starts: Vec<(codecoder_protocol::TurnId, usize)> = Vec::new();
     for record in records {
         match &record.body {
+            RecordBody::TurnStart { turn } => turn_starts.push((*turn, items.len())),
+            RecordBody::Rewind(rewind) if rewind.conversation => {
+                if let Some(at) = turn_starts.iter().position(|(turn, _)| *turn == rewind.turn) {
+                    items.truncate(turn_starts[at].1);
+                    turn_starts.truncate(at);
+                    open_calls.clear();
+                }
+            }
             RecordBody::UserMessage { message } => {
                 let text = message_text(&message.items);
                 if !text.trim().is_empty() {
