@@ -412,8 +412,8 @@ pub(crate) enum SessionsCommand {
     /// `--turn N`, turn N and every later one, newest first) to what it held before.
     ///
     /// Codecoder keeps a file's prior content before a turn first writes it with its file tools;
-    /// in a git repository it also snapshots the work tree when each turn begins and ends, so a
-    /// file a command changed is restored too (best effort: ignored files, files outside the
+    /// in a git repository it also snapshots the work tree before a turn's first command and
+    /// when the turn ends, so a file a command changed is restored too (best effort: ignored files, files outside the
     /// repository and submodules are not seen). A file changed since outside codecoder is left
     /// alone and named (exit 1) unless `--force`. The conversation is not changed (use `/rewind`
     /// in the TUI). The session must not be in use.
