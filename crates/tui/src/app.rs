@@ -126,6 +126,8 @@ pub(crate) struct App {
     pub(crate) commands: Vec<String>,
     /// Workspace files for `@` completion, listed on first use.
     pub(crate) files: Option<Vec<String>>,
+    /// A rewind waiting for the person's yes to overwrite files changed outside codecoder.
+    pub(crate) pending_rewind: Option<codecoder_app::RewindRequest>,
     effects: Vec<Effect>,
     /// Set whenever something visible changed.
     pub(crate) dirty: bool,
@@ -162,6 +164,7 @@ impl App {
             skills: Vec::new(),
             commands: Vec::new(),
             files: None,
+            pending_rewind: None,
             effects: Vec::new(),
             dirty: true,
         }
@@ -636,6 +639,9 @@ impl App {
         }
         if self.picker.is_some() {
             self.on_picker_key(key);
+            return;
+        }
+        if crate::rewind::on_confirm_key(self, key) {
             return;
         }
         if self.mode == InputMode::Normal && !self.approvals.is_empty() && !ctrl {

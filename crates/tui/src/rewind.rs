@@ -8,12 +8,15 @@
 //! record and rebuilds its history from it.
 //!
 //! Invariant: a file changed outside codecoder since its turn is never overwritten without the
-//! person saying so: the first attempt restores nothing, names those files and asks for `force`.
+//! person saying so: the first attempt restores nothing, names those files and asks (`y` on an
+//! empty editor restores them anyway, `n` or Esc leaves everything; the same command with
+//! `force` does too).
 
 use std::path::Path;
 
 use codecoder_app::{RewindOutcome, RewindRequest};
 use codecoder_protocol::{AgentCommand, TurnId};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::Host;
 use crate::app::{App, Effect};
@@ -105,6 +108,31 @@ pub(crate) fn list(host: &mut dyn Host, app: &mut App, log: Option<&Path>) {
     }
 }
 
+/// The answer to "restore them anyway?": `y` or `n` (or Esc) on an empty editor while a rewind
+/// waits. True when the key was the answer.
+pub(crate) fn on_confirm_key(app: &mut App, key: KeyEvent) -> bool {
+    if app.pending_rewind.is_none()
+        || !app.editor.is_empty()
+        || key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+    {
+        return false;
+    }
+    match key.code {
+        KeyCode::Char('y' | 'Y') => {
+            if let Some(request) = app.pending_rewind.take() {
+                app.push_effect(Effect::Rewind(request));
+            }
+            true
+        }
+        KeyCode::Char('n' | 'N') | KeyCode::Esc => {
+            app.pending_rewind = None;
+            app.note(NoteKind::Info, "nothing restored");
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Carries out `/undo` or `/rewind N …`.
 pub(crate) fn perform(
     host: &mut dyn Host,
@@ -148,7 +176,10 @@ pub(crate) fn perform(
                     format!("/rewind {turn} {what} force")
                 }
             };
-            text.push_str(&format!("`{again}` restores them anyway; otherwise nothing changes"));
+            text.push_str(&format!(
+                "restore them anyway? [y] yes · [n] no, leave everything as it is (or `{again}`)"
+            ));
+            app.pending_rewind = Some(RewindRequest { force: true, ..*request });
             app.note(NoteKind::Warning, text);
         }
         Ok(RewindOutcome::Done { record, report }) => {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use codecoder_app::{RewindOutcome, RewindPoint, RewindRequest};
 use codecoder_protocol::{AgentCommand, RewindRecord, TurnId};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::app::Effect;
 use crate::cells::Cell;
@@ -144,6 +145,18 @@ fn conflicts_are_asked_about_and_a_done_rewind_goes_to_the_agent() {
     let texts = notes(&app.take_history());
     assert!(texts[0].contains("changed outside codecoder") && texts[0].contains("/w/a.txt"));
     assert!(texts[0].contains("`/rewind 2 both force`"), "{texts:?}");
+    assert!(texts[0].contains("[y] yes"), "{texts:?}");
+    // `n` declines; asked again, `y` queues the same rewind, forced.
+    app.on_key(KeyEvent::new(KeyCode::Char('n'), KeyModifiers::NONE));
+    assert!(app.take_effects().is_empty());
+    assert!(notes(&app.take_history())[0].contains("nothing restored"));
+    host.outcomes.insert(0, RewindOutcome::Conflicts(vec![PathBuf::from("/w/a.txt")]));
+    super::perform(&mut host, &mut app, Some(&log), &request);
+    app.take_history();
+    app.on_key(KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE));
+    let forced_effect = Effect::Rewind(RewindRequest { force: true, ..request });
+    assert_eq!(app.take_effects(), [forced_effect]);
+    assert!(app.editor.is_empty(), "the answer is not typed into the editor");
 
     let forced = RewindRequest { force: true, ..request };
     super::perform(&mut host, &mut app, Some(&log), &forced);
@@ -152,7 +165,7 @@ fn conflicts_are_asked_about_and_a_done_rewind_goes_to_the_agent() {
     assert!(texts[0].contains("restored 1 file(s) as they were before turn 2"), "{texts:?}");
     assert!(texts[0].contains("conversation rewound to before turn 2"), "{texts:?}");
     assert_eq!(app.editor.text(), "the second prompt", "the prompt returns to the editor");
-    assert_eq!(host.requests, [request, forced]);
+    assert_eq!(host.requests, [request, request, forced]);
 
     super::perform(&mut host, &mut app, None, &request);
     assert!(notes(&app.take_history())[0].contains("keeps no log"));
