@@ -81,6 +81,11 @@ impl BlobStore {
     /// # Errors
     /// `BlobDamaged` when they do not hash to it; `Io` when it cannot be read.
     pub fn get_verified(&self, sha256: &str) -> Result<Vec<u8>> {
+        // A name from a log is data: one that is no SHA-256 names no blob (and is never cut
+        // into a path inside a character).
+        if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(crate::error::Error::BlobDamaged { path: self.dir.join(sha256) });
+        }
         let bytes = self.get(sha256)?;
         if hex(&Sha256::digest(&bytes)) != sha256 {
             return Err(crate::error::Error::BlobDamaged { path: self.path_of(sha256) });

@@ -257,3 +257,19 @@ fn a_conversation_rewind_cuts_the_history_back_to_where_the_turn_began() {
     assert!(!projection.can_rewind_to(TurnId::new(2)));
     assert!(projection.can_rewind_to(TurnId::new(3)));
 }
+
+#[test]
+fn a_blob_name_that_is_no_hash_is_refused_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = BlobStore::new(dir.path().join("blobs"));
+    for name in ["aé", "../../etc/passwd", ""] {
+        assert!(matches!(blobs.get_verified(name), Err(Error::BlobDamaged { .. })), "{name}");
+    }
+    let sha = blobs.put_unsynced(b"content").unwrap();
+    assert_eq!(blobs.get_verified(&sha).unwrap(), b"content");
+    fs_err::write(blobs.path_of(&sha), b"cut").unwrap();
+    assert!(matches!(blobs.get_verified(&sha), Err(Error::BlobDamaged { .. })));
+    // Stored again, a damaged blob (another size) is written whole.
+    blobs.put_unsynced(b"content").unwrap();
+    assert_eq!(blobs.get_verified(&sha).unwrap(), b"content");
+}
