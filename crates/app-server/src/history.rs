@@ -123,7 +123,16 @@ pub(crate) fn turns(path: &Path, cwd: &str) -> Vec<Turn> {
                 turn.error = error;
                 turns.push(turn);
             }
-            RecordBody::SessionMeta(_)
+            RecordBody::Rewind(rewind) if rewind.conversation => {
+                // The conversation went back to before this turn: it and later ones are gone.
+                let gone = rewind.turn.to_string();
+                if let Some(at) = turns.iter().position(|turn: &Turn| turn.id == gone) {
+                    turns.truncate(at);
+                }
+            }
+            RecordBody::Rewind(_)
+            | RecordBody::Checkpoint(_)
+            | RecordBody::SessionMeta(_)
             | RecordBody::StepStart { .. }
             | RecordBody::StepEnd { .. }
             | RecordBody::ToolStarted { .. }

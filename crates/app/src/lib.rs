@@ -15,6 +15,7 @@
 //! safety warnings, a model missing from the catalog) comes back as `Notice`s for the
 //! front-end to show. It spawns processes only through `sandbox`.
 
+mod checkpoint;
 mod checks;
 mod claude_settings;
 mod error;
@@ -34,6 +35,10 @@ use std::path::{Path, PathBuf};
 
 use codecoder_config::{LoadOptions, LoadedConfig};
 
+pub use checkpoint::{
+    RewindOutcome, RewindPoint, RewindRequest, SessionCheckpoints, UndoOutcome, rewind,
+    rewind_points,
+};
 pub use checks::PermissionCheck;
 pub use codecoder_policy::{
     ApprovalMode, ChainPolicy, Modes, PermissionMode, PermissionSwitch, SandboxMode,

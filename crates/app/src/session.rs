@@ -383,6 +383,15 @@ impl Runtime {
             registry.attach_late(late_tools);
         }
         let registry = Arc::new(registry);
+        // Undo needs a log to read the checkpoints back from: in-memory sessions keep none.
+        let checkpoints: Option<Arc<dyn codecoder_kernel::Checkpoints>> = match writer.path() {
+            Some(_) => Some(Arc::new(crate::checkpoint::SessionCheckpoints::new(
+                store.blobs(),
+                &cwd,
+                safety.command_env.environment(),
+            ))),
+            None => None,
+        };
 
         // The prompt: base instructions, environment, AGENTS.md; the model's window and reserve.
         let window = context_limits(config, &model).window;
@@ -467,6 +476,7 @@ impl Runtime {
             sessions,
             interceptors: vec![Arc::new(guard)],
             compactor: Some(Arc::new(compactor)),
+            checkpoints,
         };
         let agent = spawn_agent_on(agent_config, deps, writer)?;
         let configured = config.models.get(&model);

@@ -124,6 +124,50 @@ fn write_record(blobs: &BlobStore, record: &Record, out: &mut dyn Write) -> Resu
                 context.tools.len()
             )?;
         }
+        RecordBody::Checkpoint(checkpoint) => {
+            writeln!(
+                out,
+                "  [checkpoint of turn {}: {} file(s)]",
+                checkpoint.turn,
+                checkpoint.files.len()
+            )?;
+            for file in &checkpoint.files {
+                let what = match (&file.before, &file.after) {
+                    (None, Some(_)) => "created",
+                    (Some(_), None) => "deleted",
+                    (None, None) => "created and removed",
+                    (Some(_), Some(_)) => "changed",
+                };
+                let by = match file.by {
+                    codecoder_protocol::ChangedBy::Tool => "by a tool",
+                    codecoder_protocol::ChangedBy::Shell => "by a command (git snapshot)",
+                };
+                writeln!(out, "    {what} {by}: {}", file.path)?;
+            }
+            for note in &checkpoint.notes {
+                writeln!(out, "    note: {note}")?;
+            }
+        }
+        RecordBody::Rewind(rewind) => {
+            let what = match (rewind.conversation, rewind.files) {
+                (true, true) => "conversation and files",
+                (true, false) => "conversation",
+                (false, true) => "files",
+                (false, false) => "nothing",
+            };
+            writeln!(
+                out,
+                "\n── rewound {what} to before turn {} · {} ──",
+                rewind.turn,
+                format_utc_ms(record.ts)
+            )?;
+            for path in &rewind.restored {
+                writeln!(out, "    restored {path}")?;
+            }
+            for path in &rewind.skipped {
+                writeln!(out, "    left alone (changed outside codecoder) {path}")?;
+            }
+        }
         RecordBody::Error { message } => writeln!(out, "  error: {message}")?,
         RecordBody::SessionEnd => writeln!(out, "\nsession ended {}", format_utc_ms(record.ts))?,
     }

@@ -483,6 +483,16 @@ pub(crate) enum SessionsCommand {
     /// recent user messages, the plan and the files touched) replaces it in what the model sees
     /// next. The log keeps everything before it.
     Compact(CompactArgs),
+    /// Undo a session's file changes: restore every file its last turn changed (or, with
+    /// `--turn N`, turn N and every later one, newest first) to what it held before.
+    ///
+    /// Codecoder keeps a file's prior content before a turn first writes it with its file tools;
+    /// in a git repository it also snapshots the work tree before a turn's first command and
+    /// when the turn ends, so a file a command changed is restored too (best effort: ignored files, files outside the
+    /// repository and submodules are not seen). A file changed since outside codecoder is left
+    /// alone and named (exit 1) unless `--force`. The conversation is not changed (use `/rewind`
+    /// in the TUI). The session must not be in use.
+    Undo(UndoArgs),
     /// Delete a session's log.
     #[command(visible_alias = "remove")]
     Rm(RmArgs),
@@ -536,6 +546,19 @@ pub(crate) struct CompactArgs {
     /// What the summary should focus on.
     #[arg(long, value_name = "TEXT")]
     pub(crate) focus: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct UndoArgs {
+    /// The session (id, unique prefix, or path).
+    pub(crate) session: String,
+    /// Restore the files as they were before this turn (default: the newest turn with file
+    /// changes not undone yet).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) turn: Option<u32>,
+    /// Also restore files changed outside codecoder since the turn (their changes are lost).
+    #[arg(long)]
+    pub(crate) force: bool,
 }
 
 #[derive(Debug, Args)]

@@ -11,7 +11,7 @@ use codecoder_stdx::format_utc_ms;
 use serde_json::json;
 
 use crate::cli::{
-    CompactArgs, ForkArgs, GlobalArgs, ListArgs, SessionsCommand, ShowArgs, ValidateArgs,
+    CompactArgs, ForkArgs, GlobalArgs, ListArgs, SessionsCommand, ShowArgs, UndoArgs, ValidateArgs,
 };
 
 pub(crate) fn run(
@@ -26,6 +26,7 @@ pub(crate) fn run(
         SessionsCommand::Validate(args) => validate(&store, &args, out),
         SessionsCommand::Fork(args) => fork(&store, &args, out),
         SessionsCommand::Compact(args) => compact(&args, global, out),
+        SessionsCommand::Undo(args) => undo(&args, global, out),
         SessionsCommand::Rm(args) => {
             let path = store.remove(&args.session)?;
             refreshed_index(&store)?;
@@ -40,6 +41,26 @@ pub(crate) fn run(
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Restores the files of the session's last turn (or of `--turn N` on) and prints what it did.
+fn undo(args: &UndoArgs, global: &GlobalArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let runtime = crate::load_runtime(global, None, None)?;
+    let turn = args.turn.map(codecoder_protocol::TurnId::new);
+    let outcome = runtime.undo_session(&args.session, turn, args.force)?;
+    let turns: Vec<String> = outcome.plan.turns.iter().map(ToString::to_string).collect();
+    writeln!(out, "undoing turn(s) {} (newest first)", turns.join(", "))?;
+    for path in &outcome.report.restored {
+        writeln!(out, "restored {}", path.display())?;
+    }
+    if outcome.report.skipped.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    for path in &outcome.report.skipped {
+        eprintln!("not restored (changed outside codecoder since): {}", path.display());
+    }
+    eprintln!("run it again with --force to restore these too (their current content is lost)");
+    Ok(ExitCode::FAILURE)
 }
 
 /// Resumes the session, has its agent compact it, and prints what happened.

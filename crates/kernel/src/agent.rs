@@ -201,6 +201,8 @@ pub struct AgentDeps {
     /// Compacts the root agent's history when it nears the window (and on `/compact`);
     /// `None`: never (a request that does not fit fails its turn).
     pub compactor: Option<Arc<dyn crate::compact::Compactor>>,
+    /// Keeps what the root agent's turns change on disk, for undo; `None`: nothing is kept.
+    pub checkpoints: Option<Arc<dyn crate::checkpoint::Checkpoints>>,
 }
 
 impl std::fmt::Debug for AgentDeps {

@@ -22,6 +22,7 @@
 mod agent;
 mod approval;
 mod cancel;
+mod checkpoint;
 mod compact;
 mod error;
 mod exec;
@@ -40,6 +41,7 @@ pub use agent::{
 };
 pub use approval::{AllowAll, ApprovalPolicy, ApprovalQuery, PolicyAnswer};
 pub use cancel::CancelToken;
+pub use checkpoint::Checkpoints;
 pub use compact::{CompactTrigger, Compactor, SummaryRequest};
 pub use error::{Error, Result};
 pub use hooks::{

@@ -180,6 +180,22 @@ impl ToolContext {
         }
     }
 
+    /// Keeps `path`'s content for undo before the call writes it (absolute, resolved as it
+    /// will be written). Cheap after the first call for a path in a turn; never fails.
+    pub fn checkpoint(&self, path: &std::path::Path) {
+        if let Some(checkpoints) = &self.env.deps.checkpoints {
+            checkpoints.before_write(path);
+        }
+    }
+
+    /// Says the call is about to run a command that may change files (for undo: the work tree
+    /// is snapshotted before the turn's first command). Never fails.
+    pub fn before_command(&self) {
+        if let Some(checkpoints) = &self.env.deps.checkpoints {
+            checkpoints.before_command();
+        }
+    }
+
     /// Asks the loop to stop the turn once this call's result is logged (a hook of `event`
     /// said `continue: false` while the call ran). The first request wins.
     pub(crate) fn stop_turn(&self, event: &str, reason: &str) {

@@ -25,8 +25,8 @@ use std::sync::Arc;
 
 use codecoder_protocol::{
     AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ContentItem, ContextRecord, Message,
-    MessageId, MessageItem, PromptSection, Reasoning, RecordBody, Role, StepId, StopReason,
-    ToolCall, ToolCallId, TurnId, TurnOutcome, Usage, UserInput, join_sections,
+    MessageId, MessageItem, PromptSection, Reasoning, RecordBody, RewindRecord, Role, StepId,
+    StopReason, ToolCall, ToolCallId, TurnId, TurnOutcome, Usage, UserInput, join_sections,
 };
 use codecoder_session::{CloseReason, SessionWriter, closing_records};
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, select};
@@ -256,6 +256,11 @@ impl AgentLoop {
                 self.pending_compact = Some(focus);
                 None
             }
+            Ok(AgentCommand::Rewind(_)) => {
+                let message = "a rewind cannot be logged while a turn runs; ignored".to_owned();
+                self.emit(AgentEventKind::Warning { message });
+                None
+            }
             Ok(AgentCommand::Cancel) => Some(Stop::Cancelled),
             Ok(AgentCommand::Shutdown) | Err(RecvError) => {
                 self.shutdown = true;
@@ -291,6 +296,10 @@ impl AgentLoop {
                     Ok(AgentCommand::Submit(input) | AgentCommand::Steer(input)) => input,
                     Ok(AgentCommand::Compact { focus }) => {
                         self.run_turn(TurnWork::Compact(focus));
+                        continue;
+                    }
+                    Ok(AgentCommand::Rewind(rewind)) => {
+                        self.rewind(rewind);
                         continue;
                     }
                     // Nothing runs: nothing to cancel.
@@ -339,6 +348,11 @@ impl AgentLoop {
             }
             return;
         }
+        if self.env.depth == 0
+            && let Some(checkpoints) = &self.env.deps.checkpoints
+        {
+            checkpoints.turn_started(turn);
+        }
         self.emit(AgentEventKind::TurnStarted { turn });
         let mut usage = Usage::default();
         let mut final_text = String::new();
@@ -370,6 +384,14 @@ impl AgentLoop {
         }
     }
 
+    /// Logs a rewind a front-end carried out; the history of the next request follows it.
+    fn rewind(&mut self, rewind: RewindRecord) {
+        match self.append(RecordBody::Rewind(rewind)) {
+            Ok(_) => self.sync_shared_history(),
+            Err(stop) => self.emit(AgentEventKind::Warning { message: stop.message() }),
+        }
+    }
+
     /// Appends what closes the open step and turn: synthetic results for pending calls, the
     /// step's end with its usage so far, the turn's end with its outcome and usage.
     fn close_turn(&mut self, outcome: &TurnOutcome, usage: Usage) {
@@ -377,9 +399,18 @@ impl AgentLoop {
         for mut record in records {
             match &mut record {
                 RecordBody::StepEnd { usage: step_usage, .. } => *step_usage = self.step_usage,
-                RecordBody::TurnEnd { outcome: end_outcome, usage: turn_usage, .. } => {
+                RecordBody::TurnEnd { turn, outcome: end_outcome, usage: turn_usage } => {
                     *end_outcome = outcome.clone();
                     *turn_usage = usage;
+                    let checkpoint = match &self.env.deps.checkpoints {
+                        Some(checkpoints) if self.env.depth == 0 => checkpoints.turn_ended(*turn),
+                        Some(_) | None => None,
+                    };
+                    if let Some(checkpoint) = checkpoint
+                        && let Err(stop) = self.append(RecordBody::Checkpoint(checkpoint))
+                    {
+                        self.emit(AgentEventKind::Warning { message: stop.message() });
+                    }
                 }
                 _ => {}
             }

@@ -45,6 +45,11 @@ pub enum AgentCommand {
         /// What the summary should focus on.
         focus: Option<String>,
     },
+    /// Log a rewind that a front-end carried out (files restored through the runtime, and/or the
+    /// conversation taken back to before a turn): appended as a `rewind` record when no turn
+    /// runs, and from then on requests carry the history it leaves. Causes no event; during a
+    /// turn it is refused with a `Warning`.
+    Rewind(crate::record::RewindRecord),
     /// Cancel the running turn: stream dropped, tools cancelled, pending requests resolved as
     /// cancelled. Causes `TurnDone { outcome: Cancelled }` (nothing when idle).
     Cancel,

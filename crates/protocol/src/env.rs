@@ -22,6 +22,12 @@ pub const TMPDIR: &str = "TMPDIR";
 /// Set and non-empty: draw without colours (the no-color.org convention).
 pub const NO_COLOR: &str = "NO_COLOR";
 
+// Git.
+
+/// The index file git uses: codecoder points it at a temporary file to snapshot a work tree
+/// for checkpoints without touching the repository's own index.
+pub const GIT_INDEX_FILE: &str = "GIT_INDEX_FILE";
+
 // Model providers: the presets' base URLs and API keys.
 
 /// The OpenAI presets' base URL (default `https://api.openai.com/v1`).

@@ -33,8 +33,9 @@ pub use permission::{
 };
 pub use reasoning::{ReasoningEffort, ReasoningSettings, ReasoningSummary};
 pub use record::{
-    ContextRecord, FORMAT_VERSION, ForkOrigin, ParentLink, PromptSection, Record, RecordBody,
-    SessionMeta, StopReason, SyntheticReason, ToolSpec, join_sections,
+    ChangedBy, CheckpointRecord, ContextRecord, FORMAT_VERSION, FileCheckpoint, ForkOrigin,
+    ParentLink, PromptSection, Record, RecordBody, RewindRecord, SessionMeta, StopReason,
+    SyntheticReason, ToolSpec, join_sections,
 };
 pub use usage::Usage;
 

@@ -141,6 +141,12 @@ pub enum RecordBody {
     /// schemas and the parameters that shape a request's body. Written inside a step, before
     /// its request, whenever it differs from the last one logged (normally once per session).
     Context(ContextRecord),
+    /// The files a turn changed, with what they held before it: written once per turn that
+    /// changed a file, inside the turn, between steps, before `turn_end`. Not model-visible.
+    Checkpoint(CheckpointRecord),
+    /// Files, the conversation or both were taken back to how they were before a turn began
+    /// (`/undo`, `/rewind`, `sessions undo`). Outside any turn.
+    Rewind(RewindRecord),
     /// Something failed; for the person and for audits. Not model-visible.
     #[serde(rename_all = "camelCase")]
     Error {
@@ -167,6 +173,8 @@ impl RecordBody {
             Self::Approval { .. } => "approval",
             Self::Compaction { .. } => "compaction",
             Self::Context(_) => "context",
+            Self::Checkpoint(_) => "checkpoint",
+            Self::Rewind(_) => "rewind",
             Self::Error { .. } => "error",
             Self::SessionEnd => "session_end",
         }
@@ -186,6 +194,8 @@ impl RecordBody {
         "approval",
         "compaction",
         "context",
+        "checkpoint",
+        "rewind",
         "error",
         "session_end",
     ];
@@ -311,6 +321,70 @@ impl ContextRecord {
 pub fn join_sections(sections: &[PromptSection]) -> String {
     let texts: Vec<&str> = sections.iter().map(|section| section.text.as_str()).collect();
     texts.join("\n\n")
+}
+
+/// What one turn changed on disk (the `checkpoint` record).
+///
+/// Invariant: `before` and `after` name blobs in the session's content-addressed store
+/// (SHA-256); `before` is stored before the turn's first write of the path, `after` is the hash
+/// of the content the turn left, so an undo can tell a file changed since outside codecoder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointRecord {
+    /// The turn.
+    pub turn: TurnId,
+    /// Each path the turn changed, once, in the order first changed.
+    pub files: Vec<FileCheckpoint>,
+    /// What could not be captured (a file unreadable before its write, a git snapshot that
+    /// failed), for the person.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// One path in a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FileCheckpoint {
+    /// The absolute path.
+    pub path: String,
+    /// The SHA-256 of the blob holding its content before the turn; `None`: it did not exist.
+    pub before: Option<String>,
+    /// The SHA-256 of its content when the turn ended; `None`: the turn left it absent.
+    pub after: Option<String>,
+    /// Who changed it.
+    pub by: ChangedBy,
+}
+
+/// What changed a checkpointed file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangedBy {
+    /// A file tool (`write_file`, `edit`, `apply_patch`).
+    Tool,
+    /// Something else during the turn (a command), seen by comparing git snapshots of the
+    /// work tree taken when the turn began and ended.
+    Shell,
+}
+
+/// A rewind (the `rewind` record): back to before turn `turn` began.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindRecord {
+    /// The turn rewound to: the state is the one before it began.
+    pub turn: TurnId,
+    /// The history projects as it was before this turn's first user message; later turns'
+    /// messages are no longer model-visible.
+    #[serde(default)]
+    pub conversation: bool,
+    /// The files of this turn and every later one were restored (newest turn first).
+    #[serde(default)]
+    pub files: bool,
+    /// The paths restored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restored: Vec<String>,
+    /// The paths left alone (changed outside codecoder since, and not forced).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
 }
 
 /// Where a fork branched off.

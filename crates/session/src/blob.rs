@@ -3,8 +3,10 @@
 //! Large tool outputs and attachments live here; the log keeps a `BlobRef` with the address,
 //! the size and a preview. Text blobs hold the UTF-8 text; image blobs hold the base64 text as
 //! it was inline, and their media type carries a `;base64` suffix.
-//! Invariant: a blob file, once in place, holds exactly the bytes whose SHA-256 names it; it is
-//! written to a temporary file and renamed, so a crash never leaves a partial blob under its name.
+//! Invariant: a blob file written by `put` or `adopt`, once in place, holds exactly the bytes
+//! whose SHA-256 names it; it is written to a temporary file and renamed, so a crash never leaves
+//! a partial blob under its name. `put_unsynced` (checkpoints, where a write's latency counts)
+//! writes in place; its readers check the hash (`get_verified`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -51,6 +53,44 @@ impl BlobStore {
         drop(file);
         fs_err::rename(&tmp, &path)?;
         Ok(sha)
+    }
+
+    /// Stores `bytes` like `put`, without waiting for the disk and without a temporary file: the
+    /// blob survives a crash of the process once written (the page cache has it) but maybe not
+    /// of the machine, and a crash mid-write leaves it short. Readers that need it whole check
+    /// it (`get_verified`). A blob already there with another size is written again.
+    pub fn put_unsynced(&self, bytes: &[u8]) -> Result<String> {
+        let sha = hex(&Sha256::digest(bytes));
+        let path = self.path_of(&sha);
+        if fs_err::metadata(&path).is_ok_and(|meta| meta.len() == bytes.len() as u64) {
+            return Ok(sha);
+        }
+        // Written in place (no temporary file to rename): a blob cut short by a crash has the
+        // wrong size, so the next `put_unsynced` of its content writes it again, and
+        // `get_verified` refuses it meanwhile.
+        let parent = path.parent().unwrap_or(&self.dir);
+        if !parent.is_dir() {
+            fs_err::create_dir_all(parent)?;
+        }
+        fs_err::write(&path, bytes)?;
+        Ok(sha)
+    }
+
+    /// The bytes of a blob, checked against its name.
+    ///
+    /// # Errors
+    /// `BlobDamaged` when they do not hash to it; `Io` when it cannot be read.
+    pub fn get_verified(&self, sha256: &str) -> Result<Vec<u8>> {
+        // A name from a log is data: one that is no SHA-256 names no blob (and is never cut
+        // into a path inside a character).
+        if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(crate::error::Error::BlobDamaged { path: self.dir.join(sha256) });
+        }
+        let bytes = self.get(sha256)?;
+        if hex(&Sha256::digest(&bytes)) != sha256 {
+            return Err(crate::error::Error::BlobDamaged { path: self.path_of(sha256) });
+        }
+        Ok(bytes)
     }
 
     /// Moves the file at `path` into the store (hashing it as a stream, so its size does not
@@ -133,6 +173,11 @@ fn preview(text: &str) -> String {
         Some((cut, _)) => text[..cut].to_owned(),
         None => text.to_owned(),
     }
+}
+
+/// The lowercase hex SHA-256 of `bytes`: a blob's name.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -79,6 +79,21 @@ pub enum Error {
         /// The holder's pid, from the sidecar `<id>.lock` it wrote; `None` when none was found.
         pid: Option<u32>,
     },
+    /// No checkpointed change is left to undo (at or after the turn, when one is named).
+    #[error("{}", match turn {
+        Some(turn) => format!("turn {turn} and later changed no file codecoder can restore"),
+        None => "no turn changed a file codecoder can restore".to_owned(),
+    })]
+    NothingToUndo {
+        /// The turn asked for.
+        turn: Option<codecoder_protocol::TurnId>,
+    },
+    /// A blob whose content does not hash to its name (cut short by a machine crash).
+    #[error("{}: damaged blob (its content does not match its name)", path.display())]
+    BlobDamaged {
+        /// The blob file.
+        path: PathBuf,
+    },
     /// The SQLite index failed.
     #[error("session index: {0}")]
     Index(#[from] rusqlite::Error),

@@ -3,11 +3,13 @@
 //! User messages, assistant messages and tool results are history, in log order (each tool
 //! result becomes a `tool` message whose id derives from its seq). A `compaction` record replaces everything before it with its
 //! replacement history. The newest `context` record is kept beside the history: together they
-//! are everything a request shows the model. Invariant: the projection is a pure function of the records; the same
+//! are everything a request shows the model. A `rewind` record with `conversation` cuts the
+//! history back to its length when the named turn began (a turn begun before the newest
+//! compaction cannot be found and leaves the history as it is; front-ends refuse it first). Invariant: the projection is a pure function of the records; the same
 //! log always projects to the same history.
 
 use codecoder_protocol::{
-    ContextRecord, Message, MessageId, MessageItem, Record, RecordBody, Role,
+    ContextRecord, Message, MessageId, MessageItem, Record, RecordBody, Role, TurnId,
 };
 use uuid::Uuid;
 
@@ -20,6 +22,8 @@ pub struct Projection {
     history: Vec<Message>,
     /// The newest `context` record's content.
     context: Option<ContextRecord>,
+    /// The history's length when each turn since the newest compaction began.
+    turn_marks: Vec<(TurnId, usize)>,
 }
 
 impl Projection {
@@ -42,15 +46,31 @@ impl Projection {
                     items: vec![MessageItem::ToolResult(result.clone())],
                 });
             }
-            RecordBody::Compaction { history, .. } => self.history.clone_from(history),
+            RecordBody::Compaction { history, .. } => {
+                self.history.clone_from(history);
+                self.turn_marks.clear();
+            }
+            RecordBody::TurnStart { turn } => self.turn_marks.push((*turn, self.history.len())),
+            RecordBody::Rewind(rewind) => {
+                if !rewind.conversation {
+                    return;
+                }
+                if let Some(index) =
+                    self.turn_marks.iter().position(|(turn, _)| *turn == rewind.turn)
+                {
+                    let (_, len) = self.turn_marks[index];
+                    self.history.truncate(len);
+                    self.turn_marks.truncate(index);
+                }
+            }
             RecordBody::Context(context) => self.context = Some(context.clone()),
             RecordBody::SessionMeta(_)
-            | RecordBody::TurnStart { .. }
             | RecordBody::TurnEnd { .. }
             | RecordBody::StepStart { .. }
             | RecordBody::StepEnd { .. }
             | RecordBody::ToolStarted { .. }
             | RecordBody::Approval { .. }
+            | RecordBody::Checkpoint(_)
             | RecordBody::Error { .. }
             | RecordBody::SessionEnd => {}
         }
@@ -65,6 +85,12 @@ impl Projection {
     /// (`None` before the first, and in logs written before the record existed).
     pub fn context(&self) -> Option<&ContextRecord> {
         self.context.as_ref()
+    }
+
+    /// Whether a `rewind` of the conversation to `turn` would find where it began (false for
+    /// a turn begun before the newest compaction, or one never begun).
+    pub fn can_rewind_to(&self, turn: TurnId) -> bool {
+        self.turn_marks.iter().any(|(marked, _)| *marked == turn)
     }
 
     /// The history, owned.

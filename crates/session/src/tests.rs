@@ -612,6 +612,8 @@ fn drop_expectation(records: &[Record], index: usize) -> Option<&'static str> {
         | R::Approval { .. }
         | R::Compaction { .. }
         | R::Context(_)
+        | R::Checkpoint(_)
+        | R::Rewind(_)
         | R::Error { .. }
         | R::SessionEnd => None,
     }
@@ -635,6 +637,8 @@ fn duplicate_expectation(body: &RecordBody) -> Option<&'static str> {
         | R::Approval { .. }
         | R::Compaction { .. }
         | R::Context(_)
+        | R::Checkpoint(_)
+        | R::Rewind(_)
         | R::Error { .. } => None,
     }
 }

@@ -11,7 +11,8 @@
 //! steps; assistant messages, tool starts, approvals and results come inside a step; `context`
 //! comes inside a step before its assistant message (it describes the step's request); a tool
 //! result answers a pending call; a step ends only when no call is pending; a turn ends only with
-//! no open step; nothing follows `session_end`.
+//! no open step; nothing follows `session_end`. A `checkpoint` names the open turn and comes
+//! between steps; a `rewind` comes outside any turn and names a turn that began.
 
 use std::fmt;
 
@@ -128,10 +129,15 @@ pub enum TraceError {
         /// The open step.
         open: StepId,
     },
-    /// `session_end` while a turn is open.
+    /// `session_end` or `rewind` while a turn is open.
     TurnStillOpen {
         /// The open turn.
         open: TurnId,
+    },
+    /// A `rewind` to a turn the log does not have.
+    NoSuchTurn {
+        /// The turn named.
+        found: TurnId,
     },
 }
 
@@ -159,6 +165,7 @@ impl TraceError {
             Self::WrongRole { .. } => "wrong_role",
             Self::ContextAfterResponse { .. } => "context_after_response",
             Self::TurnStillOpen { .. } => "turn_still_open",
+            Self::NoSuchTurn { .. } => "no_such_turn",
         }
     }
 }
@@ -211,7 +218,10 @@ impl fmt::Display for TraceError {
             Self::ContextAfterResponse { open } => {
                 write!(f, "context after the response of step {open}")
             }
-            Self::TurnStillOpen { open } => write!(f, "session_end while turn {open} is open"),
+            Self::TurnStillOpen { open } => {
+                write!(f, "session_end or rewind while turn {open} is open")
+            }
+            Self::NoSuchTurn { found } => write!(f, "rewind to turn {found}, which never began"),
         }
     }
 }
@@ -421,6 +431,20 @@ impl SessionTrace {
                 let open = self.check_in_step(record_type)?;
                 if self.answered {
                     return Err(TraceError::ContextAfterResponse { open });
+                }
+                Change::SeqOnly
+            }
+            RecordBody::Checkpoint(checkpoint) => {
+                self.check_turn(record_type, checkpoint.turn)?;
+                self.check_between_steps(record_type)?;
+                Change::SeqOnly
+            }
+            RecordBody::Rewind(rewind) => {
+                if let Some(open) = self.open_turn {
+                    return Err(TraceError::TurnStillOpen { open });
+                }
+                if rewind.turn.get() == 0 || rewind.turn.get() > self.last_turn {
+                    return Err(TraceError::NoSuchTurn { found: rewind.turn });
                 }
                 Change::SeqOnly
             }

@@ -6,6 +6,7 @@
 //!   leads into a protected path (`.git`, …) is refused.
 //! - A file is replaced atomically (temporary file in the same directory, then rename) and keeps
 //!   its permission bits.
+//! - Before a path is written, `CallEnv::checkpoint` keeps what it held (for undo).
 //! - Line endings are kept: when a file uses CRLF and the model's text uses bare LF, the text is
 //!   converted to CRLF before it is matched or written.
 //! - `edit` changes nothing unless `old_string` matches exactly once (or `replace_all`); when it
@@ -102,6 +103,7 @@ impl Builtin for WriteFile {
         if let Some(parent) = path.parent() {
             fs_err::create_dir_all(parent).map_err(|err| failed(err.to_string()))?;
         }
+        env.checkpoint(&path);
         replace_file(&path, content.as_bytes(), existing.as_ref())?;
         let lines = content.lines().count();
         let verb = if existing.is_some() { "Replaced" } else { "Created" };
@@ -223,6 +225,7 @@ impl Builtin for Edit {
             last = at + old.len();
         }
         out.extend_from_slice(&bytes[last..]);
+        env.checkpoint(&path);
         replace_file(&path, &out, Some(&meta))?;
         let first_line = line_of(&bytes, matches[0]);
         let new_lines = new.matches('\n').count();

@@ -23,6 +23,14 @@ pub trait CallEnv {
     /// Asks for more than the call was approved for (a retry outside the sandbox); blocks for
     /// the decision. See `ToolContext::request_approval` for who decides.
     fn request_approval(&self, request: EscalationRequest) -> ApprovalDecision;
+    /// Keeps `path`'s content for undo before the call first writes it (see
+    /// `ToolContext::checkpoint`). Default: nothing is kept.
+    fn checkpoint(&self, path: &std::path::Path) {
+        let _ = path;
+    }
+    /// Says the call is about to run a command that may change files (see
+    /// `ToolContext::before_command`). Default: nothing.
+    fn before_command(&self) {}
 }
 
 impl CallEnv for ToolContext {
@@ -40,6 +48,12 @@ impl CallEnv for ToolContext {
     }
     fn request_approval(&self, request: EscalationRequest) -> ApprovalDecision {
         ToolContext::request_approval(self, request)
+    }
+    fn checkpoint(&self, path: &std::path::Path) {
+        ToolContext::checkpoint(self, path);
+    }
+    fn before_command(&self) {
+        ToolContext::before_command(self);
     }
 }
 

@@ -96,14 +96,18 @@ impl Builtin for ApplyPatch {
             Err(err) => return Ok(ToolOutput::error(format!("the patch does not parse: {err}"))),
         };
         let config = &self.0.config;
+        let mut touched = Vec::new();
         for hunk in patch.hunks() {
-            resolve_writable(config, &hunk.path().to_string_lossy())?;
+            touched.push(resolve_writable(config, &hunk.path().to_string_lossy())?);
             if let Hunk::Update { move_to: Some(to), .. } = hunk {
-                resolve_writable(config, &to.to_string_lossy())?;
+                touched.push(resolve_writable(config, &to.to_string_lossy())?);
             }
         }
         if env.cancel().is_cancelled() {
             return Err(ToolError::Cancelled);
+        }
+        for path in &touched {
+            env.checkpoint(path);
         }
         match codecoder_apply_patch::apply(&patch, &config.cwd) {
             Ok(report) => Ok(ToolOutput::text(report.to_string())),

@@ -104,6 +104,7 @@ impl Builtin for RunCommand {
         if env.cancel().is_cancelled() {
             return Err(ToolError::Cancelled);
         }
+        env.before_command();
         if args.background {
             let id = self.0.jobs.start(config, &args.command, &spec, timeout)?;
             return Ok(ToolOutput::text(format!(

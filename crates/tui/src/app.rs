@@ -34,7 +34,7 @@ pub(crate) use plan::{is_plan_review, mode_badge};
 const LIVE_TAIL_BYTES: usize = 4096;
 
 /// The slash commands, with their help text.
-pub(crate) const COMMANDS: [(&str, &str); 13] = [
+pub(crate) const COMMANDS: [(&str, &str); 15] = [
     ("/help", "show keys and commands"),
     ("/model", "show the model, or `/model NAME [EFFORT]` to switch (resumes this session)"),
     ("/provider", "show the provider, or `/provider ID` to switch"),
@@ -45,6 +45,8 @@ pub(crate) const COMMANDS: [(&str, &str); 13] = [
     ("/new", "start a new session"),
     ("/resume", "pick a session to resume (or `/resume ID`)"),
     ("/fork", "branch this session into a new one"),
+    ("/undo", "restore the files the last turn changed (`/undo force`: even if changed since)"),
+    ("/rewind", "go back to before an earlier prompt: files, conversation or both"),
     ("/compact", "summarise the conversation to free context (`/compact FOCUS` to steer it)"),
     ("/quit", "leave (also Ctrl+C twice on empty input, or Ctrl+D)"),
     ("/exit", "leave"),
@@ -67,6 +69,10 @@ pub(crate) enum Effect {
     Init,
     /// Shift+Tab: the next permission mode (default → acceptEdits → plan).
     CyclePermissionMode,
+    /// Restore files and/or rewind the conversation (`/undo`, `/rewind N`).
+    Rewind(codecoder_app::RewindRequest),
+    /// List the turns `/rewind` can go back to.
+    RewindList,
 }
 
 /// A list to pick from (the `/resume` picker).
@@ -130,6 +136,8 @@ pub(crate) struct App {
     pub(crate) commands: Vec<String>,
     /// Workspace files for `@` completion, listed on first use.
     pub(crate) files: Option<Vec<String>>,
+    /// A rewind waiting for the person's yes to overwrite files changed outside codecoder.
+    pub(crate) pending_rewind: Option<codecoder_app::RewindRequest>,
     effects: Vec<Effect>,
     /// Set whenever something visible changed.
     pub(crate) dirty: bool,
@@ -167,6 +175,7 @@ impl App {
             skills: Vec::new(),
             commands: Vec::new(),
             files: None,
+            pending_rewind: None,
             effects: Vec::new(),
             dirty: true,
         }
@@ -550,9 +559,21 @@ impl App {
                 }
                 self.send(AgentCommand::Compact { focus });
             }
+            "/undo" => crate::rewind::slash_undo(self, arg),
+            "/rewind" => crate::rewind::slash_rewind(self, arg),
             "/quit" | "/exit" => self.effects.push(Effect::Quit),
             other => self.note(NoteKind::Warning, format!("unknown command {other} (try /help)")),
         }
+    }
+
+    /// Queues an effect for the run loop.
+    pub(crate) fn push_effect(&mut self, effect: Effect) {
+        self.effects.push(effect);
+    }
+
+    /// Sends a command to the agent.
+    pub(crate) fn send_command(&mut self, command: AgentCommand) {
+        self.send(command);
     }
 
     fn start(&mut self, request: StartRequest) {
@@ -669,6 +690,9 @@ impl App {
         }
         if self.on_plan_key(key) {
             self.update_completion();
+            return;
+        }
+        if crate::rewind::on_confirm_key(self, key) {
             return;
         }
         if self.mode == InputMode::Normal && !self.approvals.is_empty() && !ctrl {

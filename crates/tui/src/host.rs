@@ -174,4 +174,16 @@ impl Host for RuntimeHost {
     fn init_agents_md(&mut self, cwd: &Path) -> anyhow::Result<String> {
         Ok(codecoder_app::init_agents_md(cwd)?)
     }
+
+    fn rewind_points(&mut self, log: &Path) -> anyhow::Result<Vec<codecoder_app::RewindPoint>> {
+        Ok(codecoder_app::rewind_points(log)?)
+    }
+
+    fn rewind(
+        &mut self,
+        log: &Path,
+        request: &codecoder_app::RewindRequest,
+    ) -> anyhow::Result<codecoder_app::RewindOutcome> {
+        Ok(codecoder_app::rewind(self.runtime.home(), log, request)?)
+    }
 }

@@ -27,6 +27,7 @@ mod highlight;
 mod host;
 mod input;
 mod markdown;
+mod rewind;
 mod run;
 mod view;
 
@@ -198,6 +199,29 @@ pub trait Host {
     /// # Errors
     /// When the file cannot be written; the UI shows the message.
     fn init_agents_md(&mut self, cwd: &Path) -> anyhow::Result<String>;
+
+    /// `/rewind`: the turns of the session logged at `log` whose prompt can be gone back to.
+    ///
+    /// # Errors
+    /// When the log cannot be read; the UI shows the message.
+    fn rewind_points(&mut self, log: &Path) -> anyhow::Result<Vec<codecoder_app::RewindPoint>> {
+        anyhow::bail!("rewinding is not available here ({})", log.display())
+    }
+
+    /// `/undo`, `/rewind N`: restores files as the request says (or reports the files changed
+    /// outside codecoder since, restoring nothing) and returns the `rewind` record the UI then
+    /// sends to the agent.
+    ///
+    /// # Errors
+    /// When nothing can be rewound or a file cannot be restored; the UI shows the message.
+    fn rewind(
+        &mut self,
+        log: &Path,
+        request: &codecoder_app::RewindRequest,
+    ) -> anyhow::Result<codecoder_app::RewindOutcome> {
+        let _ = request;
+        anyhow::bail!("rewinding is not available here ({})", log.display())
+    }
 }
 
 /// Settings of one UI run.
@@ -221,14 +245,24 @@ pub struct TuiConfig {
 }
 
 /// The transcript of a session log's records: user and assistant text, reasoning, tool calls
-/// paired with their results.
+/// paired with their results. A conversation rewind drops what the turn it went back to and the
+/// later ones showed, as the model no longer sees it either.
 pub fn transcript_from_records<'a>(
     records: impl IntoIterator<Item = &'a Record>,
 ) -> Vec<TranscriptItem> {
     let mut items = Vec::new();
     let mut open_calls: Vec<(usize, codecoder_protocol::ToolCallId)> = Vec::new();
+    let mut turn_starts: Vec<(codecoder_protocol::TurnId, usize)> = Vec::new();
     for record in records {
         match &record.body {
+            RecordBody::TurnStart { turn } => turn_starts.push((*turn, items.len())),
+            RecordBody::Rewind(rewind) if rewind.conversation => {
+                if let Some(at) = turn_starts.iter().position(|(turn, _)| *turn == rewind.turn) {
+                    items.truncate(turn_starts[at].1);
+                    turn_starts.truncate(at);
+                    open_calls.clear();
+                }
+            }
             RecordBody::UserMessage { message } => {
                 let text = message_text(&message.items);
                 if !text.trim().is_empty() {

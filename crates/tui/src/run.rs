@@ -334,6 +334,14 @@ fn ui_loop(
                     Ok(message) => app.note(NoteKind::Info, message),
                     Err(err) => app.note(NoteKind::Error, format!("/init: {err:#}")),
                 },
+                Effect::Rewind(request) => {
+                    let log = agent.as_ref().and_then(|agent| agent.session_path());
+                    crate::rewind::perform(host, &mut app, log, &request);
+                }
+                Effect::RewindList => {
+                    let log = agent.as_ref().and_then(|agent| agent.session_path());
+                    crate::rewind::list(host, &mut app, log);
+                }
             }
         }
         if quit {

@@ -62,3 +62,30 @@ fn records_become_a_transcript_with_results_paired_to_calls() {
         ]
     );
 }
+
+#[test]
+fn a_conversation_rewind_drops_the_turns_it_went_back_over() {
+    use codecoder_protocol::{RewindRecord, TurnId};
+    let turn = |n| RecordBody::TurnStart { turn: TurnId::new(n) };
+    let user = |text: &str| RecordBody::UserMessage { message: Message::user_text(text) };
+    let rewind = |conversation| {
+        RecordBody::Rewind(RewindRecord {
+            turn: TurnId::new(2),
+            conversation,
+            files: true,
+            restored: Vec::new(),
+            skipped: Vec::new(),
+        })
+    };
+    let records: Vec<Record> = [turn(1), user("one"), turn(2), user("two"), rewind(false)]
+        .into_iter()
+        .chain([rewind(true), turn(3), user("three")])
+        .zip(1..)
+        .map(|(body, seq)| record(seq, body))
+        .collect();
+    let texts: Vec<TranscriptItem> = transcript_from_records(&records);
+    assert_eq!(
+        texts,
+        [TranscriptItem::User("one".to_owned()), TranscriptItem::User("three".to_owned())]
+    );
+}

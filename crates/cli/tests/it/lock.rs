@@ -332,7 +332,7 @@ fn fork_keeps_a_record_of_unknown_type() {
     let fork_id = stdout(&out).trim().to_owned();
     let report = assert_valid(home.path(), &fork_id);
     assert!(
-        report.contains("note: line 4: record type `checkpoint` is unknown to this version; kept"),
+        report.contains("note: line 4: record type `bookmark` is unknown to this version; kept"),
         "{report}"
     );
     let fork =

@@ -23,6 +23,7 @@ mod sessions;
 mod shell_snapshot;
 mod skills;
 mod tui;
+mod undo;
 
 use std::path::Path;
 use std::process::{Command, Output};

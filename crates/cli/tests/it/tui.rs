@@ -651,3 +651,62 @@ fn plan_mode_feedback_reaches_the_model_and_an_edited_plan_is_approved() {
     pty.send("\r");
     assert!(pty.wait_exit().success());
 }
+
+/// `/rewind 2` after two turns: turn 2's files are restored, turn 1's stay, its prompt returns to
+/// the editor, and the next request carries turn 1 but nothing of turn 2.
+#[test]
+fn rewind_restores_files_and_conversation_in_a_pty() {
+    let script = Script::new()
+        .reply(Reply::tool_call("c1", "write_file", json!({"path": "a.txt", "content": "v1\n"})))
+        .reply(Reply::text("Wrote a."))
+        .reply(Reply::tool_call(
+            "c2",
+            "edit",
+            json!({"path": "a.txt", "old_string": "v1", "new_string": "v2"}),
+        ))
+        .reply(Reply::tool_call("c3", "write_file", json!({"path": "b.txt", "content": "b\n"})))
+        .reply(Reply::text("Changed a, wrote b."))
+        .reply(Reply::text("Third answer."));
+    let server = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let mut pty = Pty::spawn(home.path(), cwd.path(), &env_for(&server), &["-a", "never"]);
+    pty.wait_visible("ask anything", "the input prompt");
+    pty.type_text("the first prompt");
+    pty.send("\r");
+    pty.wait_for("Wrote a.", "the first answer");
+    pty.wait_visible("ready", "idle after turn 1");
+    pty.type_text("the second prompt");
+    pty.send("\r");
+    pty.wait_for("Changed a, wrote b.", "the second answer");
+    pty.wait_visible("ready", "idle after turn 2");
+    assert_eq!(std::fs::read_to_string(cwd.path().join("a.txt")).unwrap(), "v2\n");
+
+    pty.type_text("/rewind");
+    pty.send("\r");
+    pty.wait_for("rewind to before one of these prompts", "the list of prompts");
+    pty.wait_for("2  › the second prompt · files changed since", "turn 2 in the list");
+    pty.type_text("/rewind 2");
+    pty.send("\r");
+    pty.wait_for("conversation rewound to before turn 2", "the rewind report");
+    pty.wait_for("restored 2 file(s) as they were before turn 2", "the files restored");
+    assert_eq!(std::fs::read_to_string(cwd.path().join("a.txt")).unwrap(), "v1\n");
+    assert!(!cwd.path().join("b.txt").exists());
+    // Turn 2's prompt is back in the editor; replace it with another.
+    pty.wait_visible("› the second prompt", "the prompt back in the editor");
+    for _ in "the second prompt".chars() {
+        pty.send("\x7f");
+    }
+    pty.type_text("the third prompt");
+    pty.send("\r");
+    pty.wait_for("Third answer.", "the answer after the rewind");
+    let requests = server.requests();
+    let last = &requests.last().unwrap().raw_body;
+    assert!(last.contains("the first prompt") && last.contains("Wrote a."), "{last}");
+    assert!(last.contains("the third prompt"), "{last}");
+    assert!(!last.contains("the second prompt"), "turn 2 is gone: {last}");
+    assert!(!last.contains("b.txt"), "turn 2's tool calls are gone: {last}");
+    pty.type_text("/quit");
+    pty.send("\r");
+    assert!(pty.wait_exit().success());
+}

@@ -123,6 +123,7 @@ fn run_turn(
         }),
         interceptors: vec![Arc::new(guard)],
         compactor: None,
+        checkpoints: None,
     };
     let config =
         AgentConfig::standard("gpt-test", "scripted", project.repo().display().to_string());

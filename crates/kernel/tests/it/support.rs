@@ -438,6 +438,7 @@ pub(crate) fn deps(
         }),
         interceptors: Vec::new(),
         compactor: None,
+        checkpoints: None,
     }
 }
 

@@ -214,11 +214,36 @@ fn basic_records() -> Vec<Record> {
             usage: Usage::default(),
             stop_reason: None,
         },
+        RecordBody::Checkpoint(codecoder_protocol::CheckpointRecord {
+            turn: turn2,
+            files: vec![
+                codecoder_protocol::FileCheckpoint {
+                    path: "/work/src/lib.rs".to_owned(),
+                    before: Some("ab".repeat(32)),
+                    after: Some("cd".repeat(32)),
+                    by: codecoder_protocol::ChangedBy::Tool,
+                },
+                codecoder_protocol::FileCheckpoint {
+                    path: "/work/generated.rs".to_owned(),
+                    before: None,
+                    after: Some("ef".repeat(32)),
+                    by: codecoder_protocol::ChangedBy::Shell,
+                },
+            ],
+            notes: vec!["/work/big.bin: too large to checkpoint".to_owned()],
+        }),
         RecordBody::TurnEnd {
             turn: turn2,
             outcome: TurnOutcome::Cancelled,
             usage: Usage::default(),
         },
+        RecordBody::Rewind(codecoder_protocol::RewindRecord {
+            turn: turn2,
+            conversation: false,
+            files: true,
+            restored: vec!["/work/src/lib.rs".to_owned(), "/work/generated.rs".to_owned()],
+            skipped: Vec::new(),
+        }),
         RecordBody::Error { message: "provider: 429 too many requests".to_owned() },
         RecordBody::SessionEnd,
     ];
@@ -315,7 +340,7 @@ fn unknown_record_type_is_kept_and_reported() {
     assert_eq!(unknown.len(), 1);
     assert_eq!(unknown[0].line, 4);
     assert_eq!(unknown[0].seq, 4);
-    assert_eq!(unknown[0].type_name, "checkpoint");
+    assert_eq!(unknown[0].type_name, "bookmark");
     assert_eq!(unknown[0].raw["files"], serde_json::json!(["src/lib.rs"]));
     assert!(matches!(loaded.entries[3], Entry::Unknown(_)));
     assert_eq!(loaded.entries.len(), loaded.line_count);

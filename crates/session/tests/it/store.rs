@@ -406,7 +406,7 @@ fn fork_keeps_records_of_unknown_types() {
     let unknown: Vec<_> = fork.unknown().collect();
     assert_eq!(unknown.len(), 1);
     assert_eq!((unknown[0].line, unknown[0].seq), (4, 4));
-    assert_eq!(unknown[0].type_name, "checkpoint");
+    assert_eq!(unknown[0].type_name, "bookmark");
     assert_eq!(unknown[0].raw["files"], serde_json::json!(["src/lib.rs"]));
     assert_eq!(unknown[0].raw["label"], "before edit");
     assert_eq!(fork.records().count(), parent.records().count());
@@ -430,7 +430,7 @@ fn fork_keeps_records_of_unknown_types() {
         .collect();
     assert_eq!(
         kinds,
-        ["session_meta", "turn_start", "user_message", "unknown checkpoint", "turn_end"]
+        ["session_meta", "turn_start", "user_message", "unknown bookmark", "turn_end"]
     );
     assert!(!fork.trace.needs_repair());
 }

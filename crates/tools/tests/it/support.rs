@@ -240,6 +240,7 @@ impl Harness {
             }),
             interceptors: Vec::new(),
             compactor: None,
+            checkpoints: None,
         };
         let mut agent =
             AgentConfig::standard("test-model", "scripted", config.cwd.display().to_string());
