@@ -20,6 +20,7 @@
 mod ask;
 mod edit;
 mod env;
+mod files;
 mod jobs;
 mod patch;
 mod path;
@@ -40,6 +41,7 @@ use codecoder_protocol::ToolError;
 use serde_json::Value;
 
 pub use crate::env::{CallEnv, StandaloneEnv};
+pub use crate::files::FileAccess;
 use crate::jobs::JobTable;
 pub use crate::snapshot::{
     NameFilter, SNAPSHOT_TIMEOUT, ShellSnapshot, SnapshotConfig, SnapshotStatus,
@@ -108,6 +110,9 @@ pub struct ToolsConfig {
     /// doing. Default `Never` (the failure goes back to the model with the reason). Shared: a
     /// change of approval mode mid-session reaches the tools already registered.
     pub escalation: EscalationSetting,
+    /// Where the file tools read and write text when not the disk (an ACP client's buffers).
+    /// Default `None`: the local filesystem.
+    pub file_access: Option<Arc<dyn FileAccess>>,
 }
 
 /// A shared, changeable `Escalation`.
@@ -172,6 +177,7 @@ impl ToolsConfig {
             confinement: codecoder_sandbox::Confinement::Unconfined,
             environment: codecoder_sandbox::Environment::Inherited,
             escalation: EscalationSetting::new(Escalation::Never),
+            file_access: None,
         }
     }
 }
