@@ -139,11 +139,20 @@ fn from_toml(
     Ok(server)
 }
 
-/// Starts the session's servers and returns their tools, with a warning for each server left
-/// out. Waits at most the longest startup timeout.
-pub(crate) fn start(loaded: &LoadedConfig, cwd: &Path) -> (Vec<Arc<dyn Tool>>, Vec<Notice>) {
+/// Starts the session's servers (the configured ones, then `extra`, a front-end's, replacing
+/// any of the same name) and returns their tools, with a warning for each server left out.
+/// Waits at most the longest startup timeout.
+pub(crate) fn start(
+    loaded: &LoadedConfig,
+    cwd: &Path,
+    extra: &[ServerConfig],
+) -> (Vec<Arc<dyn Tool>>, Vec<Notice>) {
     let lookup = |name: &str| std::env::var_os(name);
-    let (servers, mut notices) = server_configs(loaded, cwd, &lookup);
+    let (mut servers, mut notices) = server_configs(loaded, cwd, &lookup);
+    for server in extra {
+        servers.retain(|s| s.name != server.name);
+        servers.push(server.clone());
+    }
     if servers.is_empty() {
         return (Vec::new(), notices);
     }

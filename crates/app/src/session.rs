@@ -58,6 +58,11 @@ pub struct SessionRequest {
     /// The first prompt, when known at start (`exec`): the skill catalogue, when it must be
     /// cut, keeps the skills that match it best.
     pub first_prompt: Option<String>,
+    /// Where the file tools read and write text instead of the disk (an ACP client's buffers).
+    pub file_access: Option<Arc<dyn codecoder_tools::FileAccess>>,
+    /// MCP servers the front-end brings (ACP's `session/new`), on top of the configured ones;
+    /// one of the same name replaces the configured one.
+    pub mcp_servers: Vec<codecoder_mcp::ServerConfig>,
 }
 
 impl SessionRequest {
@@ -278,6 +283,7 @@ impl Runtime {
         // Output over the cap is kept whole, as a blob beside the session logs.
         tools_config.spill_dir = Some(store.blobs().dir().join("spill"));
         tools_config.blobs = Some(store.blobs());
+        tools_config.file_access.clone_from(&request.file_access);
         // No single output may take more than a quarter of the window: past that, the model
         // sees a head and a tail (commands) or the first part with how to read on (files), and
         // a command's whole output stays in a blob it can page through with read_file.
@@ -324,7 +330,7 @@ impl Runtime {
         registry
             .register(Arc::new(codecoder_kernel::AgentTool::new(&agent_config.subagents.types)))?;
         // MCP servers' tools; a server that does not start is a warning.
-        let (mcp_tools, mcp_notices) = crate::mcp::start(loaded, &cwd);
+        let (mcp_tools, mcp_notices) = crate::mcp::start(loaded, &cwd, &request.mcp_servers);
         notices.extend(mcp_notices);
         for tool in mcp_tools {
             registry.register(tool)?;

@@ -242,6 +242,29 @@ pub(crate) enum Command {
     /// $CODECODER_HOME/plugins.json. An enabled plugin adds its commands, agents and hooks.
     #[command(subcommand)]
     Plugin(PluginCommand),
+    /// Serve the Agent Client Protocol (ACP v1) on stdin/stdout, for editors such as Zed.
+    ///
+    /// The editor starts this command and speaks newline-delimited JSON-RPC with it: sessions
+    /// (new and loaded from the log, with their history replayed), prompts with streamed text,
+    /// reasoning, tool calls, diffs, command output and plans, permission requests (allow or
+    /// reject, once or for the session), cancel, and the approval mode as the session mode.
+    /// When the editor offers fs/read_text_file and fs/write_text_file, the file tools read and
+    /// write through it, so its unsaved buffers are what the model sees. Notices go to stderr.
+    ///
+    /// In Zed, add to settings.json:
+    /// `"agent_servers": { "codecoder": { "command": "codecoder", "args": ["acp"] } }`
+    /// (global flags such as `-s workspace-write` or `-c key=value` go before `acp`).
+    Acp(AcpArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AcpArgs {
+    /// The model (overrides `model` in config.toml).
+    #[arg(short, long)]
+    pub(crate) model: Option<String>,
+    /// The provider id: a preset or a `[model_providers.ID]` of config.toml.
+    #[arg(long, value_name = "ID")]
+    pub(crate) provider: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,6 +6,7 @@
 //! writing (resume, rm). A closed stdout (`| head`) counts as success.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // L0: the one crate that prints.
 
+mod acp_cmd;
 mod cli;
 mod config_cmd;
 mod exec;
@@ -55,6 +56,7 @@ fn main() -> ExitCode {
         Some(Command::Doctor) => safety_cmd::run_doctor(&cli.global, &mut out),
         Some(Command::Mcp(command)) => mcp_cmd::run(command, &cli.global, &mut out),
         Some(Command::Plugin(command)) => plugin_cmd::run(command, &mut out),
+        Some(Command::Acp(args)) => acp_cmd::run(&args, &cli.global),
         Some(Command::Permissions(cli::PermissionsCommand::Check(args))) => {
             safety_cmd::run_permissions_check(&args, &cli.global, &mut out)
         }

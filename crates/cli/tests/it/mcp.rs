@@ -16,7 +16,7 @@ use crate::stderr;
 
 // Says why a test is skipped.
 #[allow(clippy::print_stderr)]
-fn servers_dir() -> Option<PathBuf> {
+pub(crate) fn servers_dir() -> Option<PathBuf> {
     match std::env::var_os(env::CODECODER_TEST_NPM) {
         Some(dir) => Some(PathBuf::from(dir)),
         None if std::env::var(env::CI).is_ok_and(|v| v == "true") => panic!(
@@ -30,7 +30,7 @@ fn servers_dir() -> Option<PathBuf> {
     }
 }
 
-fn bin(dir: &Path, name: &str) -> String {
+pub(crate) fn bin(dir: &Path, name: &str) -> String {
     dir.join("node_modules/.bin").join(name).to_string_lossy().into_owned()
 }
 
