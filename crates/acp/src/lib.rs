@@ -117,7 +117,7 @@ pub fn serve(
             async move |request: acp::InitializeRequest,
                         responder: Responder<acp::InitializeResponse>,
                         _connection: ConnectionTo<Client>| {
-                forward(&o1, Op::Initialize(request, responder))
+                forward(&o1, Op::Initialize(Box::new(request), responder))
             },
             agent_client_protocol::on_receive_request!(),
         )

@@ -28,7 +28,7 @@ use crate::{ServeConfig, translate};
 
 /// A client request, forwarded by the connection's handlers.
 pub(crate) enum Op {
-    Initialize(acp::InitializeRequest, Responder<acp::InitializeResponse>),
+    Initialize(Box<acp::InitializeRequest>, Responder<acp::InitializeResponse>),
     NewSession(acp::NewSessionRequest, Responder<acp::NewSessionResponse>, ConnectionTo<Client>),
     LoadSession(acp::LoadSessionRequest, Responder<acp::LoadSessionResponse>, ConnectionTo<Client>),
     Prompt(acp::PromptRequest, Responder<acp::PromptResponse>),

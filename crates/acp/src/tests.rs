@@ -60,7 +60,8 @@ fn edits_and_patches_become_diffs() {
         ])
     );
     assert_eq!(translate::title(&apply), "Patch new.txt, b.txt");
-    let output = translate::result_content(Some(&call("run_command", json!({}))), "ok\n", true, cwd);
+    let output =
+        translate::result_content(Some(&call("run_command", json!({}))), "ok\n", true, cwd);
     assert_eq!(
         json_of(&output),
         json!([{"type": "content", "content": {"type": "text", "text": "```\nok\n```"}}])

@@ -18,8 +18,10 @@ use crate::exec::openai_env;
 use crate::mcp::{bin, servers_dir};
 use crate::{stderr, stdout};
 
-/// The slow command's unique argument, found in /proc while it runs.
-const MARKER: &str = "987654";
+/// The slow command's argument, unique to this run (found in /proc while it runs).
+fn marker() -> String {
+    format!("9{}", std::process::id())
+}
 
 fn script() -> Script {
     let plan = json!({"plan": [
@@ -41,7 +43,7 @@ fn script() -> Script {
         .reply(Reply::tool_call(
             "call_slow",
             "run_command",
-            json!({"command": format!("sleep {MARKER}")}),
+            json!({"command": format!("sleep {}", marker())}),
         ))
 }
 
@@ -66,7 +68,7 @@ fn an_acp_client_fixes_a_bug_cancels_a_command_and_loads_the_session() {
         .env("CODECODER_TEST_NPM", &npm)
         .env("WORKDIR", &workdir)
         .env("MCP_SERVER", bin(&npm, "mcp-server-everything"))
-        .env("MARKER", MARKER);
+        .env("MARKER", marker());
     for (key, value) in openai_env(&server) {
         command.env(key, value);
     }
