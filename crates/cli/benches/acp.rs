@@ -77,6 +77,8 @@ fn main() {
         id += 1;
     }
     drop(send);
+    // The end of the input ends the agent.
+    drop(input);
     child.wait().unwrap();
     samples.sort_by(f64::total_cmp);
     println!(
