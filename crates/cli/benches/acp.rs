@@ -76,7 +76,6 @@ fn main() {
         assert_eq!(done["stopReason"], "end_turn");
         id += 1;
     }
-    drop(send);
     // The end of the input ends the agent.
     drop(input);
     child.wait().unwrap();
