@@ -124,7 +124,7 @@ fn record(seq: u64, body: RecordBody) -> Record {
 #[test]
 fn a_log_replays_as_updates() {
     let read = call("read_file", json!({"path": "a.txt"}));
-    let records = vec![
+    let records = [
         record(1, RecordBody::UserMessage { message: Message::user_text("look at a.txt") }),
         record(
             2,
