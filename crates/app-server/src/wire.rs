@@ -31,7 +31,7 @@ pub struct RpcError {
     pub message: String,
     /// More detail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
+    pub data: Option<Box<Value>>,
 }
 
 impl RpcError {

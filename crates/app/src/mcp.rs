@@ -154,14 +154,21 @@ pub(crate) struct McpSession {
 /// Starts the session's servers without waiting for them: their tools join the returned
 /// `LateTools` as each server becomes ready (at the agent's next step), and a server that
 /// fails or does not start within its startup timeout becomes a warning there. `None` when no
-/// server is configured; the notices are configuration problems found now.
+/// server is configured; the notices are configuration problems found now. `extra` are a
+/// front-end's servers (an editor's), started after the configured ones and replacing any of
+/// the same name.
 pub(crate) fn start(
     loaded: &LoadedConfig,
     cwd: &Path,
     session: McpSession,
+    extra: &[ServerConfig],
 ) -> (Option<LateTools>, Vec<Notice>) {
     let lookup = |name: &str| std::env::var_os(name);
-    let (servers, mut notices) = server_configs(loaded, cwd, &lookup);
+    let (mut servers, mut notices) = server_configs(loaded, cwd, &lookup);
+    for server in extra {
+        servers.retain(|s| s.name != server.name);
+        servers.push(server.clone());
+    }
     if servers.is_empty() {
         return (None, notices);
     }

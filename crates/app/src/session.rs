@@ -62,6 +62,11 @@ pub struct SessionRequest {
     /// The first prompt, when known at start (`exec`): the skill catalogue, when it must be
     /// cut, keeps the skills that match it best.
     pub first_prompt: Option<String>,
+    /// Where the file tools read and write text instead of the disk (an ACP client's buffers).
+    pub file_access: Option<Arc<dyn codecoder_tools::FileAccess>>,
+    /// MCP servers the front-end brings (ACP's `session/new`), on top of the configured ones;
+    /// one of the same name replaces the configured one.
+    pub mcp_servers: Vec<codecoder_mcp::ServerConfig>,
 }
 
 impl SessionRequest {
@@ -316,6 +321,7 @@ impl Runtime {
         // Output over the cap is kept whole, as a blob beside the session logs.
         tools_config.spill_dir = Some(store.blobs().dir().join("spill"));
         tools_config.blobs = Some(store.blobs());
+        tools_config.file_access.clone_from(&request.file_access);
         // No single output may take more than a quarter of the window: past that, the model
         // sees a head and a tail (commands) or the first part with how to read on (files), and
         // a command's whole output stays in a blob it can page through with read_file.
@@ -377,6 +383,7 @@ impl Runtime {
                 sampler: Some(sampler),
                 log: writer.path().map(|path| path.with_extension("mcp.log")),
             },
+            &request.mcp_servers,
         );
         notices.extend(mcp_notices);
         if let Some(late_tools) = late_tools {

@@ -193,12 +193,13 @@ fn io_failure(path: &Path, error: io::Error) -> ApplyFailure {
     ApplyFailure::Io { path: path.to_owned(), error }
 }
 
-/// Applies the chunks of an update to `text` (the file at `path`, for error messages).
-pub(crate) fn update_text(
-    text: &str,
-    chunks: &[Chunk],
-    path: &Path,
-) -> Result<String, ApplyFailure> {
+/// Applies the chunks of an update to `text` (the file at `path`, for error messages): what an
+/// `*** Update File` hunk makes of a file's content, for callers that read and write the file
+/// themselves.
+///
+/// # Errors
+/// When a chunk's context or old lines are not found.
+pub fn update_text(text: &str, chunks: &[Chunk], path: &Path) -> Result<String, ApplyFailure> {
     let crlf = text.find('\n').is_some_and(|idx| text[..idx].ends_with('\r'));
     let line_ending = if crlf { "\r\n" } else { "\n" };
     let mut lines: Vec<&str> = text.split('\n').collect();

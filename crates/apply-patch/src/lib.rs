@@ -22,7 +22,7 @@ mod parse;
 mod run;
 mod seek;
 
-pub use apply::{Change, ChangeKind, Report, apply};
+pub use apply::{Change, ChangeKind, Report, apply, update_text};
 pub use error::{ApplyError, ApplyFailure, Error, Operation, ParseError, Result};
 pub use parse::{Chunk, Hunk, Patch, parse};
 pub use run::run;

@@ -302,6 +302,30 @@ pub(crate) enum Command {
     /// thread's agent has stopped.
     #[command(name = "app-server")]
     AppServer(crate::app_server_cmd::AppServerArgs),
+    /// Serve the Agent Client Protocol (ACP v1) on stdin/stdout, for editors such as Zed.
+    ///
+    /// The editor starts this command and speaks newline-delimited JSON-RPC with it: sessions
+    /// (new and loaded from the log, with their history replayed), prompts with streamed text,
+    /// reasoning, tool calls, diffs, command output and plans, permission requests (allow or
+    /// reject, once or for the session), cancel, and the approval mode as the session mode.
+    /// When the editor offers fs/read_text_file and fs/write_text_file, the file tools read and
+    /// write through it, so its unsaved buffers are what the model sees. Notices go to stderr.
+    ///
+    /// In Zed, add to settings.json:
+    /// `"agent_servers": { "codecoder": { "command": "codecoder", "args": ["acp"] } }`
+    /// (global flags such as `-s workspace-write` or `-c key=value` go before `acp`).
+    Acp(AcpArgs),
+}
+
+/// `codecoder acp`.
+#[derive(Debug, Args)]
+pub(crate) struct AcpArgs {
+    /// The model (overrides `model` in config.toml).
+    #[arg(short, long)]
+    pub(crate) model: Option<String>,
+    /// The provider id: a preset or a `[model_providers.ID]` of config.toml.
+    #[arg(long, value_name = "ID")]
+    pub(crate) provider: Option<String>,
 }
 
 /// `codecoder mcp-server`.

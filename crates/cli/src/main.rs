@@ -6,6 +6,7 @@
 //! writing (resume, rm). A closed stdout (`| head`) counts as success.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // L0: the one crate that prints.
 
+mod acp_cmd;
 mod app_server_cmd;
 mod cli;
 mod config_cmd;
@@ -59,6 +60,7 @@ fn main() -> ExitCode {
         Some(Command::Plugin(command)) => plugin_cmd::run(command, &mut out),
         Some(Command::McpServer(args)) => mcp_server_cmd::run(&args, &cli.global),
         Some(Command::AppServer(args)) => app_server_cmd::run(&args, &cli.global),
+        Some(Command::Acp(args)) => acp_cmd::run(&args, &cli.global),
         Some(Command::Permissions(cli::PermissionsCommand::Check(args))) => {
             safety_cmd::run_permissions_check(&args, &cli.global, &mut out)
         }

@@ -87,9 +87,11 @@ fn check(schema: &Value, value: &Value, path: &str) -> Result<(), String> {
                     Some(item_schema) => check(item_schema, item, &item_path)?,
                     None => match schema.get("additionalProperties") {
                         Some(Value::Bool(false)) => {
-                            let known: Vec<&str> = properties
+                            // Sorted: the same text whatever order serde_json keeps keys in.
+                            let mut known: Vec<&str> = properties
                                 .map(|p| p.keys().map(String::as_str).collect())
                                 .unwrap_or_default();
+                            known.sort_unstable();
                             return Err(format!(
                                 "`{item_path}` is not a known property (known: {})",
                                 known.join(", ")

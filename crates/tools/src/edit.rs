@@ -104,7 +104,7 @@ impl Builtin for WriteFile {
             fs_err::create_dir_all(parent).map_err(|err| failed(err.to_string()))?;
         }
         env.checkpoint(&path);
-        replace_file(&path, content.as_bytes(), existing.as_ref())?;
+        write_out(config, env, &path, content.as_bytes(), existing.as_ref())?;
         let lines = content.lines().count();
         let verb = if existing.is_some() { "Replaced" } else { "Created" };
         let mut text = format!("{verb} `{shown}`: {} bytes, {lines} line(s).", content.len());
@@ -181,7 +181,10 @@ impl Builtin for Edit {
         if !meta.is_file() {
             return Err(failed(format!("`{shown}` is not a regular file")));
         }
-        let bytes = fs_err::read(&path).map_err(|err| failed(err.to_string()))?;
+        let bytes = match crate::files::read_through(config, &path, env.cancel())? {
+            Some(text) => text.into_bytes(),
+            None => fs_err::read(&path).map_err(|err| failed(err.to_string()))?,
+        };
         if env.cancel().is_cancelled() {
             return Err(ToolError::Cancelled);
         }
@@ -226,7 +229,7 @@ impl Builtin for Edit {
         }
         out.extend_from_slice(&bytes[last..]);
         env.checkpoint(&path);
-        replace_file(&path, &out, Some(&meta))?;
+        write_out(config, env, &path, &out, Some(&meta))?;
         let first_line = line_of(&bytes, matches[0]);
         let new_lines = new.matches('\n').count();
         let text = if matches.len() == 1 {
@@ -279,6 +282,23 @@ fn first_line_is_crlf(bytes: &[u8]) -> bool {
 /// `text` with every line ending as CRLF.
 fn to_crlf(text: &str) -> String {
     text.replace("\r\n", "\n").replace('\n', "\r\n")
+}
+
+/// Writes `bytes` as the file's content: through the file access when one writes (text only),
+/// else by replacing the file on disk.
+fn write_out(
+    config: &crate::ToolsConfig,
+    env: &dyn CallEnv,
+    path: &Path,
+    bytes: &[u8],
+    existing: Option<&std::fs::Metadata>,
+) -> Result<(), ToolError> {
+    if let Ok(text) = std::str::from_utf8(bytes)
+        && crate::files::write_through(config, path, text, env.cancel())?
+    {
+        return Ok(());
+    }
+    replace_file(path, bytes, existing)
 }
 
 /// Replaces `path` with `bytes` atomically, keeping the permissions of `existing`.

@@ -21,6 +21,7 @@
 mod ask;
 mod edit;
 mod env;
+mod files;
 mod jobs;
 mod patch;
 mod path;
@@ -42,6 +43,7 @@ use codecoder_protocol::ToolError;
 use serde_json::Value;
 
 pub use crate::env::{CallEnv, StandaloneEnv};
+pub use crate::files::FileAccess;
 use crate::jobs::JobTable;
 pub use crate::plan_mode::{
     EXIT_PLAN_MODE, PLAN_APPROVE, PLAN_EDITED_PREFIX, PLAN_KEEP_PLANNING, PlanReview, plan_review,
@@ -114,6 +116,9 @@ pub struct ToolsConfig {
     /// doing. Default `Never` (the failure goes back to the model with the reason). Shared: a
     /// change of approval mode mid-session reaches the tools already registered.
     pub escalation: EscalationSetting,
+    /// Where the file tools read and write text when not the disk (an ACP client's buffers).
+    /// Default `None`: the local filesystem.
+    pub file_access: Option<Arc<dyn FileAccess>>,
 }
 
 /// A shared, changeable `Escalation`.
@@ -178,6 +183,7 @@ impl ToolsConfig {
             confinement: codecoder_sandbox::Confinement::Unconfined,
             environment: codecoder_sandbox::Environment::Inherited,
             escalation: EscalationSetting::new(Escalation::Never),
+            file_access: None,
         }
     }
 }

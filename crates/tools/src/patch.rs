@@ -109,9 +109,89 @@ impl Builtin for ApplyPatch {
         for path in &touched {
             env.checkpoint(path);
         }
+        if config.file_access.is_some() {
+            return Ok(apply_through(config, env, &patch));
+        }
         match codecoder_apply_patch::apply(&patch, &config.cwd) {
             Ok(report) => Ok(ToolOutput::text(report.to_string())),
             Err(err) => Ok(ToolOutput::error(err.to_string())),
         }
     }
+}
+
+/// Applies `patch` hunk by hunk with file contents read and written through the config's file
+/// access (an editor's buffers), the disk where it has no say (deletions, the source of a
+/// move). The report and the failure read like `codecoder_apply_patch::apply`'s.
+fn apply_through(
+    config: &crate::ToolsConfig,
+    env: &dyn CallEnv,
+    patch: &codecoder_apply_patch::Patch,
+) -> ToolOutput {
+    let mut done: Vec<String> = Vec::new();
+    for hunk in patch.hunks() {
+        let shown = hunk.path().display().to_string();
+        let step = (|| -> Result<String, String> {
+            let full = resolve_writable(config, &hunk.path().to_string_lossy())
+                .map_err(|err| err.to_string())?;
+            match hunk {
+                Hunk::Add { contents, .. } => {
+                    write_text(config, env, &full, contents)?;
+                    Ok(format!("A {shown}"))
+                }
+                Hunk::Delete { .. } => {
+                    fs_err::remove_file(&full).map_err(|err| err.to_string())?;
+                    Ok(format!("D {shown}"))
+                }
+                Hunk::Update { path, move_to, chunks } => {
+                    let text = match crate::files::read_through(config, &full, env.cancel())
+                        .map_err(|err| err.to_string())?
+                    {
+                        Some(text) => text,
+                        None => fs_err::read_to_string(&full).map_err(|err| err.to_string())?,
+                    };
+                    let new_text = codecoder_apply_patch::update_text(&text, chunks, path)
+                        .map_err(|err| err.to_string())?;
+                    let Some(to) = move_to else {
+                        write_text(config, env, &full, &new_text)?;
+                        return Ok(format!("M {shown}"));
+                    };
+                    let destination = resolve_writable(config, &to.to_string_lossy())
+                        .map_err(|err| err.to_string())?;
+                    write_text(config, env, &destination, &new_text)?;
+                    if destination != full {
+                        fs_err::remove_file(&full).map_err(|err| err.to_string())?;
+                    }
+                    Ok(format!("M {}", to.display()))
+                }
+            }
+        })();
+        match step {
+            Ok(line) => done.push(line),
+            Err(message) => {
+                let before = if done.is_empty() {
+                    String::new()
+                } else {
+                    format!("\nChanged before the failure (not rolled back):\n{}", done.join("\n"))
+                };
+                return ToolOutput::error(format!("{message}{before}"));
+            }
+        }
+    }
+    ToolOutput::text(format!("Success. Updated the following files:\n{}\n", done.join("\n")))
+}
+
+/// Writes `text` through the file access, or to the disk (parents created) when it has no say.
+fn write_text(
+    config: &crate::ToolsConfig,
+    env: &dyn CallEnv,
+    path: &std::path::Path,
+    text: &str,
+) -> Result<(), String> {
+    if crate::files::write_through(config, path, text, env.cancel()).map_err(|e| e.to_string())? {
+        return Ok(());
+    }
+    if let Some(parent) = path.parent() {
+        fs_err::create_dir_all(parent).map_err(|err| err.to_string())?;
+    }
+    fs_err::write(path, text).map_err(|err| err.to_string())
 }

@@ -185,12 +185,21 @@ impl Builtin for ReadFile {
                 meta.len()
             )));
         }
+        let offset = args.offset.unwrap_or(1).max(1);
+        let limit = args.limit.unwrap_or(config.read_line_limit as u64).max(1);
+        // An editor's buffer wins over the disk (its unsaved changes are what the person sees).
+        if let Some(text) = crate::files::read_through(config, &path, env.cancel())? {
+            if text.is_empty() {
+                return Ok(ToolOutput::text(format!("`{shown}` is empty (0 bytes).")));
+            }
+            let reader = std::io::Cursor::new(text.into_bytes());
+            let range = (offset, limit);
+            return read_lines(env, reader, &shown, range, config.read_byte_limit, &mut Vec::new());
+        }
         if meta.len() == 0 {
             return Ok(ToolOutput::text(format!("`{shown}` is empty (0 bytes).")));
         }
         let reader = BufReader::with_capacity(BUFFER_BYTES, file);
-        let offset = args.offset.unwrap_or(1).max(1);
-        let limit = args.limit.unwrap_or(config.read_line_limit as u64).max(1);
         let key = FileKey::of(&meta);
         let mut checkpoints = self.index.take(&key);
         let result = read_lines(
@@ -209,7 +218,7 @@ impl Builtin for ReadFile {
 /// The numbered lines `offset..offset + limit` of a text file, with notes.
 fn read_lines(
     env: &dyn CallEnv,
-    mut reader: BufReader<fs_err::File>,
+    mut reader: impl BufRead + Seek,
     shown: &str,
     (offset, limit): (u64, u64),
     byte_limit: usize,

@@ -21,6 +21,8 @@ pub(crate) const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴"
 
 /// One entry of the transcript.
 #[derive(Debug, Clone)]
+// Cells are few (one per transcript item) and moved rarely: boxing the tool card buys nothing.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Cell {
     /// What the person sent; `queued` for a steering message sent while a turn ran.
     User { text: String, queued: bool },

@@ -3,6 +3,7 @@
 // Tests run the real binary (std::process::Command), use std::fs freely, and unwrap in helpers.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
+mod acp;
 mod app_server;
 mod codex_sdk;
 mod command_env;

@@ -17,7 +17,7 @@ pub(crate) fn servers_dir() -> Option<PathBuf> {
     crate::npm_dir()
 }
 
-fn bin(dir: &Path, name: &str) -> String {
+pub(crate) fn bin(dir: &Path, name: &str) -> String {
     dir.join("node_modules/.bin").join(name).to_string_lossy().into_owned()
 }
 

@@ -140,7 +140,8 @@ fn basic_records() -> Vec<Record> {
             tools: vec![ToolSpec {
                 name: "read_file".to_owned(),
                 description: "Reads a file.".to_owned(),
-                schema: serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+                // Keys in sorted order: the text is the same whether or not serde_json keeps insertion order.
+                schema: serde_json::json!({"properties": {"path": {"type": "string"}}, "type": "object"}),
             }],
             max_output_tokens: Some(32_000),
             output_schema: None,

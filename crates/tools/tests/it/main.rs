@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod escalate;
+mod file_access;
 mod files;
 mod fuzz;
 mod kernel;

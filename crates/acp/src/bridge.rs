@@ -1,0 +1,366 @@
+//! One ACP session's bridge: a named thread that owns the running agent and translates both
+//! ways — prompts, cancels and permission answers in; `session/update`s, permission requests
+//! and the prompt's stop reason out.
+//!
+//! Invariants:
+//! - It never blocks on the client: a permission request's answer comes back as a `Command` on
+//!   its own channel (sent from the SDK's response callback), so events keep flowing and a
+//!   cancel is acted on while the client is still asked.
+//! - One prompt at a time; every prompt is answered exactly once: with the turn's stop reason,
+//!   an error, or `cancelled` when the session shuts down first.
+//! - Only the root agent's text and tool calls are shown; a subagent's approvals are asked all
+//!   the same (someone must answer them).
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::Responder;
+use agent_client_protocol::v1::schema as acp;
+use codecoder_kernel::AgentHandle;
+use codecoder_protocol::{
+    AgentCommand, AgentEventKind, ApprovalDecision, ApprovalRequest, AskUserAnswer, ToolCall,
+    ToolCallId, ToolResultStatus, TurnOutcome,
+};
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::translate;
+
+/// How often a running command's output is sent again at most (each update carries it whole).
+const OUTPUT_INTERVAL: Duration = Duration::from_millis(100);
+/// The most output of a running command shown (its tail).
+const OUTPUT_SHOWN: usize = 64 * 1024;
+
+/// What the bridge is told.
+pub(crate) enum Command {
+    /// `session/prompt`.
+    Prompt(Vec<acp::ContentBlock>, Responder<acp::PromptResponse>),
+    /// `session/cancel`.
+    Cancel,
+    /// The client answered a permission request (`None`: the request failed).
+    Permission {
+        keys: Vec<String>,
+        reply: codecoder_protocol::Reply<ApprovalDecision>,
+        outcome: Option<acp::RequestPermissionOutcome>,
+    },
+    /// Stop the agent and end the thread.
+    Shutdown,
+}
+
+/// A tool call shown to the client.
+struct Shown {
+    call: ToolCall,
+    output: String,
+    sent_at: Option<Instant>,
+}
+
+pub(crate) struct Bridge {
+    pub(crate) connection: ConnectionTo<Client>,
+    pub(crate) session_id: String,
+    pub(crate) cwd: PathBuf,
+    pub(crate) agent: AgentHandle,
+    pub(crate) commands: Receiver<Command>,
+    /// A sender of this bridge's own commands, for the SDK's response callbacks.
+    pub(crate) own: Sender<Command>,
+}
+
+struct State {
+    prompt: Option<Responder<acp::PromptResponse>>,
+    shown: HashMap<ToolCallId, Shown>,
+    /// Calls whose tool_call went out as pending (asked for permission before they started).
+    announced: HashSet<ToolCallId>,
+    /// `update_plan` calls: shown as plans, not as tool calls.
+    plans: HashSet<ToolCallId>,
+    /// Permission keys the person rejected for the rest of the session.
+    rejected: HashSet<String>,
+}
+
+impl Bridge {
+    /// Runs until `Shutdown` (or the agent stops).
+    pub(crate) fn run(self) {
+        let mut state = State {
+            prompt: None,
+            shown: HashMap::new(),
+            announced: HashSet::new(),
+            plans: HashSet::new(),
+            rejected: HashSet::new(),
+        };
+        loop {
+            crossbeam_channel::select! {
+                recv(self.agent.events) -> event => {
+                    let Ok(event) = event else { break };
+                    let root = event.source.subagent_path.is_empty();
+                    self.event(&mut state, event.kind, root);
+                }
+                recv(self.commands) -> command => {
+                    let Ok(command) = command else { break };
+                    if !self.command(&mut state, command) {
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(prompt) = state.prompt.take() {
+            let _ = prompt.respond(acp::PromptResponse::new(acp::StopReason::Cancelled));
+        }
+        let _ = self.agent.cmd.send(AgentCommand::Shutdown);
+        for event in self.agent.events.iter() {
+            if matches!(event.kind, AgentEventKind::ShutdownComplete) {
+                break;
+            }
+        }
+        let _ = self.agent.join();
+    }
+
+    fn update(&self, update: acp::SessionUpdate) {
+        let notification = acp::SessionNotification::new(self.session_id.clone(), update);
+        let _ = self.connection.send_notification(notification);
+    }
+
+    /// Handles a command; false ends the bridge.
+    fn command(&self, state: &mut State, command: Command) -> bool {
+        match command {
+            Command::Prompt(blocks, responder) => {
+                if state.prompt.is_some() {
+                    let _ = responder.respond_with_error(agent_client_protocol::Error::new(
+                        agent_client_protocol::ErrorCode::INVALID_REQUEST,
+                        "a prompt is already running in this session; cancel it first",
+                    ));
+                    return true;
+                }
+                let input = translate::user_input(blocks);
+                if self.agent.cmd.send(AgentCommand::Submit(input)).is_err() {
+                    let _ = responder.respond_with_error(agent_client_protocol::Error::new(
+                        agent_client_protocol::ErrorCode::INTERNAL_ERROR,
+                        "the agent has stopped",
+                    ));
+                    return true;
+                }
+                state.prompt = Some(responder);
+            }
+            Command::Cancel => {
+                let _ = self.agent.cmd.send(AgentCommand::Cancel);
+            }
+            Command::Permission { keys, reply, outcome } => {
+                let decision = match outcome {
+                    Some(acp::RequestPermissionOutcome::Selected(selected)) => {
+                        match &*selected.option_id.0 {
+                            ALLOW_ONCE => ApprovalDecision::AllowOnce,
+                            ALLOW_ALWAYS => ApprovalDecision::AllowForSession,
+                            REJECT_ALWAYS => {
+                                state.rejected.extend(keys);
+                                ApprovalDecision::Deny
+                            }
+                            _ => ApprovalDecision::Deny,
+                        }
+                    }
+                    Some(_) | None => ApprovalDecision::Cancelled,
+                };
+                reply.send(decision);
+            }
+            Command::Shutdown => return false,
+        }
+        true
+    }
+
+    fn event(&self, state: &mut State, kind: AgentEventKind, root: bool) {
+        match kind {
+            AgentEventKind::ApprovalRequest(request) => self.ask_permission(state, request, root),
+            AgentEventKind::AskUser(request) => {
+                // ACP v1 has no free-form question; the model hears that none was answered.
+                request.reply.send(AskUserAnswer::Declined);
+            }
+            _ if !root => {}
+            AgentEventKind::TextDelta { delta, .. } => {
+                self.update(acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(
+                    acp::ContentBlock::Text(acp::TextContent::new(delta)),
+                )));
+            }
+            AgentEventKind::ReasoningDelta { delta, .. } => {
+                self.update(acp::SessionUpdate::AgentThoughtChunk(acp::ContentChunk::new(
+                    acp::ContentBlock::Text(acp::TextContent::new(delta)),
+                )));
+            }
+            AgentEventKind::ToolStarted { call, .. } => self.tool_started(state, call),
+            AgentEventKind::ToolOutputDelta { call_id, chunk, .. } => {
+                let Some(shown) = state.shown.get_mut(&call_id) else { return };
+                shown.output.push_str(&chunk);
+                if shown.output.len() > 2 * OUTPUT_SHOWN {
+                    let mut cut = shown.output.len() - OUTPUT_SHOWN;
+                    while !shown.output.is_char_boundary(cut) {
+                        cut += 1;
+                    }
+                    shown.output.drain(..cut);
+                }
+                if shown.sent_at.is_some_and(|at| at.elapsed() < OUTPUT_INTERVAL) {
+                    return;
+                }
+                shown.sent_at = Some(Instant::now());
+                let fields = acp::ToolCallUpdateFields::new()
+                    .content(vec![translate::terminal_content(&shown.output)]);
+                self.update(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(
+                    call_id.to_string(),
+                    fields,
+                )));
+            }
+            AgentEventKind::ToolFinished { call_id, result, .. } => {
+                if state.plans.remove(&call_id) {
+                    return;
+                }
+                state.announced.remove(&call_id);
+                let shown = state.shown.remove(&call_id);
+                let (status, text, ok) = match &result {
+                    Ok(result) => (
+                        translate::result_status(result.status),
+                        translate::result_text(result),
+                        result.status == ToolResultStatus::Success,
+                    ),
+                    Err(err) => (acp::ToolCallStatus::Failed, err.to_string(), false),
+                };
+                let call = shown.as_ref().map(|shown| &shown.call);
+                let content = translate::result_content(call, &text, ok, &self.cwd);
+                let raw_output = serde_json::json!({ "text": text, "ok": ok });
+                let fields = acp::ToolCallUpdateFields::new()
+                    .status(status)
+                    .content(content)
+                    .raw_output(raw_output);
+                self.update(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(
+                    call_id.to_string(),
+                    fields,
+                )));
+            }
+            AgentEventKind::TurnDone { outcome, .. } => {
+                let Some(prompt) = state.prompt.take() else { return };
+                let _ = match outcome {
+                    TurnOutcome::Completed => {
+                        prompt.respond(acp::PromptResponse::new(acp::StopReason::EndTurn))
+                    }
+                    TurnOutcome::Cancelled | TurnOutcome::Interrupted => {
+                        prompt.respond(acp::PromptResponse::new(acp::StopReason::Cancelled))
+                    }
+                    TurnOutcome::Failed { message } if message.contains("step limit") => {
+                        prompt.respond(acp::PromptResponse::new(acp::StopReason::MaxTurnRequests))
+                    }
+                    TurnOutcome::Failed { message } => {
+                        prompt.respond_with_error(agent_client_protocol::Error::new(
+                            agent_client_protocol::ErrorCode::INTERNAL_ERROR,
+                            format!("the turn failed: {message}"),
+                        ))
+                    }
+                };
+            }
+            AgentEventKind::Warning { message } | AgentEventKind::HookMessage { message, .. } => {
+                self.update(acp::SessionUpdate::AgentThoughtChunk(acp::ContentChunk::new(
+                    acp::ContentBlock::Text(acp::TextContent::new(format!("\n{message}\n"))),
+                )));
+            }
+            AgentEventKind::TurnStarted { .. }
+            | AgentEventKind::StepStarted { .. }
+            | AgentEventKind::StepRetried { .. }
+            | AgentEventKind::Compacted { .. }
+            | AgentEventKind::StepFinished { .. }
+            | AgentEventKind::Status(_)
+            | AgentEventKind::Usage { .. }
+            | AgentEventKind::ShutdownComplete => {}
+        }
+    }
+
+    fn tool_call(&self, call: &ToolCall, status: acp::ToolCallStatus) -> acp::ToolCall {
+        acp::ToolCall::new(call.id.to_string(), translate::title(call))
+            .kind(translate::tool_kind(&call.name))
+            .status(status)
+            .locations(translate::locations(call, &self.cwd))
+            .content(translate::call_content(call, &self.cwd))
+            .raw_input(call.args.clone())
+    }
+
+    fn tool_started(&self, state: &mut State, call: ToolCall) {
+        if call.name == "update_plan" {
+            if let Some(plan) = translate::plan(&call.args) {
+                self.update(acp::SessionUpdate::Plan(plan));
+            }
+            state.plans.insert(call.id);
+            return;
+        }
+        if state.announced.contains(&call.id) {
+            let fields = acp::ToolCallUpdateFields::new().status(acp::ToolCallStatus::InProgress);
+            self.update(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(
+                call.id.to_string(),
+                fields,
+            )));
+        } else {
+            self.update(acp::SessionUpdate::ToolCall(
+                self.tool_call(&call, acp::ToolCallStatus::InProgress),
+            ));
+        }
+        let id = call.id.clone();
+        state.shown.insert(id, Shown { call, output: String::new(), sent_at: None });
+    }
+
+    fn ask_permission(&self, state: &mut State, request: ApprovalRequest, root: bool) {
+        let ApprovalRequest { call, summary, permission_keys, reason, reply, .. } = request;
+        if !permission_keys.is_empty() && permission_keys.iter().all(|k| state.rejected.contains(k))
+        {
+            reply.send(ApprovalDecision::DenyWithFeedback {
+                feedback: "the person rejected this for the rest of the session".to_owned(),
+            });
+            return;
+        }
+        let mut title = if root { translate::title(&call) } else { summary.clone() };
+        if let Some(reason) = &reason {
+            title = format!("{title} ({reason})");
+        }
+        if root && !state.announced.contains(&call.id) {
+            state.announced.insert(call.id.clone());
+            self.update(acp::SessionUpdate::ToolCall(
+                self.tool_call(&call, acp::ToolCallStatus::Pending),
+            ));
+        }
+        let fields = acp::ToolCallUpdateFields::new()
+            .title(title)
+            .kind(translate::tool_kind(&call.name))
+            .status(acp::ToolCallStatus::Pending)
+            .locations(translate::locations(&call, &self.cwd))
+            .content(translate::call_content(&call, &self.cwd))
+            .raw_input(call.args.clone());
+        let options = vec![
+            acp::PermissionOption::new(ALLOW_ONCE, "Allow", acp::PermissionOptionKind::AllowOnce),
+            acp::PermissionOption::new(
+                ALLOW_ALWAYS,
+                "Always allow",
+                acp::PermissionOptionKind::AllowAlways,
+            ),
+            acp::PermissionOption::new(
+                REJECT_ONCE,
+                "Reject",
+                acp::PermissionOptionKind::RejectOnce,
+            ),
+            acp::PermissionOption::new(
+                REJECT_ALWAYS,
+                "Always reject",
+                acp::PermissionOptionKind::RejectAlways,
+            ),
+        ];
+        let permission = acp::RequestPermissionRequest::new(
+            self.session_id.clone(),
+            acp::ToolCallUpdate::new(call.id.to_string(), fields),
+            options,
+        );
+        let own = self.own.clone();
+        // The reply travels with the callback; if the SDK drops it (the connection is gone), the
+        // reply is dropped with it, which the agent reads as "cancelled".
+        let _ = self.connection.send_request(permission).on_receiving_result(move |result| {
+            let outcome = result.ok().map(|response| response.outcome);
+            // Unbounded: the send never blocks the connection's dispatch loop.
+            let _ = own.send(Command::Permission { keys: permission_keys, reply, outcome });
+            futures::future::ready(Ok(()))
+        });
+    }
+}
+
+const ALLOW_ONCE: &str = "allow_once";
+const ALLOW_ALWAYS: &str = "allow_always";
+const REJECT_ONCE: &str = "reject_once";
+const REJECT_ALWAYS: &str = "reject_always";

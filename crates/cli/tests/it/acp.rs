@@ -1,0 +1,107 @@
+//! `codecoder acp` end to end: a Node ACP client on the official TypeScript SDK
+//! (`fixtures/acp_client.mjs`, the SDK from the directory `CODECODER_TEST_NPM` names) spawns the
+//! real binary against the fake model server and drives a session as an editor does: it
+//! initializes, creates a session with an MCP server, prompts a bug fix (a permission granted,
+//! the file read from and written to the client's buffer, which differs from the disk), cancels
+//! a slow command (stop reason `cancelled`, no process left) and loads the session back. The
+//! client checks what it sees; this test checks what the model saw and what reached the disk.
+//! Skipped with a note without the npm packages, failed under `CI=true`.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use codecoder_test_support::{FakeModelServer, Reply, Script};
+use serde_json::json;
+
+use crate::exec::openai_env;
+use crate::mcp::{bin, servers_dir};
+use crate::{stderr, stdout};
+
+/// The slow command's argument, unique to this run (found in /proc while it runs).
+fn marker() -> String {
+    format!("9{}", std::process::id())
+}
+
+fn script() -> Script {
+    let plan = json!({"plan": [
+        {"step": "Read add.js", "status": "completed"},
+        {"step": "Fix the operator", "status": "in_progress"}
+    ]});
+    Script::new()
+        .reply(
+            Reply::tool_call("call_read", "read_file", json!({"path": "add.js"}))
+                .and_tool_call("call_plan", "update_plan", plan)
+                .reasoning("The sum subtracts."),
+        )
+        .reply(Reply::tool_call(
+            "call_edit",
+            "edit",
+            json!({"path": "add.js", "old_string": "return a - b;", "new_string": "return a + b;"}),
+        ))
+        .reply(Reply::text("Fixed the subtraction."))
+        .reply(Reply::tool_call(
+            "call_slow",
+            "run_command",
+            json!({"command": format!("sleep {}", marker())}),
+        ))
+}
+
+#[test]
+fn an_acp_client_fixes_a_bug_cancels_a_command_and_loads_the_session() {
+    let Some(npm) = servers_dir() else { return };
+    let server = FakeModelServer::start(script()).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let workdir = work.path().canonicalize().unwrap();
+    std::fs::write(workdir.join("add.js"), "function add(a, b) {\n  return a - b;\n}\n").unwrap();
+    // FIXME: unconfined commands. Under bubblewrap a cancelled command can outlive its cancel:
+    // `--new-session` moves the sandboxed process out of the process group the sandbox crate
+    // signals, so when the outer bwrap dies of the SIGTERM the inner one and the command stay
+    // (and the `Child` drop then waits on their pipes). "No process left" is asserted here for
+    // what the ACP layer owns: the cancel reaching the kernel and the turn's process group.
+    std::fs::write(home.path().join("config.toml"), "sandbox_mode = \"danger-full-access\"\n")
+        .unwrap();
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/acp_client.mjs");
+
+    let mut command = Command::new("node");
+    command
+        .arg(&client)
+        .current_dir(&workdir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("CODECODER_HOME", home.path())
+        .env("CODECODER_BIN", env!("CARGO_BIN_EXE_codecoder"))
+        .env("CODECODER_TEST_NPM", &npm)
+        .env("WORKDIR", &workdir)
+        .env("MCP_SERVER", bin(&npm, "mcp-server-everything"))
+        .env("MARKER", marker());
+    for (key, value) in openai_env(&server) {
+        command.env(key, value);
+    }
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "the ACP client failed:\nstdout: {}\nstderr: {}",
+        stdout(&output),
+        stderr(&output)
+    );
+    let summary: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    // The edit asked (under `untrusted`); `sleep` is a known-safe command.
+    assert_eq!(summary["permissions"].as_u64(), Some(1), "{summary}");
+
+    // The fix reached the disk through the client's write, made from its buffer.
+    let fixed = std::fs::read_to_string(workdir.join("add.js")).unwrap();
+    assert_eq!(fixed, "function add(a, b) {\n  return a + b; // unsaved\n}\n");
+
+    let requests = server.wait_for_requests(4, Duration::from_secs(10)).unwrap();
+    // The client's MCP server joined the session's tools.
+    let tools = requests[0].body["tools"].to_string();
+    assert!(tools.contains("mcp__everything__"), "no MCP tool in {tools}");
+    // The embedded resource reached the model as context.
+    assert!(requests[0].raw_body.contains("<context uri="), "{}", requests[0].raw_body);
+    // The model read the editor's buffer, not the disk.
+    assert!(requests[1].raw_body.contains("// unsaved"), "{}", requests[1].raw_body);
+    // The cancelled command's result is in the log, so nothing more was asked of the model.
+    assert_eq!(server.requests().len(), 4);
+}
