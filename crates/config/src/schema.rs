@@ -461,22 +461,7 @@ pub struct AgentToml {
 /// The JSON Schema of `config.toml`, pretty-printed.
 pub fn json_schema() -> String {
     let schema = schemars::schema_for!(ConfigToml);
-    serde_json::to_string_pretty(&sorted(schema.to_value())).unwrap_or_default() + "\n"
-}
-
-/// `value` with every object's keys in sorted order, so the text is the same whether or not
-/// serde_json keeps insertion order (its `preserve_order` feature, which a dependency of the
-/// workspace turns on for every crate built with it).
-fn sorted(value: serde_json::Value) -> serde_json::Value {
-    match value {
-        serde_json::Value::Object(map) => {
-            let mut entries: Vec<(String, serde_json::Value)> = map.into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            serde_json::Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
-        }
-        serde_json::Value::Array(items) => {
-            serde_json::Value::Array(items.into_iter().map(sorted).collect())
-        }
-        other => other,
-    }
+    serde_json::to_string_pretty(&codecoder_protocol::sorted_json(schema.to_value()))
+        .unwrap_or_default()
+        + "\n"
 }

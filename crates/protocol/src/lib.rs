@@ -39,5 +39,24 @@ pub use record::{
 };
 pub use usage::Usage;
 
+/// `value` with every object's keys in sorted order, so that checked-in JSON (schemas, goldens)
+/// is the same text whether or not serde_json keeps insertion order (its `preserve_order`
+/// feature, which the ACP SDK turns on for every crate of a build that includes it).
+pub fn sorted_json(value: serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut entries: Vec<(String, serde_json::Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            serde_json::Value::Object(
+                entries.into_iter().map(|(k, v)| (k, sorted_json(v))).collect(),
+            )
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.into_iter().map(sorted_json).collect())
+        }
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests;

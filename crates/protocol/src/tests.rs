@@ -91,7 +91,9 @@ fn ids_display_and_parse() {
 /// rewrites them.
 #[allow(clippy::disallowed_methods)] // protocol has no fs-err; this test only touches its own files
 fn check_schema(schema: &schemars::Schema, file: &str) {
-    let actual = serde_json::to_string_pretty(&sorted(schema.clone().to_value())).unwrap() + "\n";
+    let actual = serde_json::to_string_pretty(&crate::sorted_json(schema.clone().to_value()))
+        .unwrap()
+        + "\n";
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema").join(file);
     if std::env::var_os(env::UPDATE_EXPECT).is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -227,22 +229,5 @@ fn claude_tool_names_map_both_ways() {
     for name in ["apply_patch", "mcp__memory__store", "NotebookEdit"] {
         assert_eq!(claude_tool_name(name), name);
         assert_eq!(our_tool_name(name), name);
-    }
-}
-
-/// `value` with every object's keys in sorted order, so the text is the same whether or not
-/// serde_json keeps insertion order (its `preserve_order` feature, which a dependency of the
-/// workspace turns on for every crate built with it).
-fn sorted(value: serde_json::Value) -> serde_json::Value {
-    match value {
-        serde_json::Value::Object(map) => {
-            let mut entries: Vec<(String, serde_json::Value)> = map.into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            serde_json::Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
-        }
-        serde_json::Value::Array(items) => {
-            serde_json::Value::Array(items.into_iter().map(sorted).collect())
-        }
-        other => other,
     }
 }

@@ -23,12 +23,17 @@ fn marker() -> String {
     format!("9{}", std::process::id())
 }
 
+/// A tool of the MCP server the client passes in `session/new`.
+const ECHO: &str = "mcp__everything__echo";
+
 fn script() -> Script {
     let plan = json!({"plan": [
         {"step": "Read add.js", "status": "completed"},
         {"step": "Fix the operator", "status": "in_progress"}
     ]});
+    // The client's MCP server's tools join once it is ready: until then the model waits.
     Script::new()
+        .until_tools([ECHO], crate::mcp::wait_for_servers())
         .reply(
             Reply::tool_call("call_read", "read_file", json!({"path": "add.js"}))
                 .and_tool_call("call_plan", "update_plan", plan)
@@ -94,14 +99,14 @@ fn an_acp_client_fixes_a_bug_cancels_a_command_and_loads_the_session() {
     let fixed = std::fs::read_to_string(workdir.join("add.js")).unwrap();
     assert_eq!(fixed, "function add(a, b) {\n  return a + b; // unsaved\n}\n");
 
-    let requests = server.wait_for_requests(4, Duration::from_secs(10)).unwrap();
-    // The client's MCP server joined the session's tools.
-    let tools = requests[0].body["tools"].to_string();
-    assert!(tools.contains("mcp__everything__"), "no MCP tool in {tools}");
+    server.wait_for_requests(4, Duration::from_secs(10)).unwrap();
+    // The client's MCP server joined the session's tools (the requests before were the wait).
+    let requests = crate::mcp::from_tools(server.requests(), &[ECHO.to_owned()]);
+    assert_eq!(requests.len(), 4, "the four scripted requests offer {ECHO}");
     // The embedded resource reached the model as context.
     assert!(requests[0].raw_body.contains("<context uri="), "{}", requests[0].raw_body);
     // The model read the editor's buffer, not the disk.
     assert!(requests[1].raw_body.contains("// unsaved"), "{}", requests[1].raw_body);
-    // The cancelled command's result is in the log, so nothing more was asked of the model.
-    assert_eq!(server.requests().len(), 4);
+    // The cancelled command's result is in the log, so nothing more was asked of the model
+    // (checked above: the four scripted requests and no other once the tools were there).
 }

@@ -51,14 +51,14 @@ fn toml_list(items: &[&str]) -> String {
 /// What the fake model answers while the MCP tools it needs have not joined the session yet
 /// (the servers start behind the first request): a quick look at the directory, a tenth of a
 /// second later.
-fn wait_for_servers() -> Reply {
+pub(crate) fn wait_for_servers() -> Reply {
     let mut reply = Reply::tool_call("wait", "list_dir", json!({ "path": "." }));
     reply.delay_ms = 100;
     reply
 }
 
 /// The requests from the first one that offers all of `tools` on.
-fn from_tools(
+pub(crate) fn from_tools(
     requests: Vec<codecoder_test_support::RecordedRequest>,
     tools: &[String],
 ) -> Vec<codecoder_test_support::RecordedRequest> {
