@@ -10,11 +10,14 @@
 //!
 //! Invariants:
 //! - No orphan process: when a `Child` is cancelled, finishes, or is dropped, the whole group
-//!   gets SIGTERM, then SIGKILL after the grace period if any member is still there. Confined,
-//!   that reaches everything inside, `setsid` children included: bubblewrap's pid namespace with
-//!   `--die-with-parent`, or the stage's own pid namespace under Landlock. Unconfined (or under
-//!   Landlock where namespaces are refused) a member that left the group on purpose still
-//!   escapes.
+//!   gets SIGTERM, then SIGKILL after the grace period if any member is still there, and so
+//!   do the process groups of the leader's live descendants outside its group (found in
+//!   `/proc` when the termination starts): bubblewrap's `--new-session` puts the sandboxed tree
+//!   in a session of its own, and the outer bwrap's death alone did not always take it down
+//!   (seen under load: the command outlived a cancel and held its output pipe). Confined, the
+//!   pid namespace (bubblewrap's, or the stage's under Landlock) then takes every process inside
+//!   with it. Unconfined, a descendant that left the group is reached while its parent chain to
+//!   the leader holds; one already reparented to init escapes.
 //! - Only this crate spawns processes, and a `Confinement::Sandboxed` command never starts
 //!   unconfined: if the backend cannot apply the policy, the stage exits 126 before the command
 //!   runs.
@@ -220,6 +223,10 @@ pub struct Child {
     exit: Receiver<ExitStatus>,
     status: Option<ExitStatus>,
     terminated: bool,
+    /// Process groups of the leader's descendants outside its own group, found when the group
+    /// is terminated: bubblewrap's `--new-session` puts the sandboxed tree in a session of its
+    /// own, which a signal to the leader's group does not reach.
+    other_groups: Vec<u32>,
     readers: Vec<JoinOnDrop<()>>,
     waiter: Option<JoinOnDrop<()>>,
 }
@@ -276,6 +283,7 @@ pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
         exit,
         status: None,
         terminated: false,
+        other_groups: Vec::new(),
         readers: Vec::new(),
         waiter: None,
     };
@@ -342,6 +350,43 @@ pub fn live_group_members(pgid: u32) -> Vec<u32> {
         }
     }
     members
+}
+
+/// The process groups, other than `leader`'s own, of `leader`'s live descendants (from
+/// `/proc`; a process may exit while it is read, which only leaves it out).
+fn descendant_groups(leader: u32) -> Vec<u32> {
+    let Ok(entries) = fs_err::read_dir("/proc") else { return Vec::new() };
+    // pid → (ppid, pgrp) of every live process.
+    let mut processes: Vec<(u32, u32, u32)> = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = fs_err::read_to_string(entry.path().join("stat")) else { continue };
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let mut fields = rest.split_whitespace();
+        let (Some(state), Some(ppid), Some(pgrp)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        let (Ok(ppid), Ok(pgrp)) = (ppid.parse::<u32>(), pgrp.parse::<u32>()) else { continue };
+        if state != "Z" && state != "X" {
+            processes.push((pid, ppid, pgrp));
+        }
+    }
+    let mut tree = vec![leader];
+    let mut groups = Vec::new();
+    let mut i = 0;
+    while let Some(&parent) = tree.get(i) {
+        i += 1;
+        for &(pid, ppid, pgrp) in &processes {
+            if ppid == parent && !tree.contains(&pid) {
+                tree.push(pid);
+                if pgrp != leader && pgrp != 0 && !groups.contains(&pgrp) {
+                    groups.push(pgrp);
+                }
+            }
+        }
+    }
+    groups
 }
 
 fn spawn_reader(
@@ -463,6 +508,9 @@ impl Child {
             return;
         }
         self.terminated = true;
+        if cfg!(target_os = "linux") {
+            self.other_groups = descendant_groups(self.pid);
+        }
         if !self.group_alive() {
             live_groups::remove(self.pid);
             return;
@@ -480,27 +528,38 @@ impl Child {
     }
 
     fn signal(&self, signal: Signal) {
-        let Ok(pgid) = i32::try_from(self.pid) else { return };
-        // ESRCH (group already empty) is the expected race; nothing else can be done about
-        // other errors here.
-        let _ = killpg(Pid::from_raw(pgid), signal);
+        for &group in std::iter::once(&self.pid).chain(&self.other_groups) {
+            let Ok(pgid) = i32::try_from(group) else { continue };
+            // ESRCH (group already empty) is the expected race; nothing else can be done about
+            // other errors here.
+            let _ = killpg(Pid::from_raw(pgid), signal);
+        }
     }
 
     fn group_alive(&self) -> bool {
-        let Ok(pgid) = i32::try_from(self.pid) else { return false };
-        // Signal 0 checks existence only. A reaped leader with no member left gives ESRCH: the
-        // common, cheap answer.
-        if matches!(killpg(Pid::from_raw(pgid), None), Err(Errno::ESRCH)) {
-            return false;
-        }
-        // Otherwise members may be zombies waiting for init to reap them (some container inits
-        // reap late); they are dead, so only live members count.
-        if cfg!(target_os = "linux") {
-            return !live_group_members(self.pid).is_empty();
-        }
-        true
+        std::iter::once(&self.pid)
+            .chain(&self.other_groups)
+            .any(|&group| process_group_alive(group))
     }
+}
 
+/// Whether process group `group` has a live member.
+fn process_group_alive(group: u32) -> bool {
+    let Ok(pgid) = i32::try_from(group) else { return false };
+    // Signal 0 checks existence only. A reaped leader with no member left gives ESRCH: the
+    // common, cheap answer.
+    if matches!(killpg(Pid::from_raw(pgid), None), Err(Errno::ESRCH)) {
+        return false;
+    }
+    // Otherwise members may be zombies waiting for init to reap them (some container inits
+    // reap late); they are dead, so only live members count.
+    if cfg!(target_os = "linux") {
+        return !live_group_members(group).is_empty();
+    }
+    true
+}
+
+impl Child {
     /// Waits for the leader's exit status, then polls until the group is empty. Returns false
     /// at the deadline.
     fn wait_group_gone(&mut self, deadline: Instant) -> bool {

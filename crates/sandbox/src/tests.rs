@@ -50,6 +50,51 @@ fn cancel_kills_the_whole_group() {
     assert_eq!(live_group_members(pgid), Vec::<u32>::new());
 }
 
+/// The processes whose command line holds `marker`.
+fn processes_with(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in fs_err::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(cmdline) = fs_err::read(entry.path().join("cmdline")) else { continue };
+        if String::from_utf8_lossy(&cmdline).contains(marker) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn cancel_kills_descendants_that_left_the_group() {
+    // bubblewrap's --new-session does this to every sandboxed command: its tree runs in a
+    // session (and process group) of its own, out of reach of a signal to the leader's group.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    let marker = format!("{}.{nanos:09}", 20 + std::process::id() % 9);
+    let script = format!("setsid sleep {marker} & echo started; sleep 100; wait");
+    let mut child =
+        spawn(&CommandSpec::new("sh", ["-c", &script]), &SpawnConfig::standard()).unwrap();
+    let (cancel_tx, cancel) = bounded(1);
+    let outcome = child
+        .wait(&Wait::new().cancel_on(&cancel), &mut |chunk| {
+            if chunk.bytes.starts_with(b"started") {
+                // The setsid'd sleeper exists once its own session is made: wait for it.
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while processes_with(&marker).is_empty() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                let _ = cancel_tx.try_send(());
+            }
+        })
+        .unwrap();
+    assert_eq!(outcome, Outcome::Cancelled);
+    // The cancel terminated the group: the sleeper in its own session is gone with it (it held
+    // the output pipe, so a survivor would also hold up the drop below until it ended).
+    assert_eq!(processes_with(&marker), Vec::<u32>::new(), "the sleeper in its own session");
+    drop(child);
+}
+
 #[test]
 fn sigterm_ignored_then_sigkill_after_grace() {
     let spec =
