@@ -3,17 +3,7 @@
 
 use std::process::ExitCode;
 
-use clap::Args;
-
-use crate::cli::GlobalArgs;
-
-/// `codecoder app-server`.
-#[derive(Debug, Args)]
-pub(crate) struct AppServerArgs {
-    /// The transport: only `stdio://` (JSON lines on stdin and stdout) is served.
-    #[arg(long, value_name = "URL", default_value = "stdio://")]
-    pub(crate) listen: String,
-}
+use crate::cli::{AppServerArgs, GlobalArgs};
 
 pub(crate) fn run(args: &AppServerArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     if args.listen != "stdio://" {

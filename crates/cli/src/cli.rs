@@ -301,7 +301,7 @@ pub(crate) enum Command {
     /// crates/app-server/schema/app-server.schema.json. Ends when stdin closes, after every
     /// thread's agent has stopped.
     #[command(name = "app-server")]
-    AppServer(crate::app_server_cmd::AppServerArgs),
+    AppServer(AppServerArgs),
     /// Serve the Agent Client Protocol (ACP v1) on stdin/stdout, for editors such as Zed.
     ///
     /// The editor starts this command and speaks newline-delimited JSON-RPC with it: sessions
@@ -315,6 +315,14 @@ pub(crate) enum Command {
     /// `"agent_servers": { "codecoder": { "command": "codecoder", "args": ["acp"] } }`
     /// (global flags such as `-s workspace-write` or `-c key=value` go before `acp`).
     Acp(AcpArgs),
+}
+
+/// `codecoder app-server`.
+#[derive(Debug, Args)]
+pub(crate) struct AppServerArgs {
+    /// The transport: only `stdio://` (JSON lines on stdin and stdout) is served.
+    #[arg(long, value_name = "URL", default_value = "stdio://")]
+    pub(crate) listen: String,
 }
 
 /// `codecoder acp`.
