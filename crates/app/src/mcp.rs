@@ -215,6 +215,7 @@ pub(crate) fn doctor(
                     format!("stdio: {command} {}", args.join(" ")).trim_end().to_owned()
                 }
                 Transport::Http { url, .. } => format!("http: {url}"),
+                Transport::Sse { url, .. } => format!("sse: {url}"),
             };
             (s.name.clone(), how)
         })

@@ -129,7 +129,8 @@ fn the_users_claude_json_servers_are_read_and_config_toml_wins() {
         .iter()
         .map(|s| match &s.transport {
             codecoder_mcp::Transport::Stdio { command, .. } => (s.name.clone(), command.clone()),
-            codecoder_mcp::Transport::Http { url, .. } => (s.name.clone(), url.clone()),
+            codecoder_mcp::Transport::Http { url, .. }
+            | codecoder_mcp::Transport::Sse { url, .. } => (s.name.clone(), url.clone()),
         })
         .collect();
     assert_eq!(
