@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codecoder_config::{LoadedConfig, McpServerToml};
+use codecoder_config::{LoadedConfig, McpServerToml, McpTransportToml};
 use codecoder_kernel::LateTools;
 use codecoder_mcp::{McpManager, ReportOutcome, ServerConfig, Transport};
 
@@ -107,6 +107,9 @@ fn from_toml(
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ServerConfig, String> {
     let transport = match (&table.command, &table.url) {
+        (Some(_), None) if table.transport.is_some() => {
+            return Err("`transport` applies to a `url` server only".to_owned());
+        }
         (Some(command), None) => {
             let mut env = base.clone();
             env.extend(table.env.clone());
@@ -125,7 +128,13 @@ fn from_toml(
                 ),
                 None => None,
             };
-            Transport::Http { url: url.clone(), bearer_token, headers: table.http_headers.clone() }
+            let (url, headers) = (url.clone(), table.http_headers.clone());
+            match table.transport {
+                Some(McpTransportToml::Sse) => Transport::Sse { url, bearer_token, headers },
+                Some(McpTransportToml::Http) | None => {
+                    Transport::Http { url, bearer_token, headers }
+                }
+            }
         }
         _ => return Err("needs exactly one of `command` (stdio) and `url` (HTTP)".to_owned()),
     };
@@ -215,6 +224,7 @@ pub(crate) fn doctor(
                     format!("stdio: {command} {}", args.join(" ")).trim_end().to_owned()
                 }
                 Transport::Http { url, .. } => format!("http: {url}"),
+                Transport::Sse { url, .. } => format!("sse: {url}"),
             };
             (s.name.clone(), how)
         })

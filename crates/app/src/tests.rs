@@ -85,6 +85,29 @@ fn mcp_servers_get_the_base_environment_and_their_own_only() {
 }
 
 #[test]
+fn an_mcp_server_with_transport_sse_speaks_the_older_http_sse_transport() {
+    let (loaded, cwd, _dirs) = mcp_setup(
+        "[mcp_servers.old]\nurl = \"http://127.0.0.1:1/sse\"\ntransport = \"sse\"\n[mcp_servers.new]\nurl = \"http://127.0.0.1:1/mcp\"\n[mcp_servers.bad]\ncommand = \"x\"\ntransport = \"sse\"\n",
+        "{}",
+        false,
+    );
+    let lookup = |_: &str| None;
+    let (servers, notices) = crate::mcp::server_configs(&loaded, &cwd, &lookup);
+    let kinds: Vec<(&str, &str)> = servers
+        .iter()
+        .map(|s| match &s.transport {
+            codecoder_mcp::Transport::Sse { url, .. } => (s.name.as_str(), url.as_str()),
+            codecoder_mcp::Transport::Http { .. } => (s.name.as_str(), "http"),
+            codecoder_mcp::Transport::Stdio { .. } => (s.name.as_str(), "stdio"),
+        })
+        .collect();
+    assert_eq!(kinds, [("new", "http"), ("old", "http://127.0.0.1:1/sse")]);
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    let notice = notices[0].to_string();
+    assert!(notice.contains("[mcp_servers.bad]") && notice.contains("`transport`"), "{notice}");
+}
+
+#[test]
 fn a_projects_mcp_json_is_read_only_when_the_project_is_trusted() {
     let json = r#"{"mcpServers": {"p": {"command": "project-server"}}}"#;
     let lookup = |_: &str| None;
@@ -129,7 +152,8 @@ fn the_users_claude_json_servers_are_read_and_config_toml_wins() {
         .iter()
         .map(|s| match &s.transport {
             codecoder_mcp::Transport::Stdio { command, .. } => (s.name.clone(), command.clone()),
-            codecoder_mcp::Transport::Http { url, .. } => (s.name.clone(), url.clone()),
+            codecoder_mcp::Transport::Http { url, .. }
+            | codecoder_mcp::Transport::Sse { url, .. } => (s.name.clone(), url.clone()),
         })
         .collect();
     assert_eq!(

@@ -22,9 +22,9 @@ pub use error::{Error, Result};
 pub use load::{LoadOptions, LoadedConfig, Origin, load, parse_override};
 pub use schema::{
     AgentToml, ConfigToml, FsyncToml, HookGroupToml, HookHandlerToml, InheritToml, McpServerToml,
-    ModelToml, PermissionsToml, ProfileToml, ProviderToml, SandboxBackendToml, SandboxToml,
-    SandboxWorkspaceWriteToml, SessionToml, ShellEnvironmentPolicyToml, ShellToml, WebSearchToml,
-    WireApiToml, json_schema,
+    McpTransportToml, ModelToml, PermissionsToml, ProfileToml, ProviderToml, SandboxBackendToml,
+    SandboxToml, SandboxWorkspaceWriteToml, SessionToml, ShellEnvironmentPolicyToml, ShellToml,
+    WebSearchToml, WireApiToml, json_schema,
 };
 pub use trust::{is_trusted, project_root, trust};
 

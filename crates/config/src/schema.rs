@@ -129,6 +129,10 @@ pub struct McpServerToml {
     /// The endpoint of a streamable HTTP server.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// How the `url` server is spoken to: `http` (streamable HTTP, the default) or `sse` (the
+    /// older HTTP+SSE transport of the 2024-11-05 revision).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<McpTransportToml>,
     /// The variable holding a bearer token for the HTTP server.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bearer_token_env_var: Option<String>,
@@ -154,6 +158,17 @@ pub struct McpServerToml {
     /// one of its tools runs; off by default (its requests are declined).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampling: Option<bool>,
+}
+
+/// `mcp_servers.NAME.transport`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum McpTransportToml {
+    /// Streamable HTTP.
+    Http,
+    /// The older HTTP+SSE transport: an event stream at `url`, messages POSTed to the endpoint
+    /// it names.
+    Sse,
 }
 
 /// `[sandbox_workspace_write]`.

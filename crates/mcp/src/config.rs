@@ -62,6 +62,16 @@ pub enum Transport {
         /// Extra headers on every request.
         headers: BTreeMap<String, String>,
     },
+    /// The older HTTP+SSE transport (2024-11-05): an event stream at `url` and POSTs to the
+    /// endpoint it names.
+    Sse {
+        /// The event stream's URL.
+        url: String,
+        /// Sent as `Authorization: Bearer …`.
+        bearer_token: Option<String>,
+        /// Extra headers on every request.
+        headers: BTreeMap<String, String>,
+    },
 }
 
 impl ServerConfig {
@@ -151,7 +161,7 @@ struct McpJsonServer {
 }
 
 /// The servers of a Claude Code `.mcp.json` (`{"mcpServers": {NAME: {command, args, env} |
-/// {type: "http"|"sse", url, headers}}}`) read from `text` (found at `path`, named in errors).
+/// {type: "http"|"sse", url, headers}}}`; `sse` is the older HTTP+SSE transport) read from `text` (found at `path`, named in errors).
 /// `base` is the environment stdio servers start from; `lookup` expands `${VAR}`.
 ///
 /// # Errors
@@ -182,7 +192,12 @@ pub fn parse_mcp_json(
                     cwd: None,
                 }
             }
-            (None | Some("http" | "sse"), None, Some(url)) => Transport::Http {
+            (None | Some("http"), None, Some(url)) => Transport::Http {
+                url: expand(&url),
+                bearer_token: None,
+                headers: server.headers.iter().map(|(k, v)| (k.clone(), expand(v))).collect(),
+            },
+            (Some("sse"), None, Some(url)) => Transport::Sse {
                 url: expand(&url),
                 bearer_token: None,
                 headers: server.headers.iter().map(|(k, v)| (k.clone(), expand(v))).collect(),

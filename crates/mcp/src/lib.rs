@@ -19,6 +19,7 @@ mod interact;
 mod manager;
 mod names;
 mod result;
+mod sse;
 mod tool;
 
 pub use config::{

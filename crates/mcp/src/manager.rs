@@ -771,5 +771,12 @@ async fn connect(
             let transport = StreamableHttpClientTransport::from_config(transport_config);
             client.serve_with_lifecycle(transport, lifecycle()).await.map_err(|err| err.to_string())
         }
+        Transport::Sse { url, bearer_token, headers } => {
+            let transport = crate::sse::connect(url, bearer_token.as_deref(), headers).await?;
+            client
+                .serve_with_lifecycle(transport, lifecycle())
+                .await
+                .map_err(|err| format!("SSE `{url}`: {err}"))
+        }
     }
 }

@@ -81,13 +81,14 @@ fn mcp_json_reads_stdio_and_http_servers() {
     let text = r#"{
   "mcpServers": {
     "fs": {"command": "npx", "args": ["-y", "server-filesystem", "${ROOT:-/tmp}"], "env": {"K": "${TOKEN}"}},
-    "remote": {"type": "http", "url": "https://example.test/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+    "remote": {"type": "http", "url": "https://example.test/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+    "sse": {"type": "sse", "url": "https://example.test/sse"}
   }
 }"#;
     let base = BTreeMap::from([("PATH".to_owned(), "/bin".to_owned())]);
     let lookup = |name: &str| (name == "TOKEN").then(|| "t".to_owned());
     let servers = parse_mcp_json(Path::new("/p/.mcp.json"), text, &base, &lookup).unwrap();
-    assert_eq!(servers.len(), 2);
+    assert_eq!(servers.len(), 3);
     assert_eq!(
         servers[0].transport,
         Transport::Stdio {
@@ -108,6 +109,14 @@ fn mcp_json_reads_stdio_and_http_servers() {
             headers: BTreeMap::from([("Authorization".to_owned(), "Bearer t".to_owned())]),
         }
     );
+    assert_eq!(
+        servers[2].transport,
+        Transport::Sse {
+            url: "https://example.test/sse".to_owned(),
+            bearer_token: None,
+            headers: BTreeMap::new(),
+        }
+    );
 }
 
 #[test]
@@ -123,4 +132,20 @@ fn mcp_json_errors_name_file_and_line() {
     let err =
         parse_mcp_json(Path::new("/p/.mcp.json"), text, &base, &lookup).unwrap_err().to_string();
     assert!(err.starts_with("/p/.mcp.json:3:5: server `bad`"), "{err}");
+}
+
+#[test]
+fn the_sse_parser_splits_events_across_chunks_and_joins_data_lines() {
+    use crate::sse::{Event, Parser};
+    let mut parser = Parser::default();
+    assert_eq!(parser.feed(b"event: endpoint\r\ndata: /messages?s"), []);
+    let events =
+        parser.feed(b"essionId=1\r\n\r\n: a comment\n\ndata: {\"a\":\ndata:1}\n\nevent: x\n\n");
+    assert_eq!(
+        events,
+        [
+            Event { kind: "endpoint".to_owned(), data: "/messages?sessionId=1".to_owned() },
+            Event { kind: "message".to_owned(), data: "{\"a\":\n1}".to_owned() },
+        ]
+    );
 }

@@ -404,3 +404,62 @@ sampling = true
     let last = &requests[requests.len() - 1].raw_body;
     assert!(last.contains("teal, said the session"), "{last}");
 }
+
+/// Kills the child when the test ends, however it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_mcp_json_server_of_type_sse_is_reached_over_the_older_http_sse_transport() {
+    let Some(dir) = servers_dir() else { return };
+    // The MCP crate's fixture: the TypeScript SDK's SSEServerTransport with one `echo` tool.
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/it/fixtures/sse_server.mjs");
+    let mut child = std::process::Command::new("node")
+        .arg(&fixture)
+        .env(codecoder_protocol::env::CODECODER_TEST_NPM, &dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _child = KillOnDrop(child);
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
+    let port: u16 = line.trim().parse().unwrap_or_else(|_| panic!("no port: {line:?}"));
+    let url = format!("http://127.0.0.1:{port}/sse");
+
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::create_dir(repo.path().join(".git")).unwrap();
+    let mcp_json =
+        json!({"mcpServers": {"old": {"type": "sse", "url": url, "headers": {"X-Test": "9"}}}});
+    std::fs::write(repo.path().join(".mcp.json"), mcp_json.to_string()).unwrap();
+    let server = FakeModelServer::start(
+        Script::new()
+            .until_tools(["mcp__old__echo"], wait_for_servers())
+            .reply(Reply::tool_call("c1", "mcp__old__echo", json!({ "message": "over sse" })))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
+    let out = run.run(&["trust"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let out = run.run(&["doctor"], "");
+    let report = crate::stdout(&out);
+    assert!(report.contains(&format!("old (sse: {url}): ready, 1 tools")), "{report}");
+
+    let out = run.run(&["exec", "echo over the old transport"], "");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let requests = from_tools(server.requests(), &["mcp__old__echo".to_owned()]);
+    assert_eq!(requests.len(), 2, "{err}");
+    assert!(requests[1].raw_body.contains("echo: over sse (x-test 9)"), "{}", requests[1].raw_body);
+}

@@ -324,6 +324,75 @@ fn a_streamable_http_server_is_reached_by_url() {
     assert!(text.contains("over http"), "{text}");
 }
 
+#[test]
+#[allow(clippy::disallowed_methods)] // The test runs its HTTP+SSE server itself.
+fn an_http_sse_server_of_the_2024_transport_is_reached_by_url() {
+    let Some(dir) = servers_dir() else { return };
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/sse_server.mjs");
+    let mut child = std::process::Command::new("node")
+        .arg(&fixture)
+        .env(env::CODECODER_TEST_NPM, &dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _child = KillOnDrop(child);
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
+    let port: u16 = line.trim().parse().unwrap_or_else(|_| panic!("no port: {line:?}"));
+    let server = ServerConfig::new(
+        "old",
+        Transport::Sse {
+            url: format!("http://127.0.0.1:{port}/sse"),
+            bearer_token: None,
+            headers: BTreeMap::from([("X-Test".to_owned(), "7".to_owned())]),
+        },
+    );
+    let cwd = tempfile::tempdir().unwrap();
+    let (manager, reports) = McpManager::start(vec![server], cwd.path()).unwrap();
+    assert!(matches!(reports[0].outcome, ReportOutcome::Ready { tools: 1 }), "{reports:?}");
+    let tools = manager.list_tools();
+    assert_eq!(tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["echo"]);
+    let (_never, cancel) = crossbeam_channel::bounded(0);
+    let args = json!({"message": "over sse"}).as_object().unwrap().clone();
+    let result =
+        manager.call_tool("old", "echo", args, &cancel, Duration::from_secs(30), &NoHost).unwrap();
+    let text = ContentItem::joined_text(&codecoder_mcp::to_tool_output(&result).content);
+    assert_eq!(text, "echo: over sse (x-test 7)");
+}
+
+#[test]
+fn an_sse_url_that_serves_no_event_stream_is_reported_with_its_url() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Answers one request with a 404 and closes.
+    let serve = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = std::io::Read::read(&mut stream, &mut buf);
+        let _ = std::io::Write::write_all(
+            &mut stream,
+            b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        );
+    });
+    let url = format!("http://127.0.0.1:{port}/sse");
+    let server = ServerConfig::new(
+        "gone",
+        Transport::Sse { url: url.clone(), bearer_token: None, headers: BTreeMap::new() },
+    );
+    let cwd = tempfile::tempdir().unwrap();
+    let (_manager, reports) = McpManager::start(vec![server], cwd.path()).unwrap();
+    serve.join().unwrap();
+    match &reports[0].outcome {
+        ReportOutcome::Failed { message } => {
+            assert!(message.contains(&url) && message.contains("404"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// A call's host that keeps the progress it is shown and answers questions with `answer`
 /// (`None`: declined).
 struct Recorder {
