@@ -50,13 +50,13 @@ fn cancel_kills_the_whole_group() {
     assert_eq!(live_group_members(pgid), Vec::<u32>::new());
 }
 
-/// The processes whose command line holds `marker`.
-fn processes_with(marker: &str) -> Vec<u32> {
+/// The processes whose command line starts with `prefix` (arguments joined by NUL).
+fn processes_with(prefix: &str) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in fs_err::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
         let Ok(cmdline) = fs_err::read(entry.path().join("cmdline")) else { continue };
-        if String::from_utf8_lossy(&cmdline).contains(marker) {
+        if String::from_utf8_lossy(&cmdline).starts_with(prefix) {
             found.push(pid);
         }
     }
@@ -72,6 +72,9 @@ fn cancel_kills_descendants_that_left_the_group() {
         .unwrap_or_default()
         .subsec_nanos();
     let marker = format!("{}.{nanos:09}", 20 + std::process::id() % 9);
+    // `setsid` calls setsid(2) and then execs `sleep`: once the command line is sleep's, the
+    // sleeper is in its own session.
+    let sleeper = format!("sleep\0{marker}");
     let script = format!("setsid sleep {marker} & echo started; sleep 100; wait");
     let mut child =
         spawn(&CommandSpec::new("sh", ["-c", &script]), &SpawnConfig::standard()).unwrap();
@@ -81,7 +84,7 @@ fn cancel_kills_descendants_that_left_the_group() {
             if chunk.bytes.starts_with(b"started") {
                 // The setsid'd sleeper exists once its own session is made: wait for it.
                 let deadline = Instant::now() + Duration::from_secs(5);
-                while processes_with(&marker).is_empty() && Instant::now() < deadline {
+                while processes_with(&sleeper).is_empty() && Instant::now() < deadline {
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 let _ = cancel_tx.try_send(());
@@ -91,7 +94,7 @@ fn cancel_kills_descendants_that_left_the_group() {
     assert_eq!(outcome, Outcome::Cancelled);
     // The cancel terminated the group: the sleeper in its own session is gone with it (it held
     // the output pipe, so a survivor would also hold up the drop below until it ended).
-    assert_eq!(processes_with(&marker), Vec::<u32>::new(), "the sleeper in its own session");
+    assert_eq!(processes_with(&sleeper), Vec::<u32>::new(), "the sleeper in its own session");
     drop(child);
 }
 
