@@ -109,11 +109,10 @@ pub(crate) async fn run(
                 progress.send(format!("{event} hook: {message}")).await;
             }
             AgentEventKind::ApprovalRequest(request) => {
-                let stop = approve(request, context, elicit, cancelled).await;
+                let stop = approve(request, context, elicit, cancelled, &cmd).await;
                 if stop && !cancelled {
                     cancelled = true;
                     stopped_at_approval = true;
-                    let _ = cmd.send(AgentCommand::Cancel);
                 }
             }
             AgentEventKind::AskUser(request) => ask(request, context, elicit && !cancelled).await,
@@ -156,12 +155,15 @@ pub(crate) fn result(session_id: &str, end: &TurnEnd, notices: &[Notice]) -> Cal
 }
 
 /// Answers an approval request: by elicitation when the client can ask its user, else a
-/// denial whose reason the model reads. Returns true when the user chose to stop the turn.
+/// denial whose reason the model reads. Returns true when the user chose to stop the turn: the
+/// agent is then told to cancel before it hears the denial, so it cannot go on to the next
+/// model request in between.
 async fn approve(
     request: ApprovalRequest,
     context: &RequestContext<RoleServer>,
     elicit: bool,
     cancelled: bool,
+    cmd: &crossbeam_channel::Sender<AgentCommand>,
 ) -> bool {
     if cancelled {
         request.reply.send(ApprovalDecision::Cancelled);
@@ -235,6 +237,7 @@ async fn approve(
             false
         }
         Ok(ElicitResult { action: ElicitationAction::Cancel, .. }) => {
+            let _ = cmd.send(AgentCommand::Cancel);
             request.reply.send(ApprovalDecision::Deny);
             true
         }
