@@ -86,7 +86,7 @@ impl Server {
                     .prompt_capabilities(
                         acp::PromptCapabilities::new().image(true).embedded_context(true),
                     )
-                    .mcp_capabilities(acp::McpCapabilities::new().http(true));
+                    .mcp_capabilities(acp::McpCapabilities::new().http(true).sse(true));
                 let info = acp::Implementation::new("codecoder", env!("CARGO_PKG_VERSION"))
                     .title("codecoder".to_owned());
                 let response = acp::InitializeResponse::new(
@@ -261,8 +261,8 @@ fn failure(err: &codecoder_app::Error) -> AcpError {
     error(code, err.to_string())
 }
 
-/// The client's MCP servers as ours: stdio with the base environment plus theirs, HTTP with
-/// their headers; SSE (deprecated, not advertised) is left out with a notice.
+/// The client's MCP servers as ours: stdio with the base environment plus theirs, HTTP
+/// (streamable) and SSE (the older HTTP+SSE transport) with their headers.
 pub(crate) fn mcp_configs(
     servers: &[acp::McpServer],
     notice: &mut dyn FnMut(&str),
@@ -297,12 +297,18 @@ pub(crate) fn mcp_configs(
                         .collect(),
                 },
             )),
-            acp::McpServer::Sse(sse) => {
-                notice(&format!(
-                    "warning: MCP server {}: SSE is not supported; left out",
-                    sse.name
-                ));
-            }
+            acp::McpServer::Sse(sse) => out.push(ServerConfig::new(
+                sse.name.clone(),
+                Transport::Sse {
+                    url: sse.url.clone(),
+                    bearer_token: None,
+                    headers: sse
+                        .headers
+                        .iter()
+                        .map(|header| (header.name.clone(), header.value.clone()))
+                        .collect(),
+                },
+            )),
             _ => notice("warning: an MCP server of an unknown transport was left out"),
         }
     }

@@ -188,7 +188,7 @@ fn the_clients_mcp_servers_become_ours() {
     .unwrap();
     let mut notices = Vec::new();
     let configs = server::mcp_configs(&servers, &mut |text| notices.push(text.to_owned()));
-    assert_eq!(configs.len(), 2);
+    assert_eq!(configs.len(), 3);
     match &configs[0].transport {
         codecoder_mcp::Transport::Stdio { command, args, env, .. } => {
             assert_eq!(command, "/bin/srv");
@@ -204,6 +204,9 @@ fn the_clients_mcp_servers_become_ours() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(notices.len(), 1, "{notices:?}");
-    assert!(notices[0].contains("old"));
+    match &configs[2].transport {
+        codecoder_mcp::Transport::Sse { url, .. } => assert_eq!(url, "http://127.0.0.1:1/sse"),
+        other => panic!("{other:?}"),
+    }
+    assert!(notices.is_empty(), "{notices:?}");
 }
