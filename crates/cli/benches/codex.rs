@@ -24,19 +24,18 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use codecoder_protocol::env::{CODECODER_BENCH_CODEX, CODECODER_BENCH_NETNS, CODECODER_TEST_NPM};
 use codecoder_test_support::{FakeModelServer, Reply, Script};
 use serde_json::json;
 
+#[path = "support/mod.rs"]
+mod support;
+use support::{median, project, slow_home, wait_peak_rss_mib};
+
 const BIN: &str = env!("CARGO_BIN_EXE_codecoder");
 const RUNS: usize = 7;
-
-fn median(mut samples: Vec<f64>) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
-}
 
 /// The two agents: how each names its shell tool and what else differs.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -93,59 +92,6 @@ fn bugfix_task(agent: Agent) -> Script {
         .reply(agent.command("fix", "sed -i 's/return a - b/return a + b/' calc.py"))
         .reply(agent.command("t2", "python3 test_calc.py"))
         .reply(Reply::text("Fixed: add subtracted."))
-}
-
-/// A HOME whose login profile takes about 90 ms.
-fn slow_home(dir: &Path) {
-    std::fs::write(
-        dir.join(".bash_profile"),
-        "sleep 0.09\nexport PATH=\"$HOME/bin:$PATH\"\nalias ll='ls -l'\n",
-    )
-    .unwrap();
-}
-
-fn git(repo: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_AUTHOR_NAME", "b")
-        .env("GIT_AUTHOR_EMAIL", "b@example.com")
-        .env("GIT_COMMITTER_NAME", "b")
-        .env("GIT_COMMITTER_EMAIL", "b@example.com")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}");
-}
-
-/// The bug-fix example (a failing test) in git, with one uncommitted change.
-fn project(dir: &Path) {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/bugfix/repo");
-    for name in ["calc.py", "test_calc.py"] {
-        std::fs::copy(source.join(name), dir.join(name)).unwrap();
-    }
-    git(dir, &["init", "-q"]);
-    git(dir, &["add", "."]);
-    git(dir, &["commit", "-qm", "init"]);
-    std::fs::write(dir.join("notes.txt"), "todo\n").unwrap();
-}
-
-/// Peak RSS (VmHWM) of a running child in MiB, sampled every 2 ms until it exits.
-fn wait_peak_rss_mib(mut child: std::process::Child, what: &str) -> f64 {
-    let status = format!("/proc/{}/status", child.id());
-    let mut peak_kib = 0_u64;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(&status)
-            && let Some(line) = text.lines().find(|l| l.starts_with("VmHWM:"))
-        {
-            let kib = line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).unwrap_or(0);
-            peak_kib = peak_kib.max(kib);
-        }
-        if let Some(exit) = child.try_wait().unwrap() {
-            assert!(exit.success(), "{what} failed");
-            return peak_kib as f64 / 1024.0;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
 }
 
 /// One run of `agent` on `script` in a fresh project: (wall ms, peak RSS MiB).

@@ -14,28 +14,17 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use codecoder_test_support::{FakeModelServer, Reply, Script};
 use serde_json::json;
 
+#[path = "support/mod.rs"]
+mod support;
+use support::{median, slow_home, wait_peak_rss_mib};
+
 const BIN: &str = env!("CARGO_BIN_EXE_codecoder");
 const RUNS: usize = 7;
-
-fn median(mut samples: Vec<f64>) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
-}
-
-/// A HOME whose login profile takes about 90 ms (what pyenv and friends cost on the machine
-/// the issue was measured on) and exports a PATH entry.
-fn slow_home(dir: &Path) {
-    std::fs::write(
-        dir.join(".bash_profile"),
-        "sleep 0.09\nexport PATH=\"$HOME/bin:$PATH\"\nalias ll='ls -l'\n",
-    )
-    .unwrap();
-}
 
 fn exec(home: &Path, codecoder_home: &Path, cwd: &Path, server: &FakeModelServer) -> Command {
     let mut command = Command::new(BIN);
@@ -54,48 +43,9 @@ fn exec(home: &Path, codecoder_home: &Path, cwd: &Path, server: &FakeModelServer
     command
 }
 
-/// Peak RSS (VmHWM) of a running child in MiB, sampled every 2 ms until it exits.
-fn wait_peak_rss_mib(mut child: std::process::Child) -> f64 {
-    let status = format!("/proc/{}/status", child.id());
-    let mut peak_kib = 0_u64;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(&status)
-            && let Some(line) = text.lines().find(|l| l.starts_with("VmHWM:"))
-        {
-            let kib = line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).unwrap_or(0);
-            peak_kib = peak_kib.max(kib);
-        }
-        if let Some(exit) = child.try_wait().unwrap() {
-            assert!(exit.success(), "codecoder failed");
-            return peak_kib as f64 / 1024.0;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-fn git(repo: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_AUTHOR_NAME", "b")
-        .env("GIT_AUTHOR_EMAIL", "b@example.com")
-        .env("GIT_COMMITTER_NAME", "b")
-        .env("GIT_COMMITTER_EMAIL", "b@example.com")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}");
-}
-
-/// A small Python project in git, with one uncommitted change.
+/// The bug-fix project with one uncommitted change (for `git diff` and `git status`).
 fn project(dir: &Path) {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/bugfix/repo");
-    for name in ["calc.py", "test_calc.py"] {
-        std::fs::copy(source.join(name), dir.join(name)).unwrap();
-    }
-    git(dir, &["init", "-q"]);
-    git(dir, &["add", "."]);
-    git(dir, &["commit", "-qm", "init"]);
-    std::fs::write(dir.join("notes.txt"), "todo\n").unwrap();
+    support::project(dir);
     let calc = std::fs::read_to_string(dir.join("calc.py")).unwrap();
     std::fs::write(dir.join("calc.py"), format!("{calc}\n# changed\n")).unwrap();
 }
@@ -136,7 +86,7 @@ fn cheap_task_run(config: &str) -> (f64, f64) {
     let server = FakeModelServer::start(cheap_task()).unwrap();
     let started = Instant::now();
     let child = exec(home.path(), codecoder_home.path(), repo.path(), &server).spawn().unwrap();
-    let rss = wait_peak_rss_mib(child);
+    let rss = wait_peak_rss_mib(child, "codecoder");
     let wall = started.elapsed().as_secs_f64() * 1000.0;
     assert_eq!(server.requests().len(), 11);
     (wall, rss)
