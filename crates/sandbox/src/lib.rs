@@ -11,13 +11,15 @@
 //! Invariants:
 //! - No orphan process: when a `Child` is cancelled, finishes, or is dropped, the whole group
 //!   gets SIGTERM, then SIGKILL after the grace period if any member is still there, and so
-//!   do the process groups of the leader's live descendants outside its group (found in
-//!   `/proc` when the termination starts): bubblewrap's `--new-session` puts the sandboxed tree
-//!   in a session of its own, and the outer bwrap's death alone did not always take it down
-//!   (seen under load: the command outlived a cancel and held its output pipe). Confined, the
-//!   pid namespace (bubblewrap's, or the stage's under Landlock) then takes every process inside
-//!   with it. Unconfined, a descendant that left the group is reached while its parent chain to
-//!   the leader holds; one already reparented to init escapes.
+//!   do the process groups of the leader's live descendants outside its group and each
+//!   descendant by itself (`tree.rs`). The tree is frozen (SIGSTOP) before it is read from
+//!   `/proc`, so nothing forks or leaves the group between the read and the signal: bubblewrap's
+//!   `--new-session` puts the sandboxed tree in a session of its own, and a cancel during
+//!   bubblewrap's start-up found its child (the pid namespace's init, which ignores SIGTERM)
+//!   before it had asked to die with its parent (seen under load: the command outlived the
+//!   cancel). Confined, the pid namespace (bubblewrap's, or the stage's under Landlock) then
+//!   takes every process inside with it. Unconfined, a descendant that left the group is
+//!   reached while its parent chain to the leader holds; one already reparented to init escapes.
 //! - Only this crate spawns processes, and a `Confinement::Sandboxed` command never starts
 //!   unconfined: if the backend cannot apply the policy, the stage exits 126 before the command
 //!   runs.
@@ -63,6 +65,7 @@ pub use crate::hint::denial_hint;
 pub use crate::policy::{FsAccess, SandboxPolicy, default_hidden_paths};
 pub use crate::seatbelt::seatbelt_profile;
 pub use crate::stage::{STAGE_MARKER, run_stage_if_requested};
+pub use crate::tree::live_group_members;
 pub use crate::wait::Wait;
 
 mod backend;
@@ -75,6 +78,7 @@ mod seatbelt;
 #[cfg(target_os = "linux")]
 mod seccomp;
 mod stage;
+mod tree;
 mod wait;
 
 /// The sandbox crate's error.
@@ -180,6 +184,10 @@ impl SpawnConfig {
 /// that left the group and holds a pipe makes it wait that long).
 const DRAIN_LIMIT: Duration = Duration::from_millis(100);
 
+/// How long termination waits for a stop signal to take effect on a group before it reads the
+/// group's tree anyway (a member in uninterruptible sleep stops only when it wakes).
+const FREEZE_LIMIT: Duration = Duration::from_millis(100);
+
 /// Which stream a chunk came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
@@ -227,6 +235,9 @@ pub struct Child {
     /// is terminated: bubblewrap's `--new-session` puts the sandboxed tree in a session of its
     /// own, which a signal to the leader's group does not reach.
     other_groups: Vec<u32>,
+    /// The leader's descendants found when the group is terminated, each signalled by itself
+    /// too: one may leave its group (`setsid`) after the signal to the group, or ignore it.
+    tracked: Vec<tree::Tracked>,
     readers: Vec<JoinOnDrop<()>>,
     waiter: Option<JoinOnDrop<()>>,
 }
@@ -284,6 +295,7 @@ pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
         status: None,
         terminated: false,
         other_groups: Vec::new(),
+        tracked: Vec::new(),
         readers: Vec::new(),
         waiter: None,
     };
@@ -325,68 +337,6 @@ pub fn protect_process() -> io::Result<()> {
     #[cfg(target_os = "linux")]
     nix::sys::prctl::set_dumpable(false).map_err(io::Error::from)?;
     Ok(())
-}
-
-/// The pids of live (not zombie) processes whose process group is `pgid`, read from `/proc`.
-/// Empty where `/proc` does not exist.
-pub fn live_group_members(pgid: u32) -> Vec<u32> {
-    let Ok(entries) = fs_err::read_dir("/proc") else { return Vec::new() };
-    let pgid = pgid.to_string();
-    let mut members = Vec::new();
-    for entry in entries.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        // A process may exit between listing and reading; that is not an error.
-        let Ok(stat) = fs_err::read_to_string(entry.path().join("stat")) else { continue };
-        // `pid (comm) state ppid pgrp …`; comm may hold spaces and parentheses, so split after
-        // the last `)`.
-        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
-        let mut fields = rest.split_whitespace();
-        let (Some(state), Some(_ppid), Some(pgrp)) = (fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        if pgrp == pgid && state != "Z" && state != "X" {
-            members.push(pid);
-        }
-    }
-    members
-}
-
-/// The process groups, other than `leader`'s own, of `leader`'s live descendants (from
-/// `/proc`; a process may exit while it is read, which only leaves it out).
-fn descendant_groups(leader: u32) -> Vec<u32> {
-    let Ok(entries) = fs_err::read_dir("/proc") else { return Vec::new() };
-    // pid → (ppid, pgrp) of every live process.
-    let mut processes: Vec<(u32, u32, u32)> = Vec::new();
-    for entry in entries.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = fs_err::read_to_string(entry.path().join("stat")) else { continue };
-        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
-        let mut fields = rest.split_whitespace();
-        let (Some(state), Some(ppid), Some(pgrp)) = (fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        let (Ok(ppid), Ok(pgrp)) = (ppid.parse::<u32>(), pgrp.parse::<u32>()) else { continue };
-        if state != "Z" && state != "X" {
-            processes.push((pid, ppid, pgrp));
-        }
-    }
-    let mut tree = vec![leader];
-    let mut groups = Vec::new();
-    let mut i = 0;
-    while let Some(&parent) = tree.get(i) {
-        i += 1;
-        for &(pid, ppid, pgrp) in &processes {
-            if ppid == parent && !tree.contains(&pid) {
-                tree.push(pid);
-                if pgrp != leader && pgrp != 0 && !groups.contains(&pgrp) {
-                    groups.push(pgrp);
-                }
-            }
-        }
-    }
-    groups
 }
 
 fn spawn_reader(
@@ -503,28 +453,97 @@ impl Child {
     /// Terminates the group: SIGTERM, then SIGKILL once the grace period is over if any member
     /// is left. Returns when the leader has been reaped and the group is empty (or after the
     /// grace period plus one second when a member is stuck in the kernel). Idempotent.
+    ///
+    /// On Linux the tree is frozen first (SIGSTOP, which a pid namespace's init cannot ignore
+    /// from outside) and read from `/proc`, so nothing in it can fork or leave the group between
+    /// the read and the signal; the descendants in other groups, and each descendant itself,
+    /// are signalled too. A cancel that comes while bubblewrap is still setting up needs this:
+    /// its sandboxed child, the pid namespace's init, ignores SIGTERM and may not yet have asked
+    /// to die with its parent, nor made its own session. Once the leader is reaped, such an init
+    /// among its children is killed, as its parent-death signal would have done.
     pub fn terminate(&mut self) {
         if self.terminated {
             return;
         }
         self.terminated = true;
         if cfg!(target_os = "linux") {
-            self.other_groups = descendant_groups(self.pid);
+            self.freeze();
         }
-        if !self.group_alive() {
+        if !self.alive() {
             live_groups::remove(self.pid);
             return;
         }
         self.signal(Signal::SIGTERM);
+        self.signal(Signal::SIGCONT);
         let deadline = Instant::now() + self.kill_grace;
-        if self.wait_group_gone(deadline) {
+        if self.wait_gone(deadline) {
             live_groups::remove(self.pid);
             return;
         }
+        // What the survivors started since the freeze, out of the group, goes too.
+        if cfg!(target_os = "linux") {
+            self.track_more();
+        }
         self.signal(Signal::SIGKILL);
-        if self.wait_group_gone(Instant::now() + Duration::from_secs(1)) {
+        if self.wait_gone(Instant::now() + Duration::from_secs(1)) {
             live_groups::remove(self.pid);
         }
+    }
+
+    /// Stops the leader's group, reads the leader's tree, stops the other groups found in it and
+    /// reads the tree again, until no new group turns up (bounded: a tree that keeps making
+    /// sessions faster than it is read is cut off at the last read).
+    fn freeze(&mut self) {
+        let stop = killpg(self.group(), Signal::SIGSTOP);
+        // A reaped leader with an empty group (a command that ended cleanly) has no tree left
+        // to read: its children, if any, went to init.
+        if stop == Err(Errno::ESRCH) && self.status.is_some() {
+            return;
+        }
+        tree::wait_stopped(self.pid, FREEZE_LIMIT);
+        for _ in 0..8 {
+            self.tracked = tree::descendants(&[self.pid]);
+            let mut new_groups = Vec::new();
+            for process in &self.tracked {
+                let group = process.pgrp;
+                if group != self.pid
+                    && group != 0
+                    && !self.other_groups.contains(&group)
+                    && !new_groups.contains(&group)
+                {
+                    new_groups.push(group);
+                }
+            }
+            if new_groups.is_empty() {
+                return;
+            }
+            for &group in &new_groups {
+                if let Ok(pgid) = i32::try_from(group) {
+                    let _ = killpg(Pid::from_raw(pgid), Signal::SIGSTOP);
+                    tree::wait_stopped(group, FREEZE_LIMIT);
+                }
+            }
+            self.other_groups.extend(new_groups);
+        }
+    }
+
+    /// Adds the descendants of the leader and of every tracked process not yet tracked, and
+    /// their groups.
+    fn track_more(&mut self) {
+        let roots: Vec<u32> =
+            std::iter::once(self.pid).chain(self.tracked.iter().map(|p| p.pid)).collect();
+        for process in tree::descendants(&roots) {
+            if !self.tracked.iter().any(|known| known.pid == process.pid) {
+                if process.pgrp != self.pid && !self.other_groups.contains(&process.pgrp) {
+                    self.other_groups.push(process.pgrp);
+                }
+                self.tracked.push(process);
+            }
+        }
+    }
+
+    fn group(&self) -> Pid {
+        Pid::from_raw(i32::try_from(self.pid).unwrap_or(i32::MAX))
     }
 
     fn signal(&self, signal: Signal) {
@@ -534,12 +553,18 @@ impl Child {
             // other errors here.
             let _ = killpg(Pid::from_raw(pgid), signal);
         }
+        for process in &self.tracked {
+            process.signal(signal);
+        }
     }
 
-    fn group_alive(&self) -> bool {
+    /// Whether anything of the command is left: a live member of its groups, or a tracked
+    /// descendant.
+    fn alive(&self) -> bool {
         std::iter::once(&self.pid)
             .chain(&self.other_groups)
             .any(|&group| process_group_alive(group))
+            || self.tracked.iter().any(tree::Tracked::alive)
     }
 }
 
@@ -560,9 +585,9 @@ fn process_group_alive(group: u32) -> bool {
 }
 
 impl Child {
-    /// Waits for the leader's exit status, then polls until the group is empty. Returns false
-    /// at the deadline.
-    fn wait_group_gone(&mut self, deadline: Instant) -> bool {
+    /// Waits for the leader's exit status, then polls until nothing of the command is left.
+    /// Returns false at the deadline.
+    fn wait_gone(&mut self, deadline: Instant) -> bool {
         if self.status.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.exit.recv_timeout(left) {
@@ -570,11 +595,18 @@ impl Child {
                 Err(_) => return false,
             }
         }
+        // The leader is reaped: a pid namespace's init it started dies now, as its parent-death
+        // signal says (it may not have set it yet when the leader died).
+        for process in &self.tracked {
+            if process.ppid == self.pid && process.namespace_init() {
+                process.signal(Signal::SIGKILL);
+            }
+        }
         // Members other than the leader (reparented to init) are polled: there is no channel
         // for their exit. The back-off keeps this cheap; it runs only during termination.
         let mut pause = Duration::from_micros(200);
         loop {
-            if !self.group_alive() {
+            if !self.alive() {
                 return true;
             }
             let now = Instant::now();

@@ -412,6 +412,51 @@ fn bwrap_cancel_kills_everything_inside() {
     cancel_kills_everything("bwrap", "987.25");
 }
 
+/// A cancel that comes while bubblewrap is still setting up (its sandboxed child not yet in a
+/// session of its own, or not yet asking to die with its parent) must end everything too: the
+/// outer bwrap dies at once, and the child, as the pid namespace's init, ignores SIGTERM.
+fn cancel_during_start_up_leaves_nothing(backend: &str, marker: &str) {
+    let fixture = Fixture::new();
+    let Some(confinement) = sandboxed(backend, fixture.policy()) else { return };
+    let config = SpawnConfig { confinement, ..SpawnConfig::standard() };
+    // From at once to 10 ms after the spawn, the span of bubblewrap's own start.
+    for attempt in 0..40u64 {
+        let mut spec = CommandSpec::new("sleep", [marker]);
+        spec.cwd = Some(fixture.path("ws"));
+        let mut child = spawn(&spec, &config).unwrap();
+        std::thread::sleep(Duration::from_micros(attempt * 250));
+        let (cancel_tx, cancel) = crossbeam_channel::bounded(1);
+        cancel_tx.send(()).unwrap();
+        let outcome = child.wait(&Wait::new().cancel_on(&cancel), &mut |_| {}).unwrap();
+        assert_eq!(outcome, Outcome::Cancelled);
+        // Read before the drop: a survivor holds the output pipe, which the drop waits on.
+        let left = processes_with_arg(marker);
+        if !left.is_empty() {
+            for &pid in &left {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid.try_into().unwrap()),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            panic!(
+                "{backend}: cancelled {}µs after the spawn, still running: {left:?}",
+                attempt * 250
+            );
+        }
+        drop(child);
+    }
+}
+
+#[test]
+fn bwrap_cancel_during_start_up_leaves_nothing() {
+    cancel_during_start_up_leaves_nothing("bwrap", "985.25");
+}
+
+#[test]
+fn landlock_cancel_during_start_up_leaves_nothing() {
+    cancel_during_start_up_leaves_nothing("landlock", "985.26");
+}
+
 #[test]
 fn landlock_cancel_kills_everything_it_started() {
     // The command runs in a pid namespace of its own: a `setsid` child, which leaves the
