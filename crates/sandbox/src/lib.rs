@@ -235,8 +235,9 @@ pub struct Child {
     /// is terminated: bubblewrap's `--new-session` puts the sandboxed tree in a session of its
     /// own, which a signal to the leader's group does not reach.
     other_groups: Vec<u32>,
-    /// The leader's descendants found when the group is terminated, each signalled by itself
-    /// too: one may leave its group (`setsid`) after the signal to the group, or ignore it.
+    /// The group's members and their descendants found when the group is terminated, each
+    /// signalled by itself too: one may leave its group (`setsid`) after the signal to the
+    /// group, or ignore it.
     tracked: Vec<tree::Tracked>,
     readers: Vec<JoinOnDrop<()>>,
     waiter: Option<JoinOnDrop<()>>,
@@ -490,19 +491,18 @@ impl Child {
         }
     }
 
-    /// Stops the leader's group, reads the leader's tree, stops the other groups found in it and
-    /// reads the tree again, until no new group turns up (bounded: a tree that keeps making
+    /// Stops the leader's group, reads the group's tree (its members and their descendants),
+    /// stops the other groups found in it and reads the tree again, until no new group turns up (bounded: a tree that keeps making
     /// sessions faster than it is read is cut off at the last read).
     fn freeze(&mut self) {
-        let stop = killpg(self.group(), Signal::SIGSTOP);
-        // A reaped leader with an empty group (a command that ended cleanly) has no tree left
-        // to read: its children, if any, went to init.
-        if stop == Err(Errno::ESRCH) && self.status.is_some() {
+        // An empty group (a command that ended cleanly, its leader reaped) has no tree left to
+        // read: the common case, answered without reading `/proc`.
+        if killpg(self.group(), Signal::SIGSTOP) == Err(Errno::ESRCH) {
             return;
         }
         tree::wait_stopped(self.pid, FREEZE_LIMIT);
         for _ in 0..8 {
-            self.tracked = tree::descendants(&[self.pid]);
+            self.tracked = tree::group_tree(self.pid);
             let mut new_groups = Vec::new();
             for process in &self.tracked {
                 let group = process.pgrp;
@@ -527,12 +527,11 @@ impl Child {
         }
     }
 
-    /// Adds the descendants of the leader and of every tracked process not yet tracked, and
-    /// their groups.
+    /// Adds what the group and the tracked processes hold now and was not tracked yet, and its
+    /// groups.
     fn track_more(&mut self) {
-        let roots: Vec<u32> =
-            std::iter::once(self.pid).chain(self.tracked.iter().map(|p| p.pid)).collect();
-        for process in tree::descendants(&roots) {
+        let roots: Vec<u32> = self.tracked.iter().map(|p| p.pid).collect();
+        for process in tree::group_tree(self.pid).into_iter().chain(tree::tree_of(&roots)) {
             if !self.tracked.iter().any(|known| known.pid == process.pid) {
                 if process.pgrp != self.pid && !self.other_groups.contains(&process.pgrp) {
                     self.other_groups.push(process.pgrp);

@@ -99,6 +99,29 @@ fn cancel_kills_descendants_that_left_the_group() {
 }
 
 #[test]
+fn a_straggler_s_child_in_a_session_of_its_own_ends_with_the_command() {
+    // The leader exits at once; a subshell it left behind in its group has started a sleeper
+    // in a session of its own. The leader's own tree is gone by then: the group's is not.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    let marker = format!("{}.{nanos:09}", 30 + std::process::id() % 9);
+    let sleeper = format!("sleep\0{marker}");
+    let script = format!("(setsid sleep {marker} & sleep 100) >/dev/null 2>&1 & echo started");
+    let mut child =
+        spawn(&CommandSpec::new("sh", ["-c", &script]), &SpawnConfig::standard()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while processes_with(&sleeper).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!processes_with(&sleeper).is_empty(), "the sleeper never started");
+    let outcome = child.wait(&Wait::new(), &mut |_| {}).unwrap();
+    assert!(matches!(outcome, Outcome::Exited(_)), "{outcome:?}");
+    assert_eq!(processes_with(&sleeper), Vec::<u32>::new(), "the sleeper in its own session");
+}
+
+#[test]
 fn sigterm_ignored_then_sigkill_after_grace() {
     let spec =
         CommandSpec::new("sh", ["-c", "trap '' TERM; echo ready; while :; do sleep 1; done"]);

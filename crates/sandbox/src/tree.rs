@@ -115,29 +115,35 @@ pub(crate) fn wait_stopped(pgid: u32, limit: Duration) {
     }
 }
 
-/// The live descendants of `roots` (children, their children, …), the roots excluded, in
-/// breadth-first order. A descendant whose parent is gone has been reparented (to init or a
-/// subreaper) and is no longer found from here: the tree is read while it is frozen.
-pub(crate) fn descendants(roots: &[u32]) -> Vec<Tracked> {
+/// The live members of group `pgid` and all their live descendants (children, their
+/// children, …, whatever their group), in breadth-first order: the whole tree a command's
+/// group holds. A descendant whose parent is gone has been reparented (to init or a subreaper)
+/// and is no longer found from here, which is why the tree is read while it is frozen.
+pub(crate) fn group_tree(pgid: u32) -> Vec<Tracked> {
     let processes = all();
-    let mut tree: Vec<u32> = roots.to_vec();
-    let mut found = Vec::new();
+    let roots = processes.iter().filter(|p| p.live && p.pgrp == pgid).map(|p| p.pid).collect();
+    walk(&processes, roots)
+}
+
+/// The live descendants of `roots` and the roots themselves, if live.
+pub(crate) fn tree_of(roots: &[u32]) -> Vec<Tracked> {
+    walk(&all(), roots.to_vec())
+}
+
+fn walk(processes: &[Stat], mut tree: Vec<u32>) -> Vec<Tracked> {
     let mut i = 0;
     while let Some(&parent) = tree.get(i) {
         i += 1;
-        for process in &processes {
+        for process in processes {
             if process.live && process.ppid == parent && !tree.contains(&process.pid) {
                 tree.push(process.pid);
-                found.push(Tracked {
-                    pid: process.pid,
-                    ppid: process.ppid,
-                    pgrp: process.pgrp,
-                    start: process.start,
-                });
             }
         }
     }
-    found
+    tree.iter()
+        .filter_map(|pid| processes.iter().find(|p| p.pid == *pid && p.live))
+        .map(|p| Tracked { pid: p.pid, ppid: p.ppid, pgrp: p.pgrp, start: p.start })
+        .collect()
 }
 
 #[cfg(test)]
@@ -170,5 +176,20 @@ mod tests {
         // The same pid with another start time is another process.
         let reused = Tracked { start: now.start + 1, ..tracked };
         assert!(!reused.alive());
+    }
+
+    #[test]
+    fn a_tree_holds_the_roots_and_their_descendants() {
+        let stat = |pid, ppid, pgrp, live| Stat { pid, ppid, pgrp, start: 1, live, stopped: false };
+        let processes = [
+            stat(10, 1, 10, true),
+            stat(11, 10, 11, true), // left the group
+            stat(12, 11, 11, true),
+            stat(13, 10, 10, false), // a zombie
+            stat(14, 1, 14, true),   // not related
+            stat(15, 12, 15, true),
+        ];
+        let pids: Vec<u32> = walk(&processes, vec![10]).iter().map(|p| p.pid).collect();
+        assert_eq!(pids, [10, 11, 12, 15]);
     }
 }
