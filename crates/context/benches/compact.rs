@@ -78,6 +78,7 @@ fn compact(compactor: &ContextCompactor, session_id: SessionId, history: &[Messa
         history,
         depth: 0,
         reported: None,
+        tools: &[],
     };
     assert!(compactor.should_compact(&info, &[UserInput::text("go on")]));
     let request = compactor.summary_request(session_id, history, None);

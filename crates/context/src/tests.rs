@@ -500,6 +500,7 @@ mod compaction {
                 history,
                 depth: 0,
                 reported: None,
+                tools: &[],
             };
             compactor.should_compact(&info, &[UserInput::text("go on")])
         };
@@ -519,6 +520,7 @@ mod compaction {
                 history,
                 depth: 0,
                 reported,
+                tools: &[],
             };
             compactor.should_compact(&info, &[UserInput::text("go on")])
         };

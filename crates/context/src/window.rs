@@ -15,7 +15,7 @@
 //! results, the new input). The estimator stays the fallback when no usage was reported, and
 //! the compactor's due-check goes through the same two functions.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use codecoder_kernel::{StepInfo, StepInterceptor, StepVerdict, ToolSpec};
 use codecoder_protocol::{Message, UserInput};
@@ -32,6 +32,9 @@ pub struct ContextWindowGuard {
     model: String,
     tools: Vec<ToolSpec>,
     tools_bytes: u64,
+    /// The byte bound of the last tool list a step brought that differs from `tools` (late
+    /// tools joined), by its length: late tools only ever append, so the length names the list.
+    late_bytes: Mutex<Option<(usize, u64)>>,
 }
 
 impl ContextWindowGuard {
@@ -42,7 +45,30 @@ impl ContextWindowGuard {
         tools: Vec<ToolSpec>,
     ) -> Self {
         let tools_bytes = bytes(&tools_json(&tools));
-        Self { builder, model: model.into(), tools, tools_bytes }
+        Self { builder, model: model.into(), tools, tools_bytes, late_bytes: Mutex::new(None) }
+    }
+
+    /// The tools the step's request carries: the step's own list when it has one (late tools
+    /// joined), else the registry's specs the guard was made with.
+    fn tools<'a>(&'a self, info: &StepInfo<'a>) -> &'a [ToolSpec] {
+        if info.tools.is_empty() { &self.tools } else { info.tools }
+    }
+
+    /// A byte bound of the step's tools as JSON, computed once per tool list.
+    fn tools_bound(&self, info: &StepInfo<'_>) -> u64 {
+        let tools = self.tools(info);
+        if tools.len() == self.tools.len() {
+            return self.tools_bytes;
+        }
+        let mut cached = self.late_bytes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match *cached {
+            Some((len, bound)) if len == tools.len() => bound,
+            _ => {
+                let bound = bytes(&tools_json(tools));
+                *cached = Some((tools.len(), bound));
+                bound
+            }
+        }
     }
 
     /// The estimated size in tokens of the request of the step `info` is about to start, with
@@ -54,7 +80,7 @@ impl ContextWindowGuard {
             None => {
                 let instructions = builder.known_instructions(info.session_id);
                 (
-                    builder.text_tokens(&instructions) + builder.tools_tokens(&self.tools),
+                    builder.text_tokens(&instructions) + builder.tools_tokens(self.tools(info)),
                     info.history,
                 )
             }
@@ -78,7 +104,7 @@ impl ContextWindowGuard {
         let (base, appended) = match reported(info) {
             Some((tokens, appended)) => (tokens, appended),
             None => (
-                bytes(&builder.known_instructions(info.session_id)) + self.tools_bytes,
+                bytes(&builder.known_instructions(info.session_id)) + self.tools_bound(info),
                 info.history,
             ),
         };

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codecoder_protocol::{
-    AgentCommand, AgentEvent, EventSource, Message, SessionId, StepId, TurnId, UserInput,
+    AgentCommand, AgentEvent, EventSource, Message, SessionId, StepId, ToolSpec, TurnId, UserInput,
 };
 use codecoder_session::{NewSession, SessionWriter};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
@@ -150,6 +150,11 @@ pub struct StepInfo<'a> {
     /// is still the start of `history` (no compaction or rewind since): the truth to count the
     /// window from, instead of estimating the whole history.
     pub reported: Option<ReportedInput>,
+    /// The tools of the step's request: the registered ones, then those that joined late (an
+    /// MCP server ready after the session started); a tool not offered at this step (plan
+    /// mode's) may be among them, so an estimate from them errs high. Empty where the caller
+    /// has none to say.
+    pub tools: &'a [ToolSpec],
 }
 
 /// The input tokens a provider reported for a request, and how many messages of the history

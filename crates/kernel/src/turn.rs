@@ -449,6 +449,9 @@ impl AgentLoop {
             }
             let mut inputs = self.submitted_inputs(step)?;
             inputs.extend(continuation.take());
+            // Tools that joined since the last step are offered from this one on, and the window
+            // checks below count them.
+            self.refresh_tools();
             if self.needs_compaction(turn, step, &inputs) {
                 self.compact(turn, step, CompactTrigger::Auto, None, usage)?;
                 compaction_steps += 1;
@@ -461,6 +464,7 @@ impl AgentLoop {
                 history: self.writer.history(),
                 depth: self.env.depth,
                 reported: self.reported_input(),
+                tools: &self.specs,
             };
             for interceptor in &self.env.deps.interceptors {
                 if let StepVerdict::Reject { message } = interceptor.before_step(&info, &mut inputs)
@@ -576,6 +580,7 @@ impl AgentLoop {
             history: self.writer.history(),
             depth: self.env.depth,
             reported: self.reported_input(),
+            tools: &self.specs,
         };
         compactor.should_compact(&info, inputs)
     }
@@ -682,7 +687,6 @@ impl AgentLoop {
 
     fn run_step(&mut self, turn: TurnId, step: StepId) -> Result<StepOutcome, Stop> {
         self.step_usage = Usage::default();
-        self.refresh_tools();
         self.step_usage_reported = false;
         self.sync_shared_history();
         let request_history_len = self.shared_history.len();

@@ -4,11 +4,14 @@
 use std::sync::Arc;
 
 use codecoder_context::{ContextWindowGuard, Error};
-use codecoder_kernel::{PromptBuilder, PromptInput, StepInfo, StepInterceptor, StepVerdict};
+use codecoder_kernel::{
+    PromptBuilder, PromptInput, StepInfo, StepInterceptor, StepVerdict, ToolSpec,
+};
 use codecoder_protocol::{
     BlobRef, ContentItem, Message, MessageItem, Role, SessionId, StepId, TurnId, UserInput,
 };
 use pretty_assertions::assert_eq;
+use serde_json::json;
 
 use crate::support::{Project, tools};
 
@@ -118,6 +121,7 @@ fn the_guard_agrees_with_check_fits() {
         history: &history,
         depth: 0,
         reported: None,
+        tools: &[],
     };
 
     // What the kernel will send after adding the pending input as a user message.
@@ -169,6 +173,45 @@ fn the_guard_counts_blobs_as_the_builder_will_inline_them() {
         history: &history,
         depth: 0,
         reported: None,
+        tools: &[],
     };
     assert!(matches!(guard.before_step(&info, &mut Vec::new()), StepVerdict::Reject { .. }));
+}
+
+#[test]
+fn the_guard_counts_the_tools_that_joined_late() {
+    let project = Project::new();
+    let mut config = project.config();
+    config.context_window = 6_000;
+    config.max_output_tokens = 1_000;
+    let builder = Arc::new(project.builder(&project.repo(), &config));
+    // Made with the registry's tools; an MCP server's tool with a large schema joins later.
+    let guard = ContextWindowGuard::new(Arc::clone(&builder), "gpt-test", tools());
+    let mut all = tools();
+    all.push(ToolSpec {
+        name: "mcp__docs__search".to_owned(),
+        description: text_of(4_500),
+        schema: json!({ "type": "object", "properties": { "query": { "type": "string" } } }),
+    });
+    let session_id = SessionId::new();
+    let history = vec![Message::user_text(text_of(1_000))];
+    let step = |tools| StepInfo {
+        session_id,
+        turn: TurnId::new(1),
+        step: StepId::new(2),
+        history: &history,
+        depth: 0,
+        reported: None,
+        tools,
+    };
+
+    // The estimate is what the builder counts for the request that offers every tool.
+    let next = builder.build(&input(session_id, &crate::support::arcs(&history), &all));
+    assert_eq!(guard.estimate(&step(&all), &[]), builder.estimate_tokens(&next));
+    // Alone, the history fits beside the registry's tools; with the late tool it does not.
+    assert_eq!(guard.before_step(&step(&[]), &mut Vec::new()), StepVerdict::Proceed);
+    let verdict = guard.before_step(&step(&all), &mut Vec::new());
+    assert!(matches!(verdict, StepVerdict::Reject { .. }), "{verdict:?}");
+    // Asked again (the byte bound of the longer list is kept), the answer is the same.
+    assert_eq!(guard.before_step(&step(&all), &mut Vec::new()), verdict);
 }
