@@ -63,15 +63,21 @@ fn processes_with(prefix: &str) -> Vec<u32> {
     found
 }
 
-#[test]
-fn cancel_kills_descendants_that_left_the_group() {
-    // bubblewrap's --new-session does this to every sandboxed command: its tree runs in a
-    // session (and process group) of its own, out of reach of a signal to the leader's group.
+/// A `sleep` argument no other process has: `base` plus this process's id mod 9, then the
+/// time's nanoseconds (`23.041234567` for base 20).
+fn unique_marker(base: u32) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
         .subsec_nanos();
-    let marker = format!("{}.{nanos:09}", 20 + std::process::id() % 9);
+    format!("{}.{nanos:09}", base + std::process::id() % 9)
+}
+
+#[test]
+fn cancel_kills_descendants_that_left_the_group() {
+    // bubblewrap's --new-session does this to every sandboxed command: its tree runs in a
+    // session (and process group) of its own, out of reach of a signal to the leader's group.
+    let marker = unique_marker(20);
     // `setsid` calls setsid(2) and then execs `sleep`: once the command line is sleep's, the
     // sleeper is in its own session.
     let sleeper = format!("sleep\0{marker}");
@@ -102,11 +108,7 @@ fn cancel_kills_descendants_that_left_the_group() {
 fn a_straggler_s_child_in_a_session_of_its_own_ends_with_the_command() {
     // The leader exits at once; a subshell it left behind in its group has started a sleeper
     // in a session of its own. The leader's own tree is gone by then: the group's is not.
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .subsec_nanos();
-    let marker = format!("{}.{nanos:09}", 30 + std::process::id() % 9);
+    let marker = unique_marker(30);
     let sleeper = format!("sleep\0{marker}");
     let script = format!("(setsid sleep {marker} & sleep 100) >/dev/null 2>&1 & echo started");
     let mut child =

@@ -99,6 +99,24 @@ fn an_unresolved_blob_counts_its_preview_not_its_size() {
     assert_eq!(builder.estimate_tokens(&with_blob) - builder.estimate_tokens(&plain), 4 + 50);
 }
 
+/// The step `step` of turn 1 with no usage reported yet.
+fn step_info<'a>(
+    session_id: SessionId,
+    step: u32,
+    history: &'a [Message],
+    tools: &'a [ToolSpec],
+) -> StepInfo<'a> {
+    StepInfo {
+        session_id,
+        turn: TurnId::new(1),
+        step: StepId::new(step),
+        history,
+        depth: 0,
+        reported: None,
+        tools,
+    }
+}
+
 #[test]
 fn the_guard_agrees_with_check_fits() {
     let project = Project::new();
@@ -114,15 +132,7 @@ fn the_guard_agrees_with_check_fits() {
         Message::new(Role::Assistant, vec![MessageItem::Text { text: text_of(300) }]),
     ];
     let pending = vec![UserInput::text(text_of(200))];
-    let info = StepInfo {
-        session_id,
-        turn: TurnId::new(1),
-        step: StepId::new(2),
-        history: &history,
-        depth: 0,
-        reported: None,
-        tools: &[],
-    };
+    let info = step_info(session_id, 2, &history, &[]);
 
     // What the kernel will send after adding the pending input as a user message.
     let mut next_history = history.clone();
@@ -166,15 +176,7 @@ fn the_guard_counts_blobs_as_the_builder_will_inline_them() {
         preview: "short".to_owned(),
     };
     let history = [Message::new(Role::User, vec![MessageItem::BlobRef(blob)])];
-    let info = StepInfo {
-        session_id: SessionId::new(),
-        turn: TurnId::new(1),
-        step: StepId::new(1),
-        history: &history,
-        depth: 0,
-        reported: None,
-        tools: &[],
-    };
+    let info = step_info(SessionId::new(), 1, &history, &[]);
     assert!(matches!(guard.before_step(&info, &mut Vec::new()), StepVerdict::Reject { .. }));
 }
 
@@ -195,15 +197,7 @@ fn the_guard_counts_the_tools_that_joined_late() {
     });
     let session_id = SessionId::new();
     let history = vec![Message::user_text(text_of(1_000))];
-    let step = |tools| StepInfo {
-        session_id,
-        turn: TurnId::new(1),
-        step: StepId::new(2),
-        history: &history,
-        depth: 0,
-        reported: None,
-        tools,
-    };
+    let step = |tools| step_info(session_id, 2, &history, tools);
 
     // The estimate is what the builder counts for the request that offers every tool.
     let next = builder.build(&input(session_id, &crate::support::arcs(&history), &all));
