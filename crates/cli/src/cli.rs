@@ -375,8 +375,7 @@ pub(crate) enum PluginCommand {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum McpCommand {
-    /// Add (or replace) a server: `add NAME -- CMD ARGS…` (stdio), `add NAME --url URL` or
-    /// `add --transport http|sse NAME URL` (HTTP).
+    /// Add (or replace) a server: stdio (`add NAME -- CMD ARGS…`) or HTTP (`add NAME URL`).
     Add(McpAddArgs),
     /// Add (or replace) a server from Claude Code's JSON form of it.
     #[command(name = "add-json", after_help = MCP_ADD_JSON_EXAMPLES)]
