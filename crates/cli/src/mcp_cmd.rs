@@ -153,7 +153,8 @@ fn from_flags(args: McpAddArgs) -> anyhow::Result<Spec> {
     }
     let mut headers = Vec::new();
     for raw in &args.headers {
-        let Some((name, value)) = raw.split_once(':') else {
+        let Some((name, value)) = raw.split_once(':').filter(|(name, _)| !name.trim().is_empty())
+        else {
             anyhow::bail!("--header `{raw}` is not `Name: value`");
         };
         headers.push((name.trim().to_owned(), value.trim().to_owned()));
@@ -316,6 +317,9 @@ fn build(spec: Spec, form: Form) -> anyhow::Result<McpServerToml> {
                 );
             }
             if let Some((program, rest)) = spec.command.split_first() {
+                if program.trim().is_empty() {
+                    anyhow::bail!("the command is empty");
+                }
                 server.command = Some(program.clone());
                 server.args = rest.to_vec();
             }
@@ -396,7 +400,10 @@ fn check_url(url: &str) -> anyhow::Result<()> {
 /// A header name is an HTTP token; a value is one line.
 fn check_header(name: &str, value: &str) -> anyhow::Result<()> {
     let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-    if name.is_empty() || !name.chars().all(token) {
+    if name.is_empty() {
+        anyhow::bail!("a header has an empty name");
+    }
+    if !name.chars().all(token) {
         anyhow::bail!("`{name}` is not a header name (letters, digits and `-`, as in `X-Api-Key`)");
     }
     if value.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
@@ -410,7 +417,11 @@ fn bearer_variable<'a>(name: &str, value: &'a str) -> Option<&'a str> {
     if !name.eq_ignore_ascii_case("authorization") {
         return None;
     }
-    let var = value.strip_prefix("Bearer ${")?.strip_suffix('}')?;
+    let (scheme, rest) = value.split_at_checked(7)?;
+    if !scheme.eq_ignore_ascii_case("bearer ") {
+        return None;
+    }
+    let var = rest.strip_prefix("${")?.strip_suffix('}')?;
     let valid = !var.is_empty()
         && !var.starts_with(|c: char| c.is_ascii_digit())
         && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');

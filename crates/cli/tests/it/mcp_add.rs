@@ -123,7 +123,7 @@ fn mcp_add_takes_claude_codes_and_codexs_forms_and_writes_codexs_tables() {
             "mcp",
             "add-json",
             "bearer",
-            r#"{"type":"http","url":"https://example.test/b","headers":{"Authorization":"Bearer ${B_TOKEN}"}}"#,
+            r#"{"type":"http","url":"https://example.test/b","headers":{"authorization":"bearer ${B_TOKEN}"}}"#,
         ],
     );
 
@@ -295,6 +295,15 @@ fn refused_servers_name_the_problem_and_leave_config_toml_unchanged() {
             "--bearer-token-env-var `T` cannot go to a stdio server",
         ),
         (&["add", "x", "--env", "NOEQ", "--", "cmd"], "--env wants KEY=VALUE, got `NOEQ`"),
+        (
+            &["add", "x", "--url", "https://e.test", "-H", ": v"],
+            "--header `: v` is not `Name: value`",
+        ),
+        (&["add", "x", "--", ""], "the command is empty"),
+        (
+            &["add-json", "x", r#"{"url":"https://e.test","headers":{"":"v"}}"#],
+            "a header has an empty name",
+        ),
         (
             &["add", "x", "-e", "K=v", "--url", "https://e.test"],
             "variables are for stdio servers (a command); `K` cannot go to an http server",
