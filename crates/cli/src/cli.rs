@@ -375,8 +375,11 @@ pub(crate) enum PluginCommand {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum McpCommand {
-    /// Add (or replace) a server: `add NAME -- CMD ARGS…` (stdio) or `add NAME --url URL`.
+    /// Add (or replace) a server: stdio (`add NAME -- CMD ARGS…`) or HTTP (`add NAME URL`).
     Add(McpAddArgs),
+    /// Add (or replace) a server from Claude Code's JSON form of it.
+    #[command(name = "add-json", after_help = MCP_ADD_JSON_EXAMPLES)]
+    AddJson(McpAddJsonArgs),
     /// List the configured servers.
     List(McpListArgs),
     /// Show one server's settings.
@@ -385,26 +388,91 @@ pub(crate) enum McpCommand {
     Remove(McpRemoveArgs),
 }
 
+const MCP_ADD_EXAMPLES: &str = "\
+Both Claude Code's and codex's forms work; either way the server is written to
+[mcp_servers.NAME] in $CODECODER_HOME/config.toml (the rest of the file is kept).
+
+Stdio (codecoder starts the command, outside the command sandbox):
+  codecoder mcp add fs -- npx -y @modelcontextprotocol/server-filesystem ~/notes
+  codecoder mcp add github -e GITHUB_TOKEN=ghp_… -- github-mcp-server stdio
+
+Streamable HTTP (Claude Code's form, then codex's):
+  codecoder mcp add --transport http api https://example.com/mcp -H \"X-Api-Key: …\"
+  codecoder mcp add api --url https://example.com/mcp --bearer-token-env-var API_TOKEN
+
+The older HTTP+SSE transport (written as transport = \"sse\"):
+  codecoder mcp add --transport sse old https://example.com/sse \\
+      --header \"Authorization: Bearer …\"
+
+A header value `Bearer ${VAR}` of Authorization (single-quoted, so that the shell leaves it)
+is written as bearer_token_env_var = \"VAR\": the token is read from $VAR when a session starts.
+`codecoder mcp list` and `codecoder mcp get NAME` show env and header names, never their values.";
+
+const MCP_ADD_JSON_EXAMPLES: &str = r#"Examples:
+  codecoder mcp add-json fs '{"type":"stdio","command":"npx","args":["-y","mcp-fs","/tmp"]}'
+  codecoder mcp add-json db '{"command":"db-mcp","env":{"DB_URL":"postgres://…"}}'
+  codecoder mcp add-json api '{"type":"http","url":"https://example.com/mcp"}'
+  codecoder mcp add-json old '{"type":"sse","url":"https://example.com/sse",
+                               "headers":{"X-Api-Key":"…"}}'
+
+config.toml does not expand ${VAR}: a header "Authorization": "Bearer ${VAR}" becomes
+bearer_token_env_var = "VAR" (the token is read from $VAR when a session starts), and any
+other ${VAR} is refused."#;
+
+/// How an MCP server is reached (`mcp add --transport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum McpTransportArg {
+    /// A command codecoder starts, speaking on its stdin and stdout.
+    Stdio,
+    /// Streamable HTTP at a URL.
+    Http,
+    /// The older HTTP+SSE transport (2024-11-05) at a URL.
+    Sse,
+}
+
 #[derive(Debug, Args)]
+#[command(after_help = MCP_ADD_EXAMPLES)]
 pub(crate) struct McpAddArgs {
     /// The server's name (letters, digits, `_`, `-`); its tools are `mcp__NAME__<tool>`.
     pub(crate) name: String,
+    /// The URL of an HTTP server (Claude Code's form; same as --url).
+    #[arg(value_name = "URL")]
+    pub(crate) positional_url: Option<String>,
+    /// How the server is reached [default: stdio with a command, http with a URL].
+    #[arg(short = 't', long, value_enum, value_name = "TRANSPORT")]
+    pub(crate) transport: Option<McpTransportArg>,
     /// A variable for a stdio server, `KEY=VALUE` (repeatable).
-    #[arg(long = "env", value_name = "KEY=VALUE")]
+    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
     pub(crate) env: Vec<String>,
-    /// The URL of a streamable HTTP server (instead of a command).
+    /// The URL of an HTTP server (codex's form; instead of a command).
     #[arg(long)]
     pub(crate) url: Option<String>,
+    /// A header sent on every request to an HTTP server, `"Name: value"` (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    pub(crate) headers: Vec<String>,
     /// The variable holding a bearer token for the HTTP server.
-    #[arg(long)]
+    #[arg(long, value_name = "VAR")]
     pub(crate) bearer_token_env_var: Option<String>,
     /// Let the server ask the session's model while its tools run (MCP sampling, billed like
     /// the session's own requests); without it such requests are declined.
     #[arg(long)]
     pub(crate) sampling: bool,
     /// The command and its arguments, after `--`.
-    #[arg(last = true)]
+    #[arg(last = true, value_name = "CMD ARGS")]
     pub(crate) command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpAddJsonArgs {
+    /// The server's name (letters, digits, `_`, `-`); its tools are `mcp__NAME__<tool>`.
+    pub(crate) name: String,
+    /// The server as Claude Code writes it in `.mcp.json`: `{"type":"stdio","command":…,
+    /// "args":[…],"env":{…}}` or `{"type":"http"|"sse","url":…,"headers":{…}}`.
+    #[arg(value_name = "JSON")]
+    pub(crate) json: String,
+    /// Let the server ask the session's model while its tools run (MCP sampling).
+    #[arg(long)]
+    pub(crate) sampling: bool,
 }
 
 #[derive(Debug, Args)]

@@ -14,6 +14,7 @@ mod guard;
 mod hooks;
 mod lock;
 mod mcp;
+mod mcp_add;
 mod mcp_server;
 mod plan;
 mod plugins;

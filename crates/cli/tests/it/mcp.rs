@@ -22,7 +22,7 @@ pub(crate) fn bin(dir: &Path, name: &str) -> String {
 }
 
 /// The tool names a server offers now (they changed across releases, so tests look them up).
-fn tool_names(command: &str, args: &[&str], cwd: &Path) -> Vec<String> {
+pub(crate) fn tool_names(command: &str, args: &[&str], cwd: &Path) -> Vec<String> {
     let lookup = |key: &str| std::env::var_os(key);
     let server = ServerConfig::new(
         "probe",
@@ -37,7 +37,7 @@ fn tool_names(command: &str, args: &[&str], cwd: &Path) -> Vec<String> {
     manager.list_tools().iter().map(|t| t.name.clone()).collect()
 }
 
-fn pick<'a>(names: &'a [String], candidates: &[&str]) -> &'a str {
+pub(crate) fn pick<'a>(names: &'a [String], candidates: &[&str]) -> &'a str {
     names
         .iter()
         .find(|n| candidates.contains(&n.as_str()))
@@ -299,10 +299,10 @@ fn mcp_add_list_get_remove_edit_config_toml_and_keep_the_rest() {
     let out = run(&["mcp", "get", "fs", "--json"]);
     let got: serde_json::Value = serde_json::from_str(&crate::stdout(&out)).unwrap();
     assert_eq!(got["command"], "npx");
-    assert_eq!(got["env"]["ROOT_TOKEN"], "abc");
+    assert_eq!(got["env"]["ROOT_TOKEN"], "*****", "env values may be secrets: masked");
     let out = run(&["mcp", "get", "fs"]);
     let shown = crate::stdout(&out);
-    assert!(shown.contains("env: ROOT_TOKEN") && !shown.contains("abc"), "{shown}");
+    assert!(shown.contains("env: ROOT_TOKEN=*****") && !shown.contains("abc"), "{shown}");
 
     let out = run(&["mcp", "add", "web", "--url", "https://example.test/mcp", "--sampling"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -406,7 +406,7 @@ sampling = true
 }
 
 /// Kills the child when the test ends, however it ends.
-struct KillOnDrop(std::process::Child);
+pub(crate) struct KillOnDrop(std::process::Child);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
@@ -415,25 +415,31 @@ impl Drop for KillOnDrop {
     }
 }
 
-#[test]
-fn a_mcp_json_server_of_type_sse_is_reached_over_the_older_http_sse_transport() {
-    let Some(dir) = servers_dir() else { return };
-    // The MCP crate's fixture: the TypeScript SDK's SSEServerTransport with one `echo` tool.
+/// Starts the MCP crate's fixture, the TypeScript SDK's SSEServerTransport with one `echo` tool
+/// that also answers the `X-Test` header its stream was opened with; returns it (killed on
+/// drop) and its event stream's URL.
+pub(crate) fn start_sse_server(npm_dir: &Path) -> (KillOnDrop, String) {
     let fixture =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/it/fixtures/sse_server.mjs");
     let mut child = std::process::Command::new("node")
         .arg(&fixture)
-        .env(codecoder_protocol::env::CODECODER_TEST_NPM, &dir)
+        .env(codecoder_protocol::env::CODECODER_TEST_NPM, npm_dir)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let _child = KillOnDrop(child);
+    let child = KillOnDrop(child);
     let mut line = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
     let port: u16 = line.trim().parse().unwrap_or_else(|_| panic!("no port: {line:?}"));
-    let url = format!("http://127.0.0.1:{port}/sse");
+    (child, format!("http://127.0.0.1:{port}/sse"))
+}
+
+#[test]
+fn a_mcp_json_server_of_type_sse_is_reached_over_the_older_http_sse_transport() {
+    let Some(dir) = servers_dir() else { return };
+    let (_child, url) = start_sse_server(&dir);
 
     let home = tempfile::tempdir().unwrap();
     let repo = tempfile::tempdir().unwrap();
