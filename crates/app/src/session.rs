@@ -16,6 +16,7 @@ use codecoder_session::{
 };
 
 use crate::error::{Error, Result};
+use crate::hook_layer::Layered;
 use crate::{Modes, Notice, Runtime};
 use codecoder_policy::ChainPolicy;
 
@@ -462,17 +463,19 @@ impl Runtime {
             if extensions.skills.is_empty() && extensions.commands.is_empty() {
                 hooks
             } else {
-                Arc::new(crate::skills::SkillHooks {
+                Arc::new(Layered {
                     inner: hooks,
-                    store: Arc::clone(&extensions.store),
-                    commands: extensions.commands.clone(),
-                    active: active_skills,
-                    session_id,
+                    layer: crate::skills::SkillLayer {
+                        store: Arc::clone(&extensions.store),
+                        commands: extensions.commands.clone(),
+                        active: active_skills,
+                        session_id,
+                    },
                 })
             };
-        let hooks: Arc<dyn codecoder_kernel::Hooks> = Arc::new(crate::plan::PlanHooks {
+        let hooks: Arc<dyn codecoder_kernel::Hooks> = Arc::new(Layered {
             inner: hooks,
-            permission: safety.permission.clone(),
+            layer: crate::plan::PlanLayer { permission: safety.permission.clone() },
         });
         let deps = AgentDeps {
             model: model_client,

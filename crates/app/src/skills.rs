@@ -12,16 +12,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use codecoder_hooks::mapping::claude_tool_name;
-use codecoder_kernel::{
-    AgentType, HookReport, HookScope, HookVerdict, Hooks, PermissionHook, PostToolUse, PreToolUse,
-    PromptSubmit, SessionStartHook, StopHook, ToolRegistry,
-};
-use codecoder_protocol::{ContentItem, ToolCall};
+use codecoder_kernel::{AgentType, HookScope, HookVerdict, PreToolUse, PromptSubmit, ToolRegistry};
+use codecoder_protocol::ToolCall;
 use codecoder_skills::{
     ActiveSkills, AgentDef, Catalogue, Command, Roots, Scope, Skill, SkillStore, Warning,
 };
 
 use crate::Notice;
+use crate::hook_layer::HookLayer;
 
 /// The catalogue's room in the prompt, in bytes (about 2,000 tokens).
 pub(crate) const CATALOGUE_BUDGET: usize = 8_000;
@@ -220,20 +218,18 @@ pub(crate) fn covers(entry: &str, call: &ToolCall) -> bool {
     }
 }
 
-/// The session's hooks plus skills: `$name` and `/command` in a prompt add the skill's or the
-/// command's text to it; an active skill's `allowed-tools` skip the prompt for those calls
-/// until the turn ends.
-pub(crate) struct SkillHooks {
-    pub(crate) inner: Arc<dyn Hooks>,
+/// Skills, a layer over the session's hooks: `$name` and `/command` in a prompt add the skill's
+/// or the command's text to it; an active skill's `allowed-tools` skip the prompt for those
+/// calls until the turn ends.
+pub(crate) struct SkillLayer {
     pub(crate) store: Arc<SkillStore>,
     pub(crate) commands: Vec<Command>,
     pub(crate) active: ActiveSkills,
     pub(crate) session_id: String,
 }
 
-impl Hooks for SkillHooks {
-    fn pre_tool_use(&self, scope: HookScope<'_>, call: &ToolCall) -> PreToolUse {
-        let mut answer = self.inner.pre_tool_use(scope, call);
+impl HookLayer for SkillLayer {
+    fn pre_tool_use(&self, _scope: HookScope<'_>, call: &ToolCall, answer: &mut PreToolUse) {
         if answer.verdict.is_none()
             && self.active.allowed_tools().iter().any(|entry| covers(entry, call))
         {
@@ -242,32 +238,11 @@ impl Hooks for SkillHooks {
                 reason: Some("pre-approved by an active skill's allowed-tools".to_owned()),
             });
         }
-        answer
     }
 
-    fn permission_request(
-        &self,
-        scope: HookScope<'_>,
-        call: &ToolCall,
-        reason: Option<&str>,
-    ) -> PermissionHook {
-        self.inner.permission_request(scope, call, reason)
-    }
-
-    fn post_tool_use(
-        &self,
-        scope: HookScope<'_>,
-        call: &ToolCall,
-        response: &[ContentItem],
-        failed: bool,
-    ) -> PostToolUse {
-        self.inner.post_tool_use(scope, call, response, failed)
-    }
-
-    fn user_prompt_submit(&self, scope: HookScope<'_>, prompt: &str) -> PromptSubmit {
-        let mut answer = self.inner.user_prompt_submit(scope, prompt);
+    fn user_prompt_submit(&self, scope: HookScope<'_>, prompt: &str, answer: &mut PromptSubmit) {
         if answer.blocked.is_some() || scope.depth > 0 {
-            return answer;
+            return;
         }
         if let Some(text) =
             codecoder_skills::expand_command(prompt, &self.commands, &self.session_id)
@@ -275,7 +250,7 @@ impl Hooks for SkillHooks {
             answer.context.push(text);
         }
         if !prompt.contains('$') {
-            return answer;
+            return;
         }
         // Found again: a file may have changed since the session started (unchanged files
         // are not read again).
@@ -289,39 +264,12 @@ impl Hooks for SkillHooks {
             ));
             self.active.activate(skill.clone());
         }
-        answer
     }
 
-    fn stop(&self, scope: HookScope<'_>, stop_hook_active: bool, last_message: &str) -> StopHook {
+    fn stop(&self, scope: HookScope<'_>) {
         if scope.depth == 0 {
             self.active.clear();
         }
-        self.inner.stop(scope, stop_hook_active, last_message)
-    }
-
-    fn subagent_start(&self, scope: HookScope<'_>, agent_id: &str) -> HookReport {
-        self.inner.subagent_start(scope, agent_id)
-    }
-
-    fn subagent_stop(
-        &self,
-        scope: HookScope<'_>,
-        agent_id: &str,
-        last_message: &str,
-    ) -> HookReport {
-        self.inner.subagent_stop(scope, agent_id, last_message)
-    }
-
-    fn session_start(&self, scope: HookScope<'_>, source: &str) -> SessionStartHook {
-        self.inner.session_start(scope, source)
-    }
-
-    fn session_end(&self, reason: &str) -> HookReport {
-        self.inner.session_end(reason)
-    }
-
-    fn notification(&self, scope: HookScope<'_>, message: &str, kind: &str) -> HookReport {
-        self.inner.notification(scope, message, kind)
     }
 }
 

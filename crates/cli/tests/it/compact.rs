@@ -203,6 +203,27 @@ fn a_task_twice_the_window_finishes_through_automatic_compaction() {
 }
 
 #[test]
+fn the_pre_compact_hook_runs_beside_installed_skills() {
+    // Skills (and plan mode) wrap the user's hooks; every hook still reaches them.
+    let setup = Setup::new();
+    let skill = setup.user_home.path().join(".claude/skills/notes");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: notes\ndescription: Takes notes.\n---\nWrite notes.\n",
+    )
+    .unwrap();
+    let server = FakeModelServer::start(task_script()).unwrap();
+    let out = setup.run(&server, &["exec", "--json", "read the eight parts in order"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summaries = server.requests().iter().filter(|request| !has_tools(request)).count();
+    assert!(summaries >= 1, "no summary request");
+    let inputs = setup.hook_inputs();
+    assert_eq!(inputs.len(), summaries, "the PreCompact hook ran for each compaction");
+    assert_eq!(inputs[0]["trigger"], "auto");
+}
+
+#[test]
 fn a_failed_summary_trims_the_history_instead_of_failing_the_turn() {
     let setup = Setup::new();
     let script = task_script();
