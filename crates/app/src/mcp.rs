@@ -264,21 +264,20 @@ pub fn add_mcp_server(
     server: &McpServerToml,
 ) -> crate::Result<std::path::PathBuf> {
     check_name(name)?;
-    let path = home.join("config.toml");
-    let text = read_config(&path)?;
-    let mut kept = without_table(&text, name);
     let wrapper = codecoder_config::ConfigToml {
         mcp_servers: std::collections::BTreeMap::from([(name.to_owned(), server.clone())]),
         ..Default::default()
     };
     let table = toml::to_string(&wrapper)
         .map_err(|err| crate::Error::usage(format!("[mcp_servers.{name}]: {err}")))?;
+    let file = lock_config(home)?;
+    let mut kept = without_table(&file.read().map_err(io("reading the config"))?, name);
     if !kept.is_empty() && !kept.ends_with("\n\n") {
         kept.push_str(if kept.ends_with('\n') { "\n" } else { "\n\n" });
     }
     kept.push_str(&table);
-    write_config(home, &path, &kept)?;
-    Ok(path)
+    file.write(&kept).map_err(io("writing the config"))?;
+    Ok(file.path().to_owned())
 }
 
 /// Removes `[mcp_servers.NAME]` (and its sub-tables) from `$CODECODER_HOME/config.toml`,
@@ -288,14 +287,23 @@ pub fn add_mcp_server(
 /// When the name is not `[A-Za-z0-9_-]+`, or the file cannot be read or written.
 pub fn remove_mcp_server(home: &Path, name: &str) -> crate::Result<bool> {
     check_name(name)?;
-    let path = home.join("config.toml");
-    let text = read_config(&path)?;
+    let file = lock_config(home)?;
+    let text = file.read().map_err(io("reading the config"))?;
     let kept = without_table(&text, name);
     if kept == text {
         return Ok(false);
     }
-    write_config(home, &path, &kept)?;
+    file.write(&kept).map_err(io("writing the config"))?;
     Ok(true)
+}
+
+/// `$CODECODER_HOME/config.toml`, locked for an edit.
+fn lock_config(home: &Path) -> crate::Result<codecoder_config::HomeFile> {
+    codecoder_config::HomeFile::lock(&home.join("config.toml")).map_err(io("locking the config"))
+}
+
+fn io(context: &'static str) -> impl FnOnce(std::io::Error) -> crate::Error {
+    move |source| crate::Error::Io { context: context.to_owned(), source }
 }
 
 fn check_name(name: &str) -> crate::Result<()> {
@@ -305,20 +313,6 @@ fn check_name(name: &str) -> crate::Result<()> {
         )));
     }
     Ok(())
-}
-
-fn read_config(path: &Path) -> crate::Result<String> {
-    match fs_err::read_to_string(path) {
-        Ok(text) => Ok(text),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(source) => Err(crate::Error::Io { context: "reading the config".to_owned(), source }),
-    }
-}
-
-fn write_config(home: &Path, path: &Path, text: &str) -> crate::Result<()> {
-    let io = |source| crate::Error::Io { context: "writing the config".to_owned(), source };
-    fs_err::create_dir_all(home).map_err(io)?;
-    fs_err::write(path, text).map_err(io)
 }
 
 /// `text` without the `[mcp_servers.NAME]` table and its `[mcp_servers.NAME.*]` sub-tables

@@ -52,24 +52,43 @@ fn registry_path(home: &Path) -> PathBuf {
 
 fn read(home: &Path) -> Result<Registry> {
     let path = registry_path(home);
-    let text = match fs_err::read_to_string(&path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Registry::default()),
-        Err(err) => return Err(Error::io(format!("reading {}", path.display()))(err)),
-    };
-    serde_json::from_str(&text)
-        .map_err(|err| Error::usage(format!("{} is not a plugin list: {err}", path.display())))
+    match fs_err::read_to_string(&path) {
+        Ok(text) => parse(&path, &text),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Registry::default()),
+        Err(err) => Err(Error::io(format!("reading {}", path.display()))(err)),
+    }
 }
 
-fn write(home: &Path, registry: &Registry) -> Result<()> {
+fn parse(path: &Path, text: &str) -> Result<Registry> {
+    if text.trim().is_empty() {
+        return Ok(Registry::default());
+    }
+    serde_json::from_str(text).map_err(|err| {
+        Error::usage(format!(
+            "{}:{}:{}: not a plugin list: {err}",
+            path.display(),
+            err.line(),
+            err.column()
+        ))
+    })
+}
+
+/// Edits the plugin list under its lock (another codecoder process editing it waits); `edit`
+/// says whether it changed anything, and only a change is written.
+fn edit<T>(home: &Path, edit: impl FnOnce(&mut Registry) -> Result<(bool, T)>) -> Result<T> {
     let path = registry_path(home);
-    fs_err::create_dir_all(home).map_err(Error::io(format!("creating {}", home.display())))?;
-    let mut text = serde_json::to_string_pretty(registry)
-        .map_err(|err| Error::usage(format!("encoding the plugin list: {err}")))?;
-    text.push('\n');
-    let tmp = home.join(format!(".{FILE}.tmp"));
-    fs_err::write(&tmp, text).map_err(Error::io(format!("writing {}", tmp.display())))?;
-    fs_err::rename(&tmp, &path).map_err(Error::io(format!("replacing {}", path.display())))
+    let file = codecoder_config::HomeFile::lock(&path)
+        .map_err(Error::io(format!("locking {}", path.display())))?;
+    let text = file.read().map_err(Error::io(format!("reading {}", path.display())))?;
+    let mut registry = parse(&path, &text)?;
+    let (changed, answer) = edit(&mut registry)?;
+    if changed {
+        let mut text = serde_json::to_string_pretty(&registry)
+            .map_err(|err| Error::usage(format!("encoding the plugin list: {err}")))?;
+        text.push('\n');
+        file.write(&text).map_err(Error::io(format!("writing {}", path.display())))?;
+    }
+    Ok(answer)
 }
 
 /// Reads and checks `dir/.claude-plugin/plugin.json`: a `name` of lowercase letters, digits and
@@ -105,10 +124,11 @@ pub fn read_manifest(dir: &Path) -> Result<Plugin> {
 /// Records the plugin in `dir` (enabled), replacing one of the same name. Returns it.
 pub fn add_plugin(home: &Path, dir: &Path) -> Result<Plugin> {
     let plugin = read_manifest(dir)?;
-    let mut registry = read(home)?;
-    registry.plugins.retain(|known| known.name != plugin.name);
-    registry.plugins.push(plugin.clone());
-    write(home, &registry)?;
+    edit(home, |registry| {
+        registry.plugins.retain(|known| known.name != plugin.name);
+        registry.plugins.push(plugin.clone());
+        Ok((true, ()))
+    })?;
     Ok(plugin)
 }
 
@@ -119,25 +139,23 @@ pub fn list_plugins(home: &Path) -> Result<Vec<Plugin>> {
 
 /// Forgets the plugin `name`; false when there is none.
 pub fn remove_plugin(home: &Path, name: &str) -> Result<bool> {
-    let mut registry = read(home)?;
-    let before = registry.plugins.len();
-    registry.plugins.retain(|known| known.name != name);
-    if registry.plugins.len() == before {
-        return Ok(false);
-    }
-    write(home, &registry)?;
-    Ok(true)
+    edit(home, |registry| {
+        let before = registry.plugins.len();
+        registry.plugins.retain(|known| known.name != name);
+        let removed = registry.plugins.len() != before;
+        Ok((removed, removed))
+    })
 }
 
 /// Enables or disables the plugin `name`; false when there is none.
 pub fn set_plugin_enabled(home: &Path, name: &str, enabled: bool) -> Result<bool> {
-    let mut registry = read(home)?;
-    let Some(plugin) = registry.plugins.iter_mut().find(|known| known.name == name) else {
-        return Ok(false);
-    };
-    plugin.enabled = enabled;
-    write(home, &registry)?;
-    Ok(true)
+    edit(home, |registry| {
+        let Some(plugin) = registry.plugins.iter_mut().find(|known| known.name == name) else {
+            return Ok((false, false));
+        };
+        plugin.enabled = enabled;
+        Ok((true, true))
+    })
 }
 
 /// The paths the manifest of the plugin in `dir` gives under `key` (`commands`, `agents`,

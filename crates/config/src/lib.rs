@@ -12,6 +12,7 @@
 
 mod credentials;
 mod error;
+mod home_file;
 mod load;
 mod schema;
 mod trust;
@@ -19,6 +20,7 @@ mod trust;
 pub use codecoder_protocol::{ReasoningEffort, ReasoningSummary};
 pub use credentials::{CREDENTIALS_FILE, load_credential, store_credential};
 pub use error::{Error, Result};
+pub use home_file::HomeFile;
 pub use load::{LoadOptions, LoadedConfig, Origin, load, parse_override};
 pub use schema::{
     AgentToml, ConfigToml, FsyncToml, HookGroupToml, HookHandlerToml, InheritToml, McpServerToml,

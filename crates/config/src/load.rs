@@ -171,7 +171,7 @@ fn read_layer(path: &Path) -> Result<Option<Table>> {
 }
 
 /// Turns a TOML error into `Invalid` or `UnknownKey`, with line and column.
-fn invalid(path: &Path, text: &str, err: &toml::de::Error) -> Error {
+pub(crate) fn invalid(path: &Path, text: &str, err: &toml::de::Error) -> Error {
     let offset = err.span().map_or(0, |span| span.start);
     let (line, column) = line_column(text, offset);
     let message = err.message().trim().to_owned();

@@ -209,6 +209,59 @@ fn credentials_are_stored_owner_only() {
     }
 }
 
+#[test]
+fn concurrent_edits_of_a_home_file_keep_every_change() {
+    // Eight writers at once (threads here; the lock is the same between processes): each
+    // trusts its own project and stores its own key, and none is lost.
+    let f = fixture();
+    let projects: Vec<PathBuf> = (0..8)
+        .map(|n| {
+            let dir = f.home.join(format!("project-{n}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            dir
+        })
+        .collect();
+    std::thread::scope(|scope| {
+        for (n, project) in projects.iter().enumerate() {
+            let home = &f.home;
+            scope.spawn(move || {
+                crate::trust(home, project).unwrap();
+                crate::store_credential(home, &format!("provider-{n}"), &format!("key-{n}"))
+                    .unwrap();
+            });
+        }
+    });
+    for (n, project) in projects.iter().enumerate() {
+        assert!(crate::is_trusted(&f.home, project), "project {n}");
+        let key = crate::load_credential(&f.home, &format!("provider-{n}"));
+        assert_eq!(key.as_deref(), Some(format!("key-{n}").as_str()));
+    }
+    // No temporary file is left behind.
+    let left: Vec<String> = std::fs::read_dir(&f.home)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
+}
+
+#[test]
+fn a_malformed_home_file_is_an_error_naming_it_and_is_left_as_it_was() {
+    let f = fixture();
+    let broken = "[providers.openai]\napi_key = \"sk-kept\"\n[providers\n";
+    let credentials = f.home.join(crate::CREDENTIALS_FILE);
+    std::fs::write(&credentials, broken).unwrap();
+    let err = crate::store_credential(&f.home, "anthropic", "sk-new").unwrap_err().to_string();
+    assert!(err.starts_with(&format!("{}:3:", credentials.display())), "{err}");
+    assert_eq!(std::fs::read_to_string(&credentials).unwrap(), broken);
+
+    let trusted = f.home.join("trusted-projects.toml");
+    std::fs::write(&trusted, "[projects.\"/a\"]\ntrusted = yes\n").unwrap();
+    let err = crate::trust(&f.home, &f.home).unwrap_err().to_string();
+    assert!(err.starts_with(&format!("{}:2:", trusted.display())), "{err}");
+    assert_eq!(std::fs::read_to_string(&trusted).unwrap(), "[projects.\"/a\"]\ntrusted = yes\n");
+}
+
 /// `UPDATE_EXPECT=1 cargo test -p codecoder-config` rewrites the checked-in schema.
 #[test]
 fn config_schema_is_up_to_date() {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use toml::{Table, Value};
 
+use crate::HomeFile;
 use crate::error::Result;
 
 const TRUST_FILE: &str = "trusted-projects.toml";
@@ -39,19 +40,22 @@ pub fn is_trusted(home: &Path, root: &Path) -> bool {
 }
 
 /// Records `root` as trusted; returns the canonical path recorded.
+///
+/// # Errors
+/// When the file of trusted projects is not valid TOML (nothing is written then: the projects
+/// it lists would be lost), or cannot be read or written.
 pub fn trust(home: &Path, root: &Path) -> Result<PathBuf> {
     let root = fs_err::canonicalize(root)?;
-    let mut table = read(home);
+    let file = HomeFile::lock(&home.join(TRUST_FILE))?;
+    let text = file.read()?;
+    let mut table: Table =
+        toml::from_str(&text).map_err(|err| crate::load::invalid(file.path(), &text, &err))?;
     let projects = table.entry("projects").or_insert_with(|| Value::Table(Table::new()));
     if let Value::Table(projects) = projects {
         let mut entry = Table::new();
         entry.insert("trusted".to_owned(), Value::Boolean(true));
         projects.insert(root.to_string_lossy().into_owned(), Value::Table(entry));
     }
-    fs_err::create_dir_all(home)?;
-    let text = toml::to_string(&table).unwrap_or_default();
-    let tmp = home.join(format!(".{TRUST_FILE}.tmp"));
-    fs_err::write(&tmp, text)?;
-    fs_err::rename(&tmp, home.join(TRUST_FILE))?;
+    file.write(&toml::to_string(&table).map_err(std::io::Error::other)?)?;
     Ok(root)
 }

@@ -427,3 +427,35 @@ fn servers_added_with_transport_sse_and_with_add_json_serve_a_session() {
     // The variable given in the JSON reached the stdio server.
     assert!(requests[2].raw_body.contains("add-json-4711"), "{}", requests[2].raw_body);
 }
+
+#[test]
+fn concurrent_adds_on_one_home_keep_every_server() {
+    // Eight `mcp add` processes at once on one home, as scripts setting up a machine do: each
+    // edit waits for the one before, and no server is lost.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.toml"), "model = \"gpt-5\"\n").unwrap();
+    let children: Vec<std::process::Child> = (0..8)
+        .map(|n| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_codecoder"))
+                .args(["mcp", "add", &format!("server-{n}"), "--", "echo", &n.to_string()])
+                .env_clear()
+                .env("CODECODER_HOME", home.path())
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let config = config_value(home.path());
+    assert_eq!(config["model"].as_str(), Some("gpt-5"));
+    let servers = config["mcp_servers"].as_table().unwrap();
+    let names: Vec<&String> = servers.keys().collect();
+    assert_eq!(names.len(), 8, "{names:?}");
+    for n in 0..8 {
+        let server = &servers[&format!("server-{n}")];
+        assert_eq!(server["args"].as_array().unwrap()[0].as_str(), Some(n.to_string().as_str()));
+    }
+}
