@@ -570,25 +570,7 @@ impl Server {
                 reply.send(self.decision(&thread_id, decision));
             }
             Waiting::Question { question_id, reply } => {
-                let answer = result
-                    .and_then(|result| {
-                        serde_json::from_value::<ToolRequestUserInputResponse>(result).ok()
-                    })
-                    .and_then(|mut response| response.answers.remove(&question_id))
-                    .map(|answer| {
-                        let answers: Vec<&str> = answer
-                            .answers
-                            .iter()
-                            .map(|text| text.trim())
-                            .filter(|text| !text.is_empty())
-                            .collect();
-                        answers.join("\n")
-                    })
-                    .filter(|text| !text.is_empty());
-                reply.send(match answer {
-                    Some(text) => AskUserAnswer::Answer { text },
-                    None => AskUserAnswer::Declined,
-                });
+                reply.send(question_answer(result, &question_id));
             }
         }
         self.resolved(&thread_id, id.clone());
@@ -621,6 +603,29 @@ impl Server {
             thread_id: thread_id.to_owned(),
             request_id,
         }));
+    }
+}
+
+/// The answer to the question `question_id` in a `ToolRequestUserInputResponse` (several
+/// answers one per line); an error answer, a result that does not fit or no non-blank answer
+/// declines.
+pub(crate) fn question_answer(result: Option<Value>, question_id: &str) -> AskUserAnswer {
+    let answer = result
+        .and_then(|result| serde_json::from_value::<ToolRequestUserInputResponse>(result).ok())
+        .and_then(|mut response| response.answers.remove(question_id))
+        .map(|answer| {
+            let answers: Vec<&str> = answer
+                .answers
+                .iter()
+                .map(|text| text.trim())
+                .filter(|text| !text.is_empty())
+                .collect();
+            answers.join("\n")
+        })
+        .filter(|text| !text.is_empty());
+    match answer {
+        Some(text) => AskUserAnswer::Answer { text },
+        None => AskUserAnswer::Declined,
     }
 }
 

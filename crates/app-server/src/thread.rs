@@ -685,7 +685,11 @@ pub(crate) fn finish(open: OpenTool, result: &Result<ToolResult, ToolError>) -> 
             id,
             tool,
             arguments,
-            status,
+            // Codex's dynamic tool calls end `completed` or `failed`; there is no `declined`.
+            status: match status {
+                ItemStatus::Declined => ItemStatus::Failed,
+                other => other,
+            },
             content_items: Some(vec![ToolOutputContentItem::InputText { text }]),
             success: Some(ok),
             duration_ms,
