@@ -13,7 +13,8 @@
 //! - The model's questions go out as `elicitation/create` forms only to a client that advertised
 //!   form elicitation; otherwise the tool hears at once that no one can be asked. The answer
 //!   goes straight to the question's one-shot from the response callback (a send that never
-//!   blocks); a failed request declines.
+//!   blocks); a failed request declines. When the turn ends, the forms still open are withdrawn
+//!   (`$/cancel_request`): the tool that asked has stopped waiting (a cancelled turn).
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -81,6 +82,8 @@ struct State {
     plans: HashSet<ToolCallId>,
     /// Permission keys the person rejected for the rest of the session.
     rejected: HashSet<String>,
+    /// The turn's questions (answered ones too: cancelling those does nothing).
+    questions: Vec<agent_client_protocol::RequestCancellationHandle>,
 }
 
 impl Bridge {
@@ -92,6 +95,7 @@ impl Bridge {
             announced: HashSet::new(),
             plans: HashSet::new(),
             rejected: HashSet::new(),
+            questions: Vec::new(),
         };
         loop {
             crossbeam_channel::select! {
@@ -174,7 +178,7 @@ impl Bridge {
     fn event(&self, state: &mut State, kind: AgentEventKind, root: bool) {
         match kind {
             AgentEventKind::ApprovalRequest(request) => self.ask_permission(state, request, root),
-            AgentEventKind::AskUser(request) => self.ask(request),
+            AgentEventKind::AskUser(request) => self.ask(state, request),
             _ if !root => {}
             AgentEventKind::TextDelta { delta, .. } => {
                 self.update(acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(
@@ -235,6 +239,9 @@ impl Bridge {
                 )));
             }
             AgentEventKind::TurnDone { outcome, .. } => {
+                for question in state.questions.drain(..) {
+                    let _ = question.cancel();
+                }
                 let Some(prompt) = state.prompt.take() else { return };
                 let _ = match outcome {
                     TurnOutcome::Completed => {
@@ -304,7 +311,7 @@ impl Bridge {
 
     /// Asks the model's question as an `elicitation/create` form tied to the asking call, or
     /// tells the tool no one can be asked.
-    fn ask(&self, request: AskUserRequest) {
+    fn ask(&self, state: &mut State, request: AskUserRequest) {
         let AskUserRequest { call_id, question, options, reply, .. } = request;
         if !self.questions {
             reply.send(AskUserAnswer::Unavailable { reason: translate::NO_QUESTIONS.to_owned() });
@@ -316,7 +323,9 @@ impl Bridge {
         let elicitation = acp::CreateElicitationRequest::new(form, question);
         // As for permissions: if the SDK drops the callback (the connection is gone), the reply
         // drops with it and the tool reads "cancelled".
-        let _ = self.connection.send_request(elicitation).on_receiving_result(move |result| {
+        let sent = self.connection.send_request(elicitation);
+        state.questions.push(sent.cancellation_handle());
+        let _ = sent.on_receiving_result(move |result| {
             reply.send(translate::question_answer(result.ok()));
             futures::future::ready(Ok(()))
         });

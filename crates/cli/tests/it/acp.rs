@@ -5,6 +5,8 @@
 //! the file read from and written to the client's buffer, which differs from the disk), cancels
 //! a slow command (stop reason `cancelled`, no process left) and loads the session back. The
 //! client checks what it sees; this test checks what the model saw and what reached the disk.
+//! `fixtures/acp_question.mjs` answers the model's `ask_user` question as an editor with form
+//! elicitation does (answered, failed, withdrawn by a cancel) or without it (not asked).
 //! Skipped with a note without the npm packages, failed under `CI=true`.
 
 use std::path::Path;
@@ -148,15 +150,19 @@ fn question_session(
         stderr(&output)
     );
     let summary: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    Some((summary, server.requests()))
+}
+
+/// The turn went on after the question: the model was asked again, and the turn ended.
+fn went_on(summary: &serde_json::Value, requests: &[codecoder_test_support::RecordedRequest]) {
     assert_eq!(summary["stopReason"], "end_turn", "{summary}");
-    let requests = server.requests();
     assert_eq!(requests.len(), 2, "the turn went on after the question: {summary}");
-    Some((summary, requests))
 }
 
 #[test]
 fn an_editor_with_form_elicitation_answers_the_models_question() {
     let Some((summary, requests)) = question_session("answer") else { return };
+    went_on(&summary, &requests);
     let elicitations = summary["elicitations"].as_array().unwrap();
     assert_eq!(elicitations.len(), 1, "{summary}");
     let form = &elicitations[0];
@@ -182,6 +188,7 @@ fn an_editor_with_form_elicitation_answers_the_models_question() {
 #[test]
 fn an_editor_that_fails_the_question_declines_it() {
     let Some((summary, requests)) = question_session("error") else { return };
+    went_on(&summary, &requests);
     assert_eq!(summary["elicitations"].as_array().unwrap().len(), 1, "{summary}");
     let body = &requests[1].raw_body;
     assert!(body.contains("The user declined to answer"), "{body}");
@@ -190,8 +197,18 @@ fn an_editor_that_fails_the_question_declines_it() {
 #[test]
 fn an_editor_without_elicitation_is_not_asked_and_the_model_hears_why() {
     let Some((summary, requests)) = question_session("none") else { return };
+    went_on(&summary, &requests);
     assert_eq!(summary["elicitations"], json!([]), "{summary}");
     let body = &requests[1].raw_body;
     assert!(body.contains("The question could not be asked"), "{body}");
     assert!(body.contains("elicitation.form"), "{body}");
+}
+
+#[test]
+fn a_cancelled_prompt_withdraws_its_open_question() {
+    let Some((summary, requests)) = question_session("cancel") else { return };
+    assert_eq!(summary["stopReason"], "cancelled", "{summary}");
+    assert_eq!(summary["elicitations"].as_array().unwrap().len(), 1, "{summary}");
+    assert_eq!(summary["withdrawn"], true, "the open form got $/cancel_request: {summary}");
+    assert_eq!(requests.len(), 1, "the cancelled turn asked the model nothing more");
 }

@@ -1,7 +1,8 @@
 //! `codecoder app-server` end to end: a JSON-RPC client speaking JSON lines over the real
 //! binary's pipes, against the fake model server — the handshake, threads started, resumed,
-//! forked and listed, turns with approvals answered both ways, an interrupted command, and the
-//! error answers.
+//! forked and listed, turns with approvals answered both ways, an interrupted command, the
+//! model's questions (answered, declined, withdrawn, not asked without the experimental API),
+//! and the error answers.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
