@@ -8,8 +8,13 @@
 //!   cancel is acted on while the client is still asked.
 //! - One prompt at a time; every prompt is answered exactly once: with the turn's stop reason,
 //!   an error, or `cancelled` when the session shuts down first.
-//! - Only the root agent's text and tool calls are shown; a subagent's approvals are asked all
-//!   the same (someone must answer them).
+//! - Only the root agent's text and tool calls are shown; a subagent's approvals and questions
+//!   are asked all the same (someone must answer them).
+//! - The model's questions go out as `elicitation/create` forms only to a client that advertised
+//!   form elicitation; otherwise the tool hears at once that no one can be asked. The answer
+//!   goes straight to the question's one-shot from the response callback (a send that never
+//!   blocks); a failed request declines. When the turn ends, the forms still open are withdrawn
+//!   (`$/cancel_request`): the tool that asked has stopped waiting (a cancelled turn).
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -21,8 +26,8 @@ use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema as acp;
 use codecoder_kernel::AgentHandle;
 use codecoder_protocol::{
-    AgentCommand, AgentEventKind, ApprovalDecision, ApprovalRequest, AskUserAnswer, ToolCall,
-    ToolCallId, ToolResultStatus, TurnOutcome,
+    AgentCommand, AgentEventKind, ApprovalDecision, ApprovalRequest, AskUserAnswer, AskUserRequest,
+    ToolCall, ToolCallId, ToolResultStatus, TurnOutcome,
 };
 use crossbeam_channel::{Receiver, Sender};
 
@@ -64,6 +69,8 @@ pub(crate) struct Bridge {
     pub(crate) commands: Receiver<Command>,
     /// A sender of this bridge's own commands, for the SDK's response callbacks.
     pub(crate) own: Sender<Command>,
+    /// The client advertised form elicitation: the model's questions are asked as forms.
+    pub(crate) questions: bool,
 }
 
 struct State {
@@ -75,6 +82,8 @@ struct State {
     plans: HashSet<ToolCallId>,
     /// Permission keys the person rejected for the rest of the session.
     rejected: HashSet<String>,
+    /// The turn's questions (answered ones too: cancelling those does nothing).
+    questions: Vec<agent_client_protocol::RequestCancellationHandle>,
 }
 
 impl Bridge {
@@ -86,6 +95,7 @@ impl Bridge {
             announced: HashSet::new(),
             plans: HashSet::new(),
             rejected: HashSet::new(),
+            questions: Vec::new(),
         };
         loop {
             crossbeam_channel::select! {
@@ -168,10 +178,7 @@ impl Bridge {
     fn event(&self, state: &mut State, kind: AgentEventKind, root: bool) {
         match kind {
             AgentEventKind::ApprovalRequest(request) => self.ask_permission(state, request, root),
-            AgentEventKind::AskUser(request) => {
-                // ACP v1 has no free-form question; the model hears that none was answered.
-                request.reply.send(AskUserAnswer::Declined);
-            }
+            AgentEventKind::AskUser(request) => self.ask(state, request),
             _ if !root => {}
             AgentEventKind::TextDelta { delta, .. } => {
                 self.update(acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(
@@ -232,6 +239,9 @@ impl Bridge {
                 )));
             }
             AgentEventKind::TurnDone { outcome, .. } => {
+                for question in state.questions.drain(..) {
+                    let _ = question.cancel();
+                }
                 let Some(prompt) = state.prompt.take() else { return };
                 let _ = match outcome {
                     TurnOutcome::Completed => {
@@ -297,6 +307,28 @@ impl Bridge {
         }
         let id = call.id.clone();
         state.shown.insert(id, Shown { call, output: String::new(), sent_at: None });
+    }
+
+    /// Asks the model's question as an `elicitation/create` form tied to the asking call, or
+    /// tells the tool no one can be asked.
+    fn ask(&self, state: &mut State, request: AskUserRequest) {
+        let AskUserRequest { call_id, question, options, reply, .. } = request;
+        if !self.questions {
+            reply.send(AskUserAnswer::Unavailable { reason: translate::NO_QUESTIONS.to_owned() });
+            return;
+        }
+        let scope = acp::ElicitationSessionScope::new(self.session_id.clone())
+            .tool_call_id(acp::ToolCallId::new(call_id.to_string()));
+        let form = acp::ElicitationFormMode::new(scope, translate::question_form(&options));
+        let elicitation = acp::CreateElicitationRequest::new(form, question);
+        // As for permissions: if the SDK drops the callback (the connection is gone), the reply
+        // drops with it and the tool reads "cancelled".
+        let sent = self.connection.send_request(elicitation);
+        state.questions.push(sent.cancellation_handle());
+        let _ = sent.on_receiving_result(move |result| {
+            reply.send(translate::question_answer(result.ok()));
+            futures::future::ready(Ok(()))
+        });
     }
 
     fn ask_permission(&self, state: &mut State, request: ApprovalRequest, root: bool) {

@@ -55,6 +55,8 @@ impl Session {
 pub(crate) struct Server {
     config: ServeConfig,
     fs: acp::FileSystemCapabilities,
+    /// The client takes form elicitations (`elicitation.form`): questions are asked.
+    questions: bool,
     sessions: HashMap<String, Session>,
 }
 
@@ -64,7 +66,12 @@ fn error(code: ErrorCode, message: impl Into<String>) -> AcpError {
 
 impl Server {
     pub(crate) fn new(config: ServeConfig) -> Self {
-        Self { config, fs: acp::FileSystemCapabilities::new(), sessions: HashMap::new() }
+        Self {
+            config,
+            fs: acp::FileSystemCapabilities::new(),
+            questions: false,
+            sessions: HashMap::new(),
+        }
     }
 
     /// Serves ops until the connection's handlers are gone, then shuts every session down.
@@ -81,6 +88,11 @@ impl Server {
         match op {
             Op::Initialize(request, responder) => {
                 self.fs = request.client_capabilities.fs.clone();
+                self.questions = request
+                    .client_capabilities
+                    .elicitation
+                    .as_ref()
+                    .is_some_and(|elicitation| elicitation.form.is_some());
                 let capabilities = acp::AgentCapabilities::new()
                     .load_session(true)
                     .prompt_capabilities(
@@ -234,6 +246,7 @@ impl Server {
             agent: session.agent,
             commands: receiver,
             own: commands.clone(),
+            questions: self.questions,
         };
         let thread =
             codecoder_stdx::spawn_named(format!("acp-session-{}", short(&id)), move || {

@@ -210,3 +210,45 @@ fn the_clients_mcp_servers_become_ours() {
     }
     assert!(notices.is_empty(), "{notices:?}");
 }
+
+#[test]
+fn a_question_becomes_a_form_and_its_answer_comes_back() {
+    use codecoder_protocol::AskUserAnswer;
+    let free = json_of(&translate::question_form(&[]));
+    assert_eq!(free["properties"]["answer"]["type"], "string", "{free}");
+    assert_eq!(free["required"], json!(["answer"]), "{free}");
+    let picks = json_of(&translate::question_form(&["red".to_owned(), "blue".to_owned()]));
+    assert_eq!(
+        picks["properties"]["choice"]["oneOf"],
+        json!([{"const": "red", "title": "red"}, {"const": "blue", "title": "blue"}]),
+        "{picks}"
+    );
+    assert_eq!(picks["properties"]["answer"]["type"], "string", "{picks}");
+    assert!(picks["required"].is_null(), "either field answers: {picks}");
+
+    let answer = |response: serde_json::Value| {
+        translate::question_answer(Some(serde_json::from_value(response).unwrap()))
+    };
+    let text = |text: &str| AskUserAnswer::Answer { text: text.to_owned() };
+    assert_eq!(answer(json!({"action": "accept", "content": {"choice": "blue"}})), text("blue"));
+    // The person's own words win over a pick; blanks do not count.
+    assert_eq!(
+        answer(json!({"action": "accept", "content": {"choice": "blue", "answer": " teal "}})),
+        text("teal")
+    );
+    assert_eq!(
+        answer(json!({"action": "accept", "content": {"choice": "red", "answer": "  "}})),
+        text("red")
+    );
+    for declined in [
+        json!({"action": "accept", "content": {}}),
+        json!({"action": "accept"}),
+        json!({"action": "accept", "content": {"answer": 5}}),
+        json!({"action": "decline"}),
+        json!({"action": "cancel"}),
+        json!({"action": "_later"}),
+    ] {
+        assert_eq!(answer(declined.clone()), AskUserAnswer::Declined, "{declined}");
+    }
+    assert_eq!(translate::question_answer(None), AskUserAnswer::Declined);
+}

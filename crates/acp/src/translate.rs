@@ -1,7 +1,8 @@
 //! Pure translations between codecoder's vocabulary and ACP's: a prompt's content blocks to
 //! `UserInput`; a tool call to its kind, title, locations and content (diffs for edits); a result
 //! to content; `update_plan` to a plan; the approval modes to session modes; a session log's
-//! records to the updates that replay it.
+//! records to the updates that replay it; the model's question to an elicitation form and the
+//! form's answer back.
 //!
 //! Invariants: no input panics (arguments are the model's, unchecked here); paths sent to the
 //! client are absolute (relative ones joined to the session's working directory).
@@ -11,10 +12,59 @@ use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema as acp;
 use codecoder_protocol::{
-    ApprovalMode, ContentItem, Image, MessageItem, Record, RecordBody, ToolCall, ToolCallId,
-    ToolResult, ToolResultStatus, UserInput,
+    ApprovalMode, AskUserAnswer, ContentItem, Image, MessageItem, Record, RecordBody, ToolCall,
+    ToolCallId, ToolResult, ToolResultStatus, UserInput,
 };
 use serde_json::Value;
+
+/// What the model is told when the client takes no questions.
+pub(crate) const NO_QUESTIONS: &str = "the editor driving this session (through ACP) does not take \
+     questions: it did not advertise form elicitation (`elicitation.form`)";
+
+/// The form field of the person's own answer.
+const ANSWER_FIELD: &str = "answer";
+/// The form field of a suggested answer picked.
+const CHOICE_FIELD: &str = "choice";
+
+/// The form of a question: one required text field, or, with suggested answers, a pick among
+/// them and a text field for an answer of the person's own (which wins when both are given).
+pub(crate) fn question_form(options: &[String]) -> acp::ElicitationSchema {
+    if options.is_empty() {
+        let answer = acp::StringPropertySchema::new().title("Your answer".to_owned());
+        return acp::ElicitationSchema::new().property(ANSWER_FIELD, answer, true);
+    }
+    let choices: Vec<acp::EnumOption> =
+        options.iter().map(|option| acp::EnumOption::new(option.clone(), option.clone())).collect();
+    let choice = acp::StringPropertySchema::new().title("Choose".to_owned()).one_of(choices);
+    let answer = acp::StringPropertySchema::new().title("Or answer in your own words".to_owned());
+    acp::ElicitationSchema::new().property(CHOICE_FIELD, choice, false).property(
+        ANSWER_FIELD,
+        answer,
+        false,
+    )
+}
+
+/// The person's answer to a question form; anything but an accepted form with a non-empty
+/// answer (a decline, a cancel, a failed request) declines.
+pub(crate) fn question_answer(response: Option<acp::CreateElicitationResponse>) -> AskUserAnswer {
+    let Some(acp::ElicitationAction::Accept(accepted)) = response.map(|r| r.action) else {
+        return AskUserAnswer::Declined;
+    };
+    let content = accepted.content.unwrap_or_default();
+    let text = |field: &str| match content.get(field) {
+        Some(acp::ElicitationContentValue::String(text)) => text.trim().to_owned(),
+        Some(acp::ElicitationContentValue::StringArray(texts)) => {
+            texts.join(", ").trim().to_owned()
+        }
+        // Numbers and booleans are not answers to these text fields.
+        Some(_) | None => String::new(),
+    };
+    let text = [text(ANSWER_FIELD), text(CHOICE_FIELD)].into_iter().find(|t| !t.is_empty());
+    match text {
+        Some(text) => AskUserAnswer::Answer { text },
+        None => AskUserAnswer::Declined,
+    }
+}
 
 /// The tool's ACP kind, by its name.
 pub(crate) fn tool_kind(name: &str) -> acp::ToolKind {

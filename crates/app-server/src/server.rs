@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use codecoder_app::{ApprovalMode, Overrides, Runtime, SessionControls, SessionRequest, Start};
-use codecoder_protocol::{AgentCommand, ContentItem, Image};
+use codecoder_protocol::{AgentCommand, AskUserAnswer, ContentItem, Image};
 use codecoder_session::{Index, SessionStore, SessionSummary};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
 use crossbeam_channel::{Receiver, Sender, select};
@@ -27,8 +27,8 @@ use crate::types::{
     InitializeResponse, RequestId, SandboxMode, SandboxPolicy, ServerNotification,
     ServerRequestResolvedNotification, Thread, ThreadListParams, ThreadListResponse,
     ThreadResumeParams, ThreadStartParams, ThreadStartResponse, ThreadStartedNotification,
-    ThreadStatus, Turn, TurnInterruptParams, TurnInterruptResponse, TurnStartParams,
-    TurnStartResponse, TurnStatus, UserInput, WarningNotification,
+    ThreadStatus, ToolRequestUserInputResponse, Turn, TurnInterruptParams, TurnInterruptResponse,
+    TurnStartParams, TurnStartResponse, TurnStatus, UserInput, WarningNotification,
 };
 use crate::wire::{INTERNAL_ERROR, Incoming, METHOD_NOT_FOUND, RpcError, params, to_value};
 use crate::writer::WriterMsg;
@@ -56,15 +56,29 @@ struct LoadedThread {
     _worker: JoinOnDrop<()>,
 }
 
+/// What the model is told when the client did not opt into questions.
+const NO_QUESTIONS: &str = "the app driving this session (through codecoder app-server) does not \
+     take questions: it did not opt into the experimental `item/tool/requestUserInput` request";
+
 /// A server request waiting for the client's answer.
 struct Pending {
     thread_id: String,
-    reply: codecoder_protocol::Reply<codecoder_protocol::ApprovalDecision>,
+    waiting: Waiting,
+}
+
+/// What a server request waits to be answered with.
+enum Waiting {
+    /// An approval's decision.
+    Approval(codecoder_protocol::Reply<codecoder_protocol::ApprovalDecision>),
+    /// The answer to the question `question_id`.
+    Question { question_id: String, reply: codecoder_protocol::Reply<AskUserAnswer> },
 }
 
 pub(crate) struct Server {
     config: crate::ServeConfig,
     initialized: bool,
+    /// The client set `capabilities.experimentalApi`: it is sent the model's questions.
+    questions: bool,
     threads: HashMap<String, LoadedThread>,
     pending: HashMap<RequestId, Pending>,
     next_request: i64,
@@ -81,6 +95,7 @@ impl Server {
         Self {
             config,
             initialized: false,
+            questions: false,
             threads: HashMap::new(),
             pending: HashMap::new(),
             next_request: 0,
@@ -140,12 +155,9 @@ impl Server {
             }
             // `initialized` and anything else a client tells us need no answer.
             Ok(Incoming::Notification { .. }) => {}
-            Ok(Incoming::Response { id, result }) => {
-                let decision = serde_json::from_value::<ApprovalResponse>(result)
-                    .map_or(ApprovalDecision::Decline, |response| response.decision);
-                self.resolve(&id, decision);
-            }
-            Ok(Incoming::Error { id, .. }) => self.resolve(&id, ApprovalDecision::Decline),
+            Ok(Incoming::Response { id, result }) => self.resolve(&id, Some(result)),
+            // An error answer declines.
+            Ok(Incoming::Error { id, .. }) => self.resolve(&id, None),
         }
     }
 
@@ -183,9 +195,9 @@ impl Server {
 
     fn initialize(&mut self, params: InitializeParams) -> Result<Value, RpcError> {
         self.initialized = true;
-        if let Some(methods) =
-            params.capabilities.and_then(|capabilities| capabilities.opt_out_notification_methods)
-        {
+        let capabilities = params.capabilities.unwrap_or_default();
+        self.questions = capabilities.experimental_api;
+        if let Some(methods) = capabilities.opt_out_notification_methods {
             self.send(WriterMsg::OptOut(methods));
         }
         let home = codecoder_app::home().map_err(app_error)?;
@@ -505,7 +517,19 @@ impl Server {
             Internal::Approval { thread_id, request, reply } => {
                 let id = RequestId::Integer(self.next_request);
                 self.next_request += 1;
-                self.pending.insert(id.clone(), Pending { thread_id, reply });
+                self.pending
+                    .insert(id.clone(), Pending { thread_id, waiting: Waiting::Approval(reply) });
+                self.send(WriterMsg::Request { id, request });
+            }
+            Internal::Question { thread_id, request, question_id, reply } => {
+                if !self.questions {
+                    reply.send(AskUserAnswer::Unavailable { reason: NO_QUESTIONS.to_owned() });
+                    return;
+                }
+                let id = RequestId::Integer(self.next_request);
+                self.next_request += 1;
+                let waiting = Waiting::Question { question_id, reply };
+                self.pending.insert(id.clone(), Pending { thread_id, waiting });
                 self.send(WriterMsg::Request { id, request });
             }
             Internal::TurnEnded { thread_id, turn } => {
@@ -534,10 +558,31 @@ impl Server {
         }
     }
 
-    /// The client answered a server request.
-    fn resolve(&mut self, id: &RequestId, decision: ApprovalDecision) {
-        let Some(Pending { thread_id, reply }) = self.pending.remove(id) else { return };
-        let answer = match decision {
+    /// The client answered a server request: with its result, or `None` for an error answer
+    /// (which declines, as a result that does not fit does).
+    fn resolve(&mut self, id: &RequestId, result: Option<Value>) {
+        let Some(Pending { thread_id, waiting }) = self.pending.remove(id) else { return };
+        match waiting {
+            Waiting::Approval(reply) => {
+                let decision = result
+                    .and_then(|result| serde_json::from_value::<ApprovalResponse>(result).ok())
+                    .map_or(ApprovalDecision::Decline, |response| response.decision);
+                reply.send(self.decision(&thread_id, decision));
+            }
+            Waiting::Question { question_id, reply } => {
+                reply.send(question_answer(result, &question_id));
+            }
+        }
+        self.resolved(&thread_id, id.clone());
+    }
+
+    /// The agent's decision for the client's; `cancel` also interrupts the turn.
+    fn decision(
+        &self,
+        thread_id: &str,
+        decision: ApprovalDecision,
+    ) -> codecoder_protocol::ApprovalDecision {
+        match decision {
             ApprovalDecision::Accept => codecoder_protocol::ApprovalDecision::AllowOnce,
             ApprovalDecision::AcceptForSession => {
                 codecoder_protocol::ApprovalDecision::AllowForSession
@@ -545,14 +590,12 @@ impl Server {
             ApprovalDecision::Decline => codecoder_protocol::ApprovalDecision::Deny,
             ApprovalDecision::Cancel => {
                 // The call is not run and the turn is interrupted.
-                if let Some(thread) = self.threads.get(&thread_id) {
+                if let Some(thread) = self.threads.get(thread_id) {
                     let _ = thread.cmd.send(AgentCommand::Cancel);
                 }
                 codecoder_protocol::ApprovalDecision::Deny
             }
-        };
-        reply.send(answer);
-        self.resolved(&thread_id, id.clone());
+        }
     }
 
     fn resolved(&self, thread_id: &str, request_id: RequestId) {
@@ -560,6 +603,29 @@ impl Server {
             thread_id: thread_id.to_owned(),
             request_id,
         }));
+    }
+}
+
+/// The answer to the question `question_id` in a `ToolRequestUserInputResponse` (several
+/// answers one per line); an error answer, a result that does not fit or no non-blank answer
+/// declines.
+pub(crate) fn question_answer(result: Option<Value>, question_id: &str) -> AskUserAnswer {
+    let answer = result
+        .and_then(|result| serde_json::from_value::<ToolRequestUserInputResponse>(result).ok())
+        .and_then(|mut response| response.answers.remove(question_id))
+        .map(|answer| {
+            let answers: Vec<&str> = answer
+                .answers
+                .iter()
+                .map(|text| text.trim())
+                .filter(|text| !text.is_empty())
+                .collect();
+            answers.join("\n")
+        })
+        .filter(|text| !text.is_empty());
+    match answer {
+        Some(text) => AskUserAnswer::Answer { text },
+        None => AskUserAnswer::Declined,
     }
 }
 

@@ -189,3 +189,52 @@ fn schema_is_up_to_date() {
         .collect();
     assert_eq!(methods, crate::types::CLIENT_METHODS);
 }
+
+#[test]
+fn questions_are_spelled_as_codex_and_answers_read_back() {
+    use codecoder_protocol::AskUserAnswer;
+
+    use crate::types::{ToolRequestUserInputParams, ToolRequestUserInputQuestion};
+    let request = ServerRequest::ToolRequestUserInput(ToolRequestUserInputParams {
+        thread_id: "t".into(),
+        turn_id: "u".into(),
+        item_id: "item_2".into(),
+        questions: vec![ToolRequestUserInputQuestion {
+            id: "q".into(),
+            header: "Question".into(),
+            question: "Why?".into(),
+            is_other: false,
+            is_secret: false,
+            options: None,
+        }],
+        is_blocking: true,
+        auto_resolution_ms: None,
+    });
+    assert_eq!(
+        serde_json::to_value(&request).unwrap(),
+        json!({"method": "item/tool/requestUserInput", "params": {
+            "threadId": "t", "turnId": "u", "itemId": "item_2", "isBlocking": true,
+            "questions": [{"id": "q", "header": "Question", "question": "Why?",
+                "isOther": false, "isSecret": false, "options": null}]
+        }})
+    );
+
+    let answer = |result: serde_json::Value| crate::server::question_answer(Some(result), "q");
+    let text = |text: &str| AskUserAnswer::Answer { text: text.to_owned() };
+    assert_eq!(answer(json!({"answers": {"q": {"answers": ["blue"]}}})), text("blue"));
+    assert_eq!(
+        answer(json!({"answers": {"q": {"answers": [" blue ", "", "teal"]}}})),
+        text("blue\nteal")
+    );
+    for declined in [
+        json!({"answers": {}}),
+        json!({"answers": {"other": {"answers": ["blue"]}}}),
+        json!({"answers": {"q": {"answers": ["  "]}}}),
+        json!({"answers": {"q": "blue"}}),
+        json!({"decision": "accept"}),
+        json!(null),
+    ] {
+        assert_eq!(answer(declined.clone()), AskUserAnswer::Declined, "{declined}");
+    }
+    assert_eq!(crate::server::question_answer(None, "q"), AskUserAnswer::Declined);
+}

@@ -15,8 +15,8 @@ use std::time::Instant;
 use codecoder_app::result_text;
 use codecoder_kernel::AgentHandle;
 use codecoder_protocol::{
-    AgentCommand, AgentEvent, AgentEventKind, AskUserAnswer, ToolCall, ToolCallId, ToolError,
-    ToolResult, ToolResultStatus, TurnOutcome, Usage,
+    AgentCommand, AgentEvent, AgentEventKind, AskUserAnswer, AskUserRequest, ToolCall, ToolCallId,
+    ToolError, ToolResult, ToolResultStatus, TurnOutcome, Usage,
 };
 use crossbeam_channel::{Receiver, Sender, select};
 use serde_json::Value;
@@ -27,7 +27,8 @@ use crate::types::{
     ItemCompletedNotification, ItemStartedNotification, ItemStatus, PatchChangeKind,
     ReasoningTextDeltaNotification, ServerNotification, ServerRequest, ThreadItem,
     ThreadTokenUsage, TokenUsageBreakdown, TokenUsageNotification, ToolCallRequestApprovalParams,
-    ToolOutputContentItem, Turn, TurnError, TurnNotification, TurnStatus, UserInput,
+    ToolOutputContentItem, ToolRequestUserInputOption, ToolRequestUserInputParams,
+    ToolRequestUserInputQuestion, Turn, TurnError, TurnNotification, TurnStatus, UserInput,
     WarningNotification, now_ms,
 };
 use crate::writer::WriterMsg;
@@ -62,6 +63,17 @@ pub(crate) enum Internal {
         request: ServerRequest,
         /// Where the answer goes.
         reply: codecoder_protocol::Reply<codecoder_protocol::ApprovalDecision>,
+    },
+    /// Ask the client a question (if it takes questions); answer through `reply`.
+    Question {
+        /// The thread.
+        thread_id: String,
+        /// The `item/tool/requestUserInput` request, with one question.
+        request: ServerRequest,
+        /// The id of that question, the key of its answer.
+        question_id: String,
+        /// Where the answer goes.
+        reply: codecoder_protocol::Reply<AskUserAnswer>,
     },
     /// A turn ended.
     TurnEnded {
@@ -288,9 +300,9 @@ impl Worker {
                     reply: request.reply,
                 });
             }
-            // No question reaches the client: the tool hears that no answer came.
             AgentEventKind::AskUser(request) => {
-                request.reply.send(AskUserAnswer::Declined);
+                self.flush_text();
+                self.ask(request);
             }
             _ if !root => {}
             AgentEventKind::TurnStarted { .. } => {
@@ -450,6 +462,49 @@ impl Worker {
             | AgentEventKind::Usage { .. }
             | AgentEventKind::ShutdownComplete => {}
         }
+    }
+
+    /// Hands the model's question to the dispatcher as `item/tool/requestUserInput` (which asks
+    /// only a client that takes questions), on the item of the `ask_user` call.
+    fn ask(&mut self, request: AskUserRequest) {
+        let AskUserRequest { id, call_id, question, options, reply } = request;
+        let item_id = match self.tools.get_mut(&call_id) {
+            Some(open) => {
+                open.asked = true;
+                open.item.id().to_owned()
+            }
+            None => call_id.to_string(),
+        };
+        let question_id = id.to_string();
+        let free_text = options.is_empty();
+        let options = (!free_text).then(|| {
+            options
+                .into_iter()
+                .map(|label| ToolRequestUserInputOption { label, description: String::new() })
+                .collect()
+        });
+        let params = ToolRequestUserInputParams {
+            thread_id: self.thread_id.clone(),
+            turn_id: self.turn_id(),
+            item_id,
+            questions: vec![ToolRequestUserInputQuestion {
+                id: question_id.clone(),
+                header: "Question".to_owned(),
+                question,
+                // The tool lets the person answer in their own words besides the options.
+                is_other: !free_text,
+                is_secret: false,
+                options,
+            }],
+            is_blocking: true,
+            auto_resolution_ms: None,
+        };
+        let _ = self.internal.send(Internal::Question {
+            thread_id: self.thread_id.clone(),
+            request: ServerRequest::ToolRequestUserInput(params),
+            question_id,
+            reply,
+        });
     }
 
     fn warning(&self, message: String) {
@@ -630,7 +685,11 @@ pub(crate) fn finish(open: OpenTool, result: &Result<ToolResult, ToolError>) -> 
             id,
             tool,
             arguments,
-            status,
+            // Codex's dynamic tool calls end `completed` or `failed`; there is no `declined`.
+            status: match status {
+                ItemStatus::Declined => ItemStatus::Failed,
+                other => other,
+            },
             content_items: Some(vec![ToolOutputContentItem::InputText { text }]),
             success: Some(ok),
             duration_ms,

@@ -95,7 +95,8 @@ pub struct ClientInfo {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeCapabilities {
-    /// Accepted for codex compatibility; this server has no experimental methods.
+    /// Opts into codex's experimental methods; of those, this server sends
+    /// `item/tool/requestUserInput` (the model's questions). Without it questions are not asked.
     #[serde(default)]
     pub experimental_api: bool,
     /// Notification methods the client does not want to receive.
@@ -805,8 +806,8 @@ pub struct ServerRequestResolvedNotification {
 // ---------------------------------------------------------------------------------------------
 // Server → client requests.
 
-/// Every request the server sends, as `{id, method, params}`; each is answered with
-/// `ApprovalResponse`.
+/// Every request the server sends, as `{id, method, params}`; the approvals are answered with
+/// `ApprovalResponse`, a question with `ToolRequestUserInputResponse`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "method", content = "params")]
 pub enum ServerRequest {
@@ -820,6 +821,77 @@ pub enum ServerRequest {
     /// client that does not know it answers with an error, which declines.)
     #[serde(rename = "item/toolCall/requestApproval")]
     ToolCallRequestApproval(ToolCallRequestApprovalParams),
+    /// The model asks the person (codex's experimental request, sent only to a client that set
+    /// `capabilities.experimentalApi`).
+    #[serde(rename = "item/tool/requestUserInput")]
+    ToolRequestUserInput(ToolRequestUserInputParams),
+}
+
+/// `item/tool/requestUserInput` params: questions for the person, answered by
+/// `ToolRequestUserInputResponse`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolRequestUserInputParams {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// The item of the tool call that asks.
+    pub item_id: String,
+    /// The questions (this server asks one at a time).
+    pub questions: Vec<ToolRequestUserInputQuestion>,
+    /// The tool waits for the answer (always, here).
+    pub is_blocking: bool,
+    /// Deprecated in codex (`isBlocking` replaces it); never sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_resolution_ms: Option<u64>,
+}
+
+/// One question of `item/tool/requestUserInput`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolRequestUserInputQuestion {
+    /// The key of its answer in the response.
+    pub id: String,
+    /// A short label for the question.
+    pub header: String,
+    /// The question.
+    pub question: String,
+    /// The person may answer in their own words besides the options.
+    #[serde(default)]
+    pub is_other: bool,
+    /// The answer should not be shown (never, here).
+    #[serde(default)]
+    pub is_secret: bool,
+    /// Suggested answers; `null` for a free-text question.
+    #[serde(default)]
+    pub options: Option<Vec<ToolRequestUserInputOption>>,
+}
+
+/// A suggested answer.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolRequestUserInputOption {
+    /// The answer.
+    pub label: String,
+    /// More about it (empty when the model gave none).
+    pub description: String,
+}
+
+/// The answer to `item/tool/requestUserInput`: each question's answers by its id.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolRequestUserInputResponse {
+    /// Answers by question id.
+    pub answers: std::collections::BTreeMap<String, ToolRequestUserInputAnswer>,
+}
+
+/// The answers to one question.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolRequestUserInputAnswer {
+    /// The chosen options or the person's own words.
+    pub answers: Vec<String>,
 }
 
 /// `item/commandExecution/requestApproval` params.
@@ -951,6 +1023,8 @@ struct Results {
     file_change_request_approval: ApprovalResponse,
     #[serde(rename = "item/toolCall/requestApproval")]
     tool_call_request_approval: ApprovalResponse,
+    #[serde(rename = "item/tool/requestUserInput")]
+    tool_request_user_input: ToolRequestUserInputResponse,
 }
 
 /// Now, in Unix milliseconds.

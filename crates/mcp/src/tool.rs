@@ -99,7 +99,7 @@ impl CallHost for ContextHost<'_> {
     fn ask(&self, question: &str, options: Vec<String>) -> Option<String> {
         match self.0.ask_user(question, options) {
             Ok(AskUserAnswer::Answer { text }) => Some(text),
-            Ok(AskUserAnswer::Declined) | Err(_) => None,
+            Ok(AskUserAnswer::Declined | AskUserAnswer::Unavailable { .. }) | Err(_) => None,
         }
     }
 }

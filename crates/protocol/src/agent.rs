@@ -408,4 +408,10 @@ pub enum AskUserAnswer {
     },
     /// The person chose not to answer.
     Declined,
+    /// No one can be asked: the front-end has no way to show the question (a client that does
+    /// not take questions, `exec`). The tool tells the model why.
+    Unavailable {
+        /// Why, in a sentence for the model (`the editor cannot show questions`).
+        reason: String,
+    },
 }

@@ -71,6 +71,10 @@ impl Builtin for AskUser {
                 "The user declined to answer. Go on with your best judgement, or stop and say \
                  what you need.",
             )),
+            AskUserAnswer::Unavailable { reason } => Ok(ToolOutput::text(format!(
+                "The question could not be asked: {reason}. No one will answer questions in this \
+                 session; go on with your best judgement, or stop and say what you need."
+            ))),
         }
     }
 }

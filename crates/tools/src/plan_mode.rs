@@ -61,7 +61,9 @@ pub enum PlanReview {
 /// Reads a review answer.
 pub fn plan_review(plan: &str, answer: &AskUserAnswer) -> PlanReview {
     let text = match answer {
-        AskUserAnswer::Declined => return PlanReview::Declined,
+        AskUserAnswer::Declined | AskUserAnswer::Unavailable { .. } => {
+            return PlanReview::Declined;
+        }
         AskUserAnswer::Answer { text } => text,
     };
     if text.trim() == PLAN_APPROVE {

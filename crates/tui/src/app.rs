@@ -906,7 +906,9 @@ impl App {
             AskUserAnswer::Answer { text } => {
                 format!("{} → {}", request.question, truncate(text, 200))
             }
-            AskUserAnswer::Declined => format!("{} → (declined)", request.question),
+            AskUserAnswer::Declined | AskUserAnswer::Unavailable { .. } => {
+                format!("{} → (declined)", request.question)
+            }
         };
         if request.reply.send(answer) {
             self.note(NoteKind::Info, shown);

@@ -5,6 +5,8 @@
 //! the file read from and written to the client's buffer, which differs from the disk), cancels
 //! a slow command (stop reason `cancelled`, no process left) and loads the session back. The
 //! client checks what it sees; this test checks what the model saw and what reached the disk.
+//! `fixtures/acp_question.mjs` answers the model's `ask_user` question as an editor with form
+//! elicitation does (answered, failed, withdrawn by a cancel) or without it (not asked).
 //! Skipped with a note without the npm packages, failed under `CI=true`.
 
 use std::path::Path;
@@ -104,4 +106,109 @@ fn an_acp_client_fixes_a_bug_cancels_a_command_and_loads_the_session() {
     assert!(requests[1].raw_body.contains("// unsaved"), "{}", requests[1].raw_body);
     // The cancelled command's result is in the log, so nothing more was asked of the model
     // (checked above: the four scripted requests and no other once the tools were there).
+}
+
+/// Runs `fixtures/acp_question.mjs` in `mode` against a model that asks one question with
+/// suggested answers and then ends its turn; returns the client's summary and the model's
+/// requests.
+fn question_session(
+    mode: &str,
+) -> Option<(serde_json::Value, Vec<codecoder_test_support::RecordedRequest>)> {
+    let npm = servers_dir()?;
+    let script = Script::new()
+        .reply(Reply::tool_call(
+            "call_ask",
+            "ask_user",
+            json!({"question": "Which color should the button be?", "options": ["red", "blue"]}),
+        ))
+        .reply(Reply::text("Done."));
+    let server = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let workdir = work.path().canonicalize().unwrap();
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/acp_question.mjs");
+    let mut command = Command::new("node");
+    command
+        .arg(&client)
+        .current_dir(&workdir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("CODECODER_HOME", home.path())
+        .env("CODECODER_BIN", env!("CARGO_BIN_EXE_codecoder"))
+        .env("CODECODER_TEST_NPM", &npm)
+        .env("WORKDIR", &workdir)
+        .env("MODE", mode)
+        .env("CHOICE", "blue");
+    for (key, value) in openai_env(&server) {
+        command.env(key, value);
+    }
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "the ACP client failed:\nstdout: {}\nstderr: {}",
+        stdout(&output),
+        stderr(&output)
+    );
+    let summary: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    Some((summary, server.requests()))
+}
+
+/// The turn went on after the question: the model was asked again, and the turn ended.
+fn went_on(summary: &serde_json::Value, requests: &[codecoder_test_support::RecordedRequest]) {
+    assert_eq!(summary["stopReason"], "end_turn", "{summary}");
+    assert_eq!(requests.len(), 2, "the turn went on after the question: {summary}");
+}
+
+#[test]
+fn an_editor_with_form_elicitation_answers_the_models_question() {
+    let Some((summary, requests)) = question_session("answer") else { return };
+    went_on(&summary, &requests);
+    let elicitations = summary["elicitations"].as_array().unwrap();
+    assert_eq!(elicitations.len(), 1, "{summary}");
+    let form = &elicitations[0];
+    assert_eq!(form["mode"], "form", "{form}");
+    assert_eq!(form["message"], "Which color should the button be?", "{form}");
+    assert_eq!(form["sessionId"], summary["sessionId"], "{form}");
+    // Tied to the ask_user call the editor was shown.
+    let calls = summary["toolCalls"].as_array().unwrap();
+    assert!(calls.contains(&form["toolCallId"]), "{summary}");
+    let properties = &form["requestedSchema"]["properties"];
+    let picks: Vec<&str> = properties["choice"]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|option| option["const"].as_str().unwrap())
+        .collect();
+    assert_eq!(picks, ["red", "blue"], "{form}");
+    assert_eq!(properties["answer"]["type"], "string", "the person may answer freely: {form}");
+    let body = &requests[1].raw_body;
+    assert!(body.contains("The user answered: blue"), "{body}");
+}
+
+#[test]
+fn an_editor_that_fails_the_question_declines_it() {
+    let Some((summary, requests)) = question_session("error") else { return };
+    went_on(&summary, &requests);
+    assert_eq!(summary["elicitations"].as_array().unwrap().len(), 1, "{summary}");
+    let body = &requests[1].raw_body;
+    assert!(body.contains("The user declined to answer"), "{body}");
+}
+
+#[test]
+fn an_editor_without_elicitation_is_not_asked_and_the_model_hears_why() {
+    let Some((summary, requests)) = question_session("none") else { return };
+    went_on(&summary, &requests);
+    assert_eq!(summary["elicitations"], json!([]), "{summary}");
+    let body = &requests[1].raw_body;
+    assert!(body.contains("The question could not be asked"), "{body}");
+    assert!(body.contains("elicitation.form"), "{body}");
+}
+
+#[test]
+fn a_cancelled_prompt_withdraws_its_open_question() {
+    let Some((summary, requests)) = question_session("cancel") else { return };
+    assert_eq!(summary["stopReason"], "cancelled", "{summary}");
+    assert_eq!(summary["elicitations"].as_array().unwrap().len(), 1, "{summary}");
+    assert_eq!(summary["withdrawn"], true, "the open form got $/cancel_request: {summary}");
+    assert_eq!(requests.len(), 1, "the cancelled turn asked the model nothing more");
 }

@@ -372,7 +372,10 @@ impl Tool for AskTool {
         let question = args["question"].as_str().unwrap_or_default();
         match ctx.ask_user(question, vec!["yes".to_owned(), "no".to_owned()])? {
             codecoder_protocol::AskUserAnswer::Answer { text } => Ok(ToolOutput::text(text)),
-            codecoder_protocol::AskUserAnswer::Declined => Ok(ToolOutput::error("declined")),
+            codecoder_protocol::AskUserAnswer::Declined
+            | codecoder_protocol::AskUserAnswer::Unavailable { .. } => {
+                Ok(ToolOutput::error("declined"))
+            }
         }
     }
 }

@@ -56,6 +56,19 @@ fn ask_user_returns_the_answer() {
     assert!(err.contains("empty answer"), "{err}");
 }
 
+#[test]
+fn ask_user_says_why_no_one_could_be_asked() {
+    let mut fixture = Fixture::new();
+    let reason = "the client cannot show questions".to_owned();
+    fixture.env = codecoder_tools::StandaloneEnv::new(
+        codecoder_protocol::AskUserAnswer::Unavailable { reason },
+        0,
+    );
+    let out = fixture.ok("ask_user", json!({ "question": "Which color?" }));
+    assert!(out.contains("could not be asked: the client cannot show questions"), "{out}");
+    assert!(!out.contains("The user"), "{out}");
+}
+
 /// Serves `count` requests on a loopback port with `respond(path) -> (status, content type,
 /// body)`; returns the base URL and the server thread.
 fn serve(
