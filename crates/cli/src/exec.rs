@@ -160,8 +160,14 @@ pub(crate) fn run(
                 if is_plan_review(&request.options) {
                     renderer.note("plan presented (no one to approve it in exec)", out)?;
                     plan = Some(request.question.clone());
+                    request.reply.send(AskUserAnswer::Declined);
+                } else {
+                    renderer
+                        .note(&format!("question not asked (exec): {}", request.question), out)?;
+                    request.reply.send(AskUserAnswer::Unavailable {
+                        reason: "codecoder exec runs without a person to answer".to_owned(),
+                    });
                 }
-                request.reply.send(AskUserAnswer::Declined);
             }
             AgentEventKind::TurnDone { outcome: turn_outcome, .. }
                 if event.source.subagent_path.is_empty() =>

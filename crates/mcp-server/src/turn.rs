@@ -257,7 +257,9 @@ async fn approve(
 /// Answers the model's question: a one-field form when the client can ask, else declined.
 async fn ask(request: AskUserRequest, context: &RequestContext<RoleServer>, elicit: bool) {
     if !elicit {
-        request.reply.send(AskUserAnswer::Declined);
+        request.reply.send(AskUserAnswer::Unavailable {
+            reason: "the MCP client cannot show questions (it offers no elicitation)".to_owned(),
+        });
         return;
     }
     let mut answer = json!({ "type": "string", "title": "Your answer" });

@@ -525,3 +525,29 @@ fn ctrl_c_during_a_running_command_leaves_no_process() {
     assert_eq!(sleeping(), 0, "a process of the cancelled command survived");
     validate_all(home.path());
 }
+
+#[test]
+fn exec_tells_the_model_that_no_one_answers_its_question() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    let script = Script::new()
+        .reply(Reply::tool_call(
+            "call_1",
+            "ask_user",
+            serde_json::json!({"question": "Which port?", "options": ["8080", "9090"]}),
+        ))
+        .reply(Reply::text("Used 8080."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
+    let out = run.run(&["exec", "pick a port"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "Used 8080.\n");
+    assert!(stderr(&out).contains("question not asked (exec): Which port?"), "{}", stderr(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let body = &requests[1].raw_body;
+    assert!(
+        body.contains("could not be asked: codecoder exec runs without a person to answer"),
+        "{body}"
+    );
+}
