@@ -139,7 +139,7 @@ pub enum AskForApproval {
     OnFailure,
     /// Ask for what is destructive, leaves the workspace or reaches the network.
     OnRequest,
-    /// Never ask: what would ask is refused.
+    /// Never ask: what needs a person is refused.
     Never,
 }
 

@@ -125,7 +125,9 @@ pub(crate) struct SafetyArgs {
     pub(crate) sandbox: Option<SandboxMode>,
     /// When to ask before acting: `untrusted` (only known-safe read-only commands run without
     /// asking), `on-request` (ask for what is destructive, leaves the workspace or reaches the
-    /// network) or `never` (never ask: what would ask is refused, failures go back to the model).
+    /// network) or `never` (never ask: commands run in the sandbox and failures go back to the
+    /// model; what needs a person, a destructive command, a write outside the workspace or an
+    /// MCP tool marked destructive, is refused).
     /// Default: `approval_policy` in config.toml, else on-request interactively and never in exec.
     #[arg(
         short = 'a',

@@ -114,9 +114,18 @@ impl McpTool {
         Arc::new(Self { manager: Arc::clone(manager), info: info.clone(), qualified, description })
     }
 
-    /// The kind its annotations give it.
+    /// The kind its annotations give it: read-only (`readOnlyHint`); `Other` when its server
+    /// marks it destructive outright (`destructiveHint: true`), which the approval chain never
+    /// runs without a person; else `Network` (it runs outside the sandbox, as the server's own
+    /// code, and may reach anything).
     pub fn kind_of(info: &McpToolInfo) -> ToolKind {
-        if info.read_only { ToolKind::ReadOnly } else { ToolKind::Network }
+        if info.read_only {
+            ToolKind::ReadOnly
+        } else if info.destructive == Some(true) {
+            ToolKind::Other
+        } else {
+            ToolKind::Network
+        }
     }
 }
 

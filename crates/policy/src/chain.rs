@@ -435,11 +435,20 @@ fn default_decision(
     let (verdict, why) = match request.kind {
         ToolKind::ReadOnly => (Allow, format!("`{tool}` only reads")),
         ToolKind::Interactive => (Allow, format!("`{tool}` talks to the person")),
+        ToolKind::Network if tool.starts_with("mcp__") => (
+            cell(approval, Ask, Ask, Allow),
+            format!("`{tool}` is an MCP server's tool and runs outside the sandbox"),
+        ),
         ToolKind::Network => {
             (cell(approval, Ask, Ask, Allow), format!("`{tool}` reaches the network"))
         }
+        // Never without a person: what it does is unknown, or its server says it destroys.
+        ToolKind::Other if tool.starts_with("mcp__") => (
+            cell(approval, Ask, Ask, Deny),
+            format!("`{tool}` is marked destructive by its MCP server"),
+        ),
         ToolKind::Other => {
-            (cell(approval, Ask, Ask, Allow), format!("`{tool}` is not a known kind of tool"))
+            (cell(approval, Ask, Ask, Deny), format!("`{tool}` is not a known kind of tool"))
         }
         ToolKind::Edit => edit_default(policy, call, ctx, tool),
         ToolKind::Exec => exec_default(policy, call, tool),

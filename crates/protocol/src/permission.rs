@@ -181,7 +181,9 @@ pub enum ApprovalMode {
     Untrusted,
     /// Ask for what leaves the sandbox or is destructive.
     OnRequest,
-    /// Never ask; what would ask is refused, and failures go back to the model.
+    /// Never ask: commands run in the sandbox and failures go back to the model; what needs a
+    /// person (a destructive command, a write outside the roots, an MCP tool its server marks
+    /// destructive) is refused, and the model is told why.
     Never,
 }
 

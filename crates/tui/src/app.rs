@@ -518,7 +518,7 @@ impl App {
             "/provider" => self.restart_current(None, Some(arg.to_owned())),
             "/approvals" if arg.is_empty() => {
                 let text = format!(
-                    "approval mode: {}\n/approvals untrusted — ask for everything but known read-only commands\n/approvals on-request — ask for what is destructive, leaves the sandbox or reaches the network\n/approvals never — never ask; what would ask is refused and the model is told why\n(the sandbox is chosen at start: -s/--sandbox)",
+                    "approval mode: {}\n/approvals untrusted — ask for everything but known read-only commands\n/approvals on-request — ask for what is destructive, leaves the sandbox or reaches the network\n/approvals never — never ask; what needs a person is refused and the model is told why\n(the sandbox is chosen at start: -s/--sandbox)",
                     self.approval_mode
                 );
                 self.note(NoteKind::Info, text);

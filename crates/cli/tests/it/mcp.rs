@@ -469,3 +469,51 @@ fn a_mcp_json_server_of_type_sse_is_reached_over_the_older_http_sse_transport() 
     assert_eq!(requests.len(), 2, "{err}");
     assert!(requests[1].raw_body.contains("echo: over sse (x-test 9)"), "{}", requests[1].raw_body);
 }
+
+#[test]
+fn a_tool_its_server_marks_destructive_is_refused_when_no_one_can_approve_it() {
+    // server-filesystem marks `write_file` destructive and `read_text_file` read-only. In exec
+    // (approvals `never`) nobody can approve the write: it is refused and the model told why,
+    // while the read runs.
+    let Some(dir) = servers_dir() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    let repo_path = repo.path().canonicalize().unwrap();
+    let repo_text = repo_path.to_string_lossy().into_owned();
+    std::fs::write(repo_path.join("notes.txt"), "kept\n").unwrap();
+    let filesystem = bin(&dir, "mcp-server-filesystem");
+    let fs_tools = tool_names(&filesystem, &[&repo_text], repo.path());
+    let read = pick(&fs_tools, &["read_text_file", "read_file"]);
+    let write = pick(&fs_tools, &["write_file"]);
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[mcp_servers.fs]\ncommand = {filesystem:?}\nargs = {}\n",
+            toml_list(&[&repo_text])
+        ),
+    )
+    .unwrap();
+    let target = repo_path.join("written.txt").to_string_lossy().into_owned();
+    let notes = repo_path.join("notes.txt").to_string_lossy().into_owned();
+    let server = FakeModelServer::start(
+        Script::new()
+            .until_tools([format!("mcp__fs__{write}")], wait_for_servers())
+            .reply(Reply::tool_call(
+                "c1",
+                format!("mcp__fs__{write}"),
+                json!({ "path": target, "content": "x" }),
+            ))
+            .reply(Reply::tool_call("c2", format!("mcp__fs__{read}"), json!({ "path": notes })))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
+    let out = run.run(&["exec", "write a file"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!repo_path.join("written.txt").exists(), "the destructive tool ran");
+    let requests = from_tools(server.requests(), &[format!("mcp__fs__{write}")]);
+    assert_eq!(requests.len(), 3);
+    let refusal = &requests[1].raw_body;
+    assert!(refusal.contains("marked destructive by its MCP server"), "{refusal}");
+    assert!(requests[2].raw_body.contains("kept"), "{}", requests[2].raw_body);
+}

@@ -292,7 +292,7 @@ fn every_default_cell() {
             "mcp__server__tool",
             SandboxMode::WorkspaceWrite,
             true,
-            [K, K, A],
+            [K, K, D],
         ),
     ];
     let mut failures = Vec::new();
