@@ -9,6 +9,7 @@
 use codecoder_kernel::{ModelRequest, ResponseEvent};
 use codecoder_protocol::{ContentItem, MessageItem, Role, StopReason, ToolCallId, Usage};
 use std::borrow::Cow;
+use std::mem::take;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -148,7 +149,14 @@ pub(crate) fn request_body(
     let mut messages = vec![ChatMessage::System {
         content: UserContent::Text(Cow::Borrowed(&request.instructions)),
     }];
+    // A tool result's images go to the model as one user message after the whole run of tool
+    // messages: the API wants every tool message right after the assistant message that made
+    // the calls, with nothing between them.
+    let mut images: Vec<Part<'_>> = Vec::new();
     for message in &request.history {
+        if message.role != Role::Tool && !images.is_empty() {
+            messages.push(ChatMessage::User { content: UserContent::Parts(take(&mut images)) });
+        }
         match message.role {
             Role::User | Role::System => {
                 let mut parts = Vec::new();
@@ -232,24 +240,19 @@ pub(crate) fn request_body(
                             tool_call_id: result.tool_call_id.as_str(),
                             content: content_text(&result.content),
                         });
-                        let images: Vec<Part<'_>> = result
-                            .content
-                            .iter()
-                            .filter_map(|c| match c {
-                                ContentItem::Image(image) => Some(Part::ImageUrl {
-                                    image_url: ImageUrl { url: data_url(image) },
-                                }),
-                                ContentItem::Text { .. } | ContentItem::BlobRef(_) => None,
-                            })
-                            .collect();
-                        if !images.is_empty() {
-                            messages
-                                .push(ChatMessage::User { content: UserContent::Parts(images) });
-                        }
+                        images.extend(result.content.iter().filter_map(|c| match c {
+                            ContentItem::Image(image) => Some(Part::ImageUrl {
+                                image_url: ImageUrl { url: data_url(image) },
+                            }),
+                            ContentItem::Text { .. } | ContentItem::BlobRef(_) => None,
+                        }));
                     }
                 }
             }
         }
+    }
+    if !images.is_empty() {
+        messages.push(ChatMessage::User { content: UserContent::Parts(images) });
     }
     let tools: Vec<Tool<'_>> = request
         .tools

@@ -109,6 +109,10 @@ struct JsonSchemaFormat<'a> {
 /// The request body.
 pub(crate) fn request_body<'a>(request: &'a ModelRequest) -> RequestBody<'a> {
     let mut input = Vec::new();
+    // A tool result's images go to the model as a user message after the whole run of
+    // function call outputs, never between two of them (the calls and their outputs stay
+    // together, as the API expects).
+    let mut deferred: Vec<InputItem<'a>> = Vec::new();
     for message in &request.history {
         let role = match message.role {
             Role::User | Role::Tool => "user",
@@ -116,8 +120,11 @@ pub(crate) fn request_body<'a>(request: &'a ModelRequest) -> RequestBody<'a> {
             Role::System => "developer",
         };
         let mut content: Vec<InputContent<'a>> = Vec::new();
-        let flush = |content: &mut Vec<InputContent<'a>>, input: &mut Vec<InputItem<'a>>| {
+        let flush = |content: &mut Vec<InputContent<'a>>,
+                     input: &mut Vec<InputItem<'a>>,
+                     deferred: &mut Vec<InputItem<'a>>| {
             if !content.is_empty() {
+                input.append(deferred);
                 input.push(InputItem::Message { role, content: std::mem::take(content) });
             }
         };
@@ -137,7 +144,8 @@ pub(crate) fn request_body<'a>(request: &'a ModelRequest) -> RequestBody<'a> {
                     content.push(InputContent::InputText { text: Cow::Owned(blob_text(blob)) });
                 }
                 MessageItem::Reasoning(reasoning) => {
-                    flush(&mut content, &mut input);
+                    flush(&mut content, &mut input, &mut deferred);
+                    input.append(&mut deferred);
                     // Without its encrypted payload, reasoning cannot be replayed statelessly.
                     if let Some(encrypted) = &reasoning.encrypted_content {
                         let summary = if reasoning.text.is_empty() {
@@ -149,7 +157,8 @@ pub(crate) fn request_body<'a>(request: &'a ModelRequest) -> RequestBody<'a> {
                     }
                 }
                 MessageItem::ToolCall(call) => {
-                    flush(&mut content, &mut input);
+                    flush(&mut content, &mut input, &mut deferred);
+                    input.append(&mut deferred);
                     input.push(InputItem::FunctionCall {
                         call_id: call.id.as_str(),
                         name: &call.name,
@@ -157,14 +166,14 @@ pub(crate) fn request_body<'a>(request: &'a ModelRequest) -> RequestBody<'a> {
                     });
                 }
                 MessageItem::ToolResult(result) => {
-                    flush(&mut content, &mut input);
+                    flush(&mut content, &mut input, &mut deferred);
                     input.push(InputItem::FunctionCallOutput {
                         call_id: result.tool_call_id.as_str(),
                         output: content_text(&result.content),
                     });
                     for item in &result.content {
                         if let ContentItem::Image(image) = item {
-                            input.push(InputItem::Message {
+                            deferred.push(InputItem::Message {
                                 role: "user",
                                 content: vec![InputContent::InputImage {
                                     image_url: data_url(image),
@@ -175,8 +184,9 @@ pub(crate) fn request_body<'a>(request: &'a ModelRequest) -> RequestBody<'a> {
                 }
             }
         }
-        flush(&mut content, &mut input);
+        flush(&mut content, &mut input, &mut deferred);
     }
+    input.append(&mut deferred);
     let tools: Vec<Tool<'_>> = request
         .tools
         .iter()

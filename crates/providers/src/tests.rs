@@ -633,3 +633,75 @@ fn refusals_to_stream_tools_are_recognised() {
     assert!(!whole::rejects_streamed_tools(500, "internal error"));
     assert!(!whole::rejects_streamed_tools(429, "too many streams of tools"));
 }
+
+/// Two calls in one step, the first answered with an image: the image goes to the model after
+/// both results, never between them.
+fn images_between_results() -> ModelRequest {
+    let call = |n: &str| ToolCall { id: id(n), name: "read_file".into(), args: json!({}) };
+    let image =
+        codecoder_protocol::Image { media_type: "image/png".into(), data_base64: "iVBO".into() };
+    let with_image = ToolResult {
+        tool_call_id: id("c1"),
+        content: vec![
+            codecoder_protocol::ContentItem::Text { text: "a picture".into() },
+            codecoder_protocol::ContentItem::Image(image),
+        ],
+        status: ToolResultStatus::Success,
+        exit: None,
+    };
+    ModelRequest {
+        history: [
+            Message::user_text("look"),
+            Message::new(
+                Role::Assistant,
+                vec![MessageItem::ToolCall(call("c1")), MessageItem::ToolCall(call("c2"))],
+            ),
+            Message::new(Role::Tool, vec![MessageItem::ToolResult(with_image)]),
+            Message::new(
+                Role::Tool,
+                vec![MessageItem::ToolResult(ToolResult::text(
+                    id("c2"),
+                    ToolResultStatus::Success,
+                    "text",
+                ))],
+            ),
+        ]
+        .into_iter()
+        .map(std::sync::Arc::new)
+        .collect(),
+        ..conversation()
+    }
+}
+
+#[test]
+fn a_tool_results_image_follows_every_result_of_its_step() {
+    let chat = to_value(chat::request_body(&images_between_results(), false));
+    let roles: Vec<&str> =
+        chat["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "tool", "user"]);
+    assert_eq!(chat["messages"][5]["content"][0]["type"], "image_url");
+    assert_eq!(chat["messages"][5]["content"][0]["image_url"]["url"], "data:image/png;base64,iVBO");
+
+    let responses = to_value(responses::request_body(&images_between_results()));
+    let kinds: Vec<String> = responses["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| {
+            let kind = item["type"].as_str().unwrap();
+            item["role"].as_str().map_or(kind.to_owned(), |role| format!("{kind}:{role}"))
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "message:user",
+            "function_call",
+            "function_call",
+            "function_call_output",
+            "function_call_output",
+            "message:user"
+        ]
+    );
+    assert_eq!(responses["input"][5]["content"][0]["type"], "input_image");
+}
