@@ -1,11 +1,14 @@
 //! MCP tools as kernel tools.
 //!
 //! Invariants: a tool's kind follows its annotations: `readOnlyHint` makes it read-only (runs
-//! in parallel, needs no approval by default); anything else is a network tool, the kind whose
-//! default the policy also gives tools it does not know (asks under untrusted and on-request).
+//! in parallel, needs no approval by default); `destructiveHint: true` makes it `Other` (asks
+//! under untrusted and on-request, refused under never); anything else is a network tool (asks
+//! under untrusted and on-request, runs under never). The session's first request waits for the
+//! servers to settle (`McpToolSource::poll`); tools that arrive later join at a step boundary.
 //! The name is `mcp__<server>__<tool>` (see `names`), so permission rules and hook matchers
 //! select MCP tools by it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use codecoder_kernel::{LateTools, Tool, ToolContext, ToolKind, ToolOutput, ToolSource};
@@ -52,17 +55,27 @@ pub struct McpToolSource {
     // Written only by `poll`, on an agent's thread; a lock because the kernel may poll from
     // the threads of subagents sharing the registry.
     offered: Mutex<Vec<(String, String)>>,
+    /// Whether the first poll (before the session's first request) has waited for the servers.
+    settled: AtomicBool,
 }
 
 impl McpToolSource {
     /// A source over `manager`'s servers.
     pub fn new(manager: Arc<McpManager>) -> Self {
-        Self { manager, offered: Mutex::new(Vec::new()) }
+        Self { manager, offered: Mutex::new(Vec::new()), settled: AtomicBool::new(false) }
     }
 }
 
 impl ToolSource for McpToolSource {
+    /// The first poll, before the session's first request, waits until every server is ready,
+    /// failed or past its startup timeout, so that the first request offers the servers' tools
+    /// (as codex and Claude Code do) and a server that did not start is reported before it.
+    /// The servers start in parallel with the rest of the session, so in the interactive UI,
+    /// where a person types the first prompt, they are usually ready by then.
     fn poll(&self, late: &LateTools) {
+        if !self.settled.swap(true, Ordering::AcqRel) {
+            self.manager.wait_started();
+        }
         for notice in self.manager.take_notices() {
             late.notify(notice);
         }
