@@ -389,6 +389,11 @@ fn shell_snapshot_line(runtime: &crate::Runtime, safety: &Safety) -> String {
         codecoder_tools::SnapshotStatus::Ready(_) => {
             format!("bash -c with a snapshot of the login shell's set-up (taken in {elapsed} ms)")
         }
+        codecoder_tools::SnapshotStatus::Failed(reason) if snapshot.login_shell_hangs() => {
+            format!(
+                "bash -c per command, without the profile: the shell snapshot failed ({reason})"
+            )
+        }
         codecoder_tools::SnapshotStatus::Failed(reason) => {
             format!("bash -lc per command: the shell snapshot failed ({reason})")
         }

@@ -438,6 +438,10 @@ fn command_spec(config: &ToolsConfig, args: &Args) -> Result<CommandSpec, ToolEr
     let script = config.snapshot.as_ref().and_then(|snapshot| snapshot.script_for_command());
     let shell_args = match script {
         Some(script) => crate::snapshot::wrap_command(&script, command),
+        // The login shell hung when the snapshot was taken: it would hang every command too.
+        None if config.snapshot.as_ref().is_some_and(|s| s.login_shell_hangs()) => {
+            vec![OsString::from("-c"), OsString::from(command.as_str())]
+        }
         None => {
             let mut shell_args: Vec<OsString> =
                 config.shell_args.iter().map(OsString::from).collect();

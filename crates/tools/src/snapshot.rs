@@ -17,8 +17,9 @@
 //!
 //! Invariants:
 //! - The first command is never delayed: until the snapshot is ready, or when it failed (the
-//!   profile exits non-zero, hangs past the timeout, or the shell is not bash), commands run
-//!   with the configured login arguments (`-lc`), exactly as without a snapshot.
+//!   profile exits non-zero, or the shell is not bash), commands run with the configured login
+//!   arguments (`-lc`), exactly as without a snapshot. When the login shell hung past the
+//!   timeout, commands run with a plain `-c` instead: each would hang as long.
 //! - A snapshot is used only while the rc files it was taken from (`~/.bashrc`, `~/.profile`,
 //!   `~/.bash_profile`, `~/.bash_login`, `~/.zshrc`, `/etc/profile`, `/etc/bash.bashrc`) keep the
 //!   modification times they had: a change is noticed with a `stat` per file before a command,
@@ -40,6 +41,10 @@ use codecoder_stdx::{JoinOnDrop, spawn_named};
 
 /// How long the login shell may take to print its set-up.
 pub const SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How a failure by timeout starts: the login shell hangs (or takes longer than any command
+/// should wait), so commands do without it.
+const TOOK_LONGER: &str = "the login shell took longer than";
 
 /// Snapshots older than this are a crashed session's: removed when a session starts.
 const STALE_AFTER: Duration = Duration::from_secs(3 * 24 * 3600);
@@ -195,10 +200,23 @@ impl ShellSnapshot {
         if self.fallback_told.swap(true, Ordering::Relaxed) {
             return None;
         }
-        Some(format!(
-            "shell snapshot unavailable ({reason}): commands run with a login shell (`-lc`), \
-             which sources the profile every time"
-        ))
+        Some(if reason.starts_with(TOOK_LONGER) {
+            format!(
+                "shell snapshot unavailable ({reason}): commands run with `bash -c`, without the \
+                 profile's set-up (a login shell per command would take as long)"
+            )
+        } else {
+            format!(
+                "shell snapshot unavailable ({reason}): commands run with a login shell (`-lc`), \
+                 which sources the profile every time"
+            )
+        })
+    }
+
+    /// Whether taking the snapshot timed out: the login shell hangs, or takes longer than a
+    /// command should wait, so commands run without it (`-c`) rather than with `-lc`.
+    pub fn login_shell_hangs(&self) -> bool {
+        matches!(self.status(), SnapshotStatus::Failed(reason) if reason.starts_with(TOOK_LONGER))
     }
 
     fn set(&self, status: SnapshotStatus, stamp: Vec<Option<SystemTime>>) {
@@ -283,7 +301,7 @@ fn take_inner(config: &SnapshotConfig) -> Result<(), String> {
             codecoder_sandbox::Outcome::TimedOut
             | codecoder_sandbox::Outcome::Cancelled
             | codecoder_sandbox::Outcome::Killed => {
-                format!("the login shell took longer than {} s", config.timeout.as_secs())
+                format!("{TOOK_LONGER} {} s", config.timeout.as_secs())
             }
         });
     }

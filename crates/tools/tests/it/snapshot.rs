@@ -176,10 +176,19 @@ fn a_failing_or_hanging_profile_leaves_commands_on_the_login_shell() {
         panic!("{:?}", snapshot.status())
     };
     assert!(reason.contains("longer"), "{reason}");
-    fs_err::write(home_dir.path().join("ready"), "").unwrap();
-    let out =
-        fixture(home_dir.path(), Some(snapshot)).ok("run_command", json!({ "command": PROBE }));
-    assert!(out.contains("function ran with arg") && out.contains("login=yes"), "{out}");
+    // Commands then run without the profile (a login shell would hang them too), and say so.
+    let hung = fixture(home_dir.path(), Some(snapshot));
+    let out = hung.ok(
+        "run_command",
+        json!({ "command": "echo ran; shopt -q login_shell || echo not-login" }),
+    );
+    assert!(out.contains("ran\nnot-login"), "{out}");
+    let warnings = hung.env.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("commands run with `bash -c`, without the profile"),
+        "{warnings:?}"
+    );
 
     // Not bash: no snapshot.
     let home_dir = home("");
