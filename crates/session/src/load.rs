@@ -218,10 +218,14 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
             Err(message) => unparsed = Some((line_no, start, n as u64, message)),
         }
     }
-    if let Some((bad_line, start, len, _)) = unparsed {
-        torn_tail = Some(TornTail { line: bad_line, offset: start, len });
+    if let Some((bad_line, start, len, _)) = &unparsed {
+        torn_tail = Some(TornTail { line: *bad_line, offset: *start, len: *len });
     }
     let Some(meta) = meta else {
+        // Nothing before it parsed either: the one line is not a torn record but no log.
+        if let Some((line, _, _, message)) = unparsed {
+            return Err(Error::Corrupt { path: path.to_owned(), line, message });
+        }
         return Err(Error::Empty { path: path.to_owned() });
     };
     Ok(LoadedSession {

@@ -360,6 +360,13 @@ fn loader_handles_blank_lines_bad_last_lines_and_empty_files() {
         assert!(err.to_string().contains(name), "{err}");
     }
 
+    // One whole line that is no record at all is no torn write: the error names it.
+    let not_json = dir.join("not_json.jsonl");
+    fs_err::write(&not_json, "not json\n").unwrap();
+    let err = load(&not_json).unwrap_err();
+    assert!(matches!(err, Error::Corrupt { line: 1, .. }), "{err:?}");
+    assert!(err.to_string().contains("not_json.jsonl:1: not a session record"), "{err}");
+
     // A first record that is not the meta.
     let headless = dir.join("headless.jsonl");
     fs_err::write(&headless, format!("{}\n", lines[1..].join("\n"))).unwrap();
