@@ -67,8 +67,15 @@ pub(crate) fn server_configs(
     if let Some(user_home) = lookup(codecoder_protocol::env::HOME) {
         files.push(Path::new(&user_home).join(".claude.json"));
     }
+    let project_servers = codecoder_config::project_root(cwd).join(".mcp.json");
     if loaded.project_trusted {
-        files.push(codecoder_config::project_root(cwd).join(".mcp.json"));
+        files.push(project_servers);
+    } else if project_servers.is_file() {
+        notices.push(Notice::Warning(format!(
+            "MCP servers: {} is not read: this project is not trusted (`codecoder trust` to use \
+             its servers)",
+            project_servers.display()
+        )));
     }
     for path in files {
         let Ok(text) = fs_err::read_to_string(&path) else { continue };

@@ -452,6 +452,10 @@ fn a_mcp_json_server_of_type_sse_is_reached_over_the_older_http_sse_transport() 
     )
     .unwrap();
     let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
+    // Untrusted, the project's servers are not read, and doctor says why.
+    let out = run.run(&["doctor"], "");
+    let report = crate::stdout(&out) + &stderr(&out);
+    assert!(report.contains(".mcp.json is not read: this project is not trusted"), "{report}");
     let out = run.run(&["trust"], "");
     assert!(out.status.success(), "{}", stderr(&out));
 
