@@ -598,7 +598,7 @@ async fn call(
         let outcome = tokio::select! {
             result = tokio::time::timeout(timeout, service.call_tool(params)) => match result {
                 Ok(Ok(result)) => serde_json::to_value(&result).map_err(|err| failed(err.to_string())),
-                Ok(Err(err)) => Err(failed(err.to_string())),
+                Ok(Err(err)) => Err(failed(service_error(&err))),
                 Err(_) => Err(timed_out()),
             },
             _ = cancel => Err(Error::Cancelled),
@@ -612,7 +612,7 @@ async fn call(
         match peer.send_request_with_option(request, PeerRequestOptions::no_options()).await {
             Ok(handle) => handle,
             Err(err) => {
-                let _ = reply.send(Err(failed(err.to_string())));
+                let _ = reply.send(Err(failed(service_error(&err))));
                 return;
             }
         };
@@ -630,7 +630,7 @@ async fn call(
                 "unexpected answer to tools/call: {}",
                 serde_json::to_string(&other).unwrap_or_default()
             ))),
-            Ok(Err(err)) => Err(failed(err.to_string())),
+            Ok(Err(err)) => Err(failed(service_error(&err))),
             Err(_) => {
                 cancel_request(&peer, id, "timed out").await;
                 Err(timed_out())
@@ -696,7 +696,7 @@ async fn list_tools(
     peer: &rmcp::Peer<RoleClient>,
     config: &ServerConfig,
 ) -> std::result::Result<Vec<McpToolInfo>, String> {
-    let listed = peer.list_all_tools().await.map_err(|err| err.to_string())?;
+    let listed = peer.list_all_tools().await.map_err(|err| service_error(&err))?;
     let mut tools = Vec::with_capacity(listed.len());
     for tool in listed {
         let json = serde_json::to_value(&tool).map_err(|err| err.to_string())?;
@@ -756,7 +756,10 @@ async fn connect(
                 .stderr(Stdio::null())
                 .spawn()
                 .map_err(|err| format!("cannot run `{command}`: {err}"))?;
-            client.serve_with_lifecycle(transport, lifecycle()).await.map_err(|err| err.to_string())
+            client
+                .serve_with_lifecycle(transport, lifecycle())
+                .await
+                .map_err(|err| init_error(&err))
         }
         Transport::Http { url, bearer_token, headers } => {
             let mut transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
@@ -769,14 +772,45 @@ async fn connect(
                 transport_config.custom_headers.insert(name, value);
             }
             let transport = StreamableHttpClientTransport::from_config(transport_config);
-            client.serve_with_lifecycle(transport, lifecycle()).await.map_err(|err| err.to_string())
+            client
+                .serve_with_lifecycle(transport, lifecycle())
+                .await
+                .map_err(|err| init_error(&err))
         }
         Transport::Sse { url, bearer_token, headers } => {
             let transport = crate::sse::connect(url, bearer_token.as_deref(), headers).await?;
             client
                 .serve_with_lifecycle(transport, lifecycle())
                 .await
-                .map_err(|err| format!("SSE `{url}`: {err}"))
+                .map_err(|err| format!("SSE `{url}`: {}", init_error(&err)))
         }
+    }
+}
+
+/// What went wrong with a request, in words: rmcp's own text names the transport's Rust type.
+fn service_error(err: &rmcp::ServiceError) -> String {
+    match err {
+        rmcp::ServiceError::McpError(data) => {
+            format!("the server answered with an error: {} (code {})", data.message, data.code.0)
+        }
+        rmcp::ServiceError::TransportSend(transport) => {
+            format!("the connection to the server failed: {}", transport.error)
+        }
+        rmcp::ServiceError::TransportClosed => "the server closed the connection".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// Why the handshake failed, in words (see `service_error`).
+fn init_error(err: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError;
+    match err {
+        ClientInitializeError::TransportError { error, context } => {
+            format!("{context}: {}", error.error)
+        }
+        ClientInitializeError::ConnectionClosed(why) => {
+            format!("the server closed the connection ({why})")
+        }
+        other => other.to_string(),
     }
 }

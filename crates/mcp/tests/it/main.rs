@@ -814,3 +814,22 @@ fn a_stateless_server_is_reached_with_the_2026_revision_and_its_input_requests_a
     let (legacy, _) = McpManager::start(vec![everything(&dir)], cwd.path()).unwrap();
     assert_eq!(legacy.protocol_version("everything").as_deref(), Some("2025-11-25"));
 }
+
+#[test]
+fn a_server_that_cannot_be_reached_is_reported_in_words() {
+    // Nothing listens on the port: the report says what failed, not rmcp's transport types.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let server = ServerConfig::new(
+        "gone",
+        Transport::Http {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            bearer_token: None,
+            headers: BTreeMap::new(),
+        },
+    );
+    let cwd = tempfile::tempdir().unwrap();
+    let (_manager, reports) = McpManager::start(vec![server], cwd.path()).unwrap();
+    let ReportOutcome::Failed { message } = &reports[0].outcome else { panic!("{reports:?}") };
+    assert!(!message.contains("rmcp::") && !message.contains('<'), "{message}");
+    assert!(message.contains(&format!("127.0.0.1:{port}/mcp")), "{message}");
+}
