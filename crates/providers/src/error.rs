@@ -28,6 +28,8 @@ pub enum Error {
         request_id: Option<String>,
         /// For 401/403: the variable the key came from.
         env_key: Option<String>,
+        /// The endpoint, named for a 404 (a wrong base URL or path).
+        url: String,
     },
     /// The connection failed or broke.
     Connection {
@@ -74,8 +76,11 @@ impl fmt::Display for Error {
             Self::MissingApiKey { provider, env_key } => {
                 write!(f, "no API key for provider `{provider}`: set {env_key}")
             }
-            Self::Http { status, error_type, message, request_id, env_key } => {
+            Self::Http { status, error_type, message, request_id, env_key, url } => {
                 write!(f, "HTTP {status}")?;
+                if *status == 404 {
+                    write!(f, " from {url}")?;
+                }
                 if let Some(error_type) = error_type {
                     write!(f, " {error_type}")?;
                 }
@@ -87,6 +92,9 @@ impl fmt::Display for Error {
                 }
                 if let (Some(env_key), 401 | 403) = (env_key, status) {
                     write!(f, "; check the API key in {env_key}")?;
+                }
+                if *status == 404 {
+                    write!(f, "; check the provider's base URL and the model name")?;
                 }
                 Ok(())
             }

@@ -705,3 +705,20 @@ fn a_tool_results_image_follows_every_result_of_its_step() {
     );
     assert_eq!(responses["input"][5]["content"][0]["type"], "input_image");
 }
+
+#[test]
+fn a_404_names_the_endpoint_and_what_to_check() {
+    let error = Error::Http {
+        status: 404,
+        error_type: None,
+        message: "Not Found".into(),
+        request_id: None,
+        env_key: Some("OPENAI_API_KEY".into()),
+        url: "http://127.0.0.1:9/v2/chat/completions".into(),
+    };
+    assert_eq!(
+        error.to_string(),
+        "HTTP 404 from http://127.0.0.1:9/v2/chat/completions: Not Found; check the provider's \
+         base URL and the model name"
+    );
+}
