@@ -1,8 +1,8 @@
 //! A session's MCP servers: from config.toml's `[mcp_servers.NAME]` and Claude Code's files
 //! (the enabled plugins' `.mcp.json`, the user's `~/.claude.json` `mcpServers`, and a trusted
 //! project's `.mcp.json`); started in
-//! parallel without holding the session up, their tools offered as `mcp__<server>__<tool>` once
-//! they are ready.
+//! parallel while the session starts, their tools offered as `mcp__<server>__<tool>` from the
+//! first request on (which waits for the servers to settle).
 //!
 //! Invariants: a server that is misconfigured, fails to start or does not start within its
 //! startup timeout is a warning, never a failed session; an untrusted project's `.mcp.json` is
@@ -167,9 +167,10 @@ pub(crate) struct McpSession {
     pub(crate) log: Option<std::path::PathBuf>,
 }
 
-/// Starts the session's servers without waiting for them: their tools join the returned
-/// `LateTools` as each server becomes ready (at the agent's next step), and a server that
-/// fails or does not start within its startup timeout becomes a warning there. `None` when no
+/// Starts the session's servers and returns at once: their tools join the returned
+/// `LateTools` at the agent's first step, which waits for every server to be ready, failed or
+/// past its startup timeout (a failure becomes a warning there); tools a server adds later
+/// join at a later step. `None` when no
 /// server is configured; the notices are configuration problems found now. `extra` are a
 /// front-end's servers (an editor's), started after the configured ones and replacing any of
 /// the same name.
