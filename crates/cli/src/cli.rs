@@ -259,7 +259,7 @@ pub(crate) enum Command {
     Sandbox(SandboxArgs),
     /// Report how codecoder is set up here: which sandbox backend is active and why, the modes a
     /// session would run under, writable roots, hidden paths, hooks and permission rules.
-    Doctor,
+    Doctor(DoctorArgs),
     /// Inspect the permission rules.
     #[command(subcommand)]
     Permissions(PermissionsCommand),
@@ -334,6 +334,17 @@ pub(crate) struct AcpArgs {
     #[arg(short, long)]
     pub(crate) model: Option<String>,
     /// The provider id: a preset or a `[model_providers.ID]` of config.toml.
+    #[arg(long, value_name = "ID")]
+    pub(crate) provider: Option<String>,
+}
+
+/// `codecoder doctor`.
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    /// Report for this model (overrides `model` in config.toml).
+    #[arg(short = 'm', long, value_name = "MODEL")]
+    pub(crate) model: Option<String>,
+    /// Report for this provider (a preset or a `[model_providers.ID]` of config.toml).
     #[arg(long, value_name = "ID")]
     pub(crate) provider: Option<String>,
 }

@@ -55,7 +55,7 @@ fn main() -> ExitCode {
         Some(Command::Trust(args)) => config_cmd::run_trust(&args, &cli.global, &mut out),
         Some(Command::Login(args)) => config_cmd::run_login(&args, &mut out),
         Some(Command::Sandbox(args)) => safety_cmd::run_sandbox(&args, &cli.global),
-        Some(Command::Doctor) => safety_cmd::run_doctor(&cli.global, &mut out),
+        Some(Command::Doctor(args)) => safety_cmd::run_doctor(&args, &cli.global, &mut out),
         Some(Command::Mcp(command)) => mcp_cmd::run(command, &cli.global, &mut out),
         Some(Command::Plugin(command)) => plugin_cmd::run(command, &mut out),
         Some(Command::McpServer(args)) => mcp_server_cmd::run(&args, &cli.global),

@@ -77,8 +77,19 @@ pub(crate) fn run_sandbox(args: &SandboxArgs, global: &GlobalArgs) -> anyhow::Re
     Ok(ExitCode::from(code))
 }
 
-pub(crate) fn run_doctor(global: &GlobalArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
-    let runtime = codecoder_app::Runtime::load(global.overrides())?;
+pub(crate) fn run_doctor(
+    args: &crate::cli::DoctorArgs,
+    global: &GlobalArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
+    let mut overrides = global.overrides();
+    if args.model.is_some() {
+        overrides.model.clone_from(&args.model);
+    }
+    if args.provider.is_some() {
+        overrides.provider.clone_from(&args.provider);
+    }
+    let runtime = codecoder_app::Runtime::load(overrides)?;
     for notice in runtime.doctor(out)? {
         eprintln!("{notice}");
     }

@@ -428,6 +428,14 @@ fn doctor_shows_each_models_auto_compaction_limit() {
     assert!(text.contains("big: window 200000, reserve 4096, compacts past 150000"), "{text}");
     let out = setup.run(&server, &["-c", "model_auto_compact_token_limit=12000", "doctor"]);
     assert!(stdout(&out).contains("compacts past 12000"), "{}", stdout(&out));
+    // Asked about another model, doctor reports for that one.
+    let out = setup.run(&server, &["doctor", "-m", "big"]);
+    assert!(
+        stdout(&out).contains("big (the model): window 200000, reserve 4096, compacts past 150000"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
 }
 
 #[test]
