@@ -392,7 +392,7 @@ impl Job {
                     message: scrub(&message, self.api_key.as_deref()),
                     request_id,
                     env_key: self.config.env_key.clone(),
-                    url: scrub(&url, self.api_key.as_deref()),
+                    url: scrub(&url, self.api_key.as_deref()).into(),
                 },
                 emitted: false,
                 retry_after,

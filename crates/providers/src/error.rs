@@ -28,8 +28,9 @@ pub enum Error {
         request_id: Option<String>,
         /// For 401/403: the variable the key came from.
         env_key: Option<String>,
-        /// The endpoint, named for a 404 (a wrong base URL or path).
-        url: String,
+        /// The endpoint, named for a 404 (a wrong base URL or path); boxed to keep the error
+        /// small.
+        url: Box<str>,
     },
     /// The connection failed or broke.
     Connection {
