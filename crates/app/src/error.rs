@@ -70,6 +70,10 @@ impl Error {
             self,
             Self::Usage { .. }
                 | Self::Config(_)
+                | Self::Rules { .. }
+                | Self::Hooks(
+                    codecoder_hooks::Error::Json { .. } | codecoder_hooks::Error::Shape { .. }
+                )
                 | Self::Session(codecoder_session::Error::Locked { .. })
         )
     }

@@ -195,7 +195,13 @@ pub fn resolve_cwd(dir: Option<&Path>) -> Result<PathBuf> {
         Some(dir) => dir.to_owned(),
         None => std::env::current_dir().map_err(Error::io("reading the current directory"))?,
     };
-    fs_err::canonicalize(&cwd).map_err(Error::io(format!("-C {}", cwd.display())))
+    fs_err::canonicalize(&cwd).map_err(|err| match dir {
+        // A directory the person named that is not there is a usage error (exit 2).
+        Some(_) => {
+            Error::usage(format!("-C {}: {}", cwd.display(), std::io::Error::from(err.kind())))
+        }
+        None => Error::Io { context: format!("-C {}", cwd.display()), source: err },
+    })
 }
 
 #[cfg(test)]

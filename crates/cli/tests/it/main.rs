@@ -150,3 +150,20 @@ fn apply_patch_from_an_argument_and_from_stdin() {
     let out = codecoder(home.path(), &["apply-patch", "a", "b"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_missing_directory_or_a_broken_settings_file_is_a_usage_error() {
+    let home = tempfile::tempdir().unwrap();
+    let out = codecoder(home.path(), &["-C", "/nonexistent-codecoder-dir", "doctor"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("-C /nonexistent-codecoder-dir"), "{}", stderr(&out));
+
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir(project.path().join(".claude")).unwrap();
+    std::fs::write(project.path().join(".claude/settings.json"), "{bad").unwrap();
+    let dir = project.path().to_str().unwrap();
+    assert!(codecoder(home.path(), &["-C", dir, "trust"]).status.success());
+    let out = codecoder(home.path(), &["-C", dir, "doctor"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("settings.json:1:2: invalid JSON"), "{}", stderr(&out));
+}

@@ -351,7 +351,8 @@ fn a_bad_rule_is_a_configuration_error_naming_the_layer() {
         .command(&["permissions", "check", "run_command", r#"{"command":"ls"}"#])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // A configuration error, like a bad value in config.toml: exit 2.
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("config.toml") && stderr(&out).contains("run_command("),
         "{}",
