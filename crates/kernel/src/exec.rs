@@ -118,6 +118,7 @@ impl AgentLoop {
                 turn,
                 step,
                 call_id: call.id.clone(),
+                call: call.clone(),
                 result: Err(ToolError::Failed { message }),
             });
         }
@@ -567,6 +568,7 @@ impl AgentLoop {
             turn,
             step,
             call_id: call.id.clone(),
+            call: call.clone(),
             result: event,
         });
         Ok(())

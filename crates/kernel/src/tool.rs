@@ -73,6 +73,11 @@ pub trait Tool: Send + Sync {
     fn offered(&self) -> bool {
         true
     }
+    /// For a tool of an MCP server: the server's name and the tool's name on that server
+    /// (front-ends show its calls as MCP tool calls). Default: none.
+    fn mcp_origin(&self) -> Option<(&str, &str)> {
+        None
+    }
     /// One line for the person: what this call will do.
     fn summary(&self, args: &serde_json::Value) -> String {
         format!("{} {args}", self.name())

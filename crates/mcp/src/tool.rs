@@ -143,6 +143,10 @@ impl Tool for McpTool {
         Self::kind_of(&self.info)
     }
 
+    fn mcp_origin(&self) -> Option<(&str, &str)> {
+        Some((&self.info.server, &self.info.name))
+    }
+
     fn summary(&self, args: &Value) -> String {
         format!("{} ({} on MCP server {}) {args}", self.qualified, self.info.name, self.info.server)
     }

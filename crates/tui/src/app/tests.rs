@@ -258,6 +258,7 @@ fn tool_cards_live_while_running_and_go_to_history_when_done() {
             turn: turn(),
             step: StepId::FIRST,
             call_id: ToolCallId::new("s1"),
+            call: call("s1", "grep", json!({"pattern": "panic!"})),
             result: Ok(ToolResult::text(
                 ToolCallId::new("s1"),
                 ToolResultStatus::Success,
@@ -270,6 +271,7 @@ fn tool_cards_live_while_running_and_go_to_history_when_done() {
         turn: turn(),
         step: StepId::FIRST,
         call_id: ToolCallId::new("c1"),
+        call: call("c1", "agent", json!({})),
         result: Ok(ToolResult {
             tool_call_id: ToolCallId::new("c1"),
             content: vec![ContentItem::Text { text: "found".to_owned() }],
