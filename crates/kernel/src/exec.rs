@@ -48,8 +48,9 @@ enum Prepared {
     Refused(ToolError),
 }
 
-/// A worker's message: the call's index, its outcome, and a hook's request to stop the turn.
-type WorkerDone = (usize, Result<ToolOutput, ToolError>, Option<String>);
+/// A worker's message: the call's index, its outcome, a hook's request to stop the turn, and
+/// whether the call asked to end the turn after this step.
+type WorkerDone = (usize, Result<ToolOutput, ToolError>, Option<String>, bool);
 
 /// A call cleared to run: its index, its tool, and hook context for its result.
 type Runnable = (usize, Arc<dyn Tool>, Vec<String>);
@@ -416,6 +417,7 @@ impl AgentLoop {
                     env: Arc::clone(&self.env),
                     escalations: escalation_tx.clone(),
                     halt: std::sync::OnceLock::new(),
+                    ends_turn: std::sync::atomic::AtomicBool::new(false),
                 };
                 let worker_call = call.clone();
                 let done_tx = done_tx.clone();
@@ -429,7 +431,8 @@ impl AgentLoop {
                         })
                     });
                     let result = after_tool(&ctx, &call, result, context);
-                    let _ = done_tx.send((index, result, ctx.halt.into_inner()));
+                    let ends_turn = ctx.ends_turn.into_inner();
+                    let _ = done_tx.send((index, result, ctx.halt.into_inner(), ends_turn));
                 });
                 match self.pool.run(job) {
                     Ok(()) => {
@@ -453,8 +456,9 @@ impl AgentLoop {
             let stop = select! {
                 recv(done_rx) -> message => {
                     // `done_tx` is held here, so the channel cannot disconnect.
-                    let Ok((index, result, halt)) = message else { continue };
+                    let Ok((index, result, halt, ends_turn)) = message else { continue };
                     running.remove(&index);
+                    self.ends_turn |= ends_turn;
                     done[index] = Some(self.finished(&calls[index], result));
                     self.flush(turn, step, calls, done, logged)?;
                     if let Some(reason) = halt && halted.is_none() {
@@ -479,7 +483,7 @@ impl AgentLoop {
             token.cancel();
             let deadline = Instant::now() + self.env.config.cancel_grace;
             while !running.is_empty() {
-                let Ok((index, result, _)) = done_rx.recv_deadline(deadline) else { break };
+                let Ok((index, result, _, _)) = done_rx.recv_deadline(deadline) else { break };
                 running.remove(&index);
                 done[index] = Some(self.finished(&calls[index], result));
             }

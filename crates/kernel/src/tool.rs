@@ -6,6 +6,7 @@
 //! `is_error`, data for the model, never a kernel error.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use codecoder_protocol::{
@@ -104,6 +105,8 @@ pub struct ToolContext {
     pub(crate) escalations: Sender<PendingEscalation>,
     /// Set when a hook asked to stop the turn while the call ran: the turn's failure message.
     pub(crate) halt: OnceLock<String>,
+    /// Set when the call asked to end the turn after this step (`end_turn`).
+    pub(crate) ends_turn: AtomicBool,
 }
 
 /// What a tool asks for beyond its call's approval (see `ToolContext::request_approval`).
@@ -199,6 +202,12 @@ impl ToolContext {
         if let Some(checkpoints) = &self.env.deps.checkpoints {
             checkpoints.before_command();
         }
+    }
+
+    /// Asks the loop to end the turn, completed, once this step's results are logged: no
+    /// further model request follows (a plan presented that nobody is there to approve).
+    pub fn end_turn(&self) {
+        self.ends_turn.store(true, Ordering::Relaxed);
     }
 
     /// Asks the loop to stop the turn once this call's result is logged (a hook of `event`
