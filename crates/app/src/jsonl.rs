@@ -208,8 +208,13 @@ impl ExecEventEncoder {
     }
 }
 
-/// A tool's item as its call ended with `result`.
-fn finish_item(mut details: ItemDetails, result: &Result<ToolResult, ToolError>) -> ItemDetails {
+/// A tool's item as its call ended with `result` (and, for an MCP call, the server's
+/// `CallToolResult`).
+fn finish_item(
+    mut details: ItemDetails,
+    result: &Result<ToolResult, ToolError>,
+    mcp_result: Option<&Value>,
+) -> ItemDetails {
     let ok = matches!(result, Ok(r) if r.status == ToolResultStatus::Success);
     let ended = if ok { ItemStatus::Completed } else { ItemStatus::Failed };
     let text = match result {
@@ -237,10 +242,24 @@ fn finish_item(mut details: ItemDetails, result: &Result<ToolResult, ToolError>)
         ItemDetails::McpToolCall { result: item_result, error, status, .. } => {
             *status = ended;
             match result {
+                // The server's result as it sent it; without it, the blocks the output came from.
                 Ok(r) if ok => {
-                    *item_result = Some(McpToolCallResult {
-                        content: r.content.iter().map(mcp_block).collect(),
-                        structured_content: None,
+                    *item_result = Some(match mcp_result {
+                        Some(sent) => McpToolCallResult {
+                            content: sent
+                                .get("content")
+                                .and_then(Value::as_array)
+                                .cloned()
+                                .unwrap_or_default(),
+                            structured_content: sent
+                                .get("structuredContent")
+                                .filter(|value| !value.is_null())
+                                .cloned(),
+                        },
+                        None => McpToolCallResult {
+                            content: r.content.iter().map(mcp_block).collect(),
+                            structured_content: None,
+                        },
                     });
                 }
                 Ok(_) | Err(_) => {
@@ -403,13 +422,13 @@ impl ExecEventEncoder {
                     _ => {}
                 }
             }
-            AgentEventKind::ToolFinished { call_id, call, result, .. } => {
+            AgentEventKind::ToolFinished { call_id, call, result, mcp_result, .. } => {
                 let (id, details) = match self.tools.remove(call_id) {
                     Some(open) => open,
                     // Refused before it ran: announced now, so it is an item like the others.
                     None => self.tool_refused(call, out),
                 };
-                let details = finish_item(details, result);
+                let details = finish_item(details, result, mcp_result.as_ref());
                 out.push(ThreadEvent::ItemCompleted { item: ThreadItem { id, details } });
             }
             AgentEventKind::StepFinished { usage, .. } => {

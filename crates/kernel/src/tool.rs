@@ -107,6 +107,8 @@ pub struct ToolContext {
     pub(crate) halt: OnceLock<String>,
     /// Set when the call asked to end the turn after this step (`end_turn`).
     pub(crate) ends_turn: AtomicBool,
+    /// The MCP result the call reported for clients (`report_mcp_result`).
+    pub(crate) mcp_result: OnceLock<serde_json::Value>,
 }
 
 /// What a tool asks for beyond its call's approval (see `ToolContext::request_approval`).
@@ -202,6 +204,13 @@ impl ToolContext {
         if let Some(checkpoints) = &self.env.deps.checkpoints {
             checkpoints.before_command();
         }
+    }
+
+    /// Hands clients the `CallToolResult` an MCP server returned for this call, as it sent it
+    /// (content blocks, `structuredContent`): it travels with `ToolFinished`, not to the model
+    /// (which sees the tool's output). The first report wins.
+    pub fn report_mcp_result(&self, result: serde_json::Value) {
+        let _ = self.mcp_result.set(result);
     }
 
     /// Asks the loop to end the turn, completed, once this step's results are logged: no

@@ -185,6 +185,10 @@ pub enum AgentEventKind {
         call: ToolCall,
         /// The result, or why there is none.
         result: Result<ToolResult, ToolError>,
+        /// For a call of an MCP server's tool: the `CallToolResult` as the server sent it
+        /// (content blocks, `structuredContent`), for clients that show MCP calls as such.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        mcp_result: Option<serde_json::Value>,
     },
     /// The model stream broke after partial output; the step's request is sent again. What was
     /// streamed for this step so far is void (it was never logged).

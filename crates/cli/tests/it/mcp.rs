@@ -264,8 +264,8 @@ args = ["stdio"]
 }
 
 /// `exec --json` shows every call as codex does: MCP servers' tools as `mcp_tool_call` (the
-/// content blocks on success; `failed` with the error for a server's error result and for a
-/// call the rules deny), a refused command as `declined`, an unknown tool as a failed
+/// content blocks and structured content on success; `failed` with the error for a server's
+/// error result and for a call the rules deny), a refused command as `declined`, an unknown tool as a failed
 /// `tool_call`.
 #[test]
 fn exec_json_shows_mcp_calls_and_refused_calls_as_codex_items() {
@@ -277,6 +277,7 @@ fn exec_json_shows_mcp_calls_and_refused_calls_as_codex_items() {
     let echo = pick(&tools, &["echo"]);
     let reference = pick(&tools, &["get-resource-reference", "getResourceReference"]);
     let sum = pick(&tools, &["get-sum", "add"]);
+    let structured = pick(&tools, &["get-structured-content", "getStructuredContent"]);
     std::fs::write(
         home.path().join("config.toml"),
         format!(
@@ -302,6 +303,7 @@ args = ["stdio"]
             .reply(Reply::tool_call("c3", mcp(echo), json!({ "message": "hi" })))
             .reply(Reply::tool_call("c4", mcp(reference), json!({ "resourceId": 0 })))
             .reply(Reply::tool_call("c5", mcp(sum), json!({ "a": 1, "b": 2 })))
+            .reply(Reply::tool_call("c6", mcp(structured), json!({ "location": "Chicago" })))
             .reply(Reply::text("done")),
     )
     .unwrap();
@@ -372,6 +374,17 @@ args = ["stdio"]
             "status": "in_progress"
         })
     );
+
+    // Structured content as the server sent it, next to its content blocks.
+    let (_, item) = completed(&|i| i["tool"] == structured);
+    assert_eq!(item["status"], "completed");
+    let weather =
+        json!({ "temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82 });
+    assert_eq!(item["result"]["structured_content"], weather, "{item}");
+    let block = &item["result"]["content"][0];
+    assert_eq!(block["type"], "text", "{item}");
+    let text: serde_json::Value = serde_json::from_str(block["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text, weather);
 
     // The server's error result.
     let (id, item) = completed(&|i| i["tool"] == reference);

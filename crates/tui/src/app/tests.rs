@@ -264,6 +264,7 @@ fn tool_cards_live_while_running_and_go_to_history_when_done() {
                 ToolResultStatus::Success,
                 "3 matches",
             )),
+            mcp_result: None,
         },
     ));
     assert_eq!(app.tools[0].children[0].ok, Some(true));
@@ -278,6 +279,7 @@ fn tool_cards_live_while_running_and_go_to_history_when_done() {
             status: ToolResultStatus::Success,
             exit: None,
         }),
+        mcp_result: None,
     }));
     assert!(app.tools.is_empty());
     assert!(matches!(app.take_history().as_slice(), [Cell::Tool(_)]));
