@@ -12,6 +12,9 @@
 //! else that did not run (a refusal of a tool whose item has no `declined`, an unknown tool, bad
 //! arguments) is `failed`, with the reason where the item has room for it.
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
