@@ -228,11 +228,9 @@ fn finish_item(
         ItemDetails::CommandExecution { aggregated_output, exit_code, status, .. } => {
             *exit_code = result.as_ref().ok().and_then(|r| r.exit?.code);
             match result {
-                // Refused: codex's `declined`, with nothing run and so no output.
-                Err(ToolError::PermissionDenied { .. }) => {
-                    aggregated_output.clear();
-                    *status = ItemStatus::Declined;
-                }
+                // Refused (before it ran, or its escalation while it ran): codex's `declined`,
+                // with the output of what did run, if anything.
+                Err(ToolError::PermissionDenied { .. }) => *status = ItemStatus::Declined,
                 Ok(_) | Err(_) => {
                     if aggregated_output.is_empty() {
                         *aggregated_output = text;
