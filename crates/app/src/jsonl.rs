@@ -1,21 +1,33 @@
 //! The `exec --json` encoder: agent events → codex's `exec --json` events (`protocol::exec_event`),
 //! shared by every front-end that speaks them (`codecoder exec --json`; codex's SDK drives exactly
 //! that). Items follow codex: `agent_message`, `reasoning`, `command_execution`, `file_change`
-//! (only ever completed), `todo_list`, `error`, and `tool_call` for tools codex has no item for;
-//! then `turn.completed {usage}` or `turn.failed {error}`; an interrupted turn emits no terminal
+//! (only ever completed), `mcp_tool_call` (an MCP server's tool, known from the session's tool
+//! registry), `todo_list`, `error`, and `tool_call` for tools codex has no item for; then
+//! `turn.completed {usage}` or `turn.failed {error}`; an interrupted turn emits no terminal
 //! event. Subagents' inner events are not items of the parent's turn.
+//!
+//! Invariant: every tool call the model makes is an item, with one id from its `item.started`
+//! (file changes: none) to its `item.completed`. A call refused before it ran (no `ToolStarted`)
+//! is started and completed when its result arrives: a refused command is `declined`, anything
+//! else that did not run (a refusal of a tool whose item has no `declined`, an unknown tool, bad
+//! arguments) is `failed`, with the reason where the item has room for it.
+
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
+use codecoder_kernel::ToolRegistry;
 use codecoder_protocol::exec_event::{
-    FileChange, FileChangeKind, ItemDetails, ItemStatus, ThreadError, ThreadEvent, ThreadItem,
-    TodoItem, TurnUsage,
+    FileChange, FileChangeKind, ItemDetails, ItemStatus, McpToolCallResult, ThreadError,
+    ThreadEvent, ThreadItem, TodoItem, TurnUsage,
 };
 use codecoder_protocol::{
-    AgentEvent, AgentEventKind, ContentItem, SessionId, ToolCall, ToolCallId, ToolResult,
-    ToolResultStatus, TurnOutcome, Usage,
+    AgentEvent, AgentEventKind, ContentItem, SessionId, ToolCall, ToolCallId, ToolError,
+    ToolResult, ToolResultStatus, TurnOutcome, Usage,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Text of the current step and of the last step that had text.
 #[derive(Debug, Default)]
@@ -74,6 +86,8 @@ pub struct ExecEventEncoder {
     /// Open tool items: call id → (item id, the item so far).
     tools: HashMap<ToolCallId, (String, ItemDetails)>,
     usage: Usage,
+    /// The session's tools, to tell MCP tools from the others.
+    registry: Option<Arc<ToolRegistry>>,
 }
 
 impl Default for ExecEventEncoder {
@@ -91,7 +105,13 @@ impl ExecEventEncoder {
             reasoning: String::new(),
             tools: HashMap::new(),
             usage: Usage::default(),
+            registry: None,
         }
+    }
+
+    /// An encoder that reads from `registry` which calls are MCP tool calls.
+    pub fn with_tools(registry: Arc<ToolRegistry>) -> Self {
+        Self { registry: Some(registry), ..Self::new() }
     }
 
     fn item_id(&mut self) -> String {
@@ -118,8 +138,19 @@ impl ExecEventEncoder {
     }
 
     /// The item a tool call becomes, in progress.
-    fn tool_item(call: &ToolCall) -> ItemDetails {
+    fn tool_item(&self, call: &ToolCall) -> ItemDetails {
         let args = &call.args;
+        let tool = self.registry.as_ref().and_then(|registry| registry.find(&call.name));
+        if let Some((server, name)) = tool.as_ref().and_then(|tool| tool.mcp_origin()) {
+            return ItemDetails::McpToolCall {
+                server: server.to_owned(),
+                tool: name.to_owned(),
+                arguments: args.clone(),
+                result: None,
+                error: None,
+                status: ItemStatus::InProgress,
+            };
+        }
         match call.name.as_str() {
             "run_command" | "shell" | "exec_command" => ItemDetails::CommandExecution {
                 command: args.get("command").and_then(Value::as_str).unwrap_or_default().to_owned(),
@@ -139,6 +170,126 @@ impl ExecEventEncoder {
                 status: ItemStatus::InProgress,
             },
         }
+    }
+}
+
+impl ExecEventEncoder {
+    /// A call about to run: its item, started (file changes only ever complete).
+    fn tool_started(&mut self, call: &ToolCall, out: &mut Vec<ThreadEvent>) {
+        self.flush_text(out);
+        let id = self.item_id();
+        let details = self.tool_item(call);
+        self.tools.insert(call.id.clone(), (id.clone(), details.clone()));
+        if !matches!(details, ItemDetails::FileChange { .. }) {
+            out.push(ThreadEvent::ItemStarted { item: ThreadItem { id, details } });
+        }
+    }
+
+    /// A call that ended without having started: its item, started like a call that runs. A
+    /// refused `update_plan` is no plan: it shows as a generic tool call.
+    fn tool_refused(
+        &mut self,
+        call: &ToolCall,
+        out: &mut Vec<ThreadEvent>,
+    ) -> (String, ItemDetails) {
+        self.flush_text(out);
+        let id = self.item_id();
+        let details = match self.tool_item(call) {
+            ItemDetails::TodoList { .. } => ItemDetails::ToolCall {
+                name: call.name.clone(),
+                arguments: call.args.clone(),
+                result: None,
+                status: ItemStatus::InProgress,
+            },
+            details => details,
+        };
+        if !matches!(details, ItemDetails::FileChange { .. }) {
+            let item = ThreadItem { id: id.clone(), details: details.clone() };
+            out.push(ThreadEvent::ItemStarted { item });
+        }
+        (id, details)
+    }
+}
+
+/// A tool's item as its call ended with `result` (and, for an MCP call, the server's
+/// `CallToolResult`).
+fn finish_item(
+    mut details: ItemDetails,
+    result: &Result<ToolResult, ToolError>,
+    mcp_result: Option<&Value>,
+) -> ItemDetails {
+    let ok = matches!(result, Ok(r) if r.status == ToolResultStatus::Success);
+    let ended = if ok { ItemStatus::Completed } else { ItemStatus::Failed };
+    let text = match result {
+        Ok(r) => result_text(r),
+        Err(err) => err.to_string(),
+    };
+    match &mut details {
+        ItemDetails::CommandExecution { aggregated_output, exit_code, status, .. } => {
+            *exit_code = result.as_ref().ok().and_then(|r| r.exit?.code);
+            match result {
+                // Refused (before it ran, or its escalation while it ran): codex's `declined`,
+                // with the output of what did run, if anything.
+                Err(ToolError::PermissionDenied { .. }) => *status = ItemStatus::Declined,
+                Ok(_) | Err(_) => {
+                    if aggregated_output.is_empty() {
+                        *aggregated_output = text;
+                    }
+                    *status = ended;
+                }
+            }
+        }
+        ItemDetails::FileChange { status, .. } => *status = ended,
+        ItemDetails::McpToolCall { result: item_result, error, status, .. } => {
+            *status = ended;
+            match result {
+                // The server's result as it sent it; without it, the blocks the output came from.
+                Ok(r) if ok => {
+                    *item_result = Some(match mcp_result {
+                        Some(sent) => McpToolCallResult {
+                            content: sent
+                                .get("content")
+                                .and_then(Value::as_array)
+                                .cloned()
+                                .unwrap_or_default(),
+                            structured_content: sent
+                                .get("structuredContent")
+                                .filter(|value| !value.is_null())
+                                .cloned(),
+                        },
+                        None => McpToolCallResult {
+                            content: r.content.iter().map(mcp_block).collect(),
+                            structured_content: None,
+                        },
+                    });
+                }
+                Ok(_) | Err(_) => {
+                    *item_result = None;
+                    *error = Some(ThreadError { message: text });
+                }
+            }
+        }
+        ItemDetails::ToolCall { result, status, .. } => {
+            *result = Some(text);
+            *status = ended;
+        }
+        ItemDetails::TodoList { .. }
+        | ItemDetails::AgentMessage { .. }
+        | ItemDetails::Reasoning { .. }
+        | ItemDetails::ContextCompaction { .. }
+        | ItemDetails::Error { .. } => {}
+    }
+    details
+}
+
+/// A result's content item as the MCP content block it came from.
+fn mcp_block(item: &ContentItem) -> Value {
+    match item {
+        ContentItem::Text { text } => json!({"type": "text", "text": text}),
+        ContentItem::Image(image) => {
+            json!({"type": "image", "data": image.data_base64, "mimeType": image.media_type})
+        }
+        ContentItem::BlobRef(blob) => json!({"type": "text", "text": blob.preview}),
     }
 }
 
@@ -217,6 +368,18 @@ impl ExecEventEncoder {
         }
     }
 
+    /// Text the front-end gives as the assistant's answer (the plan `exec --plan` presents):
+    /// an `agent_message` item, and the final message from now on.
+    pub fn answer(&mut self, text: &str) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        self.flush_text(&mut out);
+        self.messages.push(text);
+        if let Some(text) = self.messages.close() {
+            self.completed(&mut out, ItemDetails::AgentMessage { text });
+        }
+        out
+    }
+
     /// The text of the turn's last assistant message.
     pub fn final_message(&self) -> &str {
         self.messages.last()
@@ -227,16 +390,7 @@ impl ExecEventEncoder {
             AgentEventKind::TurnStarted { .. } => out.push(ThreadEvent::TurnStarted {}),
             AgentEventKind::TextDelta { delta, .. } => self.messages.push(delta),
             AgentEventKind::ReasoningDelta { delta, .. } => self.reasoning.push_str(delta),
-            AgentEventKind::ToolStarted { call, .. } => {
-                self.flush_text(out);
-                let id = self.item_id();
-                let details = Self::tool_item(call);
-                self.tools.insert(call.id.clone(), (id.clone(), details.clone()));
-                // codex emits file changes only when completed.
-                if !matches!(details, ItemDetails::FileChange { .. }) {
-                    out.push(ThreadEvent::ItemStarted { item: ThreadItem { id, details } });
-                }
-            }
+            AgentEventKind::ToolStarted { call, .. } => self.tool_started(call, out),
             AgentEventKind::ToolOutputDelta { call_id, chunk, .. } => {
                 match self.tools.get_mut(call_id) {
                     Some((_, ItemDetails::CommandExecution { aggregated_output, .. })) => {
@@ -251,38 +405,31 @@ impl ExecEventEncoder {
                         let item = ThreadItem { id: id.clone(), details: details.clone() };
                         out.push(ThreadEvent::ItemUpdated { item });
                     }
+                    Some((id, details @ ItemDetails::McpToolCall { .. })) => {
+                        if let ItemDetails::McpToolCall { result, .. } = details {
+                            let progress = result.get_or_insert_with(|| McpToolCallResult {
+                                content: vec![json!({"type": "text", "text": ""})],
+                                structured_content: None,
+                            });
+                            if let Some(Value::String(text)) =
+                                progress.content.first_mut().and_then(|block| block.get_mut("text"))
+                            {
+                                text.push_str(chunk);
+                            }
+                        }
+                        let item = ThreadItem { id: id.clone(), details: details.clone() };
+                        out.push(ThreadEvent::ItemUpdated { item });
+                    }
                     _ => {}
                 }
             }
-            AgentEventKind::ToolFinished { call_id, result, .. } => {
-                let Some((id, mut details)) = self.tools.remove(call_id) else { return };
-                let ok = matches!(result, Ok(r) if r.status == ToolResultStatus::Success);
-                let ended = if ok { ItemStatus::Completed } else { ItemStatus::Failed };
-                let text = match result {
-                    Ok(r) => result_text(r),
-                    Err(err) => err.to_string(),
+            AgentEventKind::ToolFinished { call_id, call, result, mcp_result, .. } => {
+                let (id, details) = match self.tools.remove(call_id) {
+                    Some(open) => open,
+                    // Refused before it ran: announced now, so it is an item like the others.
+                    None => self.tool_refused(call, out),
                 };
-                match &mut details {
-                    ItemDetails::CommandExecution {
-                        aggregated_output, exit_code, status, ..
-                    } => {
-                        if aggregated_output.is_empty() {
-                            *aggregated_output = text;
-                        }
-                        *exit_code = result.as_ref().ok().and_then(|r| r.exit?.code);
-                        *status = ended;
-                    }
-                    ItemDetails::FileChange { status, .. } => *status = ended,
-                    ItemDetails::ToolCall { result, status, .. } => {
-                        *result = Some(text);
-                        *status = ended;
-                    }
-                    ItemDetails::TodoList { .. }
-                    | ItemDetails::AgentMessage { .. }
-                    | ItemDetails::Reasoning { .. }
-                    | ItemDetails::ContextCompaction { .. }
-                    | ItemDetails::Error { .. } => {}
-                }
+                let details = finish_item(details, result, mcp_result.as_ref());
                 out.push(ThreadEvent::ItemCompleted { item: ThreadItem { id, details } });
             }
             AgentEventKind::StepFinished { usage, .. } => {

@@ -151,6 +151,9 @@ pub struct RunningSession {
     pub controls: SessionControls,
     /// What assembling the session had to say, for the person.
     pub notices: Vec<Notice>,
+    /// The agent's tools (MCP servers' tools join late): front-ends read what a call's tool is
+    /// (`Tool::mcp_origin`).
+    pub tools: Arc<ToolRegistry>,
 }
 
 impl Runtime {
@@ -480,7 +483,7 @@ impl Runtime {
         let deps = AgentDeps {
             model: model_client,
             prompt: builder,
-            tools: registry,
+            tools: Arc::clone(&registry),
             approval: safety.policy.clone(),
             hooks,
             sessions,
@@ -507,6 +510,7 @@ impl Runtime {
             pricing,
             controls: SessionControls { policy: safety.policy, escalation: safety.escalation },
             notices,
+            tools: registry,
         })
     }
 }

@@ -729,7 +729,7 @@ pub(crate) struct ExecOptions {
     pub(crate) replay: Option<PathBuf>,
     /// Plan only (`--permission-mode plan`): only read-only tools run, and the plan the model
     /// presents (`exit_plan_mode`) is printed on stdout instead of a final message; nothing is
-    /// changed. Exits 0 once the model has presented it.
+    /// changed. The turn ends, and codecoder exits 0, once the model has presented it.
     #[arg(long, global = true, conflicts_with = "permission_mode")]
     pub(crate) plan: bool,
 }

@@ -102,11 +102,15 @@ pub(crate) fn run(
     for notice in &session.notices {
         eprintln!("{notice}");
     }
+    let tools = Arc::clone(&session.tools);
     let agent = session.agent;
     let session_path = agent.session_path().map(Path::to_owned);
 
-    let mut renderer: Box<dyn Renderer> =
-        if options.json { Box::new(JsonRenderer::new()) } else { Box::new(HumanRenderer::new()) };
+    let mut renderer: Box<dyn Renderer> = if options.json {
+        Box::new(JsonRenderer::new(tools))
+    } else {
+        Box::new(HumanRenderer::new())
+    };
     renderer.session_started(agent.session_id(), out)?;
 
     // Ctrl-C: the first cancels the turn, the second leaves at once.
@@ -141,6 +145,13 @@ pub(crate) fn run(
     for event in agent.events.iter() {
         match &event.kind {
             AgentEventKind::ApprovalRequest(_) | AgentEventKind::AskUser(_) => {}
+            AgentEventKind::TurnDone { .. } if event.source.subagent_path.is_empty() => {
+                // The plan is the turn's answer: its last message, before the turn's end.
+                if let Some(plan) = &plan {
+                    renderer.plan(plan, out)?;
+                }
+                renderer.event(&event, out)?;
+            }
             _ => renderer.event(&event, out)?,
         }
         match event.kind {
@@ -158,7 +169,6 @@ pub(crate) fn run(
             }
             AgentEventKind::AskUser(request) => {
                 if is_plan_review(&request.options) {
-                    renderer.note("plan presented (no one to approve it in exec)", out)?;
                     plan = Some(request.question.clone());
                     request.reply.send(AskUserAnswer::Declined);
                 } else {

@@ -5,8 +5,10 @@
 //! it is written.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use codecoder_app::{ExecEventEncoder, Messages, result_text};
+use codecoder_kernel::ToolRegistry;
 use codecoder_protocol::exec_event::ThreadEvent;
 use codecoder_protocol::{AgentEvent, AgentEventKind, SessionId, ToolResultStatus, Usage};
 
@@ -22,6 +24,9 @@ pub(crate) trait Renderer {
     fn event(&mut self, event: &AgentEvent, out: &mut dyn Write) -> std::io::Result<()>;
     /// A remark of codecoder's own.
     fn note(&mut self, text: &str, out: &mut dyn Write) -> std::io::Result<()>;
+    /// The turn ends after the model presented a plan (plan mode) that nobody approves in
+    /// exec: the plan is the turn's answer.
+    fn plan(&mut self, plan: &str, out: &mut dyn Write) -> std::io::Result<()>;
     /// The text of the last assistant message of the turn.
     fn final_message(&self) -> String;
     /// The turn completed.
@@ -34,8 +39,9 @@ pub(crate) struct JsonRenderer {
 }
 
 impl JsonRenderer {
-    pub(crate) fn new() -> Self {
-        Self { encoder: ExecEventEncoder::new() }
+    /// A renderer whose MCP tool calls are told apart through the session's `tools`.
+    pub(crate) fn new(tools: Arc<ToolRegistry>) -> Self {
+        Self { encoder: ExecEventEncoder::with_tools(tools) }
     }
 
     fn line(out: &mut dyn Write, event: &ThreadEvent) -> std::io::Result<()> {
@@ -68,6 +74,14 @@ impl Renderer for JsonRenderer {
 
     fn note(&mut self, text: &str, out: &mut dyn Write) -> std::io::Result<()> {
         Self::line(out, &self.encoder.note(text))
+    }
+
+    fn plan(&mut self, plan: &str, out: &mut dyn Write) -> std::io::Result<()> {
+        // codex ends a plan-mode turn with the plan as its answer, not as an error.
+        for line in self.encoder.answer(plan) {
+            Self::line(out, &line)?;
+        }
+        Ok(())
     }
 
     fn final_message(&self) -> String {
@@ -168,6 +182,12 @@ impl Renderer for HumanRenderer {
 
     fn note(&mut self, text: &str, _out: &mut dyn Write) -> std::io::Result<()> {
         self.progress(text);
+        Ok(())
+    }
+
+    fn plan(&mut self, _plan: &str, _out: &mut dyn Write) -> std::io::Result<()> {
+        // The plan goes to stdout as the final message (`finish`).
+        self.progress("plan presented (no one to approve it in exec)");
         Ok(())
     }
 

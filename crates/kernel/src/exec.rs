@@ -40,6 +40,8 @@ struct Finished {
     synthetic: Option<SyntheticReason>,
     /// What the client is told.
     event: Result<ToolResult, ToolError>,
+    /// The MCP result the tool reported for clients (`ToolContext::report_mcp_result`).
+    mcp_result: Option<serde_json::Value>,
 }
 
 enum Prepared {
@@ -48,8 +50,17 @@ enum Prepared {
     Refused(ToolError),
 }
 
-/// A worker's message: the call's index, its outcome, and a hook's request to stop the turn.
-type WorkerDone = (usize, Result<ToolOutput, ToolError>, Option<String>);
+/// A worker's message: one per call that ran.
+struct WorkerDone {
+    index: usize,
+    outcome: Result<ToolOutput, ToolError>,
+    /// A hook's request to stop the turn.
+    halt: Option<String>,
+    /// Whether the call asked to end the turn after this step.
+    ends_turn: bool,
+    /// The MCP result the tool reported for clients.
+    mcp_result: Option<serde_json::Value>,
+}
 
 /// A call cleared to run: its index, its tool, and hook context for its result.
 type Runnable = (usize, Arc<dyn Tool>, Vec<String>);
@@ -118,7 +129,9 @@ impl AgentLoop {
                 turn,
                 step,
                 call_id: call.id.clone(),
+                call: call.clone(),
                 result: Err(ToolError::Failed { message }),
+                mcp_result: None,
             });
         }
         Ok(())
@@ -415,6 +428,8 @@ impl AgentLoop {
                     env: Arc::clone(&self.env),
                     escalations: escalation_tx.clone(),
                     halt: std::sync::OnceLock::new(),
+                    ends_turn: std::sync::atomic::AtomicBool::new(false),
+                    mcp_result: std::sync::OnceLock::new(),
                 };
                 let worker_call = call.clone();
                 let done_tx = done_tx.clone();
@@ -428,7 +443,13 @@ impl AgentLoop {
                         })
                     });
                     let result = after_tool(&ctx, &call, result, context);
-                    let _ = done_tx.send((index, result, ctx.halt.into_inner()));
+                    let _ = done_tx.send(WorkerDone {
+                        index,
+                        outcome: result,
+                        halt: ctx.halt.into_inner(),
+                        ends_turn: ctx.ends_turn.into_inner(),
+                        mcp_result: ctx.mcp_result.into_inner(),
+                    });
                 });
                 match self.pool.run(job) {
                     Ok(()) => {
@@ -438,7 +459,7 @@ impl AgentLoop {
                         let failed = Err(ToolError::Failed {
                             message: format!("could not start the tool: {err}"),
                         });
-                        done[index] = Some(self.finished(call, failed));
+                        done[index] = Some(self.finished(call, failed, None));
                         self.flush(turn, step, calls, done, logged)?;
                     }
                 }
@@ -452,9 +473,13 @@ impl AgentLoop {
             let stop = select! {
                 recv(done_rx) -> message => {
                     // `done_tx` is held here, so the channel cannot disconnect.
-                    let Ok((index, result, halt)) = message else { continue };
+                    let Ok(WorkerDone { index, outcome, halt, ends_turn, mcp_result }) = message
+                    else {
+                        continue;
+                    };
                     running.remove(&index);
-                    done[index] = Some(self.finished(&calls[index], result));
+                    self.ends_turn |= ends_turn;
+                    done[index] = Some(self.finished(&calls[index], outcome, mcp_result));
                     self.flush(turn, step, calls, done, logged)?;
                     if let Some(reason) = halt && halted.is_none() {
                         halted = Some(reason);
@@ -478,9 +503,13 @@ impl AgentLoop {
             token.cancel();
             let deadline = Instant::now() + self.env.config.cancel_grace;
             while !running.is_empty() {
-                let Ok((index, result, _)) = done_rx.recv_deadline(deadline) else { break };
+                let Ok(WorkerDone { index, outcome, mcp_result, .. }) =
+                    done_rx.recv_deadline(deadline)
+                else {
+                    break;
+                };
                 running.remove(&index);
-                done[index] = Some(self.finished(&calls[index], result));
+                done[index] = Some(self.finished(&calls[index], outcome, mcp_result));
             }
             if !running.is_empty() {
                 self.emit(AgentEventKind::Warning {
@@ -495,7 +524,12 @@ impl AgentLoop {
     }
 
     /// The result of a call whose tool returned.
-    fn finished(&self, call: &ToolCall, outcome: Result<ToolOutput, ToolError>) -> Finished {
+    fn finished(
+        &self,
+        call: &ToolCall,
+        outcome: Result<ToolOutput, ToolError>,
+        mcp_result: Option<serde_json::Value>,
+    ) -> Finished {
         match outcome {
             Ok(output) => {
                 let status = if output.is_error {
@@ -509,7 +543,7 @@ impl AgentLoop {
                     status,
                     exit: output.exit,
                 };
-                Finished { event: Ok(result.clone()), result, synthetic: None }
+                Finished { event: Ok(result.clone()), result, synthetic: None, mcp_result }
             }
             Err(err) => {
                 let status = if err == ToolError::Cancelled {
@@ -518,7 +552,7 @@ impl AgentLoop {
                     ToolResultStatus::Error
                 };
                 let result = ToolResult::text(call.id.clone(), status, err.to_string());
-                Finished { result, synthetic: None, event: Err(err) }
+                Finished { result, synthetic: None, event: Err(err), mcp_result }
             }
         }
     }
@@ -547,7 +581,7 @@ impl AgentLoop {
         call: &ToolCall,
         finished: Finished,
     ) -> Result<(), Stop> {
-        let Finished { mut result, synthetic, event } = finished;
+        let Finished { mut result, synthetic, event, mcp_result } = finished;
         if result.status == ToolResultStatus::Error {
             let key = (call.name.clone(), call.args.to_string());
             let count = self.failures.entry(key).or_insert(0);
@@ -567,7 +601,9 @@ impl AgentLoop {
             turn,
             step,
             call_id: call.id.clone(),
+            call: call.clone(),
             result: event,
+            mcp_result,
         });
         Ok(())
     }
@@ -598,6 +634,7 @@ impl AgentLoop {
                     result,
                     synthetic: Some(SyntheticReason::Cancelled),
                     event: Err(ToolError::Cancelled),
+                    mcp_result: None,
                 }
             });
             if let Err(err) = self.log_result(turn, step, call, finished) {
@@ -627,7 +664,7 @@ fn refused(call: &ToolCall, err: ToolError, agent: &AgentLoop) -> Finished {
         _ => err.to_string(),
     };
     let result = ToolResult::text(call.id.clone(), status, text);
-    Finished { result, synthetic: Some(synthetic), event: Err(err) }
+    Finished { result, synthetic: Some(synthetic), event: Err(err), mcp_result: None }
 }
 
 /// Runs the PostToolUse (or PostToolUseFailure) hooks on a worker's result and adds what they

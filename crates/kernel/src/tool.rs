@@ -6,6 +6,7 @@
 //! `is_error`, data for the model, never a kernel error.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use codecoder_protocol::{
@@ -73,6 +74,11 @@ pub trait Tool: Send + Sync {
     fn offered(&self) -> bool {
         true
     }
+    /// For a tool of an MCP server: the server's name and the tool's name on that server
+    /// (front-ends show its calls as MCP tool calls). Default: none.
+    fn mcp_origin(&self) -> Option<(&str, &str)> {
+        None
+    }
     /// One line for the person: what this call will do.
     fn summary(&self, args: &serde_json::Value) -> String {
         format!("{} {args}", self.name())
@@ -99,6 +105,10 @@ pub struct ToolContext {
     pub(crate) escalations: Sender<PendingEscalation>,
     /// Set when a hook asked to stop the turn while the call ran: the turn's failure message.
     pub(crate) halt: OnceLock<String>,
+    /// Set when the call asked to end the turn after this step (`end_turn`).
+    pub(crate) ends_turn: AtomicBool,
+    /// The MCP result the call reported for clients (`report_mcp_result`).
+    pub(crate) mcp_result: OnceLock<serde_json::Value>,
 }
 
 /// What a tool asks for beyond its call's approval (see `ToolContext::request_approval`).
@@ -194,6 +204,19 @@ impl ToolContext {
         if let Some(checkpoints) = &self.env.deps.checkpoints {
             checkpoints.before_command();
         }
+    }
+
+    /// Hands clients the `CallToolResult` an MCP server returned for this call, as it sent it
+    /// (content blocks, `structuredContent`): it travels with `ToolFinished`, not to the model
+    /// (which sees the tool's output). The first report wins.
+    pub fn report_mcp_result(&self, result: serde_json::Value) {
+        let _ = self.mcp_result.set(result);
+    }
+
+    /// Asks the loop to end the turn, completed, once this step's results are logged: no
+    /// further model request follows (a plan presented that nobody is there to approve).
+    pub fn end_turn(&self) {
+        self.ends_turn.store(true, Ordering::Relaxed);
     }
 
     /// Asks the loop to stop the turn once this call's result is logged (a hook of `event`

@@ -182,6 +182,9 @@ pub(crate) struct AgentLoop {
     pub(crate) shutdown: bool,
     /// Failed calls of this turn by (name, arguments), for the repeated-failure nudge.
     pub(crate) failures: HashMap<(String, String), u32>,
+    /// A call of this step asked to end the turn once its results are logged
+    /// (`ToolContext::end_turn`).
+    pub(crate) ends_turn: bool,
     /// Whether the SessionStart hooks ran (on the first turn of this process).
     session_started: bool,
     /// The tool workers; joined at shutdown.
@@ -224,6 +227,7 @@ impl AgentLoop {
             session_started: false,
             shutdown: false,
             failures: HashMap::new(),
+            ends_turn: false,
             pool: WorkerPool::new(),
             step_usage: Usage::default(),
             step_usage_reported: false,
@@ -790,7 +794,9 @@ impl AgentLoop {
         let usage = self.step_usage;
         self.append(RecordBody::StepEnd { turn, step, usage, stop_reason: Some(stop_reason) })?;
         self.emit(AgentEventKind::StepFinished { turn, step, usage });
-        Ok(StepOutcome { wants_more: !calls.is_empty(), usage, text })
+        // A call that ended the turn: its result is logged, and no request follows it.
+        let ended = std::mem::take(&mut self.ends_turn);
+        Ok(StepOutcome { wants_more: !calls.is_empty() && !ended, usage, text })
     }
 
     /// Appends a `context` record for `request` unless the newest one logged already says the

@@ -165,6 +165,10 @@ impl Tool for McpTool {
         Self::kind_of(&self.info)
     }
 
+    fn mcp_origin(&self) -> Option<(&str, &str)> {
+        Some((&self.info.server, &self.info.name))
+    }
+
     fn summary(&self, args: &Value) -> String {
         format!("{} ({} on MCP server {}) {args}", self.qualified, self.info.name, self.info.server)
     }
@@ -196,7 +200,11 @@ impl Tool for McpTool {
             &ContextHost(ctx),
         );
         match outcome {
-            Ok(result) => Ok(to_tool_output(&result)),
+            Ok(result) => {
+                let output = to_tool_output(&result);
+                ctx.report_mcp_result(result);
+                Ok(output)
+            }
             Err(Error::Cancelled) => Err(ToolError::Cancelled),
             Err(Error::Timeout { .. }) => {
                 let limit_ms = u64::try_from(self.info.timeout.as_millis()).unwrap_or(u64::MAX);

@@ -171,7 +171,7 @@ pub enum AgentEventKind {
         /// The new output.
         chunk: String,
     },
-    /// A tool call ended.
+    /// A tool call ended (every call the model made ends here once, run or not).
     ToolFinished {
         /// The turn.
         turn: TurnId,
@@ -179,8 +179,16 @@ pub enum AgentEventKind {
         step: StepId,
         /// The call.
         call_id: ToolCallId,
+        /// The call as it ran or was refused, with its arguments (a hook may have rewritten
+        /// them): a call refused before it ran (unknown tool, bad arguments, a deny) had no
+        /// `ToolStarted`, and this is where a client learns what it was.
+        call: ToolCall,
         /// The result, or why there is none.
         result: Result<ToolResult, ToolError>,
+        /// For a call of an MCP server's tool: the `CallToolResult` as the server sent it
+        /// (content blocks, `structuredContent`), for clients that show MCP calls as such.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        mcp_result: Option<serde_json::Value>,
     },
     /// The model stream broke after partial output; the step's request is sent again. What was
     /// streamed for this step so far is void (it was never logged).

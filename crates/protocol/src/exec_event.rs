@@ -1,6 +1,7 @@
 //! The JSON lines of `codecoder exec --json`: codex's `exec --json` events, so tools written
 //! for `codex exec --json` (and codex's TypeScript SDK) read codecoder unchanged. Field names
-//! are codex's (snake_case); items of tools codex has no item for are `tool_call`.
+//! are codex's (snake_case); MCP servers' tools are `mcp_tool_call`; items of tools codex has no
+//! item for are `tool_call`.
 //!
 //! Invariant: one `ThreadEvent` per line; `schema/exec-event.schema.json` is generated from
 //! these types.
@@ -121,6 +122,22 @@ pub enum ItemDetails {
         /// Completed or failed.
         status: ItemStatus,
     },
+    /// A call of an MCP server's tool.
+    McpToolCall {
+        /// The server's name.
+        server: String,
+        /// The tool's name on the server.
+        tool: String,
+        /// Its arguments.
+        arguments: serde_json::Value,
+        /// What the server returned, once the call completed; while it runs (`item.updated`),
+        /// the progress it reported so far, as one text block.
+        result: Option<McpToolCallResult>,
+        /// Why it failed: the server's error result, a transport failure or a refusal.
+        error: Option<ThreadError>,
+        /// In progress, completed or failed (codex has no `declined` for MCP calls).
+        status: ItemStatus,
+    },
     /// The plan (`update_plan`).
     TodoList {
         /// Its steps.
@@ -154,6 +171,16 @@ pub enum ItemDetails {
         /// What happened.
         message: String,
     },
+}
+
+/// An MCP tool call's result, as codex shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpToolCallResult {
+    /// The MCP content blocks (`{"type": "text", "text": …}`, `{"type": "image", "data": …,
+    /// "mimeType": …}`, …).
+    pub content: Vec<serde_json::Value>,
+    /// The call's `structuredContent`, when the server sent one.
+    pub structured_content: Option<serde_json::Value>,
 }
 
 /// Where an item stands.

@@ -145,6 +145,34 @@ fn exec_events_are_codex_shaped() {
 }
 
 #[test]
+fn an_mcp_tool_call_item_is_codex_shaped_with_nulls_for_what_it_lacks() {
+    use crate::exec_event::{ItemDetails, ItemStatus, McpToolCallResult, ThreadItem};
+    let item = ThreadItem {
+        id: "item_1".into(),
+        details: ItemDetails::McpToolCall {
+            server: "everything".into(),
+            tool: "echo".into(),
+            arguments: serde_json::json!({"message": "hi"}),
+            result: Some(McpToolCallResult {
+                content: vec![serde_json::json!({"type": "text", "text": "Echo: hi"})],
+                structured_content: None,
+            }),
+            error: None,
+            status: ItemStatus::Completed,
+        },
+    };
+    let value = serde_json::to_value(&item).unwrap();
+    assert_eq!(
+        value,
+        serde_json::json!({"id": "item_1", "type": "mcp_tool_call", "server": "everything",
+            "tool": "echo", "arguments": {"message": "hi"},
+            "result": {"content": [{"type": "text", "text": "Echo: hi"}], "structured_content": null},
+            "error": null, "status": "completed"})
+    );
+    assert_eq!(serde_json::from_value::<ThreadItem>(value).unwrap(), item);
+}
+
+#[test]
 fn records_parse_whatever_the_key_order_and_need_seq_and_ts() {
     let expected = Record {
         seq: 7,

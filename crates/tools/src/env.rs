@@ -31,6 +31,9 @@ pub trait CallEnv {
     /// Says the call is about to run a command that may change files (see
     /// `ToolContext::before_command`). Default: nothing.
     fn before_command(&self) {}
+    /// Ends the turn once this step's results are logged (see `ToolContext::end_turn`).
+    /// Default: nothing.
+    fn end_turn(&self) {}
 }
 
 impl CallEnv for ToolContext {
@@ -54,6 +57,9 @@ impl CallEnv for ToolContext {
     }
     fn before_command(&self) {
         ToolContext::before_command(self);
+    }
+    fn end_turn(&self) {
+        ToolContext::end_turn(self);
     }
 }
 

@@ -8,7 +8,8 @@
 //! Invariants: the tool is offered only in plan mode and refuses to run outside it; only an
 //! approval leaves plan mode (back to the mode that was on before it), and its result gives
 //! the model the approved plan as its todo list (`[ ] step` lines, as `update_plan` shows
-//! them); a decline or feedback leaves plan mode on.
+//! them); a decline or feedback leaves plan mode on; a review nobody answers (a headless run)
+//! ends the turn after the step, with no further model request.
 
 use codecoder_kernel::{ToolKind, ToolOutput};
 use codecoder_policy::PermissionSwitch;
@@ -185,9 +186,13 @@ impl Builtin for ExitPlanMode {
                  and wants you to keep planning (still in plan mode: only read-only tools run). \
                  Revise it and present it again."
                 .to_owned(),
-            PlanReview::Declined => "The plan was shown to the user, who is not here to approve \
-                 it now. End your turn: make no changes."
-                .to_owned(),
+            PlanReview::Declined => {
+                // Nobody can approve it now: the turn ends with the plan presented.
+                env.end_turn();
+                "The plan was shown to the user, who is not here to approve it now. End your \
+                 turn: make no changes."
+                    .to_owned()
+            }
         };
         Ok(ToolOutput::text(text))
     }

@@ -53,7 +53,7 @@ pub(crate) fn openai_env(server: &FakeModelServer) -> Vec<(String, String)> {
 }
 
 /// Checks one `exec --json` line against the documented schema (`crates/cli/schema/exec-events.json`).
-fn check_json_line(line: &serde_json::Value) {
+pub(crate) fn check_json_line(line: &serde_json::Value) {
     static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
     let schema = SCHEMA.get_or_init(|| {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/exec-events.json");
@@ -431,6 +431,105 @@ fn json_output_of_a_tool_run() {
         "glob, read_file and run_command start; file changes only complete"
     );
     assert_eq!(lines.last().unwrap()["type"], "turn.completed");
+}
+
+/// The lines of an `exec --json` run, each checked against the documented schema.
+pub(crate) fn json_lines(out: &Output) -> Vec<serde_json::Value> {
+    let lines: Vec<serde_json::Value> =
+        stdout(out).lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect();
+    lines.iter().for_each(check_json_line);
+    lines
+}
+
+/// The item events of `lines` as (event type, item id, item type, status).
+pub(crate) fn item_events(lines: &[serde_json::Value]) -> Vec<(String, String, String, String)> {
+    let text = |value: &serde_json::Value| value.as_str().unwrap_or_default().to_owned();
+    lines
+        .iter()
+        .filter(|l| l["type"].as_str().is_some_and(|t| t.starts_with("item.")))
+        .map(|l| {
+            let item = &l["item"];
+            (text(&l["type"]), text(&item["id"]), text(&item["type"]), text(&item["status"]))
+        })
+        .collect()
+}
+
+/// Calls that never run are items too, as codex shows them: a command the policy refuses is a
+/// `declined` command_execution without output or exit code; an unknown tool and a command with
+/// bad arguments are `failed`, with the error where the item has room for it. Each is started
+/// and completed under one id, in call order.
+#[test]
+fn json_shows_refused_and_failed_calls_as_items() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(
+                Reply::tool_call(
+                    "call_1",
+                    "run_command",
+                    serde_json::json!({"command": "touch /etc/codecoder-refused"}),
+                )
+                .and_tool_call("call_2", "mcp__nope__tool", serde_json::json!({"x": 1}))
+                .and_tool_call(
+                    "call_3",
+                    "run_command",
+                    serde_json::json!({"cmd": "ls"}),
+                ),
+            )
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let out =
+        run.run(&["exec", "--json", "-s", "workspace-write", "-a", "never", "try things"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!Path::new("/etc/codecoder-refused").exists());
+    let lines = json_lines(&out);
+    let events = item_events(&lines);
+    let expected = [
+        ("item.started", "item_0", "command_execution", "in_progress"),
+        ("item.completed", "item_0", "command_execution", "declined"),
+        ("item.started", "item_1", "tool_call", "in_progress"),
+        ("item.completed", "item_1", "tool_call", "failed"),
+        ("item.started", "item_2", "command_execution", "in_progress"),
+        ("item.completed", "item_2", "command_execution", "failed"),
+        ("item.completed", "item_3", "agent_message", ""),
+    ]
+    .map(|(a, b, c, d)| (a.to_owned(), b.to_owned(), c.to_owned(), d.to_owned()));
+    assert_eq!(events, expected, "{lines:#?}");
+    let completed: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["type"] == "item.completed").map(|l| &l["item"]).collect();
+    assert_eq!(
+        *completed[0],
+        serde_json::json!({
+            "id": "item_0",
+            "type": "command_execution",
+            "command": "touch /etc/codecoder-refused",
+            "aggregated_output": "",
+            "exit_code": null,
+            "status": "declined"
+        })
+    );
+    assert_eq!(completed[1]["name"], "mcp__nope__tool");
+    assert_eq!(completed[1]["arguments"], serde_json::json!({"x": 1}));
+    assert!(
+        completed[1]["result"].as_str().unwrap().starts_with("unknown tool `mcp__nope__tool`"),
+        "{}",
+        completed[1]
+    );
+    assert_eq!(completed[2]["exit_code"], serde_json::Value::Null);
+    assert!(
+        completed[2]["aggregated_output"].as_str().unwrap().starts_with("invalid arguments"),
+        "{}",
+        completed[2]
+    );
+    assert_eq!(completed[3]["text"], "done");
+    assert_eq!(lines.last().unwrap()["type"], "turn.completed");
+    // The model heard why each call did not run.
+    let second = &server.requests()[1].raw_body;
+    assert!(second.contains("unknown tool `mcp__nope__tool`"), "{second}");
+    assert!(second.contains("invalid arguments"), "{second}");
 }
 
 #[test]

@@ -260,6 +260,150 @@ args = ["stdio"]
     );
 }
 
+/// `exec --json` shows every call as codex does: MCP servers' tools as `mcp_tool_call` (the
+/// content blocks and structured content on success; `failed` with the error for a server's
+/// error result and for a call the rules deny), a refused command as `declined`, an unknown tool as a failed
+/// `tool_call`.
+#[test]
+fn exec_json_shows_mcp_calls_and_refused_calls_as_codex_items() {
+    let Some(dir) = servers_dir() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    let everything = bin(&dir, "mcp-server-everything");
+    let tools = tool_names(&everything, &["stdio"], repo.path());
+    let echo = pick(&tools, &["echo"]);
+    let reference = pick(&tools, &["get-resource-reference", "getResourceReference"]);
+    let sum = pick(&tools, &["get-sum", "add"]);
+    let structured = pick(&tools, &["get-structured-content", "getStructuredContent"]);
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            r#"
+[permissions]
+deny = ["mcp__everything__{sum}"]
+
+[mcp_servers.everything]
+command = {everything:?}
+args = ["stdio"]
+"#
+        ),
+    )
+    .unwrap();
+    let mcp = |tool: &str| format!("mcp__everything__{tool}");
+    let server = FakeModelServer::start(
+        Script::new()
+            .until_tools([mcp(echo)], wait_for_servers())
+            .reply(
+                Reply::tool_call("c1", "run_command", json!({ "command": "touch /etc/cc-mcp-x" }))
+                    .and_tool_call("c2", "mcp__nope__tool", json!({})),
+            )
+            .reply(Reply::tool_call("c3", mcp(echo), json!({ "message": "hi" })))
+            .reply(Reply::tool_call("c4", mcp(reference), json!({ "resourceId": 0 })))
+            .reply(Reply::tool_call("c5", mcp(sum), json!({ "a": 1, "b": 2 })))
+            .reply(Reply::tool_call("c6", mcp(structured), json!({ "location": "Chicago" })))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
+    let out = run.run(&["exec", "--json", "-s", "workspace-write", "-a", "never", "go"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = crate::exec::json_lines(&out);
+    // Every item that starts completes, under the same id, after it started.
+    let events = crate::exec::item_events(&lines);
+    for (index, (event, id, ..)) in events.iter().enumerate() {
+        if event == "item.started" {
+            let completed =
+                events[index..].iter().any(|(e, i, ..)| e == "item.completed" && i == id);
+            assert!(completed, "{id} never completed: {events:?}");
+        }
+    }
+    let completed = |pick: &dyn Fn(&serde_json::Value) -> bool| -> (String, serde_json::Value) {
+        let found = lines
+            .iter()
+            .find(|l| l["type"] == "item.completed" && pick(&l["item"]))
+            .unwrap_or_else(|| panic!("no such item: {lines:#?}"));
+        (found["item"]["id"].as_str().unwrap().to_owned(), found["item"].clone())
+    };
+    let started = |id: &str| -> serde_json::Value {
+        lines
+            .iter()
+            .find(|l| l["type"] == "item.started" && l["item"]["id"] == id)
+            .unwrap_or_else(|| panic!("{id} never started: {lines:#?}"))["item"]
+            .clone()
+    };
+
+    let (id, item) = completed(&|i| i["command"] == "touch /etc/cc-mcp-x");
+    assert_eq!(item["status"], "declined");
+    assert_eq!(item["aggregated_output"], "");
+    assert_eq!(item["exit_code"], serde_json::Value::Null);
+    assert_eq!(started(&id)["status"], "in_progress");
+
+    let (id, item) = completed(&|i| i["name"] == "mcp__nope__tool");
+    assert_eq!(item["type"], "tool_call");
+    assert_eq!(item["status"], "failed");
+    assert!(item["result"].as_str().unwrap().contains("unknown tool"), "{item}");
+    assert_eq!(started(&id)["status"], "in_progress");
+
+    let (id, item) = completed(&|i| i["tool"] == echo);
+    assert_eq!(
+        item,
+        json!({
+            "id": id,
+            "type": "mcp_tool_call",
+            "server": "everything",
+            "tool": echo,
+            "arguments": { "message": "hi" },
+            "result": { "content": [{ "type": "text", "text": "Echo: hi" }], "structured_content": null },
+            "error": null,
+            "status": "completed"
+        })
+    );
+    assert_eq!(
+        started(&id),
+        json!({
+            "id": id,
+            "type": "mcp_tool_call",
+            "server": "everything",
+            "tool": echo,
+            "arguments": { "message": "hi" },
+            "result": null,
+            "error": null,
+            "status": "in_progress"
+        })
+    );
+
+    // Structured content as the server sent it, next to its content blocks.
+    let (_, item) = completed(&|i| i["tool"] == structured);
+    assert_eq!(item["status"], "completed");
+    let weather =
+        json!({ "temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82 });
+    assert_eq!(item["result"]["structured_content"], weather, "{item}");
+    let block = &item["result"]["content"][0];
+    assert_eq!(block["type"], "text", "{item}");
+    let text: serde_json::Value = serde_json::from_str(block["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text, weather);
+
+    // The server's error result.
+    let (id, item) = completed(&|i| i["tool"] == reference);
+    assert_eq!(item["status"], "failed");
+    assert_eq!(item["result"], serde_json::Value::Null);
+    let message = item["error"]["message"].as_str().unwrap();
+    assert!(message.contains("Invalid resourceId"), "{item}");
+    assert_eq!(started(&id)["type"], "mcp_tool_call");
+
+    // Denied by a rule before it ran: MCP calls have no `declined`, so failed with the reason.
+    let (id, item) = completed(&|i| i["tool"] == sum);
+    assert_eq!(item["type"], "mcp_tool_call");
+    assert_eq!(item["status"], "failed");
+    assert_eq!(item["arguments"], json!({ "a": 1, "b": 2 }));
+    let message = item["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("permission denied"), "{item}");
+    assert_eq!(started(&id)["status"], "in_progress");
+
+    assert_eq!(lines.last().unwrap()["type"], "turn.completed");
+    assert!(!Path::new("/etc/cc-mcp-x").exists());
+}
+
 #[test]
 fn mcp_add_list_get_remove_edit_config_toml_and_keep_the_rest() {
     let home = tempfile::tempdir().unwrap();
@@ -375,16 +519,25 @@ sampling = true
     assert!(out.status.success(), "{err}");
     let events: Vec<serde_json::Value> =
         crate::stdout(&out).lines().map(|line| serde_json::from_str(line).unwrap()).collect();
-    // Each progress notification is an item.updated of the running tool call.
+    events.iter().for_each(crate::exec::check_json_line);
+    // Each progress notification is an item.updated of the running MCP tool call, the progress
+    // so far as its result's text.
+    let long_tool = "trigger-long-running-operation";
     let updates: Vec<&str> = events
         .iter()
-        .filter(|e| e["type"] == "item.updated" && e["item"]["name"] == long)
-        .filter_map(|e| e["item"]["result"].as_str())
+        .filter(|e| e["type"] == "item.updated" && e["item"]["tool"] == long_tool)
+        .filter_map(|e| e["item"]["result"]["content"][0]["text"].as_str())
         .collect();
     assert_eq!(updates, ["progress 1/2\n", "progress 1/2\nprogress 2/2\n"], "{events:?}");
-    let completed =
-        events.iter().find(|e| e["type"] == "item.completed" && e["item"]["name"] == long).unwrap();
-    assert!(completed["item"]["result"].as_str().unwrap().contains("completed"), "{completed}");
+    let completed = events
+        .iter()
+        .find(|e| e["type"] == "item.completed" && e["item"]["tool"] == long_tool)
+        .unwrap();
+    assert_eq!(completed["item"]["type"], "mcp_tool_call");
+    assert_eq!(completed["item"]["server"], "everything");
+    assert_eq!(completed["item"]["status"], "completed");
+    let text = completed["item"]["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("completed"), "{completed}");
 
     let requests = server.requests();
     let sampling: Vec<_> = requests

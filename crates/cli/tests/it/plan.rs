@@ -7,7 +7,7 @@ use std::path::Path;
 use codecoder_test_support::{FakeModelServer, Reply, Script};
 use serde_json::json;
 
-use crate::exec::{Run, openai_env};
+use crate::exec::{Run, item_events, json_lines, openai_env};
 use crate::{stderr, stdout};
 
 const PLAN: &str = "# Plan\n\n1. Fix the greeting in `a.txt`\n2. Add `notes.txt`\n";
@@ -50,8 +50,10 @@ fn exec_plan_refuses_writes_edits_and_commands_and_prints_the_plan() {
     assert!(!cwd.path().join("new.txt").exists());
     assert!(!cwd.path().join("made.txt").exists());
 
+    // The turn ends once the plan is presented: the model is not asked again.
     let requests = server.requests();
-    assert_eq!(requests.len(), 4, "{}", stderr(&out));
+    assert_eq!(requests.len(), 3, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("The plan is ready for review."), "{}", stderr(&out));
     // The model is told it plans and is offered the plan tool.
     assert!(requests[0].raw_body.contains("Plan mode is on"), "{}", requests[0].raw_body);
     assert!(requests[0].raw_body.contains("exit_plan_mode"));
@@ -62,8 +64,23 @@ fn exec_plan_refuses_writes_edits_and_commands_and_prints_the_plan() {
     assert!(requests[1].raw_body.contains("`write_file` changes files"));
     assert!(requests[1].raw_body.contains("`touch made.txt` is not known to be read-only"));
     assert!(requests[2].raw_body.contains("helo world"), "the read ran");
-    // Nobody approves in exec: the model is told to stop.
-    assert!(requests[3].raw_body.contains("not here to approve"), "{}", requests[3].raw_body);
+    // Nobody approves in exec: the plan tool's result says so, in the log a resume sends on,
+    // and the turn closed completed.
+    let log = session_log(home.path());
+    assert!(log.contains("not here to approve"), "{log}");
+    let last = log.lines().last().unwrap();
+    assert!(last.contains("turn_end") && last.contains("completed"), "{last}");
+}
+
+/// The one session log under `home`.
+fn session_log(home: &Path) -> String {
+    let logs: Vec<_> = std::fs::read_dir(home.join("sessions"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    std::fs::read_to_string(&logs[0]).unwrap()
 }
 
 #[test]
@@ -76,14 +93,56 @@ fn permission_mode_plan_is_the_same_and_json_carries_the_plan() {
     let out = run.run(&["exec", "--json", "--permission-mode", "plan", "Fix the greeting."], "");
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!cwd.path().join("new.txt").exists());
-    let plan_item = stdout(&out)
-        .lines()
-        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
-        .find(|event| {
-            event["type"] == "item.completed" && event["item"]["name"] == "exit_plan_mode"
-        });
+    let lines = json_lines(&out);
+    let plan_item = lines.iter().find(|event| {
+        event["type"] == "item.completed" && event["item"]["name"] == "exit_plan_mode"
+    });
     let plan_item = plan_item.unwrap_or_else(|| panic!("no plan item:\n{}", stdout(&out)));
     assert_eq!(plan_item["item"]["arguments"]["plan"], PLAN);
+    assert_eq!(plan_item["item"]["status"], "completed");
+    // Every call is an item: plan mode's refusals fail the file changes (codex's file_change
+    // has no `declined`) and decline the command; the read and the plan tool ran.
+    let completed: Vec<(String, String)> = item_events(&lines)
+        .into_iter()
+        .filter(|(event, ..)| event == "item.completed")
+        .map(|(_, _, kind, status)| (kind, status))
+        .collect();
+    let expected = [
+        ("file_change", "failed"),
+        ("file_change", "failed"),
+        ("command_execution", "declined"),
+        ("tool_call", "completed"),
+        ("tool_call", "completed"),
+        ("agent_message", ""),
+    ]
+    .map(|(kind, status)| (kind.to_owned(), status.to_owned()));
+    assert_eq!(completed, expected, "{lines:#?}");
+    // The plan is the turn's answer, its last message, not an error; then the turn completes.
+    let n = lines.len();
+    assert_eq!(lines[n - 2]["item"]["type"], "agent_message");
+    assert_eq!(lines[n - 2]["item"]["text"], PLAN.trim_end());
+    assert_eq!(lines[n - 1]["type"], "turn.completed");
+    assert_eq!(server.requests().len(), 3);
+}
+
+/// `exec --plan -o FILE`: the plan is the last message written to the file.
+#[test]
+fn exec_plan_writes_the_plan_to_the_output_file() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    workspace(cwd.path());
+    let server = FakeModelServer::start(planning_script()).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let last = cwd.path().join("last.md");
+    let out = run
+        .run(&["exec", "--plan", "--json", "-o", last.to_str().unwrap(), "Fix the greeting."], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&last).unwrap(), PLAN.trim_end());
+    assert!(
+        !stdout(&out).contains("\"type\":\"error\""),
+        "presenting a plan is no error:\n{}",
+        stdout(&out)
+    );
 }
 
 #[test]

@@ -484,3 +484,59 @@ fn a_resumed_session_with_another_model_logs_a_new_context() {
         contexts(&load_closed(&path)).into_iter().map(|context| context.model).collect();
     assert_eq!(models, ["first", "second"]);
 }
+
+/// A tool that ends the turn after its step (`ToolContext::end_turn`).
+struct EndTurnTool;
+
+impl codecoder_kernel::Tool for EndTurnTool {
+    fn name(&self) -> &str {
+        "present"
+    }
+    fn description(&self) -> &str {
+        "Presents something and ends the turn."
+    }
+    fn schema(&self) -> serde_json::Value {
+        json!({ "type": "object", "properties": {} })
+    }
+    fn kind(&self) -> codecoder_kernel::ToolKind {
+        codecoder_kernel::ToolKind::ReadOnly
+    }
+    fn execute(
+        &self,
+        ctx: &codecoder_kernel::ToolContext,
+        _args: serde_json::Value,
+    ) -> Result<codecoder_kernel::ToolOutput, codecoder_protocol::ToolError> {
+        ctx.end_turn();
+        Ok(codecoder_kernel::ToolOutput::text("presented"))
+    }
+}
+
+/// A call that ends the turn: every result of its step is logged, then the turn completes
+/// without another request.
+#[test]
+fn a_tool_can_end_the_turn_after_its_step() {
+    let model = ScriptedModel::queue(vec![
+        Response::Events(calls(&[
+            ("c1", "present", json!({})),
+            ("c2", "echo", json!({ "text": "x" })),
+        ])),
+        Response::Events(answer("the next turn")),
+    ]);
+    let harness = Harness::start(model.clone(), vec![Arc::new(EndTurnTool), Arc::new(EchoTool)]);
+    harness.submit("go");
+    let events = harness.turn();
+    let first = tags(&events);
+    assert!(first.contains(&"tool_finished c1 Success".to_owned()), "{first:?}");
+    assert!(first.contains(&"tool_finished c2 Success".to_owned()), "{first:?}");
+    assert_eq!(first.last().unwrap(), "turn_done Completed cancelled=false", "{first:?}");
+    assert_eq!(model.requests().len(), 1);
+
+    // The next turn is an ordinary one.
+    harness.submit("again");
+    let events = harness.turn();
+    assert_eq!(tags(&events).last().unwrap(), "turn_done Completed cancelled=false");
+    assert_eq!(model.requests().len(), 2);
+    let logs = harness.shutdown();
+    let types = record_types(&logs.root);
+    assert_eq!(types.iter().filter(|t| **t == "turn_end").count(), 2, "{types:?}");
+}

@@ -258,11 +258,13 @@ fn tool_cards_live_while_running_and_go_to_history_when_done() {
             turn: turn(),
             step: StepId::FIRST,
             call_id: ToolCallId::new("s1"),
+            call: call("s1", "grep", json!({"pattern": "panic!"})),
             result: Ok(ToolResult::text(
                 ToolCallId::new("s1"),
                 ToolResultStatus::Success,
                 "3 matches",
             )),
+            mcp_result: None,
         },
     ));
     assert_eq!(app.tools[0].children[0].ok, Some(true));
@@ -270,12 +272,14 @@ fn tool_cards_live_while_running_and_go_to_history_when_done() {
         turn: turn(),
         step: StepId::FIRST,
         call_id: ToolCallId::new("c1"),
+        call: call("c1", "agent", json!({})),
         result: Ok(ToolResult {
             tool_call_id: ToolCallId::new("c1"),
             content: vec![ContentItem::Text { text: "found".to_owned() }],
             status: ToolResultStatus::Success,
             exit: None,
         }),
+        mcp_result: None,
     }));
     assert!(app.tools.is_empty());
     assert!(matches!(app.take_history().as_slice(), [Cell::Tool(_)]));
