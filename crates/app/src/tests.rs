@@ -51,7 +51,9 @@ fn mcp_setup(
     let repo = dirs[1].path().to_owned();
     fs_err::create_dir(repo.join(".git")).unwrap();
     fs_err::write(home.join("config.toml"), config).unwrap();
-    fs_err::write(repo.join(".mcp.json"), mcp_json).unwrap();
+    if !mcp_json.is_empty() {
+        fs_err::write(repo.join(".mcp.json"), mcp_json).unwrap();
+    }
     if trusted {
         codecoder_config::trust(&home, &codecoder_config::project_root(&repo)).unwrap();
     }
@@ -69,7 +71,7 @@ fn mcp_setup(
 fn mcp_servers_get_the_base_environment_and_their_own_only() {
     let (loaded, cwd, _dirs) = mcp_setup(
         "[mcp_servers.a]\ncommand = \"srv\"\nenv = { OWN = \"1\" }\nstartup_timeout_sec = 2.5\n",
-        "{}",
+        "",
         false,
     );
     let lookup = |name: &str| match name {
@@ -88,7 +90,7 @@ fn mcp_servers_get_the_base_environment_and_their_own_only() {
 fn an_mcp_server_with_transport_sse_speaks_the_older_http_sse_transport() {
     let (loaded, cwd, _dirs) = mcp_setup(
         "[mcp_servers.old]\nurl = \"http://127.0.0.1:1/sse\"\ntransport = \"sse\"\n[mcp_servers.new]\nurl = \"http://127.0.0.1:1/mcp\"\n[mcp_servers.bad]\ncommand = \"x\"\ntransport = \"sse\"\n",
-        "{}",
+        "",
         false,
     );
     let lookup = |_: &str| None;
@@ -112,8 +114,10 @@ fn a_projects_mcp_json_is_read_only_when_the_project_is_trusted() {
     let json = r#"{"mcpServers": {"p": {"command": "project-server"}}}"#;
     let lookup = |_: &str| None;
     let (untrusted, cwd, _dirs) = mcp_setup("", json, false);
-    let (servers, _) = crate::mcp::server_configs(&untrusted, &cwd, &lookup);
+    let (servers, notices) = crate::mcp::server_configs(&untrusted, &cwd, &lookup);
     assert!(servers.is_empty());
+    // The person is told why.
+    assert!(format!("{notices:?}").contains("is not read: this project is not trusted"));
     let (trusted, cwd, _trusted_dirs) = mcp_setup("", json, true);
     let (servers, _) = crate::mcp::server_configs(&trusted, &cwd, &lookup);
     assert_eq!(servers.len(), 1);
@@ -137,7 +141,7 @@ fn removing_an_mcp_table_keeps_everything_else() {
 #[test]
 fn the_users_claude_json_servers_are_read_and_config_toml_wins() {
     let (loaded, cwd, _dirs) =
-        mcp_setup("[mcp_servers.both]\ncommand = \"from-config\"\n", "{}", false);
+        mcp_setup("[mcp_servers.both]\ncommand = \"from-config\"\n", "", false);
     let user_home = tempfile::tempdir().unwrap();
     fs_err::write(
         user_home.path().join(".claude.json"),
@@ -167,7 +171,7 @@ fn the_users_claude_json_servers_are_read_and_config_toml_wins() {
 
 #[test]
 fn an_enabled_plugins_mcp_json_adds_servers_with_its_root_expanded() {
-    let (loaded, cwd, dirs) = mcp_setup("", "{}", false);
+    let (loaded, cwd, dirs) = mcp_setup("", "", false);
     let plugin = tempfile::tempdir().unwrap();
     fs_err::create_dir(plugin.path().join(".claude-plugin")).unwrap();
     fs_err::write(
