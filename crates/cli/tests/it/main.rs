@@ -167,3 +167,14 @@ fn a_missing_directory_or_a_broken_settings_file_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("settings.json:1:2: invalid JSON"), "{}", stderr(&out));
 }
+
+#[test]
+fn every_part_reports_the_same_version() {
+    // `--version` and doctor (the app crate) name one version: the workspace's.
+    let home = tempfile::tempdir().unwrap();
+    let version = stdout(&codecoder(home.path(), &["--version"]));
+    let version = version.trim().strip_prefix("codecoder ").unwrap().to_owned();
+    let doctor = stdout(&codecoder(home.path(), &["doctor"]));
+    assert!(doctor.contains(&format!("codecoder {version}")), "{doctor}");
+    assert_eq!(version, env!("CARGO_PKG_VERSION"));
+}
