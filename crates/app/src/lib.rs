@@ -50,7 +50,7 @@ pub use codecoder_tools::{
 pub use error::{Error, Result};
 pub use host::{SessionListing, git_diff, init_agents_md};
 pub use jsonl::{ExecEventEncoder, Messages, result_text};
-pub use mcp::{add_mcp_server, remove_mcp_server};
+pub use mcp::{McpServerEntry, add_mcp_server, remove_mcp_server};
 pub use plugins::{
     Plugin, add_plugin, list_plugins, read_manifest, remove_plugin, set_plugin_enabled,
 };
@@ -159,6 +159,14 @@ impl Runtime {
     /// The config layers and their merge.
     pub fn loaded(&self) -> &LoadedConfig {
         &self.loaded
+    }
+
+    /// Every MCP server a session here would start (config.toml's, the plugins', the user's
+    /// `~/.claude.json` and a trusted project's `.mcp.json`), with where each is configured, and
+    /// warnings about the ones left out.
+    pub fn mcp_servers(&self) -> (Vec<McpServerEntry>, Vec<Notice>) {
+        let lookup = |name: &str| std::env::var_os(name);
+        mcp::entries(&self.loaded, self.cwd(), &lookup)
     }
 
     /// The overrides this runtime was loaded with.

@@ -26,10 +26,62 @@ pub(crate) fn server_configs(
     cwd: &Path,
     lookup: &dyn Fn(&str) -> Option<OsString>,
 ) -> (Vec<ServerConfig>, Vec<Notice>) {
+    let (servers, notices) = configured(loaded, cwd, lookup);
+    (servers.into_iter().map(|(server, _)| server).collect(), notices)
+}
+
+/// A server a session would start, as `codecoder mcp list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServerEntry {
+    /// Its name (`mcp__NAME__…`).
+    pub name: String,
+    /// How it is reached: `stdio: CMD ARGS`, `http: URL`, `sse: URL`.
+    pub how: String,
+    /// Where it is configured: `config.toml`, or the path of a `.mcp.json` or `.claude.json`.
+    pub origin: String,
+}
+
+/// Every server a session here would start, with where each is configured, and warnings about
+/// the ones left out.
+pub(crate) fn entries(
+    loaded: &LoadedConfig,
+    cwd: &Path,
+    lookup: &dyn Fn(&str) -> Option<OsString>,
+) -> (Vec<McpServerEntry>, Vec<Notice>) {
+    let (servers, notices) = configured(loaded, cwd, lookup);
+    let entries = servers
+        .into_iter()
+        .map(|(server, origin)| McpServerEntry {
+            how: describe(&server.transport),
+            name: server.name,
+            origin,
+        })
+        .collect();
+    (entries, notices)
+}
+
+/// How a server is reached, in one line.
+fn describe(transport: &Transport) -> String {
+    match transport {
+        Transport::Stdio { command, args, .. } => {
+            format!("stdio: {command} {}", args.join(" ")).trim_end().to_owned()
+        }
+        Transport::Http { url, .. } => format!("http: {url}"),
+        Transport::Sse { url, .. } => format!("sse: {url}"),
+    }
+}
+
+/// The servers with where each is configured: plugins, then `~/.claude.json`, then the trusted
+/// project's `.mcp.json`, then config.toml, a later one replacing an earlier of the same name.
+fn configured(
+    loaded: &LoadedConfig,
+    cwd: &Path,
+    lookup: &dyn Fn(&str) -> Option<OsString>,
+) -> (Vec<(ServerConfig, String)>, Vec<Notice>) {
     let base = codecoder_mcp::base_env(lookup);
     let text_lookup = |name: &str| lookup(name).and_then(|v| v.into_string().ok());
     let mut notices = Vec::new();
-    let mut servers: Vec<ServerConfig> = Vec::new();
+    let mut servers: Vec<(ServerConfig, String)> = Vec::new();
     // The enabled plugins' `.mcp.json`, `${CLAUDE_PLUGIN_ROOT}` being the plugin's directory.
     if let Some(home) = codecoder_stdx::codecoder_home(lookup) {
         let mut warnings = Vec::new();
@@ -53,8 +105,8 @@ pub(crate) fn server_configs(
             match codecoder_mcp::parse_mcp_json(&path, &text, &base, &plugin_lookup) {
                 Ok(parsed) => {
                     for server in parsed {
-                        servers.retain(|s| s.name != server.name);
-                        servers.push(server);
+                        servers.retain(|(s, _)| s.name != server.name);
+                        servers.push((server, path.display().to_string()));
                     }
                 }
                 Err(err) => notices.push(Notice::Warning(format!("MCP servers: {err}"))),
@@ -82,8 +134,8 @@ pub(crate) fn server_configs(
         match codecoder_mcp::parse_mcp_json(&path, &text, &base, &text_lookup) {
             Ok(parsed) => {
                 for server in parsed {
-                    servers.retain(|s| s.name != server.name);
-                    servers.push(server);
+                    servers.retain(|(s, _)| s.name != server.name);
+                    servers.push((server, path.display().to_string()));
                 }
             }
             Err(err) => notices.push(Notice::Warning(format!("MCP servers: {err}"))),
@@ -91,13 +143,13 @@ pub(crate) fn server_configs(
     }
     for (name, table) in &loaded.config.mcp_servers {
         if table.enabled == Some(false) {
-            servers.retain(|s| &s.name != name);
+            servers.retain(|(s, _)| &s.name != name);
             continue;
         }
         match from_toml(name, table, &base, &text_lookup) {
             Ok(server) => {
-                servers.retain(|s| &s.name != name);
-                servers.push(server);
+                servers.retain(|(s, _)| &s.name != name);
+                servers.push((server, "config.toml".to_owned()));
             }
             Err(message) => {
                 notices.push(Notice::Warning(format!("[mcp_servers.{name}]: {message}")));
@@ -224,19 +276,8 @@ pub(crate) fn doctor(
     for notice in &notices {
         writeln!(out, "  {notice}")?;
     }
-    let described: Vec<(String, String)> = servers
-        .iter()
-        .map(|s| {
-            let how = match &s.transport {
-                Transport::Stdio { command, args, .. } => {
-                    format!("stdio: {command} {}", args.join(" ")).trim_end().to_owned()
-                }
-                Transport::Http { url, .. } => format!("http: {url}"),
-                Transport::Sse { url, .. } => format!("sse: {url}"),
-            };
-            (s.name.clone(), how)
-        })
-        .collect();
+    let described: Vec<(String, String)> =
+        servers.iter().map(|s| (s.name.clone(), describe(&s.transport))).collect();
     if servers.is_empty() {
         return Ok(());
     }

@@ -56,15 +56,17 @@ pub(crate) fn run(
             }
         }
         McpCommand::List(args) => {
-            let servers = servers(global)?;
+            let runtime = codecoder_app::Runtime::load(global.overrides())?;
+            let servers = &runtime.loaded().config.mcp_servers;
+            let others = from_elsewhere(&runtime);
             if args.json {
                 let masked: BTreeMap<&String, McpServerToml> =
                     servers.iter().map(|(name, server)| (name, masked(server))).collect();
                 writeln!(out, "{}", serde_json::to_string_pretty(&masked)?)?;
-            } else if servers.is_empty() {
+            } else if servers.is_empty() && others.is_empty() {
                 writeln!(out, "no MCP servers configured (codecoder mcp add NAME -- CMD ARGS…)")?;
             } else {
-                for (name, server) in &servers {
+                for (name, server) in servers {
                     let headers = if server.http_headers.is_empty() {
                         String::new()
                     } else {
@@ -75,13 +77,31 @@ pub(crate) fn run(
                     let enabled = if server.enabled == Some(false) { " (disabled)" } else { "" };
                     writeln!(out, "{name}  {}{headers}{enabled}", describe(server))?;
                 }
+                for entry in &others {
+                    writeln!(out, "{}  {}  (from {})", entry.name, entry.how, entry.origin)?;
+                }
             }
         }
         McpCommand::Get(args) => {
-            let servers = servers(global)?;
-            let server = servers
-                .get(&args.name)
-                .ok_or_else(|| anyhow::anyhow!("no MCP server `{}`", args.name))?;
+            let runtime = codecoder_app::Runtime::load(global.overrides())?;
+            let Some(server) = runtime.loaded().config.mcp_servers.get(&args.name) else {
+                // A server of `.mcp.json` or `~/.claude.json`: where it comes from and how it is
+                // reached (their files hold the rest).
+                let others = from_elsewhere(&runtime);
+                let entry = others
+                    .iter()
+                    .find(|entry| entry.name == args.name)
+                    .ok_or_else(|| anyhow::anyhow!("no MCP server `{}`", args.name))?;
+                if args.json {
+                    let value = serde_json::json!({
+                        "name": entry.name, "how": entry.how, "origin": entry.origin,
+                    });
+                    writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+                } else {
+                    writeln!(out, "{}\n  {}\n  from: {}", entry.name, entry.how, entry.origin)?;
+                }
+                return Ok(ExitCode::SUCCESS);
+            };
             if args.json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&masked(server))?)?;
             } else {
@@ -428,9 +448,11 @@ fn bearer_variable<'a>(name: &str, value: &'a str) -> Option<&'a str> {
     valid.then_some(var)
 }
 
-fn servers(global: &GlobalArgs) -> anyhow::Result<BTreeMap<String, McpServerToml>> {
-    let runtime = codecoder_app::Runtime::load(global.overrides())?;
-    Ok(runtime.loaded().config.mcp_servers.clone())
+/// The servers a session would start that config.toml does not define (plugins,
+/// `~/.claude.json`, a trusted project's `.mcp.json`).
+fn from_elsewhere(runtime: &codecoder_app::Runtime) -> Vec<codecoder_app::McpServerEntry> {
+    let (entries, _) = runtime.mcp_servers();
+    entries.into_iter().filter(|entry| entry.origin != "config.toml").collect()
 }
 
 /// `server` with its env and header values replaced by [`MASK`].

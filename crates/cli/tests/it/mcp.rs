@@ -611,6 +611,12 @@ fn a_mcp_json_server_of_type_sse_is_reached_over_the_older_http_sse_transport() 
     assert!(report.contains(".mcp.json is not read: this project is not trusted"), "{report}");
     let out = run.run(&["trust"], "");
     assert!(out.status.success(), "{}", stderr(&out));
+    // `mcp list` and `mcp get` show the project's servers too, with where they come from.
+    let listed = crate::stdout(&run.run(&["mcp", "list"], ""));
+    assert!(listed.contains(&format!("old  sse: {url}  (from ")), "{listed}");
+    assert!(listed.contains(".mcp.json)"), "{listed}");
+    let got = crate::stdout(&run.run(&["mcp", "get", "old"], ""));
+    assert!(got.contains(&format!("sse: {url}")) && got.contains("from: "), "{got}");
 
     let out = run.run(&["doctor"], "");
     let report = crate::stdout(&out);
