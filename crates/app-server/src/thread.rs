@@ -404,10 +404,23 @@ impl Worker {
                     self.delta(&id, &chunk),
                 ));
             }
-            AgentEventKind::ToolFinished { call_id, result, .. } => {
+            AgentEventKind::ToolFinished { call_id, call, result, .. } => {
                 // A call refused before it was announced (unknown tool, bad arguments, a policy
-                // deny) has no item.
-                let Some(open) = self.tools.remove(&call_id) else { return };
+                // deny) gets its item now: started and completed at once, a deny `declined`.
+                let open = match self.tools.remove(&call_id) {
+                    Some(open) => open,
+                    None => {
+                        self.flush_text();
+                        let item = self.tool_item(&call);
+                        self.started(item.clone());
+                        OpenTool {
+                            item,
+                            started_at_ms: now_ms(),
+                            started: None,
+                            asked: matches!(result, Err(ToolError::PermissionDenied { .. })),
+                        }
+                    }
+                };
                 self.completed(finish(open, &result));
             }
             AgentEventKind::StepFinished { usage, .. } => {

@@ -937,3 +937,46 @@ fn a_client_without_the_experimental_api_is_not_asked_and_the_model_hears_why() 
     client.check_against_codex();
     assert!(client.finish().success());
 }
+
+#[test]
+fn refused_and_unknown_calls_are_items_too() {
+    // A call refused before it runs has no `ToolStarted`; the client still sees its item.
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = Script::new()
+        .reply(
+            Reply::tool_call("c1", "run_command", json!({"command": "rm -rf /etc/codecoder-x"}))
+                .and_tool_call("c2", "no_such_tool", json!({})),
+        )
+        .reply(Reply::text("done"));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let mut client = Client::start(&run);
+    client.initialize();
+    let started = client.result(
+        "thread/start",
+        json!({"cwd": cwd.path(), "approvalPolicy": "never", "sandbox": "workspace-write"}),
+    );
+    let thread_id = started["thread"]["id"].as_str().unwrap().to_owned();
+    client.next_turn(&thread_id, "clean up");
+    let messages = client.turn(|_| "decline");
+    let completed: Vec<&Value> = with_method(&messages, "item/completed")
+        .into_iter()
+        .map(|m| &m["params"]["item"])
+        .filter(|item| item["type"] != "agentMessage" && item["type"] != "userMessage")
+        .collect();
+    let command = completed.iter().find(|item| item["type"] == "commandExecution");
+    let command = command.unwrap_or_else(|| panic!("{messages:#?}"));
+    assert_eq!(command["status"], "declined", "{command}");
+    assert_eq!(command["command"], "rm -rf /etc/codecoder-x");
+    let unknown = completed.iter().find(|item| item["type"] == "dynamicToolCall");
+    let unknown = unknown.unwrap_or_else(|| panic!("{messages:#?}"));
+    assert_eq!(unknown["status"], "failed", "{unknown}");
+    assert!(unknown.to_string().contains("unknown tool"), "{unknown}");
+    // Each was started before it completed.
+    let started_ids: Vec<&Value> =
+        with_method(&messages, "item/started").iter().map(|m| &m["params"]["item"]["id"]).collect();
+    assert!(started_ids.contains(&&command["id"]) && started_ids.contains(&&unknown["id"]));
+    client.check_against_codex();
+    assert!(client.finish().success());
+}
