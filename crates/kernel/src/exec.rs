@@ -654,8 +654,10 @@ fn refused(call: &ToolCall, err: ToolError, agent: &AgentLoop) -> Finished {
     };
     let text = match &err {
         ToolError::UnknownTool { .. } => {
+            // The tools offered now (plan mode's `exit_plan_mode` only while it is on).
             let all = agent.env.deps.tools.all();
-            let names: Vec<&str> = all.iter().map(|tool| tool.name()).collect();
+            let names: Vec<&str> =
+                all.iter().filter(|tool| tool.offered()).map(|tool| tool.name()).collect();
             format!("{err}. The available tools are: {}.", names.join(", "))
         }
         ToolError::InvalidArguments { .. } => {

@@ -117,7 +117,8 @@ fn unknown_tool_invalid_arguments_and_panics_are_error_results() {
         ])),
         Response::Events(answer("ok")),
     ]);
-    let harness = Harness::start(model, vec![Arc::new(EchoTool), Arc::new(PanicTool)]);
+    let harness =
+        Harness::start(model, vec![Arc::new(EchoTool), Arc::new(PanicTool), Arc::new(NotOffered)]);
     harness.submit("go");
     let events = harness.turn();
     let finished: Vec<String> =
@@ -135,6 +136,7 @@ fn unknown_tool_invalid_arguments_and_panics_are_error_results() {
     assert_eq!(tags(&events).last().unwrap(), "turn_done Completed cancelled=false");
     let logs = harness.shutdown();
     let results = results(&logs);
+    // A tool not offered at this step is not named (`exit_plan_mode` outside plan mode).
     assert!(all_text(&results[0].0).contains("The available tools are: echo, explode."));
     assert!(all_text(&results[1].0).contains("Fix the arguments"));
     let statuses: Vec<(ToolResultStatus, Option<SyntheticReason>)> =
@@ -295,4 +297,32 @@ fn steps_see_the_last_reported_input_tokens_and_not_an_estimate() {
     // first request (whose history is still the start of the third's).
     let first = ReportedInput { input_tokens: 100, history_len: 1 };
     assert_eq!(*seen.0.lock().unwrap(), [None, Some(first), Some(first)]);
+}
+
+/// A tool registered but not offered now.
+struct NotOffered;
+
+impl codecoder_kernel::Tool for NotOffered {
+    fn name(&self) -> &str {
+        "hidden"
+    }
+    fn description(&self) -> &str {
+        "Not offered."
+    }
+    fn schema(&self) -> serde_json::Value {
+        json!({ "type": "object" })
+    }
+    fn kind(&self) -> codecoder_kernel::ToolKind {
+        codecoder_kernel::ToolKind::ReadOnly
+    }
+    fn offered(&self) -> bool {
+        false
+    }
+    fn execute(
+        &self,
+        _ctx: &codecoder_kernel::ToolContext,
+        _args: serde_json::Value,
+    ) -> Result<codecoder_kernel::ToolOutput, codecoder_protocol::ToolError> {
+        Ok(codecoder_kernel::ToolOutput::text("hidden"))
+    }
 }
