@@ -128,10 +128,13 @@ impl Server {
             }
             Op::LoadSession(request, responder, connection) => {
                 let id = request.session_id.0.to_string();
-                // A session open here is closed first: its log has one writer.
-                if let Some(session) = self.sessions.remove(&id) {
+                // A session open here is closed first (its log has one writer); the mode the
+                // editor set on it carries over.
+                let kept_mode = self.sessions.remove(&id).map(|session| {
+                    let mode = session.controls.modes().approval;
                     session.shut_down();
-                }
+                    mode
+                });
                 let replay = |records: &codecoder_session::LoadedSession,
                               connection: &ConnectionTo<Client>| {
                     let cwd = Path::new(&records.meta.cwd);
@@ -148,8 +151,15 @@ impl Server {
                     replay,
                 );
                 let _ = match started {
-                    Ok((_, approval)) => responder
-                        .respond(acp::LoadSessionResponse::new().modes(translate::modes(approval))),
+                    Ok((_, mut approval)) => {
+                        if let (Some(mode), Some(session)) = (kept_mode, self.sessions.get(&id)) {
+                            session.controls.set_approval(mode);
+                            approval = mode;
+                        }
+                        responder.respond(
+                            acp::LoadSessionResponse::new().modes(translate::modes(approval)),
+                        )
+                    }
                     Err(err) => responder.respond_with_error(err),
                 };
             }
