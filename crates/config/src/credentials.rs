@@ -29,7 +29,7 @@ pub fn store_credential(home: &Path, provider: &str, key: &str) -> Result<()> {
     let file = HomeFile::lock(&home.join(CREDENTIALS_FILE))?;
     let text = file.read()?;
     let mut table: Table =
-        toml::from_str(&text).map_err(|err| crate::load::invalid(file.path(), &text, &err))?;
+        toml::from_str(&text).map_err(|err| crate::Error::toml(file.path(), &text, &err))?;
     let providers = table.entry("providers").or_insert_with(|| Value::Table(Table::new()));
     if let Value::Table(providers) = providers {
         let mut entry = Table::new();

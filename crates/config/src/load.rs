@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::{Table, Value};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, closest, unknown_field};
 use crate::schema::ConfigToml;
 use crate::trust;
 
@@ -162,53 +162,12 @@ fn read_layer(path: &Path) -> Result<Option<Table>> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(err.into()),
     };
-    let table: Table = toml::from_str(&text).map_err(|err| invalid(path, &text, &err))?;
+    let table: Table = toml::from_str(&text).map_err(|err| Error::toml(path, &text, &err))?;
     // Check the layer on its own, so an error points into this file.
     if let Err(err) = toml::from_str::<ConfigToml>(&text) {
-        return Err(invalid(path, &text, &err));
+        return Err(Error::toml(path, &text, &err));
     }
     Ok(Some(table))
-}
-
-/// Turns a TOML error into `Invalid` or `UnknownKey`, with line and column.
-pub(crate) fn invalid(path: &Path, text: &str, err: &toml::de::Error) -> Error {
-    let offset = err.span().map_or(0, |span| span.start);
-    let (line, column) = line_column(text, offset);
-    let message = err.message().trim().to_owned();
-    if let Some((key, expected)) = unknown_field(&message) {
-        return Error::UnknownKey {
-            path: path.to_owned(),
-            line,
-            suggestion: closest(&key, &expected),
-            key,
-        };
-    }
-    Error::Invalid { path: path.to_owned(), line, column, message }
-}
-
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
-}
-
-/// Parses serde's "unknown field `x`, expected one of `a`, `b`" message.
-fn unknown_field(message: &str) -> Option<(String, Vec<String>)> {
-    let rest = message.strip_prefix("unknown field `")?;
-    let (key, rest) = rest.split_once('`')?;
-    let expected = rest.split('`').skip(1).step_by(2).map(str::to_owned).collect();
-    Some((key.to_owned(), expected))
-}
-
-/// The valid key closest to `key`, when one is close enough to be a typo.
-fn closest(key: &str, expected: &[String]) -> Option<String> {
-    expected
-        .iter()
-        .map(|candidate| (strsim::damerau_levenshtein(key, candidate), candidate))
-        .filter(|(distance, candidate)| *distance <= (candidate.len().max(key.len()) / 3).max(2))
-        .min_by_key(|(distance, _)| *distance)
-        .map(|(_, candidate)| candidate.clone())
 }
 
 /// Parses `key.path=value` into a nested table. The value is TOML (`42`, `true`, `"x"`,

@@ -49,7 +49,7 @@ pub fn trust(home: &Path, root: &Path) -> Result<PathBuf> {
     let file = HomeFile::lock(&home.join(TRUST_FILE))?;
     let text = file.read()?;
     let mut table: Table =
-        toml::from_str(&text).map_err(|err| crate::load::invalid(file.path(), &text, &err))?;
+        toml::from_str(&text).map_err(|err| crate::Error::toml(file.path(), &text, &err))?;
     let projects = table.entry("projects").or_insert_with(|| Value::Table(Table::new()));
     if let Value::Table(projects) = projects {
         let mut entry = Table::new();
