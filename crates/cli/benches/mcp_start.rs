@@ -42,35 +42,23 @@ fn exec(home: &Path, cwd: &Path, server: &FakeModelServer) -> Command {
     command
 }
 
-/// (start → first request, start → first request offering an MCP tool), in ms.
-fn run(config: &str, wait_for: &[&str]) -> (f64, Option<f64>) {
+/// Start → first request, in ms; that request must offer every tool of `offered` (the
+/// servers' tools: the first request waits for the servers).
+fn run(config: &str, offered: &[&str]) -> f64 {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
     std::fs::write(home.path().join("config.toml"), config).unwrap();
-    let mut script = Script::new();
-    if !wait_for.is_empty() {
-        let mut wait = Reply::tool_call("wait", "list_dir", serde_json::json!({"path": "."}));
-        wait.delay_ms = 5;
-        script = script.until_tools(wait_for.iter().copied(), wait);
-    }
-    let server = FakeModelServer::start(script.reply(Reply::text("ok"))).unwrap();
+    let server = FakeModelServer::start(Script::new().reply(Reply::text("ok"))).unwrap();
     let started = Instant::now();
     let mut child = exec(home.path(), cwd.path(), &server).spawn().unwrap();
     server.wait_for_requests(1, Duration::from_secs(30)).unwrap();
     let first = started.elapsed().as_secs_f64() * 1000.0;
-    let joined = (!wait_for.is_empty()).then(|| {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let offered = |body: &str| wait_for.iter().all(|tool| body.contains(tool));
-            if server.requests().iter().any(|r| offered(&r.raw_body)) {
-                return started.elapsed().as_secs_f64() * 1000.0;
-            }
-            assert!(Instant::now() < deadline, "{wait_for:?} never joined");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    });
     child.wait().unwrap();
-    (first, joined)
+    let body = &server.requests()[0].raw_body;
+    for tool in offered {
+        assert!(body.contains(tool), "the first request does not offer {tool}");
+    }
+    first
 }
 
 fn main() {
@@ -100,11 +88,11 @@ fn main() {
         "MCP start benchmarks ({} cores, {RUNS} runs each)",
         std::thread::available_parallelism().map_or(1, usize::from)
     );
-    let none: Vec<f64> = (0..RUNS).map(|_| run("", &[]).0).collect();
+    let none: Vec<f64> = (0..RUNS).map(|_| run("", &[])).collect();
     let with_fast: Vec<f64> =
-        (0..RUNS).map(|_| run(&fast, &["mcp__a__codecoder", "mcp__b__codecoder"]).0).collect();
+        (0..RUNS).map(|_| run(&fast, &["mcp__a__codecoder", "mcp__b__codecoder"])).collect();
     let with_node: Vec<f64> = (0..RUNS)
-        .map(|_| run(&node, &["mcp__everything__echo", "mcp__fs__list_directory"]).0)
+        .map(|_| run(&node, &["mcp__everything__echo", "mcp__fs__list_directory"]))
         .collect();
     let (none, with_fast, with_node) = (median(none), median(with_fast), median(with_node));
     println!("start -> first request, no MCP server: median {none:.2} ms");
