@@ -81,6 +81,9 @@ pub const CODECODER_SANDBOX_TESTS: &str = "CODECODER_SANDBOX_TESTS";
 /// The codex binary the codex comparison bench runs (default: the native binary of the
 /// `@openai/codex` package under `CODECODER_TEST_NPM`).
 pub const CODECODER_BENCH_CODEX: &str = "CODECODER_BENCH_CODEX";
+/// The Claude Code binary the codex-at-scale bench runs too (default: the native binary of the
+/// `@anthropic-ai/claude-code` package under `CODECODER_TEST_NPM`, when it is installed there).
+pub const CODECODER_BENCH_CLAUDE: &str = "CODECODER_BENCH_CLAUDE";
 /// A codecoder binary the exec bench runs instead of the one cargo built (to compare builds).
 pub const CODECODER_BENCH_BIN: &str = "CODECODER_BENCH_BIN";
 /// Set by the codex comparison bench on itself when it runs again inside a network namespace
