@@ -48,6 +48,7 @@
 //! --script`.
 
 mod http;
+pub mod huge_repo;
 mod script;
 mod server;
 mod wire;
