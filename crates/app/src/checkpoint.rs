@@ -3,46 +3,47 @@
 //!
 //! `SessionCheckpoints` implements the kernel's `Checkpoints`: a file tool's first write of a
 //! path in a turn keeps the path's prior content in the session's blob store. When the working
-//! directory is in a git repository, the work tree is also snapshotted before the turn's first
-//! command and when the turn ends (`git add -A` into a temporary index, then `git write-tree`: the repository's real index
-//! and refs are untouched; the snapshot's objects land in its object store as unreachable
-//! objects, as `git stash create` leaves them, and `git gc` prunes them); every path that differs
-//! between the two trees and no tool wrote is kept too, with its content from the first tree.
-//! That catches what `run_command` (and background jobs started in the turn) changed, as far as
-//! git sees: ignored files, files outside the repository, submodules' contents, and what other
-//! tools (MCP servers) or earlier background jobs change are not seen (best effort). A turn that
-//! runs no command costs no git process. Processes start only through
-//! `sandbox`, in the command environment, bounded in time.
+//! directory is in a git repository, what the turn's commands change is kept too, with its
+//! content from before the turn's first command. The change watcher (`watch.rs`) follows the
+//! work tree from the session's first turn on (git's index and inotify, no walk of the tree per
+//! turn); where it cannot (no inotify, the watch limit, an overflow, an index it cannot read), the
+//! turn falls back to git snapshots of the whole tree before the first command and at the end
+//! (`git.rs`: `git add -A` into a temporary index, then `git write-tree`; the repository's real
+//! index and refs are untouched). Either way it is as far as git sees: ignored files, files
+//! outside the repository, nested repositories and submodules' contents, and what other tools
+//! (MCP servers) or earlier background jobs change are not seen (best effort). A turn that runs
+//! no command costs no git process. Processes start only through `sandbox`, in the command
+//! environment, bounded in time.
 //!
 //! Invariant: checkpointing never fails a turn or a write; what it cannot keep is written as a
 //! note in the turn's `checkpoint` record.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+mod git;
+mod git_index;
+mod watch;
 
-use codecoder_protocol::{ChangedBy, CheckpointRecord, RecordBody, RewindRecord, TurnId, env};
-use codecoder_sandbox::{CommandSpec, Environment, SpawnConfig, Wait};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use codecoder_protocol::{CheckpointRecord, RecordBody, RewindRecord, TurnId};
+use codecoder_sandbox::Environment;
 use codecoder_session::checkpoint::{RewindPlan, RewindReport, TurnCapture, apply, plan_rewind};
 use codecoder_session::{BlobStore, SessionStore, WriterConfig, load};
 
 use crate::Runtime;
 use crate::error::{Error, Result};
-
-/// The most a git snapshot command may take.
-const GIT_TIMEOUT: Duration = Duration::from_secs(30);
-/// The largest prior content kept from a git snapshot (bigger files get a note instead).
-const GIT_BLOB_LIMIT: usize = 64 << 20;
-/// Git's mode of a submodule entry.
-const SUBMODULE_MODE: &str = "160000";
-/// Git's mode of a missing entry.
-const ABSENT_MODE: &str = "000000";
+use git::GitRepo;
+use watch::{TreeWatch, Unwatched};
 
 /// The session's checkpoints: one open turn at a time.
 pub struct SessionCheckpoints {
     blobs: BlobStore,
-    git: Option<GitRepo>,
+    cwd: PathBuf,
+    environment: Environment,
+    /// Started at the first turn, so the scan overlaps the model's first answer, not start-up.
+    watch: OnceLock<TreeWatch>,
+    /// Whether a checkpoint said already why the watcher is not used.
+    fallback_noted: std::sync::atomic::AtomicBool,
     // A Mutex because tool workers (several at once) call `before_write` through `&self`; held
     // while one path is kept, never across a channel operation.
     turn: Mutex<Option<OpenTurn>>,
@@ -50,43 +51,88 @@ pub struct SessionCheckpoints {
 
 struct OpenTurn {
     capture: TurnCapture,
-    /// The work tree before the turn's first command, once one ran.
-    start_tree: Option<String>,
-    /// Whether a command ran (and a snapshot was tried).
-    commands_ran: bool,
+    /// How the turn's commands are followed, once one ran.
+    commands: Commands,
+}
+
+enum Commands {
+    /// No command ran yet.
+    None,
+    /// The watcher marked the tree before the first.
+    Watched,
+    /// A whole-tree snapshot was taken before the first.
+    Snapshot { repo: std::sync::Arc<GitRepo>, tree: String },
+    /// Nothing follows them (no repository, or no snapshot could be taken).
+    Unfollowed,
 }
 
 impl SessionCheckpoints {
-    /// Checkpoints into `blobs`; with git snapshots when `cwd` is in a repository (git runs in
-    /// `environment`).
+    /// Checkpoints into `blobs`; with what commands change too when `cwd` is in a git
+    /// repository (git runs in `environment`).
     pub fn new(blobs: BlobStore, cwd: &Path, environment: Environment) -> Self {
-        let git = GitRepo::detect(cwd, environment, blobs.dir().join("git-index"));
-        Self { blobs, git, turn: Mutex::new(None) }
+        Self {
+            blobs,
+            cwd: cwd.to_owned(),
+            environment,
+            watch: OnceLock::new(),
+            fallback_noted: std::sync::atomic::AtomicBool::new(false),
+            turn: Mutex::new(None),
+        }
+    }
+
+    fn watch(&self) -> &TreeWatch {
+        self.watch.get_or_init(|| {
+            TreeWatch::start(
+                self.cwd.clone(),
+                self.environment.clone(),
+                self.blobs.dir().join("git-index"),
+            )
+        })
     }
 }
 
 impl codecoder_kernel::Checkpoints for SessionCheckpoints {
     fn turn_started(&self, _turn: TurnId) {
+        self.watch();
         let capture = TurnCapture::new(self.blobs.clone());
         *self.turn.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some(OpenTurn { capture, start_tree: None, commands_ran: false });
+            Some(OpenTurn { capture, commands: Commands::None });
     }
 
-    /// Snapshots the work tree before the turn's first command: until a command runs, only
-    /// the file tools change files, and they are checkpointed path by path.
+    /// Marks the work tree before the turn's first command: until a command runs, only the
+    /// file tools change files, and they are checkpointed path by path.
     fn before_command(&self) {
-        let Some(git) = &self.git else { return };
         let mut turn = self.turn.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(open) = turn.as_mut() else { return };
-        if open.commands_ran {
+        if !matches!(open.commands, Commands::None) {
             return;
         }
-        open.commands_ran = true;
-        match git.snapshot() {
-            Ok(tree) => open.start_tree = Some(tree),
-            Err(message) => open.capture.add_note(format!(
-                "changes made by commands not checkpointed: no git snapshot before the first: {message}"
-            )),
+        let mut notes = Vec::new();
+        open.commands = match self.watch().mark(&self.blobs, &mut notes) {
+            Ok(()) => Commands::Watched,
+            Err(Unwatched::NotRepo | Unwatched::Fallback { repo: None, .. }) => {
+                Commands::Unfollowed
+            }
+            Err(Unwatched::Fallback { repo: Some(repo), reason }) => {
+                if !self.fallback_noted.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    notes.push(format!(
+                        "commands' changes followed by whole-tree git snapshots: {reason}"
+                    ));
+                }
+                match repo.snapshot() {
+                    Ok(tree) => Commands::Snapshot { repo, tree },
+                    Err(message) => {
+                        notes.push(format!(
+                            "changes made by commands not checkpointed: no git snapshot before the \
+                         first: {message}"
+                        ));
+                        Commands::Unfollowed
+                    }
+                }
+            }
+        };
+        for note in notes {
+            open.capture.add_note(note);
         }
     }
 
@@ -99,120 +145,16 @@ impl codecoder_kernel::Checkpoints for SessionCheckpoints {
 
     fn turn_ended(&self, turn: TurnId) -> Option<CheckpointRecord> {
         let open = self.turn.lock().unwrap_or_else(PoisonError::into_inner).take()?;
-        let OpenTurn { mut capture, start_tree, .. } = open;
-        if let (Some(git), Some(start)) = (&self.git, start_tree)
-            && let Err(message) = git.add_changes(&start, &mut capture)
-        {
+        let OpenTurn { mut capture, commands } = open;
+        let followed = match commands {
+            Commands::Watched => self.watch().finish(&mut capture),
+            Commands::Snapshot { repo, tree } => repo.add_changes(&tree, &mut capture),
+            Commands::None | Commands::Unfollowed => Ok(()),
+        };
+        if let Err(message) = followed {
             capture.add_note(format!("changes made by commands not checkpointed: {message}"));
         }
         capture.finish(turn)
-    }
-}
-
-/// A git work tree the session runs in.
-struct GitRepo {
-    root: PathBuf,
-    git_dir: PathBuf,
-    environment: Environment,
-    index_dir: PathBuf,
-}
-
-impl GitRepo {
-    fn detect(cwd: &Path, environment: Environment, index_dir: PathBuf) -> Option<Self> {
-        codecoder_context::find_project_root(cwd)?;
-        let probe = Self { root: cwd.to_owned(), git_dir: PathBuf::new(), environment, index_dir };
-        let out = probe.git(&["rev-parse", "--show-toplevel", "--absolute-git-dir"], None).ok()?;
-        let text = String::from_utf8_lossy(&out).into_owned();
-        let mut lines = text.lines();
-        let root = PathBuf::from(lines.next()?);
-        let git_dir = PathBuf::from(lines.next()?);
-        Some(Self { root, git_dir, ..probe })
-    }
-
-    /// Runs git in the work tree's root; stdout on success.
-    fn git(&self, args: &[&str], index: Option<&Path>) -> std::result::Result<Vec<u8>, String> {
-        let mut spec = CommandSpec::new("git", args.iter().copied());
-        spec.cwd = Some(self.root.clone());
-        if let Some(index) = index {
-            spec.env.push((env::GIT_INDEX_FILE.into(), index.as_os_str().to_owned()));
-        }
-        let config =
-            SpawnConfig { environment: self.environment.clone(), ..SpawnConfig::standard() };
-        let wait = Wait::within(GIT_TIMEOUT);
-        let collected = codecoder_sandbox::output(&spec, &config, &wait, GIT_BLOB_LIMIT + 1)
-            .map_err(|err| format!("git {}: {err}", args.join(" ")))?;
-        if !collected.success() {
-            return Err(format!(
-                "git {} failed: {}",
-                args.join(" "),
-                collected.stderr_text().trim()
-            ));
-        }
-        Ok(collected.stdout)
-    }
-
-    /// The work tree as a tree object (tracked and untracked, not ignored, files).
-    fn snapshot(&self) -> std::result::Result<String, String> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        fs_err::create_dir_all(&self.index_dir).map_err(|err| err.to_string())?;
-        let index = self.index_dir.join(format!(
-            "{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        // Starting from the real index lets git skip rehashing files whose stat is unchanged.
-        let real = self.git_dir.join("index");
-        if real.exists() {
-            fs_err::copy(&real, &index).map_err(|err| err.to_string())?;
-        }
-        let tree = self
-            .git(&["add", "-A", "--", "."], Some(&index))
-            .and_then(|_| self.git(&["write-tree"], Some(&index)));
-        let _ = fs_err::remove_file(&index);
-        Ok(String::from_utf8_lossy(&tree?).trim().to_owned())
-    }
-
-    /// Keeps, in `capture`, every path that differs between `start` and the work tree now and
-    /// that no tool wrote, with its content in `start`.
-    fn add_changes(
-        &self,
-        start: &str,
-        capture: &mut TurnCapture,
-    ) -> std::result::Result<(), String> {
-        let end = self.snapshot()?;
-        if end == start {
-            return Ok(());
-        }
-        let raw = self.git(&["diff-tree", "-r", "-z", "--no-renames", start, &end], None)?;
-        let mut fields = raw.split(|byte| *byte == 0).filter(|field| !field.is_empty());
-        while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
-            let meta = String::from_utf8_lossy(meta);
-            let mut parts = meta.trim_start_matches(':').split(' ');
-            let (Some(old_mode), Some(new_mode), Some(old_sha)) =
-                (parts.next(), parts.next(), parts.next())
-            else {
-                return Err(format!("unexpected git diff-tree output `{meta}`"));
-            };
-            let path = self.root.join(String::from_utf8_lossy(path).as_ref());
-            if capture.contains(&path) {
-                continue;
-            }
-            if old_mode == SUBMODULE_MODE || new_mode == SUBMODULE_MODE {
-                capture.add_note(format!("{}: a submodule; not checkpointed", path.display()));
-                continue;
-            }
-            if old_mode == ABSENT_MODE {
-                capture.add_prior(&path, None, ChangedBy::Shell);
-                continue;
-            }
-            let bytes = self.git(&["cat-file", "blob", old_sha], None)?;
-            if bytes.len() > GIT_BLOB_LIMIT {
-                capture.add_note(format!("{}: too large to checkpoint", path.display()));
-                continue;
-            }
-            capture.add_prior(&path, Some(&bytes), ChangedBy::Shell);
-        }
-        Ok(())
     }
 }
 

@@ -82,6 +82,15 @@ impl TurnCapture {
         self.files.push((path.to_owned(), before, by));
     }
 
+    /// Keeps `before`, a blob already in the store (`None`: absent), as `path`'s content before
+    /// the turn, as found by something other than a tool's write (the change watcher kept it
+    /// before the turn's first command). Ignored when already kept.
+    pub fn add_prior_blob(&mut self, path: &Path, before: Option<String>, by: ChangedBy) {
+        if self.seen.insert(path.to_owned()) {
+            self.files.push((path.to_owned(), before, by));
+        }
+    }
+
     /// Adds a note for the person (something that could not be captured).
     pub fn add_note(&mut self, note: String) {
         self.notes.push(note);
