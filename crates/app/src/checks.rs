@@ -363,32 +363,37 @@ impl Runtime {
     }
 }
 
-/// Takes a shell snapshot the way a session would (then removes it) and says how it went:
-/// commands run with `bash -lc` whenever it fails.
+/// Finds or takes the shell snapshot the way a session would (it stays, shared) and says how it
+/// went: commands run with `bash -lc` whenever it fails.
 fn shell_snapshot_line(runtime: &crate::Runtime, safety: &Safety) -> String {
     if runtime.loaded.config.shell.as_ref().and_then(|shell| shell.snapshot) == Some(false) {
         return "bash -lc per command (shell.snapshot = false)".to_owned();
     }
     let started = std::time::Instant::now();
+    let (keep_name, keep_name_key) = crate::safety::snapshot_name_filter(
+        runtime.loaded.config.shell_environment_policy.as_ref(),
+    );
     let snapshot = codecoder_tools::ShellSnapshot::take_now(codecoder_tools::SnapshotConfig {
-        path: crate::session::snapshot_path(
-            &runtime.home,
-            &format!("doctor-{}", std::process::id()),
-        ),
+        dir: runtime.home.join(crate::session::SNAPSHOT_DIR),
         shell: std::path::PathBuf::from("bash"),
         cwd: runtime.cwd.clone(),
         environment: safety.command_env.environment(),
         confinement: safety.confinement.clone(),
-        keep_name: crate::safety::snapshot_name_filter(
-            runtime.loaded.config.shell_environment_policy.as_ref(),
-        ),
+        keep_name,
+        keep_name_key,
         timeout: codecoder_tools::SNAPSHOT_TIMEOUT,
     });
     let elapsed = started.elapsed().as_millis();
     match snapshot.status() {
-        codecoder_tools::SnapshotStatus::Ready(_) => {
-            format!("bash -c with a snapshot of the login shell's set-up (taken in {elapsed} ms)")
-        }
+        codecoder_tools::SnapshotStatus::Ready(path) if snapshot.reused() => format!(
+            "bash -c with a snapshot of the login shell's set-up (shared, reused: {})",
+            path.display()
+        ),
+        codecoder_tools::SnapshotStatus::Ready(path) => format!(
+            "bash -c with a snapshot of the login shell's set-up (taken in {elapsed} ms, \
+             shared from now on: {})",
+            path.display()
+        ),
         codecoder_tools::SnapshotStatus::Failed(reason) if snapshot.login_shell_hangs() => {
             format!(
                 "bash -c per command, without the profile: the shell snapshot failed ({reason})"

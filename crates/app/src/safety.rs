@@ -220,16 +220,20 @@ pub(crate) fn build(
 /// Which of the variables a login profile exports may go into the shell snapshot: those the
 /// command environment policy would pass on had the agent had them (its excludes, default
 /// excludes and `include_only`), so a key the profile exports is never written to disk.
+/// Returns the filter and what identifies it (the policy it applies), which keys the shared
+/// snapshot so that sessions whose filters differ never share one.
 pub(crate) fn snapshot_name_filter(
     toml: Option<&codecoder_config::ShellEnvironmentPolicyToml>,
-) -> codecoder_tools::NameFilter {
+) -> (codecoder_tools::NameFilter, String) {
     let mut policy = env_policy(toml);
     policy.inherit = Inherit::All;
     policy.set.clear();
-    Arc::new(move |name: &std::ffi::OsStr| {
+    let identity = format!("{policy:?}");
+    let filter: codecoder_tools::NameFilter = Arc::new(move |name: &std::ffi::OsStr| {
         let one = [(name.to_owned(), std::ffi::OsString::new())];
         !codecoder_sandbox::command_environment(one, &policy).vars.is_empty()
-    })
+    });
+    (filter, identity)
 }
 
 /// `[shell_environment_policy]` as the sandbox crate's policy; codex's defaults where unset.

@@ -335,19 +335,20 @@ impl Runtime {
         .unwrap_or(usize::MAX);
         tools_config.output_limit = tools_config.output_limit.min(quarter_window_bytes);
         tools_config.read_byte_limit = tools_config.read_byte_limit.min(quarter_window_bytes);
-        // The login shell's set-up, taken once in the background; commands use `-lc` until it
-        // is ready.
+        // The login shell's set-up: the shared snapshot when one matches, else taken once in
+        // the background; commands use `-lc` until it is ready.
         if config.shell.as_ref().and_then(|shell| shell.snapshot) != Some(false) {
+            let (keep_name, keep_name_key) =
+                crate::safety::snapshot_name_filter(config.shell_environment_policy.as_ref());
             tools_config.snapshot =
                 Some(codecoder_tools::ShellSnapshot::start(codecoder_tools::SnapshotConfig {
-                    path: snapshot_path(&home, &writer.session_id().to_string()),
+                    dir: home.join(SNAPSHOT_DIR),
                     shell: tools_config.shell.clone(),
                     cwd: cwd.clone(),
                     environment: tools_config.environment.clone(),
                     confinement: tools_config.confinement.clone(),
-                    keep_name: crate::safety::snapshot_name_filter(
-                        config.shell_environment_policy.as_ref(),
-                    ),
+                    keep_name,
+                    keep_name_key,
                     timeout: codecoder_tools::SNAPSHOT_TIMEOUT,
                 }));
         }
@@ -577,14 +578,7 @@ pub(crate) fn auto_compact_limit(config: &ConfigToml, model: &str) -> Option<u64
         .or(config.model_auto_compact_token_limit)
 }
 
-/// Where a session's shell snapshot goes: `$CODECODER_HOME/shell_snapshots/SESSION.sh`
-/// (readable by sandboxed commands, writable only by the agent; removed when the session's
-/// tools are dropped, and any left by a crash after three days).
-pub(crate) fn snapshot_path(home: &std::path::Path, session_id: &str) -> PathBuf {
-    home.join(SNAPSHOT_DIR).join(format!("{session_id}.sh"))
-}
-
-/// The directory of the sessions' shell snapshots, under codecoder's home.
+/// The directory of the shared shell snapshots, under codecoder's home.
 pub(crate) const SNAPSHOT_DIR: &str = "shell_snapshots";
 
 /// The effective configuration's hash, `sha256:<hex>` of its JSON form (maps are ordered, so

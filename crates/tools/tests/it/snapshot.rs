@@ -1,6 +1,7 @@
 //! The shell snapshot: commands that source it behave like `bash -lc` (aliases, functions,
 //! exported variables, PATH entries from the profile), in the foreground and as background jobs;
-//! a profile change is picked up; a profile that fails or hangs leaves commands on `-lc`.
+//! the snapshot outlives the session for the next one; a profile change is picked up; a profile
+//! that fails or hangs leaves commands on `-lc`.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt as _;
@@ -49,12 +50,13 @@ fn environment(home: &Path) -> Environment {
 
 fn snapshot_config(home: &Path, timeout: Duration) -> SnapshotConfig {
     SnapshotConfig {
-        path: home.join("codecoder/shell_snapshots/session.sh"),
+        dir: home.join("codecoder/shell_snapshots"),
         shell: "bash".into(),
         cwd: home.to_owned(),
         environment: environment(home),
         confinement: Confinement::Unconfined,
         keep_name: Arc::new(|name: &OsStr| !name.to_string_lossy().contains("KEY")),
+        keep_name_key: "no KEY".to_owned(),
         timeout,
     }
 }
@@ -78,8 +80,8 @@ fn body(out: &str) -> String {
 fn a_command_with_the_snapshot_sees_what_a_login_shell_sees() {
     let home = home("");
     let snapshot = ShellSnapshot::take_now(snapshot_config(home.path(), Duration::from_secs(10)));
-    let path = home.path().join("codecoder/shell_snapshots/session.sh");
-    assert_eq!(snapshot.status(), SnapshotStatus::Ready(path.clone()));
+    let SnapshotStatus::Ready(path) = snapshot.status() else { panic!("{:?}", snapshot.status()) };
+    assert_eq!(path.parent(), Some(home.path().join("codecoder/shell_snapshots").as_path()));
     let mode = fs_err::metadata(&path).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
     let script = fs_err::read_to_string(&path).unwrap();
@@ -124,10 +126,13 @@ fn a_command_with_the_snapshot_sees_what_a_login_shell_sees() {
     }
     assert!(seen.contains("hello from alias") && seen.contains("mytool on PATH"), "{seen}");
 
-    // Dropping the session's snapshot removes its file.
+    // The file outlives the session: the next one with the same profile uses it at once.
     drop(with_snapshot);
     drop(snapshot);
-    assert!(!exists(&path));
+    assert!(exists(&path));
+    let next = ShellSnapshot::start(snapshot_config(home.path(), Duration::from_secs(10)));
+    assert_eq!(next.status(), SnapshotStatus::Ready(path.clone()));
+    assert!(next.reused());
 }
 
 #[test]
