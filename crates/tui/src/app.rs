@@ -24,8 +24,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::text::Line;
 
 use crate::cells::{Cell, ChildTool, NoteKind, ToolCard, call_title, truncate};
+use crate::complete::FileIndex;
 use crate::input::Editor;
 use crate::markdown::{self, Code, StreamSplitter};
+use crate::pager::{PagedOutput, Pager, PagerKey};
 use crate::{SessionChoice, SessionInfo, SessionSummary, StartRequest, TranscriptItem};
 
 pub(crate) use plan::{is_plan_review, mode_badge};
@@ -131,11 +133,16 @@ pub(crate) struct App {
     pub(crate) quit_armed: bool,
     pub(crate) completion: Option<Completion>,
     pub(crate) picker: Option<Picker>,
+    /// The output pager (Ctrl+O), when open.
+    pub(crate) pager: Option<Pager>,
+    /// The last finished tool's output (bounded), which Ctrl+O pages.
+    pub(crate) last_output: Option<PagedOutput>,
     pub(crate) skills: Vec<String>,
     /// Custom command names (without `/`), sent as prompts.
     pub(crate) commands: Vec<String>,
-    /// Workspace files for `@` completion, listed on first use.
-    pub(crate) files: Option<Vec<String>>,
+    /// Workspace files for `@` completion, listed in the background (from the run loop's
+    /// start, or the first `@` when nothing started it).
+    pub(crate) files: FileIndex,
     /// A rewind waiting for the person's yes to overwrite files changed outside codecoder.
     pub(crate) pending_rewind: Option<codecoder_app::RewindRequest>,
     effects: Vec<Effect>,
@@ -172,9 +179,11 @@ impl App {
             quit_armed: false,
             completion: None,
             picker: None,
+            pager: None,
+            last_output: None,
             skills: Vec::new(),
             commands: Vec::new(),
-            files: None,
+            files: FileIndex::none(),
             pending_rewind: None,
             effects: Vec::new(),
             dirty: true,
@@ -184,6 +193,9 @@ impl App {
     /// Switches to a new agent (after `/new`, `/resume`, …), keeping the editor and history.
     pub(crate) fn switch_session(&mut self, info: SessionInfo, cmd: Sender<AgentCommand>) {
         self.flush_live();
+        if info.cwd != self.info.cwd && self.files.is_live() {
+            self.files = FileIndex::spawn(info.cwd.clone());
+        }
         self.session_usage = info.usage_so_far;
         self.context_tokens = info.context_tokens;
         self.info = info;
@@ -242,6 +254,9 @@ impl App {
                     match &result {
                         Some(result) => card.finish(Ok(result), now),
                         None => card.finish(Err("no result (interrupted)".to_owned()), now),
+                    }
+                    if let Some(output) = card.take_output() {
+                        self.last_output = Some(output);
                     }
                     self.push(Cell::Tool(card));
                 }
@@ -359,6 +374,9 @@ impl App {
                 };
                 let mut card = self.tools.remove(index);
                 card.finish(result.as_ref().map_err(ToString::to_string), Instant::now());
+                if let Some(output) = card.take_output() {
+                    self.last_output = Some(output);
+                }
                 self.history.push(Cell::Tool(card));
             }
             AgentEventKind::StepRetried { reason, .. } => {
@@ -387,6 +405,8 @@ impl App {
             }
             AgentEventKind::TurnDone { outcome, usage, .. } => {
                 self.flush_live();
+                // The turn may have added or removed files: list them again for `@`.
+                self.files.refresh();
                 self.session_usage += usage;
                 self.turn_usage = Usage::default();
                 self.turn_running = false;
@@ -490,6 +510,7 @@ impl App {
             "/help" => {
                 let mut text = String::from(
                     "Keys: Enter send · Ctrl+J or Shift+Enter newline · Up/Down history · Tab complete\n\
+                     Ctrl+O pages the last tool's whole output (↑↓ PgUp PgDn Home End, Esc closes)\n\
                      Esc or Ctrl+C cancel the running turn · Ctrl+C twice on empty input quits · Ctrl+T reasoning\n\
                      Approvals: y allow once · a allow for session · n deny · f deny with feedback\n\
                      Shift+Tab cycles default → accept edits → plan mode · a plan: 1 approve · 2 or feedback sends it back · Ctrl+G edit\n\
@@ -688,6 +709,16 @@ impl App {
             self.on_picker_key(key);
             return;
         }
+        if let Some(pager) = &mut self.pager {
+            if pager.on_key(key) == PagerKey::Close
+                && let Some(pager) = self.pager.take()
+                && self.last_output.is_none()
+            {
+                // Back to where Ctrl+O took it from, unless a newer output came meanwhile.
+                self.last_output = Some(pager.output);
+            }
+            return;
+        }
         if self.on_plan_key(key) {
             self.update_completion();
             return;
@@ -759,6 +790,10 @@ impl App {
                 let state = if self.show_reasoning { "shown in full" } else { "collapsed" };
                 self.note(NoteKind::Info, format!("reasoning is now {state}"));
             }
+            KeyCode::Char('o') if ctrl => match self.last_output.take() {
+                Some(output) => self.pager = Some(Pager::new(output)),
+                None => self.note(NoteKind::Info, "no tool output to show yet (Ctrl+O)"),
+            },
             KeyCode::Char('j') if ctrl => self.editor.insert("\n"),
             KeyCode::Char('w') if ctrl => self.editor.delete_word(),
             KeyCode::Char('u') if ctrl => self.editor.clear(),
@@ -915,6 +950,19 @@ impl App {
         }
     }
 
+    /// Takes a file list the background walk finished, updating an open `@` menu; true when
+    /// the screen should be redrawn.
+    pub(crate) fn poll_files(&mut self) -> bool {
+        if !self.files.poll() {
+            return false;
+        }
+        if self.editor.current_word().1.starts_with('@') {
+            self.update_completion();
+            return true;
+        }
+        false
+    }
+
     /// Recomputes the completion menu for the word before the cursor.
     pub(crate) fn update_completion(&mut self) {
         let (start, word) = self.editor.current_word();
@@ -926,11 +974,11 @@ impl App {
                 .collect()
         } else if let Some(query) = word.strip_prefix('@') {
             let query = query.to_owned();
-            if self.files.is_none() {
-                self.files = Some(crate::complete::list_files(&self.info.cwd));
+            if !self.files.is_live() && self.files.list().is_none() {
+                self.files = FileIndex::spawn(self.info.cwd.clone());
             }
-            let files = self.files.as_deref().unwrap_or_default();
-            crate::complete::fuzzy(&query, files, 8)
+            self.files
+                .complete(&query, 8)
                 .into_iter()
                 .map(|path| (format!("@{path}"), String::new()))
                 .collect()

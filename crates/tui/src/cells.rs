@@ -60,6 +60,8 @@ pub(crate) struct ToolCard {
     pub(crate) started: Instant,
     /// Live output (a bounded tail).
     pub(crate) output: String,
+    /// The whole output, bounded, for the pager (taken when the card is done).
+    pub(crate) preview: crate::pager::OutputPreview,
     /// Running or done.
     pub(crate) state: ToolState,
     /// Subagent activity under an `agent` call: (tool title, done, ok).
@@ -94,6 +96,7 @@ impl ToolCard {
             call,
             started,
             output: String::new(),
+            preview: crate::pager::OutputPreview::default(),
             state: ToolState::Running,
             children: Vec::new(),
         }
@@ -101,6 +104,7 @@ impl ToolCard {
 
     /// Appends live output, keeping a bounded tail.
     pub(crate) fn push_output(&mut self, chunk: &str) {
+        self.preview.push(chunk);
         self.output.push_str(chunk);
         const KEEP: usize = 8 * 1024;
         if self.output.len() > 2 * KEEP {
@@ -110,6 +114,23 @@ impl ToolCard {
             }
             self.output.drain(..cut);
         }
+    }
+
+    /// The output the pager shows for this card: what streamed, else the result's text; the
+    /// card keeps none of it. `None` when there is nothing to show.
+    pub(crate) fn take_output(&mut self) -> Option<crate::pager::PagedOutput> {
+        let mut preview = std::mem::take(&mut self.preview);
+        if preview.is_empty()
+            && let ToolState::Done { text, .. } = &self.state
+        {
+            preview = crate::pager::OutputPreview::of(split_trailer(text).0);
+        }
+        if preview.is_empty() {
+            return None;
+        }
+        let (name, detail) = call_title(&self.call);
+        let title = if detail.is_empty() { name } else { format!("{name} {detail}") };
+        Some(crate::pager::PagedOutput { title, preview })
     }
 
     /// Ends the card with a result.

@@ -8,7 +8,10 @@
 //! agent's event receiver, a crossterm input thread (`tui-input`) and a frame tick. All pending
 //! agent events are drained before a frame is drawn, and frames are coalesced (at most one per
 //! 16 ms, only when something changed), so a fast token stream never backs up. State → lines is
-//! pure (`cells`, `view`, `markdown`): snapshot tests need no terminal.
+//! pure (`cells`, `view`, `markdown`): snapshot tests need no terminal. Finished cells go to
+//! the terminal's scrollback and are dropped, so a long session's transcript costs the UI no
+//! memory; the last tool output is kept (bounded) for the Ctrl+O pager. `@` completion answers
+//! from a file list a background thread (`tui-file-index`) walks at start and after each turn.
 //!
 //! Invariants:
 //! - The terminal is restored on every exit path: normal return, `?` errors (a drop guard) and
@@ -20,13 +23,15 @@
 //!   runtime (`codecoder-app`); this crate never assembles an agent itself.
 
 mod app;
-mod bench;
+#[doc(hidden)]
+pub mod bench;
 mod cells;
 mod complete;
 mod highlight;
 mod host;
 mod input;
 mod markdown;
+mod pager;
 mod rewind;
 mod run;
 mod view;

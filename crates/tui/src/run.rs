@@ -35,11 +35,11 @@ use crate::cells::{Cell, NoteKind, diff_lines_unbounded};
 use crate::{Host, Session, SessionChoice, StartRequest, TuiConfig};
 
 /// The shortest time between two frames (~60 fps).
-const FRAME: Duration = Duration::from_millis(16);
+pub(crate) const FRAME: Duration = Duration::from_millis(16);
 /// Spinner speed.
 const SPINNER_STEP: Duration = Duration::from_millis(80);
 /// Agent events applied per batch before input is looked at again.
-const DRAIN_BATCH: usize = 8192;
+pub(crate) const DRAIN_BATCH: usize = 8192;
 /// Logical lines per `insert_before` call.
 const INSERT_CHUNK: usize = 200;
 /// How long an agent gets to shut down.
@@ -191,6 +191,8 @@ fn ui_loop(
     let mut app = App::new(info, config.approval_mode.clone(), agent_cmd(agent.as_ref()));
     app.skills.clone_from(&config.skills);
     app.commands.clone_from(&config.commands);
+    // `@` completion answers from a list walked in the background from the start.
+    app.files = crate::complete::FileIndex::spawn(app.info.cwd.clone());
     app.push(header(&app));
     app.replay(transcript);
     if let Some(prompt) = &config.initial_prompt {
@@ -237,6 +239,9 @@ fn ui_loop(
             },
             recv(ticker) -> _ => {
                 let spinner = spinner_frame(started);
+                if app.poll_files() {
+                    app.dirty = true;
+                }
                 if app.busy() && spinner != last_spinner {
                     last_spinner = spinner;
                     app.dirty = true;
@@ -472,16 +477,22 @@ pub(crate) fn draw<B: Backend>(
     term.autoresize()?;
     flush_history(term, app, no_color, frame)?;
     let now = Instant::now();
+    let mut live_rows = 0;
     term.draw(|f| {
         let area = f.area();
-        let cursor = crate::view::render(app, now, frame, area, f.buffer_mut());
+        let drawn = crate::view::render(app, now, frame, area, f.buffer_mut());
+        live_rows = drawn.live_rows;
         if no_color {
             decolor(f.buffer_mut());
         }
-        if let Some(position) = cursor {
+        if let Some(position) = drawn.cursor {
             f.set_cursor_position(position);
         }
     })?;
+    // The pager pages by what it showed: its rows less the title and the footer.
+    if let Some(pager) = &mut app.pager {
+        pager.page = usize::from(live_rows.saturating_sub(2)).max(1);
+    }
     app.dirty = false;
     Ok(())
 }

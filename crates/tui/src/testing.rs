@@ -34,8 +34,11 @@ pub(crate) fn info() -> SessionInfo {
 pub(crate) fn app() -> (App, Receiver<AgentCommand>) {
     let (tx, rx): (Sender<AgentCommand>, Receiver<AgentCommand>) = crossbeam_channel::unbounded();
     let mut app = App::new(info(), "on-request".to_owned(), tx);
-    app.files =
-        Some(vec!["src/main.rs".to_owned(), "src/lib.rs".to_owned(), "README.md".to_owned()]);
+    app.files = crate::complete::FileIndex::fixed(vec![
+        "src/main.rs".to_owned(),
+        "src/lib.rs".to_owned(),
+        "README.md".to_owned(),
+    ]);
     (app, rx)
 }
 

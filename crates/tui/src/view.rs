@@ -28,16 +28,19 @@ fn dim() -> Style {
     Style::default().fg(Color::DarkGray)
 }
 
-/// Draws the viewport; returns where the cursor goes.
-pub(crate) fn render(
-    app: &App,
-    now: Instant,
-    frame: usize,
-    area: Rect,
-    buf: &mut Buffer,
-) -> Option<Position> {
+/// What drawing the viewport decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Drawn {
+    /// Where the cursor goes.
+    pub(crate) cursor: Option<Position>,
+    /// Rows the live part (or the pager) had.
+    pub(crate) live_rows: u16,
+}
+
+/// Draws the viewport.
+pub(crate) fn render(app: &App, now: Instant, frame: usize, area: Rect, buf: &mut Buffer) -> Drawn {
     if area.width == 0 || area.height == 0 {
-        return None;
+        return Drawn { cursor: None, live_rows: 0 };
     }
     // Status line: the last row.
     let status_area = Rect { y: area.bottom().saturating_sub(1), height: 1, ..area };
@@ -103,8 +106,8 @@ pub(crate) fn render(
         Paragraph::new(rule).render(Rect { y: bottom, height: 1, ..area }, buf);
     }
 
-    // Completion menu.
-    if let Some(menu) = &app.completion {
+    // Completion menu (not over the pager, which takes the keys).
+    if let Some(menu) = app.completion.as_ref().filter(|_| app.pager.is_none()) {
         let rows = menu.items.len().min(MAX_MENU_ROWS);
         let height = u16::try_from(rows).unwrap_or(0).min(bottom.saturating_sub(area.y));
         let start = menu.selected.saturating_sub(rows.saturating_sub(1));
@@ -134,15 +137,21 @@ pub(crate) fn render(
 
     // The live transcript, bottom-aligned.
     let live_area = Rect { y: area.y, height: bottom.saturating_sub(area.y), ..area };
+    let drawn = Drawn { cursor: cursor_position, live_rows: live_area.height };
     if live_area.height == 0 {
-        return cursor_position;
+        return drawn;
+    }
+    // The pager draws only the rows it shows, whatever the output's length.
+    if let Some(pager) = &app.pager {
+        Paragraph::new(pager.lines(live_area.width, live_area.height)).render(live_area, buf);
+        return drawn;
     }
     let lines = live_lines(app, now, frame, live_area.height);
     let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false });
     let total = paragraph.line_count(live_area.width);
     let scroll = total.saturating_sub(usize::from(live_area.height));
     paragraph.scroll((u16::try_from(scroll).unwrap_or(u16::MAX), 0)).render(live_area, buf);
-    cursor_position
+    drawn
 }
 
 /// The live lines: reasoning tail, answer tail, running tools, then the pending request.

@@ -516,3 +516,127 @@ fn a_plan_review_is_approved_sent_back_or_edited() {
     app.on_key(ctrl('g'));
     assert_eq!(app.mode, InputMode::Normal);
 }
+
+/// Starts `call_id` as a `run_command`, streams `lines` numbered lines, finishes it.
+fn run_command_with_output(app: &mut crate::app::App, call_id: &str, lines: usize) {
+    let call = call(call_id, "run_command", json!({"command": "seq"}));
+    app.on_agent_event(event(AgentEventKind::ToolStarted {
+        turn: turn(),
+        step: StepId::FIRST,
+        call: call.clone(),
+    }));
+    let output: String = (1..=lines).map(|i| format!("out {i}\n")).collect();
+    for piece in output.as_bytes().chunks(4096) {
+        app.on_agent_event(event(AgentEventKind::ToolOutputDelta {
+            call_id: call.id.clone(),
+            stream: codecoder_protocol::OutputStream::Stdout,
+            chunk: String::from_utf8(piece.to_vec()).unwrap(),
+        }));
+    }
+    let result = ToolResult {
+        tool_call_id: call.id.clone(),
+        content: vec![ContentItem::Text { text: "(elided for the model)".to_owned() }],
+        status: ToolResultStatus::Success,
+        exit: None,
+    };
+    app.on_agent_event(event(AgentEventKind::ToolFinished {
+        turn: turn(),
+        step: StepId::FIRST,
+        call_id: call.id.clone(),
+        call,
+        result: Ok(result),
+        mcp_result: None,
+    }));
+}
+
+#[test]
+fn ctrl_o_pages_the_last_output_as_it_streamed_and_esc_gives_it_back() {
+    let (mut app, _rx) = app();
+    app.on_key(ctrl('o'));
+    assert!(app.pager.is_none());
+    assert!(notes(&app.take_history()).iter().any(|n| n.contains("no tool output")));
+
+    app.on_agent_event(turn_started());
+    run_command_with_output(&mut app, "c1", 5_000);
+    app.on_key(ctrl('o'));
+    let pager = app.pager.as_ref().unwrap();
+    assert_eq!(pager.output.title, "run_command $ seq");
+    assert_eq!(pager.output.preview.len(), 5_000);
+    assert_eq!(pager.output.preview.line(4_999), "out 5000");
+    // Keys scroll the pager, not the editor.
+    app.on_key(key(KeyCode::End));
+    type_str(&mut app, "x");
+    assert!(app.editor.is_empty());
+    assert!(app.pager.as_ref().unwrap().top > 4_000);
+    app.on_key(key(KeyCode::Esc));
+    assert!(app.pager.is_none());
+    app.on_key(ctrl('o'));
+    assert_eq!(app.pager.as_ref().unwrap().top, 0, "it opens again, at the start");
+    app.on_key(ctrl('o'));
+
+    // A tool with no streamed output pages its result's text.
+    let read = call("c2", "read_file", json!({"path": "src/lib.rs"}));
+    app.on_agent_event(event(AgentEventKind::ToolStarted {
+        turn: turn(),
+        step: StepId::FIRST,
+        call: read.clone(),
+    }));
+    app.on_agent_event(event(AgentEventKind::ToolFinished {
+        turn: turn(),
+        step: StepId::FIRST,
+        call_id: read.id.clone(),
+        call: read,
+        result: Ok(ToolResult::text(ToolCallId::new("c2"), ToolResultStatus::Success, "a\nb\n")),
+        mcp_result: None,
+    }));
+    app.on_key(ctrl('o'));
+    let pager = app.pager.as_ref().unwrap();
+    assert_eq!(pager.output.title, "read_file src/lib.rs");
+    assert_eq!(pager.output.preview.len(), 2);
+}
+
+#[test]
+fn a_huge_output_is_kept_bounded_and_the_card_keeps_none_of_it() {
+    let (mut app, _rx) = app();
+    app.on_agent_event(turn_started());
+    run_command_with_output(&mut app, "c1", 200_000);
+    let kept = app.last_output.as_ref().unwrap();
+    assert_eq!(kept.preview.total_lines(), 200_000);
+    assert_eq!(kept.preview.len(), 10_001);
+    assert!(kept.preview.heap_bytes() < 1_000_000, "{} bytes", kept.preview.heap_bytes());
+    let Some(Cell::Tool(card)) = app.take_history().pop() else { panic!("no tool card") };
+    assert!(card.preview.is_empty());
+    assert!(card.output.len() <= 16 * 1024);
+}
+
+#[test]
+fn at_completion_waits_for_the_background_list_and_a_turn_end_refreshes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    fs_err::create_dir_all(dir.path().join("src")).unwrap();
+    fs_err::write(dir.path().join("src/main.rs"), "").unwrap();
+    let (mut app, _rx) = app();
+    app.info.cwd = dir.path().to_path_buf();
+    app.files = crate::complete::FileIndex::spawn(dir.path().to_path_buf());
+    type_str(&mut app, "@mai");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while app.completion.is_none() {
+        assert!(std::time::Instant::now() < deadline, "no list came");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        app.poll_files();
+    }
+    assert_eq!(app.completion.as_ref().unwrap().items[0].0, "@src/main.rs");
+
+    // A file the turn wrote is offered once the turn has ended.
+    fs_err::write(dir.path().join("src/domain.rs"), "").unwrap();
+    app.on_agent_event(turn_started());
+    app.on_agent_event(turn_done(TurnOutcome::Completed));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while app.completion.as_ref().is_none_or(|menu| menu.items.len() < 2) {
+        assert!(std::time::Instant::now() < deadline, "no new list came");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        app.poll_files();
+    }
+    let items: Vec<&str> =
+        app.completion.as_ref().unwrap().items.iter().map(|(text, _)| text.as_str()).collect();
+    assert_eq!(items, ["@src/main.rs", "@src/domain.rs"]);
+}

@@ -24,7 +24,7 @@ fn screen(app: &App, width: u16, height: u16) -> String {
     let mut cursor = None;
     terminal
         .draw(|f| {
-            cursor = super::render(app, at, 0, f.area(), f.buffer_mut());
+            cursor = super::render(app, at, 0, f.area(), f.buffer_mut()).cursor;
         })
         .unwrap();
     let buffer = terminal.backend().buffer().clone();
