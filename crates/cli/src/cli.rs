@@ -580,7 +580,7 @@ pub(crate) struct ApplyPatchArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum SessionsCommand {
-    /// List sessions, newest first.
+    /// List sessions, newest first: the newest 50 unless `-n N` or `--all` says otherwise.
     List(ListArgs),
     /// Print a session as a readable transcript.
     Show(ShowArgs),
@@ -618,10 +618,20 @@ pub(crate) struct ListArgs {
     /// Only sessions that ran in this directory.
     #[arg(long, value_name = "DIR")]
     pub(crate) cwd: Option<PathBuf>,
-    /// Print JSON instead of a table.
+    /// Print JSON instead of a table (the same sessions: `-n` and `--all` apply).
     #[arg(long)]
     pub(crate) json: bool,
+    /// Show the newest N sessions. When more exist, a note on stderr says how many.
+    #[arg(short = 'n', long = "limit", value_name = "N", default_value_t = LIST_LIMIT)]
+    pub(crate) limit: usize,
+    /// Show every session, however many.
+    #[arg(long, conflicts_with = "limit")]
+    pub(crate) all: bool,
 }
+
+/// How many sessions `sessions list` shows unless told otherwise: a screenful or two, the
+/// newest being the ones people resume.
+pub(crate) const LIST_LIMIT: usize = 50;
 
 #[derive(Debug, Args)]
 pub(crate) struct ShowArgs {

@@ -147,7 +147,17 @@ fn list(store: &SessionStore, args: &ListArgs, out: &mut dyn Write) -> anyhow::R
         ),
         None => None,
     };
-    let sessions = index.list(cwd.as_deref())?;
+    let limit = (!args.all).then_some(args.limit);
+    let sessions = index.list_newest(cwd.as_deref(), limit)?;
+    if limit.is_some_and(|limit| sessions.len() >= limit) {
+        let total = index.count(cwd.as_deref())?;
+        if total > sessions.len() {
+            eprintln!(
+                "showing the newest {} of {total} sessions (-n N or --all for more)",
+                sessions.len()
+            );
+        }
+    }
     if args.json {
         let rows: Vec<_> = sessions
             .iter()

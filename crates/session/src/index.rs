@@ -17,7 +17,9 @@
 //! transaction, then writes in one `IMMEDIATE` transaction (it waits for the write lock instead
 //! of failing to upgrade a read) after looking at the table again; it deletes only rows whose
 //! file is gone. So every refresh leaves a row for every file it listed, whatever other
-//! processes did meanwhile, and a rebuild never shows an empty table to anyone.
+//! processes did meanwhile, and a rebuild never shows an empty table to anyone. A refresh that
+//! finds every file as its row recorded it (the common case: `sessions list` between sessions)
+//! writes nothing and takes no lock: one query of the stamps and one `stat` per file.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -135,13 +137,34 @@ impl Index {
 
     /// Sessions, newest first, optionally only those run in `cwd`.
     pub fn list(&self, cwd: Option<&str>) -> Result<Vec<SessionSummary>> {
-        let mut stmt = self.conn.prepare(
+        self.list_newest(cwd, None)
+    }
+
+    /// How many sessions there are, optionally only those run in `cwd`.
+    pub fn count(&self, cwd: Option<&str>) -> Result<usize> {
+        let count: i64 = self.conn.query_row(
+            "SELECT count(*) FROM sessions WHERE ?1 IS NULL OR cwd = ?1",
+            [cwd],
+            |row| row.get(0),
+        )?;
+        Ok(usize::try_from(count).unwrap_or(0))
+    }
+
+    /// The newest `limit` sessions (all when `None`), newest first, optionally only those run
+    /// in `cwd`.
+    pub fn list_newest(
+        &self,
+        cwd: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<SessionSummary>> {
+        let limit = limit.map_or(-1, |limit| i64::try_from(limit).unwrap_or(i64::MAX));
+        let mut stmt = self.conn.prepare_cached(
             "SELECT id, path, cwd, title, model, provider, created_ms, updated_ms, parent,
                     record_count, problem
              FROM sessions WHERE ?1 IS NULL OR cwd = ?1
-             ORDER BY updated_ms DESC, id DESC",
+             ORDER BY updated_ms DESC, id DESC LIMIT ?2",
         )?;
-        let rows = stmt.query_map([cwd], |row| {
+        let rows = stmt.query_map(params![cwd, limit], |row| {
             Ok(SessionSummary {
                 id: row.get(0)?,
                 path: PathBuf::from(row.get::<_, String>(1)?),
@@ -318,16 +341,24 @@ fn refresh_rows(
 ) -> Result<RefreshStats> {
     let known = if rebuild { HashMap::new() } else { stamps(conn)? };
     let mut prepared: HashMap<String, Row> = HashMap::new();
+    let mut unchanged = 0;
     for (id, path) in files {
         let id = id.to_string();
         let Some(stamp) = stamp(path)? else { continue };
-        if known.get(&id) != Some(&stamp) {
+        if known.get(&id) == Some(&stamp) {
+            unchanged += 1;
+        } else {
             let summary = summarize(&id, path);
             prepared.insert(id, Row { summary, stamp });
         }
     }
-
     let mut stats = RefreshStats { files: files.len(), ..RefreshStats::default() };
+    // Every file matches its row and every row has its file (ids are unique, so as many
+    // matches as rows means no other row): nothing to write, and no write lock to wait for.
+    if !rebuild && prepared.is_empty() && unchanged == known.len() {
+        return Ok(stats);
+    }
+
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     if rebuild {
         tx.execute("DELETE FROM sessions", [])?;

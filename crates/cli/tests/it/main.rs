@@ -13,6 +13,7 @@ mod exec;
 mod guard;
 mod hooks;
 mod lock;
+mod many_sessions;
 mod mcp;
 mod mcp_add;
 mod mcp_server;
