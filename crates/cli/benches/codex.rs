@@ -22,45 +22,19 @@
     clippy::cast_precision_loss
 )]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use codecoder_protocol::env::{CODECODER_BENCH_CODEX, CODECODER_BENCH_NETNS, CODECODER_TEST_NPM};
 use codecoder_test_support::{FakeModelServer, Reply, Script};
-use serde_json::json;
 
 #[path = "support/mod.rs"]
 mod support;
+use support::agents::{Agent, Peers, enter_offline, load_average, offline, write_codex_config};
 use support::{median, project, slow_home, wait_peak_rss_mib};
 
 const BIN: &str = env!("CARGO_BIN_EXE_codecoder");
 const RUNS: usize = 7;
-
-/// The two agents: how each names its shell tool and what else differs.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Agent {
-    Codecoder,
-    Codex,
-}
-
-impl Agent {
-    /// A tool call running `command` in this agent's shell tool.
-    fn command(self, id: &str, command: &str) -> Reply {
-        match self {
-            Self::Codecoder => Reply::tool_call(id, "run_command", json!({ "command": command })),
-            Self::Codex => Reply::tool_call(id, "exec_command", json!({ "cmd": command })),
-        }
-    }
-
-    /// A tool call reading `path`: codecoder's `read_file`; codex has no read tool and cats.
-    fn read(self, id: &str, path: &str) -> Reply {
-        match self {
-            Self::Codecoder => Reply::tool_call(id, "read_file", json!({ "path": path })),
-            Self::Codex => self.command(id, &format!("cat {path}")),
-        }
-    }
-}
 
 /// A task: its name, its script for an agent, and how many requests it makes.
 type Task = (&'static str, fn(Agent) -> Script, usize);
@@ -82,7 +56,7 @@ fn cheap_task(agent: Agent) -> Script {
     for (i, command) in commands.iter().enumerate() {
         script = script.reply(agent.command(&format!("c{i}"), command));
     }
-    script.reply(agent.read("r", "calc.py")).reply(Reply::text("done"))
+    script.reply(agent.read("r", Path::new("."), "calc.py")).reply(Reply::text("done"))
 }
 
 /// The 4-request bug fix: run the tests (they fail), fix, run them again, answer.
@@ -106,18 +80,7 @@ fn run(agent: Agent, codex: Option<&Path>, script: Script, requests: usize) -> (
     let server = FakeModelServer::start(script).unwrap();
     let mut command = match (agent, codex) {
         (Agent::Codex, Some(codex)) => {
-            std::fs::write(
-                agent_home.path().join("config.toml"),
-                format!(
-                    "model = \"gpt-5\"\nmodel_provider = \"fake\"\ncheck_for_update_on_startup = false\n\
-                     [model_providers.fake]\nname = \"fake\"\nbase_url = \"{}/v1\"\n\
-                     wire_api = \"responses\"\nenv_key = \"FAKE_API_KEY\"\n\
-                     request_max_retries = 0\nstream_max_retries = 0\n\
-                     [analytics]\nenabled = false\n[otel]\nexporter = \"none\"\n",
-                    server.base_url()
-                ),
-            )
-            .unwrap();
+            write_codex_config(agent_home.path(), &server.base_url());
             let mut command = Command::new(codex);
             command
                 .args(["exec", "--skip-git-repo-check", "-s", "workspace-write", "do the task"])
@@ -144,7 +107,7 @@ fn run(agent: Agent, codex: Option<&Path>, script: Script, requests: usize) -> (
         .stderr(Stdio::null());
     let started = Instant::now();
     let child = command.spawn().unwrap();
-    let name = if agent == Agent::Codex { "codex" } else { "codecoder" };
+    let name = agent.name();
     let rss = wait_peak_rss_mib(child, name);
     let wall = started.elapsed().as_secs_f64() * 1000.0;
     let sent = server.requests();
@@ -161,86 +124,15 @@ fn run(agent: Agent, codex: Option<&Path>, script: Script, requests: usize) -> (
     (wall, rss)
 }
 
-/// The native codex binary: `CODECODER_BENCH_CODEX`, else under the test npm prefix.
-fn find_codex() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os(CODECODER_BENCH_CODEX).filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(path));
-    }
-    let npm = std::env::var_os(CODECODER_TEST_NPM).filter(|p| !p.is_empty())?;
-    let scope = Path::new(&npm).join("node_modules/@openai");
-    for package in std::fs::read_dir(&scope).ok()?.flatten() {
-        if !package.file_name().to_string_lossy().starts_with("codex") {
-            continue;
-        }
-        let Ok(targets) = std::fs::read_dir(package.path().join("vendor")) else { continue };
-        for target in targets.flatten() {
-            for candidate in ["bin/codex", "codex/codex"] {
-                let path = target.path().join(candidate);
-                if path.is_file() {
-                    return Some(path);
-                }
-            }
-        }
-    }
-    None
-}
-
-/// Runs this bench again inside a network namespace of its own; `None` when bwrap is missing.
-fn rerun_offline() -> Option<std::process::ExitStatus> {
-    let bwrap = Command::new("bwrap").arg("--version").output().ok()?;
-    if !bwrap.status.success() {
-        return None;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let hosts = dir.path().join("hosts");
-    std::fs::write(
-        &hosts,
-        "127.0.0.1 localhost chatgpt.com ab.chatgpt.com api.openai.com api.github.com github.com\n\
-         ::1 localhost\n",
-    )
-    .unwrap();
-    let status = Command::new("bwrap")
-        .args(["--unshare-net", "--dev-bind", "/", "/", "--proc", "/proc", "--ro-bind"])
-        .arg(&hosts)
-        .arg("/etc/hosts")
-        .arg("--")
-        .arg(std::env::current_exe().unwrap())
-        .args(std::env::args_os().skip(1))
-        .env(CODECODER_BENCH_NETNS, "1")
-        .status()
-        .unwrap();
-    Some(status)
-}
-
 fn main() {
-    if std::env::var_os(CODECODER_BENCH_NETNS).is_none() {
-        match rerun_offline() {
-            Some(status) => std::process::exit(status.code().unwrap_or(1)),
-            None => println!("bwrap is not available: running on the host network"),
-        }
-    }
+    enter_offline();
     println!(
         "codex comparison ({} cores, load {}, offline: {})",
         std::thread::available_parallelism().map_or(1, usize::from),
-        std::fs::read_to_string("/proc/loadavg")
-            .unwrap_or_default()
-            .split(' ')
-            .next()
-            .unwrap_or("?"),
-        std::env::var_os(CODECODER_BENCH_NETNS).is_some()
+        load_average(),
+        offline()
     );
-    let codex = find_codex();
-    match &codex {
-        Some(path) => {
-            let version = Command::new(path).arg("--version").output().unwrap();
-            println!(
-                "codex: {} ({})",
-                path.display(),
-                String::from_utf8_lossy(&version.stdout).trim()
-            );
-        }
-        None => println!("codex: not found (set {CODECODER_BENCH_CODEX}); codecoder only"),
-    }
+    let codex = Peers::find().codex;
     let tasks: [Task; 2] = [
         ("11-request cheap-command task", cheap_task, 11),
         ("4-request bug fix, two python test runs", bugfix_task, 4),

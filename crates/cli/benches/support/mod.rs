@@ -1,7 +1,10 @@
-//! Helpers the harness and codex benches share: medians, the slow-profile HOME, the bug-fix
-//! project in git, and peak RSS sampling. Included by `#[path]` (bench targets are separate
-//! crates), so each bench uses what it needs.
+//! Helpers the cli benches share: medians, the slow-profile HOME, the bug-fix project in git,
+//! peak RSS sampling (of one process, or of a process tree), and in `agents` the peer agents
+//! (codex, Claude Code) and the offline namespace they run in. Included by `#[path]` (bench
+//! targets are separate crates), so each bench uses what it needs.
 #![allow(dead_code)]
+
+pub(crate) mod agents;
 
 use std::path::Path;
 use std::process::Command;
@@ -65,4 +68,58 @@ pub(crate) fn wait_peak_rss_mib(mut child: std::process::Child, what: &str) -> f
         }
         std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+/// Peak memory of a process tree, in MiB.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TreePeak {
+    /// The root process's own VmHWM (its peak resident set).
+    pub(crate) root_mib: f64,
+    /// The largest sum of VmRSS over the root and its live descendants in one sample.
+    pub(crate) tree_mib: f64,
+}
+
+/// Samples a running child and its descendants every 2 ms until it exits (asserting success;
+/// `what` names it): the child's VmHWM and the tree's largest summed VmRSS.
+pub(crate) fn wait_peak_tree_rss(mut child: std::process::Child, what: &str) -> TreePeak {
+    let root = child.id();
+    let mut peak = TreePeak { root_mib: 0.0, tree_mib: 0.0 };
+    loop {
+        let mut tree_kib = 0;
+        let mut pending = vec![root];
+        while let Some(pid) = pending.pop() {
+            if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+                tree_kib += status_kib(&text, "VmRSS:");
+                if pid == root {
+                    peak.root_mib = peak.root_mib.max(status_kib(&text, "VmHWM:") as f64 / 1024.0);
+                }
+            }
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
+            for task in tasks.flatten() {
+                let children = std::fs::read_to_string(task.path().join("children"));
+                pending.extend(
+                    children
+                        .unwrap_or_default()
+                        .split_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok()),
+                );
+            }
+        }
+        peak.tree_mib = peak.tree_mib.max(tree_kib as f64 / 1024.0);
+        if let Some(exit) = child.try_wait().unwrap() {
+            assert!(exit.success(), "{what} failed");
+            return peak;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The KiB figure of a `/proc/PID/status` line such as `VmHWM:   1234 kB`; 0 when absent.
+fn status_kib(status: &str, key: &str) -> u64 {
+    status
+        .lines()
+        .find(|line| line.starts_with(key))
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
