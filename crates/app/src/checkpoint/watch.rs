@@ -379,6 +379,10 @@ fn scan(shared: &Shared, repo: &GitRepo, inotify: &Arc<Inotify>) -> Result<(), S
         state.lost = None;
     }
     let ReadIndex { entries, mtime: index_mtime, frozen } = read_index(repo)?;
+    // Kept in the state at once, so that it is removed with it whatever happens next.
+    if let Some(old) = shared.lock().frozen_index.replace(frozen) {
+        let _ = fs_err::remove_file(old);
+    }
     let root = repo.root.clone();
     let by_path: HashMap<PathBuf, usize> = entries
         .iter()
@@ -448,9 +452,6 @@ fn scan(shared: &Shared, repo: &GitRepo, inotify: &Arc<Inotify>) -> Result<(), S
     state.clean = clean;
     state.dirs.extend(found.dirs);
     state.changed.extend(found.changed);
-    if let Some(old) = state.frozen_index.replace(frozen) {
-        let _ = fs_err::remove_file(old);
-    }
     state.root_ignore = root_ignore(repo);
     state.phase = Phase::Ready;
     // Events queued while the walk ran: after it, so they win.
@@ -572,8 +573,12 @@ struct ReadIndex {
 
 fn read_index(repo: &GitRepo) -> Result<ReadIndex, String> {
     let path = repo.git_dir.join("index");
+    remove_stale_copies(&repo.index_dir);
     let frozen = repo.temporary_index("base").map_err(|err| err.to_string())?;
-    let mut file = match fs_err::File::open(&path) {
+    // Git replaces its index by renaming a new file over it, never in place, so a hard link
+    // is a frozen copy at no cost; across file systems the bytes are copied.
+    let linked = fs_err::hard_link(&path, &frozen).is_ok();
+    let mut file = match fs_err::File::open(if linked { &frozen } else { &path }) {
         Ok(file) => file,
         // No index yet (nothing ever added): nothing is tracked.
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
@@ -585,9 +590,25 @@ fn read_index(repo: &GitRepo) -> Result<ReadIndex, String> {
     let mut bytes = Vec::with_capacity(usize::try_from(meta.size()).unwrap_or_default());
     file.read_to_end(&mut bytes).map_err(|err| err.to_string())?;
     let entries = git_index::parse(&bytes).map_err(|err| err.0)?;
-    fs_err::write(&frozen, &bytes).map_err(|err| err.to_string())?;
+    if !linked {
+        fs_err::write(&frozen, &bytes).map_err(|err| err.to_string())?;
+    }
     let mtime = (meta.mtime() as u32, meta.mtime_nsec() as u32);
     Ok(ReadIndex { entries, mtime, frozen })
+}
+
+/// Removes the frozen index copies of processes that are gone (killed before they could).
+fn remove_stale_copies(dir: &Path) {
+    let Ok(entries) = fs_err::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some((pid, rest)) = name.to_str().and_then(|name| name.split_once('-')) else {
+            continue;
+        };
+        if rest.starts_with("base-") && !Path::new("/proc").join(pid).exists() {
+            let _ = fs_err::remove_file(entry.path());
+        }
+    }
 }
 
 /// The ignore rules of the root's `.gitignore` and the repository's `info/exclude`.
@@ -606,6 +627,14 @@ fn hash_path(hasher: &std::hash::RandomState, path: &Path) -> u64 {
 
 fn hex(oid: &[u8; OID_LEN]) -> String {
     oid.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+impl Drop for State {
+    fn drop(&mut self) {
+        if let Some(frozen) = self.frozen_index.take() {
+            let _ = fs_err::remove_file(frozen);
+        }
+    }
 }
 
 impl State {

@@ -177,6 +177,33 @@ fn the_next_turn_starts_from_what_the_last_one_left() {
 }
 
 #[test]
+fn the_frozen_index_goes_with_the_session_and_a_killed_one_s_with_the_next() {
+    let dir = repo();
+    let root = dir.path().canonicalize().unwrap();
+    let blob_dir = tempfile::tempdir().unwrap();
+    let copies = blob_dir.path().join("git-index");
+    fs_err::create_dir_all(&copies).unwrap();
+    // Left by a process that was killed: no such pid.
+    fs_err::write(copies.join("4000000000-base-0"), "stale").unwrap();
+    let listed = || -> Vec<String> {
+        let mut names: Vec<String> = fs_err::read_dir(&copies)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let checkpoints =
+        SessionCheckpoints::new(BlobStore::new(blob_dir.path()), &root, Environment::Inherited);
+    watched_turn(&checkpoints, 1, || write(&root, "a.txt", "changed\n"));
+    let during = listed();
+    assert_eq!(during.len(), 1, "{during:?}");
+    assert!(during[0].starts_with(&format!("{}-base-", std::process::id())), "{during:?}");
+    drop(checkpoints);
+    assert_eq!(listed(), Vec::<String>::new());
+}
+
+#[test]
 fn outside_a_repository_commands_are_not_followed_and_file_tools_still_are() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
