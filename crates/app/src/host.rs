@@ -5,7 +5,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use codecoder_sandbox::{CommandSpec, SpawnConfig, Wait};
+use codecoder_context::{GIT_STATUS_MAX_TRACKED_FILES, GitStatus};
+use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Wait};
 use codecoder_session::{Index, SessionStore};
 
 use crate::Runtime;
@@ -15,20 +16,40 @@ use crate::error::{Error, Result};
 /// bound on memory when a repository holds a giant diff.
 const GIT_OUTPUT_LIMIT: usize = 64 << 20;
 
+/// How long the prompt's `git status` may take before the session starts without it.
+const GIT_STATUS_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// `git status --porcelain` in `cwd`, for the prompt's environment section; `None` outside a
-/// repository or when git is missing or slow (one second at most). It runs in the command
-/// environment: its output reaches the model like a command's.
+/// repository or when git is missing or fails. Not run when the index lists more than
+/// `GIT_STATUS_MAX_TRACKED_FILES` files (read from its header, without git), and stopped after
+/// `GIT_STATUS_TIMEOUT`: the section then says so. It runs in the command environment (its
+/// output reaches the model like a command's), without optional locks, so it never takes
+/// `index.lock` from under the person's own git commands.
 pub(crate) fn git_status(
     cwd: &Path,
     environment: codecoder_sandbox::Environment,
-) -> Option<String> {
-    codecoder_context::find_project_root(cwd)?;
-    let mut spec = CommandSpec::new("git", ["status", "--porcelain"]);
+) -> Option<GitStatus> {
+    let root = codecoder_context::find_project_root(cwd)?;
+    if let Some(tracked_files) = codecoder_context::git_tracked_files(root)
+        && tracked_files > GIT_STATUS_MAX_TRACKED_FILES
+    {
+        return Some(GitStatus::TooManyFiles {
+            tracked_files,
+            limit: GIT_STATUS_MAX_TRACKED_FILES,
+        });
+    }
+    let mut spec = CommandSpec::new("git", ["--no-optional-locks", "status", "--porcelain"]);
     spec.cwd = Some(cwd.to_owned());
     let config = SpawnConfig { environment, ..SpawnConfig::standard() };
-    let wait = Wait::within(Duration::from_secs(1));
+    let wait = Wait::within(GIT_STATUS_TIMEOUT);
     let collected = codecoder_sandbox::output(&spec, &config, &wait, GIT_OUTPUT_LIMIT).ok()?;
-    collected.success().then(|| collected.stdout_text())
+    match collected.outcome {
+        Outcome::TimedOut => Some(GitStatus::TimedOut { timeout: GIT_STATUS_TIMEOUT }),
+        Outcome::Exited(status) if status.success() => {
+            Some(GitStatus::Porcelain(collected.stdout_text()))
+        }
+        Outcome::Exited(_) | Outcome::Cancelled | Outcome::Killed => None,
+    }
 }
 
 /// `git diff` (tracked changes against the index) in `cwd`, bounded to 10 seconds.

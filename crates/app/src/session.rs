@@ -420,8 +420,7 @@ impl Runtime {
             &cwd,
             std::env::var(codecoder_protocol::env::SHELL).ok(),
         );
-        environment.git_status_porcelain =
-            crate::host::git_status(&cwd, safety.command_env.environment());
+        environment.git_status = crate::host::git_status(&cwd, safety.command_env.environment());
         let blobs = store.blobs();
         let builder = codecoder_context::ContextBuilder::new(
             &context_config,

@@ -230,3 +230,63 @@ fn a_plugin_manifest_needs_a_kebab_case_name_and_the_list_survives_a_round_trip(
     assert!(listed[0].enabled);
     assert!(!crate::plugins::set_plugin_enabled(home.path(), "missing", false).unwrap());
 }
+
+/// An index file's header listing `entries` files (git reads no further to count them).
+fn index_header(entries: u32) -> Vec<u8> {
+    let mut header = b"DIRC".to_vec();
+    header.extend(2_u32.to_be_bytes());
+    header.extend(entries.to_be_bytes());
+    header
+}
+
+#[test]
+fn the_prompts_git_status_is_not_taken_above_the_tracked_file_limit() {
+    use codecoder_context::{GIT_STATUS_MAX_TRACKED_FILES, GitStatus};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // Not a repository git could read: had git run, it would have failed (`None`).
+    fs_err::create_dir_all(root.join(".git")).unwrap();
+    fs_err::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    fs_err::write(root.join(".git/index"), index_header(GIT_STATUS_MAX_TRACKED_FILES + 1)).unwrap();
+    let nested = root.join("packages/a");
+    fs_err::create_dir_all(&nested).unwrap();
+    let status = crate::host::git_status(&nested, codecoder_sandbox::Environment::Inherited);
+    assert_eq!(
+        status,
+        Some(GitStatus::TooManyFiles {
+            tracked_files: GIT_STATUS_MAX_TRACKED_FILES + 1,
+            limit: GIT_STATUS_MAX_TRACKED_FILES
+        })
+    );
+}
+
+#[test]
+fn the_prompts_git_status_is_taken_at_or_below_the_limit() {
+    use codecoder_context::GitStatus;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let git = |args: &[&str]| {
+        #[allow(clippy::disallowed_methods)] // The test makes its repository with git itself.
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(root)
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    fs_err::write(root.join("a.txt"), "a\n").unwrap();
+    git(&["add", "a.txt"]);
+    git(&["commit", "-qm", "a"]);
+    fs_err::write(root.join("a.txt"), "changed\n").unwrap();
+    fs_err::write(root.join("notes.txt"), "todo\n").unwrap();
+    let status = crate::host::git_status(root, codecoder_sandbox::Environment::Inherited);
+    assert_eq!(status, Some(GitStatus::Porcelain(" M a.txt\n?? notes.txt\n".to_owned())));
+    assert!(!root.join(".git/index.lock").exists());
+    assert_eq!(
+        crate::host::git_status(&root.join(".."), codecoder_sandbox::Environment::Inherited),
+        None,
+        "outside a repository"
+    );
+}

@@ -41,7 +41,10 @@ pub use builder::{BlobResolver, ContextBuilder, ContextConfig, ENVIRONMENT_SECTI
 pub use compact::{
     CARRYOVER_PREFIX, ContextCompactor, SUMMARY_PREFIX, SUMMARY_PROMPT, default_limit,
 };
-pub use environment::{Environment, read_git_head, render_environment, summarize_git_status};
+pub use environment::{
+    Environment, GIT_STATUS_MAX_TRACKED_FILES, GitStatus, git_tracked_files, read_git_head,
+    render_environment, summarize_git_status,
+};
 pub use error::{Error, Result};
 pub use rebuild::{RebuiltRequest, ResolveBlob, rebuild_request, request_count};
 pub use section::{Section, SectionPolicy, Warning};

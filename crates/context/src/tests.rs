@@ -16,7 +16,8 @@ use crate::builder::{bytes, message_bound};
 use crate::tokens::count_with_encoding;
 use crate::{
     AgentsMdLoader, BASE_INSTRUCTIONS, ContextBuilder, ContextConfig, Environment, Error,
-    SectionPolicy, Warning, count_tokens, find_project_root, read_git_head, summarize_git_status,
+    SectionPolicy, Warning, count_tokens, find_project_root, git_tracked_files, read_git_head,
+    summarize_git_status,
 };
 
 #[test]
@@ -47,6 +48,45 @@ fn git_status_lists_at_most_ten_lines() {
 fn write(path: &Path, text: &str) {
     fs_err::create_dir_all(path.parent().unwrap()).unwrap();
     fs_err::write(path, text).unwrap();
+}
+
+/// An index file's header: `DIRC`, `version`, `entries` (the entries themselves are never read).
+fn index_header(version: u32, entries: u32) -> Vec<u8> {
+    let mut header = b"DIRC".to_vec();
+    header.extend(version.to_be_bytes());
+    header.extend(entries.to_be_bytes());
+    header.extend([0_u8; 62]);
+    header
+}
+
+#[test]
+fn tracked_files_come_from_the_index_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    assert_eq!(git_tracked_files(root), None, "no repository");
+    write(&root.join(".git/HEAD"), "ref: refs/heads/main\n");
+    assert_eq!(git_tracked_files(root), None, "a fresh repository has no index");
+
+    fs_err::write(root.join(".git/index"), index_header(2, 200_000)).unwrap();
+    assert_eq!(git_tracked_files(root), Some(200_000));
+    fs_err::write(root.join(".git/index"), index_header(4, 7)).unwrap();
+    assert_eq!(git_tracked_files(root), Some(7));
+
+    fs_err::write(root.join(".git/index"), index_header(9, 7)).unwrap();
+    assert_eq!(git_tracked_files(root), None, "an unknown version");
+    fs_err::write(root.join(".git/index"), b"DIRC\0\0").unwrap();
+    assert_eq!(git_tracked_files(root), None, "a short file");
+    let mut wrong = index_header(2, 7);
+    wrong[0] = b'X';
+    fs_err::write(root.join(".git/index"), wrong).unwrap();
+    assert_eq!(git_tracked_files(root), None, "not an index");
+
+    // A worktree's index lives in the git directory its `.git` file names.
+    let worktree = root.join("wt");
+    write(&worktree.join(".git"), "gitdir: ../main-git/worktrees/wt\n");
+    write(&root.join("main-git/worktrees/wt/HEAD"), "ref: refs/heads/wt\n");
+    fs_err::write(root.join("main-git/worktrees/wt/index"), index_header(3, 42)).unwrap();
+    assert_eq!(git_tracked_files(&worktree), Some(42));
 }
 
 #[test]

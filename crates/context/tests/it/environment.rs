@@ -3,7 +3,11 @@
 
 use std::sync::Arc;
 
-use codecoder_context::{AgentsMdLoader, BASE_INSTRUCTIONS, ContextBuilder, Environment};
+use std::time::Duration;
+
+use codecoder_context::{
+    AgentsMdLoader, BASE_INSTRUCTIONS, ContextBuilder, Environment, GitStatus, render_environment,
+};
 use codecoder_kernel::{PromptBuilder, PromptInput};
 use codecoder_protocol::{Message, SessionId, StepId, TurnId};
 use codecoder_stdx::ManualClock;
@@ -20,7 +24,7 @@ fn environment_section_shows_cwd_os_shell_date_branch_status() {
         cwd: cwd.clone(),
         os: "linux (x86_64)".to_owned(),
         shell: Some("/usr/bin/fish".to_owned()),
-        git_status_porcelain: Some(" M src/lib.rs\n?? notes.txt\n".to_owned()),
+        git_status: Some(GitStatus::Porcelain(" M src/lib.rs\n?? notes.txt\n".to_owned())),
     };
     // The clock is read once, when the builder is made.
     let clock = ManualClock::new(START_MS, 0);
@@ -45,6 +49,40 @@ fn environment_section_shows_cwd_os_shell_date_branch_status() {
             project.repo().display()
         )
     );
+}
+
+#[test]
+fn a_status_not_taken_says_why_and_what_to_do_instead() {
+    let project = Project::new();
+    project.write("repo/.git/HEAD", "ref: refs/heads/main\n");
+    let clock = ManualClock::new(START_MS, 0);
+    let mut environment = Environment::new(project.repo(), None);
+    let status_line = |environment: &Environment| {
+        let text = render_environment(environment, &clock);
+        let line = text.lines().find(|line| line.starts_with("- Git status"));
+        line.map(str::to_owned)
+    };
+
+    environment.git_status =
+        Some(GitStatus::TooManyFiles { tracked_files: 200_000, limit: 20_000 });
+    assert_eq!(
+        status_line(&environment).as_deref(),
+        Some(
+            "- Git status at session start: not taken (the repository tracks 200000 files, \
+             more than the 20000 a status is taken for); run `git status -- <path>` for the \
+             part you work on"
+        )
+    );
+    environment.git_status = Some(GitStatus::TimedOut { timeout: Duration::from_secs(1) });
+    assert_eq!(
+        status_line(&environment).as_deref(),
+        Some(
+            "- Git status at session start: not taken (git took longer than 1000 ms); run \
+             `git status -- <path>` for the part you work on"
+        )
+    );
+    environment.git_status = None;
+    assert_eq!(status_line(&environment), None, "git missing or failed: nothing is said");
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use codecoder_context::{AgentsMdLoader, ContextBuilder, Environment};
+use codecoder_context::{AgentsMdLoader, ContextBuilder, Environment, GitStatus};
 use codecoder_kernel::{ModelRequest, PromptBuilder, PromptInput};
 use codecoder_protocol::{
     BlobRef, ContentItem, Message, MessageItem, Role, SessionId, StepId, ToolCall, ToolCallId,
@@ -64,7 +64,7 @@ fn five_steps_extend_each_other_byte_for_byte() {
     // Every reading of the clock moves it a day, so a second reading would change the date.
     let clock = ManualClock::new(START_MS, DAY_MS);
     let mut environment = Environment::new(project.repo(), Some("/bin/bash".to_owned()));
-    environment.git_status_porcelain = Some(" M src/lib.rs\n".to_owned());
+    environment.git_status = Some(GitStatus::Porcelain(" M src/lib.rs\n".to_owned()));
     // The resolver answers differently every time: only its cache keeps requests stable.
     let resolutions = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&resolutions);
@@ -94,7 +94,7 @@ fn five_steps_extend_each_other_byte_for_byte() {
         // Between steps the project changes under the session.
         project.write("repo/AGENTS.md", &format!("Use spaces (edit {step})."));
         set_mtime(&agents, 1_000 + step as u64 * 60);
-        environment.git_status_porcelain = Some(format!("?? new{step}.rs\n"));
+        environment.git_status = Some(GitStatus::Porcelain(format!("?? new{step}.rs\n")));
     }
 
     assert_prefix_stable(&requests);
