@@ -46,7 +46,11 @@ impl BlobStore {
         }
         let parent = path.parent().unwrap_or(&self.dir);
         fs_err::create_dir_all(parent)?;
-        let tmp = parent.join(format!(".{sha}.{}.tmp", std::process::id()));
+        // The temporary file is this writer's own (process and call), so two threads or
+        // processes storing the same content at once each rename a whole file into place.
+        static PUTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = PUTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = parent.join(format!(".{sha}.{}-{n}.tmp", std::process::id()));
         let mut file = fs_err::File::create(&tmp)?;
         file.write_all(bytes)?;
         file.sync_data()?;

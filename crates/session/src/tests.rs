@@ -1185,3 +1185,21 @@ fn a_context_record_round_trips_through_a_log_and_old_logs_load_without_one() {
     assert_eq!(resumed.context(), None);
     resumed.append(turn_start(2)).unwrap();
 }
+
+#[test]
+fn threads_storing_the_same_blob_at_once_all_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = crate::BlobStore::new(dir.path().join("blobs"));
+    let bytes = vec![b'x'; 256 * 1024];
+    let shas: Vec<String> = std::thread::scope(|scope| {
+        let puts: Vec<_> = (0..8).map(|_| scope.spawn(|| blobs.put(&bytes).unwrap())).collect();
+        puts.into_iter().map(|put| put.join().unwrap()).collect()
+    });
+    assert!(shas.iter().all(|sha| *sha == shas[0]));
+    assert_eq!(blobs.get_verified(&shas[0]).unwrap(), bytes);
+    let left: Vec<_> = fs_err::read_dir(blobs.path_of(&shas[0]).parent().unwrap())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "no temporary file left: {left:?}");
+}
