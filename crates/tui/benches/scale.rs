@@ -107,8 +107,28 @@ fn monorepo_tree() -> PathBuf {
 }
 
 fn main() {
+    // `cargo bench -p codecoder-tui --bench scale -- stream` runs only the parts named.
+    let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let run = |part: &str| only.is_empty() || only.iter().any(|name| name == part);
     println!("load average at start: {}", load());
+    if run("stream") {
+        stream();
+    }
+    if run("scroll") {
+        scroll();
+    }
+    if run("memory") {
+        memory();
+    }
+    if run("complete") {
+        complete();
+    }
+    if run("index") {
+        index();
+    }
+}
 
+fn stream() {
     let report = bench::paced_stream(2_000, 10, WIDTH, HEIGHT).unwrap();
     let wall = report.wall.as_secs_f64();
     println!(
@@ -122,7 +142,9 @@ fn main() {
     );
     println!("  frame time: {}", spread(&report.frames));
     println!("  frames over 16 ms: {}", report.frames.iter().filter(|t| ms(**t) > 16.0).count());
+}
 
+fn scroll() {
     let report = bench::scroll_output(5_000, WIDTH, HEIGHT).unwrap();
     println!("5,000-line output streaming, 50 lines a frame: {}", spread(&report.streaming));
     println!(
@@ -130,7 +152,9 @@ fn main() {
         report.lines,
         spread(&report.keystrokes)
     );
+}
 
+fn memory() {
     let samples =
         bench::transcript_memory(5_000, 100, &[1, 100, 1_000, 2_000, 5_000], WIDTH, HEIGHT)
             .unwrap();
@@ -142,12 +166,24 @@ fn main() {
             sample.kept_output_bytes / 1000,
         );
     }
+}
 
+fn complete() {
     let paths = monorepo_paths();
-    let queries = ["svc042handler", "src/main", "readme", "api_08/f03", "schema.json", "tmp.py"];
+    let queries = [
+        "svc042handler",
+        "src/main",
+        "readme",
+        "api_08/f03",
+        "schema.json",
+        "tmp.py",
+        "svc 7 types",
+    ];
     let times = bench::at_completion(paths, &queries, WIDTH, HEIGHT).unwrap();
     println!("@ completion over 200,000 paths, keystroke + frame: {}", spread(&times));
+}
 
+fn index() {
     let tree = monorepo_tree();
     let mut builds = Vec::new();
     for _ in 0..3 {
@@ -162,5 +198,4 @@ fn main() {
             build.heap_bytes as f64 / 1e6,
         );
     }
-    println!("load average at end: {}", load());
 }

@@ -233,10 +233,15 @@ fn thread_cpu_ns() -> u64 {
     schedstat_ns("/proc/thread-self/schedstat")
 }
 
-/// CPU time all threads of this process have run (nanoseconds; 0 where unavailable).
+/// CPU time all threads of this process have run, ended ones included (nanoseconds, at the
+/// kernel's 10 ms tick; 0 where unavailable).
 fn process_cpu_ns() -> u64 {
-    let Ok(tasks) = fs_err::read_dir("/proc/self/task") else { return 0 };
-    tasks.flatten().map(|task| schedstat_ns(&task.path().join("schedstat").to_string_lossy())).sum()
+    let Ok(stat) = fs_err::read_to_string("/proc/self/stat") else { return 0 };
+    // Fields after the command's closing parenthesis: state is the first, utime the 12th.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
+    let ticks = |at: usize| fields.get(at).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    (ticks(11) + ticks(12)) * 10_000_000
 }
 
 fn schedstat_ns(path: &str) -> u64 {

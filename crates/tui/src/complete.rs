@@ -6,9 +6,11 @@
 //! - The UI thread never walks the tree: it answers from the latest list the walker sent (none
 //!   yet: no file items), and asks for a new walk when a turn ends or the list is older than
 //!   `STALE`. Walks are coalesced: at most one runs and at most one more is queued.
-//! - A keystroke's work is one pass over the candidates: every file when the query is new, and
-//!   only the previous query's matches when the query grew by plain characters (a subsequence
-//!   of a longer query is also one of its prefix, so narrowing gives what a fresh pass gives).
+//! - A keystroke's work is bounded: a cheap pass (each plain word of the query a subsequence of
+//!   the path, ASCII case ignored) over every file when the query is new, and only over the
+//!   previous query's survivors when it grew by plain characters (the survivors of a longer
+//!   query are a subset, so narrowing gives what a fresh pass gives); then nucleo scores at most
+//!   `SCORE_CAP` of the survivors (file-name matches and short paths first).
 //! - Listing is bounded (`MAX_FILES`); paths are relative to the working directory, with `/`
 //!   separators, stored packed in one string (a few bytes of overhead a file).
 //! - Dropping the index stops a running walk early and joins the thread.
@@ -25,6 +27,8 @@ use nucleo_matcher::{Config, Matcher, Utf32Str};
 
 /// The most files listed for completion.
 const MAX_FILES: usize = 1_000_000;
+/// Paths scored by nucleo in one keystroke at most (those the cheap pass ranks first).
+const SCORE_CAP: usize = 4_000;
 /// A list older than this is walked again when completion next asks for it.
 const STALE: Duration = Duration::from_secs(30);
 
@@ -256,42 +260,78 @@ impl FileIndex {
             }
             self.narrowed.pop();
         }
+        // The cheap pass: every plain word of the query must be a subsequence of the path.
+        let words: Vec<Vec<u8>> = query
+            .split_whitespace()
+            .filter(|word| word.chars().all(is_plain) && word.is_ascii())
+            .map(|word| word.to_ascii_lowercase().into_bytes())
+            .collect();
+        let keep = |index: &u32| {
+            let path = list.get(*index as usize);
+            !path.is_ascii() || words.iter().all(|word| is_subsequence(path.as_bytes(), word))
+        };
+        let hits: Vec<u32> = match self.narrowed.last() {
+            Some(last) => last.hits.iter().copied().filter(keep).collect(),
+            None => (0..u32::try_from(list.len()).unwrap_or(u32::MAX)).filter(keep).collect(),
+        };
+        // The costly pass, nucleo's score, over a bounded number of them: those whose file
+        // name holds the last word, then the shortest paths.
+        let mut chosen = hits.clone();
+        if chosen.len() > SCORE_CAP {
+            let last_word = words.last().map_or(&[][..], Vec::as_slice);
+            let key = |index: &u32| {
+                let path = list.get(*index as usize);
+                let name = path.rsplit('/').next().unwrap_or(path);
+                (!is_subsequence(name.as_bytes(), last_word), path.len(), *index)
+            };
+            let mut keyed: Vec<_> = chosen.iter().map(|index| (key(index), *index)).collect();
+            keyed.select_nth_unstable(SCORE_CAP - 1);
+            keyed.truncate(SCORE_CAP);
+            chosen = keyed.into_iter().map(|(_, index)| index).collect();
+        }
         let pattern = Pattern::parse(query, CaseMatching::Smart, Normalization::Smart);
         let mut buf = Vec::new();
-        let mut scored: Vec<(u32, u32)> = Vec::new();
-        let mut score = |index: u32, matcher: &mut Matcher, scored: &mut Vec<(u32, u32)>| {
+        let mut scored: Vec<(u32, u32)> = Vec::with_capacity(chosen.len());
+        for index in chosen {
             let path = list.get(index as usize);
-            if let Some(score) = pattern.score(Utf32Str::new(path, &mut buf), matcher) {
+            if let Some(score) = pattern.score(Utf32Str::new(path, &mut buf), &mut self.matcher) {
                 scored.push((index, score));
             }
-        };
-        match self.narrowed.last() {
-            Some(last) => {
-                for &index in &last.hits {
-                    score(index, &mut self.matcher, &mut scored);
-                }
-            }
-            None => {
-                let len = u32::try_from(list.len()).unwrap_or(u32::MAX);
-                for index in 0..len {
-                    score(index, &mut self.matcher, &mut scored);
-                }
-            }
         }
-        let hits: Vec<u32> = scored.iter().map(|(index, _)| *index).collect();
-        if self.narrowed.last().is_none_or(|last| last.query != query) {
+        if query.chars().all(|c| is_plain(c) || c.is_whitespace())
+            && self.narrowed.last().is_none_or(|last| last.query != query)
+        {
             self.narrowed.push(Narrowed { query: query.to_owned(), hits });
         }
         best(&list, &mut scored, limit)
     }
 }
 
-/// Whether `longer` (which starts with `shorter`) only adds plain characters, so its matches
-/// are a subset of `shorter`'s: no whitespace (a new atom), no pattern syntax (`!`, `^`, `'`,
-/// `$`, `\`) on either side.
+/// A character with no meaning in nucleo's pattern syntax.
+fn is_plain(c: char) -> bool {
+    !c.is_whitespace() && !matches!(c, '!' | '^' | '\'' | '$' | '\\')
+}
+
+/// Whether `longer` (which starts with `shorter`) only adds plain characters and whitespace,
+/// so its cheap pass keeps a subset of what `shorter`'s kept: a word grew or one was added.
 fn narrows(shorter: &str, longer: &str) -> bool {
-    let plain = |c: char| !c.is_whitespace() && !matches!(c, '!' | '^' | '\'' | '$' | '\\');
+    let plain = |c: char| is_plain(c) || c.is_whitespace();
     shorter.chars().all(plain) && longer.chars().all(plain)
+}
+
+/// Whether `needle` (lowercase ASCII) is a subsequence of `haystack`, ignoring ASCII case.
+fn is_subsequence(haystack: &[u8], needle: &[u8]) -> bool {
+    let mut wanted = needle.iter();
+    let Some(mut want) = wanted.next() else { return true };
+    for byte in haystack {
+        if byte.to_ascii_lowercase() == *want {
+            match wanted.next() {
+                Some(next) => want = next,
+                None => return true,
+            }
+        }
+    }
+    false
 }
 
 /// The `limit` best of `scored` (index, score): higher score, then shorter path, then list

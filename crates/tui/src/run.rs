@@ -191,8 +191,6 @@ fn ui_loop(
     let mut app = App::new(info, config.approval_mode.clone(), agent_cmd(agent.as_ref()));
     app.skills.clone_from(&config.skills);
     app.commands.clone_from(&config.commands);
-    // `@` completion answers from a list walked in the background from the start.
-    app.files = crate::complete::FileIndex::spawn(app.info.cwd.clone());
     app.push(header(&app));
     app.replay(transcript);
     if let Some(prompt) = &config.initial_prompt {
@@ -362,6 +360,11 @@ fn ui_loop(
             if stats.frames == 0 {
                 stats.first_frame_us =
                     u64::try_from(now.duration_since(started).as_micros()).unwrap_or(u64::MAX);
+                // `@` completion answers from a list walked in the background, started once
+                // the first frame is up so the walk does not delay it.
+                if !app.files.is_live() {
+                    app.files = crate::complete::FileIndex::spawn(app.info.cwd.clone());
+                }
             }
             stats.frames += 1;
             stats.max_frame_us = stats.max_frame_us.max(took);

@@ -117,3 +117,23 @@ fn ranking_puts_the_closest_path_first() {
     let top = index.complete("billing m03 lib", 3);
     assert_eq!(top[0], "services/billing/src/m03/lib.rs");
 }
+
+#[test]
+fn with_more_survivors_than_are_scored_narrowing_still_matches_a_fresh_pass() {
+    let mut paths = Vec::new();
+    for dir in 0..60 {
+        for file in 0..200 {
+            paths.push(format!("pkg{dir:02}/src/file_{file:03}.rs"));
+        }
+    }
+    paths.push("top/f.rs".to_owned());
+    assert!(paths.len() > super::SCORE_CAP);
+    let typed = ["f", "fi", "fil", "file", "file_", "file_1", "file_12", "f", "p", "pk", "pkg s"];
+    let mut incremental = FileIndex::fixed(paths.clone());
+    for query in typed {
+        let mut fresh = FileIndex::fixed(paths.clone());
+        assert_eq!(incremental.complete(query, 8), fresh.complete(query, 8), "query {query:?}");
+    }
+    // The file-name match with the shortest path is among those scored, and wins.
+    assert_eq!(incremental.complete("f", 1), ["top/f.rs"]);
+}
