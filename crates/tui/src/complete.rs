@@ -28,7 +28,7 @@ use nucleo_matcher::{Config, Matcher, Utf32Str};
 /// The most files listed for completion.
 const MAX_FILES: usize = 1_000_000;
 /// Paths scored by nucleo in one keystroke at most (those the cheap pass ranks first).
-const SCORE_CAP: usize = 4_000;
+const SCORE_CAP: usize = 2_000;
 /// A list older than this is walked again when completion next asks for it.
 const STALE: Duration = Duration::from_secs(30);
 
@@ -37,6 +37,8 @@ const STALE: Duration = Duration::from_secs(30);
 pub(crate) struct FileList {
     text: String,
     ends: Vec<u32>,
+    /// Every path is ASCII (the cheap pass then needs no per-path check).
+    all_ascii: bool,
 }
 
 impl FileList {
@@ -47,12 +49,14 @@ impl FileList {
         let mut list = Self {
             text: String::with_capacity(paths.iter().map(String::len).sum()),
             ends: Vec::with_capacity(paths.len()),
+            all_ascii: true,
         };
         for path in paths {
             let Ok(end) = u32::try_from(list.text.len() + path.len()) else { break };
             list.text.push_str(&path);
             list.ends.push(end);
         }
+        list.all_ascii = list.text.is_ascii();
         list
     }
 
@@ -266,29 +270,52 @@ impl FileIndex {
             .filter(|word| word.chars().all(is_plain) && word.is_ascii())
             .map(|word| word.to_ascii_lowercase().into_bytes())
             .collect();
-        let keep = |index: &u32| {
-            let path = list.get(*index as usize);
-            !path.is_ascii() || words.iter().all(|word| is_subsequence(path.as_bytes(), word))
+        // One pass: the survivors, and those of them whose file name holds the last word.
+        let last_word = words.last().map_or(&[][..], Vec::as_slice);
+        let all_ascii = list.all_ascii;
+        let mut hits = Vec::new();
+        let mut name_hits = Vec::new();
+        let mut visit = |index: u32| {
+            let path = list.get(index as usize);
+            if !all_ascii && !path.is_ascii() {
+                hits.push(index);
+                name_hits.push(index);
+                return;
+            }
+            if words.iter().all(|word| is_subsequence(path.as_bytes(), word)) {
+                hits.push(index);
+                let name = path.rfind('/').map_or(path, |at| path.get(at + 1..).unwrap_or(path));
+                if is_subsequence(name.as_bytes(), last_word) {
+                    name_hits.push(index);
+                }
+            }
         };
-        let hits: Vec<u32> = match self.narrowed.last() {
-            Some(last) => last.hits.iter().copied().filter(keep).collect(),
-            None => (0..u32::try_from(list.len()).unwrap_or(u32::MAX)).filter(keep).collect(),
-        };
-        // The costly pass, nucleo's score, over a bounded number of them: those whose file
-        // name holds the last word, then the shortest paths.
-        let mut chosen = hits.clone();
-        if chosen.len() > SCORE_CAP {
-            let last_word = words.last().map_or(&[][..], Vec::as_slice);
-            let key = |index: &u32| {
-                let path = list.get(*index as usize);
-                let name = path.rsplit('/').next().unwrap_or(path);
-                (!is_subsequence(name.as_bytes(), last_word), path.len(), *index)
-            };
-            let mut keyed: Vec<_> = chosen.iter().map(|index| (key(index), *index)).collect();
-            keyed.select_nth_unstable(SCORE_CAP - 1);
-            keyed.truncate(SCORE_CAP);
-            chosen = keyed.into_iter().map(|(_, index)| index).collect();
+        match self.narrowed.last() {
+            Some(last) => last.hits.iter().copied().for_each(&mut visit),
+            None => (0..u32::try_from(list.len()).unwrap_or(u32::MAX)).for_each(&mut visit),
         }
+        // The costly pass, nucleo's score, over a bounded number of them: file-name matches
+        // first, then the shortest paths (ties in list order).
+        let shortest = |mut pool: Vec<u32>, n: usize| {
+            if pool.len() > n {
+                let key = |index: &u32| (list.get(*index as usize).len(), *index);
+                pool.select_nth_unstable_by_key(n.saturating_sub(1), key);
+                pool.truncate(n);
+            }
+            pool
+        };
+        let chosen = if hits.len() <= SCORE_CAP {
+            hits.clone()
+        } else if name_hits.len() >= SCORE_CAP {
+            shortest(name_hits, SCORE_CAP)
+        } else {
+            let named: std::collections::HashSet<u32> = name_hits.iter().copied().collect();
+            let rest: Vec<u32> = hits.iter().copied().filter(|i| !named.contains(i)).collect();
+            let mut chosen = name_hits;
+            let room = SCORE_CAP - chosen.len();
+            chosen.extend(shortest(rest, room));
+            chosen
+        };
         let pattern = Pattern::parse(query, CaseMatching::Smart, Normalization::Smart);
         let mut buf = Vec::new();
         let mut scored: Vec<(u32, u32)> = Vec::with_capacity(chosen.len());
