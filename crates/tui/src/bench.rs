@@ -444,6 +444,8 @@ pub struct ScrollReport {
     pub streaming: Vec<Duration>,
     /// Each scroll keystroke's time: the key applied and the frame drawn.
     pub keystrokes: Vec<Duration>,
+    /// The same keystrokes' CPU time on the UI thread (what load on the machine does not add).
+    pub keystrokes_cpu: Vec<Duration>,
     /// Lines the pager held.
     pub lines: usize,
 }
@@ -473,10 +475,11 @@ pub fn scroll_output(lines: usize, width: u16, height: u16) -> io::Result<Scroll
     }
     keys.extend(std::iter::repeat_n(KeyEvent::from(KeyCode::Down), 200));
     for key in keys {
-        let started = Instant::now();
+        let (started, cpu) = (Instant::now(), thread_cpu_ns());
         app.on_key(key);
         draw(&mut term, &mut app, false, 0)?;
         report.keystrokes.push(started.elapsed());
+        report.keystrokes_cpu.push(Duration::from_nanos(thread_cpu_ns().saturating_sub(cpu)));
     }
     report.lines = app.pager.as_ref().map_or(0, |pager| pager.output.preview.len());
     Ok(report)
@@ -540,9 +543,9 @@ pub fn transcript_memory(
     Ok(out)
 }
 
-/// Each keystroke's time typing `@` and then `queries` (character by character, then erased
-/// back to `@`), over `paths`: the key applied (completion included) and the frame drawn.
-/// The first list is given, as the background walk would have sent it.
+/// Each keystroke's wall and UI-thread CPU time typing `@` and then `queries` (character by
+/// character, then erased back to `@`), over `paths`: the key applied (completion included) and
+/// the frame drawn. The first list is given, as the background walk would have sent it.
 ///
 /// # Errors
 /// On a terminal IO error (none in practice).
@@ -552,18 +555,19 @@ pub fn at_completion(
     queries: &[&str],
     width: u16,
     height: u16,
-) -> io::Result<Vec<Duration>> {
+) -> io::Result<(Vec<Duration>, Vec<Duration>)> {
     let mut app = new_app();
     app.files = FileIndex::fixed(paths);
     let mut term = sink_terminal(width, height)?;
     draw(&mut term, &mut app, false, 0)?;
-    let mut times = Vec::new();
-    let mut press = |app: &mut App, code: KeyCode, times: &mut Vec<Duration>| -> io::Result<()> {
-        let started = Instant::now();
+    let mut times = (Vec::new(), Vec::new());
+    let mut press = |app: &mut App, code: KeyCode, times: &mut (Vec<Duration>, Vec<Duration>)| {
+        let (started, cpu) = (Instant::now(), thread_cpu_ns());
         app.on_key(KeyEvent::from(code));
         draw(&mut term, app, false, 0)?;
-        times.push(started.elapsed());
-        Ok(())
+        times.0.push(started.elapsed());
+        times.1.push(Duration::from_nanos(thread_cpu_ns().saturating_sub(cpu)));
+        io::Result::Ok(())
     };
     for query in queries {
         press(&mut app, KeyCode::Char('@'), &mut times)?;
