@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use codecoder_protocol::env::{CODECODER_HOME, HOME, OPENAI_API_KEY, OPENAI_BASE_URL, PATH};
 use codecoder_test_support::huge_repo::{self, Shape};
 use codecoder_test_support::{FakeModelServer, Reply, Script};
 
@@ -43,7 +44,7 @@ use support::{TreePeak, git, median, project, slow_home, wait_peak_tree_rss};
 
 const BIN: &str = env!("CARGO_BIN_EXE_codecoder");
 /// Runs of each fix measurement (each agent, each repository).
-const FIX_RUNS: usize = 5;
+const FIX_RUNS: usize = 3;
 /// Runs of the long session and its resume (each agent).
 const LONG_RUNS: usize = 3;
 /// Tool calls in the long session.
@@ -117,9 +118,9 @@ fn agent_command(
                 Start::Resume(id) => command.args(["resume", id, "one more thing"]),
             };
             command
-                .env("CODECODER_HOME", agent_home)
-                .env("OPENAI_BASE_URL", format!("{}/v1", server.base_url()))
-                .env("OPENAI_API_KEY", "sk-bench");
+                .env(CODECODER_HOME, agent_home)
+                .env(OPENAI_BASE_URL, format!("{}/v1", server.base_url()))
+                .env(OPENAI_API_KEY, "sk-bench");
             command
         }
         Agent::Codex => {
@@ -159,8 +160,8 @@ fn agent_command(
     };
     command
         .current_dir(repo)
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("HOME", homes.home.path())
+        .env(PATH, "/usr/local/bin:/usr/bin:/bin")
+        .env(HOME, homes.home.path())
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(Stdio::null());

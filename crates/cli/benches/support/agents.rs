@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use codecoder_protocol::env::{
-    CODECODER_BENCH_CLAUDE, CODECODER_BENCH_CODEX, CODECODER_BENCH_NETNS, CODECODER_TEST_NPM,
+    ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, CODECODER_BENCH_CLAUDE, CODECODER_BENCH_CODEX,
+    CODECODER_BENCH_NETNS, CODECODER_TEST_NPM,
 };
 use codecoder_test_support::Reply;
 use serde_json::json;
@@ -173,8 +174,8 @@ pub(crate) fn write_codex_config(codex_home: &Path, base_url: &str) {
 /// and telemetry, error reporting, the auto-updater and other non-essential traffic off.
 pub(crate) fn claude_env(command: &mut Command, base_url: &str, config_dir: &Path) {
     command
-        .env("ANTHROPIC_BASE_URL", base_url)
-        .env("ANTHROPIC_API_KEY", "sk-ant-bench")
+        .env(ANTHROPIC_BASE_URL, base_url)
+        .env(ANTHROPIC_API_KEY, "sk-ant-bench")
         .env("CLAUDE_CONFIG_DIR", config_dir)
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_TELEMETRY", "1")
