@@ -148,7 +148,7 @@ fn sessions_list(root: &Path, count: usize) {
         median(cold.clone()),
         loadavg()
     );
-    for args in [&[][..], &["--all"], &["--all", "--json"], &["--cwd", "/home/dev/project-07"]] {
+    for args in [&[][..], &["--all"], &["--all", "--json"]] {
         list_ms(&cchome, &home, args);
         let warm: Vec<f64> = (0..21).map(|_| list_ms(&cchome, &home, args)).collect();
         let (min, max) = (
