@@ -25,7 +25,7 @@ mod watch;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use codecoder_protocol::{CheckpointRecord, RecordBody, RewindRecord, TurnId};
+use codecoder_protocol::{ChangedBy, CheckpointRecord, RecordBody, RewindRecord, TurnId};
 use codecoder_sandbox::Environment;
 use codecoder_session::checkpoint::{RewindPlan, RewindReport, TurnCapture, apply, plan_rewind};
 use codecoder_session::{BlobStore, SessionStore, WriterConfig, load};
@@ -33,7 +33,7 @@ use codecoder_session::{BlobStore, SessionStore, WriterConfig, load};
 use crate::Runtime;
 use crate::error::{Error, Result};
 use git::GitRepo;
-use watch::{TreeWatch, Unwatched};
+use watch::{Prior, TreeWatch, Unwatched};
 
 /// The session's checkpoints: one open turn at a time.
 pub struct SessionCheckpoints {
@@ -136,11 +136,27 @@ impl codecoder_kernel::Checkpoints for SessionCheckpoints {
         }
     }
 
+    /// Keeps `path`'s content before the turn: what is there now, unless a command of the turn
+    /// changed it already, then what the watcher kept from before that command.
     fn before_write(&self, path: &Path) {
         let mut turn = self.turn.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(open) = turn.as_mut() {
-            open.capture.before_write(path);
+        let Some(open) = turn.as_mut() else { return };
+        if matches!(open.commands, Commands::Watched)
+            && !open.capture.contains(path)
+            && let Some(prior) = self.watch().prior_at_mark(path)
+        {
+            match prior {
+                Ok(Prior::Blob(blob)) => open.capture.add_prior_blob(path, blob, ChangedBy::Shell),
+                Ok(Prior::Bytes(bytes)) => {
+                    open.capture.add_prior(path, Some(&bytes), ChangedBy::Shell);
+                }
+                Err(message) => open
+                    .capture
+                    .add_note(format!("{}: not checkpointed: {message}", path.display())),
+            }
+            return;
         }
+        open.capture.before_write(path);
     }
 
     fn turn_ended(&self, turn: TurnId) -> Option<CheckpointRecord> {

@@ -140,7 +140,7 @@ fn write_record(blobs: &BlobStore, record: &Record, out: &mut dyn Write) -> Resu
                 };
                 let by = match file.by {
                     codecoder_protocol::ChangedBy::Tool => "by a tool",
-                    codecoder_protocol::ChangedBy::Shell => "by a command (git snapshot)",
+                    codecoder_protocol::ChangedBy::Shell => "by a command",
                 };
                 writeln!(out, "    {what} {by}: {}", file.path)?;
             }

@@ -125,11 +125,19 @@ impl TurnCapture {
     }
 }
 
-/// The SHA-256 of the file at `path`, `None` when there is none.
+/// The SHA-256 of the file at `path`, `None` when there is none (nothing there, a directory,
+/// or a file where one of its directories should be).
 pub fn content_hash(path: &Path) -> Result<Option<String>> {
     match fs_err::read(path) {
         Ok(bytes) => Ok(Some(sha256_hex(&bytes))),
-        Err(err) if err.kind() == ErrorKind::NotFound => Ok(None),
+        Err(err)
+            if matches!(
+                err.kind(),
+                ErrorKind::NotFound | ErrorKind::NotADirectory | ErrorKind::IsADirectory
+            ) =>
+        {
+            Ok(None)
+        }
         Err(err) => Err(Error::Io(err)),
     }
 }
@@ -258,9 +266,16 @@ impl RewindReport {
 ///
 /// # Errors
 /// `Io` when a blob is missing or a path cannot be written; paths before it stay restored.
+///
+/// Removals go first, so a file the turn put where a directory was (or the other way round) is
+/// out of the way when the old content comes back. A path is written as a file of its own: a
+/// symlink there now is replaced, never written through, and an empty directory there is
+/// removed first.
 pub fn apply(plan: &RewindPlan, blobs: &BlobStore, force: bool) -> Result<RewindReport> {
     let mut report = RewindReport::default();
-    for file in &plan.files {
+    let (removals, writes): (Vec<&PlannedFile>, Vec<&PlannedFile>) =
+        plan.files.iter().partition(|file| file.before.is_none());
+    for file in removals.into_iter().chain(writes) {
         if file.conflicts() && !force {
             report.skipped.push(file.path.clone());
             continue;
@@ -271,6 +286,13 @@ pub fn apply(plan: &RewindPlan, blobs: &BlobStore, force: bool) -> Result<Rewind
                     let bytes = blobs.get_verified(sha)?;
                     if let Some(parent) = file.path.parent() {
                         fs_err::create_dir_all(parent)?;
+                    }
+                    match fs_err::symlink_metadata(&file.path) {
+                        Ok(meta) if meta.file_type().is_symlink() => {
+                            fs_err::remove_file(&file.path)?;
+                        }
+                        Ok(meta) if meta.is_dir() => fs_err::remove_dir(&file.path)?,
+                        _ => {}
                     }
                     fs_err::write(&file.path, bytes)?;
                 }

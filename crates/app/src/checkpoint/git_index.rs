@@ -9,6 +9,7 @@
 //! index this reader does not understand (another signature or version, a split index, SHA-256
 //! names, a truncated file) is an error, and the caller falls back to git's own snapshot.
 
+use std::borrow::Cow;
 use std::os::unix::fs::MetadataExt;
 
 /// The length of a SHA-1 object name.
@@ -52,9 +53,10 @@ impl StatData {
 
 /// One tracked path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Entry {
-    /// The path relative to the work tree's root, `/`-separated, as git stores it.
-    pub(crate) path: Vec<u8>,
+pub(crate) struct Entry<'a> {
+    /// The path relative to the work tree's root, `/`-separated, as git stores it (borrowed
+    /// from the index's bytes but in version 4, whose paths are prefix-compressed).
+    pub(crate) path: Cow<'a, [u8]>,
     pub(crate) stat: StatData,
     pub(crate) oid: [u8; OID_LEN],
 }
@@ -64,7 +66,7 @@ pub(crate) struct Entry {
 pub(crate) struct Unsupported(pub(crate) String);
 
 /// The entries of the index file `bytes`, in the index's order (sorted by path).
-pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Entry>, Unsupported> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Entry<'_>>, Unsupported> {
     let fail = |what: &str| Unsupported(format!("git index: {what}"));
     let mut reader = Reader { bytes, at: 0 };
     if reader.take(4).ok_or_else(|| fail("truncated header"))? != b"DIRC" {
@@ -104,18 +106,18 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Entry>, Unsupported> {
             let suffix = reader.until_nul().ok_or_else(truncated)?;
             let mut path = previous[..keep].to_vec();
             path.extend_from_slice(suffix);
-            path
+            previous.clone_from(&path);
+            Cow::Owned(path)
         } else {
-            let path = reader.until_nul().ok_or_else(truncated)?.to_vec();
+            let path = reader.until_nul().ok_or_else(truncated)?;
             // Entries are NUL-padded to a multiple of eight bytes (the NUL read counts).
             let len = reader.at - start;
             reader.at = start + len.div_ceil(8) * 8;
             if reader.at > bytes.len() {
                 return Err(truncated());
             }
-            path
+            Cow::Borrowed(path)
         };
-        previous.clone_from(&path);
         if stage != 0 || skip {
             continue;
         }

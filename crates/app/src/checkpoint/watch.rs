@@ -154,6 +154,14 @@ struct TurnChanges {
     lost: Option<String>,
 }
 
+/// A path's content at a turn's mark.
+pub(crate) enum Prior {
+    /// Kept in the blob store (`None`: absent).
+    Blob(Option<String>),
+    /// The index's blob.
+    Bytes(Vec<u8>),
+}
+
 /// Why a turn cannot be followed by the watcher.
 pub(crate) enum Unwatched {
     /// Not a git work tree.
@@ -250,6 +258,39 @@ impl TreeWatch {
             self.wake_thread();
         }
         result
+    }
+
+    /// The content `path` had at the open turn's mark, when a command changed it since (a
+    /// tool about to write it must keep that, not what the command left); `None` when no
+    /// command touched it, or git ignores it.
+    pub(crate) fn prior_at_mark(&self, path: &Path) -> Option<Result<Prior, String>> {
+        let mut state = self.shared.lock();
+        state.drain();
+        let turn = state.turn.as_ref()?;
+        let touched = turn.changed.contains(path)
+            || turn.changed_dirs.iter().any(|dir| path.starts_with(dir));
+        if !touched || state.ignored.contains(path) {
+            return None;
+        }
+        if let Some(prior) = turn.priors.get(path) {
+            return Some(Ok(Prior::Blob(prior.clone())));
+        }
+        let repo = state.repo.clone()?;
+        if let Some(oid) = state.clean_oid(path) {
+            let oid = hex(&oid);
+            return Some(match repo.blobs(std::slice::from_ref(&oid)) {
+                Ok(mut contents) => match contents.remove(&oid) {
+                    Some(bytes) => Ok(Prior::Bytes(bytes)),
+                    None => Err(format!("{}: its indexed content is gone", path.display())),
+                },
+                Err(err) => Err(err),
+            });
+        }
+        match repo.ignored(&[path.to_owned()]) {
+            Ok(ignored) if ignored.is_empty() => Some(Ok(Prior::Blob(None))),
+            Ok(_) => None,
+            Err(err) => Some(Err(err)),
+        }
     }
 
     fn wait_ready(&self) -> Result<MutexGuard<'_, State>, Unwatched> {
@@ -378,22 +419,25 @@ fn scan(shared: &Shared, repo: &GitRepo, inotify: &Arc<Inotify>) -> Result<(), S
         state.unclassified.clear();
         state.lost = None;
     }
-    let ReadIndex { entries, mtime: index_mtime, frozen } = read_index(repo)?;
+    let ReadIndex { bytes, mtime: index_mtime, frozen } = read_index(repo)?;
     // Kept in the state at once, so that it is removed with it whatever happens next.
     if let Some(old) = shared.lock().frozen_index.replace(frozen) {
         let _ = fs_err::remove_file(old);
     }
+    let entries = if bytes.is_empty() {
+        Vec::new()
+    } else {
+        git_index::parse(&bytes).map_err(|err| err.0)?
+    };
     let root = repo.root.clone();
-    let by_path: HashMap<PathBuf, usize> = entries
-        .iter()
-        .enumerate()
-        .map(|(at, entry)| (root.join(OsStr::from_bytes(&entry.path)), at))
-        .collect();
+    let by_path: HashMap<&[u8], usize> =
+        entries.iter().enumerate().map(|(at, entry)| (&*entry.path, at)).collect();
     let visited: Vec<AtomicBool> = entries.iter().map(|_| AtomicBool::new(false)).collect();
     let found = Mutex::new(Found::default());
     let failure: Mutex<Option<String>> = Mutex::new(None);
     let context = WalkContext {
         shared,
+        root: &root,
         inotify,
         by_path: &by_path,
         entries: &entries,
@@ -416,6 +460,7 @@ fn scan(shared: &Shared, repo: &GitRepo, inotify: &Arc<Inotify>) -> Result<(), S
         return Err(reason);
     }
     let mut found = found.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let mut watched: HashSet<PathBuf> = found.dirs.iter().map(|(_, dir)| dir.clone()).collect();
     // Tracked paths the walk did not meet: deleted, or in a directory git's rules skip.
     for (at, entry) in entries.iter().enumerate() {
         if visited[at].load(Ordering::Relaxed) {
@@ -424,10 +469,15 @@ fn scan(shared: &Shared, repo: &GitRepo, inotify: &Arc<Inotify>) -> Result<(), S
         let path = root.join(OsStr::from_bytes(&entry.path));
         match fs_err::symlink_metadata(&path) {
             Ok(meta) => {
-                if let Some(parent) = path.parent() {
-                    match inotify.add_watch(parent, watch_mask()) {
-                        Ok(wd) => found.dirs.push((wd, parent.to_owned())),
-                        Err(err) => return Err(watch_error(parent, err)),
+                // Its directory and every unwatched one above it (an ignored directory's
+                // rename moves the tracked file too).
+                for dir in path.ancestors().skip(1) {
+                    if !dir.starts_with(&root) || !watched.insert(dir.to_owned()) {
+                        break;
+                    }
+                    match inotify.add_watch(dir, watch_mask()) {
+                        Ok(wd) => found.dirs.push((wd, dir.to_owned())),
+                        Err(err) => return Err(watch_error(dir, err)),
                     }
                 }
                 if entry.stat.matches(&meta) && !entry.stat.racy(index_mtime) {
@@ -489,8 +539,9 @@ impl Drop for Batch<'_> {
 struct WalkContext<'a> {
     shared: &'a Shared,
     inotify: &'a Inotify,
-    by_path: &'a HashMap<PathBuf, usize>,
-    entries: &'a [Entry],
+    root: &'a Path,
+    by_path: &'a HashMap<&'a [u8], usize>,
+    entries: &'a [Entry<'a>],
     visited: &'a [AtomicBool],
     failure: &'a Mutex<Option<String>>,
     index_mtime: (u32, u32),
@@ -520,7 +571,8 @@ impl WalkContext<'_> {
                 }
             };
         }
-        let Some(&at) = self.by_path.get(path) else {
+        let relative = path.strip_prefix(self.root).map_or(path, |relative| relative);
+        let Some(&at) = self.by_path.get(relative.as_os_str().as_bytes()) else {
             found.changed.push(path.to_owned());
             return ignore::WalkState::Continue;
         };
@@ -564,7 +616,7 @@ fn watch_error(path: &Path, err: nix::Error) -> String {
 
 /// The index as the scan read it (through one handle, so its stat and bytes are of one file).
 struct ReadIndex {
-    entries: Vec<Entry>,
+    bytes: Vec<u8>,
     /// Its modification time, for the racy test.
     mtime: (u32, u32),
     /// A frozen copy of it.
@@ -582,19 +634,18 @@ fn read_index(repo: &GitRepo) -> Result<ReadIndex, String> {
         Ok(file) => file,
         // No index yet (nothing ever added): nothing is tracked.
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(ReadIndex { entries: Vec::new(), mtime: (0, 0), frozen });
+            return Ok(ReadIndex { bytes: Vec::new(), mtime: (0, 0), frozen });
         }
         Err(err) => return Err(err.to_string()),
     };
     let meta = file.metadata().map_err(|err| err.to_string())?;
     let mut bytes = Vec::with_capacity(usize::try_from(meta.size()).unwrap_or_default());
     file.read_to_end(&mut bytes).map_err(|err| err.to_string())?;
-    let entries = git_index::parse(&bytes).map_err(|err| err.0)?;
     if !linked {
         fs_err::write(&frozen, &bytes).map_err(|err| err.to_string())?;
     }
     let mtime = (meta.mtime() as u32, meta.mtime_nsec() as u32);
-    Ok(ReadIndex { entries, mtime, frozen })
+    Ok(ReadIndex { bytes, mtime, frozen })
 }
 
 /// Removes the frozen index copies of processes that are gone (killed before they could).

@@ -273,3 +273,49 @@ fn a_blob_name_that_is_no_hash_is_refused_not_followed() {
     blobs.put_unsynced(b"content").unwrap();
     assert_eq!(blobs.get_verified(&sha).unwrap(), b"content");
 }
+
+#[test]
+fn a_restore_replaces_a_symlink_instead_of_writing_through_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = BlobStore::new(dir.path().join("blobs"));
+    write(dir.path(), "victim", "not the session's\n");
+    write(dir.path(), "kept", "original\n");
+    let mut capture = TurnCapture::new(blobs.clone());
+    capture.before_write(&dir.path().join("kept"));
+    // The turn replaced the file with a link to a file it never touched.
+    fs_err::remove_file(dir.path().join("kept")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("victim"), dir.path().join("kept")).unwrap();
+    let records = numbered(vec![RecordBody::Checkpoint(capture.finish(TurnId::new(1)).unwrap())]);
+    let plan = plan_rewind(records.iter(), None).unwrap();
+    apply(&plan, &blobs, true).unwrap();
+    assert_eq!(read(dir.path(), "victim").as_deref(), Some("not the session's\n"));
+    assert_eq!(read(dir.path(), "kept").as_deref(), Some("original\n"));
+    assert!(!fs_err::symlink_metadata(dir.path().join("kept")).unwrap().file_type().is_symlink());
+}
+
+#[test]
+fn a_file_and_a_directory_that_swapped_places_are_both_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let blobs = BlobStore::new(root.join("blobs"));
+    fs_err::create_dir(root.join("dir")).unwrap();
+    write(root, "dir/a.txt", "a\n");
+    write(root, "file.txt", "f\n");
+    let mut capture = TurnCapture::new(blobs.clone());
+    capture.before_write(&root.join("dir/a.txt"));
+    capture.before_write(&root.join("file.txt"));
+    // As the change watcher keeps them: no file was at either path before.
+    capture.add_prior(&root.join("dir"), None, codecoder_protocol::ChangedBy::Shell);
+    capture.add_prior(&root.join("file.txt/inner"), None, codecoder_protocol::ChangedBy::Shell);
+    // `dir` became a file and `file.txt` a directory.
+    fs_err::remove_dir_all(root.join("dir")).unwrap();
+    write(root, "dir", "x\n");
+    fs_err::remove_file(root.join("file.txt")).unwrap();
+    fs_err::create_dir(root.join("file.txt")).unwrap();
+    write(root, "file.txt/inner", "in\n");
+    let records = numbered(vec![RecordBody::Checkpoint(capture.finish(TurnId::new(1)).unwrap())]);
+    let plan = plan_rewind(records.iter(), None).unwrap();
+    apply(&plan, &blobs, true).unwrap();
+    assert_eq!(read(root, "dir/a.txt").as_deref(), Some("a\n"));
+    assert_eq!(read(root, "file.txt").as_deref(), Some("f\n"));
+}

@@ -44,8 +44,9 @@ fn repo() -> tempfile::TempDir {
     dir
 }
 
-fn entries(dir: &Path) -> Vec<Entry> {
-    parse(&fs_err::read(dir.join(".git/index")).unwrap()).unwrap()
+fn entries(dir: &Path) -> Vec<Entry<'static>> {
+    let bytes: &'static [u8] = fs_err::read(dir.join(".git/index")).unwrap().leak();
+    parse(bytes).unwrap()
 }
 
 /// What `git ls-files --stage` says: `(path, object name)` of stage-0 entries.
@@ -65,7 +66,7 @@ fn read(entries: &[Entry]) -> Vec<(String, String)> {
         .iter()
         .map(|entry| {
             let oid: String = entry.oid.iter().map(|byte| format!("{byte:02x}")).collect();
-            (String::from_utf8(entry.path.clone()).unwrap(), oid)
+            (String::from_utf8(entry.path.to_vec()).unwrap(), oid)
         })
         .collect()
 }
@@ -98,7 +99,7 @@ fn the_stat_test_sees_a_rewrite_and_passes_an_untouched_file() {
     let dir = repo();
     let entries = entries(dir.path());
     let stat_of =
-        |name: &str| entries.iter().find(|entry| entry.path == name.as_bytes()).unwrap().stat;
+        |name: &str| entries.iter().find(|entry| *entry.path == *name.as_bytes()).unwrap().stat;
     let meta = |name: &str| fs_err::symlink_metadata(dir.path().join(name)).unwrap();
     assert!(stat_of("a.txt").matches(&meta("a.txt")));
     assert!(stat_of("src/lib.rs").matches(&meta("src/lib.rs")));

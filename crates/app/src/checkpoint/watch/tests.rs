@@ -222,3 +222,30 @@ fn outside_a_repository_commands_are_not_followed_and_file_tools_still_are() {
         [("plain.txt".to_owned(), sha("plain\n"))].into_iter().collect();
     assert_eq!(priors(&root, &blobs, &record), expected);
 }
+
+#[test]
+fn a_tool_writing_what_a_command_changed_keeps_the_content_from_before_the_command() {
+    let dir = repo();
+    let root = dir.path().canonicalize().unwrap();
+    let blob_dir = tempfile::tempdir().unwrap();
+    let blobs = BlobStore::new(blob_dir.path());
+    let checkpoints = SessionCheckpoints::new(blobs.clone(), &root, Environment::Inherited);
+    let turn = TurnId::new(1);
+    checkpoints.turn_started(turn);
+    checkpoints.before_command();
+    // The command appends to a tracked file and deletes another, then the edit tools write both.
+    write(&root, "a.txt", "a\ncmd\n");
+    fs_err::remove_file(root.join("dir/c.txt")).unwrap();
+    write(&root, "u.txt", "u by command\n");
+    for path in ["a.txt", "dir/c.txt", "u.txt"] {
+        checkpoints.before_write(&root.join(path));
+        write(&root, path, "by a tool\n");
+    }
+    let record = checkpoints.turn_ended(turn).unwrap();
+    let expected: BTreeMap<String, Option<String>> =
+        [("a.txt", sha("a\n")), ("dir/c.txt", sha("c\n")), ("u.txt", sha("untracked before\n"))]
+            .into_iter()
+            .map(|(path, before)| (path.to_owned(), before))
+            .collect();
+    assert_eq!(priors(&root, &blobs, &record), expected);
+}
