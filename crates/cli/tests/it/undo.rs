@@ -147,8 +147,8 @@ fn sessions_undo_restores_edited_created_deleted_and_sed_changed_files() {
         ("created by a tool", "new.txt"),
         ("changed by a tool", "edit.txt"),
         ("changed by a tool", "patch.txt"),
-        ("deleted by a command (git snapshot)", "gone.txt"),
-        ("changed by a command (git snapshot)", "sed.txt"),
+        ("deleted by a command", "gone.txt"),
+        ("changed by a command", "sed.txt"),
     ] {
         let line = format!("{what}: {}", repo.path(name).display());
         assert!(shown.contains(&line), "{line}\n{shown}");
