@@ -622,7 +622,13 @@ pub(crate) struct ListArgs {
     #[arg(long)]
     pub(crate) json: bool,
     /// Show the newest N sessions. When more exist, a note on stderr says how many.
-    #[arg(short = 'n', long = "limit", value_name = "N", default_value_t = LIST_LIMIT)]
+    #[arg(
+        short = 'n',
+        long = "limit",
+        value_name = "N",
+        default_value_t = LIST_LIMIT,
+        value_parser = clap::value_parser!(u32).range(1..).map(|n| n as usize)
+    )]
     pub(crate) limit: usize,
     /// Show every session, however many.
     #[arg(long, conflicts_with = "limit")]

@@ -1,11 +1,13 @@
 //! Prompt sections and the size policy: a section over the refusal threshold is an error, one
 //! over the warning threshold adds a `Warning` the caller can show.
 //!
-//! Loading the tokenizer costs ~100 ms and ~50 MB, so the policy decides without it when it
-//! can: a text never has more `o200k_base` tokens than bytes, so a section of at most
-//! `warn_tokens` bytes needs no count at all; above that the cheap estimate decides unless it
-//! is within `ESTIMATE_ERROR` of the threshold, where the exact count does (`tokens_over`).
-//! Invariant: the decisions are those of counting every section exactly, for every text the
+//! Loading the tokenizer costs ~100 ms and ~50 MB (a second under load), on the session's
+//! start path, so the policy decides without it when it can: a text never has more
+//! `o200k_base` tokens than bytes, so a section of at most the threshold's bytes needs no count
+//! at all. The refusal is decided by the cheap estimate unless it is within `ESTIMATE_ERROR` of
+//! the threshold, where the exact count does (`tokens_over`); the warning, which stops nothing,
+//! by the estimate alone, so a section near 1,000 tokens never costs the tokenizer.
+//! Invariant: refusals are those of counting every section exactly, for every text the
 //! estimate is within `ESTIMATE_ERROR` of (ordinary code, prose and JSON are within 8%).
 
 use std::fmt;
@@ -113,15 +115,15 @@ impl SectionPolicy {
         Ok(())
     }
 
-    /// Like `refuse`, then a warning when `text` is large; counts tokens only when it has more
-    /// bytes than the warning threshold.
+    /// Like `refuse`, then a warning when `text` is large by the estimate (never the exact
+    /// count: a warning is not worth the tokenizer's start-up).
     pub fn check(&self, name: &str, text: &str) -> Result<Option<Warning>> {
         self.refuse(name, text)?;
         if bytes(text) <= self.warn_tokens {
             return Ok(None);
         }
-        let (over, tokens) = tokens_over(text, self.warn_tokens);
-        Ok(over.then(|| Warning::LargeSection {
+        let tokens = estimate_tokens(text);
+        Ok((tokens > self.warn_tokens).then(|| Warning::LargeSection {
             section: name.to_owned(),
             tokens,
             threshold: self.warn_tokens,

@@ -775,3 +775,21 @@ fn estimator_error_against_o200k() {
         assert!(crate::estimate_tokens(&text) <= bytes(&text));
     }
 }
+
+#[test]
+fn a_large_section_s_warning_is_decided_by_the_estimate() {
+    let policy = SectionPolicy::standard();
+    let text = "word ".repeat(1_100);
+    let estimate = crate::tokens::estimate_tokens(&text);
+    assert!(estimate > policy.warn_tokens, "{estimate}");
+    let warning = policy.check("AGENTS.md", &text).unwrap();
+    assert_eq!(
+        warning,
+        Some(Warning::LargeSection {
+            section: "AGENTS.md".to_owned(),
+            tokens: estimate,
+            threshold: policy.warn_tokens
+        })
+    );
+    assert_eq!(policy.check("AGENTS.md", &"word ".repeat(100)).unwrap(), None);
+}

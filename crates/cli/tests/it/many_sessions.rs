@@ -113,6 +113,12 @@ fn fifty_concurrent_execs_all_finish_with_the_index_right() {
         stderr(&out).trim(),
         format!("showing the newest 5 of {SESSIONS} sessions (-n N or --all for more)")
     );
+    // Showing none is not a listing: a usage error.
+    let mut none = Command::new(env!("CARGO_BIN_EXE_codecoder"));
+    base(&mut none, &cchome, &home);
+    let out = none.args(["sessions", "list", "-n", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("invalid value '0'"), "{}", stderr(&out));
 
     // The index the racing refreshes left agrees with one rebuilt from the logs.
     let mut reindex = Command::new(env!("CARGO_BIN_EXE_codecoder"));
