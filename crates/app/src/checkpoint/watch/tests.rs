@@ -46,6 +46,24 @@ fn repo() -> tempfile::TempDir {
     dir
 }
 
+/// Checkpoints of a session in a fresh `repo()`, its blobs in a directory of their own.
+struct Session {
+    _dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+    _blob_dir: tempfile::TempDir,
+    blobs: BlobStore,
+    checkpoints: SessionCheckpoints,
+}
+
+fn session() -> Session {
+    let dir = repo();
+    let root = dir.path().canonicalize().unwrap();
+    let blob_dir = tempfile::tempdir().unwrap();
+    let blobs = BlobStore::new(blob_dir.path());
+    let checkpoints = SessionCheckpoints::new(blobs.clone(), &root, Environment::Inherited);
+    Session { _dir: dir, root, _blob_dir: blob_dir, blobs, checkpoints }
+}
+
 /// What a turn's command does.
 fn first_command(root: &Path) {
     write(root, "a.txt", "a changed\n");
@@ -145,11 +163,7 @@ fn the_watcher_finds_what_the_whole_tree_snapshot_finds() {
 
 #[test]
 fn the_next_turn_starts_from_what_the_last_one_left() {
-    let dir = repo();
-    let root = dir.path().canonicalize().unwrap();
-    let blob_dir = tempfile::tempdir().unwrap();
-    let blobs = BlobStore::new(blob_dir.path());
-    let checkpoints = SessionCheckpoints::new(blobs.clone(), &root, Environment::Inherited);
+    let Session { _dir, root, _blob_dir, blobs, checkpoints } = session();
     watched_turn(&checkpoints, 1, || first_command(&root));
     // Between turns the person edits a file too.
     write(&root, "same.txt", "edited between turns\n");
@@ -225,11 +239,7 @@ fn outside_a_repository_commands_are_not_followed_and_file_tools_still_are() {
 
 #[test]
 fn a_tool_writing_what_a_command_changed_keeps_the_content_from_before_the_command() {
-    let dir = repo();
-    let root = dir.path().canonicalize().unwrap();
-    let blob_dir = tempfile::tempdir().unwrap();
-    let blobs = BlobStore::new(blob_dir.path());
-    let checkpoints = SessionCheckpoints::new(blobs.clone(), &root, Environment::Inherited);
+    let Session { _dir, root, _blob_dir, blobs, checkpoints } = session();
     let turn = TurnId::new(1);
     checkpoints.turn_started(turn);
     checkpoints.before_command();
