@@ -112,7 +112,10 @@ fn agent_command(
     let mut command = match agent {
         Agent::Codecoder => {
             let mut command = Command::new(BIN);
+            // The 300-step session is one turn: past codecoder's default of 100 steps a turn
+            // (codex and Claude Code have no such limit).
             command.args(["exec", "--json", "--provider", "openai"]);
+            command.args(["-c", "agent.max_steps_per_turn=1000"]);
             match start {
                 Start::New => command.arg("do the task"),
                 Start::Resume(id) => command.args(["resume", id, "one more thing"]),
