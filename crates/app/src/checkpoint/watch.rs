@@ -351,6 +351,9 @@ fn run(
     index_dir: PathBuf,
     wake: &mut std::io::PipeReader,
 ) {
+    // Frozen index copies that killed sessions left behind, whether or not this one is in a
+    // repository.
+    remove_stale_copies(&index_dir);
     let Some(repo) = GitRepo::detect(cwd, environment, index_dir) else {
         shared.lock().phase = Phase::NotRepo;
         shared.changed.notify_all();
@@ -625,7 +628,6 @@ struct ReadIndex {
 
 fn read_index(repo: &GitRepo) -> Result<ReadIndex, String> {
     let path = repo.git_dir.join("index");
-    remove_stale_copies(&repo.index_dir);
     let frozen = repo.temporary_index("base").map_err(|err| err.to_string())?;
     // Git replaces its index by renaming a new file over it, never in place, so a hard link
     // is a frozen copy at no cost; across file systems the bytes are copied.

@@ -215,6 +215,20 @@ fn the_frozen_index_goes_with_the_session_and_a_killed_one_s_with_the_next() {
     assert!(during[0].starts_with(&format!("{}-base-", std::process::id())), "{during:?}");
     drop(checkpoints);
     assert_eq!(listed(), Vec::<String>::new());
+
+    // A session outside any repository removes a killed one's copy too.
+    fs_err::write(copies.join("4000000000-base-1"), "stale").unwrap();
+    let plain = tempfile::tempdir().unwrap();
+    let checkpoints = SessionCheckpoints::new(
+        BlobStore::new(blob_dir.path()),
+        plain.path(),
+        Environment::Inherited,
+    );
+    let turn = TurnId::new(1);
+    checkpoints.turn_started(turn);
+    checkpoints.before_command();
+    assert_eq!(checkpoints.turn_ended(turn), None);
+    assert_eq!(listed(), Vec::<String>::new());
 }
 
 #[test]
