@@ -121,7 +121,8 @@ fn list_ms(cchome: &Path, home: &Path, args: &[&str]) -> f64 {
 
 fn remove_index(cchome: &Path) {
     for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(cchome.join(format!("sessions/index.sqlite{suffix}")));
+        let _ =
+            std::fs::remove_file(cchome.join(format!("sessions/index/sessions.sqlite{suffix}")));
     }
 }
 
@@ -148,6 +149,24 @@ fn sessions_list(root: &Path, count: usize) {
         median(cold.clone()),
         loadavg()
     );
+    // Right after a session started or ended (the directory just changed), a list looks at
+    // every log's stamp: the directory's mtime is set to now before each run.
+    let dir = std::fs::File::open(cchome.join("sessions")).unwrap();
+    let changed: Vec<f64> = (0..21)
+        .map(|_| {
+            let now = std::time::SystemTime::now();
+            dir.set_times(std::fs::FileTimes::new().set_modified(now)).unwrap();
+            list_ms(&cchome, &home, &[])
+        })
+        .collect();
+    println!(
+        "sessions list [], right after the directory changed (every log stat-ed): {:.1} ms median of 21; load {}",
+        median(changed),
+        loadavg()
+    );
+    // Settled again, as between sessions.
+    let minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    dir.set_times(std::fs::FileTimes::new().set_modified(minute_ago)).unwrap();
     for args in [&[][..], &["--all"], &["--all", "--json"]] {
         list_ms(&cchome, &home, args);
         let warm: Vec<f64> = (0..21).map(|_| list_ms(&cchome, &home, args)).collect();

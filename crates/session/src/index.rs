@@ -18,26 +18,41 @@
 //! of failing to upgrade a read) after looking at the table again; it deletes only rows whose
 //! file is gone. So every refresh leaves a row for every file it listed, whatever other
 //! processes did meanwhile, and a rebuild never shows an empty table to anyone. A refresh that
-//! finds every file as its row recorded it (the common case: `sessions list` between sessions)
-//! writes nothing and takes no lock: one query of the stamps and one `stat` per file.
+//! finds every file as its row recorded it writes nothing and takes no lock.
+//!
+//! Quick refresh: the logs' directory changes (its mtime moves) whenever a log is created,
+//! removed or renamed, and whenever a writer takes or lets go of a log's lock (the `<id>.lock`
+//! sidecar is created and removed), and a log is only appended to while its sidecar exists. So a
+//! full refresh records the directory's mtime and the sessions whose sidecar it saw; the next
+//! refresh that finds the same mtime looks only at those sessions' logs (`stat` each), not at the
+//! other thousands. The mtime is recorded only once it is a second old, so a change within the
+//! same clock tick as the recorded one cannot go unseen. The index lives in a directory of its
+//! own: SQLite creating and removing its WAL files must not move the logs' directory. A log
+//! edited in place by hand, with no writer's lock, is seen at the next change to the directory
+//! or at `sessions reindex`.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
 use codecoder_protocol::{MessageItem, RecordBody};
-use rusqlite::{Connection, ErrorCode, TransactionBehavior, params};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 
 use crate::error::{Error, Result};
 use crate::load::load;
 use crate::store::SessionStore;
 
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 const TITLE_CHARS: usize = 80;
 /// How long a process waits for another one's write to the index before it gives up on the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// SQLite's companions of a WAL database, removed with it when it is replaced.
 const COMPANION_SUFFIXES: [&str; 2] = ["-wal", "-shm"];
+/// Where the index lived before it had a directory of its own (inside the logs' directory).
+const LEGACY_INDEX: &str = "index.sqlite";
+/// How old the logs' directory's mtime must be before a quick refresh may trust it: past any
+/// clock tick a later change could share with it.
+const SETTLED: Duration = Duration::from_secs(1);
 
 /// One session as `sessions list` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,8 +109,9 @@ impl Index {
     /// unusable one is replaced, or stood in for by an index in memory, with a warning (see
     /// `warnings`). Fails only when the sessions directory cannot be created.
     pub fn open(store: &SessionStore) -> Result<Self> {
-        fs_err::create_dir_all(store.sessions_dir())?;
         let path = store.index_path();
+        fs_err::create_dir_all(path.parent().unwrap_or(&store.sessions_dir()))?;
+        remove_database(&store.sessions_dir().join(LEGACY_INDEX));
         match open_file(&path) {
             Ok(conn) => Ok(Self { conn, path, in_memory: false, warnings: Vec::new() }),
             Err(err) => {
@@ -124,12 +140,20 @@ impl Index {
     }
 
     fn refresh_or_rebuild(&mut self, store: &SessionStore, rebuild: bool) -> Result<RefreshStats> {
-        let files = store.session_files()?;
-        match refresh_rows(&mut self.conn, &files, rebuild) {
+        let attempt = |conn: &mut Connection| -> Result<RefreshStats> {
+            if !rebuild && let Some(stats) = quick_refresh(conn, store)? {
+                return Ok(stats);
+            }
+            let listing = Listing::read(store)?;
+            let stats = refresh_rows(conn, &listing, rebuild)?;
+            save_scan(conn, &listing)?;
+            Ok(stats)
+        };
+        match attempt(&mut self.conn) {
             Ok(stats) => Ok(stats),
             Err(Error::Index(err)) => {
                 self.recover(err)?;
-                refresh_rows(&mut self.conn, &files, rebuild)
+                attempt(&mut self.conn)
             }
             Err(err) => Err(err),
         }
@@ -269,12 +293,18 @@ fn replace_file(path: &Path) -> Result<Connection> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
         Err(err) => return Err(err.into()),
     }
+    remove_database(path);
+    Ok(open_file(path)?)
+}
+
+/// Removes a database file and its WAL companions, as far as they exist and can be removed.
+fn remove_database(path: &Path) {
+    let _ = fs_err::remove_file(path);
     for suffix in COMPANION_SUFFIXES {
         let mut companion = path.as_os_str().to_owned();
         companion.push(suffix);
         let _ = fs_err::remove_file(PathBuf::from(companion));
     }
-    Ok(open_file(path)?)
 }
 
 /// Creates the table unless the schema is current. The check is repeated inside a write
@@ -307,6 +337,13 @@ fn init_schema(conn: &Connection) -> rusqlite::Result<()> {
                      file_mtime_ns INTEGER NOT NULL
                  );
                  CREATE INDEX sessions_cwd ON sessions (cwd, updated_ms);
+                 CREATE INDEX sessions_updated ON sessions (updated_ms, id);
+                 DROP TABLE IF EXISTS scan;
+                 CREATE TABLE scan (
+                     only INTEGER PRIMARY KEY CHECK (only = 0),
+                     dir_mtime_ns INTEGER NOT NULL,
+                     locked TEXT NOT NULL
+                 );
                  PRAGMA user_version = {SCHEMA_VERSION};"
             ))?;
         }
@@ -327,6 +364,135 @@ struct Row {
     stamp: Stamp,
 }
 
+/// The logs' directory as a full refresh lists it.
+struct Listing {
+    /// The directory's mtime (ns), read before its entries; `None` when there is no directory.
+    dir_mtime: Option<i64>,
+    /// When the directory was looked at.
+    listed_at: std::time::SystemTime,
+    /// Every log, in id order, with its stamp as the directory entry gave it.
+    files: Vec<(String, PathBuf, Stamp)>,
+    /// The sessions whose lock sidecar exists: their logs may grow without the directory
+    /// changing.
+    locked: Vec<String>,
+}
+
+impl Listing {
+    fn read(store: &SessionStore) -> Result<Self> {
+        let dir = store.sessions_dir();
+        let listed_at = std::time::SystemTime::now();
+        let mut listing =
+            Self { dir_mtime: None, listed_at, files: Vec::new(), locked: Vec::new() };
+        // The mtime first: a change after it moves it, whatever the listing below saw.
+        let Some(dir_stamp) = stamp(&dir)? else { return Ok(listing) };
+        listing.dir_mtime = Some(dir_stamp.1);
+        let entries = match fs_err::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(listing),
+            Err(err) => return Err(err.into()),
+        };
+        for entry in entries {
+            let entry = entry?;
+            let name = entry.file_name();
+            let Some((stem, extension)) = name.to_str().and_then(|name| name.rsplit_once('.'))
+            else {
+                continue;
+            };
+            let Ok(id) = stem.parse::<codecoder_protocol::SessionId>() else { continue };
+            if extension == crate::lock::SIDECAR_EXTENSION {
+                listing.locked.push(id.to_string());
+                continue;
+            }
+            if extension != crate::store::LOG_EXTENSION {
+                continue;
+            }
+            // Relative to the directory just read: no walk of the whole path per log. A link
+            // is followed, as opening the log would.
+            let metadata = match entry.metadata() {
+                Ok(metadata) if !metadata.file_type().is_symlink() => Some(metadata),
+                Ok(_) => None,
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(err) => return Err(err.into()),
+            };
+            let path = entry.path();
+            let stamp = match metadata {
+                Some(metadata) => stamp_of(&metadata),
+                None => match stamp(&path)? {
+                    Some(stamp) => stamp,
+                    None => continue,
+                },
+            };
+            listing.files.push((id.to_string(), path, stamp));
+        }
+        listing.files.sort();
+        listing.locked.sort();
+        Ok(listing)
+    }
+
+    /// The directory's mtime, when it is old enough for a quick refresh to trust (`SETTLED`).
+    fn settled_mtime(&self) -> Option<i64> {
+        let mtime = self.dir_mtime?;
+        let listed_ns = self.listed_at.duration_since(UNIX_EPOCH).ok()?.as_nanos();
+        let settled =
+            i128::try_from(listed_ns).ok()? - i128::from(mtime) >= SETTLED.as_nanos() as i128;
+        settled.then_some(mtime)
+    }
+}
+
+/// A refresh that trusts the last full one: when the logs' directory has not changed since, only
+/// the logs of sessions that held their lock then are looked at. `None` when it cannot answer
+/// (the directory changed, or no full refresh recorded it): a full refresh is needed.
+fn quick_refresh(conn: &mut Connection, store: &SessionStore) -> Result<Option<RefreshStats>> {
+    let dir = store.sessions_dir();
+    let saved = saved_scan(conn)?;
+    let Some((saved_mtime, locked)) = saved else { return Ok(None) };
+    if stamp(&dir)?.map(|(_, mtime)| mtime) != Some(saved_mtime) {
+        return Ok(None);
+    }
+    let mut changed = Vec::new();
+    for id in locked.split('\n').filter(|id| !id.is_empty()) {
+        let path = dir.join(format!("{id}.{}", crate::store::LOG_EXTENSION));
+        // Gone without the directory changing: something is off; look at everything.
+        let Some(stamp) = stamp(&path)? else { return Ok(None) };
+        let known = row_stamp(conn, id)?;
+        if known != Some(stamp) {
+            changed.push((id.to_owned(), path));
+        }
+    }
+    let count: i64 = conn.query_row("SELECT count(*) FROM sessions", [], |row| row.get(0))?;
+    let mut stats =
+        RefreshStats { files: usize::try_from(count).unwrap_or(0), ..RefreshStats::default() };
+    if changed.is_empty() {
+        return Ok(Some(stats));
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    for (id, path) in changed {
+        if write_if_changed(&tx, &id, &path, None)? {
+            stats.updated += 1;
+        }
+    }
+    tx.commit()?;
+    Ok(Some(stats))
+}
+
+/// Records what a full refresh saw of the directory, for the next quick refresh; forgets the
+/// record when the directory is too fresh to be trusted. Writes only when that changes it.
+fn save_scan(conn: &mut Connection, listing: &Listing) -> Result<()> {
+    let wanted = listing.settled_mtime().map(|mtime| (mtime, listing.locked.join("\n")));
+    let saved = saved_scan(conn)?;
+    if saved == wanted {
+        return Ok(());
+    }
+    match wanted {
+        Some((mtime, locked)) => conn.execute(
+            "INSERT OR REPLACE INTO scan (only, dir_mtime_ns, locked) VALUES (0, ?1, ?2)",
+            params![mtime, locked],
+        )?,
+        None => conn.execute("DELETE FROM scan", [])?,
+    };
+    Ok(())
+}
+
 /// One refresh against `conn` (`rebuild`: forgetting every row first).
 ///
 /// Changed logs are read with no transaction open; the rows are then written in one `IMMEDIATE`
@@ -334,25 +500,19 @@ struct Row {
 /// a row that already matches its file is left alone, a log that changed again (or whose row
 /// another process's rebuild dropped) is read again there, and only rows whose file no longer
 /// exists are deleted (a row for a file listed after this refresh listed the directory stays).
-fn refresh_rows(
-    conn: &mut Connection,
-    files: &[(codecoder_protocol::SessionId, PathBuf)],
-    rebuild: bool,
-) -> Result<RefreshStats> {
+fn refresh_rows(conn: &mut Connection, listing: &Listing, rebuild: bool) -> Result<RefreshStats> {
     let known = if rebuild { HashMap::new() } else { stamps(conn)? };
-    let mut prepared: HashMap<String, Row> = HashMap::new();
+    let mut prepared: HashMap<&str, Row> = HashMap::new();
     let mut unchanged = 0;
-    for (id, path) in files {
-        let id = id.to_string();
-        let Some(stamp) = stamp(path)? else { continue };
-        if known.get(&id) == Some(&stamp) {
+    for (id, path, stamp) in &listing.files {
+        if known.get(id) == Some(stamp) {
             unchanged += 1;
         } else {
-            let summary = summarize(&id, path);
-            prepared.insert(id, Row { summary, stamp });
+            let summary = summarize(id, path);
+            prepared.insert(id, Row { summary, stamp: *stamp });
         }
     }
-    let mut stats = RefreshStats { files: files.len(), ..RefreshStats::default() };
+    let mut stats = RefreshStats { files: listing.files.len(), ..RefreshStats::default() };
     // Every file matches its row and every row has its file (ids are unique, so as many
     // matches as rows means no other row): nothing to write, and no write lock to wait for.
     if !rebuild && prepared.is_empty() && unchanged == known.len() {
@@ -363,29 +523,19 @@ fn refresh_rows(
     if rebuild {
         tx.execute("DELETE FROM sessions", [])?;
     }
-    let current = stamps(&tx)?;
     let mut seen = HashSet::new();
-    for (id, path) in files {
-        let id = id.to_string();
-        // Removed since the directory was listed: it is gone like any other.
-        let Some(stamp) = stamp(path)? else { continue };
-        seen.insert(id.clone());
-        if current.get(&id) == Some(&stamp) {
-            continue;
+    for (id, path, _) in &listing.files {
+        seen.insert(id.as_str());
+        if write_if_changed(&tx, id, path, prepared.remove(id.as_str()))? {
+            stats.updated += 1;
         }
-        let row = match prepared.remove(&id) {
-            Some(row) if row.stamp == stamp => row,
-            _ => Row { summary: summarize(&id, path), stamp },
-        };
-        write_row(&tx, &row)?;
-        stats.updated += 1;
     }
     let unseen: Vec<(String, String)> = {
         let mut stmt = tx.prepare("SELECT id, path FROM sessions")?;
         let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()?
+        rows.collect::<rusqlite::Result<Vec<(String, String)>>>()?
             .into_iter()
-            .filter(|(id, _)| !seen.contains(id))
+            .filter(|(id, _)| !seen.contains(id.as_str()))
             .collect()
     };
     for (id, path) in unseen {
@@ -397,6 +547,44 @@ fn refresh_rows(
     Ok(stats)
 }
 
+/// Inside a write transaction: writes the row of the log `id` at `path` unless the row already
+/// matches the file as it is now. `prepared` is a summary read earlier, used when the file has
+/// not changed since. Returns whether a row was written; a file gone meanwhile is skipped.
+fn write_if_changed(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    path: &Path,
+    prepared: Option<Row>,
+) -> Result<bool> {
+    let Some(stamp) = stamp(path)? else { return Ok(false) };
+    let current = row_stamp(tx, id)?;
+    if current == Some(stamp) {
+        return Ok(false);
+    }
+    let row = match prepared {
+        Some(row) if row.stamp == stamp => row,
+        _ => Row { summary: summarize(id, path), stamp },
+    };
+    write_row(tx, &row)?;
+    Ok(true)
+}
+
+/// What the last full refresh recorded of the directory: its mtime and the locked sessions.
+fn saved_scan(conn: &Connection) -> rusqlite::Result<Option<(i64, String)>> {
+    conn.query_row("SELECT dir_mtime_ns, locked FROM scan WHERE only = 0", [], |row| {
+        Ok((row.get(0)?, row.get(1)?))
+    })
+    .optional()
+}
+
+/// The stamp of one row.
+fn row_stamp(conn: &Connection, id: &str) -> rusqlite::Result<Option<Stamp>> {
+    conn.query_row("SELECT file_size, file_mtime_ns FROM sessions WHERE id = ?1", [id], |row| {
+        Ok((row.get(0)?, row.get(1)?))
+    })
+    .optional()
+}
+
 /// The stamp of every row.
 fn stamps(conn: &Connection) -> rusqlite::Result<HashMap<String, Stamp>> {
     let mut stmt = conn.prepare("SELECT id, file_size, file_mtime_ns FROM sessions")?;
@@ -406,18 +594,21 @@ fn stamps(conn: &Connection) -> rusqlite::Result<HashMap<String, Stamp>> {
 
 /// The stamp of the file at `path`; `None` when it does not exist (any more).
 fn stamp(path: &Path) -> Result<Option<Stamp>> {
-    let metadata = match fs_err::metadata(path) {
-        Ok(metadata) => metadata,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(err.into()),
-    };
+    match fs_err::metadata(path) {
+        Ok(metadata) => Ok(Some(stamp_of(&metadata))),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(err.into()),
+    }
+}
+
+fn stamp_of(metadata: &std::fs::Metadata) -> Stamp {
     let size = i64::try_from(metadata.len()).unwrap_or(i64::MAX);
     let mtime = metadata
         .modified()
         .ok()
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-    Ok(Some((size, mtime)))
+    (size, mtime)
 }
 
 fn write_row(conn: &Connection, Row { summary, stamp: (size, mtime) }: &Row) -> Result<()> {

@@ -26,7 +26,7 @@ use nix::fcntl::{Flock, FlockArg};
 use crate::error::{Error, Result};
 
 /// Extension of the sidecar that names the holder's pid.
-const SIDECAR_EXTENSION: &str = "lock";
+pub(crate) const SIDECAR_EXTENSION: &str = "lock";
 /// How many times a refused taker looks again for a live holder's pid before it reports what it
 /// has: the holder may be between taking the lock and writing its pid, or may just be letting go.
 const PID_ATTEMPTS: u32 = 20;

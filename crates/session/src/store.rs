@@ -19,13 +19,13 @@ use codecoder_protocol::{
 
 use crate::blob::BlobStore;
 use crate::error::{Error, Result};
-use crate::load::{CloseReason, Entry, LoadedSession, closing_records, load};
+use crate::load::{CloseReason, Entry, LoadedSession, ReadLog, closing_records, load, read};
 use crate::lock::LogLock;
 use crate::projection::Projection;
 use crate::trace::SessionTrace;
 use crate::writer::{OpenLog, SessionWriter, WriterConfig};
 
-const LOG_EXTENSION: &str = "jsonl";
+pub(crate) const LOG_EXTENSION: &str = "jsonl";
 
 /// What a new session records about itself.
 #[derive(Debug, Clone)]
@@ -86,9 +86,9 @@ impl SessionStore {
         BlobStore::new(self.sessions_dir().join("blobs"))
     }
 
-    /// The SQLite index file.
+    /// The SQLite index file, in a directory of its own (see `Index`).
     pub fn index_path(&self) -> PathBuf {
-        self.sessions_dir().join("index.sqlite")
+        self.sessions_dir().join("index").join("sessions.sqlite")
     }
 
     /// Where the log of `id` lives.
@@ -176,30 +176,68 @@ impl SessionStore {
         path: &Path,
         config: WriterConfig,
     ) -> Result<(LoadedSession, SessionWriter)> {
+        let mut entries = Vec::new();
+        let (read, writer) = self.continue_log(path, config, |entry, projection| {
+            if let Entry::Record(record) = &entry {
+                projection.apply(record);
+            }
+            entries.push(entry);
+        })?;
+        let loaded = LoadedSession {
+            path: path.to_owned(),
+            meta: read.meta,
+            entries,
+            trace: read.trace,
+            torn_tail: read.torn_tail,
+            line_count: read.line_count,
+        };
+        Ok((loaded, writer))
+    }
+
+    /// `resume` for a caller that only writes on: the records are folded into the writer's
+    /// history as they are read, none is kept.
+    pub fn resume_writer(&self, path: &Path, config: WriterConfig) -> Result<SessionWriter> {
+        let (_, writer) = self.continue_log(path, config, |entry, projection| {
+            if let Entry::Record(record) = entry {
+                projection.apply_owned(record);
+            }
+        })?;
+        Ok(writer)
+    }
+
+    /// Locks, reads (each entry to `each`, with the projection to fold it into), truncates a
+    /// torn tail and repairs: what `resume` and `resume_writer` share.
+    fn continue_log(
+        &self,
+        path: &Path,
+        config: WriterConfig,
+        mut each: impl FnMut(Entry, &mut Projection),
+    ) -> Result<(ReadLog, SessionWriter)> {
         let file = OpenOptions::new().append(true).open(path).map_err(|e| {
             std::io::Error::new(e.kind(), format!("opening {}: {e}", path.display()))
         })?;
         // Before reading: what is read, and the tail truncated, must be this writer's alone.
         let lock = LogLock::acquire(&file, path)?;
-        let loaded = load(path)?;
+        let mut projection = Projection::new();
+        let read = read(path, |entry| each(entry, &mut projection))?;
         let file_len = file.metadata()?.len();
-        let valid_len = loaded.valid_len(file_len);
+        let valid_len = read.torn_tail.map_or(file_len, |torn| torn.offset);
         if valid_len < file_len {
             file.set_len(valid_len)?;
         }
         let file = fs_err::File::from_parts(file, path);
         let mut writer = SessionWriter::from_parts(
-            loaded.meta.session_id,
+            read.meta.session_id,
             Some(OpenLog { file, len: valid_len, lock }),
             Some(self.blobs()),
-            loaded.trace.clone(),
-            loaded.projection(),
+            read.trace.clone(),
+            projection,
             config,
         )?;
-        for body in loaded.repair_plan() {
+        for body in closing_records(&read.trace, CloseReason::Crash) {
             writer.append(body)?;
         }
-        Ok((loaded, writer))
+        Ok((read, writer))
     }
 
     /// Branches the session `query` into a new one holding its records up to and including

@@ -226,7 +226,7 @@ fn a_corrupt_or_unusable_index_is_a_warning() {
     let out = run.run(&["exec", "first question"], "");
     assert!(out.status.success(), "{}", stderr(&out));
     let [id] = session_ids(home.path()).try_into().unwrap();
-    let index = home.path().join("sessions/index.sqlite");
+    let index = home.path().join("sessions/index/sessions.sqlite");
     let garbage: Vec<u8> =
         (0..8192u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
 

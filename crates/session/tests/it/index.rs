@@ -1,5 +1,6 @@
 //! `Index`: the SQLite cache of session summaries follows the files, which are the truth.
 
+use codecoder_protocol::Record;
 use codecoder_session::{Index, RefreshStats, SessionStore, load};
 use pretty_assertions::assert_eq;
 
@@ -107,7 +108,7 @@ fn corrupt_index_file_is_rebuilt() {
     assert_eq!(index.refresh(&store).unwrap(), RefreshStats { files: 1, updated: 1, removed: 0 });
     assert_eq!(ids(&index, None), vec![id.clone()]);
     let [warning] = index.warnings() else { panic!("one warning: {:?}", index.warnings()) };
-    assert!(warning.contains("index.sqlite"), "{warning}");
+    assert!(warning.contains(&store.index_path().display().to_string()), "{warning}");
     assert!(warning.ends_with("rebuilt it from the logs"), "{warning}");
     drop(index);
     // And the rebuilt file is a good index from then on.
@@ -230,4 +231,95 @@ fn unreadable_log_gets_a_row_with_its_problem() {
     // Listing by cwd skips the unreadable row: its cwd is unknown.
     assert_eq!(ids(&index, Some("/repo")), vec![good]);
     assert!(matches!(load(&path).unwrap_err(), codecoder_session::Error::Corrupt { line: 3, .. }));
+}
+
+/// Sets the mtime of the logs' directory a minute back, as if nothing had changed in it lately:
+/// the next full refresh may then record it for quick refreshes.
+fn settle(store: &SessionStore) {
+    let minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    let dir = fs_err::File::open(store.sessions_dir()).unwrap();
+    dir.file().set_times(std::fs::FileTimes::new().set_modified(minute_ago)).unwrap();
+}
+
+/// Once a full refresh recorded a settled directory, later refreshes look only at the logs of
+/// sessions that held their lock: a log changed behind the store's back (no lock, no change to
+/// the directory) keeps its row until the directory changes, and then it is read again.
+#[test]
+fn an_unchanged_directory_is_not_listed_again() {
+    let (_home, store) = temp_store();
+    let first = session(&store, "/repo", 1_000, "first");
+    let second = session(&store, "/repo", 2_000, "second");
+    let mut index = Index::open(&store).unwrap();
+    settle(&store);
+    assert_eq!(index.refresh(&store).unwrap(), RefreshStats { files: 2, updated: 2, removed: 0 });
+
+    // Appended by hand, as no writer would: the directory does not move, so neither does the row.
+    let path = store.path_of(first.parse().unwrap());
+    let record = Record { seq: 7, ts: 30_000, body: turn_start(2) };
+    let mut line = serde_json::to_vec(&record).unwrap();
+    line.push(b'\n');
+    let mut file = fs_err::OpenOptions::new().append(true).open(&path).unwrap();
+    std::io::Write::write_all(&mut file, &line).unwrap();
+    drop(file);
+    assert_eq!(index.refresh(&store).unwrap(), RefreshStats { files: 2, updated: 0, removed: 0 });
+    assert_eq!(index.list(None).unwrap()[1].record_count, 6);
+
+    // Any change to the directory (here a new session) brings a full look, and the row is right.
+    let third = session(&store, "/repo", 40_000, "third");
+    assert_eq!(index.refresh(&store).unwrap(), RefreshStats { files: 3, updated: 2, removed: 0 });
+    let rows = index.list(None).unwrap();
+    let order: Vec<&str> = rows.iter().map(|row| row.id.as_str()).collect();
+    assert_eq!(order, [third.as_str(), first.as_str(), second.as_str()]);
+    assert_eq!((rows[1].record_count, rows[1].updated_ms), (7, 30_000));
+    assert!(index.warnings().is_empty(), "{:?}", index.warnings());
+}
+
+/// A session that holds its lock while the directory is settled is still followed: each quick
+/// refresh looks at its log and re-reads it when it grew; once the writer lets go, the
+/// directory changes and the next refresh looks at everything.
+#[test]
+fn a_running_session_is_followed_by_quick_refreshes() {
+    let (_home, store) = temp_store();
+    let done = session(&store, "/repo", 1_000, "done");
+    let mut running = store.create(new_session("/repo"), config(2_000)).unwrap();
+    let running_id = running.session_id().to_string();
+    for body in [turn_start(1), user("running")] {
+        running.append(body).unwrap();
+    }
+    let mut index = Index::open(&store).unwrap();
+    settle(&store);
+    assert_eq!(index.refresh(&store).unwrap(), RefreshStats { files: 2, updated: 2, removed: 0 });
+    assert_eq!(index.refresh(&store).unwrap(), RefreshStats { files: 2, updated: 0, removed: 0 });
+
+    for body in [step_start(1, 1), step_end(1, 1), turn_end(1)] {
+        running.append(body).unwrap();
+    }
+    assert_eq!(index.refresh(&store).unwrap(), RefreshStats { files: 2, updated: 1, removed: 0 });
+    let rows = index.list(None).unwrap();
+    assert_eq!((rows[0].id.as_str(), rows[0].record_count), (running_id.as_str(), 6));
+    assert_eq!(rows[0].title, "running");
+
+    // Letting go removes the lock's sidecar: the directory moved, so a full look follows, and a
+    // log removed meanwhile loses its row.
+    drop(running);
+    store.remove(&done).unwrap();
+    assert_eq!(index.refresh(&store).unwrap(), RefreshStats { files: 1, updated: 0, removed: 1 });
+    assert_eq!(ids(&index, None), vec![running_id]);
+}
+
+/// The index used to live beside the logs: that file is removed when the index is opened, and
+/// a fresh one is built in the index's own directory.
+#[test]
+fn the_index_beside_the_logs_is_replaced() {
+    let (_home, store) = temp_store();
+    let id = session(&store, "/repo", 1_000, "hello");
+    let legacy = store.sessions_dir().join("index.sqlite");
+    fs_err::write(&legacy, b"an index of an earlier version").unwrap();
+    let mut index = Index::open(&store).unwrap();
+    index.refresh(&store).unwrap();
+    assert!(!legacy.exists());
+    assert_eq!(store.index_path().parent().unwrap(), store.sessions_dir().join("index"));
+    assert!(store.index_path().is_file());
+    assert_eq!(ids(&index, None), vec![id]);
+    assert!(index.warnings().is_empty(), "{:?}", index.warnings());
 }
