@@ -283,7 +283,7 @@ impl Runtime {
                         })?
                     }
                 };
-                store.resume(&path, writer_config)?.1
+                store.resume_writer(&path, writer_config)?
             }
             Start::Fork(id) => store.fork(id, None, writer_config)?,
             Start::New if request.ephemeral => {

@@ -10,7 +10,8 @@
 //! CPU is the process's own clock (`clock_getcpuclockid`: every thread's time, in ns), read
 //! each time the server has taken another scripted step; tool children (the command's sandbox)
 //! are not in it. Run: `cargo bench -p codecoder-cli --bench long_session`
-//! (`CODECODER_BENCH_STEPS=N` for a shorter session).
+//! (`CODECODER_BENCH_STEPS=N` for a shorter session; `LONG_SESSION_LOG=PATH` keeps a copy of the
+//! log there, to profile the loader with).
 #![allow(
     clippy::print_stdout,
     clippy::unwrap_used,
@@ -281,6 +282,10 @@ fn main() {
 
     // Resume: the same log each run (restored before it), a prompt, and the first request.
     let original = std::fs::read(&log).unwrap();
+    // A copy to profile the loader with, where asked for.
+    if let Some(keep) = std::env::var_os("LONG_SESSION_LOG") {
+        std::fs::write(keep, &original).unwrap();
+    }
     let session_id = log.file_stem().unwrap().to_string_lossy().into_owned();
     let mut first_request_ms = Vec::new();
     let mut resume_hwm = Vec::new();
@@ -317,6 +322,7 @@ fn main() {
     let mut load_ms = Vec::new();
     let mut project_ms = Vec::new();
     let mut resume_ms = Vec::new();
+    let mut resume_writer_ms = Vec::new();
     for _ in 0..RESUME_RUNS {
         let started = Instant::now();
         let loaded = codecoder_session::load(&log).unwrap();
@@ -332,14 +338,21 @@ fn main() {
         let (_, writer) = store.resume(&copy, codecoder_session::WriterConfig::standard()).unwrap();
         resume_ms.push(started.elapsed().as_secs_f64() * 1e3);
         drop(writer);
+        std::fs::write(&copy, &original).unwrap();
+        let started = Instant::now();
+        let writer =
+            store.resume_writer(&copy, codecoder_session::WriterConfig::standard()).unwrap();
+        resume_writer_ms.push(started.elapsed().as_secs_f64() * 1e3);
+        drop(writer);
         std::fs::remove_file(&copy).unwrap();
     }
     println!(
-        "in process, the {:.1} MB log: load + validate median {:.2} ms; projection {:.2} ms; SessionStore::resume (lock, load, project, repair) {:.2} ms; load average {}",
+        "in process, the {:.1} MB log: load + validate median {:.2} ms; projection {:.2} ms; SessionStore::resume (lock, load, project, repair) {:.2} ms; SessionStore::resume_writer (what exec resume uses: no record kept) {:.2} ms; load average {}",
         original.len() as f64 / 1e6,
         median(load_ms),
         median(project_ms),
         median(resume_ms),
+        median(resume_writer_ms),
         load_avg()
     );
 }

@@ -156,10 +156,32 @@ pub fn closing_records(trace: &SessionTrace, reason: CloseReason) -> Vec<RecordB
 
 /// Reads and validates the log at `path`.
 pub fn load(path: &Path) -> Result<LoadedSession> {
+    let mut entries = Vec::new();
+    let read = read(path, |entry| entries.push(entry))?;
+    Ok(LoadedSession {
+        path: path.to_owned(),
+        meta: read.meta,
+        entries,
+        trace: read.trace,
+        torn_tail: read.torn_tail,
+        line_count: read.line_count,
+    })
+}
+
+/// What reading a log leaves besides its entries (see `LoadedSession`).
+pub(crate) struct ReadLog {
+    pub(crate) meta: SessionMeta,
+    pub(crate) trace: SessionTrace,
+    pub(crate) torn_tail: Option<TornTail>,
+    pub(crate) line_count: usize,
+}
+
+/// Reads and validates the log at `path`, handing each complete entry to `each` in order as it
+/// is read (so a caller that only folds them keeps none).
+pub(crate) fn read(path: &Path, mut each: impl FnMut(Entry)) -> Result<ReadLog> {
     let file = fs_err::File::open(path)?;
     let mut reader = BufReader::with_capacity(256 * 1024, file);
     let mut trace = SessionTrace::new();
-    let mut entries = Vec::new();
     let mut meta = None;
     let mut line = Vec::with_capacity(1024);
     let mut line_no = 0;
@@ -202,7 +224,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                 if let RecordBody::SessionMeta(m) = &record.body {
                     meta = Some(m.clone());
                 }
-                entries.push(Entry::Record(record));
+                each(Entry::Record(record));
             }
             Ok(Entry::Unknown(unknown)) => {
                 let transition =
@@ -213,7 +235,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                         source,
                     })?;
                 trace.commit(transition);
-                entries.push(Entry::Unknown(unknown));
+                each(Entry::Unknown(unknown));
             }
             Err(message) => unparsed = Some((line_no, start, n as u64, message)),
         }
@@ -228,14 +250,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
         }
         return Err(Error::Empty { path: path.to_owned() });
     };
-    Ok(LoadedSession {
-        path: path.to_owned(),
-        meta,
-        entries,
-        trace,
-        torn_tail,
-        line_count: line_no,
-    })
+    Ok(ReadLog { meta, trace, torn_tail, line_count: line_no })
 }
 
 /// Parses one line: a known record, an unknown one, or the parser's complaint.

@@ -8,6 +8,8 @@
 //! compaction cannot be found and leaves the history as it is; front-ends refuse it first). Invariant: the projection is a pure function of the records; the same
 //! log always projects to the same history.
 
+use std::borrow::Cow;
+
 use codecoder_protocol::{
     ContextRecord, Message, MessageId, MessageItem, Record, RecordBody, Role, TurnId,
 };
@@ -34,36 +36,36 @@ impl Projection {
 
     /// Takes one more record into account.
     pub fn apply(&mut self, record: &Record) {
-        match &record.body {
-            RecordBody::UserMessage { message } | RecordBody::AssistantMessage { message } => {
-                self.history.push(message.clone());
+        self.apply_body(record.seq, Cow::Borrowed(&record.body));
+    }
+
+    /// Takes one more record into account, moving what the history keeps out of it.
+    pub fn apply_owned(&mut self, record: Record) {
+        self.apply_body(record.seq, Cow::Owned(record.body));
+    }
+
+    fn apply_body(&mut self, seq: u64, body: Cow<'_, RecordBody>) {
+        match &*body {
+            RecordBody::TurnStart { turn } => {
+                self.turn_marks.push((*turn, self.history.len()));
+                return;
             }
-            RecordBody::ToolResult { result, .. } => {
-                // The id derives from the seq, so that projecting twice gives equal histories.
-                self.history.push(Message {
-                    id: MessageId::from(Uuid::from_u64_pair(TOOL_MESSAGE_ID_HIGH, record.seq)),
-                    role: Role::Tool,
-                    items: vec![MessageItem::ToolResult(result.clone())],
-                });
-            }
-            RecordBody::Compaction { history, .. } => {
-                self.history.clone_from(history);
-                self.turn_marks.clear();
-            }
-            RecordBody::TurnStart { turn } => self.turn_marks.push((*turn, self.history.len())),
             RecordBody::Rewind(rewind) => {
-                if !rewind.conversation {
-                    return;
-                }
-                if let Some(index) =
-                    self.turn_marks.iter().position(|(turn, _)| *turn == rewind.turn)
+                if rewind.conversation
+                    && let Some(index) =
+                        self.turn_marks.iter().position(|(turn, _)| *turn == rewind.turn)
                 {
                     let (_, len) = self.turn_marks[index];
                     self.history.truncate(len);
                     self.turn_marks.truncate(index);
                 }
+                return;
             }
-            RecordBody::Context(context) => self.context = Some(context.clone()),
+            RecordBody::UserMessage { .. }
+            | RecordBody::AssistantMessage { .. }
+            | RecordBody::ToolResult { .. }
+            | RecordBody::Compaction { .. }
+            | RecordBody::Context(_) => {}
             RecordBody::SessionMeta(_)
             | RecordBody::TurnEnd { .. }
             | RecordBody::StepStart { .. }
@@ -72,7 +74,27 @@ impl Projection {
             | RecordBody::Approval { .. }
             | RecordBody::Checkpoint(_)
             | RecordBody::Error { .. }
-            | RecordBody::SessionEnd => {}
+            | RecordBody::SessionEnd => return,
+        }
+        // What is left keeps part of the record: owned (or cloned, when borrowed) from here.
+        match body.into_owned() {
+            RecordBody::UserMessage { message } | RecordBody::AssistantMessage { message } => {
+                self.history.push(message);
+            }
+            RecordBody::ToolResult { result, .. } => {
+                // The id derives from the seq, so that projecting twice gives equal histories.
+                self.history.push(Message {
+                    id: MessageId::from(Uuid::from_u64_pair(TOOL_MESSAGE_ID_HIGH, seq)),
+                    role: Role::Tool,
+                    items: vec![MessageItem::ToolResult(result)],
+                });
+            }
+            RecordBody::Compaction { history, .. } => {
+                self.history = history;
+                self.turn_marks.clear();
+            }
+            RecordBody::Context(context) => self.context = Some(context),
+            _ => {}
         }
     }
 

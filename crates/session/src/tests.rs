@@ -696,6 +696,42 @@ proptest! {
         }
     }
 
+    /// Resuming only to write on (`resume_writer`, which folds each record into the history as
+    /// it is read and keeps none) leaves the same writer and the same file as `resume`: the
+    /// history, the context, what is open, and the repair appended after a crash.
+    #[test]
+    fn resuming_without_keeping_records_matches_resume(
+        plan in session_plan(),
+        cut in any::<SampleIndex>(),
+        torn in any::<bool>(),
+    ) {
+        let records = build(&plan);
+        let mut text = String::new();
+        for record in &records[..=cut.index(records.len())] {
+            text.push_str(&serde_json::to_string(record).unwrap());
+            text.push('\n');
+        }
+        if torn {
+            text.push_str("{\"seq\":");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        fs_err::create_dir_all(store.sessions_dir()).unwrap();
+        let [kept_path, folded_path] = ["kept", "folded"].map(|name| {
+            let path = store.sessions_dir().join(format!("{name}.jsonl"));
+            fs_err::write(&path, &text).unwrap();
+            path
+        });
+        let (loaded, kept) = store.resume(&kept_path, writer_config(FsyncPolicy::Never)).unwrap();
+        let folded = store.resume_writer(&folded_path, writer_config(FsyncPolicy::Never)).unwrap();
+        prop_assert_eq!(loaded.entries.len(), cut.index(records.len()) + 1);
+        prop_assert_eq!(kept.history(), folded.history());
+        prop_assert_eq!(kept.context(), folded.context());
+        prop_assert_eq!(kept.trace(), folded.trace());
+        drop((kept, folded));
+        prop_assert_eq!(fs_err::read(&kept_path).unwrap(), fs_err::read(&folded_path).unwrap());
+    }
+
     /// Two neighbors trade places (their seqs stay in order).
     #[test]
     fn swapped_neighbors_are_rejected(plan in session_plan(), at in any::<SampleIndex>()) {

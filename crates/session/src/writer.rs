@@ -282,8 +282,9 @@ impl SessionWriter {
         );
         self.write_line(&record, boundary)?;
         self.trace.commit(transition);
-        self.projection.apply(&record);
-        Ok(record.seq)
+        let seq = record.seq;
+        self.projection.apply_owned(record);
+        Ok(seq)
     }
 
     /// Writes a record of a type this version does not know (`raw`, as another log holds it) as
