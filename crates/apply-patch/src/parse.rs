@@ -29,12 +29,21 @@ const END_OF_FILE: &str = "*** End of File";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Patch {
     hunks: Vec<Hunk>,
+    /// Parallel to `hunks`: each hunk's lines after its header (and `*** Move to`), as written.
+    bodies: Vec<String>,
 }
 
 impl Patch {
     /// The hunks in patch order (never empty).
     pub fn hunks(&self) -> &[Hunk] {
         &self.hunks
+    }
+
+    /// Each hunk with its lines after the header (and `*** Move to`) as the patch wrote them,
+    /// each ending in `\n`: an update's chunks (`@@`, ` `, `-`, `+` lines), an added file's `+`
+    /// lines, nothing for a deletion. For showing a change as the model wrote it.
+    pub fn hunks_as_written(&self) -> impl Iterator<Item = (&Hunk, &str)> {
+        self.hunks.iter().zip(self.bodies.iter().map(String::as_str))
     }
 }
 
@@ -144,17 +153,26 @@ pub fn parse(patch: &str) -> Result<Patch, ParseError> {
 
     let mut cursor = Cursor { lines: &lines[1..lines.len() - 1], pos: 0 };
     let mut hunks = Vec::new();
+    let mut bodies = Vec::new();
     while let Some((line, text)) = cursor.peek() {
         if text.trim().is_empty() {
             cursor.pos += 1;
             continue;
         }
-        hunks.push(parse_hunk(&mut cursor, line, text.trim())?);
+        let header = cursor.pos;
+        let hunk = parse_hunk(&mut cursor, line, text.trim())?;
+        let headers = match &hunk {
+            Hunk::Update { move_to: Some(_), .. } => 2,
+            _ => 1,
+        };
+        let body = &cursor.lines[(header + headers).min(cursor.pos)..cursor.pos];
+        bodies.push(body.iter().flat_map(|(_, text)| [*text, "\n"]).collect());
+        hunks.push(hunk);
     }
     if hunks.is_empty() {
         return Err(ParseError::NoHunks { line: last_line });
     }
-    Ok(Patch { hunks })
+    Ok(Patch { hunks, bodies })
 }
 
 /// The lines between `*** Begin Patch` and `*** End Patch`, with a read position.

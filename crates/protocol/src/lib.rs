@@ -16,6 +16,7 @@ pub mod permission;
 pub mod reasoning;
 pub mod record;
 pub mod usage;
+pub mod view;
 
 pub use agent::{
     AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ApprovalDecision, ApprovalRequest,
@@ -38,6 +39,9 @@ pub use record::{
     SyntheticReason, ToolSpec, join_sections,
 };
 pub use usage::Usage;
+pub use view::{
+    CallKind, CallView, ChangeKind, FileChange, PlanStep, PlanView, TextEdit, compact_args,
+};
 
 /// `value` with every object's keys in sorted order, so that checked-in JSON (schemas, goldens)
 /// is the same text whether or not serde_json keeps insertion order (its `preserve_order`

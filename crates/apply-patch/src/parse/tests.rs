@@ -167,3 +167,34 @@ fn update_errors() {
         "invalid hunk at line 3: expected a line starting with ' ', '+', '-' or '@@' in the update of 'a.txt', found '*** End of File'",
     );
 }
+
+#[test]
+fn hunks_as_written_keep_each_hunks_lines_after_its_headers() {
+    let patch = parse(
+        "*** Begin Patch\n\
+         *** Add File: new.txt\n\
+         +one\n\
+         +two\n\
+         *** Update File: src/a.rs\n\
+         *** Move to: src/b.rs\n\
+         @@ fn main\n \
+         keep\n\
+         -old\n\
+         +new\n\
+         *** Delete File: gone.txt\n\
+         *** End Patch\n",
+    )
+    .unwrap();
+    let written: Vec<(String, &str)> = patch
+        .hunks_as_written()
+        .map(|(hunk, body)| (hunk.path().display().to_string(), body))
+        .collect();
+    assert_eq!(
+        written,
+        [
+            ("new.txt".to_owned(), "+one\n+two\n"),
+            ("src/a.rs".to_owned(), "@@ fn main\n keep\n-old\n+new\n"),
+            ("gone.txt".to_owned(), ""),
+        ]
+    );
+}
