@@ -158,14 +158,7 @@ pub fn closing_records(trace: &SessionTrace, reason: CloseReason) -> Vec<RecordB
 pub fn load(path: &Path) -> Result<LoadedSession> {
     let mut entries = Vec::new();
     let read = read(path, |entry| entries.push(entry))?;
-    Ok(LoadedSession {
-        path: path.to_owned(),
-        meta: read.meta,
-        entries,
-        trace: read.trace,
-        torn_tail: read.torn_tail,
-        line_count: read.line_count,
-    })
+    Ok(read.into_loaded(path, entries))
 }
 
 /// What reading a log leaves besides its entries (see `LoadedSession`).
@@ -174,6 +167,20 @@ pub(crate) struct ReadLog {
     pub(crate) trace: SessionTrace,
     pub(crate) torn_tail: Option<TornTail>,
     pub(crate) line_count: usize,
+}
+
+impl ReadLog {
+    /// The loaded session of the log at `path`, whose entries were `entries`.
+    pub(crate) fn into_loaded(self, path: &Path, entries: Vec<Entry>) -> LoadedSession {
+        LoadedSession {
+            path: path.to_owned(),
+            meta: self.meta,
+            entries,
+            trace: self.trace,
+            torn_tail: self.torn_tail,
+            line_count: self.line_count,
+        }
+    }
 }
 
 /// Reads and validates the log at `path`, handing each complete entry to `each` in order as it

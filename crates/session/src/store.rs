@@ -183,15 +183,7 @@ impl SessionStore {
             }
             entries.push(entry);
         })?;
-        let loaded = LoadedSession {
-            path: path.to_owned(),
-            meta: read.meta,
-            entries,
-            trace: read.trace,
-            torn_tail: read.torn_tail,
-            line_count: read.line_count,
-        };
-        Ok((loaded, writer))
+        Ok((read.into_loaded(path, entries), writer))
     }
 
     /// `resume` for a caller that only writes on: the records are folded into the writer's
