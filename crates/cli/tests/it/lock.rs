@@ -231,7 +231,10 @@ fn a_corrupt_or_unusable_index_is_a_warning() {
         (0..8192u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
 
     let damage: [(&str, &dyn Fn()); 2] = [
-        ("garbage", &|| std::fs::write(&index, &garbage).unwrap()),
+        ("garbage", &|| {
+            std::fs::create_dir_all(index.parent().unwrap()).unwrap();
+            std::fs::write(&index, &garbage).unwrap();
+        }),
         ("a directory", &|| {
             let _ = std::fs::remove_file(&index);
             std::fs::create_dir_all(index.join("inside")).unwrap();
