@@ -29,8 +29,9 @@ const END_OF_FILE: &str = "*** End of File";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Patch {
     hunks: Vec<Hunk>,
-    /// Parallel to `hunks`: each hunk's lines after its header (and `*** Move to`), as written.
-    bodies: Vec<String>,
+    /// Parallel to `hunks`: each hunk's header lines (its file line and `*** Move to`) and the
+    /// lines after them, as written.
+    bodies: Vec<(String, String)>,
 }
 
 impl Patch {
@@ -39,12 +40,40 @@ impl Patch {
         &self.hunks
     }
 
-    /// Each hunk with its lines after the header (and `*** Move to`) as the patch wrote them,
-    /// each ending in `\n`: an update's chunks (`@@`, ` `, `-`, `+` lines), an added file's `+`
-    /// lines, nothing for a deletion. For showing a change as the model wrote it.
-    pub fn hunks_as_written(&self) -> impl Iterator<Item = (&Hunk, &str)> {
-        self.hunks.iter().zip(self.bodies.iter().map(String::as_str))
+    /// Each hunk with its header lines (its file line, and `*** Move to`) and the lines after
+    /// them, as the patch wrote them, each ending in `\n`: an update's chunks (`@@`, ` `, `-`,
+    /// `+` lines), an added file's `+` lines, nothing for a deletion. For showing a change as the
+    /// model wrote it.
+    pub fn hunks_as_written(&self) -> impl Iterator<Item = (&Hunk, &str, &str)> {
+        self.hunks.iter().zip(&self.bodies).map(|(hunk, (header, body))| (hunk, &**header, &**body))
     }
+}
+
+/// The files a patch names, in patch order, move destinations included: the parsed patch's
+/// when it parses, else every path its `***` file lines name (so a patch that does not parse
+/// still shows, and is approved by, the files it meant to write).
+pub fn declared_paths(input: &str) -> Vec<String> {
+    if let Ok(patch) = parse(input) {
+        let mut paths = Vec::new();
+        for hunk in patch.hunks() {
+            paths.push(hunk.path().to_string_lossy().into_owned());
+            if let Hunk::Update { move_to: Some(to), .. } = hunk {
+                paths.push(to.to_string_lossy().into_owned());
+            }
+        }
+        return paths;
+    }
+    input
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            [ADD_FILE, DELETE_FILE, UPDATE_FILE, MOVE_TO]
+                .iter()
+                .find_map(|marker| line.strip_prefix(marker))
+                .map(|path| path.trim().to_owned())
+        })
+        .filter(|path| !path.is_empty())
+        .collect()
 }
 
 /// One file operation of a patch. Paths are as written (relative to the working directory, or
@@ -165,8 +194,14 @@ pub fn parse(patch: &str) -> Result<Patch, ParseError> {
             Hunk::Update { move_to: Some(_), .. } => 2,
             _ => 1,
         };
-        let body = &cursor.lines[(header + headers).min(cursor.pos)..cursor.pos];
-        bodies.push(body.iter().flat_map(|(_, text)| [*text, "\n"]).collect());
+        let split = (header + headers).min(cursor.pos);
+        let written = |lines: &[(usize, &str)]| -> String {
+            lines.iter().flat_map(|(_, text)| [*text, "\n"]).collect()
+        };
+        bodies.push((
+            written(&cursor.lines[header..split]),
+            written(&cursor.lines[split..cursor.pos]),
+        ));
         hunks.push(hunk);
     }
     if hunks.is_empty() {

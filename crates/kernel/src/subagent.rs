@@ -13,7 +13,8 @@
 use std::sync::Arc;
 
 use codecoder_protocol::{
-    AgentCommand, EventSource, ParentLink, ToolError, TurnOutcome, UserInput,
+    AgentCommand, CallKind, CallView, EventSource, ParentLink, ToolError, TurnOutcome, UserInput,
+    first_line,
 };
 use codecoder_session::NewSession;
 use codecoder_stdx::spawn_named;
@@ -95,6 +96,16 @@ impl Tool for AgentTool {
 
     fn summary(&self, args: &Value) -> String {
         format!("subagent: {}", args["task"].as_str().unwrap_or_default())
+    }
+
+    fn view(&self, args: &Value) -> CallView {
+        CallView {
+            kind: CallKind::Agent,
+            title: "agent".to_owned(),
+            detail: first_line(args["task"].as_str().unwrap_or_default(), 120),
+            read_only: true,
+            ..CallView::default()
+        }
     }
 
     fn execute(&self, ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError> {

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use codecoder_protocol::{
-    AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, AskUserRequest, CommandExit,
-    ContentItem, EventSource, OutputStream, Reply, RequestId, StepId, ToolCallId, ToolError,
-    TurnId,
+    AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, AskUserRequest, CallKind,
+    CallView, CommandExit, ContentItem, EventSource, OutputStream, Reply, RequestId, StepId,
+    ToolCallId, ToolError, TurnId,
 };
 use crossbeam_channel::{Sender, select};
 
@@ -82,6 +82,18 @@ pub trait Tool: Send + Sync {
     /// One line for the person: what this call will do.
     fn summary(&self, args: &serde_json::Value) -> String {
         format!("{} {args}", self.name())
+    }
+    /// What this call is, for front-ends and the policy: a pure function of the arguments
+    /// (unchecked: any JSON), never touching the filesystem. Default: the generic view of the
+    /// name and arguments, of kind `Mcp` for a tool of an MCP server, read-only when the tool
+    /// is.
+    fn view(&self, args: &serde_json::Value) -> CallView {
+        let mut view = CallView::generic(self.name(), args);
+        if let Some((server, tool)) = self.mcp_origin() {
+            view.kind = CallKind::Mcp { server: server.to_owned(), tool: tool.to_owned() };
+        }
+        view.read_only = self.kind() == ToolKind::ReadOnly;
+        view
     }
     /// Runs the call. Blocks; honours `ctx.cancel()`.
     fn execute(
@@ -395,6 +407,15 @@ impl ToolRegistry {
     /// The tool with this name, registered or late.
     pub fn find(&self, name: &str) -> Option<Arc<dyn Tool>> {
         self.get(name).cloned().or_else(|| self.late.as_ref()?.get(name))
+    }
+
+    /// What a call of the tool `name` is: the tool's own view of `args`, or the generic view
+    /// when no tool has that name (a call of a tool that is gone, in a resumed log).
+    pub fn view(&self, name: &str, args: &serde_json::Value) -> CallView {
+        match self.find(name) {
+            Some(tool) => tool.view(args),
+            None => CallView::generic(name, args),
+        }
     }
 
     /// The registered tools, in order (late tools not included: see `all`).

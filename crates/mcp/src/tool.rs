@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use codecoder_kernel::{LateTools, Tool, ToolContext, ToolKind, ToolOutput, ToolSource};
-use codecoder_protocol::{AskUserAnswer, OutputStream, ToolError};
+use codecoder_protocol::{AskUserAnswer, CallKind, CallView, OutputStream, ToolError};
 use serde_json::Value;
 
 use crate::error::Error;
@@ -171,6 +171,16 @@ impl Tool for McpTool {
 
     fn summary(&self, args: &Value) -> String {
         format!("{} ({} on MCP server {}) {args}", self.qualified, self.info.name, self.info.server)
+    }
+
+    /// An MCP call of this server and tool; read-only and destructive as its annotations say.
+    fn view(&self, args: &Value) -> CallView {
+        CallView {
+            kind: CallKind::Mcp { server: self.info.server.clone(), tool: self.info.name.clone() },
+            read_only: self.info.read_only,
+            destructive: self.info.destructive == Some(true),
+            ..CallView::generic(&self.qualified, args)
+        }
     }
 
     fn execute(&self, ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError> {

@@ -41,6 +41,7 @@ pub use record::{
 pub use usage::Usage;
 pub use view::{
     CallKind, CallView, ChangeKind, FileChange, PlanStep, PlanView, TextEdit, compact_args,
+    first_line, truncate,
 };
 
 /// `value` with every object's keys in sorted order, so that checked-in JSON (schemas, goldens)

@@ -83,6 +83,10 @@ pub struct FileChange {
     /// The change as diff lines, each ending in `\n`: `+` added, `-` removed, ` ` context,
     /// `@@` chunk headers, as the model wrote them.
     pub diff: String,
+    /// For a change written as a patch: the lines that named the file, as written
+    /// (`*** Update File: a` and `*** Move to: b`), each ending in `\n`; empty otherwise.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub header: String,
     /// The change as replacements of old text by new, for clients that show a diff of two
     /// texts: `old` is `None` for a file written whole.
     pub edits: Vec<TextEdit>,
@@ -151,18 +155,24 @@ impl CallView {
 /// Arguments on one line for a compact display: empty for none, else the JSON cut to 120
 /// characters with an ellipsis.
 pub fn compact_args(args: &serde_json::Value) -> String {
-    const MAX: usize = 120;
     match args {
         serde_json::Value::Object(map) if map.is_empty() => String::new(),
         serde_json::Value::Null => String::new(),
-        other => {
-            let text = other.to_string();
-            if text.chars().count() <= MAX {
-                return text;
-            }
-            let mut out: String = text.chars().take(MAX - 1).collect();
-            out.push('…');
-            out
-        }
+        other => truncate(&other.to_string(), 120),
     }
+}
+
+/// The first line of `text`, cut to `max` characters with an ellipsis.
+pub fn first_line(text: &str, max: usize) -> String {
+    truncate(text.lines().next().unwrap_or_default(), max)
+}
+
+/// `text` cut to `max` characters, the last one an ellipsis when it was cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
 }

@@ -5,7 +5,7 @@
 //! `ask_user` selects over the cancel signal).
 
 use codecoder_kernel::{ToolKind, ToolOutput};
-use codecoder_protocol::{AskUserAnswer, ToolError};
+use codecoder_protocol::{AskUserAnswer, CallKind, CallView, ToolError, first_line};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -50,6 +50,14 @@ impl Builtin for AskUser {
     }
     fn summary(&self, args: &Value) -> String {
         format!("ask: {}", str_arg(args, "question"))
+    }
+    fn view(&self, args: &Value) -> CallView {
+        CallView {
+            kind: CallKind::Ask,
+            title: self.name().to_owned(),
+            detail: first_line(str_arg(args, "question"), 120),
+            ..CallView::default()
+        }
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(args)?;

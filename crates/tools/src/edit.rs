@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use codecoder_kernel::{ToolKind, ToolOutput};
-use codecoder_protocol::ToolError;
+use codecoder_protocol::{CallKind, CallView, ChangeKind, FileChange, TextEdit, ToolError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -25,7 +25,7 @@ use crate::env::CallEnv;
 use crate::path::{display, resolve_writable};
 use crate::read::io_message;
 use crate::text::{bigrams, dice, line_of};
-use crate::{Builtin, Shared, failed, invalid, parse_args, str_arg};
+use crate::{Builtin, Shared, failed, invalid, marked_lines, parse_args, path_view, str_arg};
 
 /// Occurrence line numbers listed for an ambiguous `old_string`.
 const MAX_LISTED: usize = 20;
@@ -70,6 +70,17 @@ impl Builtin for WriteFile {
     fn summary(&self, args: &Value) -> String {
         let bytes = str_arg(args, "content").len();
         format!("write {} ({bytes} bytes)", str_arg(args, "path"))
+    }
+    fn view(&self, args: &Value) -> CallView {
+        let (path, content) = (str_arg(args, "path"), str_arg(args, "content"));
+        let change = FileChange {
+            path: path.to_owned(),
+            kind: ChangeKind::Add,
+            diff: marked_lines(content, '+'),
+            header: String::new(),
+            edits: vec![TextEdit { old: None, new: content.to_owned() }],
+        };
+        CallView { changes: vec![change], ..path_view(CallKind::Edit, "Write", path) }
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: WriteArgs = parse_args(args)?;
@@ -159,6 +170,18 @@ impl Builtin for Edit {
     }
     fn summary(&self, args: &Value) -> String {
         format!("edit {}", str_arg(args, "path"))
+    }
+    fn view(&self, args: &Value) -> CallView {
+        let path = str_arg(args, "path");
+        let (old, new) = (str_arg(args, "old_string"), str_arg(args, "new_string"));
+        let change = FileChange {
+            path: path.to_owned(),
+            kind: ChangeKind::Update { move_to: None },
+            diff: marked_lines(old, '-') + &marked_lines(new, '+'),
+            header: String::new(),
+            edits: vec![TextEdit { old: Some(old.to_owned()), new: new.to_owned() }],
+        };
+        CallView { changes: vec![change], ..path_view(CallKind::Edit, "Edit", path) }
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: EditArgs = parse_args(args)?;

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use codecoder_kernel::{ToolKind, ToolOutput};
-use codecoder_protocol::ToolError;
+use codecoder_protocol::{CallKind, CallView, ToolError};
 use codecoder_sandbox::{CommandSpec, Wait};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
 use crossbeam_channel::Sender;
@@ -235,6 +235,9 @@ impl Builtin for JobOutput {
     fn summary(&self, args: &Value) -> String {
         format!("output of job {}", args.get("id").map(Value::to_string).unwrap_or_default())
     }
+    fn view(&self, args: &Value) -> CallView {
+        job_view(self.name(), args)
+    }
     fn run(&self, _env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: IdArgs = parse_args(args)?;
         self.0.jobs.read(args.id).map(ToolOutput::text)
@@ -260,8 +263,21 @@ impl Builtin for JobKill {
     fn summary(&self, args: &Value) -> String {
         format!("kill job {}", args.get("id").map(Value::to_string).unwrap_or_default())
     }
+    fn view(&self, args: &Value) -> CallView {
+        job_view(self.name(), args)
+    }
     fn run(&self, _env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: IdArgs = parse_args(args)?;
         self.0.jobs.kill(args.id).map(ToolOutput::text)
+    }
+}
+
+/// The view of a call on a background job: the job's id as its detail.
+fn job_view(name: &str, args: &Value) -> CallView {
+    CallView {
+        kind: CallKind::Execute,
+        title: name.to_owned(),
+        detail: args.get("id").map(Value::to_string).unwrap_or_default(),
+        ..CallView::default()
     }
 }

@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codecoder_kernel::{Tool, ToolContext, ToolKind, ToolOutput};
-use codecoder_protocol::ToolError;
+use codecoder_protocol::{CallKind, CallView, ToolError};
 use serde_json::Value;
 
 pub use crate::env::{CallEnv, StandaloneEnv};
@@ -251,6 +251,9 @@ pub trait Builtin: Send + Sync {
     }
     /// One line for the person.
     fn summary(&self, args: &Value) -> String;
+    /// What a call is, for front-ends and the policy (the kernel's `Tool::view`; `read_only` is
+    /// filled in from `kind`).
+    fn view(&self, args: &Value) -> CallView;
     /// Whether the model is offered the tool now (default: always).
     fn offered(&self) -> bool {
         true
@@ -269,6 +272,29 @@ pub fn run_checked(
         return Err(ToolError::InvalidArguments { message });
     }
     tool.run(env, args)
+}
+
+/// A built-in's view of a call, read-only as its kind says.
+pub fn view_of(tool: &dyn Builtin, args: &Value) -> CallView {
+    CallView { read_only: tool.kind() == ToolKind::ReadOnly, ..tool.view(args) }
+}
+
+/// The view of a call on one file or directory: titled `{verb} {path}`, the path its detail
+/// and its only path.
+pub(crate) fn path_view(kind: CallKind, verb: &str, path: &str) -> CallView {
+    CallView {
+        kind,
+        title: format!("{verb} {path}"),
+        detail: path.to_owned(),
+        paths: if path.is_empty() { Vec::new() } else { vec![path.to_owned()] },
+        ..CallView::default()
+    }
+}
+
+/// `text`'s lines, each prefixed with `mark` and ending in `\n` (a diff's added or removed
+/// lines).
+pub(crate) fn marked_lines(text: &str, mark: char) -> String {
+    text.lines().flat_map(|line| [&mark.to_string(), line, "\n"].map(str::to_owned)).collect()
 }
 
 struct Adapter(Arc<dyn Builtin>);
@@ -291,6 +317,9 @@ impl Tool for Adapter {
     }
     fn summary(&self, args: &Value) -> String {
         self.0.summary(args)
+    }
+    fn view(&self, args: &Value) -> CallView {
+        view_of(self.0.as_ref(), args)
     }
     fn offered(&self) -> bool {
         self.0.offered()

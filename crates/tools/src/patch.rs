@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use codecoder_apply_patch::Hunk;
 use codecoder_kernel::{ToolKind, ToolOutput};
-use codecoder_protocol::ToolError;
+use codecoder_protocol::{CallKind, CallView, ChangeKind, FileChange, TextEdit, ToolError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -26,34 +26,6 @@ pub(crate) struct ApplyPatch(pub(crate) Arc<Shared>);
 #[serde(deny_unknown_fields)]
 struct PatchArgs {
     input: String,
-}
-
-/// The files a patch writes, as written in it: every added, deleted and updated file and every
-/// move destination, taken from the parser itself so that the permission keys name exactly
-/// what `apply` writes. A patch that does not parse writes nothing; its `***` lines are listed
-/// anyway, for the summary and the keys.
-fn patch_paths(input: &str) -> Vec<String> {
-    if let Ok(patch) = codecoder_apply_patch::parse(input) {
-        let mut paths = Vec::new();
-        for hunk in patch.hunks() {
-            paths.push(hunk.path().to_string_lossy().into_owned());
-            if let Hunk::Update { move_to: Some(to), .. } = hunk {
-                paths.push(to.to_string_lossy().into_owned());
-            }
-        }
-        return paths;
-    }
-    let mut paths = Vec::new();
-    for line in input.lines() {
-        let line = line.trim();
-        for marker in ["*** Add File: ", "*** Delete File: ", "*** Update File: ", "*** Move to: "]
-        {
-            if let Some(path) = line.strip_prefix(marker) {
-                paths.push(path.trim().to_owned());
-            }
-        }
-    }
-    paths
 }
 
 impl Builtin for ApplyPatch {
@@ -82,11 +54,31 @@ impl Builtin for ApplyPatch {
         ToolKind::Edit
     }
     fn permission_keys(&self, args: &Value) -> Vec<String> {
-        patch_paths(str_arg(args, "input")).into_iter().map(|path| format!("edit:{path}")).collect()
+        codecoder_apply_patch::declared_paths(str_arg(args, "input"))
+            .into_iter()
+            .map(|path| format!("edit:{path}"))
+            .collect()
     }
     fn summary(&self, args: &Value) -> String {
-        let paths = patch_paths(str_arg(args, "input"));
+        let paths = codecoder_apply_patch::declared_paths(str_arg(args, "input"));
         format!("patch {}", paths.join(", "))
+    }
+    fn view(&self, args: &Value) -> CallView {
+        let input = str_arg(args, "input");
+        let paths = codecoder_apply_patch::declared_paths(input);
+        let changes = match codecoder_apply_patch::parse(input) {
+            Ok(patch) => patch.hunks_as_written().map(file_change).collect(),
+            Err(_) => Vec::new(),
+        };
+        let shown = paths.join(", ");
+        CallView {
+            kind: CallKind::Edit,
+            title: format!("Patch {shown}"),
+            detail: shown,
+            paths,
+            changes,
+            ..CallView::default()
+        }
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: PatchArgs = parse_args(args)?;
@@ -194,4 +186,32 @@ fn write_text(
         fs_err::create_dir_all(parent).map_err(|err| err.to_string())?;
     }
     fs_err::write(path, text).map_err(|err| err.to_string())
+}
+
+/// One hunk of a parsed patch as the change it makes: an update's chunks as replacements of
+/// their old lines by their new ones, an added file as written whole, a deletion as its text
+/// replaced by nothing.
+fn file_change((hunk, header, body): (&Hunk, &str, &str)) -> FileChange {
+    let path = hunk.path().to_string_lossy().into_owned();
+    let (kind, edits) = match hunk {
+        Hunk::Add { contents, .. } => {
+            (ChangeKind::Add, vec![TextEdit { old: None, new: contents.clone() }])
+        }
+        Hunk::Delete { .. } => {
+            (ChangeKind::Delete, vec![TextEdit { old: Some(String::new()), new: String::new() }])
+        }
+        Hunk::Update { move_to, chunks, .. } => (
+            ChangeKind::Update {
+                move_to: move_to.as_ref().map(|to| to.to_string_lossy().into_owned()),
+            },
+            chunks
+                .iter()
+                .map(|chunk| TextEdit {
+                    old: Some(chunk.old_lines().join("\n")),
+                    new: chunk.new_lines().join("\n"),
+                })
+                .collect(),
+        ),
+    };
+    FileChange { path, kind, diff: body.to_owned(), header: header.to_owned(), edits }
 }

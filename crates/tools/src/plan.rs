@@ -7,12 +7,12 @@
 //! `in_progress`.
 
 use codecoder_kernel::{ToolKind, ToolOutput};
-use codecoder_protocol::ToolError;
+use codecoder_protocol::{CallKind, CallView, PlanStep, PlanView, ToolError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::env::CallEnv;
-use crate::{Builtin, invalid, parse_args};
+use crate::{Builtin, invalid, parse_args, str_arg};
 
 pub(crate) struct UpdatePlan;
 
@@ -86,6 +86,25 @@ impl Builtin for UpdatePlan {
         match current {
             Some(current) => format!("plan: {done}/{} done; now: {current}", steps.len()),
             None => format!("plan: {done}/{} done", steps.len()),
+        }
+    }
+    fn view(&self, args: &Value) -> CallView {
+        let steps = args.get("plan").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+        let plan = PlanView {
+            explanation: str_arg(args, "explanation").to_owned(),
+            steps: steps
+                .iter()
+                .map(|step| PlanStep {
+                    text: str_arg(step, "step").to_owned(),
+                    status: str_arg(step, "status").to_owned(),
+                })
+                .collect(),
+        };
+        CallView {
+            kind: CallKind::Plan,
+            title: "Update the plan".to_owned(),
+            plan: Some(plan),
+            ..CallView::default()
         }
     }
     fn run(&self, _env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {

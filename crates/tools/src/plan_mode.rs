@@ -13,7 +13,7 @@
 
 use codecoder_kernel::{ToolKind, ToolOutput};
 use codecoder_policy::PermissionSwitch;
-use codecoder_protocol::{AskUserAnswer, ToolError};
+use codecoder_protocol::{AskUserAnswer, CallKind, CallView, PlanStep, PlanView, ToolError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -149,6 +149,20 @@ impl Builtin for ExitPlanMode {
     fn summary(&self, args: &Value) -> String {
         let plan = str_arg(args, "plan");
         format!("plan: {} steps", plan_steps(plan).len())
+    }
+    /// A plan presented for the person's approval: it asks, and it states the plan (its steps
+    /// pending, the whole text as the explanation).
+    fn view(&self, args: &Value) -> CallView {
+        let text = str_arg(args, "plan");
+        let steps = plan_steps(text)
+            .into_iter()
+            .map(|text| PlanStep { text, status: "pending".to_owned() })
+            .collect();
+        CallView {
+            kind: CallKind::Ask,
+            plan: Some(PlanView { explanation: text.to_owned(), steps }),
+            ..CallView::generic(self.name(), args)
+        }
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(args)?;

@@ -15,13 +15,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use base64::Engine as _;
 use codecoder_kernel::{ToolKind, ToolOutput};
-use codecoder_protocol::{ContentItem, Image, ToolError};
+use codecoder_protocol::{CallKind, CallView, ContentItem, Image, ToolError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::env::CallEnv;
 use crate::path::{display, resolve};
-use crate::{Builtin, Shared, failed, parse_args, str_arg};
+use crate::{Builtin, Shared, failed, parse_args, path_view, str_arg};
 
 /// Longer lines are cut (the rest is skipped, not loaded).
 const MAX_LINE_BYTES: usize = 4096;
@@ -135,6 +135,10 @@ impl Builtin for ReadFile {
     }
     fn summary(&self, args: &Value) -> String {
         format!("read {}", str_arg(args, "path"))
+    }
+    fn view(&self, args: &Value) -> CallView {
+        let line = args.get("offset").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
+        CallView { line, ..path_view(CallKind::Read, "Read", str_arg(args, "path")) }
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(args)?;

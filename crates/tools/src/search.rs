@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use codecoder_kernel::{ToolKind, ToolOutput};
-use codecoder_protocol::ToolError;
+use codecoder_protocol::{CallKind, CallView, ToolError};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use ignore::overrides::OverrideBuilder;
@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use crate::env::CallEnv;
 use crate::path::{display, resolve};
 use crate::read::io_message;
-use crate::{Builtin, Shared, failed, invalid, parse_args, str_arg};
+use crate::{Builtin, Shared, failed, invalid, parse_args, path_view, str_arg};
 
 /// A shown line longer than this is cut.
 const MAX_LINE_CHARS: usize = 500;
@@ -72,6 +72,9 @@ impl Builtin for ListDir {
     }
     fn summary(&self, args: &Value) -> String {
         format!("list {}", args.get("path").and_then(Value::as_str).unwrap_or("."))
+    }
+    fn view(&self, args: &Value) -> CallView {
+        path_view(CallKind::Search, "List", str_arg(args, "path"))
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: ListArgs = parse_args(args)?;
@@ -174,6 +177,9 @@ impl Builtin for Glob {
     }
     fn summary(&self, args: &Value) -> String {
         format!("glob {}", str_arg(args, "pattern"))
+    }
+    fn view(&self, args: &Value) -> CallView {
+        pattern_view("Find", args)
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: GlobArgs = parse_args(args)?;
@@ -327,6 +333,9 @@ impl Builtin for Grep {
     fn summary(&self, args: &Value) -> String {
         let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
         format!("grep {} in {path}", str_arg(args, "pattern"))
+    }
+    fn view(&self, args: &Value) -> CallView {
+        pattern_view("Search", args)
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: GrepArgs = parse_args(args)?;
@@ -592,4 +601,15 @@ fn search_root(cwd: &Path, raw: Option<&str>) -> Result<PathBuf, ToolError> {
 fn read_key(args: &Value) -> Vec<String> {
     let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
     vec![format!("read:{path}")]
+}
+
+/// The view of a search by pattern: titled ``{verb} `{pattern}` ``, the pattern its detail.
+fn pattern_view(verb: &str, args: &Value) -> CallView {
+    let pattern = str_arg(args, "pattern");
+    CallView {
+        kind: CallKind::Search,
+        title: format!("{verb} `{pattern}`"),
+        detail: pattern.to_owned(),
+        ..CallView::default()
+    }
 }

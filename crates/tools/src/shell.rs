@@ -18,7 +18,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codecoder_kernel::{EscalationRequest, ToolKind, ToolOutput};
-use codecoder_protocol::{ApprovalDecision, OutputStream, ToolError};
+use codecoder_protocol::{
+    ApprovalDecision, CallKind, CallView, OutputStream, ToolError, first_line,
+};
 use codecoder_sandbox::{CommandSpec, Confinement, Outcome, SpawnConfig, Stream, Wait};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -82,6 +84,16 @@ impl Builtin for RunCommand {
             ""
         };
         format!("run `{}`{background}", str_arg(args, "command"))
+    }
+    fn view(&self, args: &Value) -> CallView {
+        let command = str_arg(args, "command");
+        CallView {
+            kind: CallKind::Execute,
+            title: format!("Run `{command}`"),
+            detail: format!("$ {}", first_line(command, 200)),
+            command: Some(command.to_owned()),
+            ..CallView::default()
+        }
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(args)?;

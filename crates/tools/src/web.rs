@@ -16,7 +16,7 @@ use std::io::Read as _;
 use std::sync::Arc;
 
 use codecoder_kernel::{ToolKind, ToolOutput};
-use codecoder_protocol::ToolError;
+use codecoder_protocol::{CallKind, CallView, ToolError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -63,6 +63,15 @@ impl Builtin for WebFetch {
     }
     fn summary(&self, args: &Value) -> String {
         format!("fetch {}", str_arg(args, "url"))
+    }
+    fn view(&self, args: &Value) -> CallView {
+        let url = str_arg(args, "url");
+        CallView {
+            kind: CallKind::Fetch,
+            title: format!("Fetch {url}"),
+            detail: url.to_owned(),
+            ..CallView::default()
+        }
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(args)?;

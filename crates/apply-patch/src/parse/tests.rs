@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use pretty_assertions::assert_eq;
 
 use crate::error::ParseError;
-use crate::parse::{Hunk, parse};
+use crate::parse::{Hunk, declared_paths, parse};
 
 fn check_err(patch: &str, expected: &ParseError, message: &str) {
     let error = parse(patch).unwrap_err();
@@ -185,16 +185,33 @@ fn hunks_as_written_keep_each_hunks_lines_after_its_headers() {
          *** End Patch\n",
     )
     .unwrap();
-    let written: Vec<(String, &str)> = patch
+    let written: Vec<(String, &str, &str)> = patch
         .hunks_as_written()
-        .map(|(hunk, body)| (hunk.path().display().to_string(), body))
+        .map(|(hunk, header, body)| (hunk.path().display().to_string(), header, body))
         .collect();
     assert_eq!(
         written,
         [
-            ("new.txt".to_owned(), "+one\n+two\n"),
-            ("src/a.rs".to_owned(), "@@ fn main\n keep\n-old\n+new\n"),
-            ("gone.txt".to_owned(), ""),
+            ("new.txt".to_owned(), "*** Add File: new.txt\n", "+one\n+two\n"),
+            (
+                "src/a.rs".to_owned(),
+                "*** Update File: src/a.rs\n*** Move to: src/b.rs\n",
+                "@@ fn main\n keep\n-old\n+new\n"
+            ),
+            ("gone.txt".to_owned(), "*** Delete File: gone.txt\n", ""),
         ]
     );
+}
+
+#[test]
+fn declared_paths_come_from_the_parse_or_else_from_the_file_lines() {
+    let valid = "*** Begin Patch\n*** Update File: a.rs\n*** Move to: b.rs\n@@\n-x\n+y\n\
+                 *** Add File: c.txt\n+c\n*** End Patch\n";
+    assert_eq!(declared_paths(valid), ["a.rs", "b.rs", "c.txt"]);
+    // No chunk under the update: it does not parse, but the files it names are still listed.
+    let broken = "*** Begin Patch\n  *** Update File: a.rs  \n*** Delete File: \n\
+                  *** Move to: d.rs\n*** End Patch\n";
+    assert!(parse(broken).is_err());
+    assert_eq!(declared_paths(broken), ["a.rs", "d.rs"]);
+    assert!(declared_paths("no patch at all").is_empty());
 }

@@ -251,8 +251,9 @@ fn no_tool_panics_on_any_arguments() {
         .run(&(0..count, args()), |(tool_index, args)| {
             let tool = &fixture.tools[tool_index];
             let result = codecoder_tools::run_checked(tool.as_ref(), &fixture.env, args.clone());
-            // Summaries and permission keys see unchecked arguments too.
+            // Summaries, views and permission keys see unchecked arguments too.
             let _ = tool.summary(&args);
+            let _ = codecoder_tools::view_of(tool.as_ref(), &args);
             let _ = tool.permission_keys(&args);
             if let Err(err) = result {
                 prop_assert!(!err.to_string().is_empty());

@@ -15,3 +15,4 @@ mod search;
 mod shell;
 mod snapshot;
 mod support;
+mod view;
