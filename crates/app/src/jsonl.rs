@@ -16,16 +16,14 @@
 mod tests;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use codecoder_kernel::ToolRegistry;
 use codecoder_protocol::exec_event::{
     FileChange, FileChangeKind, ItemDetails, ItemStatus, McpToolCallResult, ThreadError,
     ThreadEvent, ThreadItem, TodoItem, TurnUsage,
 };
 use codecoder_protocol::{
-    AgentEvent, AgentEventKind, ContentItem, SessionId, ToolCall, ToolCallId, ToolError,
-    ToolResult, ToolResultStatus, TurnOutcome, Usage,
+    AgentEvent, AgentEventKind, CallKind, CallView, ChangeKind, ContentItem, PlanView, SessionId,
+    ToolCall, ToolCallId, ToolError, ToolResult, ToolResultStatus, TurnOutcome, Usage,
 };
 use serde_json::{Value, json};
 
@@ -86,8 +84,6 @@ pub struct ExecEventEncoder {
     /// Open tool items: call id → (item id, the item so far).
     tools: HashMap<ToolCallId, (String, ItemDetails)>,
     usage: Usage,
-    /// The session's tools, to tell MCP tools from the others.
-    registry: Option<Arc<ToolRegistry>>,
 }
 
 impl Default for ExecEventEncoder {
@@ -105,13 +101,7 @@ impl ExecEventEncoder {
             reasoning: String::new(),
             tools: HashMap::new(),
             usage: Usage::default(),
-            registry: None,
         }
-    }
-
-    /// An encoder that reads from `registry` which calls are MCP tool calls.
-    pub fn with_tools(registry: Arc<ToolRegistry>) -> Self {
-        Self { registry: Some(registry), ..Self::new() }
     }
 
     fn item_id(&mut self) -> String {
@@ -137,32 +127,29 @@ impl ExecEventEncoder {
         }
     }
 
-    /// The item a tool call becomes, in progress.
-    fn tool_item(&self, call: &ToolCall) -> ItemDetails {
+    /// The item a tool call becomes, in progress, by what its tool says it is.
+    fn tool_item(&self, call: &ToolCall, view: &CallView) -> ItemDetails {
         let args = &call.args;
-        let tool = self.registry.as_ref().and_then(|registry| registry.find(&call.name));
-        if let Some((server, name)) = tool.as_ref().and_then(|tool| tool.mcp_origin()) {
-            return ItemDetails::McpToolCall {
-                server: server.to_owned(),
-                tool: name.to_owned(),
+        match (&view.kind, &view.command, &view.plan) {
+            (CallKind::Mcp { server, tool }, ..) => ItemDetails::McpToolCall {
+                server: server.clone(),
+                tool: tool.clone(),
                 arguments: args.clone(),
                 result: None,
                 error: None,
                 status: ItemStatus::InProgress,
-            };
-        }
-        match call.name.as_str() {
-            "run_command" | "shell" | "exec_command" => ItemDetails::CommandExecution {
-                command: args.get("command").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            },
+            (CallKind::Execute, Some(command), _) => ItemDetails::CommandExecution {
+                command: command.clone(),
                 aggregated_output: String::new(),
                 exit_code: None,
                 status: ItemStatus::InProgress,
             },
-            "apply_patch" | "edit" | "write_file" => ItemDetails::FileChange {
-                changes: file_changes(call),
+            (CallKind::Edit, ..) => ItemDetails::FileChange {
+                changes: file_changes(view),
                 status: ItemStatus::InProgress,
             },
-            "update_plan" => ItemDetails::TodoList { items: todo_items(args) },
+            (CallKind::Plan, _, Some(plan)) => ItemDetails::TodoList { items: todo_items(plan) },
             _ => ItemDetails::ToolCall {
                 name: call.name.clone(),
                 arguments: args.clone(),
@@ -175,10 +162,10 @@ impl ExecEventEncoder {
 
 impl ExecEventEncoder {
     /// A call about to run: its item, started (file changes only ever complete).
-    fn tool_started(&mut self, call: &ToolCall, out: &mut Vec<ThreadEvent>) {
+    fn tool_started(&mut self, call: &ToolCall, view: &CallView, out: &mut Vec<ThreadEvent>) {
         self.flush_text(out);
         let id = self.item_id();
-        let details = self.tool_item(call);
+        let details = self.tool_item(call, view);
         self.tools.insert(call.id.clone(), (id.clone(), details.clone()));
         if !matches!(details, ItemDetails::FileChange { .. }) {
             out.push(ThreadEvent::ItemStarted { item: ThreadItem { id, details } });
@@ -190,11 +177,12 @@ impl ExecEventEncoder {
     fn tool_refused(
         &mut self,
         call: &ToolCall,
+        view: &CallView,
         out: &mut Vec<ThreadEvent>,
     ) -> (String, ItemDetails) {
         self.flush_text(out);
         let id = self.item_id();
-        let details = match self.tool_item(call) {
+        let details = match self.tool_item(call, view) {
             ItemDetails::TodoList { .. } => ItemDetails::ToolCall {
                 name: call.name.clone(),
                 arguments: call.args.clone(),
@@ -293,52 +281,25 @@ fn mcp_block(item: &ContentItem) -> Value {
     }
 }
 
-fn file_changes(call: &ToolCall) -> Vec<FileChange> {
-    let args = &call.args;
-    match call.name.as_str() {
-        "apply_patch" => {
-            let patch = args.get("input").and_then(Value::as_str).unwrap_or_default();
-            patch
-                .lines()
-                .filter_map(|line| {
-                    let line = line.trim();
-                    for (marker, kind) in [
-                        ("*** Add File: ", FileChangeKind::Add),
-                        ("*** Delete File: ", FileChangeKind::Delete),
-                        ("*** Update File: ", FileChangeKind::Update),
-                    ] {
-                        if let Some(path) = line.strip_prefix(marker) {
-                            return Some(FileChange { path: path.trim().to_owned(), kind });
-                        }
-                    }
-                    None
-                })
-                .collect()
-        }
-        _ => {
-            let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
-            let kind = if call.name == "write_file" {
-                FileChangeKind::Add
-            } else {
-                FileChangeKind::Update
-            };
-            vec![FileChange { path: path.to_owned(), kind }]
-        }
-    }
+fn file_changes(view: &CallView) -> Vec<FileChange> {
+    view.changes
+        .iter()
+        .map(|change| FileChange {
+            path: change.path.clone(),
+            kind: match change.kind {
+                ChangeKind::Add => FileChangeKind::Add,
+                ChangeKind::Delete => FileChangeKind::Delete,
+                ChangeKind::Update { .. } => FileChangeKind::Update,
+            },
+        })
+        .collect()
 }
 
-fn todo_items(args: &Value) -> Vec<TodoItem> {
-    args.get("plan")
-        .and_then(Value::as_array)
-        .map(|plan| {
-            plan.iter()
-                .map(|step| TodoItem {
-                    text: step.get("step").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                    completed: step.get("status").and_then(Value::as_str) == Some("completed"),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+fn todo_items(plan: &PlanView) -> Vec<TodoItem> {
+    plan.steps
+        .iter()
+        .map(|step| TodoItem { text: step.text.clone(), completed: step.status == "completed" })
+        .collect()
 }
 
 impl ExecEventEncoder {
@@ -390,7 +351,7 @@ impl ExecEventEncoder {
             AgentEventKind::TurnStarted { .. } => out.push(ThreadEvent::TurnStarted {}),
             AgentEventKind::TextDelta { delta, .. } => self.messages.push(delta),
             AgentEventKind::ReasoningDelta { delta, .. } => self.reasoning.push_str(delta),
-            AgentEventKind::ToolStarted { call, .. } => self.tool_started(call, out),
+            AgentEventKind::ToolStarted { call, view, .. } => self.tool_started(call, view, out),
             AgentEventKind::ToolOutputDelta { call_id, chunk, .. } => {
                 match self.tools.get_mut(call_id) {
                     Some((_, ItemDetails::CommandExecution { aggregated_output, .. })) => {
@@ -423,11 +384,11 @@ impl ExecEventEncoder {
                     _ => {}
                 }
             }
-            AgentEventKind::ToolFinished { call_id, call, result, mcp_result, .. } => {
+            AgentEventKind::ToolFinished { call_id, call, view, result, mcp_result, .. } => {
                 let (id, details) = match self.tools.remove(call_id) {
                     Some(open) => open,
                     // Refused before it ran: announced now, so it is an item like the others.
-                    None => self.tool_refused(call, out),
+                    None => self.tool_refused(call, view, out),
                 };
                 let details = finish_item(details, result, mcp_result.as_ref());
                 out.push(ThreadEvent::ItemCompleted { item: ThreadItem { id, details } });

@@ -102,15 +102,11 @@ pub(crate) fn run(
     for notice in &session.notices {
         eprintln!("{notice}");
     }
-    let tools = Arc::clone(&session.tools);
     let agent = session.agent;
     let session_path = agent.session_path().map(Path::to_owned);
 
-    let mut renderer: Box<dyn Renderer> = if options.json {
-        Box::new(JsonRenderer::new(tools))
-    } else {
-        Box::new(HumanRenderer::new())
-    };
+    let mut renderer: Box<dyn Renderer> =
+        if options.json { Box::new(JsonRenderer::new()) } else { Box::new(HumanRenderer::new()) };
     renderer.session_started(agent.session_id(), out)?;
 
     // Ctrl-C: the first cancels the turn, the second leaves at once.

@@ -5,10 +5,8 @@
 //! it is written.
 
 use std::io::Write;
-use std::sync::Arc;
 
 use codecoder_app::{ExecEventEncoder, Messages, result_text};
-use codecoder_kernel::ToolRegistry;
 use codecoder_protocol::exec_event::ThreadEvent;
 use codecoder_protocol::{AgentEvent, AgentEventKind, SessionId, ToolResultStatus, Usage};
 
@@ -39,9 +37,9 @@ pub(crate) struct JsonRenderer {
 }
 
 impl JsonRenderer {
-    /// A renderer whose MCP tool calls are told apart through the session's `tools`.
-    pub(crate) fn new(tools: Arc<ToolRegistry>) -> Self {
-        Self { encoder: ExecEventEncoder::with_tools(tools) }
+    /// A renderer at the start of a session.
+    pub(crate) fn new() -> Self {
+        Self { encoder: ExecEventEncoder::new() }
     }
 
     fn line(out: &mut dyn Write, event: &ThreadEvent) -> std::io::Result<()> {

@@ -21,9 +21,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use codecoder_protocol::{
-    AgentEventKind, AgentStatus, ApprovalDecision, ApprovalRequest, ContentItem, DecidedBy,
-    RecordBody, Reply, RequestId, StepId, SyntheticReason, ToolCall, ToolError, ToolResult,
-    ToolResultStatus, TurnId, Verdict,
+    AgentEventKind, AgentStatus, ApprovalDecision, ApprovalRequest, CallView, ContentItem,
+    DecidedBy, RecordBody, Reply, RequestId, StepId, SyntheticReason, ToolCall, ToolError,
+    ToolResult, ToolResultStatus, TurnId, Verdict,
 };
 use crossbeam_channel::select;
 
@@ -130,11 +130,17 @@ impl AgentLoop {
                 step,
                 call_id: call.id.clone(),
                 call: call.clone(),
+                view: self.view(call),
                 result: Err(ToolError::Failed { message }),
                 mcp_result: None,
             });
         }
         Ok(())
+    }
+
+    /// What `call` is, as its tool describes it.
+    fn view(&self, call: &ToolCall) -> CallView {
+        self.env.deps.tools.view(&call.name, &call.args)
     }
 
     fn runs_in_parallel(&self, call: &ToolCall) -> bool {
@@ -347,6 +353,7 @@ impl AgentLoop {
             turn,
             step,
             call: call.clone(),
+            view: self.view(call),
             summary,
             permission_keys: keys.to_vec(),
             reason,
@@ -417,7 +424,8 @@ impl AgentLoop {
                 let Some((index, tool, context)) = queue.pop_front() else { break };
                 let call = &calls[index];
                 self.append(RecordBody::ToolStarted { call_id: call.id.clone() })?;
-                self.emit(AgentEventKind::ToolStarted { turn, step, call: call.clone() });
+                let view = self.view(call);
+                self.emit(AgentEventKind::ToolStarted { turn, step, call: call.clone(), view });
                 let ctx = ToolContext {
                     call_id: call.id.clone(),
                     turn,
@@ -602,6 +610,7 @@ impl AgentLoop {
             step,
             call_id: call.id.clone(),
             call: call.clone(),
+            view: self.view(call),
             result: event,
             mcp_result,
         });

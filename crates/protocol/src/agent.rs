@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::ids::{RequestId, SessionId, StepId, ToolCallId, TurnId};
 use crate::message::{ContentItem, ToolCall, ToolResult};
 use crate::usage::Usage;
+use crate::view::CallView;
 
 /// What the person typed or attached.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -161,6 +162,8 @@ pub enum AgentEventKind {
         step: StepId,
         /// The call, with its arguments.
         call: ToolCall,
+        /// What the call is, as its tool describes it.
+        view: CallView,
     },
     /// Output of a running tool, for example a command's stdout.
     ToolOutputDelta {
@@ -183,6 +186,8 @@ pub enum AgentEventKind {
         /// them): a call refused before it ran (unknown tool, bad arguments, a deny) had no
         /// `ToolStarted`, and this is where a client learns what it was.
         call: ToolCall,
+        /// What the call is, as its tool describes it (the generic view for an unknown tool).
+        view: CallView,
         /// The result, or why there is none.
         result: Result<ToolResult, ToolError>,
         /// For a call of an MCP server's tool: the `CallToolResult` as the server sent it
@@ -375,6 +380,8 @@ pub struct ApprovalRequest {
     pub step: StepId,
     /// The call, with its arguments.
     pub call: ToolCall,
+    /// What the call is, as its tool describes it.
+    pub view: CallView,
     /// One line for the person: what will happen.
     pub summary: String,
     /// The keys a session grant would cover (`shell:git status`, `edit:src/**`).

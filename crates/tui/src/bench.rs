@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use codecoder_protocol::{
-    AgentEvent, AgentEventKind, CommandExit, EventSource, OutputStream, SessionId, StepId,
-    ToolCall, ToolCallId, ToolResult, ToolResultStatus, TurnId, TurnOutcome, Usage,
+    AgentEvent, AgentEventKind, CallView, CommandExit, EventSource, OutputStream, SessionId,
+    StepId, ToolCall, ToolCallId, ToolResult, ToolResultStatus, TurnId, TurnOutcome, Usage,
 };
 use crossbeam_channel::select;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -396,7 +396,10 @@ fn run_tool<B: Backend>(
 ) -> io::Result<()> {
     let call = call(id, "cargo build --workspace");
     let (turn, step) = (TurnId::FIRST, StepId::FIRST);
-    app.on_agent_event(event(app, AgentEventKind::ToolStarted { turn, step, call: call.clone() }));
+    app.on_agent_event(event(
+        app,
+        AgentEventKind::ToolStarted { turn, step, call: call.clone(), view: CallView::default() },
+    ));
     let mut chunk = String::new();
     for line in 0..lines {
         chunk.push_str(&format!(
@@ -429,6 +432,7 @@ fn run_tool<B: Backend>(
         step,
         call_id: call.id.clone(),
         call,
+        view: CallView::default(),
         result: Ok(result),
         mcp_result: None,
     };

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use codecoder_protocol::{
     AgentCommand, AgentEvent, AgentEventKind, ApprovalDecision, ApprovalRequest, AskUserAnswer,
-    AskUserRequest, EventSource, Reply, RequestId, SessionId, StepId, ToolCall, ToolCallId, TurnId,
+    AskUserRequest, CallView, EventSource, Reply, RequestId, SessionId, StepId, ToolCall,
+    ToolCallId, TurnId,
 };
 use crossbeam_channel::{Receiver, Sender};
 
@@ -79,6 +80,7 @@ pub(crate) fn approval(
         turn: turn(),
         step: StepId::FIRST,
         call,
+        view: CallView::default(),
         summary: summary.to_owned(),
         permission_keys: keys,
         reason: reason.map(str::to_owned),

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use codecoder_kernel::{Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
 use codecoder_protocol::exec_event::{ItemDetails, ItemStatus, McpToolCallResult, ThreadEvent};
 use codecoder_protocol::{
-    AgentEvent, AgentEventKind, ContentItem, EventSource, Image, SessionId, StepId, ToolCall,
-    ToolCallId, ToolError, ToolResult, ToolResultStatus, TurnId,
+    AgentEvent, AgentEventKind, CallView, ContentItem, EventSource, Image, SessionId, StepId,
+    ToolCall, ToolCallId, ToolError, ToolResult, ToolResultStatus, TurnId,
 };
 use serde_json::{Value, json};
 
@@ -38,9 +38,19 @@ impl Tool for McpLookup {
 }
 
 fn encoder() -> ExecEventEncoder {
+    ExecEventEncoder::new()
+}
+
+/// The call's view as the kernel sends it: from the session's tools (the built-ins and the
+/// MCP tool here).
+fn view(call: &ToolCall) -> CallView {
     let mut registry = ToolRegistry::new();
+    let config = codecoder_tools::ToolsConfig::standard("/", Vec::new());
+    for tool in codecoder_tools::builtin_tools(config) {
+        registry.register(tool).unwrap();
+    }
     registry.register(Arc::new(McpLookup)).unwrap();
-    ExecEventEncoder::with_tools(Arc::new(registry))
+    registry.view(&call.name, &call.args)
 }
 
 fn event(kind: AgentEventKind) -> AgentEvent {
@@ -56,6 +66,7 @@ fn started(call: &ToolCall) -> AgentEvent {
         turn: TurnId::FIRST,
         step: StepId::FIRST,
         call: call.clone(),
+        view: view(call),
     })
 }
 
@@ -69,6 +80,7 @@ fn finished(
         step: StepId::FIRST,
         call_id: call.id.clone(),
         call: call.clone(),
+        view: view(call),
         result,
         mcp_result,
     })

@@ -2,8 +2,8 @@
 //! streaming commits and slash commands, asserted through the command channel and the replies.
 
 use codecoder_protocol::{
-    AgentCommand, AgentEventKind, ApprovalDecision, AskUserAnswer, ContentItem, StepId, ToolCallId,
-    ToolResult, ToolResultStatus, TurnOutcome, Usage, UserInput,
+    AgentCommand, AgentEventKind, ApprovalDecision, AskUserAnswer, CallView, ContentItem, StepId,
+    ToolCallId, ToolResult, ToolResultStatus, TurnOutcome, Usage, UserInput,
 };
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
@@ -241,6 +241,7 @@ fn tool_cards_live_while_running_and_go_to_history_when_done() {
         turn: turn(),
         step: StepId::FIRST,
         call: call("c1", "agent", json!({"task": "find the bug"})),
+        view: CallView::default(),
     }));
     app.on_agent_event(sub_event(
         "c1",
@@ -248,6 +249,7 @@ fn tool_cards_live_while_running_and_go_to_history_when_done() {
             turn: turn(),
             step: StepId::FIRST,
             call: call("s1", "grep", json!({"pattern": "panic!"})),
+            view: CallView::default(),
         },
     ));
     assert_eq!(app.tools.len(), 1);
@@ -259,6 +261,7 @@ fn tool_cards_live_while_running_and_go_to_history_when_done() {
             step: StepId::FIRST,
             call_id: ToolCallId::new("s1"),
             call: call("s1", "grep", json!({"pattern": "panic!"})),
+            view: CallView::default(),
             result: Ok(ToolResult::text(
                 ToolCallId::new("s1"),
                 ToolResultStatus::Success,
@@ -273,6 +276,7 @@ fn tool_cards_live_while_running_and_go_to_history_when_done() {
         step: StepId::FIRST,
         call_id: ToolCallId::new("c1"),
         call: call("c1", "agent", json!({})),
+        view: CallView::default(),
         result: Ok(ToolResult {
             tool_call_id: ToolCallId::new("c1"),
             content: vec![ContentItem::Text { text: "found".to_owned() }],
@@ -524,6 +528,7 @@ fn run_command_with_output(app: &mut crate::app::App, call_id: &str, lines: usiz
         turn: turn(),
         step: StepId::FIRST,
         call: call.clone(),
+        view: CallView::default(),
     }));
     let output: String = (1..=lines).map(|i| format!("out {i}\n")).collect();
     for piece in output.as_bytes().chunks(4096) {
@@ -544,6 +549,7 @@ fn run_command_with_output(app: &mut crate::app::App, call_id: &str, lines: usiz
         step: StepId::FIRST,
         call_id: call.id.clone(),
         call,
+        view: CallView::default(),
         result: Ok(result),
         mcp_result: None,
     }));
@@ -580,12 +586,14 @@ fn ctrl_o_pages_the_last_output_as_it_streamed_and_esc_gives_it_back() {
         turn: turn(),
         step: StepId::FIRST,
         call: read.clone(),
+        view: CallView::default(),
     }));
     app.on_agent_event(event(AgentEventKind::ToolFinished {
         turn: turn(),
         step: StepId::FIRST,
         call_id: read.id.clone(),
         call: read,
+        view: CallView::default(),
         result: Ok(ToolResult::text(ToolCallId::new("c2"), ToolResultStatus::Success, "a\nb\n")),
         mcp_result: None,
     }));

@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use codecoder_protocol::{AgentEventKind, StepId, ToolCallId, ToolResult, ToolResultStatus};
+use codecoder_protocol::{
+    AgentEventKind, CallView, StepId, ToolCallId, ToolResult, ToolResultStatus,
+};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
@@ -67,6 +69,7 @@ fn running(app: &mut App, id: &str, name: &str, args: serde_json::Value) {
         turn: turn(),
         step: StepId::FIRST,
         call: call(id, name, args),
+        view: CallView::default(),
     }));
 }
 
