@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use codecoder_app::Notice;
 use codecoder_protocol::{
     AgentCommand, AgentEventKind, ApprovalDecision, ApprovalRequest, AskUserAnswer, AskUserRequest,
-    ToolCall, ToolResultStatus, TurnOutcome, UserInput,
+    CallView, ToolCall, ToolResultStatus, TurnOutcome, UserInput,
 };
 use rmcp::model::{
     CallToolResult, ContentBlock, ElicitRequestParams, ElicitResult, ElicitationAction,
@@ -78,8 +78,8 @@ pub(crate) async fn run(
                 message = std::mem::take(&mut text);
                 progress.send(format!("message: {}", excerpt(&message))).await;
             }
-            AgentEventKind::ToolStarted { call, .. } => {
-                let what = describe(&call);
+            AgentEventKind::ToolStarted { call, view, .. } => {
+                let what = describe(&call, &view);
                 progress.send(format!("started: {what}")).await;
                 calls.insert(call.id.to_string(), what);
             }
@@ -308,15 +308,13 @@ impl Progress {
     }
 }
 
-/// One line for a tool call: the command of `run_command`, the path of an edit, else the name.
-fn describe(call: &ToolCall) -> String {
-    let arg = |key: &str| call.args.get(key).and_then(serde_json::Value::as_str);
-    match (call.name.as_str(), arg("command"), arg("path")) {
-        ("run_command", Some(command), _) => format!("command `{}`", excerpt(command)),
-        ("edit" | "write_file", _, Some(path)) => format!("{} {path}", call.name),
-        ("apply_patch", _, _) => "apply_patch".to_owned(),
-        (name, _, Some(path)) => format!("{name} {path}"),
-        (name, _, None) => name.to_owned(),
+/// One line for a tool call: its command, else its name and the first file it names, else
+/// its name.
+fn describe(call: &ToolCall, view: &CallView) -> String {
+    match (&view.command, view.paths.first()) {
+        (Some(command), _) => format!("command `{}`", excerpt(command)),
+        (None, Some(path)) => format!("{} {path}", call.name),
+        (None, None) => call.name.clone(),
     }
 }
 
