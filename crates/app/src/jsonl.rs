@@ -1,8 +1,8 @@
 //! The `exec --json` encoder: agent events → codex's `exec --json` events (`protocol::exec_event`),
 //! shared by every front-end that speaks them (`codecoder exec --json`; codex's SDK drives exactly
 //! that). Items follow codex: `agent_message`, `reasoning`, `command_execution`, `file_change`
-//! (only ever completed), `mcp_tool_call` (an MCP server's tool, known from the session's tool
-//! registry), `todo_list`, `error`, and `tool_call` for tools codex has no item for; then
+//! (only ever completed), `mcp_tool_call` (an MCP server's tool, as the call's view says),
+//! `todo_list`, `error`, and `tool_call` for tools codex has no item for; then
 //! `turn.completed {usage}` or `turn.failed {error}`; an interrupted turn emits no terminal
 //! event. Subagents' inner events are not items of the parent's turn.
 //!
