@@ -294,7 +294,7 @@ pub(crate) fn path_view(kind: CallKind, verb: &str, path: &str) -> CallView {
 /// `text`'s lines, each prefixed with `mark` and ending in `\n` (a diff's added or removed
 /// lines).
 pub(crate) fn marked_lines(text: &str, mark: char) -> String {
-    text.lines().flat_map(|line| [&mark.to_string(), line, "\n"].map(str::to_owned)).collect()
+    text.lines().map(|line| format!("{mark}{line}\n")).collect()
 }
 
 struct Adapter(Arc<dyn Builtin>);
