@@ -268,6 +268,7 @@ impl Bridge {
             }
             AgentEventKind::TurnStarted { .. }
             | AgentEventKind::StepStarted { .. }
+            | AgentEventKind::CallProgress { .. }
             | AgentEventKind::StepRetried { .. }
             | AgentEventKind::Compacted { .. }
             | AgentEventKind::StepFinished { .. }

@@ -471,6 +471,7 @@ impl Worker {
                 self.end_turn(status, error);
             }
             AgentEventKind::StepStarted { .. }
+            | AgentEventKind::CallProgress { .. }
             | AgentEventKind::Status(_)
             | AgentEventKind::Usage { .. }
             | AgentEventKind::ShutdownComplete => {}

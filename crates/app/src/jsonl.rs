@@ -427,6 +427,7 @@ impl ExecEventEncoder {
             }
             AgentEventKind::HookMessage { .. }
             | AgentEventKind::StepStarted { .. }
+            | AgentEventKind::CallProgress { .. }
             | AgentEventKind::Status(_)
             | AgentEventKind::ApprovalRequest(_)
             | AgentEventKind::AskUser(_)

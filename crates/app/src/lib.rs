@@ -30,6 +30,8 @@ mod replay;
 mod safety;
 mod session;
 mod skills;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod transcript;
 
 use std::path::{Path, PathBuf};
@@ -41,6 +43,7 @@ pub use checkpoint::{
     rewind_points,
 };
 pub use checks::PermissionCheck;
+pub use codecoder_kernel::AgentHandle;
 pub use codecoder_policy::{
     ApprovalMode, ChainPolicy, Modes, PermissionMode, PermissionSwitch, SandboxMode,
 };

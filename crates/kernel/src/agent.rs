@@ -7,10 +7,11 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use codecoder_protocol::{
-    AgentCommand, AgentEvent, EventSource, Message, SessionId, StepId, ToolSpec, TurnId, UserInput,
+    AgentCommand, AgentEvent, AgentEventKind, EventSource, Message, SessionId, StepId, ToolSpec,
+    TurnId, UserInput,
 };
 use codecoder_session::{NewSession, SessionWriter};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
@@ -242,6 +243,9 @@ pub(crate) struct AgentEnv {
     pub(crate) slots: Slots,
 }
 
+/// How long `AgentHandle::shutdown` waits for `ShutdownComplete` before it joins anyway.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+
 /// A running agent.
 #[derive(Debug)]
 pub struct AgentHandle {
@@ -265,6 +269,26 @@ impl AgentHandle {
     /// The root session's log file (`None` for an in-memory session).
     pub fn session_path(&self) -> Option<&std::path::Path> {
         self.session_path.as_deref()
+    }
+
+    /// Ends the agent the one way every front-end does: sends `Shutdown` (whatever runs is
+    /// cancelled, its processes killed, the log closed), drains the events until
+    /// `ShutdownComplete` (requests that arrive meanwhile are dropped unanswered, which means
+    /// cancelled), then joins the loop's thread. Waits at most `SHUTDOWN_WAIT` for
+    /// `ShutdownComplete` before joining anyway (dropping the channels ends a loop that did not
+    /// answer). `Err` holds a panic message of the loop.
+    pub fn shutdown(self) -> std::result::Result<(), String> {
+        let _ = self.cmd.send(AgentCommand::Shutdown);
+        let deadline = Instant::now() + SHUTDOWN_WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(event) if matches!(event.kind, AgentEventKind::ShutdownComplete) => break,
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        self.join()
     }
 
     /// Waits for the loop's thread (after `Shutdown`). `Err` holds a panic message.

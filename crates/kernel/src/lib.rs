@@ -53,7 +53,8 @@ pub use prompt::{PromptBuilder, PromptInput, StaticPrompt};
 pub use schema::validate as validate_schema;
 pub use subagent::AgentTool;
 pub use tool::{
-    EscalationRequest, LateTools, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry, ToolSource,
+    EscalationRequest, InputReader, LateTools, Tool, ToolContext, ToolKind, ToolOutput,
+    ToolRegistry, ToolSource,
 };
 
 #[cfg(test)]

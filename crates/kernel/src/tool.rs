@@ -95,12 +95,27 @@ pub trait Tool: Send + Sync {
         view.read_only = self.kind() == ToolKind::ReadOnly;
         view
     }
+    /// For a tool whose calls are worth showing while the model still writes them (a patch):
+    /// a reader that takes the arguments' JSON text piece by piece and says what the call is
+    /// so far. Default: none, and the call shows once it is whole.
+    fn input_reader(&self) -> Option<Box<dyn InputReader>> {
+        None
+    }
     /// Runs the call. Blocks; honours `ctx.cancel()`.
     fn execute(
         &self,
         ctx: &ToolContext,
         args: serde_json::Value,
     ) -> std::result::Result<ToolOutput, ToolError>;
+}
+
+/// Reads a call's arguments while the model writes them (`Tool::input_reader`).
+pub trait InputReader: Send {
+    /// Takes the next piece of the arguments' JSON text, as the provider streamed it.
+    fn push(&mut self, delta: &str);
+    /// The call as far as it is written, when that changed since the last `view`: the kernel
+    /// asks at most every 500 ms and sends what it gets as `CallProgress`.
+    fn view(&mut self) -> Option<CallView>;
 }
 
 /// What a running call can reach: its ids, the cancel token, the event stream (output deltas,
@@ -416,6 +431,12 @@ impl ToolRegistry {
             Some(tool) => tool.view(args),
             None => CallView::generic(name, args),
         }
+    }
+
+    /// A reader of a streaming call of the tool `name`, when that tool reads partial
+    /// arguments (see `Tool::input_reader`).
+    pub fn input_reader(&self, name: &str) -> Option<Box<dyn InputReader>> {
+        self.find(name)?.input_reader()
     }
 
     /// The registered tools, in order (late tools not included: see `all`).

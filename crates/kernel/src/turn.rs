@@ -793,7 +793,7 @@ impl AgentLoop {
         }
         let usage = self.step_usage;
         self.append(RecordBody::StepEnd { turn, step, usage, stop_reason: Some(stop_reason) })?;
-        self.emit(AgentEventKind::StepFinished { turn, step, usage });
+        self.emit(AgentEventKind::StepFinished { turn, step, usage, text: text.clone() });
         // A call that ended the turn: its result is logged, and no request follows it.
         let ended = std::mem::take(&mut self.ends_turn);
         Ok(StepOutcome { wants_more: !calls.is_empty() && !ended, usage, text })

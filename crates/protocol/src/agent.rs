@@ -165,6 +165,23 @@ pub enum AgentEventKind {
         /// What the call is, as its tool describes it.
         view: CallView,
     },
+    /// A call the model is still writing, as its tool can describe it so far (for a patch: the
+    /// files it changes, with their changes up to the last complete line). Sent at most every
+    /// 500 ms while the arguments stream in, only for tools that read partial arguments; the
+    /// call's own `ToolStarted` or `ToolFinished` follows with the whole view. A call that turns
+    /// out invalid ends like any other, with `ToolFinished`.
+    CallProgress {
+        /// The turn.
+        turn: TurnId,
+        /// The step.
+        step: StepId,
+        /// The call, by the provider's id.
+        call_id: ToolCallId,
+        /// The tool's name.
+        name: String,
+        /// The call so far.
+        view: CallView,
+    },
     /// Output of a running tool, for example a command's stdout.
     ToolOutputDelta {
         /// The call.
@@ -229,6 +246,10 @@ pub enum AgentEventKind {
         step: StepId,
         /// Tokens of this step's request.
         usage: Usage,
+        /// The model's text of this step as logged (a retried step's void text is not in it);
+        /// empty when the step only called tools. The text of a turn's last step is the turn's
+        /// final message.
+        text: String,
     },
     /// The state changed.
     Status(AgentStatus),

@@ -339,7 +339,9 @@ impl App {
                 self.turn_started = Some(Instant::now());
                 self.turn_usage = Usage::default();
             }
-            AgentEventKind::StepStarted { .. } | AgentEventKind::ShutdownComplete => {}
+            AgentEventKind::StepStarted { .. }
+            | AgentEventKind::CallProgress { .. }
+            | AgentEventKind::ShutdownComplete => {}
             AgentEventKind::TextDelta { delta, .. } => {
                 if !self.reasoning.is_empty() {
                     self.flush_reasoning();

@@ -379,6 +379,7 @@ fn usage_context_and_cost() {
             output_tokens: 0,
             reasoning_output_tokens: 0,
         },
+        text: String::new(),
     }));
     app.on_agent_event(event(AgentEventKind::TurnDone {
         turn: turn(),
