@@ -34,6 +34,21 @@ use crate::schema;
 use crate::tool::{PendingEscalation, Tool, ToolContext, ToolOutput};
 use crate::turn::{AgentLoop, Stop, hook_stop};
 
+/// A call of the step and what it is, as its tool describes it. The view is built once, when
+/// the call is taken from the assembled message, and again only when a hook rewrites the
+/// arguments; the approval query, `ToolStarted` and `ToolFinished` all carry that one view.
+pub(crate) struct StepCall {
+    pub(crate) call: ToolCall,
+    pub(crate) view: CallView,
+}
+
+impl StepCall {
+    pub(crate) fn new(agent: &AgentLoop, call: ToolCall) -> Self {
+        let view = agent.env.deps.tools.view(&call.name, &call.args);
+        Self { call, view }
+    }
+}
+
 /// A call's result, ready to be logged.
 struct Finished {
     result: ToolResult,
@@ -71,7 +86,7 @@ impl AgentLoop {
         &mut self,
         turn: TurnId,
         step: StepId,
-        mut calls: Vec<ToolCall>,
+        mut calls: Vec<StepCall>,
     ) -> Result<(), Stop> {
         self.emit(AgentEventKind::Status(AgentStatus::RunningTools));
         let mut done: Vec<Option<Finished>> = calls.iter().map(|_| None).collect();
@@ -79,10 +94,10 @@ impl AgentLoop {
         let token = CancelToken::new();
         let mut start = 0;
         while start < calls.len() {
-            let parallel = self.runs_in_parallel(&calls[start]);
+            let parallel = self.runs_in_parallel(&calls[start].call);
             let mut end = start + 1;
             if parallel {
-                while end < calls.len() && self.runs_in_parallel(&calls[end]) {
+                while end < calls.len() && self.runs_in_parallel(&calls[end].call) {
                     end += 1;
                 }
             }
@@ -91,7 +106,7 @@ impl AgentLoop {
                 match self.prepare(turn, step, &mut calls[index]) {
                     Ok(Prepared::Run(tool, context)) => runnable.push((index, tool, context)),
                     Ok(Prepared::Refused(err)) => {
-                        done[index] = Some(refused(&calls[index], err, self))
+                        done[index] = Some(refused(&calls[index].call, err, self))
                     }
                     Err(stop) => return Err(self.abandon(&calls, &mut done, logged, stop)),
                 }
@@ -113,9 +128,9 @@ impl AgentLoop {
         &mut self,
         turn: TurnId,
         step: StepId,
-        calls: &[ToolCall],
+        calls: &[StepCall],
     ) -> Result<(), Stop> {
-        for call in calls {
+        for StepCall { call, view } in calls {
             let message = "not run: your response was cut off by the output-token limit, so this call may be \
                            incomplete. Send it again, shorter if needed."
                 .to_owned();
@@ -130,17 +145,12 @@ impl AgentLoop {
                 step,
                 call_id: call.id.clone(),
                 call: call.clone(),
-                view: self.view(call),
+                view: view.clone(),
                 result: Err(ToolError::Failed { message }),
                 mcp_result: None,
             });
         }
         Ok(())
-    }
-
-    /// What `call` is, as its tool describes it.
-    fn view(&self, call: &ToolCall) -> CallView {
-        self.env.deps.tools.view(&call.name, &call.args)
     }
 
     fn runs_in_parallel(&self, call: &ToolCall) -> bool {
@@ -154,8 +164,9 @@ impl AgentLoop {
         &mut self,
         turn: TurnId,
         step: StepId,
-        call: &mut ToolCall,
+        step_call: &mut StepCall,
     ) -> Result<Prepared, Stop> {
+        let StepCall { call, view } = step_call;
         let Some(tool) = self.env.deps.tools.find(&call.name) else {
             return Ok(Prepared::Refused(ToolError::UnknownTool { name: call.name.clone() }));
         };
@@ -177,6 +188,7 @@ impl AgentLoop {
                 }));
             }
             call.args = args.clone();
+            *view = self.env.deps.tools.view(&call.name, &call.args);
             rewritten = Some(args);
         }
         let context = pre.context;
@@ -248,6 +260,7 @@ impl AgentLoop {
                                 }));
                             }
                             call.args = args.clone();
+                            *view = self.env.deps.tools.view(&call.name, &call.args);
                             rewritten = Some(args);
                         }
                         (hook_answer.decision, DecidedBy::Hook)
@@ -256,7 +269,7 @@ impl AgentLoop {
                         self.notify_permission_prompt(&call.name)?;
                         let summary = tool.summary(&call.args);
                         let decision =
-                            self.ask_approval(turn, step, call, summary, &keys, explanation)?;
+                            self.ask_approval(turn, step, call, view, summary, &keys, explanation)?;
                         if matches!(
                             decision,
                             ApprovalDecision::AllowOnce | ApprovalDecision::AllowForSession
@@ -304,11 +317,11 @@ impl AgentLoop {
         &mut self,
         turn: TurnId,
         step: StepId,
-        calls: &[ToolCall],
+        calls: &[StepCall],
         pending: PendingEscalation,
     ) -> Result<(), Stop> {
         let PendingEscalation { call_id, request, reply } = pending;
-        let Some(call) = calls.iter().find(|call| call.id == call_id) else {
+        let Some(StepCall { call, view }) = calls.iter().find(|it| it.call.id == call_id) else {
             let _ = reply.send(ApprovalDecision::Cancelled);
             return Ok(());
         };
@@ -325,7 +338,7 @@ impl AgentLoop {
         } else {
             self.notify_permission_prompt(&call.name)?;
             let decision =
-                self.ask_approval(turn, step, call, request.summary, &keys, request.reason)?;
+                self.ask_approval(turn, step, call, view, request.summary, &keys, request.reason)?;
             if decision == ApprovalDecision::AllowForSession {
                 self.grants.extend(keys.iter().cloned());
             }
@@ -343,6 +356,7 @@ impl AgentLoop {
         turn: TurnId,
         step: StepId,
         call: &ToolCall,
+        view: &CallView,
         summary: String,
         keys: &[String],
         reason: Option<String>,
@@ -353,7 +367,7 @@ impl AgentLoop {
             turn,
             step,
             call: call.clone(),
-            view: self.view(call),
+            view: view.clone(),
             summary,
             permission_keys: keys.to_vec(),
             reason,
@@ -402,7 +416,7 @@ impl AgentLoop {
         &mut self,
         turn: TurnId,
         step: StepId,
-        calls: &[ToolCall],
+        calls: &[StepCall],
         runnable: Vec<Runnable>,
         limit: usize,
         token: &CancelToken,
@@ -422,9 +436,9 @@ impl AgentLoop {
         loop {
             while running.len() < limit {
                 let Some((index, tool, context)) = queue.pop_front() else { break };
-                let call = &calls[index];
+                let StepCall { call, view } = &calls[index];
                 self.append(RecordBody::ToolStarted { call_id: call.id.clone() })?;
-                let view = self.view(call);
+                let view = view.clone();
                 self.emit(AgentEventKind::ToolStarted { turn, step, call: call.clone(), view });
                 let ctx = ToolContext {
                     call_id: call.id.clone(),
@@ -487,7 +501,7 @@ impl AgentLoop {
                     };
                     running.remove(&index);
                     self.ends_turn |= ends_turn;
-                    done[index] = Some(self.finished(&calls[index], outcome, mcp_result));
+                    done[index] = Some(self.finished(&calls[index].call, outcome, mcp_result));
                     self.flush(turn, step, calls, done, logged)?;
                     if let Some(reason) = halt && halted.is_none() {
                         halted = Some(reason);
@@ -517,7 +531,7 @@ impl AgentLoop {
                     break;
                 };
                 running.remove(&index);
-                done[index] = Some(self.finished(&calls[index], outcome, mcp_result));
+                done[index] = Some(self.finished(&calls[index].call, outcome, mcp_result));
             }
             if !running.is_empty() {
                 self.emit(AgentEventKind::Warning {
@@ -570,7 +584,7 @@ impl AgentLoop {
         &mut self,
         turn: TurnId,
         step: StepId,
-        calls: &[ToolCall],
+        calls: &[StepCall],
         done: &mut [Option<Finished>],
         logged: &mut usize,
     ) -> Result<(), Stop> {
@@ -586,9 +600,10 @@ impl AgentLoop {
         &mut self,
         turn: TurnId,
         step: StepId,
-        call: &ToolCall,
+        step_call: &StepCall,
         finished: Finished,
     ) -> Result<(), Stop> {
+        let StepCall { call, view } = step_call;
         let Finished { mut result, synthetic, event, mcp_result } = finished;
         if result.status == ToolResultStatus::Error {
             let key = (call.name.clone(), call.args.to_string());
@@ -610,7 +625,7 @@ impl AgentLoop {
             step,
             call_id: call.id.clone(),
             call: call.clone(),
-            view: self.view(call),
+            view: view.clone(),
             result: event,
             mcp_result,
         });
@@ -621,7 +636,7 @@ impl AgentLoop {
     /// that finished, synthetic `cancelled` for the rest) and hands the stop back.
     fn abandon(
         &mut self,
-        calls: &[ToolCall],
+        calls: &[StepCall],
         done: &mut [Option<Finished>],
         logged: usize,
         stop: Stop,
@@ -635,7 +650,7 @@ impl AgentLoop {
             let call = &calls[index];
             let finished = done[index].take().unwrap_or_else(|| {
                 let result = ToolResult::text(
-                    call.id.clone(),
+                    call.call.id.clone(),
                     ToolResultStatus::Cancelled,
                     "cancelled before it finished",
                 );

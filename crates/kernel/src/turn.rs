@@ -34,6 +34,7 @@ use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, select};
 use crate::agent::{AgentEnv, ReportedInput, StepInfo, StepVerdict};
 use crate::cancel::CancelToken;
 use crate::compact::CompactTrigger;
+use crate::exec::StepCall;
 use crate::hooks::{HookReport, HookScope, Hooks};
 use crate::model::{ModelRequest, ResponseEvent, ResponseStream, ToolSpec};
 use crate::pool::WorkerPool;
@@ -780,15 +781,17 @@ impl AgentLoop {
         }
         let text = assembly.text();
         let message = Message::new(Role::Assistant, assembly.finish(true));
-        let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
+        let calls: Vec<StepCall> =
+            message.tool_calls().map(|call| StepCall::new(self, call.clone())).collect();
         if !message.items.is_empty() {
             self.append(RecordBody::AssistantMessage { message })?;
         }
-        if !calls.is_empty() {
+        let has_calls = !calls.is_empty();
+        if has_calls {
             if stop_reason == StopReason::MaxTokens {
                 self.refuse_cut_off(turn, step, &calls)?;
             } else {
-                self.run_tools(turn, step, calls.clone())?;
+                self.run_tools(turn, step, calls)?;
             }
         }
         let usage = self.step_usage;
@@ -796,7 +799,7 @@ impl AgentLoop {
         self.emit(AgentEventKind::StepFinished { turn, step, usage, text: text.clone() });
         // A call that ended the turn: its result is logged, and no request follows it.
         let ended = std::mem::take(&mut self.ends_turn);
-        Ok(StepOutcome { wants_more: !calls.is_empty() && !ended, usage, text })
+        Ok(StepOutcome { wants_more: has_calls && !ended, usage, text })
     }
 
     /// Appends a `context` record for `request` unless the newest one logged already says the
