@@ -6,7 +6,7 @@
 //! `Ask` do the session's grants apply, then the PermissionRequest hooks, and only then is the
 //! person asked.
 
-use codecoder_protocol::{DecidedBy, ToolCall, ToolKind, Verdict};
+use codecoder_protocol::{CallView, DecidedBy, ToolCall, ToolKind, Verdict};
 
 use crate::hooks::HookVerdict;
 
@@ -15,6 +15,9 @@ use crate::hooks::HookVerdict;
 pub struct ApprovalQuery<'a> {
     /// The call, with its arguments.
     pub call: &'a ToolCall,
+    /// What the call is, as its tool describes it (for the rewritten arguments when a hook
+    /// rewrote them): the policy reads an MCP call and a destructive one from it.
+    pub view: &'a CallView,
     /// The tool's kind.
     pub kind: ToolKind,
     /// The permission keys the tool derived from the arguments.

@@ -196,6 +196,7 @@ impl AgentLoop {
         let granted = !keys.is_empty() && keys.iter().all(|key| self.grants.contains(key));
         let query = ApprovalQuery {
             call,
+            view,
             kind: tool.kind(),
             permission_keys: &keys,
             depth: self.env.depth,
