@@ -24,5 +24,5 @@ mod seek;
 
 pub use apply::{Change, ChangeKind, Report, apply, update_text};
 pub use error::{ApplyError, ApplyFailure, Error, Operation, ParseError, Result};
-pub use parse::{Chunk, Hunk, Patch, declared_paths, parse};
+pub use parse::{Chunk, Hunk, Patch, PatchStream, declared_paths, parse};
 pub use run::run;

@@ -10,12 +10,15 @@
 //! Invariant: a [`Patch`] from [`parse`] has at least one hunk, every path is non-empty, every
 //! update has at least one chunk and every chunk has at least one change line.
 
+mod stream;
 #[cfg(test)]
 mod tests;
 
 use std::path::{Path, PathBuf};
 
 use crate::error::ParseError;
+
+pub use stream::PatchStream;
 
 const BEGIN_PATCH: &str = "*** Begin Patch";
 const END_PATCH: &str = "*** End Patch";

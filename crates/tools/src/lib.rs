@@ -23,6 +23,7 @@ mod edit;
 mod env;
 mod files;
 mod jobs;
+mod partial_json;
 mod patch;
 mod path;
 mod plan;
@@ -38,7 +39,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codecoder_kernel::{Tool, ToolContext, ToolKind, ToolOutput};
+use codecoder_kernel::{InputReader, Tool, ToolContext, ToolKind, ToolOutput};
 use codecoder_protocol::{CallKind, CallView, ToolError};
 use serde_json::Value;
 
@@ -258,6 +259,11 @@ pub trait Builtin: Send + Sync {
     fn offered(&self) -> bool {
         true
     }
+    /// A reader of the call while the model writes it (the kernel's `Tool::input_reader`;
+    /// default: none).
+    fn input_reader(&self) -> Option<Box<dyn InputReader>> {
+        None
+    }
     /// Runs the call (arguments already checked against the schema by `run_checked`).
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError>;
 }
@@ -323,6 +329,9 @@ impl Tool for Adapter {
     }
     fn offered(&self) -> bool {
         self.0.offered()
+    }
+    fn input_reader(&self) -> Option<Box<dyn InputReader>> {
+        self.0.input_reader()
     }
     fn execute(&self, ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
         run_checked(self.0.as_ref(), ctx, args)

@@ -10,13 +10,14 @@
 
 use std::sync::Arc;
 
-use codecoder_apply_patch::Hunk;
-use codecoder_kernel::{ToolKind, ToolOutput};
+use codecoder_apply_patch::{Hunk, PatchStream};
+use codecoder_kernel::{InputReader, ToolKind, ToolOutput};
 use codecoder_protocol::{CallKind, CallView, ChangeKind, FileChange, TextEdit, ToolError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::env::CallEnv;
+use crate::partial_json::StringField;
 use crate::path::resolve_writable;
 use crate::{Builtin, Shared, parse_args, str_arg};
 
@@ -70,15 +71,15 @@ impl Builtin for ApplyPatch {
             Ok(patch) => patch.hunks_as_written().map(file_change).collect(),
             Err(_) => Vec::new(),
         };
-        let shown = paths.join(", ");
-        CallView {
-            kind: CallKind::Edit,
-            title: format!("Patch {shown}"),
-            detail: shown,
-            paths,
-            changes,
-            ..CallView::default()
-        }
+        patch_view(paths, changes)
+    }
+    fn input_reader(&self) -> Option<Box<dyn InputReader>> {
+        Some(Box::new(PatchReader {
+            field: StringField::new("input"),
+            stream: PatchStream::new(),
+            text: String::new(),
+            shown: 0,
+        }))
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: PatchArgs = parse_args(args)?;
@@ -108,6 +109,60 @@ impl Builtin for ApplyPatch {
             Ok(report) => Ok(ToolOutput::text(report.to_string())),
             Err(err) => Ok(ToolOutput::error(err.to_string())),
         }
+    }
+}
+
+/// The view of a patch that names `paths` and makes `changes`.
+fn patch_view(paths: Vec<String>, changes: Vec<FileChange>) -> CallView {
+    let shown = paths.join(", ");
+    CallView {
+        kind: CallKind::Edit,
+        title: format!("Patch {shown}"),
+        detail: shown,
+        paths,
+        changes,
+        ..CallView::default()
+    }
+}
+
+/// A patch call while the model writes it: the `input` field decoded as it streams, read line
+/// by line by the patch format's streaming reader.
+struct PatchReader {
+    field: StringField,
+    stream: PatchStream,
+    /// Decoded text not yet given to the stream.
+    text: String,
+    /// The stream's line count at the last view.
+    shown: usize,
+}
+
+impl InputReader for PatchReader {
+    fn push(&mut self, delta: &str) {
+        self.field.push(delta, &mut self.text);
+        self.stream.push(&self.text);
+        self.text.clear();
+    }
+
+    fn view(&mut self) -> Option<CallView> {
+        let lines = self.stream.lines_read();
+        if lines == self.shown {
+            return None;
+        }
+        self.shown = lines;
+        let mut paths = Vec::new();
+        let mut changes = Vec::new();
+        for (hunk, header, body) in self.stream.hunks_as_written() {
+            paths.push(hunk.path().to_string_lossy().into_owned());
+            if let Hunk::Update { move_to: Some(to), .. } = &hunk {
+                paths.push(to.to_string_lossy().into_owned());
+            }
+            changes.push(file_change((&hunk, header, body)));
+        }
+        // Nothing worth showing before the first file line.
+        if changes.is_empty() {
+            return None;
+        }
+        Some(patch_view(paths, changes))
     }
 }
 

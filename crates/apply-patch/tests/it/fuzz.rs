@@ -8,7 +8,7 @@
 use std::io;
 use std::path::{Component, Path};
 
-use codecoder_apply_patch::{Hunk, apply, parse, run};
+use codecoder_apply_patch::{Hunk, PatchStream, apply, parse, run};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -145,6 +145,35 @@ proptest! {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let code = run(&[], patch.as_bytes(), dir.path(), &mut out, &mut err);
         prop_assert!(matches!(code, 0..=2));
+    }
+
+    #[test]
+    fn a_patch_streamed_in_any_pieces_reads_as_parse_does(
+        patch in prop_oneof![patch_soup(), patch_grammar()],
+        cuts in vec(any::<prop::sample::Index>(), 0..6),
+    ) {
+        let mut at: Vec<usize> = cuts.iter().map(|cut| cut.index(patch.len() + 1)).collect();
+        at.retain(|&at| patch.is_char_boundary(at));
+        at.sort_unstable();
+        let mut stream = PatchStream::new();
+        let mut from = 0;
+        for to in at.into_iter().chain([patch.len()]) {
+            stream.push(&patch[from..to]);
+            from = to;
+        }
+        // Never panics, parsed or not; a patch that parses reads the same.
+        let streamed: Vec<_> = stream
+            .hunks_as_written()
+            .map(|(hunk, head, body)| (hunk, head.to_owned(), body.to_owned()))
+            .collect();
+        let Ok(parsed) = parse(&patch) else { return Ok(()) };
+        prop_assert!(patch.ends_with('\n'));
+        let parsed: Vec<_> = parsed
+            .hunks_as_written()
+            .map(|(hunk, head, body)| (hunk.clone(), head.to_owned(), body.to_owned()))
+            .collect();
+        prop_assert_eq!(streamed, parsed);
+        prop_assert!(stream.is_complete());
     }
 
     #[test]

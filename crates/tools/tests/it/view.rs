@@ -147,3 +147,39 @@ fn views_of_arguments_of_the_wrong_shape_are_empty_not_errors() {
         assert!(!view.title.is_empty(), "{name}");
     }
 }
+
+#[test]
+fn a_patch_being_written_shows_its_files_so_far_and_ends_as_its_view() {
+    let fixture = Fixture::new();
+    let tool = fixture.tool("apply_patch");
+    let mut reader = tool.input_reader().expect("apply_patch reads streamed arguments");
+    let input = "*** Begin Patch\n*** Add File: notes.txt\n+hello\n+world\n*** Update File: src/a.rs\n\
+                 *** Move to: src/b.rs\n@@\n-old\n+new\n*** End Patch\n";
+    let args = json!({ "input": input });
+    let json = args.to_string();
+    // The JSON arrives in pieces of seven bytes, split inside escapes too.
+    let mut views = Vec::new();
+    let mut rest = json.as_str();
+    while !rest.is_empty() {
+        let mut at = rest.len().min(7);
+        while !rest.is_char_boundary(at) {
+            at += 1;
+        }
+        let (piece, tail) = rest.split_at(at);
+        reader.push(piece);
+        views.extend(reader.view());
+        rest = tail;
+    }
+    // Nothing before the first file line; then one view per new line at most.
+    let first = &views[0];
+    assert_eq!(first.paths, ["notes.txt"]);
+    assert_eq!(first.changes[0].kind, ChangeKind::Add);
+    assert!(views.iter().any(|view| view.changes.len() == 1 && view.changes[0].diff == "+hello\n"));
+    assert!(views.len() <= input.lines().count());
+    // No new line since the last view: nothing new to show.
+    assert_eq!(reader.view(), None);
+    // Once whole, the streamed view is the call's view.
+    let whole = view_of(tool, &args);
+    assert_eq!(views.last(), Some(&whole));
+    assert_eq!(whole.paths, ["notes.txt", "src/a.rs", "src/b.rs"]);
+}
