@@ -53,6 +53,9 @@ pub struct AgentConfig {
     /// Merge text or reasoning deltas that are already queued into one event (fewer, larger
     /// events; no added latency). Default true.
     pub coalesce_deltas: bool,
+    /// The shortest time between two `CallProgress` events of one call (a call the model is
+    /// still writing, whose tool reads its arguments as they come). Default 500 ms.
+    pub progress_interval: Duration,
     /// Subagents.
     pub subagents: SubagentConfig,
 }
@@ -76,6 +79,7 @@ impl AgentConfig {
             cancel_grace: Duration::from_secs(5),
             event_capacity: 4096,
             coalesce_deltas: true,
+            progress_interval: Duration::from_millis(500),
             subagents: SubagentConfig::standard(),
         }
     }

@@ -352,6 +352,7 @@ impl AgentLoop {
 
     /// Sends an approval request and blocks for the answer, still handling `cmd`. A request
     /// dropped unanswered counts as `Cancelled`.
+    #[allow(clippy::too_many_arguments)] // What the request shows, each part from its own source.
     fn ask_approval(
         &mut self,
         turn: TurnId,

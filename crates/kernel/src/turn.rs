@@ -22,6 +22,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
+use std::time::Instant;
 
 use codecoder_protocol::{
     AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ContentItem, ContextRecord, Message,
@@ -39,6 +40,7 @@ use crate::hooks::{HookReport, HookScope, Hooks};
 use crate::model::{ModelRequest, ResponseEvent, ResponseStream, ToolSpec};
 use crate::pool::WorkerPool;
 use crate::prompt::PromptInput;
+use crate::tool::InputReader;
 
 /// How many queued stream events are handled before `cmd` is looked at again.
 const STREAM_BATCH: usize = 256;
@@ -110,6 +112,18 @@ pub(crate) struct Assembly {
     items: Vec<MessageItem>,
     /// Tool calls by id: the index of their item and their raw argument text.
     calls: Vec<(ToolCallId, usize, String)>,
+    /// The readers of the calls being written whose tools read their arguments as they come
+    /// (`Tool::input_reader`). They belong to this attempt: a retried step starts without them.
+    readers: Vec<CallReader>,
+}
+
+/// A call the model is still writing, read as its arguments arrive, for `CallProgress`.
+struct CallReader {
+    call_id: ToolCallId,
+    name: String,
+    reader: Box<dyn InputReader>,
+    /// When the last `CallProgress` of this call was sent.
+    sent_at: Option<Instant>,
 }
 
 impl Assembly {
@@ -967,6 +981,35 @@ impl AgentLoop {
         }
     }
 
+    /// Sends the call's view so far, unless one went out less than `progress_interval` ago or
+    /// the reader has nothing new. Coalesced deltas still pending go out first, so events keep
+    /// the stream's order.
+    fn call_progress(
+        &self,
+        turn: TurnId,
+        step: StepId,
+        reader: &mut CallReader,
+        pending: &mut Option<(DeltaKind, String)>,
+    ) {
+        let now = Instant::now();
+        if reader
+            .sent_at
+            .is_some_and(|sent_at| now.duration_since(sent_at) < self.env.config.progress_interval)
+        {
+            return;
+        }
+        let Some(view) = reader.reader.view() else { return };
+        reader.sent_at = Some(now);
+        self.flush_delta(turn, step, pending);
+        self.emit(AgentEventKind::CallProgress {
+            turn,
+            step,
+            call_id: reader.call_id.clone(),
+            name: reader.name.clone(),
+            view,
+        });
+    }
+
     fn on_response(
         &mut self,
         turn: TurnId,
@@ -1001,6 +1044,17 @@ impl AgentLoop {
                 }
             }
             ResponseEvent::ToolCallStart { id, name } => {
+                // The summary step of a compaction shows nothing of what it streams.
+                if !self.quiet
+                    && let Some(reader) = self.env.deps.tools.input_reader(&name)
+                {
+                    assembly.readers.push(CallReader {
+                        call_id: id.clone(),
+                        name: name.clone(),
+                        reader,
+                        sent_at: None,
+                    });
+                }
                 let index = assembly.items.len();
                 assembly.items.push(MessageItem::ToolCall(ToolCall {
                     id: id.clone(),
@@ -1014,6 +1068,12 @@ impl AgentLoop {
                     assembly.calls.iter_mut().find(|(call_id, _, _)| *call_id == id)
                 {
                     raw.push_str(&delta);
+                }
+                if let Some(reader) =
+                    assembly.readers.iter_mut().find(|reader| reader.call_id == id)
+                {
+                    reader.reader.push(&delta);
+                    self.call_progress(turn, step, reader, pending);
                 }
             }
             // Arguments are parsed once, when the message is assembled.

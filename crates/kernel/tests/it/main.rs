@@ -12,6 +12,7 @@ mod hygiene;
 mod late;
 mod leak;
 mod order;
+mod progress;
 mod reasoning;
 mod subagent;
 mod support;
