@@ -352,7 +352,8 @@ impl Runtime {
             return Err(Error::usage(format!("the arguments do not fit `{name}`: {err}")));
         }
         let keys = tool.permission_keys(&value);
-        let decision = safety.policy.decide_call(name, tool.kind(), &keys, None, false);
+        let view = tool.view(&value);
+        let decision = safety.policy.decide_call(name, tool.kind(), &view, &keys, None, false);
         Ok(PermissionCheck {
             decision,
             tool: name.to_owned(),

@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use codecoder_policy::{Call, CommandContext, RuleOrigin, RuleSet, Verdict};
+use codecoder_protocol::CallKind;
 use serde_json::Value;
 
 /// Whether `condition` applies to a call of `tool` (our name) with `args` (ours), in `cwd`.
@@ -19,7 +20,8 @@ pub(crate) fn applies(condition: &str, tool: &str, args: &Value, cwd: &Path) -> 
         writable_roots: Vec::new(),
         home: std::env::var_os(codecoder_protocol::env::HOME).map(Into::into),
     };
-    let call = Call::new(tool, &keys(tool, args), &ctx);
+    let (kind, keys) = keys(tool, args);
+    let call = Call::new(tool, &kind, &keys, &ctx);
     rules.matching(Verdict::Deny, &call, &ctx).is_some()
 }
 
@@ -30,17 +32,25 @@ pub(crate) fn check(condition: &str) -> Result<(), String> {
         .map_err(|err| err.to_string())
 }
 
-/// The permission keys of a call, as the tools derive them.
-fn keys(tool: &str, args: &Value) -> Vec<String> {
+/// The kind of a call and its permission keys, as the tools give them.
+fn keys(tool: &str, args: &Value) -> (CallKind, Vec<String>) {
     let text = |key: &str| args.get(key).and_then(Value::as_str);
     match tool {
-        "run_command" => vec![format!("shell:{}", text("command").unwrap_or_default())],
-        "read_file" | "list_dir" | "glob" | "grep" => {
-            vec![format!("read:{}", text("path").unwrap_or("."))]
+        "run_command" => {
+            (CallKind::Execute, vec![format!("shell:{}", text("command").unwrap_or_default())])
         }
-        "write_file" | "edit" => vec![format!("edit:{}", text("path").unwrap_or_default())],
-        "web_fetch" => vec![format!("web_fetch:{}", host(text("url").unwrap_or_default()))],
-        other => vec![other.to_owned()],
+        "read_file" => (CallKind::Read, vec![format!("read:{}", text("path").unwrap_or("."))]),
+        "list_dir" | "glob" | "grep" => {
+            (CallKind::Search, vec![format!("read:{}", text("path").unwrap_or("."))])
+        }
+        "write_file" | "edit" => {
+            (CallKind::Edit, vec![format!("edit:{}", text("path").unwrap_or_default())])
+        }
+        "web_fetch" => (
+            CallKind::Fetch,
+            vec![format!("web_fetch:{}", host(text("url").unwrap_or_default()))],
+        ),
+        other => (CallKind::Other, vec![other.to_owned()]),
     }
 }
 

@@ -10,7 +10,7 @@
 use std::sync::{PoisonError, RwLock};
 
 use codecoder_kernel::{ApprovalPolicy, ApprovalQuery, HookVerdict, PolicyAnswer};
-use codecoder_protocol::{ToolKind, Verdict};
+use codecoder_protocol::{CallView, ToolKind, Verdict};
 
 use crate::chain::{Decision, Policy, Request, Source, decide, edits_inside_roots, plan_refusal};
 use crate::mode::{ApprovalMode, Modes, PermissionMode, PermissionSwitch};
@@ -48,18 +48,21 @@ impl ChainPolicy {
         self.policy.write().unwrap_or_else(PoisonError::into_inner).modes.approval = approval;
     }
 
-    /// The chain's decision for a call of `tool` (of `kind`, with permission `keys`), given
-    /// the PreToolUse hooks' verdict and whether a session grant covers every key.
+    /// The chain's decision for a call of `tool` (of `kind`, described by `view`, with
+    /// permission `keys`), given the PreToolUse hooks' verdict and whether a session grant
+    /// covers every key.
     pub fn decide_call(
         &self,
         tool: &str,
         kind: ToolKind,
+        view: &CallView,
         keys: &[String],
         hook: Option<&HookVerdict>,
         granted: bool,
     ) -> Decision {
         let policy = self.policy.read().unwrap_or_else(PoisonError::into_inner);
-        let request = Request { tool, kind, permission_keys: keys, hook, session_grant: granted };
+        let request =
+            Request { tool, kind, view, permission_keys: keys, hook, session_grant: granted };
         let mode = self.permission.get();
         if mode == PermissionMode::Plan
             && let Some(refusal) = plan_refusal(&policy, &request)
@@ -90,6 +93,7 @@ impl ApprovalPolicy for ChainPolicy {
         let decision = self.decide_call(
             &query.call.name,
             query.kind,
+            query.view,
             query.permission_keys,
             query.hook,
             query.granted,

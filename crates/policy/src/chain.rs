@@ -21,7 +21,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use codecoder_kernel::HookVerdict;
-use codecoder_protocol::{DecidedBy, ToolKind, Verdict};
+use codecoder_protocol::{CallKind, CallView, DecidedBy, ToolKind, Verdict};
 
 use crate::command::{CommandContext, Severity};
 use crate::mode::{ApprovalMode, Modes, PermissionMode, SandboxMode};
@@ -76,6 +76,9 @@ pub struct Request<'a> {
     pub tool: &'a str,
     /// The tool's kind.
     pub kind: ToolKind,
+    /// What the call is, as its tool describes it: whether it is an MCP server's tool, marked
+    /// destructive, and which rules' subject its kind belongs to.
+    pub view: &'a CallView,
     /// The keys the tool derived from the arguments (`shell:<command>`, `edit:<path>`,
     /// `read:<path>`, `web_fetch:<host>`, or the bare tool name).
     pub permission_keys: &'a [String],
@@ -183,7 +186,7 @@ fn rule_decision(origin_is_project: bool, list: Verdict, rule: &str, note: &str)
 /// Decides one call.
 pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
     let ctx = policy.command_context();
-    let call = Call::new(request.tool, request.permission_keys, &ctx);
+    let call = Call::new(request.tool, &request.view.kind, request.permission_keys, &ctx);
     let hook_reason = request.hook.and_then(|hook| hook.reason.as_deref());
     let hook_text = match hook_reason {
         Some(reason) => format!("PreToolUse hook: {reason}"),
@@ -261,22 +264,19 @@ pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
     default_decision(policy, request, &call, &ctx)
 }
 
-/// Tools that only read although their kind says otherwise: `web_fetch` (network, but it
-/// changes nothing), which plan mode lets through.
-const PLAN_READ_TOOLS: &[&str] = &["web_fetch"];
-
 /// Plan mode's refusal of a call that is not read-only: a write, an edit, a patch, a command
 /// not known read-only, a tool of another kind (an MCP tool without `readOnlyHint`). `None` for
-/// read-only tools (a subagent's included: its own calls come through this chain), questions
-/// to the person and known read-only commands, which go through the chain as usual.
+/// read-only tools (a subagent's included: its own calls come through this chain), fetches
+/// (network, but they change nothing), questions to the person and known read-only commands,
+/// which go through the chain as usual.
 pub fn plan_refusal(policy: &Policy, request: &Request<'_>) -> Option<Decision> {
     let tool = request.tool;
     let why = match request.kind {
         ToolKind::ReadOnly | ToolKind::Interactive => return None,
-        ToolKind::Network if PLAN_READ_TOOLS.contains(&tool) => return None,
+        ToolKind::Network if request.view.kind == CallKind::Fetch => return None,
         ToolKind::Exec => {
             let ctx = policy.command_context();
-            let call = Call::new(tool, request.permission_keys, &ctx);
+            let call = Call::new(tool, &request.view.kind, request.permission_keys, &ctx);
             let mut commands = Vec::new();
             let mut read_only = true;
             for subject in call.subjects() {
@@ -320,7 +320,7 @@ pub fn edits_inside_roots(policy: &Policy, request: &Request<'_>) -> bool {
         return false;
     }
     let ctx = policy.command_context();
-    let call = Call::new(request.tool, request.permission_keys, &ctx);
+    let call = Call::new(request.tool, &request.view.kind, request.permission_keys, &ctx);
     let roots = edit_roots(policy, &ctx);
     let subjects = call.subjects();
     !subjects.is_empty()
@@ -344,7 +344,7 @@ fn hidden_path_denial(policy: &Policy, call: &Call, ctx: &CommandContext) -> Opt
         else {
             continue;
         };
-        let single = Call::single(call.tool(), subject.clone());
+        let single = call.single(subject.clone());
         if policy.user_rules.allowing(&single, ctx).is_some() {
             continue;
         }
@@ -432,10 +432,11 @@ fn default_decision(
     let modes = policy.modes;
     let approval = modes.approval;
     let tool = request.tool;
+    let view = request.view;
     let (verdict, why) = match request.kind {
         ToolKind::ReadOnly => (Allow, format!("`{tool}` only reads")),
         ToolKind::Interactive => (Allow, format!("`{tool}` talks to the person")),
-        ToolKind::Network if tool.starts_with("mcp__") => (
+        ToolKind::Network if view.is_mcp() => (
             cell(approval, Ask, Ask, Allow),
             format!("`{tool}` is an MCP server's tool and runs outside the sandbox"),
         ),
@@ -443,7 +444,7 @@ fn default_decision(
             (cell(approval, Ask, Ask, Allow), format!("`{tool}` reaches the network"))
         }
         // Never without a person: what it does is unknown, or its server says it destroys.
-        ToolKind::Other if tool.starts_with("mcp__") => (
+        ToolKind::Other if view.is_mcp() && view.destructive => (
             cell(approval, Ask, Ask, Deny),
             format!("`{tool}` is marked destructive by its MCP server"),
         ),

@@ -1,17 +1,23 @@
 //! Permission rules: `allow`, `ask` and `deny` lists of `Tool` or `Tool(pattern)` strings,
 //! from the user's and the project's config.
 //!
-//! Tool names are ours or Claude Code's (`codecoder_protocol`'s one table translates Claude's):
+//! A rule names a subject with Claude Code's name of a tool, or with ours (`codecoder_protocol`'s
+//! one table of Claude tool names translates ours: `run_command` is `Bash`):
 //!
-//! | subject | names | pattern |
-//! |---|---|---|
-//! | shell | `run_command`, `Bash` | `git status*` (`*` is any text, spaces included), `cargo test:*` (the command is `cargo test` or starts with `cargo test `) |
-//! | edit | `edit`, `write_file`, `apply_patch`, `Edit`, `Write`, `MultiEdit` | a path glob |
-//! | read | `read`, `read_file`, `list_dir`, `grep`, `glob`, `Read`, `Grep`, `Glob`, `LS` | a path glob |
-//! | fetch | `web_fetch`, `WebFetch` | `domain:docs.rs` (that host), `domain:*.rs-lang.org` (its subdomains, not itself) |
-//! | any other tool | its exact name (`mcp__server__tool`; `mcp__server` and `mcp__server__*` cover a server's tools) | none |
+//! | subject | names | calls (their view's kind) | pattern |
+//! |---|---|---|---|
+//! | shell | `Bash` (`run_command`) | execute | `git status*` (`*` is any text, spaces included), `cargo test:*` (the command is `cargo test` or starts with `cargo test `) |
+//! | edit | `edit`, `apply_patch`, `Edit`, `Write`, `MultiEdit` (`write_file`) | edit | a path glob |
+//! | read | `read`, `Read`, `Grep`, `Glob`, `LS` (`read_file`, `grep`, `glob`, `list_dir`) | read, search | a path glob |
+//! | fetch | `WebFetch` (`web_fetch`) | fetch | `domain:docs.rs` (that host), `domain:*.rs-lang.org` (its subdomains, not itself) |
+//! | any other tool | its exact name (`mcp__server__tool`; `mcp__server` and `mcp__server__*` cover a server's tools) | that tool's | none |
 //!
-//! A bare name matches every call of that subject. Shell patterns are matched against every
+//! A pattern is matched against the permission keys of a call (`shell:`, `edit:`, `read:`,
+//! `web_fetch:`), whatever tool made them. A bare name matches every key of its subject, and a
+//! call that names no subject (a bare key) when the call is of the subject's kind, as its
+//! `CallView` says; a bare rule that names one of our tools (`run_command`, `write_file`) covers
+//! such a call of that tool only. So a new tool is covered by the rules of its kind with no
+//! change here. Shell patterns are matched against every
 //! part of a compound command (its text with leading assignments stripped and whitespace
 //! collapsed, and the same with wrappers such as `timeout 5` looked through); a pattern ending
 //! in ` *` also matches the command without arguments (`git status *` matches `git status`).
@@ -35,7 +41,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use codecoder_protocol::{Verdict, our_tool_name};
+use codecoder_protocol::{CallKind, Verdict, claude_tool_name, our_tool_name};
 use globset::{GlobBuilder, GlobMatcher};
 
 use crate::command::{Classification, CommandContext, Part, classify, normalize_whitespace};
@@ -68,6 +74,9 @@ impl fmt::Display for RuleOrigin {
 pub struct Rule {
     text: String,
     matcher: Matcher,
+    /// The tool a subject rule names explicitly, when it names one of ours (`run_command`):
+    /// the rule then covers bare-key calls of that tool only, not of every tool of its kind.
+    named: Option<String>,
 }
 
 impl Rule {
@@ -128,13 +137,67 @@ enum DomainPattern {
     Subdomains(String),
 }
 
-// Our names; a rule's Claude Code name is translated first (`codecoder_protocol::our_tool_name`).
-const SHELL_TOOLS: &[&str] = &["run_command"];
-const EDIT_TOOLS: &[&str] = &["edit", "write_file", "apply_patch"];
-const READ_TOOLS: &[&str] = &["read", "read_file", "list_dir", "grep", "glob"];
-const FETCH_TOOLS: &[&str] = &["web_fetch"];
+/// The subjects a rule can name, each the calls of some kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Group {
+    Shell,
+    Edit,
+    Read,
+    Fetch,
+}
 
-fn parse_rule(text: &str, origin: &RuleOrigin) -> Result<Matcher, RuleProblem> {
+impl Group {
+    /// The subject of a call of `kind`; `None` for kinds no subject rule covers.
+    fn of(kind: &CallKind) -> Option<Self> {
+        match kind {
+            CallKind::Execute => Some(Self::Shell),
+            CallKind::Edit => Some(Self::Edit),
+            CallKind::Read | CallKind::Search => Some(Self::Read),
+            CallKind::Fetch => Some(Self::Fetch),
+            CallKind::Plan
+            | CallKind::Ask
+            | CallKind::Agent
+            | CallKind::Mcp { .. }
+            | CallKind::Other => None,
+        }
+    }
+}
+
+/// Claude Code's tool names, as the subjects they stand for in a rule.
+const CLAUDE_SUBJECTS: &[(&str, Group)] = &[
+    ("Bash", Group::Shell),
+    ("Edit", Group::Edit),
+    ("Write", Group::Edit),
+    ("MultiEdit", Group::Edit),
+    ("Read", Group::Read),
+    ("Grep", Group::Read),
+    ("Glob", Group::Read),
+    ("LS", Group::Read),
+    ("WebFetch", Group::Fetch),
+];
+
+/// The rule syntax's own words for a subject: any read, any edit, and codex's name for a
+/// patch (whose rules are about the files it edits).
+const SUBJECT_WORDS: &[(&str, Group)] =
+    &[("read", Group::Read), ("edit", Group::Edit), ("apply_patch", Group::Edit)];
+
+/// The subject a rule's tool name stands for, with the tool it names explicitly when that is
+/// one of ours (translated to Claude's name through protocol's table: `run_command` → `Bash`).
+fn subject_of(name: &str) -> Option<(Group, Option<&str>)> {
+    let found = |name: &str| {
+        SUBJECT_WORDS.iter().chain(CLAUDE_SUBJECTS).find(|(word, _)| *word == name).map(|(_, g)| *g)
+    };
+    if let Some(group) = found(name) {
+        return Some((group, None));
+    }
+    let claude = claude_tool_name(name);
+    if claude == name {
+        return None;
+    }
+    found(claude).map(|group| (group, Some(name)))
+}
+
+fn parse_rule(text: &str, origin: &RuleOrigin) -> Result<(Matcher, Option<String>), RuleProblem> {
     let text = text.trim();
     if text.is_empty() {
         return Err(RuleProblem::Empty);
@@ -160,18 +223,14 @@ fn parse_rule(text: &str, origin: &RuleOrigin) -> Result<Matcher, RuleProblem> {
     if pattern == Some("") {
         return Err(RuleProblem::EmptyPattern);
     }
-    let ours = our_tool_name(name);
-    if SHELL_TOOLS.contains(&ours) {
-        return Ok(Matcher::Shell(pattern.map(shell_pattern)));
-    }
-    if EDIT_TOOLS.contains(&ours) {
-        return Ok(Matcher::Edit(pattern.map(|p| path_pattern(p, origin)).transpose()?));
-    }
-    if READ_TOOLS.contains(&ours) {
-        return Ok(Matcher::Read(pattern.map(|p| path_pattern(p, origin)).transpose()?));
-    }
-    if FETCH_TOOLS.contains(&ours) {
-        return Ok(Matcher::Fetch(pattern.map(domain_pattern).transpose()?));
+    if let Some((group, named)) = subject_of(name) {
+        let matcher = match group {
+            Group::Shell => Matcher::Shell(pattern.map(shell_pattern)),
+            Group::Edit => Matcher::Edit(pattern.map(|p| path_pattern(p, origin)).transpose()?),
+            Group::Read => Matcher::Read(pattern.map(|p| path_pattern(p, origin)).transpose()?),
+            Group::Fetch => Matcher::Fetch(pattern.map(domain_pattern).transpose()?),
+        };
+        return Ok((matcher, named.map(str::to_owned)));
     }
     if pattern.is_some() {
         return Err(RuleProblem::PatternNotSupported { tool: name.to_owned() });
@@ -181,7 +240,7 @@ fn parse_rule(text: &str, origin: &RuleOrigin) -> Result<Matcher, RuleProblem> {
     if star && !server {
         return Err(RuleProblem::ToolName { name: name.to_owned() });
     }
-    Ok(Matcher::Tool { name: plain.to_owned(), prefix: server })
+    Ok((Matcher::Tool { name: plain.to_owned(), prefix: server }, None))
 }
 
 fn shell_pattern(pattern: &str) -> ShellPattern {
@@ -278,7 +337,11 @@ impl RuleSet {
                 .iter()
                 .map(|text| {
                     parse_rule(text, &origin)
-                        .map(|matcher| Rule { text: text.trim().to_owned(), matcher })
+                        .map(|(matcher, named)| Rule {
+                            text: text.trim().to_owned(),
+                            matcher,
+                            named,
+                        })
                         .map_err(|problem| Error::Rule {
                             rule: text.clone(),
                             list,
@@ -354,7 +417,7 @@ impl RuleSet {
                 {
                     classification.parts.iter().any(|part| rule_matches_part(rule, part))
                 }
-                _ => rule_matches_subject(rule, subject, &call.tool, ctx),
+                _ => rule_matches_subject(rule, subject, call, ctx),
             })
         })
     }
@@ -368,7 +431,7 @@ impl RuleSet {
                     if let Some(rule) = self
                         .allow
                         .iter()
-                        .find(|rule| rule_matches_subject(rule, subject, &call.tool, ctx))
+                        .find(|rule| rule_matches_subject(rule, subject, call, ctx))
                     {
                         first.get_or_insert(rule);
                         continue;
@@ -387,7 +450,7 @@ impl RuleSet {
                     let rule = self
                         .allow
                         .iter()
-                        .find(|rule| rule_matches_subject(rule, subject, &call.tool, ctx))?;
+                        .find(|rule| rule_matches_subject(rule, subject, call, ctx))?;
                     first.get_or_insert(rule);
                 }
             }
@@ -427,8 +490,14 @@ fn wildcard_matches(pieces: &[String], text: &str) -> bool {
     rest.ends_with(last.as_str())
 }
 
-fn rule_matches_subject(rule: &Rule, subject: &Subject, tool: &str, ctx: &CommandContext) -> bool {
-    let tool = our_tool_name(tool);
+fn rule_matches_subject(rule: &Rule, subject: &Subject, call: &Call, ctx: &CommandContext) -> bool {
+    let tool = our_tool_name(&call.tool);
+    // A bare rule covers a call that names no subject when the call is of the rule's subject
+    // (or, for a rule naming one of our tools, is a call of that tool).
+    let bare = |group: Group| match &rule.named {
+        Some(name) => name == tool,
+        None => call.group == Some(group),
+    };
     match (&rule.matcher, subject) {
         (Matcher::Tool { name, prefix }, _) => {
             tool == name
@@ -436,12 +505,12 @@ fn rule_matches_subject(rule: &Rule, subject: &Subject, tool: &str, ctx: &Comman
                     && tool.strip_prefix(name.as_str()).is_some_and(|r| r.starts_with("__")))
         }
         (Matcher::Shell(None), Subject::Shell { .. }) => true,
-        (Matcher::Shell(None), Subject::Tool(_)) => SHELL_TOOLS.contains(&tool),
+        (Matcher::Shell(None), Subject::Tool(_)) => bare(Group::Shell),
         (Matcher::Edit(None), Subject::Edit(_)) | (Matcher::Read(None), Subject::Read(_)) => true,
-        (Matcher::Edit(None), Subject::Tool(_)) => EDIT_TOOLS.contains(&tool),
-        (Matcher::Read(None), Subject::Tool(_)) => READ_TOOLS.contains(&tool),
+        (Matcher::Edit(None), Subject::Tool(_)) => bare(Group::Edit),
+        (Matcher::Read(None), Subject::Tool(_)) => bare(Group::Read),
         (Matcher::Fetch(None), Subject::Fetch(_)) => true,
-        (Matcher::Fetch(None), Subject::Tool(_)) => FETCH_TOOLS.contains(&tool),
+        (Matcher::Fetch(None), Subject::Tool(_)) => bare(Group::Fetch),
         (Matcher::Edit(Some(pattern)), Subject::Edit(path))
         | (Matcher::Read(Some(pattern)), Subject::Read(path)) => path_matches(pattern, path, ctx),
         (Matcher::Fetch(Some(pattern)), Subject::Fetch(host)) => match pattern {
@@ -501,29 +570,31 @@ pub enum Subject {
     Tool(String),
 }
 
-/// A call prepared for rule matching: its tool name and its keys parsed into subjects.
+/// A call prepared for rule matching: its tool name, the subject its kind belongs to, and its
+/// keys parsed into subjects.
 #[derive(Debug, Clone)]
 pub struct Call {
     tool: String,
+    group: Option<Group>,
     subjects: Vec<Subject>,
 }
 
 impl Call {
     /// Parses the permission keys a tool emitted (`shell:<command>`, `edit:<path>`,
-    /// `read:<path>`, `web_fetch:<host>`, or a bare name). Paths are resolved against
-    /// `ctx.cwd` (`~/` against `ctx.home`); commands are classified under `ctx`. No keys is
-    /// the same as one bare key naming the tool.
-    pub fn new(tool: &str, keys: &[String], ctx: &CommandContext) -> Self {
+    /// `read:<path>`, `web_fetch:<host>`, or a bare name) for a call of `tool` whose view is of
+    /// `kind`. Paths are resolved against `ctx.cwd` (`~/` against `ctx.home`); commands are
+    /// classified under `ctx`. No keys is the same as one bare key naming the tool.
+    pub fn new(tool: &str, kind: &CallKind, keys: &[String], ctx: &CommandContext) -> Self {
         let mut subjects: Vec<Subject> = keys.iter().map(|key| subject(key, ctx)).collect();
         if subjects.is_empty() {
             subjects.push(Subject::Tool(tool.to_owned()));
         }
-        Self { tool: tool.to_owned(), subjects }
+        Self { tool: tool.to_owned(), group: Group::of(kind), subjects }
     }
 
-    /// A call with one subject (to ask about a single key).
-    pub(crate) fn single(tool: &str, subject: Subject) -> Self {
-        Self { tool: tool.to_owned(), subjects: vec![subject] }
+    /// The same call with one subject (to ask about a single key).
+    pub(crate) fn single(&self, subject: Subject) -> Self {
+        Self { tool: self.tool.clone(), group: self.group, subjects: vec![subject] }
     }
 
     /// The tool's name.

@@ -5,9 +5,10 @@ use codecoder_policy::{
     ApprovalMode, Decision, HookVerdict, Modes, Policy, Request, RuleOrigin, RuleSet, SandboxMode,
     Source, ToolKind, Verdict, decide,
 };
+use codecoder_protocol::{CallKind, CallView};
 use pretty_assertions::assert_eq;
 
-use crate::support::Workspace;
+use crate::support::{Workspace, view};
 
 /// Three of the credential stores the product hides (`codecoder_sandbox::default_hidden_paths`).
 fn hidden_paths(home: &std::path::Path) -> Vec<std::path::PathBuf> {
@@ -89,6 +90,7 @@ impl Call<'_> {
             &Request {
                 tool: self.tool,
                 kind: self.kind,
+                view: &view(self.tool, self.kind),
                 permission_keys: &self.keys,
                 hook: self.hook.as_ref(),
                 session_grant: self.session_grant,
@@ -661,4 +663,40 @@ fn protected_writes_are_never_silent() {
     let mut bypass = base.clone();
     bypass.modes = Modes::BYPASS;
     assert_eq!(call(ToolKind::Edit, key).decide(&bypass).verdict, A);
+}
+
+#[test]
+fn mcp_and_destructive_calls_are_known_by_their_view_not_their_name() {
+    let workspace = Workspace::new();
+    let on_request = policy(&workspace, SandboxMode::WorkspaceWrite, ApprovalMode::OnRequest);
+    let decide = |tool: &str, kind: ToolKind, view: &CallView| {
+        let keys = vec![tool.to_owned()];
+        let request =
+            Request { tool, kind, view, permission_keys: &keys, hook: None, session_grant: false };
+        decide(&on_request, &request).to_string()
+    };
+    let mcp = |destructive: bool| CallView {
+        kind: CallKind::Mcp { server: "srv".to_owned(), tool: "drop".to_owned() },
+        destructive,
+        ..CallView::default()
+    };
+    // A tool of an MCP server, whatever its name.
+    assert_eq!(
+        decide("srv_drop", ToolKind::Network, &mcp(false)),
+        "ask — default: `srv_drop` is an MCP server's tool and runs outside the sandbox (on-request)"
+    );
+    assert_eq!(
+        decide("srv_drop", ToolKind::Other, &mcp(true)),
+        "ask — default: `srv_drop` is marked destructive by its MCP server (on-request)"
+    );
+    // A name that looks like an MCP tool's says nothing by itself.
+    let fetch = CallView { kind: CallKind::Fetch, ..CallView::default() };
+    assert_eq!(
+        decide("mcp__srv__drop", ToolKind::Network, &fetch),
+        "ask — default: `mcp__srv__drop` reaches the network (on-request)"
+    );
+    assert_eq!(
+        decide("mcp__srv__drop", ToolKind::Other, &CallView::default()),
+        "ask — default: `mcp__srv__drop` is not a known kind of tool (on-request)"
+    );
 }

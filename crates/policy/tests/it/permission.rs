@@ -7,8 +7,9 @@ use codecoder_policy::{
     ApprovalMode, ChainPolicy, HookVerdict, Modes, PermissionMode, PermissionSwitch, Policy,
     RuleOrigin, RuleSet, SandboxMode, Source, ToolKind, Verdict,
 };
+use codecoder_protocol::{CallKind, CallView};
 
-use crate::support::Workspace;
+use crate::support::{Workspace, view};
 
 fn policy(workspace: &Workspace, modes: Modes) -> Policy {
     Policy {
@@ -53,8 +54,14 @@ fn plan_mode_refuses_what_is_not_read_only() {
             // A hook's allow does not lift it either.
             let allow = HookVerdict { decision: Verdict::Allow, reason: None };
             for hook in [None, Some(&allow)] {
-                let decision =
-                    chain.decide_call(tool, kind, std::slice::from_ref(&key), hook, true);
+                let decision = chain.decide_call(
+                    tool,
+                    kind,
+                    &view(tool, kind),
+                    std::slice::from_ref(&key),
+                    hook,
+                    true,
+                );
                 assert_eq!(decision.verdict, Verdict::Deny, "{tool} {key} under {modes:?}");
                 assert_eq!(decision.source, Source::PermissionMode { mode: PermissionMode::Plan });
                 assert!(decision.reason.contains("You are in plan mode"), "{}", decision.reason);
@@ -70,7 +77,8 @@ fn plan_mode_refuses_what_is_not_read_only() {
             ("web_fetch", ToolKind::Network, "web_fetch:example.com"),
         ];
         for (tool, kind, key) in passed {
-            let decision = chain.decide_call(tool, kind, &[key.to_owned()], None, false);
+            let decision =
+                chain.decide_call(tool, kind, &view(tool, kind), &[key.to_owned()], None, false);
             assert_ne!(
                 decision.source,
                 Source::PermissionMode { mode: PermissionMode::Plan },
@@ -85,21 +93,34 @@ fn accept_edits_allows_edits_inside_the_roots_only() {
     let workspace = Workspace::new();
     let chain = chain(&workspace, UNTRUSTED, PermissionMode::AcceptEdits);
     let inside = format!("edit:{}", workspace.ws.join("src/a.rs").display());
-    let decision =
-        chain.decide_call("edit", ToolKind::Edit, std::slice::from_ref(&inside), None, false);
+    let decision = chain.decide_call(
+        "edit",
+        ToolKind::Edit,
+        &view("edit", ToolKind::Edit),
+        std::slice::from_ref(&inside),
+        None,
+        false,
+    );
     assert_eq!(decision.verdict, Verdict::Allow, "{decision}");
     assert_eq!(decision.source, Source::PermissionMode { mode: PermissionMode::AcceptEdits });
     // Outside the roots, a protected path, and a command: still asked.
     let outside = format!("edit:{}", workspace.outside.join("b.rs").display());
     let protected = format!("edit:{}", workspace.ws.join(".git/config").display());
     for key in [outside, protected] {
-        let decision =
-            chain.decide_call("edit", ToolKind::Edit, std::slice::from_ref(&key), None, false);
+        let decision = chain.decide_call(
+            "edit",
+            ToolKind::Edit,
+            &view("edit", ToolKind::Edit),
+            std::slice::from_ref(&key),
+            None,
+            false,
+        );
         assert_eq!(decision.verdict, Verdict::Ask, "{key}: {decision}");
     }
     let command = chain.decide_call(
         "run_command",
         ToolKind::Exec,
+        &view("run_command", ToolKind::Exec),
         &["shell:touch a".to_owned()],
         None,
         false,
@@ -107,7 +128,14 @@ fn accept_edits_allows_edits_inside_the_roots_only() {
     assert_eq!(command.verdict, Verdict::Ask, "{command}");
     // The default mode asks for the same edit under untrusted.
     chain.permission().set(PermissionMode::Default);
-    let decision = chain.decide_call("edit", ToolKind::Edit, &[inside], None, false);
+    let decision = chain.decide_call(
+        "edit",
+        ToolKind::Edit,
+        &view("edit", ToolKind::Edit),
+        &[inside],
+        None,
+        false,
+    );
     assert_eq!(decision.verdict, Verdict::Ask, "{decision}");
 }
 
@@ -135,4 +163,18 @@ fn the_switch_cycles_and_leaving_plan_mode_restores_the_mode_before_it() {
         assert_eq!(mode.parse::<PermissionMode>().unwrap().as_str(), mode);
     }
     assert!("bypassPermissions".parse::<PermissionMode>().is_err());
+}
+
+#[test]
+fn plan_mode_lets_a_fetch_through_by_its_view() {
+    let workspace = Workspace::new();
+    let chain = chain(&workspace, UNTRUSTED, PermissionMode::Plan);
+    let keys = ["download".to_owned()];
+    let plan = Source::PermissionMode { mode: PermissionMode::Plan };
+    let fetch = CallView { kind: CallKind::Fetch, ..CallView::default() };
+    let decision = chain.decide_call("download", ToolKind::Network, &fetch, &keys, None, false);
+    assert_ne!(decision.source, plan, "{decision}");
+    let other = CallView::default();
+    let decision = chain.decide_call("download", ToolKind::Network, &other, &keys, None, false);
+    assert_eq!(decision.source, plan, "{decision}");
 }

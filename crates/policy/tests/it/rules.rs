@@ -1,10 +1,11 @@
 //! Rule parsing (good and bad, with messages) and matching, including `../` and symlink
 //! dodges.
 
-use codecoder_policy::{Call, RuleOrigin, RuleSet, Verdict};
+use codecoder_policy::{Call, RuleOrigin, RuleSet, ToolKind, Verdict};
+use codecoder_protocol::CallKind;
 use pretty_assertions::assert_eq;
 
-use crate::support::Workspace;
+use crate::support::{Workspace, view};
 
 fn strings(rules: &[&str]) -> Vec<String> {
     rules.iter().map(|rule| (*rule).to_owned()).collect()
@@ -22,7 +23,7 @@ fn opinion(
     keys: &[&str],
 ) -> Option<(Verdict, String)> {
     let ctx = workspace.ctx();
-    let call = Call::new(tool, &strings(keys), &ctx);
+    let call = Call::new(tool, &view(tool, ToolKind::Other).kind, &strings(keys), &ctx);
     set.evaluate(&call, &ctx).map(|(list, rule)| (list, rule.text().to_owned()))
 }
 
@@ -358,5 +359,34 @@ fn read_deny_rules_name_the_paths_a_sandbox_hides() {
     assert_eq!(
         project.denied_read_paths(&ctx),
         [workspace.ws.join("private"), workspace.ws.join("build/cache")]
+    );
+}
+
+#[test]
+fn bare_subject_rules_cover_a_call_by_its_views_kind() {
+    let workspace = Workspace::new();
+    let ctx = workspace.ctx();
+    let opinion = |rules: &RuleSet, tool: &str, kind: CallKind| {
+        let call = Call::new(tool, &kind, &[tool.to_owned()], &ctx);
+        rules.evaluate(&call, &ctx).map(|(list, rule)| (list, rule.text().to_owned()))
+    };
+    // A tool no rule names, of the edit kind: `Edit` covers it, a rule naming one of our
+    // edit tools does not.
+    let edit = set(&["Edit"], &[], &[], RuleOrigin::User);
+    assert_eq!(opinion(&edit, "relabel_files", CallKind::Edit), allow("Edit"));
+    assert_eq!(opinion(&edit, "relabel_files", CallKind::Other), None);
+    let write_file = set(&["write_file"], &[], &[], RuleOrigin::User);
+    assert_eq!(opinion(&write_file, "relabel_files", CallKind::Edit), None);
+    assert_eq!(opinion(&write_file, "write_file", CallKind::Edit), allow("write_file"));
+    // Reads and searches are one subject; commands and fetches each another.
+    let read = set(&[], &[], &["Read"], RuleOrigin::User);
+    assert_eq!(opinion(&read, "find_symbols", CallKind::Search), deny("Read"));
+    assert_eq!(opinion(&read, "find_symbols", CallKind::Execute), None);
+    let shell = set(&["Bash", "WebFetch"], &[], &[], RuleOrigin::User);
+    assert_eq!(opinion(&shell, "job_kill", CallKind::Execute), allow("Bash"));
+    assert_eq!(opinion(&shell, "download", CallKind::Fetch), allow("WebFetch"));
+    assert_eq!(
+        opinion(&shell, "lookup", CallKind::Mcp { server: "s".to_owned(), tool: "t".to_owned() }),
+        None
     );
 }

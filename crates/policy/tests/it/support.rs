@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use codecoder_policy::CommandContext;
+use codecoder_policy::{CommandContext, ToolKind};
+use codecoder_protocol::{CallKind, CallView};
 
 pub(crate) struct Workspace {
     // Kept alive for the directories' lifetime.
@@ -36,4 +37,30 @@ impl Workspace {
             home: Some(self.home.clone()),
         }
     }
+}
+
+/// The view a call of `tool` (of `kind`) has, as far as the policy reads it: the kind our
+/// tools give their calls, and for an MCP tool (`mcp__server__tool`) its server and tool, marked
+/// destructive when its kind is `Other` (what the MCP client makes of `destructiveHint`).
+pub(crate) fn view(tool: &str, kind: ToolKind) -> CallView {
+    if let Some(rest) = tool.strip_prefix("mcp__") {
+        let (server, name) = rest.split_once("__").unwrap_or((rest, ""));
+        return CallView {
+            kind: CallKind::Mcp { server: server.to_owned(), tool: name.to_owned() },
+            read_only: kind == ToolKind::ReadOnly,
+            destructive: kind == ToolKind::Other,
+            ..CallView::default()
+        };
+    }
+    let call_kind = match tool {
+        "run_command" | "job_output" | "job_kill" => CallKind::Execute,
+        "write_file" | "edit" | "apply_patch" => CallKind::Edit,
+        "read_file" => CallKind::Read,
+        "list_dir" | "grep" | "glob" => CallKind::Search,
+        "web_fetch" => CallKind::Fetch,
+        "ask_user" | "exit_plan_mode" => CallKind::Ask,
+        "update_plan" => CallKind::Plan,
+        _ => CallKind::Other,
+    };
+    CallView { kind: call_kind, read_only: kind == ToolKind::ReadOnly, ..CallView::default() }
 }
