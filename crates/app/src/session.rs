@@ -442,11 +442,13 @@ impl Runtime {
             model.clone(),
             registry.specs(),
         );
+        let viewer = Arc::clone(&registry);
         let compactor = codecoder_context::ContextCompactor::new(
             Arc::clone(&builder),
             model.clone(),
             registry.specs(),
             auto_compact_limit(config, &model),
+            Arc::new(move |name: &str, args: &serde_json::Value| viewer.view(name, args)),
         );
         let auto_compact_token_limit = compactor.limit();
         let hook_set = crate::safety::load_hooks(loaded, &cwd, &home, &mut notices)?;

@@ -17,8 +17,8 @@ use codecoder_context::{
 };
 use codecoder_kernel::{Compactor, StepInfo};
 use codecoder_protocol::{
-    Message, MessageItem, Role, SessionId, StepId, ToolCall, ToolCallId, ToolResult,
-    ToolResultStatus, TurnId, UserInput,
+    CallKind, CallView, Message, MessageItem, PlanView, Role, SessionId, StepId, ToolCall,
+    ToolCallId, ToolResult, ToolResultStatus, TurnId, UserInput,
 };
 use codecoder_stdx::ManualClock;
 use serde_json::json;
@@ -66,7 +66,28 @@ fn compactor(dir: &std::path::Path) -> ContextCompactor {
     let builder =
         ContextBuilder::new(&config, &environment, &ManualClock::new(0, 0), &AgentsMdLoader::new())
             .unwrap();
-    ContextCompactor::new(Arc::new(builder), "bench-model", Vec::new(), None)
+    ContextCompactor::new(Arc::new(builder), "bench-model", Vec::new(), None, Arc::new(view))
+}
+
+/// The views of the history's calls: a plan update states a plan, a read reads its path.
+fn view(name: &str, args: &serde_json::Value) -> CallView {
+    match name {
+        "update_plan" => CallView {
+            kind: CallKind::Plan,
+            plan: Some(PlanView::default()),
+            ..CallView::default()
+        },
+        _ => CallView {
+            kind: CallKind::Read,
+            paths: args
+                .get("path")
+                .and_then(|path| path.as_str())
+                .map(str::to_owned)
+                .into_iter()
+                .collect(),
+            ..CallView::default()
+        },
+    }
 }
 
 /// One compaction's harness work; returns the replacement's size.

@@ -11,6 +11,8 @@
 //!   the most recent user messages within a budget (20k tokens, or a quarter of the window
 //!   when that is less), one message carrying verbatim what must survive (the newest plan, the
 //!   files read and edited, the hooks' context), and the summary marked by `SUMMARY_PREFIX`.
+//!   What a call read, edited or planned is read from its view (`CallViewer`, the session's
+//!   tools describing their calls), never from tool names or arguments.
 //!
 //! Invariants: everything here is a pure function of the history (and the builder's caches,
 //! which only speed counting); messages it changes get new ids, so no cache or shared history
@@ -18,10 +20,13 @@
 //! messages, so no tool call is left without its result.
 
 use std::collections::BTreeSet;
+use std::fmt;
 use std::sync::Arc;
 
 use codecoder_kernel::{Compactor, StepInfo, SummaryRequest, ToolSpec};
-use codecoder_protocol::{ContentItem, Message, MessageItem, Role, SessionId, UserInput};
+use codecoder_protocol::{
+    CallKind, CallView, ContentItem, Message, MessageItem, Role, SessionId, UserInput,
+};
 use serde_json::Value;
 
 use crate::builder::ContextBuilder;
@@ -54,27 +59,43 @@ const MAX_FILES: usize = 200;
 /// Bytes of the newest plan carried over.
 const MAX_PLAN_BYTES: usize = 8_000;
 
+/// What a tool call is, from its tool's name and arguments (a session's `ToolRegistry::view`):
+/// the compactor reads from it the files a call read or edited and the plan it states.
+pub type CallViewer = Arc<dyn Fn(&str, &Value) -> CallView + Send + Sync>;
+
 /// Compacts with `ContextBuilder`'s estimates. Register it as `AgentDeps::compactor`.
-#[derive(Debug)]
 pub struct ContextCompactor {
     builder: Arc<ContextBuilder>,
     guard: ContextWindowGuard,
     limit: u64,
+    viewer: CallViewer,
+}
+
+impl fmt::Debug for ContextCompactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ContextCompactor")
+            .field("builder", &self.builder)
+            .field("guard", &self.guard)
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ContextCompactor {
     /// A compactor for requests built by `builder` for `model` with `tools`; `limit` is the
-    /// auto-compaction limit in tokens (`None`: the default, see `default_limit`).
+    /// auto-compaction limit in tokens (`None`: the default, see `default_limit`); `viewer`
+    /// says what the history's tool calls are.
     pub fn new(
         builder: Arc<ContextBuilder>,
         model: impl Into<String>,
         tools: Vec<ToolSpec>,
         limit: Option<u64>,
+        viewer: CallViewer,
     ) -> Self {
         let guard = ContextWindowGuard::new(Arc::clone(&builder), model, tools);
         let available = builder.available();
         let limit = limit.unwrap_or_else(|| default_limit(available)).min(available);
-        Self { builder, guard, limit }
+        Self { builder, guard, limit, viewer }
     }
 
     /// The auto-compaction limit in tokens.
@@ -161,7 +182,7 @@ impl Compactor for ContextCompactor {
         }
         let budget = USER_MESSAGES_BUDGET.min(self.builder.context_window() / 4);
         out.extend(self.recent_user_messages(history, budget));
-        if let Some(carried) = carryover(history, extra_context) {
+        if let Some(carried) = carryover(history, extra_context, self.viewer.as_ref()) {
             out.push(Message::user_text(carried));
         }
         let last = match summary {
@@ -300,8 +321,12 @@ fn user_text(message: &Message) -> Option<String> {
 }
 
 /// The carried-over context: the newest plan, the files read and edited, the hooks' context
-/// (`None` when there is none of it).
-fn carryover(history: &[Message], extra_context: &[String]) -> Option<String> {
+/// (`None` when there is none of it). `viewer` says what each call is.
+pub(crate) fn carryover(
+    history: &[Message],
+    extra_context: &[String],
+    viewer: &(dyn Fn(&str, &Value) -> CallView + Send + Sync),
+) -> Option<String> {
     let mut plan: Option<&Value> = None;
     let mut read = BTreeSet::new();
     let mut edited = BTreeSet::new();
@@ -314,17 +339,24 @@ fn carryover(history: &[Message], extra_context: &[String]) -> Option<String> {
             collect_listed(carried, "Files edited:", &mut edited);
         }
         for call in message.tool_calls() {
-            let path = call.args.get("path").and_then(Value::as_str);
-            match call.name.as_str() {
-                // A plan presented in plan mode is the plan too, until an update_plan follows.
-                "update_plan" | "exit_plan_mode" => plan = Some(&call.args),
-                "read_file" => read.extend(path.map(str::to_owned)),
-                "write_file" | "edit" => edited.extend(path.map(str::to_owned)),
-                "apply_patch" => {
-                    let patch = call.args.get("input").and_then(Value::as_str).unwrap_or("");
-                    edited.extend(patch_paths(patch));
-                }
-                _ => {}
+            let view = viewer(&call.name, &call.args);
+            // A call that states a plan (an update, or a plan presented in plan mode) gives the
+            // plan until a newer one; its arguments are the plan as the model wrote it.
+            if view.plan.is_some() {
+                plan = Some(&call.args);
+            }
+            // A view's paths are the files the call names, move destinations included.
+            match view.kind {
+                CallKind::Read => read.extend(view.paths),
+                CallKind::Edit => edited.extend(view.paths),
+                CallKind::Search
+                | CallKind::Execute
+                | CallKind::Fetch
+                | CallKind::Plan
+                | CallKind::Ask
+                | CallKind::Agent
+                | CallKind::Mcp { .. }
+                | CallKind::Other => {}
             }
         }
     }
@@ -373,16 +405,6 @@ fn collect_listed(text: &str, title: &str, into: &mut BTreeSet<String>) {
             None => break,
         }
     }
-}
-
-/// The files a patch in codex's format adds, updates, deletes or moves to.
-fn patch_paths(patch: &str) -> impl Iterator<Item = String> + '_ {
-    patch.lines().filter_map(|line| {
-        ["*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "]
-            .iter()
-            .find_map(|prefix| line.strip_prefix(prefix))
-            .map(|path| path.trim().to_owned())
-    })
 }
 
 /// The largest char boundary of `text` at or below `at`.

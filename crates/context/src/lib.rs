@@ -39,7 +39,7 @@ pub use agents_md::{
 pub use base::BASE_INSTRUCTIONS;
 pub use builder::{BlobResolver, ContextBuilder, ContextConfig, ENVIRONMENT_SECTION};
 pub use compact::{
-    CARRYOVER_PREFIX, ContextCompactor, SUMMARY_PREFIX, SUMMARY_PROMPT, default_limit,
+    CARRYOVER_PREFIX, CallViewer, ContextCompactor, SUMMARY_PREFIX, SUMMARY_PROMPT, default_limit,
 };
 pub use environment::{
     Environment, GIT_STATUS_MAX_TRACKED_FILES, GitStatus, git_tracked_files, read_git_head,

@@ -455,8 +455,8 @@ mod compaction {
 
     use codecoder_kernel::{Compactor, ReportedInput, StepInfo};
     use codecoder_protocol::{
-        Message, MessageItem, Role, SessionId, StepId, ToolCall, ToolCallId, ToolResult,
-        ToolResultStatus, TurnId, UserInput,
+        CallKind, CallView, Message, MessageItem, PlanView, Role, SessionId, StepId, ToolCall,
+        ToolCallId, ToolResult, ToolResultStatus, TurnId, UserInput,
     };
     use codecoder_stdx::ManualClock;
     use serde_json::json;
@@ -477,7 +477,29 @@ mod compaction {
             &AgentsMdLoader::new(),
         )
         .unwrap();
-        (dir, ContextCompactor::new(Arc::new(builder), "m", Vec::new(), limit))
+        (dir, ContextCompactor::new(Arc::new(builder), "m", Vec::new(), limit, Arc::new(view)))
+    }
+
+    /// The views of the tools these tests call, as far as compaction reads them: the files a
+    /// call reads or edits, and the plan it states.
+    fn view(name: &str, args: &serde_json::Value) -> CallView {
+        let paths = args.get("path").and_then(serde_json::Value::as_str).map(str::to_owned);
+        let plan = Some(PlanView::default());
+        match name {
+            "update_plan" => CallView { kind: CallKind::Plan, plan, ..CallView::default() },
+            "exit_plan_mode" => CallView { kind: CallKind::Ask, plan, ..CallView::default() },
+            "read_file" => CallView {
+                kind: CallKind::Read,
+                paths: paths.into_iter().collect(),
+                ..CallView::default()
+            },
+            "edit" => CallView {
+                kind: CallKind::Edit,
+                paths: paths.into_iter().collect(),
+                ..CallView::default()
+            },
+            _ => CallView::generic(name, args),
+        }
     }
 
     /// A tool call of `name` with `args`, and its result holding `output`.
@@ -633,6 +655,36 @@ mod compaction {
             .expect("a carried-over message");
         assert!(carried.contains("Split the parser"), "{carried}");
         assert!(!carried.contains("read the parts"), "the newest plan wins: {carried}");
+    }
+
+    #[test]
+    fn the_files_carried_over_are_those_the_calls_views_name() {
+        // A tool compaction knows nothing of: its view says it edits (moves) two files and
+        // reads none; a search names a path but reads no file.
+        let mut history = vec![Message::user_text("Rename the notes.")];
+        history.extend(exchange("move", "relabel_files", json!({"from": "a.md"}), "moved"));
+        history.extend(exchange("find", "glob", json!({"path": "docs"}), "docs/x.md"));
+        let viewer = |name: &str, args: &serde_json::Value| match name {
+            "relabel_files" => CallView {
+                kind: CallKind::Edit,
+                paths: vec!["a.md".to_owned(), "b.md".to_owned()],
+                ..CallView::default()
+            },
+            "glob" => CallView {
+                kind: CallKind::Search,
+                paths: vec!["docs".to_owned()],
+                ..CallView::default()
+            },
+            _ => view(name, args),
+        };
+        let carried =
+            crate::compact::carryover(&history, &[], &viewer).expect("a carried-over context");
+        assert!(carried.contains("\nFiles edited:\n- b.md\n- a.md\n"), "{carried}");
+        assert!(!carried.contains("Files read:"), "{carried}");
+        assert!(!carried.contains("docs"), "{carried}");
+        // Without views naming files, nothing is carried over.
+        let generic = |name: &str, args: &serde_json::Value| CallView::generic(name, args);
+        assert_eq!(crate::compact::carryover(&history, &[], &generic), None);
     }
 
     #[test]
