@@ -19,6 +19,7 @@ mod checkpoint;
 mod checks;
 mod claude_settings;
 mod error;
+pub mod history;
 mod hook_layer;
 mod host;
 mod jsonl;

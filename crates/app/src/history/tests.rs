@@ -1,0 +1,429 @@
+//! The replay's pieces that need no session: reading a compaction's note back, and the result
+//! a logged tool result stands for.
+
+use codecoder_protocol::{
+    AgentEventKind, SyntheticReason, ToolError, ToolResult, ToolResultStatus, TurnId,
+};
+
+use super::{compacted, finished};
+
+#[test]
+fn a_compaction_note_gives_its_trigger_and_token_estimates() {
+    let AgentEventKind::Compacted {
+        trigger, summarized, tokens_before, tokens_after, message, ..
+    } = compacted(TurnId::new(2), "context compacted (manual): ~1200 → ~300 tokens")
+    else {
+        panic!("not a compaction");
+    };
+    assert_eq!(
+        (trigger.as_str(), summarized, tokens_before, tokens_after),
+        ("manual", true, 1200, 300)
+    );
+    assert_eq!(message, "context compacted (manual): ~1200 → ~300 tokens");
+
+    let note = "context trimmed without a summary (auto; the summary request failed: 500): ~90 → ~40 tokens";
+    let AgentEventKind::Compacted { trigger, summarized, tokens_before, tokens_after, .. } =
+        compacted(TurnId::new(1), note)
+    else {
+        panic!("not a compaction");
+    };
+    assert_eq!(
+        (trigger.as_str(), summarized, tokens_before, tokens_after),
+        ("auto", false, 90, 40)
+    );
+}
+
+#[test]
+fn a_note_that_says_nothing_of_tokens_gives_zero() {
+    let AgentEventKind::Compacted { tokens_before, tokens_after, .. } =
+        compacted(TurnId::new(1), "something else")
+    else {
+        panic!("not a compaction");
+    };
+    assert_eq!((tokens_before, tokens_after), (0, 0));
+}
+
+#[test]
+fn harness_written_results_stand_for_the_errors_they_were() {
+    let id = codecoder_protocol::ToolCallId::new("call_1");
+    let denied = ToolResult::text(
+        id.clone(),
+        ToolResultStatus::Error,
+        "permission denied: the user denied this call",
+    );
+    assert_eq!(
+        finished(&denied, Some(SyntheticReason::Refused), true),
+        Err(ToolError::PermissionDenied { reason: "the user denied this call".to_owned() })
+    );
+    let unknown = ToolResult::text(id.clone(), ToolResultStatus::Error, "unknown tool `nope`");
+    assert_eq!(
+        finished(&unknown, Some(SyntheticReason::Refused), false),
+        Err(ToolError::Failed { message: "unknown tool `nope`".to_owned() })
+    );
+    let cancelled = ToolResult::text(id.clone(), ToolResultStatus::Cancelled, "cancelled");
+    assert_eq!(
+        finished(&cancelled, Some(SyntheticReason::Cancelled), false),
+        Err(ToolError::Cancelled)
+    );
+    assert_eq!(finished(&cancelled, None, false), Err(ToolError::Cancelled));
+    let failed = ToolResult::text(id, ToolResultStatus::Error, "exit 1");
+    assert_eq!(finished(&failed, None, false), Ok(failed.clone()));
+}
+
+/// A live session with the fake model, and its log replayed: the events of both, reduced to
+/// what a front-end shows, are the same.
+mod live {
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+
+    use codecoder_kernel::ToolRegistry;
+    use codecoder_protocol::{
+        AgentCommand, AgentEvent, AgentEventKind, ApprovalDecision, CallView, RewindRecord,
+        StepId, ToolCall, ToolError, ToolResultStatus, TurnId, TurnOutcome, Usage, UserInput,
+    };
+    use codecoder_test_support::{FakeModelServer, Reply, Script};
+    use serde_json::json;
+
+    use crate::history::{
+        Detail, HistoryEvent, ReplayConfig, Replayed, Rewound, events, load,
+    };
+    use crate::{ApprovalMode, Overrides, Runtime, SessionRequest};
+
+    /// An agent event as a front-end shows it: deltas of one step joined, results as their
+    /// status and text, what the log does not keep left out.
+    #[derive(Debug, Clone, PartialEq)]
+    enum Seen {
+        TurnStarted(TurnId),
+        StepStarted(TurnId, StepId),
+        Text(StepId, String),
+        Reasoning(StepId, String),
+        ToolStarted(ToolCall, CallView),
+        ToolFinished(ToolCall, CallView, &'static str, String),
+        StepFinished(StepId, Usage, String),
+        Usage(Usage),
+        Compacted(String, bool, u64, u64, String),
+        TurnDone(TurnId, bool, TurnOutcome, Usage),
+    }
+
+    fn reduce<'a>(kinds: impl IntoIterator<Item = &'a AgentEventKind>) -> Vec<Seen> {
+        let mut out: Vec<Seen> = Vec::new();
+        for kind in kinds {
+            let seen = match kind {
+                AgentEventKind::TurnStarted { turn } => Seen::TurnStarted(*turn),
+                AgentEventKind::StepStarted { turn, step } => Seen::StepStarted(*turn, *step),
+                AgentEventKind::TextDelta { step, delta, .. } => {
+                    if let Some(Seen::Text(at, text)) = out.last_mut()
+                        && at == step
+                    {
+                        text.push_str(delta);
+                        continue;
+                    }
+                    Seen::Text(*step, delta.clone())
+                }
+                AgentEventKind::ReasoningDelta { step, delta, .. } => {
+                    if let Some(Seen::Reasoning(at, text)) = out.last_mut()
+                        && at == step
+                    {
+                        text.push_str(delta);
+                        continue;
+                    }
+                    Seen::Reasoning(*step, delta.clone())
+                }
+                AgentEventKind::ToolStarted { call, view, .. } => {
+                    Seen::ToolStarted(call.clone(), view.clone())
+                }
+                AgentEventKind::ToolFinished { call, view, result, .. } => {
+                    let (status, text) = match result {
+                        Ok(result) => (
+                            match result.status {
+                                ToolResultStatus::Success => "success",
+                                ToolResultStatus::Error => "error",
+                                ToolResultStatus::Cancelled => "cancelled",
+                            },
+                            crate::result_text(result),
+                        ),
+                        Err(err @ ToolError::PermissionDenied { .. }) => ("denied", err.to_string()),
+                        Err(err @ ToolError::Cancelled) => ("cancelled", err.to_string()),
+                        Err(err) => ("error", err.to_string()),
+                    };
+                    Seen::ToolFinished(call.clone(), view.clone(), status, text)
+                }
+                AgentEventKind::StepFinished { step, usage, text, .. } => {
+                    Seen::StepFinished(*step, *usage, text.clone())
+                }
+                AgentEventKind::Usage { turn_total, .. } => Seen::Usage(*turn_total),
+                AgentEventKind::Compacted {
+                    trigger,
+                    summarized,
+                    tokens_before,
+                    tokens_after,
+                    message,
+                    ..
+                } => Seen::Compacted(
+                    trigger.clone(),
+                    *summarized,
+                    *tokens_before,
+                    *tokens_after,
+                    message.clone(),
+                ),
+                AgentEventKind::TurnDone { turn, cancelled, outcome, usage } => {
+                    Seen::TurnDone(*turn, *cancelled, outcome.clone(), *usage)
+                }
+                // Shown live only, never logged.
+                AgentEventKind::CallProgress { .. }
+                | AgentEventKind::ToolOutputDelta { .. }
+                | AgentEventKind::StepRetried { .. }
+                | AgentEventKind::Status(_)
+                | AgentEventKind::ApprovalRequest(_)
+                | AgentEventKind::AskUser(_)
+                | AgentEventKind::Warning { .. }
+                | AgentEventKind::HookMessage { .. }
+                | AgentEventKind::ShutdownComplete => continue,
+            };
+            out.push(seen);
+        }
+        out
+    }
+
+    /// A runtime in `home` and `cwd` whose model is `server`, deciding approvals itself
+    /// (`never`: what would ask is denied).
+    fn runtime(home: &Path, cwd: &Path, server: &FakeModelServer) -> Runtime {
+        fs_err::write(
+            home.join("config.toml"),
+            format!(
+                "model = \"local-model\"\nmodel_provider = \"local\"\n[model_providers.local]\nbase_url = \"{}/v1\"\nwire_api = \"chat\"\n[shell]\nsnapshot = false\n",
+                server.base_url()
+            ),
+        )
+        .unwrap();
+        let cwd = fs_err::canonicalize(cwd).unwrap();
+        let loaded = codecoder_config::load(&codecoder_config::LoadOptions {
+            system_path: home.join("no-system.toml"),
+            home: Some(home.to_owned()),
+            cwd: cwd.clone(),
+            profile: None,
+            overrides: Vec::new(),
+        })
+        .unwrap();
+        Runtime {
+            overrides: Overrides { approval: Some(ApprovalMode::Never), ..Overrides::default() },
+            home: home.to_owned(),
+            cwd,
+            loaded,
+            agents_md: codecoder_context::AgentsMdLoader::new(),
+        }
+    }
+
+    /// The events of one turn, up to its `TurnDone`; `on_text` runs at its first text delta.
+    fn turn(events: &crossbeam_channel::Receiver<AgentEvent>, mut on_text: impl FnMut()) -> Vec<AgentEventKind> {
+        let mut out = Vec::new();
+        let mut texted = false;
+        loop {
+            let event = events.recv_timeout(std::time::Duration::from_secs(20)).unwrap();
+            let done = matches!(event.kind, AgentEventKind::TurnDone { .. });
+            if !texted && matches!(event.kind, AgentEventKind::TextDelta { .. }) {
+                texted = true;
+                on_text();
+            }
+            out.push(event.kind);
+            if done {
+                return out;
+            }
+        }
+    }
+
+    /// A session of three turns (tools run and denied, a manual compaction, a cancelled
+    /// answer) and a conversation rewind; its live events, log and tools.
+    struct Run {
+        live: Vec<AgentEventKind>,
+        log: PathBuf,
+        tools: Arc<ToolRegistry>,
+        outside: PathBuf,
+        _dirs: [tempfile::TempDir; 3],
+        _server: FakeModelServer,
+    }
+
+    fn run() -> Run {
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let (home, cwd) = (dirs[0].path(), dirs[1].path());
+        let outside = dirs[2].path().join("c.txt");
+        fs_err::write(cwd.join("a.txt"), "one\ntwo\n").unwrap();
+        let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n one\n-two\n+three\n*** Add File: d.txt\n+new\n*** End Patch\n";
+        let server = FakeModelServer::start(
+            Script::new()
+                .reply(
+                    Reply::tool_call("call_1", "read_file", json!({"path": "a.txt"}))
+                        .and_tool_call("call_2", "write_file", json!({"path": "b.txt", "content": "b\n"}))
+                        .and_tool_call(
+                            "call_3",
+                            "write_file",
+                            json!({"path": outside.to_string_lossy(), "content": "c\n"}),
+                        )
+                        .with_text("Looking first.")
+                        .reasoning("the file may be short")
+                        .chunks(3),
+                )
+                .reply(Reply::tool_call("call_4", "apply_patch", json!({"input": patch})))
+                .reply(Reply::text("Done: a.txt says three now.").chunks(4))
+                .reply(Reply::text("The person fixed a.txt with a patch."))
+                .reply(Reply::endless_text()),
+        )
+        .unwrap();
+        let runtime = runtime(home, cwd, &server);
+        let session = runtime.start(&SessionRequest::new()).unwrap();
+        let tools = Arc::clone(&session.tools);
+        let agent = session.agent;
+        let log = agent.session_path().unwrap().to_owned();
+        let mut live = Vec::new();
+        agent.cmd.send(AgentCommand::Submit(UserInput::text("fix a.txt"))).unwrap();
+        live.extend(turn(&agent.events, || {}));
+        agent.cmd.send(AgentCommand::Compact { focus: None }).unwrap();
+        live.extend(turn(&agent.events, || {}));
+        agent.cmd.send(AgentCommand::Submit(UserInput::text("go on"))).unwrap();
+        let cmd = agent.cmd.clone();
+        live.extend(turn(&agent.events, || cmd.send(AgentCommand::Cancel).unwrap()));
+        agent
+            .cmd
+            .send(AgentCommand::Rewind(RewindRecord {
+                turn: TurnId::new(3),
+                conversation: true,
+                files: false,
+                restored: Vec::new(),
+                skipped: Vec::new(),
+            }))
+            .unwrap();
+        agent.shutdown().unwrap();
+        Run { live, log, tools, outside, _dirs: dirs, _server: server }
+    }
+
+    fn replayed(log: &Path, tools: &ToolRegistry, rewound: Rewound) -> Vec<Replayed> {
+        let loaded = load(log).unwrap();
+        events(&loaded, &ReplayConfig { viewer: tools, detail: Detail::Conversation, rewound })
+    }
+
+    fn agent_kinds(replayed: &[Replayed]) -> Vec<&AgentEventKind> {
+        replayed
+            .iter()
+            .filter_map(|replayed| match &replayed.event {
+                HistoryEvent::Agent(kind) => Some(kind),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_replay_shows_what_the_live_run_showed() {
+        let run = run();
+        let live = reduce(&run.live);
+        let replayed = replayed(&run.log, &run.tools, Rewound::Show);
+        let replay = reduce(agent_kinds(&replayed));
+        assert_eq!(replay, live);
+
+        // What the run did is all there: views of each call, the denial, the compaction and the
+        // cancelled turn.
+        let finished: Vec<(&str, &'static str)> = live
+            .iter()
+            .filter_map(|seen| match seen {
+                Seen::ToolFinished(call, _, status, _) => Some((call.name.as_str(), *status)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            finished,
+            [("read_file", "success"), ("write_file", "success"), ("write_file", "denied"), ("apply_patch", "success")]
+        );
+        let patched = live.iter().find_map(|seen| match seen {
+            Seen::ToolStarted(call, view) if call.name == "apply_patch" => Some(view),
+            _ => None,
+        });
+        let paths: Vec<&str> =
+            patched.unwrap().changes.iter().map(|change| change.path.as_str()).collect();
+        assert_eq!(paths, ["a.txt", "d.txt"]);
+        assert!(live.iter().any(|seen| matches!(seen, Seen::Compacted(trigger, true, _, _, _) if trigger == "manual")));
+        let outcomes: Vec<&TurnOutcome> = live
+            .iter()
+            .filter_map(|seen| match seen {
+                Seen::TurnDone(_, _, outcome, _) => Some(outcome),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(outcomes, [&TurnOutcome::Completed, &TurnOutcome::Completed, &TurnOutcome::Cancelled]);
+        assert!(!run.outside.exists(), "the denied write did not run");
+    }
+
+    #[test]
+    fn a_replay_gives_the_persons_messages_approvals_and_rewinds_that_the_live_stream_lacks() {
+        let run = run();
+        let replayed = replayed(&run.log, &run.tools, Rewound::Show);
+        let users: Vec<&UserInput> = replayed
+            .iter()
+            .filter_map(|replayed| match &replayed.event {
+                HistoryEvent::User(input) => Some(input),
+                _ => None,
+            })
+            .collect();
+        // The compaction's summary request is no message of the person's.
+        assert_eq!(users, [&UserInput::text("fix a.txt"), &UserInput::text("go on")]);
+        let denied: Vec<&str> = replayed
+            .iter()
+            .filter_map(|replayed| match &replayed.event {
+                HistoryEvent::Approval(approval) if approval.decision == ApprovalDecision::Deny => {
+                    Some(approval.call_id.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(denied, ["call_3"]);
+        assert!(matches!(
+            replayed.last().map(|replayed| &replayed.event),
+            Some(HistoryEvent::Rewind(rewind)) if rewind.turn == TurnId::new(3) && rewind.conversation
+        ));
+
+        // Skipping what the rewind took back leaves the turns before it whole.
+        let kept = self::replayed(&run.log, &run.tools, Rewound::Skip);
+        let kept_seen = reduce(agent_kinds(&kept));
+        let live = reduce(&run.live);
+        let third = live.iter().position(|seen| *seen == Seen::TurnStarted(TurnId::new(3))).unwrap();
+        assert_eq!(kept_seen, live[..third]);
+        assert!(!kept.iter().any(|replayed| matches!(&replayed.event, HistoryEvent::User(input) if *input == UserInput::text("go on"))));
+    }
+
+    #[test]
+    fn a_crash_repaired_log_replays_its_open_calls_as_failed_and_its_turn_as_interrupted() {
+        let run = run();
+        // The log as a crash right after the first call started would have left it.
+        let text = fs_err::read_to_string(&run.log).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let started = lines.iter().position(|line| line.contains("\"type\":\"tool_started\"")).unwrap();
+        let crashed = run.log.with_file_name("crashed.jsonl");
+        fs_err::write(&crashed, lines[..=started].join("\n") + "\n").unwrap();
+        let store = codecoder_session::SessionStore::new(run.log.parent().unwrap().parent().unwrap());
+        drop(store.resume_writer(&crashed, codecoder_session::WriterConfig::standard()).unwrap());
+
+        let replayed = replayed(&crashed, &run.tools, Rewound::Show);
+        let replay = reduce(agent_kinds(&replayed));
+        let live = reduce(&run.live);
+        let first_start = live.iter().position(|seen| matches!(seen, Seen::ToolStarted(..))).unwrap();
+        assert_eq!(replay[..=first_start], live[..=first_start]);
+        let tail: Vec<String> = replay[first_start + 1..]
+            .iter()
+            .map(|seen| match seen {
+                Seen::ToolFinished(call, _, status, text) => {
+                    format!("{} {status} {}", call.id.as_str(), text.split(':').next().unwrap())
+                }
+                Seen::TurnDone(_, cancelled, outcome, _) => format!("done {cancelled} {outcome:?}"),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            tail,
+            [
+                "call_1 error outcome unknown",
+                "call_2 error not started",
+                "call_3 error not started",
+                "done false Interrupted",
+            ]
+        );
+    }
+}
+
