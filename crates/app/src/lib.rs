@@ -45,9 +45,14 @@ pub use checkpoint::{
 };
 pub use checks::PermissionCheck;
 pub use codecoder_kernel::AgentHandle;
+/// A running call's cancel token, for a front-end's `FileAccess` that waits on its client.
+pub use codecoder_kernel::CancelToken;
 pub use codecoder_policy::{
     ApprovalMode, ChainPolicy, Modes, PermissionMode, PermissionSwitch, SandboxMode,
 };
+/// The file reads and writes of the built-in tools, for a front-end whose client holds the
+/// files (an editor's buffers).
+pub use codecoder_tools::FileAccess;
 pub use codecoder_tools::{
     EXIT_PLAN_MODE, PLAN_APPROVE, PLAN_EDITED_PREFIX, PLAN_KEEP_PLANNING, plan_steps,
 };
@@ -63,6 +68,12 @@ pub use session::{
     ContextLimits, Pricing, RunningSession, SessionControls, SessionRequest, Start, context_limits,
 };
 pub use transcript::write_transcript;
+
+/// The MCP client's settings of one server, for front-ends that take servers from their own
+/// protocol (ACP's `session/new`) into `SessionRequest::mcp_servers`.
+pub mod mcp_client {
+    pub use codecoder_mcp::{ServerConfig, Transport, base_env};
+}
 
 /// The system-wide config file.
 pub const SYSTEM_CONFIG: &str = "/etc/codecoder/config.toml";
