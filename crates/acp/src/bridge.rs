@@ -16,27 +16,23 @@
 //!   blocks); a failed request declines. When the turn ends, the forms still open are withdrawn
 //!   (`$/cancel_request`): the tool that asked has stopped waiting (a cancelled turn).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema as acp;
-use codecoder_kernel::AgentHandle;
+use codecoder_app::AgentHandle;
 use codecoder_protocol::{
     AgentCommand, AgentEventKind, ApprovalDecision, ApprovalRequest, AskUserAnswer, AskUserRequest,
-    ToolCall, ToolCallId, ToolResultStatus, TurnOutcome,
+    TurnOutcome,
 };
 use crossbeam_channel::{Receiver, Sender};
 
+use crate::live::Translator;
 use crate::translate;
-
-/// How often a running command's output is sent again at most (each update carries it whole).
-const OUTPUT_INTERVAL: Duration = Duration::from_millis(100);
-/// The most output of a running command shown (its tail).
-const OUTPUT_SHOWN: usize = 64 * 1024;
 
 /// What the bridge is told.
 pub(crate) enum Command {
@@ -54,13 +50,6 @@ pub(crate) enum Command {
     Shutdown,
 }
 
-/// A tool call shown to the client.
-struct Shown {
-    call: ToolCall,
-    output: String,
-    sent_at: Option<Instant>,
-}
-
 pub(crate) struct Bridge {
     pub(crate) connection: ConnectionTo<Client>,
     pub(crate) session_id: String,
@@ -75,11 +64,8 @@ pub(crate) struct Bridge {
 
 struct State {
     prompt: Option<Responder<acp::PromptResponse>>,
-    shown: HashMap<ToolCallId, Shown>,
-    /// Calls whose tool_call went out as pending (asked for permission before they started).
-    announced: HashSet<ToolCallId>,
-    /// `update_plan` calls: shown as plans, not as tool calls.
-    plans: HashSet<ToolCallId>,
+    /// The root agent's events as updates.
+    translator: Translator,
     /// Permission keys the person rejected for the rest of the session.
     rejected: HashSet<String>,
     /// The turn's questions (answered ones too: cancelling those does nothing).
@@ -91,9 +77,7 @@ impl Bridge {
     pub(crate) fn run(self) {
         let mut state = State {
             prompt: None,
-            shown: HashMap::new(),
-            announced: HashSet::new(),
-            plans: HashSet::new(),
+            translator: Translator::new(self.cwd.clone()),
             rejected: HashSet::new(),
             questions: Vec::new(),
         };
@@ -115,13 +99,7 @@ impl Bridge {
         if let Some(prompt) = state.prompt.take() {
             let _ = prompt.respond(acp::PromptResponse::new(acp::StopReason::Cancelled));
         }
-        let _ = self.agent.cmd.send(AgentCommand::Shutdown);
-        for event in self.agent.events.iter() {
-            if matches!(event.kind, AgentEventKind::ShutdownComplete) {
-                break;
-            }
-        }
-        let _ = self.agent.join();
+        let _ = self.agent.shutdown();
     }
 
     fn update(&self, update: acp::SessionUpdate) {
@@ -180,64 +158,6 @@ impl Bridge {
             AgentEventKind::ApprovalRequest(request) => self.ask_permission(state, request, root),
             AgentEventKind::AskUser(request) => self.ask(state, request),
             _ if !root => {}
-            AgentEventKind::TextDelta { delta, .. } => {
-                self.update(acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(
-                    acp::ContentBlock::Text(acp::TextContent::new(delta)),
-                )));
-            }
-            AgentEventKind::ReasoningDelta { delta, .. } => {
-                self.update(acp::SessionUpdate::AgentThoughtChunk(acp::ContentChunk::new(
-                    acp::ContentBlock::Text(acp::TextContent::new(delta)),
-                )));
-            }
-            AgentEventKind::ToolStarted { call, .. } => self.tool_started(state, call),
-            AgentEventKind::ToolOutputDelta { call_id, chunk, .. } => {
-                let Some(shown) = state.shown.get_mut(&call_id) else { return };
-                shown.output.push_str(&chunk);
-                if shown.output.len() > 2 * OUTPUT_SHOWN {
-                    let mut cut = shown.output.len() - OUTPUT_SHOWN;
-                    while !shown.output.is_char_boundary(cut) {
-                        cut += 1;
-                    }
-                    shown.output.drain(..cut);
-                }
-                if shown.sent_at.is_some_and(|at| at.elapsed() < OUTPUT_INTERVAL) {
-                    return;
-                }
-                shown.sent_at = Some(Instant::now());
-                let fields = acp::ToolCallUpdateFields::new()
-                    .content(vec![translate::terminal_content(&shown.output)]);
-                self.update(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(
-                    call_id.to_string(),
-                    fields,
-                )));
-            }
-            AgentEventKind::ToolFinished { call_id, result, .. } => {
-                if state.plans.remove(&call_id) {
-                    return;
-                }
-                state.announced.remove(&call_id);
-                let shown = state.shown.remove(&call_id);
-                let (status, text, ok) = match &result {
-                    Ok(result) => (
-                        translate::result_status(result.status),
-                        translate::result_text(result),
-                        result.status == ToolResultStatus::Success,
-                    ),
-                    Err(err) => (acp::ToolCallStatus::Failed, err.to_string(), false),
-                };
-                let call = shown.as_ref().map(|shown| &shown.call);
-                let content = translate::result_content(call, &text, ok, &self.cwd);
-                let raw_output = serde_json::json!({ "text": text, "ok": ok });
-                let fields = acp::ToolCallUpdateFields::new()
-                    .status(status)
-                    .content(content)
-                    .raw_output(raw_output);
-                self.update(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(
-                    call_id.to_string(),
-                    fields,
-                )));
-            }
             AgentEventKind::TurnDone { outcome, .. } => {
                 for question in state.questions.drain(..) {
                     let _ = question.cancel();
@@ -261,53 +181,12 @@ impl Bridge {
                     }
                 };
             }
-            AgentEventKind::Warning { message } | AgentEventKind::HookMessage { message, .. } => {
-                self.update(acp::SessionUpdate::AgentThoughtChunk(acp::ContentChunk::new(
-                    acp::ContentBlock::Text(acp::TextContent::new(format!("\n{message}\n"))),
-                )));
+            kind => {
+                for update in state.translator.event(&kind, Instant::now()) {
+                    self.update(update);
+                }
             }
-            AgentEventKind::TurnStarted { .. }
-            | AgentEventKind::StepStarted { .. }
-            | AgentEventKind::CallProgress { .. }
-            | AgentEventKind::StepRetried { .. }
-            | AgentEventKind::Compacted { .. }
-            | AgentEventKind::StepFinished { .. }
-            | AgentEventKind::Status(_)
-            | AgentEventKind::Usage { .. }
-            | AgentEventKind::ShutdownComplete => {}
         }
-    }
-
-    fn tool_call(&self, call: &ToolCall, status: acp::ToolCallStatus) -> acp::ToolCall {
-        acp::ToolCall::new(call.id.to_string(), translate::title(call))
-            .kind(translate::tool_kind(&call.name))
-            .status(status)
-            .locations(translate::locations(call, &self.cwd))
-            .content(translate::call_content(call, &self.cwd))
-            .raw_input(call.args.clone())
-    }
-
-    fn tool_started(&self, state: &mut State, call: ToolCall) {
-        if call.name == "update_plan" {
-            if let Some(plan) = translate::plan(&call.args) {
-                self.update(acp::SessionUpdate::Plan(plan));
-            }
-            state.plans.insert(call.id);
-            return;
-        }
-        if state.announced.contains(&call.id) {
-            let fields = acp::ToolCallUpdateFields::new().status(acp::ToolCallStatus::InProgress);
-            self.update(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(
-                call.id.to_string(),
-                fields,
-            )));
-        } else {
-            self.update(acp::SessionUpdate::ToolCall(
-                self.tool_call(&call, acp::ToolCallStatus::InProgress),
-            ));
-        }
-        let id = call.id.clone();
-        state.shown.insert(id, Shown { call, output: String::new(), sent_at: None });
     }
 
     /// Asks the model's question as an `elicitation/create` form tied to the asking call, or
@@ -333,7 +212,7 @@ impl Bridge {
     }
 
     fn ask_permission(&self, state: &mut State, request: ApprovalRequest, root: bool) {
-        let ApprovalRequest { call, summary, permission_keys, reason, reply, .. } = request;
+        let ApprovalRequest { call, view, summary, permission_keys, reason, reply, .. } = request;
         if !permission_keys.is_empty() && permission_keys.iter().all(|k| state.rejected.contains(k))
         {
             reply.send(ApprovalDecision::DenyWithFeedback {
@@ -341,23 +220,17 @@ impl Bridge {
             });
             return;
         }
-        let mut title = if root { translate::title(&call) } else { summary.clone() };
-        if let Some(reason) = &reason {
-            title = format!("{title} ({reason})");
+        let (updates, tool_call) = state.translator.approval(
+            &call.id,
+            &view,
+            &call.args,
+            &summary,
+            reason.as_deref(),
+            root,
+        );
+        for update in updates {
+            self.update(update);
         }
-        if root && !state.announced.contains(&call.id) {
-            state.announced.insert(call.id.clone());
-            self.update(acp::SessionUpdate::ToolCall(
-                self.tool_call(&call, acp::ToolCallStatus::Pending),
-            ));
-        }
-        let fields = acp::ToolCallUpdateFields::new()
-            .title(title)
-            .kind(translate::tool_kind(&call.name))
-            .status(acp::ToolCallStatus::Pending)
-            .locations(translate::locations(&call, &self.cwd))
-            .content(translate::call_content(&call, &self.cwd))
-            .raw_input(call.args.clone());
         let options = vec![
             acp::PermissionOption::new(ALLOW_ONCE, "Allow", acp::PermissionOptionKind::AllowOnce),
             acp::PermissionOption::new(
@@ -376,11 +249,8 @@ impl Bridge {
                 acp::PermissionOptionKind::RejectAlways,
             ),
         ];
-        let permission = acp::RequestPermissionRequest::new(
-            self.session_id.clone(),
-            acp::ToolCallUpdate::new(call.id.to_string(), fields),
-            options,
-        );
+        let permission =
+            acp::RequestPermissionRequest::new(self.session_id.clone(), tool_call, options);
         let own = self.own.clone();
         // The reply travels with the callback; if the SDK drops it (the connection is gone), the
         // reply is dropped with it, which the agent reads as "cancelled".

@@ -13,8 +13,7 @@ use std::sync::OnceLock;
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema as acp;
-use codecoder_kernel::CancelToken;
-use codecoder_tools::FileAccess;
+use codecoder_app::{CancelToken, FileAccess};
 
 /// The client's file system, for one session.
 pub(crate) struct ClientFiles {

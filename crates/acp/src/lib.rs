@@ -6,8 +6,8 @@
 //! line by line into a bounded channel, and the output is written line by line from the
 //! connection's future. The connection's handlers only forward each request to the
 //! `acp-sessions` thread (`server`), which owns the sessions; each session's agent is driven
-//! by its own `acp-session-*` thread (`bridge`), which translates events into
-//! `session/update`s (`translate`). File reads and writes of the built-in tools go through the
+//! by its own `acp-session-*` thread (`bridge`), whose translator (`live`) turns events into
+//! `session/update`s (with `translate`). File reads and writes of the built-in tools go through the
 //! client when it offers `fs/*` (`files`).
 //!
 //! Invariants: no async runtime beyond the SDK's futures and this one executor; nothing here
@@ -17,6 +17,7 @@
 
 mod bridge;
 mod files;
+mod live;
 mod server;
 mod translate;
 

@@ -16,9 +16,9 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::{Client, Error as AcpError, ErrorCode};
+use codecoder_app::mcp_client::{ServerConfig, Transport};
 use codecoder_app::{Overrides, Runtime, SessionControls, SessionRequest, Start};
-use codecoder_mcp::{ServerConfig, Transport};
-use codecoder_protocol::ApprovalMode;
+use codecoder_protocol::{ApprovalMode, CallView, ToolCall};
 use codecoder_stdx::JoinOnDrop;
 use crossbeam_channel::{Receiver, Sender};
 
@@ -117,7 +117,7 @@ impl Server {
                     &request.mcp_servers,
                     Start::New,
                     connection,
-                    |_, _| {},
+                    |_, _, _| {},
                 );
                 let _ = match started {
                     Ok((id, approval)) => responder.respond(
@@ -136,9 +136,10 @@ impl Server {
                     mode
                 });
                 let replay = |records: &codecoder_session::LoadedSession,
+                              view_of: &dyn Fn(&ToolCall) -> CallView,
                               connection: &ConnectionTo<Client>| {
                     let cwd = Path::new(&records.meta.cwd);
-                    for update in translate::replay(records.records(), cwd) {
+                    for update in translate::replay(records.records(), cwd, view_of) {
                         let notification = acp::SessionNotification::new(id.clone(), update);
                         let _ = connection.send_notification(notification);
                     }
@@ -204,7 +205,11 @@ impl Server {
         mcp_servers: &[acp::McpServer],
         start: Start,
         connection: ConnectionTo<Client>,
-        before: impl FnOnce(&codecoder_session::LoadedSession, &ConnectionTo<Client>),
+        before: impl FnOnce(
+            &codecoder_session::LoadedSession,
+            &dyn Fn(&ToolCall) -> CallView,
+            &ConnectionTo<Client>,
+        ),
     ) -> Result<(String, ApprovalMode), AcpError> {
         if !cwd.is_absolute() {
             return Err(error(
@@ -229,7 +234,7 @@ impl Server {
         let request = SessionRequest {
             start,
             interactive: true,
-            file_access: files.clone().map(|files| files as Arc<dyn codecoder_tools::FileAccess>),
+            file_access: files.clone().map(|files| files as Arc<dyn codecoder_app::FileAccess>),
             mcp_servers: mcp_configs(mcp_servers, &mut |text| (self.config.notice)(text)),
             ..SessionRequest::new()
         };
@@ -243,7 +248,14 @@ impl Server {
         }
         if resumed && let Some(path) = session.agent.session_path() {
             match codecoder_session::load(path) {
-                Ok(loaded) => before(&loaded, &connection),
+                Ok(loaded) => {
+                    let tools = &session.tools;
+                    before(
+                        &loaded,
+                        &|call: &ToolCall| tools.view(&call.name, &call.args),
+                        &connection,
+                    );
+                }
                 Err(err) => (self.config.notice)(&format!("warning: replaying {id}: {err}")),
             }
         }
@@ -291,7 +303,7 @@ pub(crate) fn mcp_configs(
     notice: &mut dyn FnMut(&str),
 ) -> Vec<ServerConfig> {
     let lookup = |name: &str| std::env::var_os(name);
-    let base = codecoder_mcp::base_env(&lookup);
+    let base = codecoder_app::mcp_client::base_env(&lookup);
     let mut out = Vec::new();
     for server in servers {
         match server {

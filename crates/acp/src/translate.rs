@@ -1,21 +1,21 @@
 //! Pure translations between codecoder's vocabulary and ACP's: a prompt's content blocks to
-//! `UserInput`; a tool call to its kind, title, locations and content (diffs for edits); a result
-//! to content; `update_plan` to a plan; the approval modes to session modes; a session log's
-//! records to the updates that replay it; the model's question to an elicitation form and the
-//! form's answer back.
+//! `UserInput`; a call's view to its kind, locations and content (diffs for edits); a result to
+//! content; a plan update's plan to a plan; the approval modes to session modes; a session
+//! log's records to the updates that replay it; the model's question to an elicitation form and
+//! the form's answer back.
 //!
-//! Invariants: no input panics (arguments are the model's, unchecked here); paths sent to the
-//! client are absolute (relative ones joined to the session's working directory).
+//! Invariants: a call is known by its `CallView` alone (no tool is named here, no argument
+//! read); no input panics; paths sent to the client are absolute (relative ones joined to the
+//! session's working directory).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema as acp;
 use codecoder_protocol::{
-    ApprovalMode, AskUserAnswer, ContentItem, Image, MessageItem, Record, RecordBody, ToolCall,
-    ToolCallId, ToolResult, ToolResultStatus, UserInput,
+    ApprovalMode, AskUserAnswer, CallKind, CallView, ContentItem, Image, MessageItem, PlanView,
+    Record, RecordBody, ToolCall, ToolCallId, ToolResultStatus, UserInput,
 };
-use serde_json::Value;
 
 /// What the model is told when the client takes no questions.
 pub(crate) const NO_QUESTIONS: &str = "the editor driving this session (through ACP) does not take \
@@ -66,132 +66,47 @@ pub(crate) fn question_answer(response: Option<acp::CreateElicitationResponse>) 
     }
 }
 
-/// The tool's ACP kind, by its name.
-pub(crate) fn tool_kind(name: &str) -> acp::ToolKind {
-    match name {
-        "read_file" => acp::ToolKind::Read,
-        "write_file" | "edit" | "apply_patch" => acp::ToolKind::Edit,
-        "list_dir" | "glob" | "grep" => acp::ToolKind::Search,
-        "run_command" | "job_output" | "job_kill" => acp::ToolKind::Execute,
-        "web_fetch" => acp::ToolKind::Fetch,
-        "update_plan" => acp::ToolKind::Think,
-        _ => acp::ToolKind::Other,
-    }
-}
-
-fn str_arg<'a>(args: &'a Value, name: &str) -> &'a str {
-    args.get(name).and_then(Value::as_str).unwrap_or("")
-}
-
-/// One line saying what the call does, as an editor shows it.
-pub(crate) fn title(call: &ToolCall) -> String {
-    let args = &call.args;
-    match call.name.as_str() {
-        "read_file" => format!("Read {}", str_arg(args, "path")),
-        "write_file" => format!("Write {}", str_arg(args, "path")),
-        "edit" => format!("Edit {}", str_arg(args, "path")),
-        "apply_patch" => format!("Patch {}", patch_paths(str_arg(args, "input")).join(", ")),
-        "list_dir" => format!("List {}", str_arg(args, "path")),
-        "glob" => format!("Find `{}`", str_arg(args, "pattern")),
-        "grep" => format!("Search `{}`", str_arg(args, "pattern")),
-        "run_command" => format!("Run `{}`", str_arg(args, "command")),
-        "web_fetch" => format!("Fetch {}", str_arg(args, "url")),
-        "update_plan" => "Update the plan".to_owned(),
-        name => name.to_owned(),
-    }
-}
-
-/// The paths a patch touches, as written in it (move destinations too).
-fn patch_paths(input: &str) -> Vec<String> {
-    let Ok(patch) = codecoder_apply_patch::parse(input) else { return Vec::new() };
-    let mut paths = Vec::new();
-    for hunk in patch.hunks() {
-        paths.push(hunk.path().to_string_lossy().into_owned());
-        if let codecoder_apply_patch::Hunk::Update { move_to: Some(to), .. } = hunk {
-            paths.push(to.to_string_lossy().into_owned());
+/// The call's ACP kind, by the class its view gives it.
+pub(crate) fn tool_kind(view: &CallView) -> acp::ToolKind {
+    match view.kind {
+        CallKind::Read => acp::ToolKind::Read,
+        CallKind::Edit => acp::ToolKind::Edit,
+        CallKind::Search => acp::ToolKind::Search,
+        CallKind::Execute => acp::ToolKind::Execute,
+        CallKind::Fetch => acp::ToolKind::Fetch,
+        CallKind::Plan => acp::ToolKind::Think,
+        CallKind::Ask | CallKind::Agent | CallKind::Mcp { .. } | CallKind::Other => {
+            acp::ToolKind::Other
         }
     }
-    paths
 }
 
 fn absolute(cwd: &Path, path: &str) -> PathBuf {
     cwd.join(path)
 }
 
-/// The files the call reads or changes, absolute.
-pub(crate) fn locations(call: &ToolCall, cwd: &Path) -> Vec<acp::ToolCallLocation> {
-    let args = &call.args;
-    match call.name.as_str() {
-        "read_file" | "write_file" | "edit" | "list_dir" => {
-            let path = str_arg(args, "path");
-            if path.is_empty() {
-                return Vec::new();
-            }
-            let line =
-                args.get("offset").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
-            vec![acp::ToolCallLocation::new(absolute(cwd, path)).line(line)]
-        }
-        "apply_patch" => patch_paths(str_arg(args, "input"))
-            .iter()
-            .map(|path| acp::ToolCallLocation::new(absolute(cwd, path)))
-            .collect(),
-        _ => Vec::new(),
-    }
+/// The files the call reads or changes, absolute; a read's line goes with its file.
+pub(crate) fn locations(view: &CallView, cwd: &Path) -> Vec<acp::ToolCallLocation> {
+    view.paths
+        .iter()
+        .enumerate()
+        .map(|(index, path)| {
+            let line = if index == 0 { view.line } else { None };
+            acp::ToolCallLocation::new(absolute(cwd, path)).line(line)
+        })
+        .collect()
 }
 
-/// What an edit will change, as diffs (shown before and while it runs); nothing for other tools.
-pub(crate) fn call_content(call: &ToolCall, cwd: &Path) -> Vec<acp::ToolCallContent> {
-    let args = &call.args;
-    match call.name.as_str() {
-        "edit" => vec![acp::ToolCallContent::Diff(
-            acp::Diff::new(absolute(cwd, str_arg(args, "path")), str_arg(args, "new_string"))
-                .old_text(str_arg(args, "old_string").to_owned()),
-        )],
-        "write_file" => vec![acp::ToolCallContent::Diff(acp::Diff::new(
-            absolute(cwd, str_arg(args, "path")),
-            str_arg(args, "content"),
-        ))],
-        "apply_patch" => {
-            let Ok(patch) = codecoder_apply_patch::parse(str_arg(args, "input")) else {
-                return Vec::new();
-            };
-            let mut out = Vec::new();
-            for hunk in patch.hunks() {
-                let path = absolute(cwd, &hunk.path().to_string_lossy());
-                match hunk {
-                    codecoder_apply_patch::Hunk::Add { contents, .. } => {
-                        out.push(acp::ToolCallContent::Diff(acp::Diff::new(path, contents)));
-                    }
-                    codecoder_apply_patch::Hunk::Delete { .. } => {
-                        out.push(acp::ToolCallContent::Diff(
-                            acp::Diff::new(path, "").old_text(String::new()),
-                        ));
-                    }
-                    codecoder_apply_patch::Hunk::Update { chunks, .. } => {
-                        for chunk in chunks {
-                            let old = chunk.old_lines().join("\n");
-                            let new = chunk.new_lines().join("\n");
-                            out.push(acp::ToolCallContent::Diff(
-                                acp::Diff::new(path.clone(), new).old_text(old),
-                            ));
-                        }
-                    }
-                }
-            }
-            out
-        }
-        _ => Vec::new(),
-    }
-}
-
-/// A result's text (images and stored outputs as short placeholders).
-pub(crate) fn result_text(result: &ToolResult) -> String {
-    let mut out = String::new();
-    for item in &result.content {
-        match item {
-            ContentItem::Text { text } => out.push_str(text),
-            ContentItem::Image(image) => out.push_str(&format!("[image {}]", image.media_type)),
-            ContentItem::BlobRef(blob) => out.push_str(&blob.preview),
+/// What an edit will change, as diffs of old text to new (shown before and while it runs):
+/// one per replacement of each changed file; nothing for other calls.
+pub(crate) fn call_content(view: &CallView, cwd: &Path) -> Vec<acp::ToolCallContent> {
+    let mut out = Vec::new();
+    for change in &view.changes {
+        let path = absolute(cwd, &change.path);
+        for edit in &change.edits {
+            out.push(acp::ToolCallContent::Diff(
+                acp::Diff::new(path.clone(), edit.new.clone()).old_text(edit.old.clone()),
+            ));
         }
     }
     out
@@ -210,27 +125,29 @@ pub(crate) fn terminal_content(output: &str) -> acp::ToolCallContent {
     text_content(format!("{fence}\n{}\n{fence}", output.trim_end()))
 }
 
-/// What a finished call shows: an edit keeps its diffs, a command its output as a terminal
-/// does, anything else the result's text.
+/// What a finished call shows, by the view of the call as it started (`None` for a call that
+/// never started): an edit keeps its diffs, a command its output as a terminal does, anything
+/// else the result's text.
 pub(crate) fn result_content(
-    call: Option<&ToolCall>,
+    view: Option<&CallView>,
     text: &str,
     ok: bool,
     cwd: &Path,
 ) -> Vec<acp::ToolCallContent> {
-    let name = call.map_or("", |call| call.name.as_str());
-    match (name, ok) {
-        ("edit" | "write_file" | "apply_patch", true) => {
-            let mut out = call.map(|call| call_content(call, cwd)).unwrap_or_default();
-            if out.is_empty() {
-                out.push(text_content(text));
-            }
-            out
-        }
-        ("run_command", _) => vec![terminal_content(text)],
-        _ if text.is_empty() => Vec::new(),
-        _ => vec![text_content(text)],
+    let Some(view) = view else {
+        return if text.is_empty() { Vec::new() } else { vec![text_content(text)] };
+    };
+    if view.command.is_some() {
+        return vec![terminal_content(text)];
     }
+    if ok && view.kind == CallKind::Edit {
+        let diffs = call_content(view, cwd);
+        if !diffs.is_empty() {
+            return diffs;
+        }
+        return vec![text_content(text)];
+    }
+    if text.is_empty() { Vec::new() } else { vec![text_content(text)] }
 }
 
 /// The status a result ends a call with.
@@ -241,21 +158,41 @@ pub(crate) fn result_status(status: ToolResultStatus) -> acp::ToolCallStatus {
     }
 }
 
-/// `update_plan`'s arguments as a plan.
-pub(crate) fn plan(args: &Value) -> Option<acp::Plan> {
-    let steps = args.get("plan")?.as_array()?;
-    let entries = steps
+/// A call's plan as an ACP plan; `None` for a plan without steps (no plan a tool accepts).
+pub(crate) fn plan(plan: &PlanView) -> Option<acp::Plan> {
+    if plan.steps.is_empty() {
+        return None;
+    }
+    let entries = plan
+        .steps
         .iter()
         .map(|step| {
-            let status = match str_arg(step, "status") {
+            let status = match step.status.as_str() {
                 "completed" => acp::PlanEntryStatus::Completed,
                 "in_progress" => acp::PlanEntryStatus::InProgress,
                 _ => acp::PlanEntryStatus::Pending,
             };
-            acp::PlanEntry::new(str_arg(step, "step"), acp::PlanEntryPriority::Medium, status)
+            acp::PlanEntry::new(step.text.clone(), acp::PlanEntryPriority::Medium, status)
         })
         .collect();
     Some(acp::Plan::new(entries))
+}
+
+/// The plan a call states, when the call is a plan update (a call that only presents a plan
+/// for approval stays a tool call).
+pub(crate) fn plan_update(view: &CallView) -> Option<&PlanView> {
+    match view.kind {
+        CallKind::Plan => view.plan.as_ref(),
+        CallKind::Read
+        | CallKind::Edit
+        | CallKind::Search
+        | CallKind::Execute
+        | CallKind::Fetch
+        | CallKind::Ask
+        | CallKind::Agent
+        | CallKind::Mcp { .. }
+        | CallKind::Other => None,
+    }
 }
 
 /// The prompt's content blocks as the person's input: text and images as they are, a resource
@@ -319,13 +256,14 @@ fn text_block(text: &str) -> acp::ContentBlock {
 }
 
 /// The updates that replay a session log: the person's messages, the model's text and
-/// reasoning, each tool call (with its plan, diffs and result).
+/// reasoning, each tool call as `view_of` describes it (with its plan, diffs and result).
 pub(crate) fn replay<'a>(
     records: impl Iterator<Item = &'a Record>,
     cwd: &Path,
+    view_of: &dyn Fn(&ToolCall) -> CallView,
 ) -> Vec<acp::SessionUpdate> {
     let mut out = Vec::new();
-    let mut calls: HashMap<ToolCallId, ToolCall> = HashMap::new();
+    let mut calls: HashMap<ToolCallId, CallView> = HashMap::new();
     for record in records {
         match &record.body {
             RecordBody::UserMessage { message } => {
@@ -363,21 +301,20 @@ pub(crate) fn replay<'a>(
                             ))));
                         }
                         MessageItem::ToolCall(call) => {
-                            if call.name == "update_plan" {
-                                if let Some(plan) = plan(&call.args) {
-                                    out.push(acp::SessionUpdate::Plan(plan));
-                                }
+                            let view = view_of(call);
+                            if let Some(steps) = plan_update(&view) {
+                                out.extend(plan(steps).map(acp::SessionUpdate::Plan));
                                 continue;
                             }
                             out.push(acp::SessionUpdate::ToolCall(
-                                acp::ToolCall::new(call.id.to_string(), title(call))
-                                    .kind(tool_kind(&call.name))
+                                acp::ToolCall::new(call.id.to_string(), view.title.clone())
+                                    .kind(tool_kind(&view))
                                     .status(acp::ToolCallStatus::InProgress)
-                                    .locations(locations(call, cwd))
-                                    .content(call_content(call, cwd))
+                                    .locations(locations(&view, cwd))
+                                    .content(call_content(&view, cwd))
                                     .raw_input(call.args.clone()),
                             ));
-                            calls.insert(call.id.clone(), call.clone());
+                            calls.insert(call.id.clone(), view);
                         }
                         MessageItem::Reasoning(_)
                         | MessageItem::ToolResult(_)
@@ -387,14 +324,14 @@ pub(crate) fn replay<'a>(
                 }
             }
             RecordBody::ToolResult { result, .. } => {
-                let Some(call) = calls.remove(&result.tool_call_id) else { continue };
-                let text = result_text(result);
+                let Some(view) = calls.remove(&result.tool_call_id) else { continue };
+                let text = codecoder_app::result_text(result);
                 let ok = result.status == ToolResultStatus::Success;
                 let fields = acp::ToolCallUpdateFields::new()
                     .status(result_status(result.status))
-                    .content(result_content(Some(&call), &text, ok, cwd));
+                    .content(result_content(Some(&view), &text, ok, cwd));
                 out.push(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(
-                    call.id.to_string(),
+                    result.tool_call_id.to_string(),
                     fields,
                 )));
             }

@@ -1,0 +1,297 @@
+//! The live translator: the root agent's events, as they come, to the `session/update`s an
+//! editor shows — text and reasoning chunks, tool calls from their views (announced while the
+//! model still writes them, updated as they run and when they end), plans — and the tool call
+//! a permission request is about.
+//!
+//! Invariants:
+//! - A call is read only through its `CallView`: the kind, title, locations, diffs and plan
+//!   come from the view; the arguments are only forwarded, as `rawInput`.
+//! - Each call is announced by one `tool_call` (pending when its progress or its permission
+//!   request comes first, in progress when it starts); every later change of it is a
+//!   `tool_call_update` of the same id.
+//! - The text shown of a step is the text logged for it (`StepFinished`): what the deltas did
+//!   not carry is sent then, so a step known only by its logged text is shown whole.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use agent_client_protocol::v1::schema as acp;
+use codecoder_protocol::{AgentEventKind, CallView, ToolCallId, ToolResultStatus};
+use serde_json::Value;
+
+use crate::translate;
+
+/// How often a running command's output is sent again at most (each update carries it whole).
+const OUTPUT_INTERVAL: Duration = Duration::from_millis(100);
+/// The most output of a running command shown (its tail).
+const OUTPUT_SHOWN: usize = 64 * 1024;
+
+/// How a call was announced before it started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Announced {
+    /// By its progress while the model wrote it: the view shown is partial.
+    Progress,
+    /// By a permission request, which showed its whole view.
+    Approval,
+}
+
+/// A call that started, as it is shown.
+struct Shown {
+    view: CallView,
+    output: String,
+    sent_at: Option<Instant>,
+}
+
+/// One session's translator of the root agent's events into updates.
+pub(crate) struct Translator {
+    cwd: PathBuf,
+    /// Calls announced before they started, until they finish.
+    announced: HashMap<ToolCallId, Announced>,
+    /// Calls that started, until they finish.
+    shown: HashMap<ToolCallId, Shown>,
+    /// Plan updates: shown as plans, not as tool calls.
+    plans: HashSet<ToolCallId>,
+    /// The current step's text as its deltas carried it (since the step started or was
+    /// retried).
+    streamed: String,
+}
+
+fn message_chunk(text: impl Into<String>) -> acp::SessionUpdate {
+    acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(acp::ContentBlock::Text(
+        acp::TextContent::new(text),
+    )))
+}
+
+fn thought_chunk(text: impl Into<String>) -> acp::SessionUpdate {
+    acp::SessionUpdate::AgentThoughtChunk(acp::ContentChunk::new(acp::ContentBlock::Text(
+        acp::TextContent::new(text),
+    )))
+}
+
+fn call_update(id: &ToolCallId, fields: acp::ToolCallUpdateFields) -> acp::SessionUpdate {
+    acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(id.to_string(), fields))
+}
+
+impl Translator {
+    pub(crate) fn new(cwd: PathBuf) -> Self {
+        Self {
+            cwd,
+            announced: HashMap::new(),
+            shown: HashMap::new(),
+            plans: HashSet::new(),
+            streamed: String::new(),
+        }
+    }
+
+    /// The call as a new `tool_call` with `status`.
+    fn tool_call(
+        &self,
+        id: &ToolCallId,
+        view: &CallView,
+        args: Option<&Value>,
+        status: acp::ToolCallStatus,
+    ) -> acp::ToolCall {
+        acp::ToolCall::new(id.to_string(), view.title.clone())
+            .kind(translate::tool_kind(view))
+            .status(status)
+            .locations(translate::locations(view, &self.cwd))
+            .content(translate::call_content(view, &self.cwd))
+            .raw_input(args.cloned())
+    }
+
+    /// The whole of what the view shows, as the fields of an update.
+    fn view_fields(&self, view: &CallView, args: &Value) -> acp::ToolCallUpdateFields {
+        acp::ToolCallUpdateFields::new()
+            .title(view.title.clone())
+            .kind(translate::tool_kind(view))
+            .locations(translate::locations(view, &self.cwd))
+            .content(translate::call_content(view, &self.cwd))
+            .raw_input(args.clone())
+    }
+
+    /// The updates of one event of the root agent; `now` paces a running command's output.
+    /// Permission requests and questions are answered by the bridge (see `approval`); the
+    /// turn's end answers the prompt there.
+    pub(crate) fn event(&mut self, kind: &AgentEventKind, now: Instant) -> Vec<acp::SessionUpdate> {
+        match kind {
+            AgentEventKind::StepStarted { .. } => {
+                self.streamed.clear();
+                Vec::new()
+            }
+            AgentEventKind::TextDelta { delta, .. } => {
+                self.streamed.push_str(delta);
+                vec![message_chunk(delta.clone())]
+            }
+            AgentEventKind::ReasoningDelta { delta, .. } => vec![thought_chunk(delta.clone())],
+            AgentEventKind::StepRetried { reason, .. } => {
+                // The text streamed so far is void: the step's text starts again.
+                self.streamed.clear();
+                vec![thought_chunk(format!("\n{reason}\n"))]
+            }
+            AgentEventKind::StepFinished { text, .. } => {
+                // What the deltas did not carry; a text that does not go on from them (never
+                // the case: it is their concatenation) is not sent twice.
+                let streamed = std::mem::take(&mut self.streamed);
+                let missing = text.strip_prefix(streamed.as_str()).unwrap_or_default();
+                if missing.is_empty() { Vec::new() } else { vec![message_chunk(missing)] }
+            }
+            AgentEventKind::CallProgress { call_id, view, .. } => self.progress(call_id, view),
+            AgentEventKind::ToolStarted { call, view, .. } => {
+                self.started(&call.id, view, &call.args)
+            }
+            AgentEventKind::ToolOutputDelta { call_id, chunk, .. } => {
+                self.output(call_id, chunk, now).into_iter().collect()
+            }
+            AgentEventKind::ToolFinished { call_id, result, .. } => {
+                if self.plans.remove(call_id) {
+                    return Vec::new();
+                }
+                self.announced.remove(call_id);
+                let shown = self.shown.remove(call_id);
+                let (status, text, ok) = match result {
+                    Ok(result) => (
+                        translate::result_status(result.status),
+                        codecoder_app::result_text(result),
+                        result.status == ToolResultStatus::Success,
+                    ),
+                    Err(err) => (acp::ToolCallStatus::Failed, err.to_string(), false),
+                };
+                let view = shown.as_ref().map(|shown| &shown.view);
+                let content = translate::result_content(view, &text, ok, &self.cwd);
+                let raw_output = serde_json::json!({ "text": text, "ok": ok });
+                let fields = acp::ToolCallUpdateFields::new()
+                    .status(status)
+                    .content(content)
+                    .raw_output(raw_output);
+                vec![call_update(call_id, fields)]
+            }
+            AgentEventKind::Warning { message } | AgentEventKind::HookMessage { message, .. } => {
+                vec![thought_chunk(format!("\n{message}\n"))]
+            }
+            AgentEventKind::TurnStarted { .. }
+            | AgentEventKind::TurnDone { .. }
+            | AgentEventKind::ApprovalRequest(_)
+            | AgentEventKind::AskUser(_)
+            | AgentEventKind::Compacted { .. }
+            | AgentEventKind::Status(_)
+            | AgentEventKind::Usage { .. }
+            | AgentEventKind::ShutdownComplete => Vec::new(),
+        }
+    }
+
+    /// A call the model is still writing: announced as pending the first time, its view so
+    /// far (title, locations, diffs) updated after that.
+    fn progress(&mut self, id: &ToolCallId, view: &CallView) -> Vec<acp::SessionUpdate> {
+        if translate::plan_update(view).is_some() || self.shown.contains_key(id) {
+            return Vec::new();
+        }
+        if self.announced.contains_key(id) {
+            let fields = acp::ToolCallUpdateFields::new()
+                .title(view.title.clone())
+                .locations(translate::locations(view, &self.cwd))
+                .content(translate::call_content(view, &self.cwd));
+            return vec![call_update(id, fields)];
+        }
+        self.announced.insert(id.clone(), Announced::Progress);
+        vec![acp::SessionUpdate::ToolCall(self.tool_call(
+            id,
+            view,
+            None,
+            acp::ToolCallStatus::Pending,
+        ))]
+    }
+
+    /// A call that starts: a plan update becomes the plan; any other call is shown running,
+    /// whole (a call announced by its progress gets its whole view now).
+    fn started(
+        &mut self,
+        id: &ToolCallId,
+        view: &CallView,
+        args: &Value,
+    ) -> Vec<acp::SessionUpdate> {
+        if let Some(plan) = translate::plan_update(view) {
+            self.plans.insert(id.clone());
+            return translate::plan(plan).map(acp::SessionUpdate::Plan).into_iter().collect();
+        }
+        let update = match self.announced.get(id).copied() {
+            Some(Announced::Approval) => call_update(
+                id,
+                acp::ToolCallUpdateFields::new().status(acp::ToolCallStatus::InProgress),
+            ),
+            Some(Announced::Progress) => call_update(
+                id,
+                self.view_fields(view, args).status(acp::ToolCallStatus::InProgress),
+            ),
+            None => acp::SessionUpdate::ToolCall(self.tool_call(
+                id,
+                view,
+                Some(args),
+                acp::ToolCallStatus::InProgress,
+            )),
+        };
+        let shown = Shown { view: view.clone(), output: String::new(), sent_at: None };
+        self.shown.insert(id.clone(), shown);
+        vec![update]
+    }
+
+    /// A running call's output: its tail, at most every `OUTPUT_INTERVAL`.
+    fn output(&mut self, id: &ToolCallId, chunk: &str, now: Instant) -> Option<acp::SessionUpdate> {
+        let shown = self.shown.get_mut(id)?;
+        shown.output.push_str(chunk);
+        if shown.output.len() > 2 * OUTPUT_SHOWN {
+            let mut cut = shown.output.len() - OUTPUT_SHOWN;
+            while !shown.output.is_char_boundary(cut) {
+                cut += 1;
+            }
+            shown.output.drain(..cut);
+        }
+        if shown.sent_at.is_some_and(|at| now.saturating_duration_since(at) < OUTPUT_INTERVAL) {
+            return None;
+        }
+        shown.sent_at = Some(now);
+        let fields = acp::ToolCallUpdateFields::new()
+            .content(vec![translate::terminal_content(&shown.output)]);
+        Some(call_update(id, fields))
+    }
+
+    /// A permission request about a call: the updates that go first (a call of the root agent
+    /// not yet announced is announced as pending), and the call as the request shows it,
+    /// titled by its view (a subagent's by `summary`), with `reason` after the title.
+    pub(crate) fn approval(
+        &mut self,
+        id: &ToolCallId,
+        view: &CallView,
+        args: &Value,
+        summary: &str,
+        reason: Option<&str>,
+        root: bool,
+    ) -> (Vec<acp::SessionUpdate>, acp::ToolCallUpdate) {
+        let mut title = if root { view.title.clone() } else { summary.to_owned() };
+        if let Some(reason) = reason {
+            title = format!("{title} ({reason})");
+        }
+        let mut updates = Vec::new();
+        if root {
+            match self.announced.get(id).copied() {
+                Some(Announced::Approval) => {}
+                // The call was shown as far as it was written: now it is whole.
+                Some(Announced::Progress) => {
+                    self.announced.insert(id.clone(), Announced::Approval);
+                    updates.push(call_update(id, self.view_fields(view, args)));
+                }
+                None => {
+                    self.announced.insert(id.clone(), Announced::Approval);
+                    updates.push(acp::SessionUpdate::ToolCall(self.tool_call(
+                        id,
+                        view,
+                        Some(args),
+                        acp::ToolCallStatus::Pending,
+                    )));
+                }
+            }
+        }
+        let fields = self.view_fields(view, args).title(title).status(acp::ToolCallStatus::Pending);
+        (updates, acp::ToolCallUpdate::new(id.to_string(), fields))
+    }
+}
