@@ -16,9 +16,9 @@ use crate::error::{Error, Result};
 /// from it): at the first difference the request fails with a message naming the request and
 /// the first differing place, so a replay never answers a conversation the log did not have.
 /// What a replay changes by nature is not compared: the session id, the environment section
-/// (working directory, date, git status) and the working directory's path wherever it appears
-/// (the recorded one and this run's both read as `<cwd>`). A log without `context` records (older codecoder) is
-/// replayed without comparing.
+/// (working directory, date, git status), the working directory's path wherever it appears
+/// (the recorded one and this run's both read as `<cwd>`) and the wall time a command's result
+/// ends with. A log without `context` records (older codecoder) is replayed without comparing.
 pub(crate) struct ReplayModel {
     loaded: codecoder_session::LoadedSession,
     blobs: codecoder_session::BlobStore,
@@ -77,8 +77,8 @@ impl ReplayModel {
 }
 
 /// What a replay must reproduce of a request, as JSON: everything model-visible but the session
-/// id, the environment section's text, message ids (fresh in every run) and the path of `cwd`
-/// (written `<cwd>`).
+/// id, the environment section's text, message ids (fresh in every run), the path of `cwd`
+/// (written `<cwd>`) and the wall time of commands.
 fn comparable(request: &ModelRequest, cwd: &str) -> serde_json::Value {
     let sections: Vec<serde_json::Value> = request
         .sections
@@ -116,7 +116,26 @@ fn comparable(request: &ModelRequest, cwd: &str) -> serde_json::Value {
     if !cwd.is_empty() {
         replace_in_strings(&mut value, cwd, "<cwd>");
     }
+    mask_durations(&mut value);
     value
+}
+
+/// Masks the wall time a command's result ends with (`[exit code 0; 0.15 s]` reads
+/// `[exit code 0; <time>]`): a replayed command takes its own time.
+fn mask_durations(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(text) => {
+            if let Some(open) = text.rfind("; ")
+                && text.ends_with(" s]")
+                && text[open + 2..text.len() - 3].parse::<f64>().is_ok()
+            {
+                text.replace_range(open + 2.., "<time>]");
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(mask_durations),
+        serde_json::Value::Object(map) => map.values_mut().for_each(mask_durations),
+        _ => {}
+    }
 }
 
 /// Replaces `from` with `to` in every string of `value`.

@@ -1,5 +1,6 @@
 """Tests for calc.py: `python3 test_calc.py` exits 0 when they pass."""
 
+import sys
 import unittest
 
 from calc import add, mul
@@ -14,4 +15,13 @@ class CalcTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    # The report has no timings, so a recorded session replays to the byte.
+    result = unittest.TestResult()
+    unittest.defaultTestLoader.loadTestsFromTestCase(CalcTest).run(result)
+    for test, trace in result.failures + result.errors:
+        print(f"FAIL: {test.id()}\n{trace}")
+    failed = len(result.failures) + len(result.errors)
+    if failed:
+        print(f"FAILED ({failed} of {result.testsRun} tests)")
+        sys.exit(1)
+    print(f"OK ({result.testsRun} tests)")

@@ -544,6 +544,9 @@ fn the_shipped_example_replays_offline() {
         "",
     );
     assert!(out.status.success(), "{}", stderr(&out));
+    // The log records the model-visible context, so every request is compared with the
+    // recorded one.
+    assert!(!stderr(&out).contains("not compared"), "{}", stderr(&out));
     assert!(std::fs::read_to_string(repo.path().join("calc.py")).unwrap().contains("return a + b"));
     assert!(stdout(&out).contains("The tests pass now."), "{}", stdout(&out));
     validate_all(home.path());
