@@ -55,11 +55,7 @@ pub(crate) fn resolve_provider(
             provider.base_url.clone_from(base_url);
         }
         if let Some(wire_api) = table.wire_api {
-            provider.wire_api = match wire_api {
-                codecoder_config::WireApiToml::Responses => WireApi::Responses,
-                codecoder_config::WireApiToml::Chat => WireApi::Chat,
-                codecoder_config::WireApiToml::Anthropic => WireApi::Anthropic,
-            };
+            provider.wire_api = wire_api;
         }
         if let Some(env_key) = &table.env_key {
             provider.env_key = Some(env_key.clone());

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use codecoder_config::{InheritToml, LoadedConfig, Origin, SandboxBackendToml};
+use codecoder_config::{LoadedConfig, Origin};
 use codecoder_hooks::{CommonInput, HookRunner, HookSet, HookSources, KernelHooks};
 use codecoder_policy::{
     ApprovalMode, ChainPolicy, Modes, PermissionMode, PermissionSwitch, RuleOrigin, RuleSet,
@@ -78,11 +78,8 @@ pub(crate) fn build(
 ) -> Result<Safety> {
     let config = &loaded.config;
     let mut warnings = Vec::new();
-    let preference = match config.sandbox.as_ref().and_then(|s| s.backend) {
-        Some(SandboxBackendToml::Bwrap) => BackendPreference::Bwrap,
-        Some(SandboxBackendToml::Landlock) => BackendPreference::Landlock,
-        Some(SandboxBackendToml::Auto) | None => BackendPreference::Auto,
-    };
+    let preference =
+        config.sandbox.as_ref().and_then(|s| s.backend).unwrap_or(BackendPreference::Auto);
     let probe = codecoder_sandbox::probe(preference);
     let home = std::env::var_os(codecoder_protocol::env::HOME).map(PathBuf::from);
     let claude = ClaudePermissions::load(
@@ -241,11 +238,7 @@ fn env_policy(toml: Option<&codecoder_config::ShellEnvironmentPolicyToml>) -> En
     let mut policy = EnvPolicy::standard();
     let Some(toml) = toml else { return policy };
     if let Some(inherit) = toml.inherit {
-        policy.inherit = match inherit {
-            InheritToml::All => Inherit::All,
-            InheritToml::Core => Inherit::Core,
-            InheritToml::None => Inherit::None,
-        };
+        policy.inherit = inherit;
     }
     policy.ignore_default_excludes = toml.ignore_default_excludes.unwrap_or(false);
     policy.exclude.clone_from(&toml.exclude);

@@ -244,11 +244,7 @@ impl Runtime {
 
         let store = SessionStore::new(&home);
         let writer_config = WriterConfig {
-            fsync: match config.session.as_ref().and_then(|s| s.fsync) {
-                Some(codecoder_config::FsyncToml::Always) => FsyncPolicy::Always,
-                Some(codecoder_config::FsyncToml::Never) => FsyncPolicy::Never,
-                Some(codecoder_config::FsyncToml::Turn) | None => FsyncPolicy::Turn,
-            },
+            fsync: config.session.as_ref().and_then(|s| s.fsync).unwrap_or(FsyncPolicy::Turn),
             blob_threshold: config
                 .session
                 .as_ref()

@@ -17,16 +17,17 @@ mod load;
 mod schema;
 mod trust;
 
-pub use codecoder_protocol::{ReasoningEffort, ReasoningSummary};
+pub use codecoder_protocol::{
+    BackendPreference, FsyncPolicy, Inherit, ReasoningEffort, ReasoningSummary, WireApi,
+};
 pub use credentials::{CREDENTIALS_FILE, load_credential, store_credential};
 pub use error::{Error, Result};
 pub use home_file::HomeFile;
 pub use load::{LoadOptions, LoadedConfig, Origin, load, parse_override};
 pub use schema::{
-    AgentToml, ConfigToml, FsyncToml, HookGroupToml, HookHandlerToml, InheritToml, McpServerToml,
-    McpTransportToml, ModelToml, PermissionsToml, ProfileToml, ProviderToml, SandboxBackendToml,
-    SandboxToml, SandboxWorkspaceWriteToml, SessionToml, ShellEnvironmentPolicyToml, ShellToml,
-    WebSearchToml, WireApiToml, json_schema,
+    AgentToml, ConfigToml, HookGroupToml, HookHandlerToml, McpServerToml, McpTransportToml,
+    ModelToml, PermissionsToml, ProfileToml, ProviderToml, SandboxToml, SandboxWorkspaceWriteToml,
+    SessionToml, ShellEnvironmentPolicyToml, ShellToml, WebSearchToml, json_schema,
 };
 pub use trust::{is_trusted, project_root, trust};
 

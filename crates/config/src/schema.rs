@@ -7,7 +7,10 @@
 
 use std::collections::BTreeMap;
 
-use codecoder_protocol::{ApprovalMode, ReasoningEffort, ReasoningSummary, SandboxMode};
+use codecoder_protocol::{
+    ApprovalMode, BackendPreference, FsyncPolicy, Inherit, ReasoningEffort, ReasoningSummary,
+    SandboxMode, WireApi,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -195,24 +198,12 @@ pub struct SandboxWorkspaceWriteToml {
 pub struct SandboxToml {
     /// `auto` (default: bubblewrap when it works, else Landlock), `bwrap` or `landlock`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub backend: Option<SandboxBackendToml>,
+    pub backend: Option<BackendPreference>,
     /// Paths hidden from every sandboxed command and refused to the read tools (`~/` allowed).
     /// Default: the usual credential stores (~/.ssh, ~/.aws, ~/.gnupg, …) and codecoder's own
     /// credentials file. Listed paths are added to the default.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hidden_paths: Vec<String>,
-}
-
-/// `sandbox.backend`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum SandboxBackendToml {
-    /// bubblewrap when it works, else Landlock.
-    Auto,
-    /// bubblewrap only.
-    Bwrap,
-    /// Landlock only.
-    Landlock,
 }
 
 /// `[permissions]`: rules like `run_command(git status*)`, `edit(src/**)`, `read(~/.ssh/**)`,
@@ -242,7 +233,7 @@ pub struct ShellEnvironmentPolicyToml {
     /// Where to start: `all` (default), `core` (HOME, LOGNAME, PATH, SHELL, USER, USERNAME,
     /// TMPDIR, TEMP, TMP, LANG, LANGUAGE, LC_*, TERM, TZ) or `none`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub inherit: Option<InheritToml>,
+    pub inherit: Option<Inherit>,
     /// Keep the names matching `*KEY*`, `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*CREDENTIAL*` and
     /// `*_PAT` (default false: they are dropped).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -256,18 +247,6 @@ pub struct ShellEnvironmentPolicyToml {
     /// When not empty, only names matching one of these patterns are kept (the last step).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub include_only: Vec<String>,
-}
-
-/// `shell_environment_policy.inherit`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum InheritToml {
-    /// Every variable.
-    All,
-    /// The essentials only.
-    Core,
-    /// None.
-    None,
 }
 
 /// One group of hooks for an event.
@@ -319,7 +298,7 @@ pub struct ProviderToml {
     pub base_url: Option<String>,
     /// `responses`, `chat` or `anthropic`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub wire_api: Option<WireApiToml>,
+    pub wire_api: Option<WireApi>,
     /// The environment variable holding the API key.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub env_key: Option<String>,
@@ -346,18 +325,6 @@ pub struct ProviderToml {
     /// refuses a streamed request with tools is switched to this for the session anyway.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
-}
-
-/// The wire format of a provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum WireApiToml {
-    /// OpenAI Responses.
-    Responses,
-    /// OpenAI-compatible Chat Completions.
-    Chat,
-    /// Anthropic Messages.
-    Anthropic,
 }
 
 /// `[models.<id>]`: what the catalog says about a model, overridden.
@@ -429,7 +396,7 @@ pub struct ProfileToml {
 pub struct SessionToml {
     /// `always`, `turn` (default) or `never`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fsync: Option<FsyncToml>,
+    pub fsync: Option<FsyncPolicy>,
     /// Tool outputs and attachments larger than this go to the blob store (default 16384).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blob_threshold_bytes: Option<usize>,
@@ -444,18 +411,6 @@ pub struct ShellToml {
     /// (default true).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<bool>,
-}
-
-/// When the session log is synced to disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum FsyncToml {
-    /// After every record.
-    Always,
-    /// At turn end.
-    Turn,
-    /// Never.
-    Never,
 }
 
 /// `[agent]`.

@@ -156,7 +156,7 @@ fn an_unknown_profile_lists_the_defined_ones() {
 
 #[test]
 fn the_shell_environment_policy_layers_from_files_profiles_and_overrides() {
-    use crate::InheritToml;
+    use codecoder_protocol::Inherit;
     let f = fixture();
     write(
         &f.home.join("config.toml"),
@@ -175,7 +175,7 @@ fn the_shell_environment_policy_layers_from_files_profiles_and_overrides() {
     ))
     .unwrap();
     let policy = loaded.config.shell_environment_policy.unwrap();
-    assert_eq!(policy.inherit, Some(InheritToml::None));
+    assert_eq!(policy.inherit, Some(Inherit::None));
     assert_eq!(policy.ignore_default_excludes, Some(true));
     assert_eq!(policy.exclude, ["AWS_*"]);
     let set: Vec<(&str, &str)> = policy.set.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();

@@ -15,6 +15,7 @@ pub mod message;
 pub mod permission;
 pub mod reasoning;
 pub mod record;
+pub mod settings;
 pub mod usage;
 pub mod view;
 
@@ -38,6 +39,7 @@ pub use record::{
     ParentLink, PromptSection, Record, RecordBody, RewindRecord, SessionMeta, StopReason,
     SyntheticReason, ToolSpec, join_sections,
 };
+pub use settings::{BackendPreference, FsyncPolicy, Inherit, WireApi};
 pub use usage::Usage;
 pub use view::{
     CallKind, CallView, ChangeKind, FileChange, PlanStep, PlanView, TextEdit, compact_args,

@@ -7,53 +7,10 @@
 //! the *name* of the variable that holds the key, never the key.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 
 use codecoder_protocol::env;
 
-/// Which wire format a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WireApi {
-    /// OpenAI Responses: `POST {base}/responses`.
-    Responses,
-    /// OpenAI-compatible Chat Completions: `POST {base}/chat/completions`.
-    Chat,
-    /// Anthropic Messages: `POST {base}/v1/messages`.
-    Anthropic,
-}
-
-impl WireApi {
-    /// The name used in config files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Responses => "responses",
-            Self::Chat => "chat",
-            Self::Anthropic => "anthropic",
-        }
-    }
-}
-
-impl fmt::Display for WireApi {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for WireApi {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "responses" => Ok(Self::Responses),
-            "chat" => Ok(Self::Chat),
-            "anthropic" => Ok(Self::Anthropic),
-            other => Err(format!(
-                "unknown wire_api `{other}` (expected \"responses\", \"chat\" or \"anthropic\")"
-            )),
-        }
-    }
-}
+pub use codecoder_protocol::WireApi;
 
 /// One configured model provider.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,16 +18,7 @@ use crate::env;
 use crate::policy::{FsAccess, SandboxPolicy};
 use crate::stage::{STAGE_MARKER, StageArgs};
 
-/// Which backend the user asked for (`sandbox.backend` in the config).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BackendPreference {
-    /// Bubblewrap when it works here, else Landlock (Linux); Seatbelt on macOS.
-    Auto,
-    /// Bubblewrap or nothing.
-    Bwrap,
-    /// Landlock or nothing.
-    Landlock,
-}
+pub use codecoder_protocol::BackendPreference;
 
 /// An OS confinement mechanism that works on this machine.
 #[derive(Debug, Clone, PartialEq, Eq)]

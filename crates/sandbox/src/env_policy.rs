@@ -34,16 +34,7 @@ pub const CORE_VARIABLES: &[&str] = &[
 pub const DEFAULT_EXCLUDES: &[&str] =
     &["*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*", "*CREDENTIAL*", "*_PAT"];
 
-/// Which variables a command starts from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Inherit {
-    /// Every variable of the agent's environment.
-    All,
-    /// Only the [`CORE_VARIABLES`].
-    Core,
-    /// None.
-    None,
-}
+pub use codecoder_protocol::Inherit;
 
 /// How the command environment is computed from the agent's.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -38,40 +38,14 @@ use crate::projection::Projection;
 use crate::store::NewSession;
 use crate::trace::SessionTrace;
 
-/// When the writer asks the OS to put the log on disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FsyncPolicy {
-    /// After every record: slowest, loses nothing.
-    Always,
-    /// After `session_meta`, `turn_end` and `session_end`, group-committed: `append` hands the
-    /// sync to the writer's `session-sync` thread and does not wait for it; syncs asked for
-    /// while one is pending are merged into one. `sync()` and dropping the writer wait until
-    /// everything written is on disk. A crash loses at most the open turn (which repair closes
-    /// anyway) plus the turns whose sync had not finished yet.
-    ///
-    /// A failed background sync is sticky: that `append` already returned `Ok`, so the next
-    /// `append` or `sync`, and every one after it, returns `Error::Io` and writes nothing. The
-    /// records written before the failure stay in the file (nothing is rolled back) but are not
-    /// known to be on disk; reopen the log with `SessionStore::resume` to go on.
-    Turn,
-    /// Never; the OS writes when it likes.
-    Never,
-}
-
-impl std::str::FromStr for FsyncPolicy {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
-        match s {
-            "always" => Ok(Self::Always),
-            "turn" => Ok(Self::Turn),
-            "never" => Ok(Self::Never),
-            other => {
-                Err(format!("unknown fsync policy `{other}` (expected always, turn or never)"))
-            }
-        }
-    }
-}
+// Under `FsyncPolicy::Turn`, `append` hands the sync to the writer's `session-sync` thread and
+// does not wait for it; syncs asked for while one is pending are merged into one. `sync()` and
+// dropping the writer wait until everything written is on disk. A failed background sync is
+// sticky: that `append` already returned `Ok`, so the next `append` or `sync`, and every one
+// after it, returns `Error::Io` and writes nothing. The records written before the failure stay
+// in the file (nothing is rolled back) but are not known to be on disk; reopen the log with
+// `SessionStore::resume` to go on.
+pub use codecoder_protocol::FsyncPolicy;
 
 /// How a writer behaves.
 #[derive(Clone)]
