@@ -20,7 +20,6 @@ mod checks;
 mod claude_settings;
 mod error;
 pub mod history;
-mod hook_layer;
 mod host;
 mod jsonl;
 mod mcp;

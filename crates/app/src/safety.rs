@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use codecoder_config::{LoadedConfig, Origin};
-use codecoder_hooks::{CommonInput, HookRunner, HookSet, HookSources, KernelHooks};
+use codecoder_hooks::{CommonInput, HookRunner, HookSet, HookSources};
 use codecoder_policy::{
     ApprovalMode, ChainPolicy, Modes, PermissionMode, PermissionSwitch, RuleOrigin, RuleSet,
     SandboxMode,
@@ -381,8 +381,8 @@ pub(crate) fn load_hooks(
     Ok(Arc::new(set))
 }
 
-/// The kernel's hooks for a session: `None` when no hook is configured (the kernel then runs
-/// `NoHooks`, which costs nothing).
+/// The runner of a session's hook scripts, which serves the kernel's `Hooks` seam: `None` when
+/// no hook is configured (nothing to run).
 pub(crate) fn kernel_hooks(
     set: &Arc<HookSet>,
     session_id: String,
@@ -391,7 +391,7 @@ pub(crate) fn kernel_hooks(
     permission_mode: &str,
     permission: PermissionSwitch,
     sessions_dir: PathBuf,
-) -> Option<KernelHooks> {
+) -> Option<HookRunner> {
     if set.is_empty() {
         return None;
     }
@@ -401,6 +401,9 @@ pub(crate) fn kernel_hooks(
         cwd: cwd.to_owned(),
         permission_mode: permission_mode.to_owned(),
     };
-    let runner = HookRunner::new(Arc::clone(set), common).with_permission(permission);
-    Some(KernelHooks::new(runner, sessions_dir))
+    Some(
+        HookRunner::new(Arc::clone(set), common)
+            .with_permission(permission)
+            .with_sessions_dir(sessions_dir),
+    )
 }

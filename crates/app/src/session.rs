@@ -16,7 +16,6 @@ use codecoder_session::{
 };
 
 use crate::error::{Error, Result};
-use crate::hook_layer::Layered;
 use crate::{Modes, Notice, Runtime};
 use codecoder_policy::ChainPolicy;
 
@@ -448,7 +447,10 @@ impl Runtime {
         );
         let auto_compact_token_limit = compactor.limit();
         let hook_set = crate::safety::load_hooks(loaded, &cwd, &home, &mut notices)?;
-        let hooks: Arc<dyn codecoder_kernel::Hooks> = match crate::safety::kernel_hooks(
+        // The person's hook scripts first, then what the session adds (skills, plan mode): a
+        // `HookStack` folds their answers into one.
+        let mut hooks: Vec<Arc<dyn codecoder_kernel::Hooks>> = Vec::new();
+        if let Some(runner) = crate::safety::kernel_hooks(
             &hook_set,
             writer.session_id().to_string(),
             writer.path(),
@@ -457,27 +459,18 @@ impl Runtime {
             safety.permission.clone(),
             store.sessions_dir(),
         ) {
-            Some(hooks) => Arc::new(hooks),
-            None => Arc::new(codecoder_kernel::NoHooks),
-        };
-        let hooks: Arc<dyn codecoder_kernel::Hooks> =
-            if extensions.skills.is_empty() && extensions.commands.is_empty() {
-                hooks
-            } else {
-                Arc::new(Layered {
-                    inner: hooks,
-                    layer: crate::skills::SkillLayer {
-                        store: Arc::clone(&extensions.store),
-                        commands: extensions.commands.clone(),
-                        active: active_skills,
-                        session_id,
-                    },
-                })
-            };
-        let hooks: Arc<dyn codecoder_kernel::Hooks> = Arc::new(Layered {
-            inner: hooks,
-            layer: crate::plan::PlanLayer { permission: safety.permission.clone() },
-        });
+            hooks.push(Arc::new(runner));
+        }
+        if !extensions.skills.is_empty() || !extensions.commands.is_empty() {
+            hooks.push(Arc::new(crate::skills::SkillLayer {
+                store: Arc::clone(&extensions.store),
+                commands: extensions.commands.clone(),
+                active: active_skills,
+                session_id,
+            }));
+        }
+        hooks.push(Arc::new(crate::plan::PlanLayer { permission: safety.permission.clone() }));
+        let hooks: Arc<dyn codecoder_kernel::Hooks> = Arc::new(codecoder_kernel::HookStack(hooks));
         let deps = AgentDeps {
             model: model_client,
             prompt: builder,

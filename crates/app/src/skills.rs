@@ -12,14 +12,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use codecoder_hooks::mapping::claude_tool_name;
-use codecoder_kernel::{AgentType, HookScope, HookVerdict, PreToolUse, PromptSubmit, ToolRegistry};
+use codecoder_kernel::{
+    AgentType, HookScope, HookVerdict, Hooks, PreToolUse, PromptSubmit, StopHook, ToolRegistry,
+};
 use codecoder_protocol::ToolCall;
 use codecoder_skills::{
     ActiveSkills, AgentDef, Catalogue, Command, Roots, Scope, Skill, SkillStore, Warning,
 };
 
 use crate::Notice;
-use crate::hook_layer::HookLayer;
 
 /// The catalogue's room in the prompt, in bytes (about 2,000 tokens).
 pub(crate) const CATALOGUE_BUDGET: usize = 8_000;
@@ -218,9 +219,10 @@ pub(crate) fn covers(entry: &str, call: &ToolCall) -> bool {
     }
 }
 
-/// Skills, a layer over the session's hooks: `$name` and `/command` in a prompt add the skill's
-/// or the command's text to it; an active skill's `allowed-tools` skip the prompt for those
-/// calls until the turn ends.
+/// Skills, hooks the session stacks after the person's (`HookStack`): `$name` and `/command` in
+/// a prompt add the skill's or the command's text to it; an active skill's `allowed-tools` skip
+/// the prompt for those calls until the turn ends (an allow that a hook's ask or deny before it
+/// outweighs). Its work is quick and never blocks.
 pub(crate) struct SkillLayer {
     pub(crate) store: Arc<SkillStore>,
     pub(crate) commands: Vec<Command>,
@@ -228,21 +230,28 @@ pub(crate) struct SkillLayer {
     pub(crate) session_id: String,
 }
 
-impl HookLayer for SkillLayer {
-    fn pre_tool_use(&self, _scope: HookScope<'_>, call: &ToolCall, answer: &mut PreToolUse) {
-        if answer.verdict.is_none()
-            && self.active.allowed_tools().iter().any(|entry| covers(entry, call))
-        {
-            answer.verdict = Some(HookVerdict {
+impl Hooks for SkillLayer {
+    fn runs_inline(&self) -> bool {
+        true
+    }
+
+    fn pre_tool_use(&self, _scope: HookScope<'_>, call: &ToolCall) -> PreToolUse {
+        if !self.active.allowed_tools().iter().any(|entry| covers(entry, call)) {
+            return PreToolUse::default();
+        }
+        PreToolUse {
+            verdict: Some(HookVerdict {
                 decision: codecoder_protocol::Verdict::Allow,
                 reason: Some("pre-approved by an active skill's allowed-tools".to_owned()),
-            });
+            }),
+            ..PreToolUse::default()
         }
     }
 
-    fn user_prompt_submit(&self, scope: HookScope<'_>, prompt: &str, answer: &mut PromptSubmit) {
-        if answer.blocked.is_some() || scope.depth > 0 {
-            return;
+    fn user_prompt_submit(&self, scope: HookScope<'_>, prompt: &str) -> PromptSubmit {
+        let mut answer = PromptSubmit::default();
+        if scope.depth > 0 {
+            return answer;
         }
         if let Some(text) =
             codecoder_skills::expand_command(prompt, &self.commands, &self.session_id)
@@ -250,7 +259,7 @@ impl HookLayer for SkillLayer {
             answer.context.push(text);
         }
         if !prompt.contains('$') {
-            return;
+            return answer;
         }
         // Found again: a file may have changed since the session started (unchanged files
         // are not read again).
@@ -264,12 +273,14 @@ impl HookLayer for SkillLayer {
             ));
             self.active.activate(skill.clone());
         }
+        answer
     }
 
-    fn stop(&self, scope: HookScope<'_>) {
+    fn stop(&self, scope: HookScope<'_>, _stop_hook_active: bool, _last: &str) -> StopHook {
         if scope.depth == 0 {
             self.active.clear();
         }
+        StopHook::default()
     }
 }
 

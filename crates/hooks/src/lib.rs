@@ -8,7 +8,8 @@
 //!
 //! - [`HookSet::load`] reads and merges every configuration source.
 //! - [`HookRunner`] runs the matching hooks of one event and folds their answers into one typed
-//!   outcome per event ([`PreToolUse`], [`PostToolUse`], …).
+//!   outcome per event, the kernel's own (`codecoder_kernel::PreToolUse`, …); it implements the
+//!   kernel's `Hooks` seam directly.
 //! - [`mapping`] translates tool names and arguments between ours and Claude's.
 //!
 //! Invariants:
@@ -22,18 +23,12 @@
 mod condition;
 mod config;
 mod event;
-mod kernel;
 pub mod mapping;
 mod outcome;
 mod runner;
 
 pub use config::{HookSet, HookSources};
 pub use event::Event;
-pub use kernel::KernelHooks;
-pub use outcome::{
-    PermissionBehavior, PermissionRequest, PermissionVerdict, PostToolUse, PreToolUse, Report,
-    SessionStart, Stop, SubagentStart, UserPromptSubmit,
-};
 pub use runner::{CommonInput, HookRunner};
 
 use std::path::PathBuf;

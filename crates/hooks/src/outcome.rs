@@ -5,135 +5,27 @@
 //! blocking exit 2 with its stderr, or a non-blocking failure. The fold then applies Claude
 //! Code's rules:
 //! - `continue: false` stops the session whatever else was decided; the first `stopReason`
-//!   wins (see [`Report::stop`]).
+//!   wins (see `HookReport::stop`).
 //! - PreToolUse: deny > ask > allow across hooks; the deprecated top-level
 //!   `decision: approve|block` means allow|deny; `permissionDecision` wins over it.
 //! - PermissionRequest: deny > allow.
 //! - Blocking reasons and contexts of several hooks are kept in configuration order.
 //!
-//! Invariant: folding never fails; malformed output becomes a message in `Report::errors`
+//! The outcomes are the kernel's own types (`codecoder_kernel::PreToolUse` and the rest): what
+//! the hooks said is folded straight into what the kernel acts on.
+//!
+//! Invariant: folding never fails; malformed output becomes a message in `HookReport::errors`
 //! that names the hook.
 
-use codecoder_kernel::HookVerdict;
-use codecoder_protocol::Verdict;
+use codecoder_kernel::{
+    HookReport, HookVerdict, PermissionAnswer, PermissionHook, PostToolUse, PreToolUse,
+    PromptSubmit, StopHook,
+};
+use codecoder_protocol::{ApprovalDecision, Verdict};
 use serde_json::{Map, Value};
 
 use crate::event::Event;
 use crate::mapping;
-
-/// What every event's outcome carries besides its own answer.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Report {
-    /// A hook said `continue: false`: the session should stop after this event. The text is
-    /// its `stopReason` (for the user, not the model), or a note naming the hook.
-    pub stop: Option<String>,
-    /// Messages for the user: `systemMessage`s, and the stderr of a blocking exit where the
-    /// event shows it to the user only (Notification, PreCompact, SessionStart, SessionEnd, …).
-    pub system_messages: Vec<String>,
-    /// Non-blocking problems (exit codes other than 0 and 2, timeouts, bad JSON, dropped keys),
-    /// each naming the hook. The event goes on as if the hook had not answered.
-    pub errors: Vec<String>,
-}
-
-/// The outcome of the PreToolUse hooks of one call.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PreToolUse {
-    /// The strongest hook's verdict (deny > ask > allow) with the reasons of the hooks that gave
-    /// it, joined by newlines (on deny for the model, on allow or ask for the user); `None` when
-    /// no hook decided (the approval chain decides).
-    pub decision: Option<HookVerdict>,
-    /// The arguments to run the tool with instead, in our argument names (from `updatedInput`,
-    /// which replaces the whole input as in Claude Code; the first hook in configuration order
-    /// that gave one wins). `None`: unchanged, and always `None` when the decision is deny.
-    pub updated_args: Option<Value>,
-    /// Text to add to the model's context before the tool runs.
-    pub additional_context: Vec<String>,
-    /// Stop request, user messages and non-blocking errors.
-    pub report: Report,
-}
-
-/// A PermissionRequest answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PermissionBehavior {
-    /// Approve in the user's place.
-    Allow,
-    /// Refuse in the user's place.
-    Deny,
-}
-
-/// What the hooks answered in the user's place (deny > allow).
-#[derive(Debug, Clone, PartialEq)]
-pub struct PermissionVerdict {
-    /// Allow or deny.
-    pub behavior: PermissionBehavior,
-    /// On deny, the message for the model (the stderr of an exit 2, or `message`).
-    pub message: Option<String>,
-    /// On allow, the arguments to run with instead, in our argument names.
-    pub updated_args: Option<Value>,
-    /// On deny, a hook asked to interrupt the turn as well.
-    pub interrupt: bool,
-}
-
-/// The outcome of the PermissionRequest hooks of one call.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PermissionRequest {
-    /// `None`: no hook answered; ask the user.
-    pub verdict: Option<PermissionVerdict>,
-    /// Stop request, user messages and non-blocking errors.
-    pub report: Report,
-}
-
-/// The outcome of PostToolUse or PostToolUseFailure hooks.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PostToolUse {
-    /// Text for the model about the call that ran: the stderr of an exit 2 or the `reason` of
-    /// `decision: "block"`, several joined by newlines.
-    pub feedback: Option<String>,
-    /// Text to add to the model's context.
-    pub additional_context: Vec<String>,
-    /// Stop request, user messages and non-blocking errors.
-    pub report: Report,
-}
-
-/// The outcome of the UserPromptSubmit hooks.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UserPromptSubmit {
-    /// The prompt is refused (and erased); the text is for the user only.
-    pub blocked: Option<String>,
-    /// Text to add to the model's context with the prompt: `additionalContext` and plain
-    /// stdout.
-    pub additional_context: Vec<String>,
-    /// Stop request, user messages and non-blocking errors.
-    pub report: Report,
-}
-
-/// The outcome of the Stop or SubagentStop hooks.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Stop {
-    /// Do not stop: the text is the model's next instruction. The caller caps how many times
-    /// in a row this is honoured (Claude Code ends the turn after 8).
-    pub block: Option<String>,
-    /// Stop request, user messages and non-blocking errors.
-    pub report: Report,
-}
-
-/// The outcome of the SessionStart hooks.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SessionStart {
-    /// Text to add to the model's context: `additionalContext` and plain stdout.
-    pub additional_context: Vec<String>,
-    /// Stop request, user messages and non-blocking errors.
-    pub report: Report,
-}
-
-/// The outcome of the SubagentStart hooks.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SubagentStart {
-    /// Text to add to the subagent's context.
-    pub additional_context: Vec<String>,
-    /// Stop request, user messages and non-blocking errors.
-    pub report: Report,
-}
 
 /// One hook's result, classified by the runner.
 #[derive(Debug, Clone, PartialEq)]
@@ -168,7 +60,7 @@ impl Ran {
 
 /// Folds the fields every event shares and returns the JSON object, if any, for the
 /// event-specific part. Failures go to `report.errors`.
-fn common<'a>(ran: &'a Ran, report: &mut Report) -> Option<&'a Map<String, Value>> {
+fn common<'a>(ran: &'a Ran, report: &mut HookReport) -> Option<&'a Map<String, Value>> {
     let json = match &ran.answer {
         Answer::Json(json) => json,
         Answer::Failed(message) => {
@@ -178,7 +70,7 @@ fn common<'a>(ran: &'a Ran, report: &mut Report) -> Option<&'a Map<String, Value
         Answer::Text(_) | Answer::Blocked(_) => return None,
     };
     if let Some(Value::String(message)) = json.get("systemMessage") {
-        report.system_messages.push(message.clone());
+        report.messages.push(message.clone());
     }
     if json.get("continue") == Some(&Value::Bool(false)) && report.stop.is_none() {
         report.stop = Some(match json.get("stopReason") {
@@ -194,7 +86,7 @@ fn specific<'a>(
     ran: &Ran,
     json: &'a Map<String, Value>,
     event: Event,
-    report: &mut Report,
+    report: &mut HookReport,
 ) -> Option<&'a Map<String, Value>> {
     let specific = match json.get("hookSpecificOutput")? {
         Value::Object(specific) => specific,
@@ -222,7 +114,7 @@ fn push_context(
     ran: &Ran,
     specific: Option<&Map<String, Value>>,
     out: &mut Vec<String>,
-    report: &mut Report,
+    report: &mut HookReport,
 ) {
     match specific.and_then(|specific| specific.get("additionalContext")) {
         None | Some(Value::Null) => {}
@@ -242,7 +134,7 @@ fn join(texts: Vec<String>) -> Option<String> {
 }
 
 /// Maps `updatedInput` back to our argument names, reporting dropped keys.
-fn updated_args(ran: &Ran, tool: &str, input: &Value, report: &mut Report) -> Option<Value> {
+fn updated_args(ran: &Ran, tool: &str, input: &Value, report: &mut HookReport) -> Option<Value> {
     match mapping::from_claude(tool, input) {
         Ok((args, warnings)) => {
             report
@@ -296,7 +188,7 @@ pub(crate) fn pre_tool_use(tool: &str, rans: &[Ran]) -> PreToolUse {
         if let Some(kind) = kind {
             decisions.push((kind, reason));
         }
-        push_context(ran, specific, &mut outcome.additional_context, &mut outcome.report);
+        push_context(ran, specific, &mut outcome.context, &mut outcome.report);
         let Some(input) = specific.and_then(|specific| specific.get("updatedInput")) else {
             continue;
         };
@@ -316,18 +208,18 @@ pub(crate) fn pre_tool_use(tool: &str, rans: &[Ran]) -> PreToolUse {
     if let Some(kind) = decisions.iter().map(|(kind, _)| *kind).max() {
         let reasons =
             decisions.into_iter().filter(|(k, _)| *k == kind).filter_map(|(_, r)| r).collect();
-        outcome.decision = Some(HookVerdict { decision: kind, reason: join(reasons) });
+        outcome.verdict = Some(HookVerdict { decision: kind, reason: join(reasons) });
     }
-    if outcome.decision.as_ref().is_some_and(|verdict| verdict.decision == Verdict::Deny) {
+    if outcome.verdict.as_ref().is_some_and(|verdict| verdict.decision == Verdict::Deny) {
         // A denied call does not run, so there is nothing to rewrite.
         outcome.updated_args = None;
     }
     outcome
 }
 
-pub(crate) fn permission_request(tool: &str, rans: &[Ran]) -> PermissionRequest {
-    let mut outcome = PermissionRequest::default();
-    let mut allow: Option<PermissionVerdict> = None;
+pub(crate) fn permission_request(tool: &str, rans: &[Ran]) -> PermissionHook {
+    let mut outcome = PermissionHook::default();
+    let mut allow: Option<PermissionAnswer> = None;
     let mut denials: Vec<String> = Vec::new();
     let mut interrupt = false;
     for ran in rans {
@@ -358,9 +250,8 @@ pub(crate) fn permission_request(tool: &str, rans: &[Ran]) -> PermissionRequest 
                 let updated = decision
                     .get("updatedInput")
                     .and_then(|input| updated_args(ran, tool, input, &mut outcome.report));
-                allow = Some(PermissionVerdict {
-                    behavior: PermissionBehavior::Allow,
-                    message: None,
+                allow = Some(PermissionAnswer {
+                    decision: ApprovalDecision::AllowOnce,
                     updated_args: updated,
                     interrupt: false,
                 });
@@ -378,10 +269,9 @@ pub(crate) fn permission_request(tool: &str, rans: &[Ran]) -> PermissionRequest 
             )),
         }
     }
-    outcome.verdict = match join(denials) {
-        Some(message) => Some(PermissionVerdict {
-            behavior: PermissionBehavior::Deny,
-            message: Some(message),
+    outcome.answer = match join(denials) {
+        Some(feedback) => Some(PermissionAnswer {
+            decision: ApprovalDecision::DenyWithFeedback { feedback },
             updated_args: None,
             interrupt,
         }),
@@ -404,19 +294,19 @@ pub(crate) fn post_tool_use(event: Event, rans: &[Ran]) -> PostToolUse {
             );
         }
         let specific = specific(ran, json, event, &mut outcome.report);
-        push_context(ran, specific, &mut outcome.additional_context, &mut outcome.report);
+        push_context(ran, specific, &mut outcome.context, &mut outcome.report);
     }
     outcome.feedback = join(feedback);
     outcome
 }
 
-pub(crate) fn user_prompt_submit(rans: &[Ran]) -> UserPromptSubmit {
-    let mut outcome = UserPromptSubmit::default();
+pub(crate) fn user_prompt_submit(rans: &[Ran]) -> PromptSubmit {
+    let mut outcome = PromptSubmit::default();
     let mut blocked = Vec::new();
     for ran in rans {
         match &ran.answer {
             Answer::Blocked(stderr) => blocked.push(ran.blocked_text(stderr)),
-            Answer::Text(text) if !text.is_empty() => outcome.additional_context.push(text.clone()),
+            Answer::Text(text) if !text.is_empty() => outcome.context.push(text.clone()),
             Answer::Text(_) | Answer::Json(_) | Answer::Failed(_) => {}
         }
         let Some(json) = common(ran, &mut outcome.report) else { continue };
@@ -427,14 +317,14 @@ pub(crate) fn user_prompt_submit(rans: &[Ran]) -> UserPromptSubmit {
             );
         }
         let specific = specific(ran, json, Event::UserPromptSubmit, &mut outcome.report);
-        push_context(ran, specific, &mut outcome.additional_context, &mut outcome.report);
+        push_context(ran, specific, &mut outcome.context, &mut outcome.report);
     }
     outcome.blocked = join(blocked);
     outcome
 }
 
-pub(crate) fn stop(rans: &[Ran]) -> Stop {
-    let mut outcome = Stop::default();
+pub(crate) fn stop(rans: &[Ran]) -> StopHook {
+    let mut outcome = StopHook::default();
     let mut block = Vec::new();
     for ran in rans {
         if let Answer::Blocked(stderr) = &ran.answer {
@@ -454,20 +344,20 @@ pub(crate) fn stop(rans: &[Ran]) -> Stop {
             }
         }
     }
-    outcome.block = join(block);
+    outcome.instruction = join(block);
     outcome
 }
 
 /// SessionStart and SubagentStart: context only; plain stdout counts for SessionStart.
-pub(crate) fn context_only(event: Event, rans: &[Ran]) -> (Vec<String>, Report) {
-    let mut report = Report::default();
+pub(crate) fn context_only(event: Event, rans: &[Ran]) -> (Vec<String>, HookReport) {
+    let mut report = HookReport::default();
     let mut context = Vec::new();
     for ran in rans {
         match &ran.answer {
             Answer::Text(text) if !text.is_empty() && event == Event::SessionStart => {
                 context.push(text.clone());
             }
-            Answer::Blocked(stderr) => report.system_messages.push(ran.blocked_text(stderr)),
+            Answer::Blocked(stderr) => report.messages.push(ran.blocked_text(stderr)),
             Answer::Text(_) | Answer::Json(_) | Answer::Failed(_) => {}
         }
         let Some(json) = common(ran, &mut report) else { continue };
@@ -478,11 +368,11 @@ pub(crate) fn context_only(event: Event, rans: &[Ran]) -> (Vec<String>, Report) 
 }
 
 /// Events whose hooks cannot change anything: exit 2 shows stderr to the user.
-pub(crate) fn report_only(rans: &[Ran]) -> Report {
-    let mut report = Report::default();
+pub(crate) fn report_only(rans: &[Ran]) -> HookReport {
+    let mut report = HookReport::default();
     for ran in rans {
         if let Answer::Blocked(stderr) = &ran.answer {
-            report.system_messages.push(ran.blocked_text(stderr));
+            report.messages.push(ran.blocked_text(stderr));
         }
         common(ran, &mut report);
     }

@@ -22,18 +22,19 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use codecoder_kernel::CancelToken;
+use codecoder_kernel::{
+    CancelToken, HookReport, HookScope, HookVerdict, Hooks, PermissionHook, PostToolUse,
+    PreToolUse, PromptSubmit, SessionStartHook, StopHook,
+};
 use codecoder_policy::{PermissionMode, PermissionSwitch};
+use codecoder_protocol::{ContentItem, ToolCall, Verdict};
 use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Wait, output};
 use crossbeam_channel::Receiver;
 use serde_json::{Map, Value, json};
 
 use crate::config::{Handler, HookSet};
 use crate::event::Event;
-use crate::outcome::{
-    self, Answer, PermissionRequest, PostToolUse, PreToolUse, Ran, Report, SessionStart, Stop,
-    SubagentStart, UserPromptSubmit,
-};
+use crate::outcome::{self, Answer, Ran};
 use crate::{CLAUDE_PLUGIN_ROOT, CLAUDE_PROJECT_DIR, CODECODER_PROJECT_DIR, mapping};
 
 /// Bytes kept of a hook's stdout and of its stderr.
@@ -66,12 +67,20 @@ pub struct HookRunner {
     /// The session's permission mode, read at each event: `plan` and `acceptEdits` replace
     /// `common.permission_mode` while they are on.
     permission: Option<PermissionSwitch>,
+    /// Where subagents' logs are (their `agent_transcript_path`).
+    sessions_dir: PathBuf,
 }
 
 impl HookRunner {
     /// A runner for `set`, whose hooks all get `common` in their input.
     pub fn new(set: Arc<HookSet>, common: CommonInput) -> HookRunner {
-        HookRunner { set, common, cancel: None, permission: None }
+        HookRunner { set, common, cancel: None, permission: None, sessions_dir: PathBuf::new() }
+    }
+
+    /// This runner, whose SubagentStop hooks get `sessions_dir` (where subagents' logs are) as
+    /// `agent_transcript_path`.
+    pub fn with_sessions_dir(self, sessions_dir: PathBuf) -> HookRunner {
+        HookRunner { sessions_dir, ..self }
     }
 
     /// This runner, whose hooks see `plan` or `acceptEdits` as `permission_mode` while
@@ -100,7 +109,7 @@ impl HookRunner {
     }
 
     /// When the user would be asked to approve `tool` with `args`.
-    pub fn permission_request(&self, tool: &str, args: &Value, call_id: &str) -> PermissionRequest {
+    pub fn permission_request(&self, tool: &str, args: &Value, call_id: &str) -> PermissionHook {
         let rans = self.run_for(Event::PermissionRequest, tool, Some(args), || {
             tool_fields(tool, args, call_id)
         });
@@ -140,14 +149,14 @@ impl HookRunner {
     }
 
     /// When the user submits `prompt`.
-    pub fn user_prompt_submit(&self, prompt: &str) -> UserPromptSubmit {
+    pub fn user_prompt_submit(&self, prompt: &str) -> PromptSubmit {
         let rans = self.run(Event::UserPromptSubmit, "", || fields([("prompt", json!(prompt))]));
         outcome::user_prompt_submit(&rans)
     }
 
     /// When the model ends its turn. `stop_hook_active`: the turn is already going on because
     /// of a Stop hook.
-    pub fn stop(&self, stop_hook_active: bool, last_assistant_message: Option<&str>) -> Stop {
+    pub fn stop(&self, stop_hook_active: bool, last_assistant_message: Option<&str>) -> StopHook {
         let rans = self.run(Event::Stop, "", || {
             let mut fields = fields([("stop_hook_active", json!(stop_hook_active))]);
             if let Some(message) = last_assistant_message {
@@ -159,12 +168,12 @@ impl HookRunner {
     }
 
     /// When a subagent (`agent_id`, of type `agent_type`) starts. Matchers see `agent_type`.
-    pub fn subagent_start(&self, agent_id: &str, agent_type: &str) -> SubagentStart {
+    /// The hooks' context for the child is not kept: our subagent tool takes none.
+    pub fn subagent_start(&self, agent_id: &str, agent_type: &str) -> HookReport {
         let rans = self.run(Event::SubagentStart, agent_type, || {
             fields([("agent_id", json!(agent_id)), ("agent_type", json!(agent_type))])
         });
-        let (additional_context, report) = outcome::context_only(Event::SubagentStart, &rans);
-        SubagentStart { additional_context, report }
+        outcome::context_only(Event::SubagentStart, &rans).1
     }
 
     /// When a subagent ends its turn. Matchers see `agent_type`. `block` makes it go on.
@@ -175,7 +184,7 @@ impl HookRunner {
         agent_transcript_path: &Path,
         stop_hook_active: bool,
         last_assistant_message: Option<&str>,
-    ) -> Stop {
+    ) -> StopHook {
         let rans = self.run(Event::SubagentStop, agent_type, || {
             let mut fields = fields([
                 ("stop_hook_active", json!(stop_hook_active)),
@@ -193,21 +202,21 @@ impl HookRunner {
 
     /// When the session starts; `source` is `startup`, `resume`, `clear` or `compact` (what
     /// matchers see). Plain stdout counts as context.
-    pub fn session_start(&self, source: &str) -> SessionStart {
+    pub fn session_start(&self, source: &str) -> SessionStartHook {
         let rans = self.run(Event::SessionStart, source, || fields([("source", json!(source))]));
-        let (additional_context, report) = outcome::context_only(Event::SessionStart, &rans);
-        SessionStart { additional_context, report }
+        let (context, report) = outcome::context_only(Event::SessionStart, &rans);
+        SessionStartHook { context, report }
     }
 
     /// When the session ends; `reason` is `clear`, `logout`, `prompt_input_exit` or `other`.
     /// Matchers see the reason (Claude's reference does not say; this is the natural reading).
-    pub fn session_end(&self, reason: &str) -> Report {
+    pub fn session_end(&self, reason: &str) -> HookReport {
         let rans = self.run(Event::SessionEnd, reason, || fields([("reason", json!(reason))]));
         outcome::report_only(&rans)
     }
 
     /// Before compaction; `trigger` is `manual` or `auto` (what matchers see).
-    pub fn pre_compact(&self, trigger: &str, custom_instructions: &str) -> Report {
+    pub fn pre_compact(&self, trigger: &str, custom_instructions: &str) -> HookReport {
         let rans = self.run(Event::PreCompact, trigger, || {
             fields([
                 ("trigger", json!(trigger)),
@@ -218,14 +227,14 @@ impl HookRunner {
     }
 
     /// After compaction; `trigger` is `manual` or `auto` (what matchers see).
-    pub fn post_compact(&self, trigger: &str) -> Report {
+    pub fn post_compact(&self, trigger: &str) -> HookReport {
         let rans = self.run(Event::PostCompact, trigger, || fields([("trigger", json!(trigger))]));
         outcome::report_only(&rans)
     }
 
     /// When the user is notified; `notification_type` (what matchers see) is
     /// `permission_prompt`, `idle_prompt`, `auth_success` or `elicitation_dialog`.
-    pub fn notification(&self, message: &str, notification_type: &str) -> Report {
+    pub fn notification(&self, message: &str, notification_type: &str) -> HookReport {
         let rans = self.run(Event::Notification, notification_type, || {
             fields([("message", json!(message)), ("notification_type", json!(notification_type))])
         });
@@ -306,6 +315,112 @@ impl HookRunner {
                 Err(_) => run_handler(handler, project_dir, &input, cancel),
             })
             .collect()
+    }
+}
+
+/// The kernel's seam, served by the runner: each call becomes the event's hooks, run with the
+/// scope's cancel token (a cancelled turn kills its running hooks).
+///
+/// `continue: false` of any event stops the turn (the kernel acts on `HookReport::stop`); on
+/// PreToolUse it also denies the call, so nothing runs even if a caller ignored the stop.
+impl Hooks for HookRunner {
+    fn runs_inline(&self) -> bool {
+        self.set.is_empty()
+    }
+
+    fn pre_tool_use(&self, scope: HookScope<'_>, call: &ToolCall) -> PreToolUse {
+        let runner = self.cancellable(scope.cancel);
+        let mut outcome = runner.pre_tool_use(&call.name, &call.args, call.id.as_str());
+        if let Some(reason) = outcome.report.stop.clone() {
+            outcome.verdict = Some(HookVerdict { decision: Verdict::Deny, reason: Some(reason) });
+        }
+        outcome
+    }
+
+    fn permission_request(
+        &self,
+        scope: HookScope<'_>,
+        call: &ToolCall,
+        _reason: Option<&str>,
+    ) -> PermissionHook {
+        self.cancellable(scope.cancel).permission_request(&call.name, &call.args, call.id.as_str())
+    }
+
+    fn post_tool_use(
+        &self,
+        scope: HookScope<'_>,
+        call: &ToolCall,
+        response: &[ContentItem],
+        failed: bool,
+    ) -> PostToolUse {
+        let event = if failed { Event::PostToolUseFailure } else { Event::PostToolUse };
+        // The response's text is joined only when some hook listens.
+        if !self.set.has(event) {
+            return PostToolUse::default();
+        }
+        let runner = self.cancellable(scope.cancel);
+        let response = ContentItem::joined_text(response);
+        let response = response.as_str();
+        if failed {
+            return runner.post_tool_use_failure(
+                &call.name,
+                &call.args,
+                call.id.as_str(),
+                response,
+            );
+        }
+        let mut value = json!({ "output": response, "success": true });
+        if let Some(path) = call.args.get("path").and_then(|p| p.as_str()) {
+            value["filePath"] = json!(path);
+        }
+        runner.post_tool_use(&call.name, &call.args, call.id.as_str(), &value)
+    }
+
+    fn user_prompt_submit(&self, scope: HookScope<'_>, prompt: &str) -> PromptSubmit {
+        self.cancellable(scope.cancel).user_prompt_submit(prompt)
+    }
+
+    fn stop(&self, scope: HookScope<'_>, active: bool, last_message: &str) -> StopHook {
+        let last = (!last_message.is_empty()).then_some(last_message);
+        self.cancellable(scope.cancel).stop(active, last)
+    }
+
+    fn subagent_start(&self, scope: HookScope<'_>, agent_id: &str) -> HookReport {
+        let agent_type = scope.agent_type.unwrap_or("general-purpose");
+        self.cancellable(scope.cancel).subagent_start(agent_id, agent_type)
+    }
+
+    fn subagent_stop(
+        &self,
+        scope: HookScope<'_>,
+        agent_id: &str,
+        last_message: &str,
+    ) -> HookReport {
+        let last = (!last_message.is_empty()).then_some(last_message);
+        let agent_type = scope.agent_type.unwrap_or("general-purpose");
+        let runner = self.cancellable(scope.cancel);
+        runner.subagent_stop(agent_id, agent_type, &self.sessions_dir, false, last).report
+    }
+
+    fn session_start(&self, scope: HookScope<'_>, source: &str) -> SessionStartHook {
+        self.cancellable(scope.cancel).session_start(source)
+    }
+
+    fn pre_compact(
+        &self,
+        scope: HookScope<'_>,
+        trigger: &str,
+        custom_instructions: Option<&str>,
+    ) -> HookReport {
+        self.cancellable(scope.cancel).pre_compact(trigger, custom_instructions.unwrap_or(""))
+    }
+
+    fn session_end(&self, reason: &str) -> HookReport {
+        HookRunner::session_end(self, reason)
+    }
+
+    fn notification(&self, scope: HookScope<'_>, message: &str, kind: &str) -> HookReport {
+        self.cancellable(scope.cancel).notification(message, kind)
     }
 }
 

@@ -7,10 +7,10 @@ use serde_json::{Map, Value, json};
 
 use crate::mapping::{claude_tool_name, covers, from_claude, to_claude};
 use crate::outcome::{self, Answer, Ran};
-use codecoder_kernel::HookVerdict;
-use codecoder_protocol::Verdict;
+use codecoder_kernel::{HookReport, HookVerdict};
+use codecoder_protocol::{ApprovalDecision, Verdict};
 
-use crate::{Event, HookSet, HookSources, PermissionBehavior};
+use crate::{Event, HookSet, HookSources};
 
 // ---- Events ----
 
@@ -347,7 +347,7 @@ fn pre_tool_use_deny_beats_ask_beats_allow() {
         ],
     );
     assert_eq!(
-        outcome.decision,
+        outcome.verdict,
         Some(HookVerdict { decision: Verdict::Ask, reason: Some("check".into()) })
     );
     let outcome = outcome::pre_tool_use(
@@ -359,11 +359,11 @@ fn pre_tool_use_deny_beats_ask_beats_allow() {
         ],
     );
     assert_eq!(
-        outcome.decision,
+        outcome.verdict,
         Some(HookVerdict { decision: Verdict::Deny, reason: Some("no rm\nnever".into()) })
     );
     let outcome = outcome::pre_tool_use("run_command", &[decision("a", "allow", "fine")]);
-    assert_eq!(outcome.decision.map(|d| d.decision), Some(Verdict::Allow));
+    assert_eq!(outcome.verdict.map(|d| d.decision), Some(Verdict::Allow));
     // A denied call has nothing to rewrite.
     let outcome = outcome::pre_tool_use(
         "run_command",
@@ -376,7 +376,7 @@ fn pre_tool_use_deny_beats_ask_beats_allow() {
         ],
     );
     assert_eq!(
-        (outcome.decision.map(|d| d.decision), outcome.updated_args),
+        (outcome.verdict.map(|d| d.decision), outcome.updated_args),
         (Some(Verdict::Deny), None)
     );
 }
@@ -395,17 +395,17 @@ fn pre_tool_use_deprecated_decision_and_continue_false() {
         ],
     );
     assert_eq!(
-        outcome.decision,
+        outcome.verdict,
         Some(HookVerdict { decision: Verdict::Allow, reason: Some("trusted".into()) })
     );
     assert_eq!(outcome.report.stop.as_deref(), Some("enough"));
-    assert_eq!(outcome.report.system_messages, ["heads up"]);
+    assert_eq!(outcome.report.messages, ["heads up"]);
     let outcome = outcome::pre_tool_use(
         "edit",
         &[json_ran("a", json!({"decision": "block", "reason": "nope"}))],
     );
     assert_eq!(
-        outcome.decision,
+        outcome.verdict,
         Some(HookVerdict { decision: Verdict::Deny, reason: Some("nope".into()) })
     );
 }
@@ -432,7 +432,7 @@ fn pre_tool_use_first_rewrite_wins_and_bad_output_is_an_error_naming_the_hook() 
         ],
     );
     assert_eq!(outcome.updated_args, Some(json!({"command": "ls -a"})));
-    assert_eq!(outcome.decision.map(|d| d.decision), Some(Verdict::Allow));
+    assert_eq!(outcome.verdict.map(|d| d.decision), Some(Verdict::Allow));
     let errors = outcome.report.errors;
     assert_eq!(errors.len(), 4, "{errors:?}");
     assert!(errors[0].starts_with("hook two: `updatedInput` ignored; hook one"), "{errors:?}");
@@ -448,22 +448,25 @@ fn permission_request_deny_beats_allow() {
         json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow", "updatedInput": {"file_path": "b.txt", "content": ""}}}}),
     );
     let outcome = outcome::permission_request("write_file", std::slice::from_ref(&allow));
-    let verdict = outcome.verdict.unwrap();
-    assert_eq!(verdict.behavior, PermissionBehavior::Allow);
+    let verdict = outcome.answer.unwrap();
+    assert_eq!(verdict.decision, ApprovalDecision::AllowOnce);
     assert_eq!(verdict.updated_args, Some(json!({"path": "b.txt", "content": ""})));
     let deny = json_ran(
         "b",
         json!({"hookSpecificOutput": {"decision": {"behavior": "deny", "message": "not there", "interrupt": true}}}),
     );
     let outcome = outcome::permission_request("write_file", &[allow, deny]);
-    let verdict = outcome.verdict.unwrap();
-    assert_eq!(verdict.behavior, PermissionBehavior::Deny);
-    assert_eq!(verdict.message.as_deref(), Some("not there"));
+    let verdict = outcome.answer.unwrap();
+    assert_eq!(
+        verdict.decision,
+        ApprovalDecision::DenyWithFeedback { feedback: "not there".to_owned() }
+    );
     assert!(verdict.interrupt);
     let outcome =
         outcome::permission_request("write_file", &[ran("c", Answer::Blocked(String::new()))]);
-    let message = outcome.verdict.unwrap().message.unwrap();
-    assert_eq!(message, "c exited with code 2 (blocking) without a message");
+    let decision = outcome.answer.unwrap().decision;
+    let feedback = "c exited with code 2 (blocking) without a message".to_owned();
+    assert_eq!(decision, ApprovalDecision::DenyWithFeedback { feedback });
 }
 
 #[test]
@@ -480,24 +483,24 @@ fn post_tool_use_feedback_from_exit_2_and_block() {
         ],
     );
     assert_eq!(outcome.feedback.as_deref(), Some("lint failed\nfix the tests"));
-    assert_eq!(outcome.additional_context, ["ctx"]);
-    assert_eq!(outcome.report, crate::Report::default());
+    assert_eq!(outcome.context, ["ctx"]);
+    assert_eq!(outcome.report, HookReport::default());
 }
 
 #[test]
 fn stop_block_needs_a_reason() {
     let outcome = outcome::stop(&[json_ran("a", json!({"decision": "block"}))]);
-    assert!(outcome.block.is_some());
+    assert!(outcome.instruction.is_some());
     assert_eq!(outcome.report.errors.len(), 1);
     let outcome = outcome::stop(&[ran("a", Answer::Text("ignored".into()))]);
-    assert_eq!(outcome.block, None);
+    assert_eq!(outcome.instruction, None);
 }
 
 #[test]
 fn report_only_events_show_exit_2_to_the_user() {
     let report = outcome::report_only(&[ran("a", Answer::Blocked("careful".into()))]);
-    assert_eq!(report.system_messages, ["careful"]);
+    assert_eq!(report.messages, ["careful"]);
     let empty: Map<String, Value> = Map::new();
     let report = outcome::report_only(&[ran("b", Answer::Json(empty))]);
-    assert_eq!(report, crate::Report::default());
+    assert_eq!(report, HookReport::default());
 }

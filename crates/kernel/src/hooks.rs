@@ -10,12 +10,19 @@
 //! carry messages for the person (`systemMessage`), which the kernel sends as `HookMessage`
 //! events.
 //!
+//! This trait and its outcome types are the whole seam: the `hooks` crate implements `Hooks`
+//! for its runner and folds its scripts' answers straight into these types; what a session adds
+//! of its own (skills, plan mode) implements `Hooks` too, and a `HookStack` asks each source in
+//! turn and folds their answers into one.
+//!
 //! Invariants: a hook can never make a call run that the approval policy denies (its decision is
 //! one input of the policy, and deny wins); a hook's rewritten arguments are validated against
 //! the tool's schema like the model's; an implementation bounds its own time (the `hooks` crate
 //! kills a hook at its timeout) and stops at once when `HookScope::cancel` fires (the `hooks`
 //! crate kills the hook's process group). The loop runs the hooks it calls itself on a helper
 //! thread while it keeps reading commands, so a cancel reaches a running hook.
+
+use std::sync::Arc;
 
 use codecoder_protocol::{ApprovalDecision, ContentItem, ToolCall, Verdict};
 use serde_json::Value;
@@ -72,6 +79,20 @@ pub struct PermissionAnswer {
     pub decision: ApprovalDecision,
     /// Arguments that replace the call's, with an allow.
     pub updated_args: Option<Value>,
+    /// With a deny, a hook asked to interrupt the turn as well (Claude Code's `interrupt`).
+    /// The loop denies the call and the turn goes on. FIXME: stop the turn, as Claude does.
+    pub interrupt: bool,
+}
+
+impl PermissionAnswer {
+    fn denies(&self) -> bool {
+        match self.decision {
+            ApprovalDecision::Deny | ApprovalDecision::DenyWithFeedback { .. } => true,
+            ApprovalDecision::AllowOnce
+            | ApprovalDecision::AllowForSession
+            | ApprovalDecision::Cancelled => false,
+        }
+    }
 }
 
 /// What the PostToolUse (or PostToolUseFailure) hooks said.
@@ -129,9 +150,9 @@ pub struct HookScope<'a> {
 
 /// Lifecycle hooks. Every method has a do-nothing default.
 pub trait Hooks: Send + Sync {
-    /// True when no method does anything, so the loop need not run them on a helper thread.
-    /// Default false.
-    fn is_empty(&self) -> bool {
+    /// True when every method returns at once (it runs no process and waits for nothing), so
+    /// the loop may call them on its own thread instead of a helper. Default false.
+    fn runs_inline(&self) -> bool {
         false
     }
     /// Before the approval chain runs for a call.
@@ -220,7 +241,176 @@ pub trait Hooks: Send + Sync {
 pub struct NoHooks;
 
 impl Hooks for NoHooks {
-    fn is_empty(&self) -> bool {
+    fn runs_inline(&self) -> bool {
         true
+    }
+}
+
+impl HookReport {
+    /// Adds what a later source said: the first stop request wins, messages and problems
+    /// keep their order.
+    fn fold(&mut self, later: HookReport) {
+        if self.stop.is_none() {
+            self.stop = later.stop;
+        }
+        self.messages.extend(later.messages);
+        self.errors.extend(later.errors);
+    }
+}
+
+/// Joins two optional texts with a newline, as several hooks' texts are joined.
+fn join(earlier: &mut Option<String>, later: Option<String>) {
+    *earlier = match (earlier.take(), later) {
+        (Some(earlier), Some(later)) => Some(format!("{earlier}\n{later}")),
+        (earlier, later) => earlier.or(later),
+    };
+}
+
+/// Hooks from several sources (the person's hook scripts, then what the session adds), asked in
+/// order; their answers fold into one as several hooks of one event do:
+/// - a verdict on a call: the strongest wins (deny > ask > allow), the earlier of two equal ones;
+/// - rewritten arguments and stop requests: the earliest wins;
+/// - a PermissionRequest answer: a deny wins over an allow, else the earliest;
+/// - texts for the model and messages for the person: all of them, in order.
+///
+/// A prompt that a source blocked is shown to no later one, so nothing acts on a prompt that
+/// will not be sent.
+pub struct HookStack(pub Vec<Arc<dyn Hooks>>);
+
+impl Hooks for HookStack {
+    fn runs_inline(&self) -> bool {
+        self.0.iter().all(|hooks| hooks.runs_inline())
+    }
+
+    fn pre_tool_use(&self, scope: HookScope<'_>, call: &ToolCall) -> PreToolUse {
+        let mut answer = PreToolUse::default();
+        for hooks in &self.0 {
+            let later = hooks.pre_tool_use(scope, call);
+            if let Some(verdict) = later.verdict
+                && answer.verdict.as_ref().is_none_or(|held| held.decision < verdict.decision)
+            {
+                answer.verdict = Some(verdict);
+            }
+            if answer.updated_args.is_none() {
+                answer.updated_args = later.updated_args;
+            }
+            answer.context.extend(later.context);
+            answer.report.fold(later.report);
+        }
+        answer
+    }
+
+    fn permission_request(
+        &self,
+        scope: HookScope<'_>,
+        call: &ToolCall,
+        reason: Option<&str>,
+    ) -> PermissionHook {
+        let mut answer = PermissionHook::default();
+        for hooks in &self.0 {
+            let later = hooks.permission_request(scope, call, reason);
+            let replaces = match (&answer.answer, &later.answer) {
+                (None, _) => true,
+                (Some(held), Some(new)) => new.denies() && !held.denies(),
+                (Some(_), None) => false,
+            };
+            if replaces {
+                answer.answer = later.answer;
+            }
+            answer.report.fold(later.report);
+        }
+        answer
+    }
+
+    fn post_tool_use(
+        &self,
+        scope: HookScope<'_>,
+        call: &ToolCall,
+        response: &[ContentItem],
+        failed: bool,
+    ) -> PostToolUse {
+        let mut answer = PostToolUse::default();
+        for hooks in &self.0 {
+            let later = hooks.post_tool_use(scope, call, response, failed);
+            join(&mut answer.feedback, later.feedback);
+            answer.context.extend(later.context);
+            answer.report.fold(later.report);
+        }
+        answer
+    }
+
+    fn user_prompt_submit(&self, scope: HookScope<'_>, prompt: &str) -> PromptSubmit {
+        let mut answer = PromptSubmit::default();
+        for hooks in &self.0 {
+            if answer.blocked.is_some() {
+                break;
+            }
+            let later = hooks.user_prompt_submit(scope, prompt);
+            answer.blocked = later.blocked;
+            answer.context.extend(later.context);
+            answer.report.fold(later.report);
+        }
+        answer
+    }
+
+    fn stop(&self, scope: HookScope<'_>, stop_hook_active: bool, last_message: &str) -> StopHook {
+        let mut answer = StopHook::default();
+        for hooks in &self.0 {
+            let later = hooks.stop(scope, stop_hook_active, last_message);
+            join(&mut answer.instruction, later.instruction);
+            answer.report.fold(later.report);
+        }
+        answer
+    }
+
+    fn subagent_start(&self, scope: HookScope<'_>, agent_id: &str) -> HookReport {
+        self.reports(|hooks| hooks.subagent_start(scope, agent_id))
+    }
+
+    fn subagent_stop(
+        &self,
+        scope: HookScope<'_>,
+        agent_id: &str,
+        last_message: &str,
+    ) -> HookReport {
+        self.reports(|hooks| hooks.subagent_stop(scope, agent_id, last_message))
+    }
+
+    fn session_start(&self, scope: HookScope<'_>, source: &str) -> SessionStartHook {
+        let mut answer = SessionStartHook::default();
+        for hooks in &self.0 {
+            let later = hooks.session_start(scope, source);
+            answer.context.extend(later.context);
+            answer.report.fold(later.report);
+        }
+        answer
+    }
+
+    fn pre_compact(
+        &self,
+        scope: HookScope<'_>,
+        trigger: &str,
+        custom_instructions: Option<&str>,
+    ) -> HookReport {
+        self.reports(|hooks| hooks.pre_compact(scope, trigger, custom_instructions))
+    }
+
+    fn session_end(&self, reason: &str) -> HookReport {
+        self.reports(|hooks| hooks.session_end(reason))
+    }
+
+    fn notification(&self, scope: HookScope<'_>, message: &str, kind: &str) -> HookReport {
+        self.reports(|hooks| hooks.notification(scope, message, kind))
+    }
+}
+
+impl HookStack {
+    /// Every source's report of an event that answers nothing else, folded.
+    fn reports(&self, event: impl Fn(&dyn Hooks) -> HookReport) -> HookReport {
+        let mut report = HookReport::default();
+        for hooks in &self.0 {
+            report.fold(event(hooks.as_ref()));
+        }
+        report
     }
 }

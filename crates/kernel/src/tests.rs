@@ -178,3 +178,143 @@ fn pool_never_queues_a_job_behind_a_busy_worker_and_reuses_idle_ones() {
     // Dropping the pool joins both workers.
     drop(pool);
 }
+
+/// A hook source with fixed answers, for the stack's fold.
+struct Fixed {
+    pre: crate::PreToolUse,
+    permission: Option<crate::PermissionAnswer>,
+    prompt: crate::PromptSubmit,
+    stop: crate::StopHook,
+    asked: std::sync::Mutex<u32>,
+}
+
+impl Fixed {
+    fn new() -> Self {
+        Self {
+            pre: crate::PreToolUse::default(),
+            permission: None,
+            prompt: crate::PromptSubmit::default(),
+            stop: crate::StopHook::default(),
+            asked: std::sync::Mutex::new(0),
+        }
+    }
+}
+
+impl crate::Hooks for Fixed {
+    fn runs_inline(&self) -> bool {
+        true
+    }
+    fn pre_tool_use(
+        &self,
+        _scope: crate::HookScope<'_>,
+        _call: &codecoder_protocol::ToolCall,
+    ) -> crate::PreToolUse {
+        self.pre.clone()
+    }
+    fn permission_request(
+        &self,
+        _scope: crate::HookScope<'_>,
+        _call: &codecoder_protocol::ToolCall,
+        _reason: Option<&str>,
+    ) -> crate::PermissionHook {
+        crate::PermissionHook { answer: self.permission.clone(), ..Default::default() }
+    }
+    fn user_prompt_submit(
+        &self,
+        _scope: crate::HookScope<'_>,
+        _prompt: &str,
+    ) -> crate::PromptSubmit {
+        *self.asked.lock().unwrap() += 1;
+        self.prompt.clone()
+    }
+    fn stop(&self, _scope: crate::HookScope<'_>, _active: bool, _last: &str) -> crate::StopHook {
+        self.stop.clone()
+    }
+}
+
+fn report(stop: Option<&str>, message: &str) -> crate::HookReport {
+    crate::HookReport {
+        stop: stop.map(str::to_owned),
+        messages: vec![message.to_owned()],
+        errors: Vec::new(),
+    }
+}
+
+fn verdict(decision: codecoder_protocol::Verdict, reason: &str) -> Option<crate::HookVerdict> {
+    Some(crate::HookVerdict { decision, reason: Some(reason.to_owned()) })
+}
+
+#[test]
+fn a_hook_stack_folds_its_sources_answers_into_one() {
+    use codecoder_protocol::{ApprovalDecision, ToolCall, ToolCallId, Verdict};
+
+    use crate::{HookStack, Hooks};
+
+    let mut first = Fixed::new();
+    first.pre = crate::PreToolUse {
+        verdict: verdict(Verdict::Allow, "first allows"),
+        updated_args: Some(json!({ "n": 1 })),
+        context: vec!["one".to_owned()],
+        report: report(Some("first stops"), "from first"),
+    };
+    first.permission = Some(crate::PermissionAnswer {
+        decision: ApprovalDecision::AllowOnce,
+        updated_args: None,
+        interrupt: false,
+    });
+    first.stop.instruction = Some("go on".to_owned());
+    let mut second = Fixed::new();
+    second.pre = crate::PreToolUse {
+        verdict: verdict(Verdict::Ask, "second asks"),
+        updated_args: Some(json!({ "n": 2 })),
+        context: vec!["two".to_owned()],
+        report: report(Some("second stops"), "from second"),
+    };
+    second.permission = Some(crate::PermissionAnswer {
+        decision: ApprovalDecision::DenyWithFeedback { feedback: "no".to_owned() },
+        updated_args: None,
+        interrupt: true,
+    });
+    second.stop.instruction = Some("and test".to_owned());
+    let mut third = Fixed::new();
+    third.pre.verdict = verdict(Verdict::Allow, "third allows");
+    let stack = HookStack(vec![Arc::new(first), Arc::new(second), Arc::new(third)]);
+    assert!(stack.runs_inline());
+
+    let token = CancelToken::new();
+    let scope = crate::HookScope { depth: 0, agent_type: None, cancel: &token };
+    let call = ToolCall { id: ToolCallId::new("c"), name: "t".to_owned(), args: json!({}) };
+    let pre = stack.pre_tool_use(scope, &call);
+    assert_eq!(pre.verdict, verdict(Verdict::Ask, "second asks"));
+    assert_eq!(pre.updated_args, Some(json!({ "n": 1 })));
+    assert_eq!(pre.context, ["one", "two"]);
+    assert_eq!(pre.report.stop.as_deref(), Some("first stops"));
+    assert_eq!(pre.report.messages, ["from first", "from second"]);
+    let permission = stack.permission_request(scope, &call, None).answer.unwrap();
+    assert_eq!(
+        permission.decision,
+        ApprovalDecision::DenyWithFeedback { feedback: "no".to_owned() }
+    );
+    assert!(permission.interrupt);
+    assert_eq!(stack.stop(scope, false, "").instruction.as_deref(), Some("go on\nand test"));
+}
+
+#[test]
+fn a_prompt_one_source_blocked_is_shown_to_no_later_one() {
+    use crate::{HookStack, Hooks};
+
+    let mut blocking = Fixed::new();
+    blocking.prompt = crate::PromptSubmit {
+        blocked: Some("secret".to_owned()),
+        context: vec!["why".to_owned()],
+        report: crate::HookReport::default(),
+    };
+    let later = Arc::new(Fixed::new());
+    let stack = HookStack(vec![Arc::new(Fixed::new()), Arc::new(blocking), later.clone()]);
+    let token = CancelToken::new();
+    let scope = crate::HookScope { depth: 0, agent_type: None, cancel: &token };
+    let answer = stack.user_prompt_submit(scope, "my password");
+    assert_eq!(answer.blocked.as_deref(), Some("secret"));
+    assert_eq!(answer.context, ["why"]);
+    assert_eq!(*later.asked.lock().unwrap(), 0);
+}

@@ -617,7 +617,7 @@ impl AgentLoop {
         holds.then_some(reported)
     }
 
-    /// Calls the hooks with this loop's scope. Unless there are none, the call runs on a
+    /// Calls the hooks with this loop's scope. Unless they run inline, the call runs on a
     /// helper thread while the loop keeps handling `cmd`: a cancel fires the scope's token, the
     /// hooks implementation kills what it runs, and the turn stops once the call returned.
     pub(crate) fn call_hooks<T: Send>(
@@ -627,7 +627,7 @@ impl AgentLoop {
         let hooks = Arc::clone(&self.env.deps.hooks);
         let token = CancelToken::new();
         let scope = HookScope { depth: self.env.depth, agent_type: None, cancel: &token };
-        if hooks.is_empty() {
+        if hooks.runs_inline() {
             return Ok(call(hooks.as_ref(), scope));
         }
         let hooks: &dyn Hooks = hooks.as_ref();

@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use codecoder_hooks::PreToolUse;
 use codecoder_kernel::HookVerdict;
+use codecoder_kernel::PreToolUse;
 use codecoder_protocol::Verdict;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -31,7 +31,7 @@ fn exit_2_blocks_and_stderr_comes_back() {
     );
     let outcome = rm_call(&fixture, &script);
     assert_eq!(
-        outcome.decision,
+        outcome.verdict,
         Some(HookVerdict {
             decision: Verdict::Deny,
             reason: Some("rm is not allowed here".to_owned())
@@ -49,7 +49,7 @@ fn json_deny_and_ask() {
     );
     let outcome = rm_call(&fixture, &deny);
     assert_eq!(
-        outcome.decision,
+        outcome.verdict,
         Some(HookVerdict { decision: Verdict::Deny, reason: Some("destructive".to_owned()) })
     );
 
@@ -59,7 +59,7 @@ fn json_deny_and_ask() {
     );
     let outcome = rm_call(&fixture, &ask);
     assert_eq!(
-        outcome.decision,
+        outcome.verdict,
         Some(HookVerdict { decision: Verdict::Ask, reason: Some("double-check".to_owned()) })
     );
 }
@@ -79,7 +79,7 @@ fi"#,
         outcome.updated_args,
         Some(json!({"command": "rm -rf ./build", "timeout_ms": 5000}))
     );
-    assert_eq!(outcome.decision.map(|d| d.decision), Some(Verdict::Allow));
+    assert_eq!(outcome.verdict.map(|d| d.decision), Some(Verdict::Allow));
     assert_eq!(outcome.report.errors, Vec::<String>::new());
 }
 
@@ -109,7 +109,7 @@ fn a_hook_past_its_timeout_is_killed_with_its_children_and_is_a_non_blocking_err
     assert!(elapsed >= Duration::from_millis(900), "returned before the timeout: {elapsed:?}");
     // One second of timeout plus at most the two-second TERM grace, with slack for a busy box.
     assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
-    assert_eq!(outcome.decision, None);
+    assert_eq!(outcome.verdict, None);
     assert_eq!(outcome.report.errors.len(), 1, "{:?}", outcome.report.errors);
     let error = &outcome.report.errors[0];
     assert!(
@@ -155,7 +155,7 @@ fn a_cancel_kills_a_running_hook_and_its_children_at_once() {
     };
     let outcome = runner.pre_tool_use("run_command", &json!({"command": "ls"}), "call-1");
     waiter.join().unwrap();
-    assert_eq!(outcome.decision, None);
+    assert_eq!(outcome.verdict, None);
     assert_eq!(outcome.report.errors.len(), 1, "{:?}", outcome.report.errors);
     assert!(outcome.report.errors[0].contains("cancelled"), "{:?}", outcome.report.errors);
     let pids = fs_err::read_to_string(&ready).unwrap();
@@ -178,7 +178,7 @@ fn a_cancellable_runner_still_answers_normally() {
         &json!({"command": "ls"}),
         "call-1",
     );
-    assert_eq!(outcome.report.system_messages, ["hello"]);
+    assert_eq!(outcome.report.messages, ["hello"]);
     assert_eq!(outcome.report.errors, Vec::<String>::new());
 }
 
@@ -193,7 +193,7 @@ fn other_exit_codes_and_bad_json_are_non_blocking_errors() {
         &json!({"path": "a", "old_string": "x", "new_string": "y"}),
         "c",
     );
-    assert_eq!(outcome.decision, None);
+    assert_eq!(outcome.verdict, None);
     let errors = &outcome.report.errors;
     assert_eq!(errors.len(), 2, "{errors:?}");
     assert!(
@@ -214,7 +214,7 @@ fn user_prompt_submit_and_session_start_add_context() {
     let runner = fixture.runner(hooks("UserPromptSubmit", "", &[&plain, &json_context]));
     let outcome = runner.user_prompt_submit("fix the bug");
     assert_eq!(outcome.blocked, None);
-    assert_eq!(outcome.additional_context, ["Current branch: main", "Ticket ABC-1 is open"]);
+    assert_eq!(outcome.context, ["Current branch: main", "Ticket ABC-1 is open"]);
 
     let start_json = fixture.script(
         "start.sh",
@@ -222,8 +222,8 @@ fn user_prompt_submit_and_session_start_add_context() {
     );
     let runner = fixture.runner(hooks("SessionStart", "startup", &[&plain, &start_json]));
     let outcome = runner.session_start("startup");
-    assert_eq!(outcome.additional_context, ["Current branch: main", "Use pnpm"]);
-    assert_eq!(runner.session_start("resume").additional_context, Vec::<String>::new());
+    assert_eq!(outcome.context, ["Current branch: main", "Use pnpm"]);
+    assert_eq!(runner.session_start("resume").context, Vec::<String>::new());
 }
 
 #[test]
@@ -250,17 +250,17 @@ fn stop_hooks_block_by_exit_2_or_json() {
     );
     let runner = fixture.runner(hooks("Stop", "", &[&by_exit]));
     assert_eq!(
-        runner.stop(false, Some("done")).block.as_deref(),
+        runner.stop(false, Some("done")).instruction.as_deref(),
         Some("tests are failing; fix them")
     );
-    assert_eq!(runner.stop(true, Some("done")).block, None);
+    assert_eq!(runner.stop(true, Some("done")).instruction, None);
 
     let by_json = fixture.script(
         "json.sh",
         r#"printf '%s' '{"decision":"block","reason":"also update the changelog"}'"#,
     );
     let runner = fixture.runner(hooks("Stop", "", &[&by_json]));
-    assert_eq!(runner.stop(false, None).block.as_deref(), Some("also update the changelog"));
+    assert_eq!(runner.stop(false, None).instruction.as_deref(), Some("also update the changelog"));
 }
 
 #[test]
@@ -278,7 +278,7 @@ fn continue_false_stops_with_its_reason() {
         &json!({"ok": true}),
     );
     assert_eq!(outcome.report.stop.as_deref(), Some("budget exhausted"));
-    assert_eq!(outcome.report.system_messages, ["stopping"]);
+    assert_eq!(outcome.report.messages, ["stopping"]);
 }
 
 #[test]
@@ -302,7 +302,7 @@ fn matching_hooks_run_in_parallel() {
     let runner = fixture.runner(hooks("UserPromptSubmit", "", &[&first, &second]));
     let outcome = runner.user_prompt_submit("go");
     assert_eq!(outcome.report.errors, Vec::<String>::new());
-    assert_eq!(outcome.additional_context, ["first", "second"]);
+    assert_eq!(outcome.context, ["first", "second"]);
 }
 
 #[test]
@@ -475,7 +475,7 @@ fn a_cancellable_hook_is_waited_for_without_a_watcher_thread() {
     let cancel = codecoder_kernel::CancelToken::new();
     let outcome = runner.cancellable(&cancel).user_prompt_submit("hello");
     assert_eq!(outcome.report.errors, Vec::<String>::new());
-    let threads: Vec<&str> = outcome.additional_context.iter().flat_map(|t| t.lines()).collect();
+    let threads: Vec<&str> = outcome.context.iter().flat_map(|t| t.lines()).collect();
     assert!(threads.iter().any(|name| name.starts_with("sandbox-wait-")), "{threads:?}");
     assert!(!threads.iter().any(|name| name.contains("watch")), "{threads:?}");
 }

@@ -224,6 +224,7 @@ fn a_permission_request_hook_answers_in_the_persons_place() {
     *hooks.permission.lock().unwrap() = Some(PermissionAnswer {
         decision: ApprovalDecision::DenyWithFeedback { feedback: "not f".to_owned() },
         updated_args: None,
+        interrupt: false,
     });
     let harness = start(model, Arc::clone(&hooks), Arc::new(AskUnlessReadOnly));
     harness.submit("go");
