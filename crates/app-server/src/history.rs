@@ -1,158 +1,118 @@
-//! A stored thread's earlier turns, read back from its session log for `thread/resume` and
-//! `thread/fork`: the person's messages, the model's text and reasoning, tool calls with their
-//! results, compactions, and how each turn ended.
+//! A stored thread's earlier turns for `thread/resume` and `thread/fork`: the runtime's replay of
+//! its session log (`codecoder_app::history`) fed through the same translation the live thread
+//! uses (`translate.rs`), its items collected into turns. So a resumed thread shows what the live
+//! run showed: the person's messages, the model's text and reasoning, tool calls by their views
+//! with their results, compactions, and how each turn ended.
 //!
-//! Invariant: only reads the log. Item ids are `log_item_N`, distinct from the live worker's
-//! `item_N`; a turn's id is its number in the log.
+//! Invariants: only reads the log. Item ids are `log_item_N`, distinct from the live worker's
+//! `item_N`; a turn's id is its number in the log. A turn's items are in the order they started;
+//! each is as it completed. Turns a conversation rewind took back are left out, as the model no
+//! longer sees them either.
 
-use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use codecoder_protocol::record::RecordBody;
-use codecoder_protocol::{ApprovalDecision, MessageItem, ToolCallId, TurnOutcome};
+use codecoder_app::history::{self, Detail, HistoryEvent, ReplayConfig, Rewound, Viewer};
+use codecoder_protocol::{AgentEvent, AgentEventKind, ContentItem};
 
-use crate::thread::{OpenTool, finish, tool_item, turn};
-use crate::types::{ItemStatus, ThreadItem, Turn, TurnError, TurnStatus, UserInput};
+use crate::thread::Internal;
+use crate::translate::{Output, Translator};
+use crate::types::{ServerNotification, Turn, UserInput};
 
-/// The turns of the log at `path`, oldest first; none when it cannot be read.
-pub(crate) fn turns(path: &Path, cwd: &str) -> Vec<Turn> {
-    let Ok(loaded) = codecoder_session::load(path) else { return Vec::new() };
-    let mut turns = Vec::new();
-    let mut current: Option<Turn> = None;
-    let mut next_item = 0_u64;
-    let mut item_id = || {
-        let id = format!("log_item_{next_item}");
-        next_item += 1;
-        id
-    };
-    let mut open: HashMap<ToolCallId, OpenTool> = HashMap::new();
-    let mut declined: HashSet<ToolCallId> = HashSet::new();
-    for record in loaded.records() {
-        match &record.body {
-            RecordBody::TurnStart { turn: number } => {
-                current = Some(turn(number.to_string(), TurnStatus::InProgress, None));
+/// Who answers an approval the person gave (the log's `decided_by`).
+const DECIDED_BY_PERSON: &str = "user";
+
+/// The turns of the log at `path`, oldest first; none when it cannot be read. `viewer` describes
+/// each call as the session's tools do.
+pub(crate) fn turns(path: &Path, thread_id: &str, cwd: &str, viewer: &dyn Viewer) -> Vec<Turn> {
+    let Ok(loaded) = history::load(path) else { return Vec::new() };
+    let config = ReplayConfig { viewer, detail: Detail::Conversation, rewound: Rewound::Skip };
+    let mut translator = Translator::new(thread_id.to_owned(), cwd.to_owned(), 0, "log_item_");
+    let mut turns = Turns::default();
+    // The person's input logged before its turn began.
+    let mut pending: Vec<UserInput> = Vec::new();
+    history::replay(&loaded, &config, &mut |replayed| {
+        match replayed.event {
+            HistoryEvent::Agent(kind) => {
+                if let AgentEventKind::TurnStarted { turn } = &kind {
+                    translator.begin_turn(turn.to_string(), std::mem::take(&mut pending));
+                }
+                translator.event(AgentEvent { source: replayed.source, kind });
             }
-            RecordBody::UserMessage { message } => {
-                let content: Vec<UserInput> = message
-                    .items
-                    .iter()
-                    .filter_map(|item| match item {
-                        MessageItem::Text { text } => Some(UserInput::Text { text: text.clone() }),
-                        MessageItem::Image(image) => Some(UserInput::Image {
-                            url: format!("data:{};base64,{}", image.media_type, image.data_base64),
-                        }),
-                        MessageItem::BlobRef(blob) => {
-                            Some(UserInput::Text { text: blob.preview.clone() })
-                        }
-                        MessageItem::Reasoning(_)
-                        | MessageItem::ToolCall(_)
-                        | MessageItem::ToolResult(_) => None,
-                    })
-                    .collect();
-                if let Some(turn) = &mut current
-                    && !content.is_empty()
-                {
-                    turn.items.push(ThreadItem::UserMessage { id: item_id(), content });
+            HistoryEvent::User(input) => {
+                let content = user_input(&input.content);
+                if translator.in_turn() {
+                    translator.user_message(content);
+                } else {
+                    pending.extend(content);
                 }
             }
-            RecordBody::AssistantMessage { message } => {
-                for item in &message.items {
-                    let thread_item = match item {
-                        MessageItem::Text { text } if !text.trim().is_empty() => {
-                            ThreadItem::AgentMessage { id: item_id(), text: text.clone() }
-                        }
-                        MessageItem::Reasoning(reasoning) if !reasoning.text.is_empty() => {
-                            ThreadItem::Reasoning {
-                                id: item_id(),
-                                summary: Vec::new(),
-                                content: vec![reasoning.text.clone()],
-                            }
-                        }
-                        MessageItem::ToolCall(call) => {
-                            let item = tool_item(item_id(), call, cwd);
-                            open.insert(
-                                call.id.clone(),
-                                OpenTool { item, started_at_ms: 0, started: None, asked: false },
-                            );
-                            continue;
-                        }
-                        _ => continue,
-                    };
-                    if let Some(turn) = &mut current {
-                        turn.items.push(thread_item);
-                    }
+            HistoryEvent::Approval(approval) => {
+                if approval.decided_by == DECIDED_BY_PERSON {
+                    translator.asked(&approval.call_id);
                 }
             }
-            RecordBody::Approval { call_id, decision, decided_by, .. } => {
-                if decided_by == "user"
-                    && matches!(
-                        decision,
-                        ApprovalDecision::Deny | ApprovalDecision::DenyWithFeedback { .. }
-                    )
-                {
-                    declined.insert(call_id.clone());
-                }
-            }
-            RecordBody::ToolResult { result, .. } => {
-                let Some(tool) = open.remove(&result.tool_call_id) else { continue };
-                let mut item = finish(tool, &Ok(result.clone()));
-                if declined.contains(&result.tool_call_id) {
-                    set_status(&mut item, ItemStatus::Declined);
-                }
-                if let Some(turn) = &mut current {
-                    turn.items.push(item);
-                }
-            }
-            RecordBody::Compaction { .. } => {
-                if let Some(turn) = &mut current {
-                    turn.items.push(ThreadItem::ContextCompaction { id: item_id() });
-                }
-            }
-            RecordBody::TurnEnd { outcome, .. } => {
-                let Some(mut turn) = current.take() else { continue };
-                let (status, error) = match outcome {
-                    TurnOutcome::Completed => (TurnStatus::Completed, None),
-                    TurnOutcome::Cancelled | TurnOutcome::Interrupted => {
-                        (TurnStatus::Interrupted, None)
-                    }
-                    TurnOutcome::Failed { message } => {
-                        (TurnStatus::Failed, Some(TurnError { message: message.clone() }))
-                    }
-                };
-                turn.status = status;
-                turn.error = error;
-                turns.push(turn);
-            }
-            RecordBody::Rewind(rewind) if rewind.conversation => {
-                // The conversation went back to before this turn: it and later ones are gone.
-                let gone = rewind.turn.to_string();
-                if let Some(at) = turns.iter().position(|turn: &Turn| turn.id == gone) {
-                    turns.truncate(at);
-                }
-            }
-            RecordBody::Rewind(_)
-            | RecordBody::Checkpoint(_)
-            | RecordBody::SessionMeta(_)
-            | RecordBody::StepStart { .. }
-            | RecordBody::StepEnd { .. }
-            | RecordBody::ToolStarted { .. }
-            | RecordBody::Context(_)
-            | RecordBody::Error { .. }
-            | RecordBody::SessionEnd => {}
+            HistoryEvent::Rewind(_) | HistoryEvent::Log(_) => {}
         }
-    }
-    turns.extend(current);
-    turns
+        for output in translator.take_output() {
+            turns.push(output);
+        }
+    });
+    turns.finish()
 }
 
-fn set_status(item: &mut ThreadItem, declined: ItemStatus) {
-    match item {
-        ThreadItem::CommandExecution { status, .. }
-        | ThreadItem::FileChange { status, .. }
-        | ThreadItem::DynamicToolCall { status, .. } => *status = declined,
-        ThreadItem::UserMessage { .. }
-        | ThreadItem::AgentMessage { .. }
-        | ThreadItem::Reasoning { .. }
-        | ThreadItem::ContextCompaction { .. } => {}
+/// Turns as the translation's outputs build them.
+#[derive(Default)]
+struct Turns {
+    done: Vec<Turn>,
+    current: Option<Turn>,
+}
+
+impl Turns {
+    fn push(&mut self, output: Output) {
+        match output {
+            Output::Notify(ServerNotification::TurnStarted(notification)) => {
+                self.done.extend(self.current.replace(notification.turn));
+            }
+            Output::Notify(ServerNotification::ItemStarted(notification)) => {
+                if let Some(turn) = &mut self.current {
+                    turn.items.push(notification.item);
+                }
+            }
+            Output::Notify(ServerNotification::ItemCompleted(notification)) => {
+                let Some(turn) = &mut self.current else { return };
+                let item = notification.item;
+                match turn.items.iter_mut().find(|started| started.id() == item.id()) {
+                    Some(started) => *started = item,
+                    None => turn.items.push(item),
+                }
+            }
+            Output::Internal(Internal::TurnEnded { turn: ended, .. }) => {
+                let Some(mut turn) = self.current.take() else { return };
+                turn.status = ended.status;
+                turn.error = ended.error;
+                self.done.push(turn);
+            }
+            Output::Notify(_) | Output::Internal(_) => {}
+        }
     }
+
+    /// Every turn, a last one the log left open included.
+    fn finish(mut self) -> Vec<Turn> {
+        self.done.extend(self.current.take());
+        self.done
+    }
+}
+
+/// The person's input as the protocol's input items (a stored blob as its preview).
+fn user_input(content: &[ContentItem]) -> Vec<UserInput> {
+    content
+        .iter()
+        .map(|item| match item {
+            ContentItem::Text { text } => UserInput::Text { text: text.clone() },
+            ContentItem::Image(image) => UserInput::Image {
+                url: format!("data:{};base64,{}", image.media_type, image.data_base64),
+            },
+            ContentItem::BlobRef(blob) => UserInput::Text { text: blob.preview.clone() },
+        })
+        .collect()
 }

@@ -18,6 +18,7 @@
 mod history;
 mod server;
 mod thread;
+mod translate;
 pub mod types;
 pub mod wire;
 mod writer;

@@ -329,7 +329,7 @@ impl Server {
             // A resumed or forked thread shows its earlier turns, read back from its log.
             turns: match (&request.start, session.agent.session_path()) {
                 (Start::Resume(_) | Start::Fork(_), Some(path)) => {
-                    crate::history::turns(path, &cwd)
+                    crate::history::turns(path, &thread_id, &cwd, &*session.tools)
                 }
                 _ => Vec::new(),
             },

@@ -980,3 +980,67 @@ fn refused_and_unknown_calls_are_items_too() {
     client.check_against_codex();
     assert!(client.finish().success());
 }
+
+#[test]
+fn a_patch_is_shown_while_the_model_writes_it() {
+    // The model writes a patch of a file move and an added file slowly: its `fileChange` item
+    // starts with the files written so far and is updated until the call runs.
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(cwd.path().join("old.txt"), "one\n").unwrap();
+    let patch = "*** Begin Patch\n*** Update File: old.txt\n*** Move to: new.txt\n@@\n-one\n+uno\n\
+                 *** Add File: added.txt\n+first\n+second\n*** End Patch\n";
+    let script = Script::new()
+        .reply(
+            Reply::tool_call("p1", "apply_patch", json!({"input": patch}))
+                .arg_fragments(8)
+                .pace_ms(150),
+        )
+        .reply(Reply::text("Patched."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let mut client = Client::start(&run);
+    client.initialize();
+    let (thread_id, _) = client.start_turn(cwd.path(), "patch it");
+    let messages = client.turn(|_| "accept");
+    assert_eq!(messages.last().unwrap()["params"]["turn"]["status"], "completed");
+    let of_file_change = |method: &str| -> Vec<Value> {
+        with_method(&messages, method)
+            .into_iter()
+            .map(|m| m["params"].clone())
+            .filter(|p| p["item"]["type"] == "fileChange" || p.get("changes").is_some())
+            .collect()
+    };
+    let started = of_file_change("item/started");
+    assert_eq!(started.len(), 1, "{messages:#?}");
+    let completed = of_file_change("item/completed");
+    let item = &completed[0]["item"];
+    assert_eq!(item["status"], "completed", "{item}");
+    assert_eq!(
+        item["changes"],
+        json!([
+            {"path": "old.txt", "kind": {"type": "update", "move_path": "new.txt"},
+             "diff": "@@\n-one\n+uno\n"},
+            {"path": "added.txt", "kind": {"type": "add"}, "diff": "+first\n+second\n"}
+        ])
+    );
+    // Shown before it was whole: the item started with less, and updates brought the rest.
+    assert_ne!(started[0]["item"]["changes"], item["changes"], "{messages:#?}");
+    let updates = of_file_change("item/fileChange/patchUpdated");
+    assert!(!updates.is_empty(), "{messages:#?}");
+    assert!(updates.iter().all(|u| u["itemId"] == item["id"]), "{updates:#?}");
+    assert_eq!(updates.last().unwrap()["changes"], item["changes"]);
+    assert_eq!(std::fs::read_to_string(cwd.path().join("new.txt")).unwrap(), "uno\n");
+    client.check_against_codex();
+    assert!(client.finish().success());
+
+    // Resumed, the thread shows the call as the live run did.
+    let mut client = Client::start(&run);
+    client.initialize();
+    let resumed = client.result("thread/resume", json!({"threadId": thread_id}));
+    let items = resumed["thread"]["turns"][0]["items"].as_array().unwrap().clone();
+    let change = items.iter().find(|i| i["type"] == "fileChange").expect("a fileChange item");
+    assert_eq!(change["changes"], item["changes"], "{resumed}");
+    assert_eq!(change["status"], "completed");
+    assert!(client.finish().success());
+}
