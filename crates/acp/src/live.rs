@@ -11,12 +11,15 @@
 //!   `tool_call_update` of the same id.
 //! - The text shown of a step is the text logged for it (`StepFinished`): what the deltas did
 //!   not carry is sent then, so a step known only by its logged text is shown whole.
+//! - A session's history is shown by the same translator: `replay` feeds it the events of the
+//!   runtime's replay of the log (`codecoder_app::history`), and the person's messages.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use agent_client_protocol::v1::schema as acp;
+use codecoder_app::history::{HistoryEvent, Replayed};
 use codecoder_protocol::{AgentEventKind, CallView, ToolCallId, ToolResultStatus};
 use serde_json::Value;
 
@@ -294,4 +297,27 @@ impl Translator {
         let fields = self.view_fields(view, args).title(title).status(acp::ToolCallStatus::Pending);
         (updates, acp::ToolCallUpdate::new(id.to_string(), fields))
     }
+}
+
+/// The updates that show a session's history again: the root agent's replayed events through
+/// a translator of their own, the person's messages as user chunks, in the log's order.
+pub(crate) fn replay(
+    events: impl IntoIterator<Item = Replayed>,
+    cwd: PathBuf,
+) -> Vec<acp::SessionUpdate> {
+    let mut translator = Translator::new(cwd);
+    // Nothing is paced in a replay: no command output is replayed.
+    let now = Instant::now();
+    let mut out = Vec::new();
+    for replayed in events {
+        if !replayed.source.subagent_path.is_empty() {
+            continue;
+        }
+        match replayed.event {
+            HistoryEvent::Agent(kind) => out.extend(translator.event(&kind, now)),
+            HistoryEvent::User(input) => out.extend(translate::user_updates(&input)),
+            HistoryEvent::Approval(_) | HistoryEvent::Rewind(_) | HistoryEvent::Log(_) => {}
+        }
+    }
+    out
 }

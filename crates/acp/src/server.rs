@@ -9,22 +9,23 @@
 //! bridge joined.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::{Client, Error as AcpError, ErrorCode};
+use codecoder_app::history::{self, Detail, LoadedSession, ReplayConfig, Rewound, Viewer};
 use codecoder_app::mcp_client::{ServerConfig, Transport};
 use codecoder_app::{Overrides, Runtime, SessionControls, SessionRequest, Start};
-use codecoder_protocol::{ApprovalMode, CallView, ToolCall};
+use codecoder_protocol::ApprovalMode;
 use codecoder_stdx::JoinOnDrop;
 use crossbeam_channel::{Receiver, Sender};
 
 use crate::bridge::{Bridge, Command};
 use crate::files::ClientFiles;
-use crate::{ServeConfig, translate};
+use crate::{ServeConfig, live, translate};
 
 /// A client request, forwarded by the connection's handlers.
 pub(crate) enum Op {
@@ -135,11 +136,16 @@ impl Server {
                     session.shut_down();
                     mode
                 });
-                let replay = |records: &codecoder_session::LoadedSession,
-                              view_of: &dyn Fn(&ToolCall) -> CallView,
+                let replay = |loaded: &LoadedSession,
+                              viewer: &dyn Viewer,
                               connection: &ConnectionTo<Client>| {
-                    let cwd = Path::new(&records.meta.cwd);
-                    for update in translate::replay(records.records(), cwd, view_of) {
+                    let config = ReplayConfig {
+                        viewer,
+                        detail: Detail::Conversation,
+                        rewound: Rewound::Skip,
+                    };
+                    let events = history::events(loaded, &config);
+                    for update in live::replay(events, PathBuf::from(&loaded.meta.cwd)) {
                         let notification = acp::SessionNotification::new(id.clone(), update);
                         let _ = connection.send_notification(notification);
                     }
@@ -197,19 +203,15 @@ impl Server {
     }
 
     /// Starts (or resumes) a session in `cwd` with the client's MCP servers, calls `before`
-    /// with its log (for a replay) before the bridge runs, and returns its id and approval
-    /// mode.
+    /// with its log and its tools' viewer (for a replay) before the bridge runs, and returns
+    /// its id and approval mode.
     fn start(
         &mut self,
         cwd: &Path,
         mcp_servers: &[acp::McpServer],
         start: Start,
         connection: ConnectionTo<Client>,
-        before: impl FnOnce(
-            &codecoder_session::LoadedSession,
-            &dyn Fn(&ToolCall) -> CallView,
-            &ConnectionTo<Client>,
-        ),
+        before: impl FnOnce(&LoadedSession, &dyn Viewer, &ConnectionTo<Client>),
     ) -> Result<(String, ApprovalMode), AcpError> {
         if !cwd.is_absolute() {
             return Err(error(
@@ -247,15 +249,8 @@ impl Server {
             let _ = files.session_id.set(id.clone());
         }
         if resumed && let Some(path) = session.agent.session_path() {
-            match codecoder_session::load(path) {
-                Ok(loaded) => {
-                    let tools = &session.tools;
-                    before(
-                        &loaded,
-                        &|call: &ToolCall| tools.view(&call.name, &call.args),
-                        &connection,
-                    );
-                }
+            match history::load(path) {
+                Ok(loaded) => before(&loaded, &*session.tools, &connection),
                 Err(err) => (self.config.notice)(&format!("warning: replaying {id}: {err}")),
             }
         }

@@ -7,15 +7,16 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use agent_client_protocol::v1::schema as acp;
+use codecoder_app::history::{HistoryEvent, Replayed};
 use codecoder_app::testing::{TEST_ONLY_TOOL, TestOnlyTool, Tool};
 use codecoder_protocol::{
-    AgentEventKind, CallView, ContentItem, Message, MessageItem, Reasoning, Record, RecordBody,
-    Role, StepId, ToolCall, ToolCallId, ToolResult, ToolResultStatus, TurnId, Usage,
+    AgentEventKind, CallView, ContentItem, EventSource, SessionId, StepId, ToolCall, ToolCallId,
+    ToolResult, ToolResultStatus, TurnId, Usage, UserInput,
 };
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::live::Translator;
+use crate::live::{self, Translator};
 use crate::{server, translate};
 
 fn call(name: &str, args: serde_json::Value) -> ToolCall {
@@ -198,52 +199,47 @@ fn plans_and_modes() {
     assert_eq!(ids, ["untrusted", "on-request", "never"]);
 }
 
-fn record(seq: u64, body: RecordBody) -> Record {
-    Record { seq, ts: 0, body }
+/// A replayed event of the session's own agent.
+fn replayed(seq: u64, event: HistoryEvent) -> Replayed {
+    let source = EventSource { session_id: SessionId::new(), subagent_path: Vec::new() };
+    Replayed { seq, ts: 0, source, event }
 }
 
 #[test]
-fn a_log_replays_as_updates() {
+fn a_history_replays_through_the_live_translator() {
     let read = call("read_file", json!({"path": "a.txt"}));
-    let records = [
-        record(1, RecordBody::UserMessage { message: Message::user_text("look at a.txt") }),
-        record(
-            2,
-            RecordBody::AssistantMessage {
-                message: Message::new(
-                    Role::Assistant,
-                    vec![
-                        MessageItem::Reasoning(Reasoning {
-                            text: "hm".to_owned(),
-                            ..Reasoning::default()
-                        }),
-                        MessageItem::ToolCall(read.clone()),
-                    ],
-                ),
-            },
-        ),
-        record(
-            3,
-            RecordBody::ToolResult {
-                result: ToolResult::text(read.id.clone(), ToolResultStatus::Success, "1\thi"),
-                synthetic: None,
-            },
-        ),
-        record(
+    let agent = |seq, kind| replayed(seq, HistoryEvent::Agent(kind));
+    let events = vec![
+        replayed(1, HistoryEvent::User(UserInput::text("look at a.txt"))),
+        agent(2, AgentEventKind::TurnStarted { turn: TurnId::FIRST }),
+        agent(3, step_started()),
+        agent(
             4,
-            RecordBody::AssistantMessage {
-                message: Message::new(
-                    Role::Assistant,
-                    vec![MessageItem::Text { text: "done".to_owned() }],
-                ),
+            AgentEventKind::ReasoningDelta {
+                turn: TurnId::FIRST,
+                step: StepId::FIRST,
+                delta: "hm".to_owned(),
             },
         ),
+        agent(5, started(&read, view(&read))),
+        agent(6, finished(&read, view(&read), "1\thi")),
+        agent(7, step_finished("")),
+        agent(8, step_started()),
+        agent(9, text_delta("done")),
+        agent(10, step_finished("done")),
+        // A subagent's events are not the session's conversation.
+        Replayed {
+            source: EventSource {
+                session_id: SessionId::new(),
+                subagent_path: vec![ToolCallId::new("agent-call")],
+            },
+            ..agent(11, text_delta("nested"))
+        },
     ];
-    let updates = translate::replay(records.iter(), Path::new("/w"), &view);
-    let kinds: Vec<String> = updates
-        .iter()
-        .map(|update| json_of(update)["sessionUpdate"].as_str().unwrap().to_owned())
-        .collect();
+    let updates: Vec<serde_json::Value> =
+        live::replay(events, PathBuf::from("/w")).iter().map(json_of).collect();
+    let kinds: Vec<&str> =
+        updates.iter().map(|update| update["sessionUpdate"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,
         [
@@ -254,9 +250,12 @@ fn a_log_replays_as_updates() {
             "agent_message_chunk"
         ]
     );
-    let done = json_of(&updates[3]);
+    assert_eq!(updates[0]["content"]["text"], "look at a.txt");
+    assert_eq!(updates[2]["locations"], json!([{"path": "/w/a.txt"}]));
+    let done = &updates[3];
     assert_eq!(done["status"], "completed");
     assert_eq!(done["content"][0]["content"]["text"], "1\thi");
+    assert_eq!(updates[4]["content"]["text"], "done");
 }
 
 #[test]
@@ -334,6 +333,11 @@ fn a_question_becomes_a_form_and_its_answer_comes_back() {
         assert_eq!(answer(declined.clone()), AskUserAnswer::Declined, "{declined}");
     }
     assert_eq!(translate::question_answer(None), AskUserAnswer::Declined);
+}
+
+/// A `tool_call`'s status: the wire leaves out `pending`, its default.
+fn call_status(update: &serde_json::Value) -> &str {
+    update["status"].as_str().unwrap_or("pending")
 }
 
 fn step_finished(text: &str) -> AgentEventKind {
@@ -439,7 +443,7 @@ fn a_patch_being_written_is_announced_then_updated_with_its_diff_so_far() {
     assert_eq!(ids, [&json!("c1"); 4], "one call throughout: {shown:#?}");
     // The first progress announces the call, pending, with what is written of it.
     assert_eq!(shown[0]["sessionUpdate"], "tool_call");
-    assert_eq!(shown[0]["status"], "pending");
+    assert_eq!(call_status(&shown[0]), "pending");
     assert_eq!(shown[0]["kind"], "edit");
     assert_eq!(shown[0]["locations"], json!([{"path": "/work/a.txt"}]));
     // Later ones update it with the diff so far.
@@ -471,7 +475,7 @@ fn a_permission_request_announces_its_call_once() {
     let first: Vec<serde_json::Value> = first.iter().map(|u| json_of(u)).collect();
     assert_eq!(first.len(), 1, "{first:#?}");
     assert_eq!(first[0]["sessionUpdate"], "tool_call");
-    assert_eq!(first[0]["status"], "pending");
+    assert_eq!(call_status(&first[0]), "pending");
     let asked = json_of(&asked);
     assert_eq!(asked["toolCallId"], "c1");
     assert_eq!(asked["kind"], "edit");

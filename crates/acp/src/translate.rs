@@ -1,20 +1,19 @@
 //! Pure translations between codecoder's vocabulary and ACP's: a prompt's content blocks to
 //! `UserInput`; a call's view to its kind, locations and content (diffs for edits); a result to
-//! content; a plan update's plan to a plan; the approval modes to session modes; a session
-//! log's records to the updates that replay it; the model's question to an elicitation form and
+//! content; a plan update's plan to a plan; the approval modes to session modes; the person's
+//! logged message to the chunks that show it again; the model's question to an elicitation form and
 //! the form's answer back.
 //!
 //! Invariants: a call is known by its `CallView` alone (no tool is named here, no argument
 //! read); no input panics; paths sent to the client are absolute (relative ones joined to the
 //! session's working directory).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema as acp;
 use codecoder_protocol::{
-    ApprovalMode, AskUserAnswer, CallKind, CallView, ContentItem, Image, MessageItem, PlanView,
-    Record, RecordBody, ToolCall, ToolCallId, ToolResultStatus, UserInput,
+    ApprovalMode, AskUserAnswer, CallKind, CallView, ContentItem, Image, PlanView,
+    ToolResultStatus, UserInput,
 };
 
 /// What the model is told when the client takes no questions.
@@ -247,96 +246,20 @@ pub(crate) fn modes(current: ApprovalMode) -> acp::SessionModeState {
     )
 }
 
-fn chunk(block: acp::ContentBlock) -> acp::ContentChunk {
-    acp::ContentChunk::new(block)
-}
-
-fn text_block(text: &str) -> acp::ContentBlock {
-    acp::ContentBlock::Text(acp::TextContent::new(text))
-}
-
-/// The updates that replay a session log: the person's messages, the model's text and
-/// reasoning, each tool call as `view_of` describes it (with its plan, diffs and result).
-pub(crate) fn replay<'a>(
-    records: impl Iterator<Item = &'a Record>,
-    cwd: &Path,
-    view_of: &dyn Fn(&ToolCall) -> CallView,
-) -> Vec<acp::SessionUpdate> {
+/// The person's message as the chunks that show it again: its text and images (stored
+/// outputs are not shown).
+pub(crate) fn user_updates(input: &UserInput) -> Vec<acp::SessionUpdate> {
     let mut out = Vec::new();
-    let mut calls: HashMap<ToolCallId, CallView> = HashMap::new();
-    for record in records {
-        match &record.body {
-            RecordBody::UserMessage { message } => {
-                for item in &message.items {
-                    match item {
-                        MessageItem::Text { text } => {
-                            out.push(acp::SessionUpdate::UserMessageChunk(chunk(text_block(text))));
-                        }
-                        MessageItem::Image(image) => {
-                            out.push(acp::SessionUpdate::UserMessageChunk(chunk(
-                                acp::ContentBlock::Image(acp::ImageContent::new(
-                                    image.data_base64.clone(),
-                                    image.media_type.clone(),
-                                )),
-                            )));
-                        }
-                        MessageItem::Reasoning(_)
-                        | MessageItem::ToolCall(_)
-                        | MessageItem::ToolResult(_)
-                        | MessageItem::BlobRef(_) => {}
-                    }
-                }
-            }
-            RecordBody::AssistantMessage { message } => {
-                for item in &message.items {
-                    match item {
-                        MessageItem::Text { text } => {
-                            out.push(acp::SessionUpdate::AgentMessageChunk(chunk(text_block(
-                                text,
-                            ))));
-                        }
-                        MessageItem::Reasoning(reasoning) if !reasoning.text.is_empty() => {
-                            out.push(acp::SessionUpdate::AgentThoughtChunk(chunk(text_block(
-                                &reasoning.text,
-                            ))));
-                        }
-                        MessageItem::ToolCall(call) => {
-                            let view = view_of(call);
-                            if let Some(steps) = plan_update(&view) {
-                                out.extend(plan(steps).map(acp::SessionUpdate::Plan));
-                                continue;
-                            }
-                            out.push(acp::SessionUpdate::ToolCall(
-                                acp::ToolCall::new(call.id.to_string(), view.title.clone())
-                                    .kind(tool_kind(&view))
-                                    .status(acp::ToolCallStatus::InProgress)
-                                    .locations(locations(&view, cwd))
-                                    .content(call_content(&view, cwd))
-                                    .raw_input(call.args.clone()),
-                            ));
-                            calls.insert(call.id.clone(), view);
-                        }
-                        MessageItem::Reasoning(_)
-                        | MessageItem::ToolResult(_)
-                        | MessageItem::Image(_)
-                        | MessageItem::BlobRef(_) => {}
-                    }
-                }
-            }
-            RecordBody::ToolResult { result, .. } => {
-                let Some(view) = calls.remove(&result.tool_call_id) else { continue };
-                let text = codecoder_app::result_text(result);
-                let ok = result.status == ToolResultStatus::Success;
-                let fields = acp::ToolCallUpdateFields::new()
-                    .status(result_status(result.status))
-                    .content(result_content(Some(&view), &text, ok, cwd));
-                out.push(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(
-                    result.tool_call_id.to_string(),
-                    fields,
-                )));
-            }
-            _ => {}
-        }
+    for item in &input.content {
+        let block = match item {
+            ContentItem::Text { text } => acp::ContentBlock::Text(acp::TextContent::new(text)),
+            ContentItem::Image(image) => acp::ContentBlock::Image(acp::ImageContent::new(
+                image.data_base64.clone(),
+                image.media_type.clone(),
+            )),
+            ContentItem::BlobRef(_) => continue,
+        };
+        out.push(acp::SessionUpdate::UserMessageChunk(acp::ContentChunk::new(block)));
     }
     out
 }
