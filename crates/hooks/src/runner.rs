@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use codecoder_kernel::{
     CancelToken, HookReport, HookScope, HookVerdict, Hooks, PermissionHook, PostToolUse,
-    PreToolUse, PromptSubmit, SessionStartHook, StopHook,
+    PreToolUse, PromptSubmit, SessionStartHook, StopHook, ToolOutput,
 };
 use codecoder_policy::{PermissionMode, PermissionSwitch};
 use codecoder_protocol::{ContentItem, ToolCall, Verdict};
@@ -337,29 +337,19 @@ impl Hooks for HookRunner {
         outcome
     }
 
-    fn permission_request(
-        &self,
-        scope: HookScope<'_>,
-        call: &ToolCall,
-        _reason: Option<&str>,
-    ) -> PermissionHook {
+    fn permission_request(&self, scope: HookScope<'_>, call: &ToolCall) -> PermissionHook {
         self.cancellable(scope.cancel).permission_request(&call.name, &call.args, call.id.as_str())
     }
 
-    fn post_tool_use(
-        &self,
-        scope: HookScope<'_>,
-        call: &ToolCall,
-        response: &[ContentItem],
-        failed: bool,
-    ) -> PostToolUse {
+    fn post_tool_use(&self, scope: HookScope, call: &ToolCall, output: &ToolOutput) -> PostToolUse {
+        let failed = output.is_error;
         let event = if failed { Event::PostToolUseFailure } else { Event::PostToolUse };
         // The response's text is joined only when some hook listens.
         if !self.set.has(event) {
             return PostToolUse::default();
         }
         let runner = self.cancellable(scope.cancel);
-        let response = ContentItem::joined_text(response);
+        let response = ContentItem::joined_text(&output.content);
         let response = response.as_str();
         if failed {
             return runner.post_tool_use_failure(
@@ -390,13 +380,8 @@ impl Hooks for HookRunner {
         self.cancellable(scope.cancel).subagent_start(agent_id, agent_type)
     }
 
-    fn subagent_stop(
-        &self,
-        scope: HookScope<'_>,
-        agent_id: &str,
-        last_message: &str,
-    ) -> HookReport {
-        let last = (!last_message.is_empty()).then_some(last_message);
+    fn subagent_stop(&self, scope: HookScope<'_>, agent_id: &str, last: &str) -> HookReport {
+        let last = (!last.is_empty()).then_some(last);
         let agent_type = scope.agent_type.unwrap_or("general-purpose");
         let runner = self.cancellable(scope.cancel);
         runner.subagent_stop(agent_id, agent_type, &self.sessions_dir, false, last).report
@@ -406,13 +391,8 @@ impl Hooks for HookRunner {
         self.cancellable(scope.cancel).session_start(source)
     }
 
-    fn pre_compact(
-        &self,
-        scope: HookScope<'_>,
-        trigger: &str,
-        custom_instructions: Option<&str>,
-    ) -> HookReport {
-        self.cancellable(scope.cancel).pre_compact(trigger, custom_instructions.unwrap_or(""))
+    fn pre_compact(&self, scope: HookScope<'_>, trigger: &str, focus: Option<&str>) -> HookReport {
+        self.cancellable(scope.cancel).pre_compact(trigger, focus.unwrap_or(""))
     }
 
     fn session_end(&self, reason: &str) -> HookReport {

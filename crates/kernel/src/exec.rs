@@ -243,8 +243,8 @@ impl AgentLoop {
                 }
                 let explanation = answer.reason;
                 let permission = {
-                    let (call, reason): (&ToolCall, Option<&str>) = (call, explanation.as_deref());
-                    self.call_hooks(|hooks, scope| hooks.permission_request(scope, call, reason))?
+                    let call: &ToolCall = call;
+                    self.call_hooks(|hooks, scope| hooks.permission_request(scope, call))?
                 };
                 if let Some(reason) = self.show_hook_report("PermissionRequest", permission.report)
                 {
@@ -709,11 +709,8 @@ fn after_tool(
     let scope = HookScope { depth: ctx.env.depth, agent_type: None, cancel: &ctx.cancel };
     let hooks = &ctx.env.deps.hooks;
     let post = match &result {
-        Ok(output) => hooks.post_tool_use(scope, call, &output.content, output.is_error),
-        Err(err) => {
-            let error = [ContentItem::Text { text: err.to_string() }];
-            hooks.post_tool_use(scope, call, &error, true)
-        }
+        Ok(output) => hooks.post_tool_use(scope, call, output),
+        Err(err) => hooks.post_tool_use(scope, call, &ToolOutput::error(err.to_string())),
     };
     let event = if post_failed(&result) { "PostToolUseFailure" } else { "PostToolUse" };
     show_report(ctx, event, post.report);

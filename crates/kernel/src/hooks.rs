@@ -24,10 +24,11 @@
 
 use std::sync::Arc;
 
-use codecoder_protocol::{ApprovalDecision, ContentItem, ToolCall, Verdict};
+use codecoder_protocol::{ApprovalDecision, ToolCall, Verdict};
 use serde_json::Value;
 
 use crate::cancel::CancelToken;
+use crate::tool::ToolOutput;
 
 /// What any hook event may say besides its own answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -161,25 +162,14 @@ pub trait Hooks: Send + Sync {
         PreToolUse::default()
     }
     /// The person is about to be asked; `Some` answers in their place.
-    fn permission_request(
-        &self,
-        scope: HookScope<'_>,
-        call: &ToolCall,
-        reason: Option<&str>,
-    ) -> PermissionHook {
-        let _ = (scope, call, reason);
+    fn permission_request(&self, scope: HookScope<'_>, call: &ToolCall) -> PermissionHook {
+        let _ = (scope, call);
         PermissionHook::default()
     }
-    /// After a call ran: `response` is what the model sees (for a tool error, one text item
-    /// saying what went wrong), `failed` whether it is an error.
-    fn post_tool_use(
-        &self,
-        scope: HookScope<'_>,
-        call: &ToolCall,
-        response: &[ContentItem],
-        failed: bool,
-    ) -> PostToolUse {
-        let _ = (scope, call, response, failed);
+    /// After a call ran: `output` is what the model sees (for a tool error, one text item
+    /// saying what went wrong, marked as an error).
+    fn post_tool_use(&self, scope: HookScope, call: &ToolCall, output: &ToolOutput) -> PostToolUse {
+        let _ = (scope, call, output);
         PostToolUse::default()
     }
     /// A prompt is about to be added to the history.
@@ -198,13 +188,8 @@ pub trait Hooks: Send + Sync {
         HookReport::default()
     }
     /// A subagent finished (`scope` is the child's, its cancel the parent call's).
-    fn subagent_stop(
-        &self,
-        scope: HookScope<'_>,
-        agent_id: &str,
-        last_message: &str,
-    ) -> HookReport {
-        let _ = (scope, agent_id, last_message);
+    fn subagent_stop(&self, scope: HookScope<'_>, agent_id: &str, last: &str) -> HookReport {
+        let _ = (scope, agent_id, last);
         HookReport::default()
     }
     /// The first turn of this process (`source` is `startup` or `resume`), and after a
@@ -213,15 +198,10 @@ pub trait Hooks: Send + Sync {
         let _ = (scope, source);
         SessionStartHook::default()
     }
-    /// The conversation is about to be compacted: `trigger` is `auto` or `manual`,
-    /// `custom_instructions` the person's focus (`/compact TEXT`).
-    fn pre_compact(
-        &self,
-        scope: HookScope<'_>,
-        trigger: &str,
-        custom_instructions: Option<&str>,
-    ) -> HookReport {
-        let _ = (scope, trigger, custom_instructions);
+    /// The conversation is about to be compacted: `trigger` is `auto` or `manual`, `focus`
+    /// what the person wants the summary to keep (`/compact TEXT`).
+    fn pre_compact(&self, scope: HookScope<'_>, trigger: &str, focus: Option<&str>) -> HookReport {
+        let _ = (scope, trigger, focus);
         HookReport::default()
     }
     /// The agent shuts down.
@@ -246,15 +226,80 @@ impl Hooks for NoHooks {
     }
 }
 
-impl HookReport {
-    /// Adds what a later source said: the first stop request wins, messages and problems
-    /// keep their order.
-    fn fold(&mut self, later: HookReport) {
-        if self.stop.is_none() {
-            self.stop = later.stop;
-        }
+/// An answer that folds in what a later source of hooks said (see `HookStack`).
+trait Fold: Default {
+    fn fold(&mut self, later: Self);
+    /// No later source is asked once this holds.
+    fn settled(&self) -> bool {
+        false
+    }
+}
+
+impl Fold for HookReport {
+    fn fold(&mut self, later: Self) {
+        self.stop = self.stop.take().or(later.stop);
         self.messages.extend(later.messages);
         self.errors.extend(later.errors);
+    }
+}
+
+impl Fold for PreToolUse {
+    fn fold(&mut self, later: Self) {
+        if let Some(verdict) = later.verdict
+            && self.verdict.as_ref().is_none_or(|held| held.decision < verdict.decision)
+        {
+            self.verdict = Some(verdict);
+        }
+        self.updated_args = self.updated_args.take().or(later.updated_args);
+        self.context.extend(later.context);
+        self.report.fold(later.report);
+    }
+}
+
+impl Fold for PermissionHook {
+    fn fold(&mut self, later: Self) {
+        let replaces = match (&self.answer, &later.answer) {
+            (None, _) => true,
+            (Some(held), Some(new)) => new.denies() && !held.denies(),
+            (Some(_), None) => false,
+        };
+        if replaces {
+            self.answer = later.answer;
+        }
+        self.report.fold(later.report);
+    }
+}
+
+impl Fold for PostToolUse {
+    fn fold(&mut self, later: Self) {
+        join(&mut self.feedback, later.feedback);
+        self.context.extend(later.context);
+        self.report.fold(later.report);
+    }
+}
+
+impl Fold for PromptSubmit {
+    fn fold(&mut self, later: Self) {
+        self.blocked = later.blocked;
+        self.context.extend(later.context);
+        self.report.fold(later.report);
+    }
+    fn settled(&self) -> bool {
+        self.blocked.is_some()
+    }
+}
+
+impl Fold for StopHook {
+    fn fold(&mut self, later: Self) {
+        join(&mut self.instruction, later.instruction);
+        self.report.fold(later.report);
+    }
+}
+
+impl Fold for SessionStartHook {
+    fn fold(&mut self, later: Self) {
+        self.context.extend(later.context);
+        self.report.fold(later.report);
     }
 }
 
@@ -277,140 +322,66 @@ fn join(earlier: &mut Option<String>, later: Option<String>) {
 /// will not be sent.
 pub struct HookStack(pub Vec<Arc<dyn Hooks>>);
 
+impl HookStack {
+    /// Asks every source in order (until the answer is settled) and folds what they said.
+    fn ask<T: Fold>(&self, event: impl Fn(&dyn Hooks) -> T) -> T {
+        let mut answer = T::default();
+        for hooks in &self.0 {
+            if answer.settled() {
+                break;
+            }
+            answer.fold(event(hooks.as_ref()));
+        }
+        answer
+    }
+}
+
 impl Hooks for HookStack {
     fn runs_inline(&self) -> bool {
         self.0.iter().all(|hooks| hooks.runs_inline())
     }
 
     fn pre_tool_use(&self, scope: HookScope<'_>, call: &ToolCall) -> PreToolUse {
-        let mut answer = PreToolUse::default();
-        for hooks in &self.0 {
-            let later = hooks.pre_tool_use(scope, call);
-            if let Some(verdict) = later.verdict
-                && answer.verdict.as_ref().is_none_or(|held| held.decision < verdict.decision)
-            {
-                answer.verdict = Some(verdict);
-            }
-            if answer.updated_args.is_none() {
-                answer.updated_args = later.updated_args;
-            }
-            answer.context.extend(later.context);
-            answer.report.fold(later.report);
-        }
-        answer
+        self.ask(|hooks| hooks.pre_tool_use(scope, call))
     }
 
-    fn permission_request(
-        &self,
-        scope: HookScope<'_>,
-        call: &ToolCall,
-        reason: Option<&str>,
-    ) -> PermissionHook {
-        let mut answer = PermissionHook::default();
-        for hooks in &self.0 {
-            let later = hooks.permission_request(scope, call, reason);
-            let replaces = match (&answer.answer, &later.answer) {
-                (None, _) => true,
-                (Some(held), Some(new)) => new.denies() && !held.denies(),
-                (Some(_), None) => false,
-            };
-            if replaces {
-                answer.answer = later.answer;
-            }
-            answer.report.fold(later.report);
-        }
-        answer
+    fn permission_request(&self, scope: HookScope<'_>, call: &ToolCall) -> PermissionHook {
+        self.ask(|hooks| hooks.permission_request(scope, call))
     }
 
-    fn post_tool_use(
-        &self,
-        scope: HookScope<'_>,
-        call: &ToolCall,
-        response: &[ContentItem],
-        failed: bool,
-    ) -> PostToolUse {
-        let mut answer = PostToolUse::default();
-        for hooks in &self.0 {
-            let later = hooks.post_tool_use(scope, call, response, failed);
-            join(&mut answer.feedback, later.feedback);
-            answer.context.extend(later.context);
-            answer.report.fold(later.report);
-        }
-        answer
+    fn post_tool_use(&self, scope: HookScope, call: &ToolCall, output: &ToolOutput) -> PostToolUse {
+        self.ask(|hooks| hooks.post_tool_use(scope, call, output))
     }
 
     fn user_prompt_submit(&self, scope: HookScope<'_>, prompt: &str) -> PromptSubmit {
-        let mut answer = PromptSubmit::default();
-        for hooks in &self.0 {
-            if answer.blocked.is_some() {
-                break;
-            }
-            let later = hooks.user_prompt_submit(scope, prompt);
-            answer.blocked = later.blocked;
-            answer.context.extend(later.context);
-            answer.report.fold(later.report);
-        }
-        answer
+        self.ask(|hooks| hooks.user_prompt_submit(scope, prompt))
     }
 
     fn stop(&self, scope: HookScope<'_>, stop_hook_active: bool, last_message: &str) -> StopHook {
-        let mut answer = StopHook::default();
-        for hooks in &self.0 {
-            let later = hooks.stop(scope, stop_hook_active, last_message);
-            join(&mut answer.instruction, later.instruction);
-            answer.report.fold(later.report);
-        }
-        answer
+        self.ask(|hooks| hooks.stop(scope, stop_hook_active, last_message))
     }
 
     fn subagent_start(&self, scope: HookScope<'_>, agent_id: &str) -> HookReport {
-        self.reports(|hooks| hooks.subagent_start(scope, agent_id))
+        self.ask(|hooks| hooks.subagent_start(scope, agent_id))
     }
 
-    fn subagent_stop(
-        &self,
-        scope: HookScope<'_>,
-        agent_id: &str,
-        last_message: &str,
-    ) -> HookReport {
-        self.reports(|hooks| hooks.subagent_stop(scope, agent_id, last_message))
+    fn subagent_stop(&self, scope: HookScope<'_>, agent_id: &str, last: &str) -> HookReport {
+        self.ask(|hooks| hooks.subagent_stop(scope, agent_id, last))
     }
 
     fn session_start(&self, scope: HookScope<'_>, source: &str) -> SessionStartHook {
-        let mut answer = SessionStartHook::default();
-        for hooks in &self.0 {
-            let later = hooks.session_start(scope, source);
-            answer.context.extend(later.context);
-            answer.report.fold(later.report);
-        }
-        answer
+        self.ask(|hooks| hooks.session_start(scope, source))
     }
 
-    fn pre_compact(
-        &self,
-        scope: HookScope<'_>,
-        trigger: &str,
-        custom_instructions: Option<&str>,
-    ) -> HookReport {
-        self.reports(|hooks| hooks.pre_compact(scope, trigger, custom_instructions))
+    fn pre_compact(&self, scope: HookScope<'_>, trigger: &str, focus: Option<&str>) -> HookReport {
+        self.ask(|hooks| hooks.pre_compact(scope, trigger, focus))
     }
 
     fn session_end(&self, reason: &str) -> HookReport {
-        self.reports(|hooks| hooks.session_end(reason))
+        self.ask(|hooks| hooks.session_end(reason))
     }
 
     fn notification(&self, scope: HookScope<'_>, message: &str, kind: &str) -> HookReport {
-        self.reports(|hooks| hooks.notification(scope, message, kind))
-    }
-}
-
-impl HookStack {
-    /// Every source's report of an event that answers nothing else, folded.
-    fn reports(&self, event: impl Fn(&dyn Hooks) -> HookReport) -> HookReport {
-        let mut report = HookReport::default();
-        for hooks in &self.0 {
-            report.fold(event(hooks.as_ref()));
-        }
-        report
+        self.ask(|hooks| hooks.notification(scope, message, kind))
     }
 }

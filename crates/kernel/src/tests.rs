@@ -215,7 +215,6 @@ impl crate::Hooks for Fixed {
         &self,
         _scope: crate::HookScope<'_>,
         _call: &codecoder_protocol::ToolCall,
-        _reason: Option<&str>,
     ) -> crate::PermissionHook {
         crate::PermissionHook { answer: self.permission.clone(), ..Default::default() }
     }
@@ -250,32 +249,23 @@ fn a_hook_stack_folds_its_sources_answers_into_one() {
 
     use crate::{HookStack, Hooks};
 
-    let mut first = Fixed::new();
-    first.pre = crate::PreToolUse {
-        verdict: verdict(Verdict::Allow, "first allows"),
-        updated_args: Some(json!({ "n": 1 })),
-        context: vec!["one".to_owned()],
-        report: report(Some("first stops"), "from first"),
+    // Each source: its verdict, its rewrite (`n`), its permission answer and its stop text.
+    let source = |decision, name: &str, n: u32, permission, interrupt, instruction: &str| {
+        let mut source = Fixed::new();
+        source.pre = crate::PreToolUse {
+            verdict: verdict(decision, &format!("{name} says {decision}")),
+            updated_args: Some(json!({ "n": n })),
+            context: vec![name.to_owned()],
+            report: report(Some(&format!("{name} stops")), &format!("from {name}")),
+        };
+        source.permission =
+            Some(crate::PermissionAnswer { decision: permission, updated_args: None, interrupt });
+        source.stop.instruction = Some(instruction.to_owned());
+        source
     };
-    first.permission = Some(crate::PermissionAnswer {
-        decision: ApprovalDecision::AllowOnce,
-        updated_args: None,
-        interrupt: false,
-    });
-    first.stop.instruction = Some("go on".to_owned());
-    let mut second = Fixed::new();
-    second.pre = crate::PreToolUse {
-        verdict: verdict(Verdict::Ask, "second asks"),
-        updated_args: Some(json!({ "n": 2 })),
-        context: vec!["two".to_owned()],
-        report: report(Some("second stops"), "from second"),
-    };
-    second.permission = Some(crate::PermissionAnswer {
-        decision: ApprovalDecision::DenyWithFeedback { feedback: "no".to_owned() },
-        updated_args: None,
-        interrupt: true,
-    });
-    second.stop.instruction = Some("and test".to_owned());
+    let first = source(Verdict::Allow, "first", 1, ApprovalDecision::AllowOnce, false, "go on");
+    let no = ApprovalDecision::DenyWithFeedback { feedback: "no".to_owned() };
+    let second = source(Verdict::Ask, "second", 2, no, true, "and test");
     let mut third = Fixed::new();
     third.pre.verdict = verdict(Verdict::Allow, "third allows");
     let stack = HookStack(vec![Arc::new(first), Arc::new(second), Arc::new(third)]);
@@ -285,12 +275,12 @@ fn a_hook_stack_folds_its_sources_answers_into_one() {
     let scope = crate::HookScope { depth: 0, agent_type: None, cancel: &token };
     let call = ToolCall { id: ToolCallId::new("c"), name: "t".to_owned(), args: json!({}) };
     let pre = stack.pre_tool_use(scope, &call);
-    assert_eq!(pre.verdict, verdict(Verdict::Ask, "second asks"));
+    assert_eq!(pre.verdict, verdict(Verdict::Ask, "second says ask"));
     assert_eq!(pre.updated_args, Some(json!({ "n": 1 })));
-    assert_eq!(pre.context, ["one", "two"]);
+    assert_eq!(pre.context, ["first", "second"]);
     assert_eq!(pre.report.stop.as_deref(), Some("first stops"));
     assert_eq!(pre.report.messages, ["from first", "from second"]);
-    let permission = stack.permission_request(scope, &call, None).answer.unwrap();
+    let permission = stack.permission_request(scope, &call).answer.unwrap();
     assert_eq!(
         permission.decision,
         ApprovalDecision::DenyWithFeedback { feedback: "no".to_owned() }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use codecoder_kernel::{
     AllowAll, ApprovalPolicy, ApprovalQuery, HookReport, HookScope, HookVerdict, Hooks,
     PermissionAnswer, PermissionHook, PolicyAnswer, PostToolUse, PreToolUse, PromptSubmit,
-    SessionStartHook, StopHook,
+    SessionStartHook, StopHook, ToolOutput,
 };
 use codecoder_protocol::{
     AgentEventKind, ApprovalDecision, ContentItem, RecordBody, ToolCall, TurnOutcome, Verdict,
@@ -44,23 +44,18 @@ impl Hooks for TestHooks {
         self.note(format!("pre {} {}", call.name, call.args));
         self.pre.lock().unwrap().clone().unwrap_or_default()
     }
-    fn permission_request(
-        &self,
-        _scope: HookScope<'_>,
-        call: &ToolCall,
-        _reason: Option<&str>,
-    ) -> PermissionHook {
+    fn permission_request(&self, _scope: HookScope<'_>, call: &ToolCall) -> PermissionHook {
         self.note(format!("permission {}", call.name));
         PermissionHook { answer: self.permission.lock().unwrap().clone(), ..Default::default() }
     }
     fn post_tool_use(
         &self,
-        _scope: HookScope<'_>,
+        _scope: HookScope,
         call: &ToolCall,
-        response: &[ContentItem],
-        failed: bool,
+        output: &ToolOutput,
     ) -> PostToolUse {
-        self.note(format!("post {} {:?} failed={failed}", call.name, texts(response)));
+        let failed = output.is_error;
+        self.note(format!("post {} {:?} failed={failed}", call.name, texts(&output.content)));
         self.post.lock().unwrap().clone().unwrap_or_default()
     }
     fn user_prompt_submit(&self, _scope: HookScope<'_>, prompt: &str) -> PromptSubmit {
