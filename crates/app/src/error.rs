@@ -78,6 +78,18 @@ impl Error {
         )
     }
 
+    /// True when a session named by id, prefix or path does not exist, or the prefix names
+    /// several: the name given is at fault.
+    pub fn is_unknown_session(&self) -> bool {
+        matches!(
+            self,
+            Self::Session(
+                codecoder_session::Error::NotFound { .. }
+                    | codecoder_session::Error::Ambiguous { .. }
+            )
+        )
+    }
+
     pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
         let context = context.into();
         move |source| Self::Io { context, source }

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use codecoder_context::{GIT_STATUS_MAX_TRACKED_FILES, GitStatus};
 use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Wait};
-use codecoder_session::{Index, SessionStore};
 
 use crate::Runtime;
 use crate::error::{Error, Result};
@@ -130,11 +129,10 @@ impl Runtime {
     /// # Errors
     /// When the session index cannot be opened or refreshed.
     pub fn resumable_sessions(&self) -> Result<Vec<SessionListing>> {
-        let store = SessionStore::new(&self.home);
-        let mut index = Index::open(&store)?;
-        index.refresh(&store)?;
-        let sessions = index.list(Some(&self.cwd.to_string_lossy()))?;
-        Ok(sessions
+        let cwd = self.cwd.to_string_lossy();
+        let listed = crate::list_sessions(&self.home, Some(&cwd), None, &mut Vec::new())?;
+        Ok(listed
+            .sessions
             .into_iter()
             .filter(|s| s.problem.is_none() && !s.title.is_empty())
             .map(|s| SessionListing {

@@ -18,17 +18,24 @@
 mod checkpoint;
 mod checks;
 mod claude_settings;
+mod confined;
 mod error;
+mod headless;
 pub mod history;
 mod host;
+mod image;
 mod jsonl;
 mod mcp;
+mod mcp_spec;
 mod plan;
 mod plugins;
+mod progress;
 mod provider;
 mod replay;
 mod safety;
 mod session;
+mod sessions;
+mod settings;
 mod skills;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -43,29 +50,44 @@ pub use checkpoint::{
     rewind_points,
 };
 pub use checks::PermissionCheck;
-pub use codecoder_kernel::AgentHandle;
+pub use codecoder_apply_patch::run as run_apply_patch;
 /// A running call's cancel token, for a front-end's `FileAccess` that waits on its client.
 pub use codecoder_kernel::CancelToken;
+pub use codecoder_kernel::{AgentHandle, validate_schema};
 pub use codecoder_policy::{
     ApprovalMode, ChainPolicy, Modes, PermissionMode, PermissionSwitch, SandboxMode,
 };
+pub use codecoder_sandbox::{kill_all, protect_process, run_stage_if_requested};
 /// The file reads and writes of the built-in tools, for a front-end whose client holds the
 /// files (an editor's buffers).
 pub use codecoder_tools::FileAccess;
 pub use codecoder_tools::{
     EXIT_PLAN_MODE, PLAN_APPROVE, PLAN_EDITED_PREFIX, PLAN_KEEP_PLANNING, plan_steps,
 };
+pub use confined::{ConfinedCommand, Stream};
 pub use error::{Error, Result};
+pub use headless::{HeadlessEnd, Shown, follow_headless_turn};
 pub use host::{SessionListing, git_diff, init_agents_md};
+pub use image::{image_type, read_image};
 pub use jsonl::{ExecEventEncoder, Messages, result_text};
 pub use mcp::{McpServerEntry, add_mcp_server, remove_mcp_server};
+pub use mcp_spec::{
+    MCP_SECRET_MASK, McpAddFlags, McpListing, McpTransport, describe_mcp_server,
+    mcp_server_from_flags, mcp_server_from_json,
+};
 pub use plugins::{
     Plugin, add_plugin, list_plugins, read_manifest, remove_plugin, set_plugin_enabled,
 };
+pub use progress::{Progress, ProgressEncoder};
 pub use safety::{Safety, claude_permission_mode};
 pub use session::{
     ContextLimits, Pricing, RunningSession, SessionControls, SessionRequest, Start, context_limits,
 };
+pub use sessions::{
+    Forked, SessionList, SessionLog, SessionSummary, ValidLog, Validation, fork_session,
+    list_sessions, reindex_sessions, remove_session, validate_session,
+};
+pub use settings::{Setting, config_schema, store_api_key, trust_project};
 pub use transcript::write_transcript;
 
 /// The MCP client's settings of one server, for front-ends that take servers from their own

@@ -1,0 +1,75 @@
+//! `codecoder sandbox -- CMD`: one command run by hand exactly as a headless session would run
+//! it, in the OS sandbox of the configured mode (`Runtime::command_confinement`), its output
+//! streamed to the caller as it comes.
+//!
+//! Invariant: the command's whole process group ends with the run (finished, or cancelled by
+//! the caller's channel); the exit code follows the shell's conventions.
+
+use std::ffi::OsString;
+
+use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Wait};
+
+use crate::error::Result;
+use crate::{Notice, Runtime};
+
+pub use codecoder_sandbox::Stream;
+
+/// A command ready to run confined.
+#[derive(Debug)]
+pub struct ConfinedCommand {
+    spec: CommandSpec,
+    config: SpawnConfig,
+}
+
+impl Runtime {
+    /// `program` with `args`, in the working directory, confined as a headless session's
+    /// commands are (the network on only when `network`); and the safety warnings.
+    ///
+    /// # Errors
+    /// `NoSandbox` when the mode wants a sandbox and no backend works here.
+    pub fn confined_command(
+        &self,
+        program: &OsString,
+        args: &[OsString],
+        network: bool,
+    ) -> Result<(ConfinedCommand, Vec<Notice>)> {
+        let (confinement, environment, notices) = self.command_confinement(network)?;
+        let mut spec = CommandSpec::new(program.clone(), args.iter().cloned());
+        spec.cwd = Some(self.cwd().to_owned());
+        let config = SpawnConfig { confinement, environment, ..SpawnConfig::standard() };
+        Ok((ConfinedCommand { spec, config }, notices))
+    }
+}
+
+impl ConfinedCommand {
+    /// Runs the command to its end, or until `cancel` disconnects (its group is then killed);
+    /// each chunk of output goes to `output` as it is read. Returns the exit code: the
+    /// command's own, 128 + the signal that ended it, 130 when cancelled.
+    ///
+    /// # Errors
+    /// When the command cannot be started or confined.
+    pub fn run(
+        &self,
+        cancel: &crossbeam_channel::Receiver<()>,
+        output: &mut dyn FnMut(Stream, &[u8]),
+    ) -> Result<u8> {
+        let wait = Wait::new().cancel_on(cancel);
+        let outcome = codecoder_sandbox::run(&self.spec, &self.config, &wait, &mut |chunk| {
+            output(chunk.stream, &chunk.bytes);
+        })?;
+        Ok(match outcome {
+            Outcome::Exited(status) => {
+                use std::os::unix::process::ExitStatusExt as _;
+                match (status.code(), status.signal()) {
+                    (Some(code), _) => u8::try_from(code).unwrap_or(1),
+                    (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
+                    (None, None) => 1,
+                }
+            }
+            Outcome::Cancelled => 130,
+            // Neither is asked for here; the codes are timeout(1)'s.
+            Outcome::TimedOut => 124,
+            Outcome::Killed => 137,
+        })
+    }
+}

@@ -1,0 +1,118 @@
+//! A turn followed headless, as `codecoder exec` runs one: nobody is there to answer, so an
+//! approval request is declined with the reason the model reads, a question is unavailable, and
+//! a plan presented for approval (plan mode, `exit_plan_mode`) is declined and becomes the
+//! turn's answer.
+//!
+//! Invariants: every request gets its reply, so the agent never waits on this side; the final
+//! message is the text of the root agent's last step that wrote any (`StepFinished { text }`, as
+//! logged: a retried step's void text is not in it); the agent is shut down before the turn's
+//! end is returned.
+
+use codecoder_protocol::{
+    AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, TurnOutcome,
+};
+
+use crate::{AgentHandle, PLAN_APPROVE, PLAN_KEEP_PLANNING};
+
+/// What a headless turn has to show, in order.
+#[derive(Debug)]
+pub enum Shown<'a> {
+    /// An event of the agent (of its subagents too). Approval requests and questions are not
+    /// shown: a `Note` says what became of them.
+    Event(&'a AgentEvent),
+    /// A remark of the runtime's own: a request declined, a question not asked.
+    Note(String),
+    /// The plan the model presented (plan mode), which nobody approves headless: the turn's
+    /// answer, shown right before the turn's end.
+    Plan(&'a str),
+}
+
+/// How a headless turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeadlessEnd {
+    /// The root turn's outcome; `None` when the agent stopped before the turn ended.
+    pub outcome: Option<TurnOutcome>,
+    /// The turn's final message (empty: none).
+    pub final_message: String,
+    /// The last plan the model presented, which is then the turn's answer.
+    pub plan: Option<String>,
+}
+
+/// Follows the turn `agent` is running (its input already submitted) to the root turn's end,
+/// showing what happens through `show`, then shuts the agent down.
+///
+/// # Errors
+/// When `show` fails; the agent is shut down first.
+pub fn follow_headless_turn(
+    agent: AgentHandle,
+    show: &mut dyn FnMut(Shown<'_>) -> std::io::Result<()>,
+) -> std::io::Result<HeadlessEnd> {
+    let followed = follow(&agent, show);
+    let _ = agent.shutdown();
+    followed
+}
+
+fn follow(
+    agent: &AgentHandle,
+    show: &mut dyn FnMut(Shown<'_>) -> std::io::Result<()>,
+) -> std::io::Result<HeadlessEnd> {
+    let mut outcome = None;
+    let mut final_message = String::new();
+    // The last plan the model presented for approval.
+    let mut plan: Option<String> = None;
+    for event in agent.events.iter() {
+        let root = event.source.subagent_path.is_empty();
+        match &event.kind {
+            AgentEventKind::ApprovalRequest(_) | AgentEventKind::AskUser(_) => {}
+            AgentEventKind::TurnDone { .. } if root => {
+                // The plan is the turn's answer: its last message, before the turn's end.
+                if let Some(plan) = &plan {
+                    show(Shown::Plan(plan))?;
+                }
+                show(Shown::Event(&event))?;
+            }
+            _ => show(Shown::Event(&event))?,
+        }
+        match event.kind {
+            AgentEventKind::ApprovalRequest(request) => {
+                show(Shown::Note(format!(
+                    "declined (no one to ask in exec): {}",
+                    request.summary
+                )))?;
+                // The model hears why it would have been asked (a protected path, say).
+                let why = request.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
+                request.reply.send(ApprovalDecision::DenyWithFeedback {
+                    feedback: format!(
+                        "codecoder exec runs without a person to approve this{why}; do without it"
+                    ),
+                });
+            }
+            AgentEventKind::AskUser(request) => {
+                if is_plan_review(&request.options) {
+                    plan = Some(request.question.clone());
+                    request.reply.send(AskUserAnswer::Declined);
+                } else {
+                    show(Shown::Note(format!("question not asked (exec): {}", request.question)))?;
+                    request.reply.send(AskUserAnswer::Unavailable {
+                        reason: "codecoder exec runs without a person to answer".to_owned(),
+                    });
+                }
+            }
+            AgentEventKind::StepFinished { text, .. } if root && !text.trim().is_empty() => {
+                final_message = text;
+            }
+            AgentEventKind::TurnDone { outcome: turn_outcome, .. } if root => {
+                outcome = Some(turn_outcome);
+                break;
+            }
+            _ => {}
+        }
+    }
+    Ok(HeadlessEnd { outcome, final_message, plan })
+}
+
+/// True for the question `exit_plan_mode` asks: its suggested answers are exactly approve and
+/// keep planning.
+fn is_plan_review(options: &[String]) -> bool {
+    matches!(options, [approve, keep] if approve == PLAN_APPROVE && keep == PLAN_KEEP_PLANNING)
+}
