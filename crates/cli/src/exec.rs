@@ -1,29 +1,30 @@
 //! `codecoder exec`: one task, headless, to completion (seed L0; codex's `exec`).
 //!
-//! The agent comes from the runtime (`codecoder-app`, shared with the TUI); the events are rendered, as text (progress on stderr, the
-//! final message on stdout) or as codex-compatible JSON lines. Ctrl-C: the first sends `Cancel`
-//! (the turn closes cleanly and the log validates), a second kills every process group the
-//! agent started and exits at once with 130.
+//! The agent comes from the runtime (`codecoder-app`, shared with the TUI), which also follows
+//! the turn headless (`follow_headless_turn`: requests declined, a plan as the answer) and
+//! encodes its events, as progress for a person (`ProgressEncoder`: stderr, the final message on
+//! stdout) or as codex-compatible JSON lines (`ExecEventEncoder`); this file prints them.
+//! Ctrl-C: the first sends `Cancel` (the turn closes cleanly and the log validates), a second
+//! kills every process group the agent started and exits at once with 130.
 //!
 //! Exit codes: 0 done; 1 the turn failed; 2 usage or configuration error, or the session to
 //! resume is in use by another process; 130 interrupted.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{self, IsTerminal, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
-use base64::Engine as _;
+use codecoder_app::{ExecEventEncoder, Progress, ProgressEncoder, Shown};
+use codecoder_protocol::exec_event::ThreadEvent;
 use codecoder_protocol::{
-    AgentCommand, AgentEventKind, ApprovalDecision, AskUserAnswer, ContentItem, Image, TurnOutcome,
-    UserInput,
+    AgentCommand, AgentEventKind, ContentItem, SessionId, TurnOutcome, UserInput,
 };
 use codecoder_stdx::spawn_named;
 
 use crate::cli::{ExecArgs, ExecCommand, ExecOptions, GlobalArgs};
-use crate::render::{HumanRenderer, JsonRenderer, Renderer};
 
 /// The exit code of an interrupted run (128 + SIGINT).
 const EXIT_INTERRUPTED: u8 = 130;
@@ -69,8 +70,11 @@ pub(crate) fn run(
         None => (None, args.prompt.clone()),
     };
     let prompt = read_prompt(prompt_arg.as_deref())?;
-    let images =
-        options.images.iter().map(|path| read_image(path)).collect::<anyhow::Result<Vec<_>>>()?;
+    let images = options
+        .images
+        .iter()
+        .map(|path| codecoder_app::read_image(path))
+        .collect::<Result<Vec<_>, _>>()?;
     let output_schema =
         match &options.output_schema {
             Some(path) => {
@@ -105,9 +109,12 @@ pub(crate) fn run(
     let agent = session.agent;
     let session_path = agent.session_path().map(Path::to_owned);
 
-    let mut renderer: Box<dyn Renderer> =
-        if options.json { Box::new(JsonRenderer::new()) } else { Box::new(HumanRenderer::new()) };
-    renderer.session_started(agent.session_id(), out)?;
+    let mut output = if options.json {
+        Output::Json(ExecEventEncoder::new())
+    } else {
+        Output::Text { progress: ProgressEncoder::new(), at_line_start: true }
+    };
+    output.session_started(agent.session_id(), out)?;
 
     // Ctrl-C: the first cancels the turn, the second leaves at once.
     let interrupts = Arc::new(AtomicUsize::new(0));
@@ -123,7 +130,7 @@ pub(crate) fn run(
                 if interrupts.fetch_add(1, Ordering::SeqCst) == 0 {
                     let _ = cmd.send(AgentCommand::Cancel);
                 } else {
-                    codecoder_sandbox::kill_all();
+                    codecoder_app::kill_all();
                     std::process::exit(i32::from(EXIT_INTERRUPTED));
                 }
             }
@@ -133,83 +140,25 @@ pub(crate) fn run(
     let mut content = vec![ContentItem::Text { text: prompt }];
     content.extend(images.into_iter().map(ContentItem::Image));
     agent.cmd.send(AgentCommand::Submit(UserInput { content })).context("the agent stopped")?;
-
-    let mut outcome = None;
-    let mut final_message = String::new();
-    // The last plan the model presented for approval (`exit_plan_mode`).
-    let mut plan: Option<String> = None;
-    for event in agent.events.iter() {
-        match &event.kind {
-            AgentEventKind::ApprovalRequest(_) | AgentEventKind::AskUser(_) => {}
-            AgentEventKind::TurnDone { .. } if event.source.subagent_path.is_empty() => {
-                // The plan is the turn's answer: its last message, before the turn's end.
-                if let Some(plan) = &plan {
-                    renderer.plan(plan, out)?;
-                }
-                renderer.event(&event, out)?;
-            }
-            _ => renderer.event(&event, out)?,
-        }
-        match event.kind {
-            // Headless: nobody can answer. Like codex exec, requests are declined.
-            AgentEventKind::ApprovalRequest(request) => {
-                renderer
-                    .note(&format!("declined (no one to ask in exec): {}", request.summary), out)?;
-                // The model hears why it would have been asked (a protected path, say).
-                let why = request.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
-                request.reply.send(ApprovalDecision::DenyWithFeedback {
-                    feedback: format!(
-                        "codecoder exec runs without a person to approve this{why}; do without it"
-                    ),
-                });
-            }
-            AgentEventKind::AskUser(request) => {
-                if is_plan_review(&request.options) {
-                    plan = Some(request.question.clone());
-                    request.reply.send(AskUserAnswer::Declined);
-                } else {
-                    renderer
-                        .note(&format!("question not asked (exec): {}", request.question), out)?;
-                    request.reply.send(AskUserAnswer::Unavailable {
-                        reason: "codecoder exec runs without a person to answer".to_owned(),
-                    });
-                }
-            }
-            AgentEventKind::TurnDone { outcome: turn_outcome, .. }
-                if event.source.subagent_path.is_empty() =>
-            {
-                final_message = renderer.final_message();
-                outcome = Some(turn_outcome);
-                break;
-            }
-            _ => {}
-        }
-    }
-    let _ = agent.cmd.send(AgentCommand::Shutdown);
-    for event in agent.events.iter() {
-        if matches!(event.kind, AgentEventKind::ShutdownComplete) {
-            break;
-        }
-    }
+    let end = codecoder_app::follow_headless_turn(agent, &mut |shown| output.show(shown, out))?;
     signals_handle.close();
     let _ = signal_thread.join();
-    let _ = agent.join();
 
-    let code = match outcome {
+    let code = match end.outcome {
         Some(TurnOutcome::Completed) => {
             if let Some(schema) = &output_schema {
-                let value: serde_json::Value =
-                    serde_json::from_str(final_message.trim()).map_err(|err| {
+                let value: serde_json::Value = serde_json::from_str(end.final_message.trim())
+                    .map_err(|err| {
                         anyhow::anyhow!(
                             "the final message is not JSON as --output-schema asks: {err}"
                         )
                     })?;
-                codecoder_kernel::validate_schema(schema, &value).map_err(|err| {
+                codecoder_app::validate_schema(schema, &value).map_err(|err| {
                     anyhow::anyhow!("the final message does not follow --output-schema: {err}")
                 })?;
             }
             // In plan mode the plan is the answer.
-            let final_message = plan.unwrap_or(final_message);
+            let final_message = end.plan.unwrap_or(end.final_message);
             if let Some(path) = &options.output_last_message {
                 if final_message.is_empty() {
                     eprintln!(
@@ -218,7 +167,7 @@ pub(crate) fn run(
                 }
                 fs_err::write(path, &final_message)?;
             }
-            renderer.finish(&final_message, out)?;
+            output.finish(&final_message, out)?;
             ExitCode::SUCCESS
         }
         Some(TurnOutcome::Cancelled | TurnOutcome::Interrupted) => ExitCode::from(EXIT_INTERRUPTED),
@@ -237,13 +186,6 @@ pub(crate) fn run(
         eprintln!("session log: {}", path.display());
     }
     Ok(code)
-}
-
-/// True for the question `exit_plan_mode` asks: its suggested answers are exactly approve and
-/// keep planning.
-fn is_plan_review(options: &[String]) -> bool {
-    matches!(options, [approve, keep]
-        if approve == codecoder_app::PLAN_APPROVE && keep == codecoder_app::PLAN_KEEP_PLANNING)
 }
 
 /// The prompt: the argument, stdin (`-` or absent), or both (stdin appended as a block).
@@ -281,17 +223,88 @@ fn read_prompt(arg: Option<&str>) -> anyhow::Result<String> {
     }
 }
 
-fn read_image(path: &Path) -> anyhow::Result<Image> {
-    let bytes = fs_err::read(path).map_err(|err| usage(err.to_string()))?;
-    let media_type = match bytes.get(..8) {
-        Some([0x89, b'P', b'N', b'G', ..]) => "image/png",
-        Some([0xff, 0xd8, 0xff, ..]) => "image/jpeg",
-        Some([b'G', b'I', b'F', b'8', ..]) => "image/gif",
-        Some([b'R', b'I', b'F', b'F', ..]) => "image/webp",
-        _ => return Err(usage(format!("{}: not a PNG, JPEG, GIF or WebP image", path.display()))),
-    };
-    Ok(Image {
-        media_type: media_type.to_owned(),
-        data_base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
-    })
+/// Where the run's events go: codex's JSON lines on stdout (`--json`), or progress on stderr
+/// and the final message on stdout for a person.
+enum Output {
+    Json(ExecEventEncoder),
+    Text { progress: ProgressEncoder, at_line_start: bool },
+}
+
+impl Output {
+    fn session_started(&mut self, session_id: SessionId, out: &mut dyn Write) -> io::Result<()> {
+        match self {
+            Self::Json(encoder) => json_line(out, &encoder.session_started(session_id)),
+            Self::Text { progress, at_line_start } => {
+                progress_line(at_line_start, &progress.session_started(session_id));
+                Ok(())
+            }
+        }
+    }
+
+    fn show(&mut self, shown: Shown<'_>, out: &mut dyn Write) -> io::Result<()> {
+        match (self, shown) {
+            (Self::Json(encoder), Shown::Event(event)) => {
+                if let AgentEventKind::HookMessage { event, message } = &event.kind {
+                    // stdout stays codex's event set; the person reads it on stderr as in text
+                    // mode.
+                    let _ = writeln!(io::stderr().lock(), "{event} hook: {message}");
+                }
+                for line in encoder.encode(event) {
+                    json_line(out, &line)?;
+                }
+            }
+            (Self::Json(encoder), Shown::Note(text)) => json_line(out, &encoder.note(&text))?,
+            // codex ends a plan-mode turn with the plan as its answer, not as an error.
+            (Self::Json(encoder), Shown::Plan(plan)) => {
+                for line in encoder.answer(plan) {
+                    json_line(out, &line)?;
+                }
+            }
+            (Self::Text { progress, at_line_start }, Shown::Event(event)) => {
+                match progress.encode(event) {
+                    Some(Progress::Text(delta)) => {
+                        let mut err = io::stderr().lock();
+                        let _ = err.write_all(delta.as_bytes());
+                        let _ = err.flush();
+                        *at_line_start = delta.ends_with('\n');
+                    }
+                    Some(Progress::Line(line)) => progress_line(at_line_start, &line),
+                    None => {}
+                }
+            }
+            (Self::Text { at_line_start, .. }, Shown::Note(text)) => {
+                progress_line(at_line_start, &text);
+            }
+            // The plan goes to stdout as the final message (`finish`).
+            (Self::Text { at_line_start, .. }, Shown::Plan(_)) => {
+                progress_line(at_line_start, "plan presented (no one to approve it in exec)");
+            }
+        }
+        Ok(())
+    }
+
+    /// The turn completed: a person gets the final message on stdout (JSON lines carried it).
+    fn finish(&self, final_message: &str, out: &mut dyn Write) -> io::Result<()> {
+        if matches!(self, Self::Text { .. }) && !final_message.is_empty() {
+            writeln!(out, "{}", final_message.trim_end())?;
+        }
+        Ok(())
+    }
+}
+
+/// One JSON object per line, flushed as it is written.
+fn json_line(out: &mut dyn Write, event: &ThreadEvent) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, event)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+/// A line on stderr, on a line of its own.
+fn progress_line(at_line_start: &mut bool, text: &str) {
+    let mut err = io::stderr().lock();
+    if !*at_line_start {
+        let _ = err.write_all(b"\n");
+    }
+    let _ = writeln!(err, "{text}");
+    *at_line_start = true;
 }

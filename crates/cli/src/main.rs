@@ -14,7 +14,6 @@ mod exec;
 mod mcp_cmd;
 mod mcp_server_cmd;
 mod plugin_cmd;
-mod render;
 mod safety_cmd;
 mod sessions;
 mod tui_cmd;
@@ -29,9 +28,9 @@ use crate::cli::{Cli, Command};
 fn main() -> ExitCode {
     // A sandboxed command's inner stage (the sandbox re-executes this binary): it confines
     // itself and execs the command, and never returns.
-    codecoder_sandbox::run_stage_if_requested();
+    codecoder_app::run_stage_if_requested();
     // The environment holds API keys: no command of the same user may read it from /proc.
-    if let Err(err) = codecoder_sandbox::protect_process() {
+    if let Err(err) = codecoder_app::protect_process() {
         eprintln!("warning: could not protect the process's environment: {err}");
     }
     let cli = Cli::parse();
@@ -72,12 +71,7 @@ fn main() -> ExitCode {
         Err(err) => {
             eprintln!("codecoder: {err:#}");
             let usage = |cause: &(dyn std::error::Error + 'static)| {
-                cause.is::<codecoder_config::Error>()
-                    || cause.downcast_ref::<codecoder_app::Error>().is_some_and(|e| e.is_usage())
-                    || matches!(
-                        cause.downcast_ref::<codecoder_session::Error>(),
-                        Some(codecoder_session::Error::Locked { .. })
-                    )
+                cause.downcast_ref::<codecoder_app::Error>().is_some_and(|e| e.is_usage())
             };
             if err.chain().any(usage) {
                 return ExitCode::from(2);
@@ -110,7 +104,7 @@ pub(crate) fn load_runtime(
 fn apply_patch(args: &[String], out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
     let mut err = io::stderr().lock();
-    let code = codecoder_apply_patch::run(args, io::stdin().lock(), &cwd, out, &mut err);
+    let code = codecoder_app::run_apply_patch(args, io::stdin().lock(), &cwd, out, &mut err);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
 

@@ -5,8 +5,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use codecoder_app::Stream;
 use codecoder_protocol::Verdict;
-use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Stream, Wait};
 
 use crate::cli::{GlobalArgs, PermissionsCheckArgs, SandboxArgs};
 use crate::exec::Exit;
@@ -16,26 +16,22 @@ const EXIT_UNCONFINED: u8 = 126;
 
 pub(crate) fn run_sandbox(args: &SandboxArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     let runtime = crate::load_runtime(global, None, None)?;
-    let (confinement, environment) = match runtime.command_confinement(args.network) {
-        Ok((confinement, environment, notices)) => {
+    let (program, rest) = args.command.split_first().context("no command given")?;
+    let command = match runtime.confined_command(program, rest, args.network) {
+        Ok((command, notices)) => {
             for notice in notices {
                 eprintln!("{notice}");
             }
-            (confinement, environment)
+            command
         }
         Err(err @ codecoder_app::Error::NoSandbox { .. }) => {
             return Err(Exit { code: EXIT_UNCONFINED, message: err.to_string() }.into());
         }
         Err(err) => return Err(err.into()),
     };
-    let cwd = runtime.cwd().to_owned();
-    let (program, rest) = args.command.split_first().context("no command given")?;
-    let mut spec = CommandSpec::new(program.clone(), rest.iter().cloned());
-    spec.cwd = Some(cwd);
-    let config = SpawnConfig { confinement, environment, ..SpawnConfig::standard() };
 
     // Ctrl-C or a TERM ends the command's whole group, sandbox and all: the signal thread drops
-    // the sender, which is the wait's cancel.
+    // the sender, which is the run's cancel.
     let (cancel_tx, cancel) = crossbeam_channel::bounded::<()>(1);
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
@@ -50,31 +46,16 @@ pub(crate) fn run_sandbox(args: &SandboxArgs, global: &GlobalArgs) -> anyhow::Re
     })?;
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
-    let outcome =
-        codecoder_sandbox::run(&spec, &config, &Wait::new().cancel_on(&cancel), &mut |chunk| {
-            // A closed stdout or stderr is the reader's business; the command goes on.
-            let _ = match chunk.stream {
-                Stream::Stdout => stdout.lock().write_all(&chunk.bytes),
-                Stream::Stderr => stderr.lock().write_all(&chunk.bytes),
-            };
-        });
+    let code = command.run(&cancel, &mut |stream, bytes| {
+        // A closed stdout or stderr is the reader's business; the command goes on.
+        let _ = match stream {
+            Stream::Stdout => stdout.lock().write_all(bytes),
+            Stream::Stderr => stderr.lock().write_all(bytes),
+        };
+    });
     handle.close();
     let _ = watcher.join();
-    let code = match outcome? {
-        Outcome::Exited(status) => {
-            use std::os::unix::process::ExitStatusExt as _;
-            match (status.code(), status.signal()) {
-                (Some(code), _) => u8::try_from(code).unwrap_or(1),
-                (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
-                (None, None) => 1,
-            }
-        }
-        Outcome::Cancelled => 130,
-        // Neither is asked for here; the codes are timeout(1)'s.
-        Outcome::TimedOut => 124,
-        Outcome::Killed => 137,
-    };
-    Ok(ExitCode::from(code))
+    Ok(ExitCode::from(code?))
 }
 
 pub(crate) fn run_doctor(

@@ -1,45 +1,122 @@
 //! `codecoder sessions …`: list, show (a transcript, the records as JSON, or one request's exact
-//! body), validate, fork, rm, reindex.
+//! body), validate, fork, compact, undo, rm, reindex. The runtime reads and writes the logs and
+//! their index (`codecoder_app::list_sessions`, `SessionLog`, …); this file prints.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use codecoder_protocol::RecordBody;
-use codecoder_session::{Entry, Error, Index, SessionStore, WriterConfig, load};
+use codecoder_app::{Notice, Validation};
+use codecoder_protocol::{AgentCommand, AgentEventKind, RecordBody, TurnOutcome};
 use codecoder_stdx::format_utc_ms;
 use serde_json::json;
 
-use crate::cli::{
-    CompactArgs, ForkArgs, GlobalArgs, ListArgs, SessionsCommand, ShowArgs, UndoArgs, ValidateArgs,
-};
+use crate::cli::{CompactArgs, GlobalArgs, ListArgs, SessionsCommand, UndoArgs};
 
 pub(crate) fn run(
     command: SessionsCommand,
     global: &GlobalArgs,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitCode> {
-    let store = SessionStore::new(crate::config_cmd::home()?);
+    let home = codecoder_app::home()?;
+    // The index's warnings go to stderr even when the command then fails.
+    let mut warnings = Vec::new();
     match command {
-        SessionsCommand::List(args) => list(&store, &args, out),
-        SessionsCommand::Show(args) => show(&store, &args, global, out),
-        SessionsCommand::Validate(args) => validate(&store, &args, out),
-        SessionsCommand::Fork(args) => fork(&store, &args, out),
+        SessionsCommand::List(args) => list(&home, &args, out),
+        SessionsCommand::Show(args) => {
+            let log = codecoder_app::SessionLog::open(&home, &args.session)?;
+            if let Some(number) = args.request {
+                let runtime = codecoder_app::Runtime::load(global.overrides())?;
+                out.write_all(&runtime.request_body(log.loaded(), number)?)?;
+            } else if args.json {
+                serde_json::to_writer_pretty(&mut *out, &log.to_json()?)?;
+                writeln!(out)?;
+            } else {
+                log.write_transcript(out)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Validate(args) => {
+            match codecoder_app::validate_session(&home, &args.session)? {
+                Validation::Invalid(why) => {
+                    writeln!(out, "invalid: {why}")?;
+                    Ok(ExitCode::FAILURE)
+                }
+                Validation::Valid(log) => {
+                    writeln!(
+                        out,
+                        "valid: {} — {} record(s), {} turn(s), last seq {}{}",
+                        log.path.display(),
+                        log.record_count,
+                        log.last_turn,
+                        log.last_seq,
+                        if log.ended { ", ended" } else { "" }
+                    )?;
+                    for (line, type_name) in &log.unknown {
+                        writeln!(
+                            out,
+                            "note: line {line}: record type `{type_name}` is unknown to this \
+                             version; kept"
+                        )?;
+                    }
+                    if let Some((line, bytes)) = log.torn_tail {
+                        writeln!(
+                            out,
+                            "note: line {line} is torn ({bytes} bytes, cut by a crash); repair \
+                             drops it"
+                        )?;
+                    }
+                    if !log.repair_plan.is_empty() {
+                        writeln!(out, "note: the log stops mid-turn; repair will append:")?;
+                    }
+                    for body in &log.repair_plan {
+                        let detail = match body {
+                            RecordBody::ToolResult { result, synthetic } => format!(
+                                " for `{}` ({})",
+                                result.tool_call_id,
+                                synthetic.map(|s| format!("{s:?}")).unwrap_or_default()
+                            ),
+                            RecordBody::StepEnd { step, .. } => format!(" (step {step})"),
+                            RecordBody::TurnEnd { turn, .. } => {
+                                format!(" (turn {turn}, interrupted)")
+                            }
+                            _ => String::new(),
+                        };
+                        writeln!(out, "  - {}{detail}", body.type_name())?;
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+            }
+        }
+        SessionsCommand::Fork(args) => {
+            let forked = codecoder_app::fork_session(&home, &args.session, args.at, &mut warnings);
+            print_notices(&warnings);
+            let forked = forked?;
+            writeln!(out, "{}", forked.id)?;
+            let path = forked.path.map(|p| p.display().to_string()).unwrap_or_default();
+            eprintln!("forked into {path}");
+            Ok(ExitCode::SUCCESS)
+        }
         SessionsCommand::Compact(args) => compact(&args, global, out),
         SessionsCommand::Undo(args) => undo(&args, global, out),
         SessionsCommand::Rm(args) => {
-            let path = store.remove(&args.session)?;
-            refreshed_index(&store)?;
-            writeln!(out, "removed {}", path.display())?;
+            let removed = codecoder_app::remove_session(&home, &args.session, &mut warnings);
+            print_notices(&warnings);
+            writeln!(out, "removed {}", removed?.display())?;
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Reindex => {
-            let mut index = Index::open(&store)?;
-            let stats = index.rebuild(&store)?;
-            print_warnings(&index);
-            writeln!(out, "indexed {} session(s)", stats.files)?;
+            let indexed = codecoder_app::reindex_sessions(&home, &mut warnings);
+            print_notices(&warnings);
+            writeln!(out, "indexed {} session(s)", indexed?)?;
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+fn print_notices(notices: &[Notice]) {
+    for notice in notices {
+        eprintln!("{notice}");
     }
 }
 
@@ -69,15 +146,12 @@ fn compact(
     global: &GlobalArgs,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitCode> {
-    use codecoder_protocol::{AgentCommand, AgentEventKind, TurnOutcome};
     let runtime = crate::load_runtime(global, None, None)?;
     let session = runtime.start(&codecoder_app::SessionRequest {
         start: codecoder_app::Start::Resume(Some(args.session.clone())),
         ..codecoder_app::SessionRequest::new()
     })?;
-    for notice in &session.notices {
-        eprintln!("{notice}");
-    }
+    print_notices(&session.notices);
     let agent = session.agent;
     agent
         .cmd
@@ -99,13 +173,7 @@ fn compact(
             _ => {}
         }
     }
-    let _ = agent.cmd.send(AgentCommand::Shutdown);
-    for event in agent.events.iter() {
-        if matches!(event.kind, AgentEventKind::ShutdownComplete) {
-            break;
-        }
-    }
-    let _ = agent.join();
+    let _ = agent.shutdown();
     match outcome {
         Some(TurnOutcome::Completed) => Ok(ExitCode::SUCCESS),
         Some(TurnOutcome::Failed { message }) => {
@@ -120,24 +188,7 @@ fn compact(
     }
 }
 
-/// The store's index, up to date with the logs. What went wrong with the index file (it is then
-/// rebuilt, or kept in memory) is printed as a warning; only the logs' directory failing fails.
-pub(crate) fn refreshed_index(store: &SessionStore) -> anyhow::Result<Index> {
-    let mut index = Index::open(store)?;
-    let refreshed = index.refresh(store);
-    print_warnings(&index);
-    refreshed?;
-    Ok(index)
-}
-
-fn print_warnings(index: &Index) {
-    for warning in index.warnings() {
-        eprintln!("warning: {warning}");
-    }
-}
-
-fn list(store: &SessionStore, args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
-    let index = refreshed_index(store)?;
+fn list(home: &std::path::Path, args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     let cwd = match &args.cwd {
         Some(dir) => Some(
             fs_err::canonicalize(dir)
@@ -148,15 +199,17 @@ fn list(store: &SessionStore, args: &ListArgs, out: &mut dyn Write) -> anyhow::R
         None => None,
     };
     let limit = (!args.all).then_some(args.limit);
-    let sessions = index.list_newest(cwd.as_deref(), limit)?;
-    if limit.is_some_and(|limit| sessions.len() >= limit) {
-        let total = index.count(cwd.as_deref())?;
-        if total > sessions.len() {
-            eprintln!(
-                "showing the newest {} of {total} sessions (-n N or --all for more)",
-                sessions.len()
-            );
-        }
+    let mut warnings = Vec::new();
+    let listed = codecoder_app::list_sessions(home, cwd.as_deref(), limit, &mut warnings);
+    print_notices(&warnings);
+    let listed = listed?;
+    let sessions = &listed.sessions;
+    if listed.total > sessions.len() {
+        eprintln!(
+            "showing the newest {} of {} sessions (-n N or --all for more)",
+            sessions.len(),
+            listed.total
+        );
     }
     if args.json {
         let rows: Vec<_> = sessions
@@ -182,7 +235,7 @@ fn list(store: &SessionStore, args: &ListArgs, out: &mut dyn Write) -> anyhow::R
         return Ok(ExitCode::SUCCESS);
     }
     if sessions.is_empty() {
-        writeln!(out, "no sessions in {}", store.sessions_dir().display())?;
+        writeln!(out, "no sessions in {}", listed.dir.display())?;
         return Ok(ExitCode::SUCCESS);
     }
     writeln!(
@@ -190,7 +243,7 @@ fn list(store: &SessionStore, args: &ListArgs, out: &mut dyn Write) -> anyhow::R
         "{:<36}  {:<19}  {:>7}  {:<16}  TITLE",
         "ID", "UPDATED (UTC)", "RECORDS", "MODEL"
     )?;
-    for s in &sessions {
+    for s in sessions {
         let title = match &s.problem {
             Some(problem) => format!("[unreadable: {problem}]"),
             None if s.title.is_empty() => "(no input yet)".to_owned(),
@@ -205,110 +258,5 @@ fn list(store: &SessionStore, args: &ListArgs, out: &mut dyn Write) -> anyhow::R
             s.model
         )?;
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn show(
-    store: &SessionStore,
-    args: &ShowArgs,
-    global: &GlobalArgs,
-    out: &mut dyn Write,
-) -> anyhow::Result<ExitCode> {
-    let path = store.find(&args.session)?;
-    let loaded = load(&path)?;
-    if let Some(number) = args.request {
-        let runtime = codecoder_app::Runtime::load(global.overrides())?;
-        out.write_all(&runtime.request_body(&loaded, number)?)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    if args.json {
-        let records: Vec<serde_json::Value> = loaded
-            .entries
-            .iter()
-            .map(|entry| match entry {
-                Entry::Record(record) => serde_json::to_value(record),
-                Entry::Unknown(unknown) => Ok(unknown.raw.clone()),
-            })
-            .collect::<Result<_, _>>()?;
-        let doc = json!({
-            "path": loaded.path,
-            "sessionId": loaded.meta.session_id,
-            "records": records,
-            "tornTail": loaded.torn_tail.map(|t| json!({"line": t.line, "bytes": t.len})),
-            "needsRepair": loaded.trace.needs_repair(),
-        });
-        serde_json::to_writer_pretty(&mut *out, &doc)?;
-        writeln!(out)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    codecoder_app::write_transcript(&store.blobs(), &loaded, out)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-fn validate(
-    store: &SessionStore,
-    args: &ValidateArgs,
-    out: &mut dyn Write,
-) -> anyhow::Result<ExitCode> {
-    let path = store.find(&args.session)?;
-    let loaded = match load(&path) {
-        Ok(loaded) => loaded,
-        Err(err @ (Error::Corrupt { .. } | Error::Invalid { .. } | Error::Empty { .. })) => {
-            writeln!(out, "invalid: {err}")?;
-            return Ok(ExitCode::FAILURE);
-        }
-        Err(err) => return Err(err.into()),
-    };
-    let trace = &loaded.trace;
-    let record_count = loaded.entries.len();
-    writeln!(
-        out,
-        "valid: {} — {record_count} record(s), {} turn(s), last seq {}{}",
-        path.display(),
-        trace.last_turn(),
-        trace.last_seq(),
-        if trace.is_ended() { ", ended" } else { "" }
-    )?;
-    for unknown in loaded.unknown() {
-        writeln!(
-            out,
-            "note: line {}: record type `{}` is unknown to this version; kept",
-            unknown.line, unknown.type_name
-        )?;
-    }
-    if let Some(torn) = loaded.torn_tail {
-        writeln!(
-            out,
-            "note: line {} is torn ({} bytes, cut by a crash); repair drops it",
-            torn.line, torn.len
-        )?;
-    }
-    let plan = loaded.repair_plan();
-    if !plan.is_empty() {
-        writeln!(out, "note: the log stops mid-turn; repair will append:")?;
-        for body in &plan {
-            let detail = match body {
-                RecordBody::ToolResult { result, synthetic } => format!(
-                    " for `{}` ({})",
-                    result.tool_call_id,
-                    synthetic.map(|s| format!("{s:?}")).unwrap_or_default()
-                ),
-                RecordBody::StepEnd { step, .. } => format!(" (step {step})"),
-                RecordBody::TurnEnd { turn, .. } => format!(" (turn {turn}, interrupted)"),
-                _ => String::new(),
-            };
-            writeln!(out, "  - {}{detail}", body.type_name())?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn fork(store: &SessionStore, args: &ForkArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
-    let writer = store.fork(&args.session, args.at, WriterConfig::standard())?;
-    let path = writer.path().map(|p| p.display().to_string()).unwrap_or_default();
-    writeln!(out, "{}", writer.session_id())?;
-    drop(writer);
-    refreshed_index(store)?;
-    eprintln!("forked into {path}");
     Ok(ExitCode::SUCCESS)
 }
