@@ -44,13 +44,15 @@ enum Slot {
     Busy,
 }
 
-/// A running session and the stream of its events.
+/// A running session and the stream of its events. `close` ends it; dropping it ends it too,
+/// by the field order: the agent's command sender goes first, which shuts the agent down and
+/// closes the event channel the forwarder reads.
 pub(crate) struct Session {
-    /// Dropped first: dropping the agent's command sender shuts it down and joins its loop,
-    /// which closes the event channel the forwarder reads.
     pub(crate) running: RunningSession,
     pub(crate) events: mpsc::UnboundedReceiver<AgentEvent>,
-    _forwarder: JoinOnDrop<()>,
+    /// Dropped to stop the forwarder without waiting for the agent's next event.
+    stop_forwarder: crossbeam_channel::Sender<()>,
+    forwarder: JoinOnDrop<()>,
 }
 
 impl Sessions {
@@ -76,7 +78,12 @@ impl Sessions {
     /// Shuts every idle session down (and waits for it). Busy ones belong to their calls.
     pub(crate) fn close_all(&self) {
         let table = std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner));
-        drop(table);
+        for slot in table.into_values() {
+            match slot {
+                Slot::Idle(session) => session.close(),
+                Slot::Busy => {}
+            }
+        }
     }
 }
 
@@ -175,14 +182,14 @@ impl Server {
                     interactive: elicit,
                     ..SessionRequest::new()
                 })
-                .map_err(|err| match err {
-                    // The id names no session (or several): the caller's argument is wrong.
-                    codecoder_app::Error::Session(
-                        codecoder_session::Error::NotFound { .. }
-                        | codecoder_session::Error::Ambiguous { .. },
-                    ) => Failure::Params(format!("threadId: {err}")),
-                    // In use by another process, unreadable, a provider that will not start.
-                    _ => Failure::Tool(err.to_string()),
+                .map_err(|err| {
+                    if err.is_unknown_session() {
+                        // The id names no session (or several): the caller's argument is wrong.
+                        Failure::Params(format!("threadId: {err}"))
+                    } else {
+                        // In use by another process, unreadable, a provider that will not start.
+                        Failure::Tool(err.to_string())
+                    }
                 })
         })
         .await
@@ -211,7 +218,7 @@ impl Server {
             TurnEnd::AgentStopped => {
                 self.sessions.remove(&id);
                 // Joining the agent's threads may wait for its commands to be killed.
-                let _ = tokio::task::spawn_blocking(move || drop(session)).await;
+                let _ = tokio::task::spawn_blocking(move || session.close()).await;
             }
             TurnEnd::Done { .. } => self.sessions.put(id, Slot::Idle(session)),
         }
@@ -267,14 +274,36 @@ impl Session {
     fn new(running: RunningSession) -> std::io::Result<Self> {
         let (sender, events) = mpsc::unbounded_channel();
         let source = running.agent.events.clone();
+        let (stop_forwarder, stop) = crossbeam_channel::bounded::<()>(0);
         let forwarder = spawn_named("mcp-session-events", move || {
-            for event in source.iter() {
-                if sender.send(event).is_err() {
+            loop {
+                // A stop is seen before the next event, so `close` leaves the rest to the
+                // agent's own shutdown.
+                if let Err(crossbeam_channel::TryRecvError::Disconnected) = stop.try_recv() {
                     break;
+                }
+                crossbeam_channel::select! {
+                    recv(source) -> event => {
+                        let Ok(event) = event else { break };
+                        if sender.send(event).is_err() {
+                            break;
+                        }
+                    }
+                    recv(stop) -> _ => break,
                 }
             }
         })?;
-        Ok(Self { running, events, _forwarder: forwarder })
+        Ok(Self { running, events, stop_forwarder, forwarder })
+    }
+
+    /// Ends the session: stops the forwarder (joined, so no event is read behind the agent's
+    /// back), then `AgentHandle::shutdown` cancels what runs and waits for the agent's end.
+    fn close(self) {
+        let Self { running, events, stop_forwarder, forwarder } = self;
+        drop(stop_forwarder);
+        drop(forwarder);
+        drop(events);
+        let _ = running.agent.shutdown();
     }
 }
 

@@ -55,7 +55,7 @@ pub(crate) async fn run(
         Progress { peer: context.peer.clone(), token: context.meta.get_progress_token(), count: 0 };
     let mut cancelled = false;
     let mut stopped_at_approval = false;
-    let mut text = String::new();
+    // The text of the root agent's last step that wrote any: the turn's final message.
     let mut message = String::new();
     let mut calls: HashMap<String, String> = HashMap::new();
     loop {
@@ -70,13 +70,9 @@ pub(crate) async fn run(
         let Some(event) = event else { return TurnEnd::AgentStopped };
         let root = event.source.subagent_path.is_empty();
         match event.kind {
-            AgentEventKind::StepStarted { .. } | AgentEventKind::StepRetried { .. } if root => {
-                text.clear();
-            }
-            AgentEventKind::TextDelta { delta, .. } if root => text.push_str(&delta),
-            AgentEventKind::StepFinished { .. } if root && !text.trim().is_empty() => {
-                message = std::mem::take(&mut text);
-                progress.send(format!("message: {}", excerpt(&message))).await;
+            AgentEventKind::StepFinished { text, .. } if root && !text.trim().is_empty() => {
+                progress.send(format!("message: {}", excerpt(&text))).await;
+                message = text;
             }
             AgentEventKind::ToolStarted { call, view, .. } => {
                 let what = describe(&call, &view);
