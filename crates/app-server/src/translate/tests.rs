@@ -396,3 +396,30 @@ fn a_subagents_calls_are_not_items_of_the_turn() {
     translator.event(event);
     assert_eq!(outputs(&mut translator), []);
 }
+
+#[test]
+fn a_refusal_the_person_gave_is_declined_and_a_policy_deny_too() {
+    // As a replayed log gives them: the person's approval before its call, then the call.
+    let mut translator = translator();
+    let view = CallView {
+        kind: CallKind::Execute,
+        command: Some("rm x".to_owned()),
+        ..CallView::default()
+    };
+    let asked = call("c1", "run", json!({}));
+    translator.asked(&asked.id);
+    translator.event(started(&asked, view.clone()));
+    let denied = Err(ToolError::PermissionDenied { reason: "no".to_owned() });
+    translator.event(finished(&asked, view.clone(), denied.clone()));
+    // Refused before it started, never asked: declined as the live run shows it.
+    let refused = call("c2", "run", json!({}));
+    translator.event(finished(&refused, view.clone(), denied));
+    // Failed on its own: failed.
+    let failed = call("c3", "run", json!({}));
+    translator.event(started(&failed, view.clone()));
+    let error = Err(ToolError::Failed { message: "exit 1".to_owned() });
+    translator.event(finished(&failed, view, error));
+    let statuses: Vec<Value> =
+        completed(&outputs(&mut translator)).iter().map(|item| item["status"].clone()).collect();
+    assert_eq!(statuses, [json!("declined"), json!("declined"), json!("failed")]);
+}
