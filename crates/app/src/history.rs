@@ -163,6 +163,9 @@ impl Replayed {
 }
 
 /// What a replay delivers.
+// The agent event is most of what a replay delivers and is handed on whole, as the live
+// channel carries it: boxing it would cost an allocation per event for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum HistoryEvent {
     /// What the kernel emitted live. Never a request that carries a reply channel.

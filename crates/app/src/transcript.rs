@@ -1,17 +1,21 @@
 //! A session's log for people: a readable transcript (`sessions show`), and the exact body of one
 //! logged request (`sessions show --request N`), rebuilt from the log and encoded by the code
 //! the HTTP client uses.
+//!
+//! The transcript reads the log through its replay (`history`, with every record's detail):
+//! this module only lays out lines, and knows nothing of which record follows which.
 
 use std::io::Write;
 
 use codecoder_protocol::{
-    BlobRef, ContentItem, Message, MessageItem, Record, RecordBody, ToolResult,
+    AgentEventKind, BlobRef, ContentItem, Message, MessageItem, ToolResult, TurnOutcome,
 };
-use codecoder_session::{BlobStore, Entry, LoadedSession, SessionStore};
+use codecoder_session::{BlobStore, LoadedSession, SessionStore};
 use codecoder_stdx::format_utc_ms;
 
 use crate::Runtime;
 use crate::error::{Error, Result};
+use crate::history::{self, HistoryEvent, LogEvent, Replayed};
 
 /// How many lines of a reasoning block or tool output a transcript shows.
 const PREVIEW_LINES: usize = 6;
@@ -37,7 +41,8 @@ impl Runtime {
     }
 }
 
-/// Writes a readable transcript of `loaded` (blobs looked up in `blobs`).
+/// Writes a readable transcript of `loaded` (blobs looked up in `blobs`): the session's replay
+/// (`history`) with every record the log holds, one block per record.
 ///
 /// # Errors
 /// When `out` fails.
@@ -55,16 +60,20 @@ pub fn write_transcript(
     if let Some(parent) = &meta.parent {
         writeln!(out, "  subagent of {} (call {})", parent.session_id, parent.tool_call_id)?;
     }
-    for entry in &loaded.entries {
-        match entry {
-            Entry::Record(record) => write_record(blobs, record, out)?,
-            Entry::Unknown(unknown) => writeln!(
-                out,
-                "  [line {}: record of unknown type `{}` (from a newer codecoder), kept]",
-                unknown.line, unknown.type_name
-            )?,
+    let viewer = history::BuiltinViewer::new();
+    let config = history::ReplayConfig {
+        viewer: &viewer,
+        detail: history::Detail::Log,
+        rewound: history::Rewound::Show,
+    };
+    // The sink cannot fail: the first write error is kept, and nothing is written after it.
+    let mut failed: Result<()> = Ok(());
+    history::replay(loaded, &config, &mut |replayed| {
+        if failed.is_ok() {
+            failed = write_event(blobs, &replayed, out);
         }
-    }
+    });
+    failed?;
     if let Some(torn) = loaded.torn_tail {
         writeln!(out, "  [line {}: torn by a crash ({} bytes), dropped]", torn.line, torn.len)?;
     }
@@ -74,20 +83,68 @@ pub fn write_transcript(
     Ok(())
 }
 
-fn write_record(blobs: &BlobStore, record: &Record, out: &mut dyn Write) -> Result<()> {
-    match &record.body {
-        RecordBody::SessionMeta(_) => {
-            writeln!(out, "  started {}", format_utc_ms(record.ts))?;
+fn write_event(blobs: &BlobStore, replayed: &Replayed, out: &mut dyn Write) -> Result<()> {
+    let ts = replayed.ts;
+    match &replayed.event {
+        HistoryEvent::Agent(kind) => write_agent_event(kind, ts, out)?,
+        HistoryEvent::User(input) => {
+            for item in &input.content {
+                match item {
+                    ContentItem::Text { text } => write_block("user:", text, usize::MAX, out)?,
+                    ContentItem::Image(image) => {
+                        writeln!(out, "user: [image {}]", image.media_type)?
+                    }
+                    ContentItem::BlobRef(blob) => writeln!(
+                        out,
+                        "user: [attachment {} · {} bytes]",
+                        blob.media_type, blob.size
+                    )?,
+                }
+            }
         }
-        RecordBody::TurnStart { turn } => {
-            writeln!(out, "\n── turn {turn} · {} ──", format_utc_ms(record.ts))?;
+        HistoryEvent::Approval(approval) => writeln!(
+            out,
+            "    approval for {}: {:?} (by {})",
+            approval.call_id, approval.decision, approval.decided_by
+        )?,
+        HistoryEvent::Rewind(rewind) => {
+            let what = match (rewind.conversation, rewind.files) {
+                (true, true) => "conversation and files",
+                (true, false) => "conversation",
+                (false, true) => "files",
+                (false, false) => "nothing",
+            };
+            writeln!(
+                out,
+                "\n── rewound {what} to before turn {} · {} ──",
+                rewind.turn,
+                format_utc_ms(ts)
+            )?;
+            for path in &rewind.restored {
+                writeln!(out, "    restored {path}")?;
+            }
+            for path in &rewind.skipped {
+                writeln!(out, "    left alone (changed outside codecoder) {path}")?;
+            }
         }
-        RecordBody::TurnEnd { turn, outcome, usage } => {
+        HistoryEvent::Log(event) => write_log_event(blobs, event, ts, out)?,
+    }
+    Ok(())
+}
+
+/// The lines of what the live run showed. Results, calls and compactions are written from the
+/// log's own events, which say more (who wrote a result, every compaction record).
+fn write_agent_event(kind: &AgentEventKind, ts: u64, out: &mut dyn Write) -> Result<()> {
+    match kind {
+        AgentEventKind::TurnStarted { turn } => {
+            writeln!(out, "\n── turn {turn} · {} ──", format_utc_ms(ts))?;
+        }
+        AgentEventKind::TurnDone { turn, outcome, usage, .. } => {
             let outcome = match outcome {
-                codecoder_protocol::TurnOutcome::Completed => "completed".to_owned(),
-                codecoder_protocol::TurnOutcome::Cancelled => "cancelled".to_owned(),
-                codecoder_protocol::TurnOutcome::Interrupted => "interrupted".to_owned(),
-                codecoder_protocol::TurnOutcome::Failed { message } => format!("failed: {message}"),
+                TurnOutcome::Completed => "completed".to_owned(),
+                TurnOutcome::Cancelled => "cancelled".to_owned(),
+                TurnOutcome::Interrupted => "interrupted".to_owned(),
+                TurnOutcome::Failed { message } => format!("failed: {message}"),
             };
             writeln!(
                 out,
@@ -95,24 +152,40 @@ fn write_record(blobs: &BlobStore, record: &Record, out: &mut dyn Write) -> Resu
                 usage.input_tokens, usage.cached_input_tokens, usage.output_tokens
             )?;
         }
-        RecordBody::StepStart { step, .. } => writeln!(out, "  · step {step}")?,
-        RecordBody::StepEnd { .. } => {}
-        RecordBody::UserMessage { message } => write_message("user", message, out)?,
-        RecordBody::AssistantMessage { message } => write_message("assistant", message, out)?,
-        RecordBody::ToolStarted { call_id } => writeln!(out, "    ▶ running {call_id}")?,
-        RecordBody::ToolResult { result, synthetic } => {
-            write_tool_result(blobs, result, synthetic.is_some(), out)?;
+        AgentEventKind::StepStarted { step, .. } => writeln!(out, "  · step {step}")?,
+        AgentEventKind::TextDelta { delta, .. } => {
+            write_block("assistant:", delta, usize::MAX, out)?;
         }
-        RecordBody::Approval { call_id, decision, decided_by, .. } => {
-            writeln!(out, "    approval for {call_id}: {decision:?} (by {decided_by})")?;
+        AgentEventKind::ReasoningDelta { delta, .. } => {
+            write_block("  (reasoning)", delta, PREVIEW_LINES, out)?;
         }
-        RecordBody::Compaction { history, note } => writeln!(
-            out,
-            "  [compaction: history replaced by {} message(s){}]",
-            history.len(),
-            note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()
-        )?,
-        RecordBody::Context(context) => {
+        AgentEventKind::ToolStarted { call, .. } => writeln!(out, "    ▶ running {}", call.id)?,
+        AgentEventKind::ToolFinished { .. }
+        | AgentEventKind::CallProgress { .. }
+        | AgentEventKind::ToolOutputDelta { .. }
+        | AgentEventKind::StepRetried { .. }
+        | AgentEventKind::Compacted { .. }
+        | AgentEventKind::StepFinished { .. }
+        | AgentEventKind::Status(_)
+        | AgentEventKind::ApprovalRequest(_)
+        | AgentEventKind::AskUser(_)
+        | AgentEventKind::Usage { .. }
+        | AgentEventKind::Warning { .. }
+        | AgentEventKind::HookMessage { .. }
+        | AgentEventKind::ShutdownComplete => {}
+    }
+    Ok(())
+}
+
+fn write_log_event(
+    blobs: &BlobStore,
+    event: &LogEvent,
+    ts: u64,
+    out: &mut dyn Write,
+) -> Result<()> {
+    match event {
+        LogEvent::Started => writeln!(out, "  started {}", format_utc_ms(ts))?,
+        LogEvent::Context(context) => {
             let names: Vec<&str> =
                 context.sections.iter().map(|section| section.name.as_str()).collect();
             writeln!(
@@ -124,7 +197,19 @@ fn write_record(blobs: &BlobStore, record: &Record, out: &mut dyn Write) -> Resu
                 context.tools.len()
             )?;
         }
-        RecordBody::Checkpoint(checkpoint) => {
+        LogEvent::Call(call) => writeln!(out, "    → {} {} [{}]", call.name, call.args, call.id)?,
+        LogEvent::SummaryStep { step, .. } => writeln!(out, "  · step {step}")?,
+        LogEvent::SummaryRequest(message) => write_message("user", message, out)?,
+        LogEvent::SummaryAnswer(message) => write_message("assistant", message, out)?,
+        LogEvent::Result { result, synthetic } => {
+            write_tool_result(blobs, result, synthetic.is_some(), out)?;
+        }
+        LogEvent::Compaction { messages, note } => writeln!(
+            out,
+            "  [compaction: history replaced by {messages} message(s){}]",
+            note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()
+        )?,
+        LogEvent::Checkpoint(checkpoint) => {
             writeln!(
                 out,
                 "  [checkpoint of turn {}: {} file(s)]",
@@ -148,28 +233,12 @@ fn write_record(blobs: &BlobStore, record: &Record, out: &mut dyn Write) -> Resu
                 writeln!(out, "    note: {note}")?;
             }
         }
-        RecordBody::Rewind(rewind) => {
-            let what = match (rewind.conversation, rewind.files) {
-                (true, true) => "conversation and files",
-                (true, false) => "conversation",
-                (false, true) => "files",
-                (false, false) => "nothing",
-            };
-            writeln!(
-                out,
-                "\n── rewound {what} to before turn {} · {} ──",
-                rewind.turn,
-                format_utc_ms(record.ts)
-            )?;
-            for path in &rewind.restored {
-                writeln!(out, "    restored {path}")?;
-            }
-            for path in &rewind.skipped {
-                writeln!(out, "    left alone (changed outside codecoder) {path}")?;
-            }
-        }
-        RecordBody::Error { message } => writeln!(out, "  error: {message}")?,
-        RecordBody::SessionEnd => writeln!(out, "\nsession ended {}", format_utc_ms(record.ts))?,
+        LogEvent::Error { message } => writeln!(out, "  error: {message}")?,
+        LogEvent::SessionEnd => writeln!(out, "\nsession ended {}", format_utc_ms(ts))?,
+        LogEvent::Unknown { line, type_name } => writeln!(
+            out,
+            "  [line {line}: record of unknown type `{type_name}` (from a newer codecoder), kept]"
+        )?,
     }
     Ok(())
 }

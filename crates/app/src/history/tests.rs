@@ -78,15 +78,13 @@ mod live {
 
     use codecoder_kernel::ToolRegistry;
     use codecoder_protocol::{
-        AgentCommand, AgentEvent, AgentEventKind, ApprovalDecision, CallView, RewindRecord,
-        StepId, ToolCall, ToolError, ToolResultStatus, TurnId, TurnOutcome, Usage, UserInput,
+        AgentCommand, AgentEvent, AgentEventKind, ApprovalDecision, CallView, RewindRecord, StepId,
+        ToolCall, ToolError, ToolResultStatus, TurnId, TurnOutcome, Usage, UserInput,
     };
     use codecoder_test_support::{FakeModelServer, Reply, Script};
     use serde_json::json;
 
-    use crate::history::{
-        Detail, HistoryEvent, ReplayConfig, Replayed, Rewound, events, load,
-    };
+    use crate::history::{Detail, HistoryEvent, ReplayConfig, Replayed, Rewound, events, load};
     use crate::{ApprovalMode, Overrides, Runtime, SessionRequest};
 
     /// An agent event as a front-end shows it: deltas of one step joined, results as their
@@ -142,7 +140,9 @@ mod live {
                             },
                             crate::result_text(result),
                         ),
-                        Err(err @ ToolError::PermissionDenied { .. }) => ("denied", err.to_string()),
+                        Err(err @ ToolError::PermissionDenied { .. }) => {
+                            ("denied", err.to_string())
+                        }
                         Err(err @ ToolError::Cancelled) => ("cancelled", err.to_string()),
                         Err(err) => ("error", err.to_string()),
                     };
@@ -186,12 +186,12 @@ mod live {
     }
 
     /// A runtime in `home` and `cwd` whose model is `server`, deciding approvals itself
-    /// (`never`: what would ask is denied).
+    /// (`never`: what would ask is denied), with a rule that denies writing `c.txt`.
     fn runtime(home: &Path, cwd: &Path, server: &FakeModelServer) -> Runtime {
         fs_err::write(
             home.join("config.toml"),
             format!(
-                "model = \"local-model\"\nmodel_provider = \"local\"\n[model_providers.local]\nbase_url = \"{}/v1\"\nwire_api = \"chat\"\n[shell]\nsnapshot = false\n",
+                "model = \"local-model\"\nmodel_provider = \"local\"\n[model_providers.local]\nbase_url = \"{}/v1\"\nwire_api = \"chat\"\n[shell]\nsnapshot = false\n[permissions]\ndeny = [\"write_file(c.txt)\"]\n",
                 server.base_url()
             ),
         )
@@ -215,7 +215,10 @@ mod live {
     }
 
     /// The events of one turn, up to its `TurnDone`; `on_text` runs at its first text delta.
-    fn turn(events: &crossbeam_channel::Receiver<AgentEvent>, mut on_text: impl FnMut()) -> Vec<AgentEventKind> {
+    fn turn(
+        events: &crossbeam_channel::Receiver<AgentEvent>,
+        mut on_text: impl FnMut(),
+    ) -> Vec<AgentEventKind> {
         let mut out = Vec::new();
         let mut texted = false;
         loop {
@@ -234,38 +237,53 @@ mod live {
 
     /// A session of three turns (tools run and denied, a manual compaction, a cancelled
     /// answer) and a conversation rewind; its live events, log and tools.
-    struct Run {
+    pub(super) struct Run {
         live: Vec<AgentEventKind>,
-        log: PathBuf,
+        pub(super) log: PathBuf,
         tools: Arc<ToolRegistry>,
-        outside: PathBuf,
-        _dirs: [tempfile::TempDir; 3],
+        denied: PathBuf,
+        _dirs: [tempfile::TempDir; 2],
         _server: FakeModelServer,
     }
 
     fn run() -> Run {
-        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
         let (home, cwd) = (dirs[0].path(), dirs[1].path());
-        let outside = dirs[2].path().join("c.txt");
+        let denied = cwd.join("c.txt");
         fs_err::write(cwd.join("a.txt"), "one\ntwo\n").unwrap();
         let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n one\n-two\n+three\n*** Add File: d.txt\n+new\n*** End Patch\n";
         let server = FakeModelServer::start(
             Script::new()
                 .reply(
                     Reply::tool_call("call_1", "read_file", json!({"path": "a.txt"}))
-                        .and_tool_call("call_2", "write_file", json!({"path": "b.txt", "content": "b\n"}))
+                        .and_tool_call(
+                            "call_2",
+                            "write_file",
+                            json!({"path": "b.txt", "content": "b\n"}),
+                        )
                         .and_tool_call(
                             "call_3",
                             "write_file",
-                            json!({"path": outside.to_string_lossy(), "content": "c\n"}),
+                            json!({"path": "c.txt", "content": "c\n"}),
                         )
                         .with_text("Looking first.")
                         .reasoning("the file may be short")
-                        .chunks(3),
+                        .chunks(3)
+                        .usage(codecoder_test_support::Usage::tokens(120, 30).cached(100)),
                 )
-                .reply(Reply::tool_call("call_4", "apply_patch", json!({"input": patch})))
-                .reply(Reply::text("Done: a.txt says three now.").chunks(4))
-                .reply(Reply::text("The person fixed a.txt with a patch."))
+                .reply(
+                    Reply::tool_call("call_4", "apply_patch", json!({"input": patch}))
+                        .usage(codecoder_test_support::Usage::tokens(200, 40)),
+                )
+                .reply(
+                    Reply::text("Done: a.txt says three now.")
+                        .chunks(4)
+                        .usage(codecoder_test_support::Usage::tokens(260, 12)),
+                )
+                .reply(
+                    Reply::text("The person fixed a.txt with a patch.")
+                        .usage(codecoder_test_support::Usage::tokens(300, 20)),
+                )
                 .reply(Reply::endless_text()),
         )
         .unwrap();
@@ -293,7 +311,22 @@ mod live {
             }))
             .unwrap();
         agent.shutdown().unwrap();
-        Run { live, log, tools, outside, _dirs: dirs, _server: server }
+        Run { live, log, tools, denied, _dirs: dirs, _server: server }
+    }
+
+    /// The run, and beside its log the same log cut right after its first call started (as a
+    /// crash leaves it) and that cut with a torn last line.
+    pub(super) fn run_and_crashes() -> (Run, PathBuf, PathBuf) {
+        let run = run();
+        let text = fs_err::read_to_string(&run.log).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let started =
+            lines.iter().position(|line| line.contains("\"type\":\"tool_started\"")).unwrap();
+        let crashed = run.log.with_file_name("crashed.jsonl");
+        fs_err::write(&crashed, lines[..=started].join("\n") + "\n").unwrap();
+        let torn = run.log.with_file_name("torn.jsonl");
+        fs_err::write(&torn, lines[..=started].join("\n") + "\n{\"seq\":").unwrap();
+        (run, crashed, torn)
     }
 
     fn replayed(log: &Path, tools: &ToolRegistry, rewound: Rewound) -> Vec<Replayed> {
@@ -330,7 +363,12 @@ mod live {
             .collect();
         assert_eq!(
             finished,
-            [("read_file", "success"), ("write_file", "success"), ("write_file", "denied"), ("apply_patch", "success")]
+            [
+                ("read_file", "success"),
+                ("write_file", "success"),
+                ("write_file", "denied"),
+                ("apply_patch", "success")
+            ]
         );
         let patched = live.iter().find_map(|seen| match seen {
             Seen::ToolStarted(call, view) if call.name == "apply_patch" => Some(view),
@@ -339,7 +377,9 @@ mod live {
         let paths: Vec<&str> =
             patched.unwrap().changes.iter().map(|change| change.path.as_str()).collect();
         assert_eq!(paths, ["a.txt", "d.txt"]);
-        assert!(live.iter().any(|seen| matches!(seen, Seen::Compacted(trigger, true, _, _, _) if trigger == "manual")));
+        assert!(live.iter().any(
+            |seen| matches!(seen, Seen::Compacted(trigger, true, _, _, _) if trigger == "manual")
+        ));
         let outcomes: Vec<&TurnOutcome> = live
             .iter()
             .filter_map(|seen| match seen {
@@ -347,8 +387,19 @@ mod live {
                 _ => None,
             })
             .collect();
-        assert_eq!(outcomes, [&TurnOutcome::Completed, &TurnOutcome::Completed, &TurnOutcome::Cancelled]);
-        assert!(!run.outside.exists(), "the denied write did not run");
+        assert_eq!(
+            outcomes,
+            [&TurnOutcome::Completed, &TurnOutcome::Completed, &TurnOutcome::Cancelled]
+        );
+        assert!(!run.denied.exists(), "the denied write did not run");
+        let first_turn = live.iter().find_map(|seen| match seen {
+            Seen::TurnDone(_, _, _, usage) => Some(*usage),
+            _ => None,
+        });
+        assert_eq!(
+            first_turn.map(|usage| (usage.input_tokens, usage.output_tokens)),
+            Some((580, 82))
+        );
     }
 
     #[test]
@@ -383,27 +434,24 @@ mod live {
         let kept = self::replayed(&run.log, &run.tools, Rewound::Skip);
         let kept_seen = reduce(agent_kinds(&kept));
         let live = reduce(&run.live);
-        let third = live.iter().position(|seen| *seen == Seen::TurnStarted(TurnId::new(3))).unwrap();
+        let third =
+            live.iter().position(|seen| *seen == Seen::TurnStarted(TurnId::new(3))).unwrap();
         assert_eq!(kept_seen, live[..third]);
         assert!(!kept.iter().any(|replayed| matches!(&replayed.event, HistoryEvent::User(input) if *input == UserInput::text("go on"))));
     }
 
     #[test]
     fn a_crash_repaired_log_replays_its_open_calls_as_failed_and_its_turn_as_interrupted() {
-        let run = run();
-        // The log as a crash right after the first call started would have left it.
-        let text = fs_err::read_to_string(&run.log).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        let started = lines.iter().position(|line| line.contains("\"type\":\"tool_started\"")).unwrap();
-        let crashed = run.log.with_file_name("crashed.jsonl");
-        fs_err::write(&crashed, lines[..=started].join("\n") + "\n").unwrap();
-        let store = codecoder_session::SessionStore::new(run.log.parent().unwrap().parent().unwrap());
+        let (run, crashed, _) = run_and_crashes();
+        let store =
+            codecoder_session::SessionStore::new(run.log.parent().unwrap().parent().unwrap());
         drop(store.resume_writer(&crashed, codecoder_session::WriterConfig::standard()).unwrap());
 
         let replayed = replayed(&crashed, &run.tools, Rewound::Show);
         let replay = reduce(agent_kinds(&replayed));
         let live = reduce(&run.live);
-        let first_start = live.iter().position(|seen| matches!(seen, Seen::ToolStarted(..))).unwrap();
+        let first_start =
+            live.iter().position(|seen| matches!(seen, Seen::ToolStarted(..))).unwrap();
         assert_eq!(replay[..=first_start], live[..=first_start]);
         let tail: Vec<String> = replay[first_start + 1..]
             .iter()
@@ -427,3 +475,69 @@ mod live {
     }
 }
 
+/// `sessions show` writes the log through the replay: every record's block, in order.
+#[test]
+fn a_transcript_shows_each_record_of_a_session_in_order() {
+    let (run, crashed, torn) = live::run_and_crashes();
+    let transcript = |log: &std::path::Path| {
+        let loaded = codecoder_session::load(log).unwrap();
+        let home = log.parent().unwrap().parent().unwrap();
+        let blobs = codecoder_session::SessionStore::new(home).blobs();
+        let mut out = Vec::new();
+        crate::write_transcript(&blobs, &loaded, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    let text = transcript(&run.log);
+    let mut rest = text.as_str();
+    for expected in [
+        "  started ",
+        "── turn 1 · ",
+        "user: fix a.txt",
+        "  · step 1",
+        "  [context: local-model (local) · sections: base instructions, environment",
+        "  (reasoning) the file may be short",
+        "assistant: Looking first.",
+        "    → read_file {\"path\":\"a.txt\"} [call_1]",
+        "    → write_file {\"content\":\"c\\n\",\"path\":\"c.txt\"} [call_3]",
+        "    approval for call_1: AllowOnce (by mode)",
+        "    ▶ running call_1",
+        "    ← call_1 Success",
+        "           1\tone",
+        "    approval for call_3: Deny (by rule)",
+        "    ← call_3 Error (written by codecoder)",
+        "      permission denied: ",
+        "  · step 2",
+        "    ▶ running call_4",
+        "  · step 3",
+        "assistant: Done: a.txt says three now.",
+        "  [checkpoint of turn 1: 3 file(s)]",
+        "── end of turn 1: completed · 580 in (100 cached) / 82 out ──",
+        "── turn 2 · ",
+        "user: You are performing a context checkpoint.",
+        "  · step 1",
+        "assistant: The person fixed a.txt with a patch.",
+        "  [compaction: history replaced by 3 message(s): context compacted (manual): ~",
+        "── end of turn 2: completed · 300 in (0 cached) / 20 out ──",
+        "── turn 3 · ",
+        "user: go on",
+        "assistant: tick",
+        "── end of turn 3: cancelled · ",
+        "── rewound conversation to before turn 3 · ",
+    ] {
+        let Some(at) = rest.find(expected) else {
+            panic!("missing {expected:?} after what came before in\n{text}");
+        };
+        rest = &rest[at + expected.len()..];
+    }
+    assert!(!text.contains("the log stops mid-turn"), "{text}");
+
+    let text = transcript(&crashed);
+    assert!(
+        text.ends_with(
+            "    ▶ running call_1\n  [the log stops mid-turn; it is closed on resume]\n"
+        ),
+        "{text}"
+    );
+    let text = transcript(&torn);
+    assert!(text.contains("  [line 9: torn by a crash (7 bytes), dropped]\n"), "{text}");
+}
