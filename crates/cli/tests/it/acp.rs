@@ -7,6 +7,8 @@
 //! client checks what it sees; this test checks what the model saw and what reached the disk.
 //! `fixtures/acp_question.mjs` answers the model's `ask_user` question as an editor with form
 //! elicitation does (answered, failed, withdrawn by a cancel) or without it (not asked).
+//! `fixtures/acp_updates.mjs` records every update of one prompt: a patch the model writes
+//! slowly is shown while it is written, then run whole.
 //! Skipped with a note without the npm packages, failed under `CI=true`.
 
 use std::path::Path;
@@ -211,4 +213,109 @@ fn a_cancelled_prompt_withdraws_its_open_question() {
     assert_eq!(summary["elicitations"].as_array().unwrap().len(), 1, "{summary}");
     assert_eq!(summary["withdrawn"], true, "the open form got $/cancel_request: {summary}");
     assert_eq!(requests.len(), 1, "the cancelled turn asked the model nothing more");
+}
+
+/// Runs `fixtures/acp_updates.mjs` with `prompt` in a fresh work directory (prepared by
+/// `prepare`) against `script`; returns the client's summary and the work directory.
+fn updates_session(
+    script: Script,
+    prompt: &str,
+    prepare: impl FnOnce(&Path),
+) -> Option<(serde_json::Value, tempfile::TempDir)> {
+    let npm = servers_dir()?;
+    let server = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let workdir = work.path().canonicalize().unwrap();
+    prepare(&workdir);
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/acp_updates.mjs");
+    let mut command = Command::new("node");
+    command
+        .arg(&client)
+        .current_dir(&workdir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("CODECODER_HOME", home.path())
+        .env("CODECODER_BIN", env!("CARGO_BIN_EXE_codecoder"))
+        .env("CODECODER_TEST_NPM", &npm)
+        .env("WORKDIR", &workdir)
+        .env("PROMPT", prompt);
+    for (key, value) in openai_env(&server) {
+        command.env(key, value);
+    }
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "the ACP client failed:\nstdout: {}\nstderr: {}",
+        stdout(&output),
+        stderr(&output)
+    );
+    let summary: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    Some((summary, work))
+}
+
+#[test]
+fn a_patch_is_shown_while_the_model_writes_it() {
+    // The model writes a patch of a file move and an added file slowly: its tool call is
+    // announced with the files written so far and updated with the diff so far until it runs.
+    let patch = "*** Begin Patch\n*** Update File: old.txt\n*** Move to: new.txt\n@@\n-one\n+uno\n\
+                 *** Add File: added.txt\n+first\n+second\n*** End Patch\n";
+    let script = Script::new()
+        .reply(
+            Reply::tool_call("p1", "apply_patch", json!({"input": patch}))
+                .arg_fragments(8)
+                .pace_ms(150),
+        )
+        .reply(Reply::text("Patched."));
+    let prepare = |dir: &Path| std::fs::write(dir.join("old.txt"), "one\n").unwrap();
+    let Some((summary, work)) = updates_session(script, "patch it", prepare) else { return };
+    assert_eq!(summary["stopReason"], "end_turn", "{summary}");
+    let workdir = work.path().canonicalize().unwrap();
+    let path = |name: &str| workdir.join(name).to_string_lossy().into_owned();
+    let of_call: Vec<&serde_json::Value> = summary["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|update| update["toolCallId"] == "p1")
+        .collect();
+    // One tool call, announced while the model wrote it: pending (the wire leaves the default
+    // status out), an edit, at the files written so far.
+    let announced: Vec<_> =
+        of_call.iter().filter(|update| update["sessionUpdate"] == "tool_call").collect();
+    assert_eq!(announced.len(), 1, "{of_call:#?}");
+    let first = of_call[0];
+    assert_eq!(first["sessionUpdate"], "tool_call", "{of_call:#?}");
+    assert!(first.get("status").is_none_or(|status| status == "pending"), "{first}");
+    assert_eq!(first["kind"], "edit", "{first}");
+    assert_eq!(first["locations"][0]["path"], path("old.txt"), "{first}");
+    // Updated with the diff so far before it ran.
+    let running = of_call
+        .iter()
+        .position(|update| update["status"] == "in_progress")
+        .unwrap_or_else(|| panic!("the call ran: {of_call:#?}"));
+    let progress = &of_call[1..running];
+    assert!(!progress.is_empty(), "updates while the model wrote it: {of_call:#?}");
+    assert!(
+        progress.iter().all(|update| {
+            update["sessionUpdate"] == "tool_call_update"
+                && update["content"]
+                    .as_array()
+                    .is_some_and(|content| content.iter().all(|item| item["type"] == "diff"))
+        }),
+        "{progress:#?}"
+    );
+    // It ran whole and ended with every file's diff.
+    let whole = json!([
+        {"type": "diff", "path": path("old.txt"), "oldText": "one", "newText": "uno"},
+        {"type": "diff", "path": path("added.txt"), "newText": "first\nsecond\n"}
+    ]);
+    assert_eq!(of_call[running]["content"], whole, "{:#}", of_call[running]);
+    assert_eq!(
+        of_call[running]["locations"],
+        json!([{"path": path("old.txt")}, {"path": path("new.txt")}, {"path": path("added.txt")}])
+    );
+    let done = of_call.last().unwrap();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["content"], whole, "{done}");
+    assert_eq!(std::fs::read_to_string(workdir.join("new.txt")).unwrap(), "uno\n");
 }
