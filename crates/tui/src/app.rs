@@ -23,7 +23,7 @@ use crossbeam_channel::Sender;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::text::Line;
 
-use crate::cells::{Cell, ChildTool, NoteKind, ToolCard, call_title, truncate};
+use crate::cells::{Cell, ChildTool, NoteKind, ToolCard, WritingCall, call_label, truncate};
 use crate::complete::FileIndex;
 use crate::input::Editor;
 use crate::markdown::{self, Code, StreamSplitter};
@@ -95,7 +95,7 @@ pub(crate) struct Completion {
 /// Where typed keys go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum InputMode {
-    /// The prompt editor (or answering an ask_user question).
+    /// The prompt editor (or answering a question the agent asks).
     Normal,
     /// Writing the feedback of "deny with feedback".
     Feedback,
@@ -117,6 +117,11 @@ pub(crate) struct App {
     reasoning: String,
     pub(crate) show_reasoning: bool,
     pub(crate) tools: Vec<ToolCard>,
+    /// Calls the model is still writing (`CallProgress`), until their card starts.
+    pub(crate) writing: Vec<WritingCall>,
+    /// Whether the running step has streamed any answer text: a step that has not shows the
+    /// text its `StepFinished` carries.
+    step_streamed: bool,
     pub(crate) approvals: VecDeque<ApprovalRequest>,
     pub(crate) asks: VecDeque<AskUserRequest>,
     pub(crate) mode: InputMode,
@@ -166,6 +171,8 @@ impl App {
             reasoning: String::new(),
             show_reasoning: false,
             tools: Vec::new(),
+            writing: Vec::new(),
+            step_streamed: false,
             approvals: VecDeque::new(),
             asks: VecDeque::new(),
             mode: InputMode::Normal,
@@ -249,8 +256,8 @@ impl App {
                 TranscriptItem::Reasoning(text) => {
                     self.push(Cell::Reasoning { text, expanded: self.show_reasoning });
                 }
-                TranscriptItem::Tool { call, result } => {
-                    let mut card = ToolCard::new(call, now);
+                TranscriptItem::Tool { call, view, result } => {
+                    let mut card = ToolCard::new(call.id, call.name, view, now);
                     match &result {
                         Some(result) => card.finish(Ok(result), now),
                         None => card.finish(Err("no result (interrupted)".to_owned()), now),
@@ -322,6 +329,9 @@ impl App {
             card.finish(Err("cancelled".to_owned()), now);
             self.history.push(Cell::Tool(card));
         }
+        // A call still being written never ran: its card, if any, comes with its end.
+        self.writing.clear();
+        self.step_streamed = false;
         self.dirty = true;
     }
 
@@ -339,29 +349,37 @@ impl App {
                 self.turn_started = Some(Instant::now());
                 self.turn_usage = Usage::default();
             }
-            AgentEventKind::StepStarted { .. }
-            | AgentEventKind::CallProgress { .. }
-            | AgentEventKind::ShutdownComplete => {}
+            AgentEventKind::StepStarted { .. } => self.step_streamed = false,
+            AgentEventKind::ShutdownComplete => {}
+            AgentEventKind::CallProgress { call_id, name, view, .. } => {
+                match self.writing.iter_mut().find(|writing| writing.id == call_id) {
+                    Some(writing) => writing.view = view,
+                    None => self.writing.push(WritingCall { id: call_id, name, view }),
+                }
+            }
             AgentEventKind::TextDelta { delta, .. } => {
                 if !self.reasoning.is_empty() {
                     self.flush_reasoning();
                 }
+                self.step_streamed = true;
                 self.stream.push_str(&delta);
                 self.commit_stream(false);
             }
             AgentEventKind::ReasoningDelta { delta, .. } => self.reasoning.push_str(&delta),
-            AgentEventKind::ToolStarted { call, .. } => {
+            AgentEventKind::ToolStarted { call, view, .. } => {
                 self.flush_reasoning();
                 self.commit_stream(true);
-                self.tools.push(ToolCard::new(call, Instant::now()));
+                self.writing.retain(|writing| writing.id != call.id);
+                self.tools.push(ToolCard::new(call.id, call.name, view, Instant::now()));
             }
             AgentEventKind::ToolOutputDelta { call_id, chunk, .. } => {
-                if let Some(card) = self.tools.iter_mut().find(|c| c.call.id == call_id) {
+                if let Some(card) = self.tools.iter_mut().find(|c| c.id == call_id) {
                     card.push_output(&chunk);
                 }
             }
             AgentEventKind::ToolFinished { call_id, result, .. } => {
-                let Some(index) = self.tools.iter().position(|c| c.call.id == call_id) else {
+                self.writing.retain(|writing| writing.id != call_id);
+                let Some(index) = self.tools.iter().position(|c| c.id == call_id) else {
                     // A call refused before it started (a rule, the mode, a hook) has no card:
                     // say what stopped it.
                     let by_person = matches!(&result, Err(ToolError::PermissionDenied { reason })
@@ -382,7 +400,11 @@ impl App {
                 self.history.push(Cell::Tool(card));
             }
             AgentEventKind::StepRetried { reason, .. } => {
+                // What the broken stream showed is void: its uncommitted tail and the calls it
+                // was writing go; the step's text comes again, or with `StepFinished`.
                 self.reasoning.clear();
+                self.writing.clear();
+                self.step_streamed = false;
                 let tail_start = self.committed;
                 self.stream.truncate(tail_start);
                 self.note(
@@ -390,8 +412,20 @@ impl App {
                     format!("the model stream broke; retrying ({reason})"),
                 );
             }
-            AgentEventKind::StepFinished { usage, .. } => {
+            AgentEventKind::StepFinished { usage, text, .. } => {
                 self.context_tokens = usage.input_tokens + usage.output_tokens;
+                // The step's text is final: what streamed is shown whole, and a step whose text
+                // did not stream (a replayed one) shows the text as logged.
+                if self.step_streamed {
+                    self.commit_stream(true);
+                } else if !text.trim().is_empty() {
+                    self.flush_reasoning();
+                    self.commit_stream(true);
+                    self.history.push(Cell::Assistant {
+                        lines: markdown::render(&text, Code::Highlighted),
+                    });
+                }
+                self.step_streamed = false;
             }
             AgentEventKind::Compacted { tokens_after, message, .. } => {
                 self.context_tokens = tokens_after;
@@ -437,14 +471,11 @@ impl App {
         match kind {
             AgentEventKind::ApprovalRequest(request) => self.approvals.push_back(request),
             AgentEventKind::AskUser(request) => self.asks.push_back(request),
-            AgentEventKind::ToolStarted { call, .. } => {
-                if let Some(card) =
-                    self.tools.iter_mut().find(|c| c.call.id.to_string() == root_call)
-                {
-                    let (name, detail) = call_title(&call);
+            AgentEventKind::ToolStarted { call, view, .. } => {
+                if let Some(card) = self.tools.iter_mut().find(|c| c.id.to_string() == root_call) {
                     card.children.push(ChildTool {
                         id: call.id.to_string(),
-                        title: truncate(&format!("{name} {detail}"), 120),
+                        title: truncate(&call_label(&call.name, &view), 120),
                         ok: None,
                     });
                 }

@@ -12,8 +12,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use codecoder_protocol::{
-    AgentEvent, AgentEventKind, CallView, CommandExit, EventSource, OutputStream, SessionId,
-    StepId, ToolCall, ToolCallId, ToolResult, ToolResultStatus, TurnId, TurnOutcome, Usage,
+    AgentEvent, AgentEventKind, CallKind, CallView, CommandExit, EventSource, OutputStream,
+    SessionId, StepId, ToolCall, ToolCallId, ToolResult, ToolResultStatus, TurnId, TurnOutcome,
+    Usage,
 };
 use crossbeam_channel::select;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -376,15 +377,25 @@ pub fn paced_stream(
     Ok(report)
 }
 
-fn call(id: &str, command: &str) -> ToolCall {
-    ToolCall {
+/// A call of a tool that runs `command`, and its view as such a tool describes it (the UI draws
+/// the card from the view; the tool's name is only its label).
+fn call(id: &str, command: &str) -> (ToolCall, CallView) {
+    let call = ToolCall {
         id: ToolCallId::new(id),
-        name: "run_command".to_owned(),
+        name: "bench_command".to_owned(),
         args: serde_json::json!({ "command": command }),
-    }
+    };
+    let view = CallView {
+        kind: CallKind::Execute,
+        title: format!("Run `{command}`"),
+        detail: format!("$ {command}"),
+        command: Some(command.to_owned()),
+        ..CallView::default()
+    };
+    (call, view)
 }
 
-/// Runs one `run_command` call through the app: started, `lines` lines of output streamed in
+/// Runs one command call through the app: started, `lines` lines of output streamed in
 /// chunks of `chunk_lines` (a frame drawn after each when `term` is given), finished.
 fn run_tool<B: Backend>(
     app: &mut App,
@@ -394,11 +405,11 @@ fn run_tool<B: Backend>(
     chunk_lines: usize,
     frames: &mut Vec<Duration>,
 ) -> io::Result<()> {
-    let call = call(id, "cargo build --workspace");
+    let (call, view) = call(id, "cargo build --workspace");
     let (turn, step) = (TurnId::FIRST, StepId::FIRST);
     app.on_agent_event(event(
         app,
-        AgentEventKind::ToolStarted { turn, step, call: call.clone(), view: CallView::default() },
+        AgentEventKind::ToolStarted { turn, step, call: call.clone(), view: view.clone() },
     ));
     let mut chunk = String::new();
     for line in 0..lines {
@@ -432,7 +443,7 @@ fn run_tool<B: Backend>(
         step,
         call_id: call.id.clone(),
         call,
-        view: CallView::default(),
+        view,
         result: Ok(result),
         mcp_result: None,
     };

@@ -1,16 +1,25 @@
 //! Transcript cells: what the transcript shows (user messages, Markdown answers, reasoning,
 //! tool cards with diffs and plans, notes), each turned into styled lines by a pure function.
 //!
+//! A tool card is drawn from the call's `CallView` alone (its tool's own description of the
+//! call): the tool's name beside the view's detail, the view's file changes as a diff, its plan
+//! as a checklist. Nothing here knows a tool by name or reads a call's arguments, so a tool the
+//! UI has never heard of shows as well as a built-in.
+//!
 //! Invariants: rendering is a pure function of the cell, `now` and the spinner frame (snapshot
-//! tests pass fixed values); no rendering path panics, whatever the tool arguments or output
-//! hold; every line is bounded (long outputs show their tail, long diffs their head).
+//! tests pass fixed values); no rendering path panics, whatever the view or output hold; every
+//! line is bounded (long outputs show their tail, long diffs their head).
 
 use std::time::{Duration, Instant};
 
-use codecoder_protocol::{CommandExit, ContentItem, ToolCall, ToolResult, ToolResultStatus};
+use codecoder_protocol::{
+    CallKind, CallView, ChangeKind, CommandExit, FileChange, PlanView, ToolCallId, ToolResult,
+    ToolResultStatus,
+};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use serde_json::Value;
+
+pub(crate) use codecoder_protocol::truncate;
 
 /// Output lines a tool card shows (the tail).
 const OUTPUT_TAIL: usize = 5;
@@ -54,8 +63,12 @@ pub(crate) enum NoteKind {
 /// A tool call, running or done.
 #[derive(Debug, Clone)]
 pub(crate) struct ToolCard {
-    /// The call.
-    pub(crate) call: ToolCall,
+    /// The call's id, to match its output and its end.
+    pub(crate) id: ToolCallId,
+    /// The tool's name, shown as the card's label.
+    pub(crate) name: String,
+    /// What the call is, as its tool describes it.
+    pub(crate) view: CallView,
     /// When it started.
     pub(crate) started: Instant,
     /// Live output (a bounded tail).
@@ -89,11 +102,52 @@ pub(crate) enum ToolState {
     Done { text: String, ok: bool, elapsed: Duration, exit: Option<CommandExit> },
 }
 
+/// A call the model is still writing, as its tool describes it so far: shown live until the
+/// call's card replaces it.
+#[derive(Debug, Clone)]
+pub(crate) struct WritingCall {
+    /// The call's id, to find its next description and its card.
+    pub(crate) id: ToolCallId,
+    /// The tool's name.
+    pub(crate) name: String,
+    /// The call so far.
+    pub(crate) view: CallView,
+}
+
+impl WritingCall {
+    /// The call's lines: its name and detail so far, then each file it is writing with the
+    /// lines added and removed so far (`Writing src/a.rs (+12 -3)…`).
+    pub(crate) fn lines(&self, frame: usize) -> Vec<Line<'static>> {
+        let spinner = SPINNER.get(frame % SPINNER.len()).copied().unwrap_or("*");
+        let mut out =
+            vec![title_line(spinner, Style::default().fg(Color::Cyan), &self.name, &self.view)];
+        for change in &self.view.changes {
+            let count = |mark: char| change.diff.lines().filter(|l| l.starts_with(mark)).count();
+            let text = match &change.kind {
+                ChangeKind::Delete => format!("Deleting {}…", change.path),
+                ChangeKind::Update { move_to: Some(to) } => {
+                    format!("Writing {} → {to} (+{} -{})…", change.path, count('+'), count('-'))
+                }
+                ChangeKind::Add | ChangeKind::Update { move_to: None } => {
+                    format!("Writing {} (+{} -{})…", change.path, count('+'), count('-'))
+                }
+            };
+            out.push(Line::styled(format!("  │ {}", truncate(&text, 500)), dim()));
+        }
+        out.push(Line::styled("  └ being written", dim()));
+        out.push(Line::default());
+        out
+    }
+}
+
 impl ToolCard {
-    /// A card for a call that just started.
-    pub(crate) fn new(call: ToolCall, started: Instant) -> Self {
+    /// A card for a call that just started: `name` is its tool's, `view` the tool's
+    /// description of it.
+    pub(crate) fn new(id: ToolCallId, name: String, view: CallView, started: Instant) -> Self {
         Self {
-            call,
+            id,
+            name,
+            view,
             started,
             output: String::new(),
             preview: crate::pager::OutputPreview::default(),
@@ -128,9 +182,7 @@ impl ToolCard {
         if preview.is_empty() {
             return None;
         }
-        let (name, detail) = call_title(&self.call);
-        let title = if detail.is_empty() { name } else { format!("{name} {detail}") };
-        Some(crate::pager::PagedOutput { title, preview })
+        Some(crate::pager::PagedOutput { title: call_label(&self.name, &self.view), preview })
     }
 
     /// Ends the card with a result.
@@ -138,7 +190,7 @@ impl ToolCard {
         let elapsed = now.saturating_duration_since(self.started);
         self.state = match result {
             Ok(result) => ToolState::Done {
-                text: result_text(result),
+                text: codecoder_app::result_text(result),
                 ok: result.status == ToolResultStatus::Success,
                 elapsed,
                 exit: result.exit,
@@ -148,77 +200,25 @@ impl ToolCard {
     }
 }
 
-/// The text items of a result, joined.
-pub(crate) fn result_text(result: &ToolResult) -> String {
-    let mut text = String::new();
-    for item in &result.content {
-        match item {
-            ContentItem::Text { text: part } => text.push_str(part),
-            ContentItem::Image(_) => text.push_str("[image]"),
-            ContentItem::BlobRef(_) => text.push_str("[stored output]"),
-        }
-    }
-    text
+/// A call in one line: the tool's name and the view's detail.
+pub(crate) fn call_label(name: &str, view: &CallView) -> String {
+    if view.detail.is_empty() { name.to_owned() } else { format!("{name} {}", view.detail) }
 }
 
-fn str_arg<'a>(args: &'a Value, key: &str) -> &'a str {
-    args.get(key).and_then(Value::as_str).unwrap_or_default()
-}
-
-fn first_line(text: &str, max: usize) -> String {
-    let line = text.lines().next().unwrap_or_default();
-    truncate(line, max)
-}
-
-/// Cuts `text` to `max` characters, with an ellipsis.
-pub(crate) fn truncate(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
-/// The one-line title of a call: its name and key argument.
-pub(crate) fn call_title(call: &ToolCall) -> (String, String) {
-    let args = &call.args;
-    let detail = match call.name.as_str() {
-        "run_command" => format!("$ {}", first_line(str_arg(args, "command"), 200)),
-        "read_file" | "list_dir" | "write_file" | "edit" => str_arg(args, "path").to_owned(),
-        "grep" | "glob" => str_arg(args, "pattern").to_owned(),
-        "web_fetch" => str_arg(args, "url").to_owned(),
-        "apply_patch" => patch_paths(str_arg(args, "input")).join(", "),
-        "agent" => first_line(str_arg(args, "task"), 120),
-        "ask_user" => first_line(str_arg(args, "question"), 120),
-        "update_plan" => String::new(),
-        "job_output" | "job_kill" => args.get("job").map(ToString::to_string).unwrap_or_default(),
-        _ => match args {
-            Value::Object(map) if map.is_empty() => String::new(),
-            Value::Null => String::new(),
-            other => truncate(&other.to_string(), 120),
-        },
-    };
-    (call.name.clone(), detail)
-}
-
-fn patch_paths(patch: &str) -> Vec<String> {
-    patch
-        .lines()
-        .filter_map(|line| {
-            ["*** Update File: ", "*** Add File: ", "*** Delete File: "]
-                .iter()
-                .find_map(|prefix| line.strip_prefix(prefix))
-        })
-        .map(str::to_owned)
-        .collect()
+/// A card's first line: its state's icon, the tool's name in bold, the view's detail.
+fn title_line(icon: &str, icon_style: Style, name: &str, view: &CallView) -> Line<'static> {
+    let detail = if view.detail.is_empty() { String::new() } else { format!(" {}", view.detail) };
+    Line::from(vec![
+        Span::styled(format!("{icon} "), icon_style),
+        Span::styled(name.to_owned(), Style::default().add_modifier(Modifier::BOLD)),
+        Span::raw(detail),
+    ])
 }
 
 fn dim() -> Style {
     Style::default().fg(Color::DarkGray)
 }
 
-/// The lines of a unified-ish diff, coloured, with at most `DIFF_HEAD` lines.
 /// How a line of a diff or patch is coloured: headers bold, additions green, removals red,
 /// hunk headers cyan.
 fn diff_style(line: &str) -> Style {
@@ -235,61 +235,65 @@ fn diff_style(line: &str) -> Style {
     }
 }
 
-pub(crate) fn diff_lines<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<Line<'static>> {
-    let mut out = Vec::new();
-    let mut more = 0usize;
-    for line in lines {
-        if out.len() >= DIFF_HEAD {
-            more += 1;
-            continue;
+/// Diff lines indented under a card, at most `DIFF_HEAD` of them, then how many more there are.
+#[derive(Default)]
+struct DiffHead {
+    lines: Vec<Line<'static>>,
+    more: usize,
+}
+
+impl DiffHead {
+    fn push(&mut self, line: &str, style: Style) {
+        if self.lines.len() >= DIFF_HEAD {
+            self.more += 1;
+            return;
         }
-        let style = diff_style(line);
-        out.push(Line::from(vec![
+        self.lines.push(Line::from(vec![
             Span::styled("    ", dim()),
             Span::styled(line.to_owned(), style),
         ]));
     }
-    if more > 0 {
-        out.push(Line::styled(format!("    … {more} more lines"), dim()));
-    }
-    out
-}
 
-/// The change a call makes, as diff lines (edit, write_file, apply_patch); empty otherwise.
-pub(crate) fn call_diff(call: &ToolCall) -> Vec<Line<'static>> {
-    let args = &call.args;
-    match call.name.as_str() {
-        "apply_patch" => diff_lines(
-            str_arg(args, "input")
-                .lines()
-                .filter(|l| !matches!(*l, "*** Begin Patch" | "*** End Patch")),
-        ),
-        "edit" => {
-            let old = str_arg(args, "old_string").lines().map(|l| format!("-{l}"));
-            let new = str_arg(args, "new_string").lines().map(|l| format!("+{l}"));
-            let all: Vec<String> = old.chain(new).collect();
-            diff_lines(all.iter().map(String::as_str))
+    fn finish(mut self) -> Vec<Line<'static>> {
+        if self.more > 0 {
+            self.lines.push(Line::styled(format!("    … {} more lines", self.more), dim()));
         }
-        "write_file" => {
-            let all: Vec<String> =
-                str_arg(args, "content").lines().map(|l| format!("+{l}")).collect();
-            diff_lines(all.iter().map(String::as_str))
-        }
-        _ => Vec::new(),
+        self.lines
     }
 }
 
-/// An `update_plan` call's steps as a checklist.
-pub(crate) fn plan_lines(call: &ToolCall) -> Vec<Line<'static>> {
+/// The file changes of a call as diff lines, bounded: each change's header as the patch wrote
+/// it, else a line for a move or a deletion (an added or edited file is named by the card's
+/// title already), then its diff. Empty for a call that changes no file.
+pub(crate) fn change_lines(changes: &[FileChange]) -> Vec<Line<'static>> {
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let mut head = DiffHead::default();
+    for change in changes {
+        if change.header.is_empty() {
+            match &change.kind {
+                ChangeKind::Update { move_to: Some(to) } => {
+                    head.push(&format!("{} → {to}", change.path), bold);
+                }
+                ChangeKind::Delete => head.push(&format!("delete {}", change.path), bold),
+                ChangeKind::Add | ChangeKind::Update { move_to: None } => {}
+            }
+        }
+        for line in change.header.lines().chain(change.diff.lines()) {
+            head.push(line, diff_style(line));
+        }
+    }
+    head.finish()
+}
+
+/// A plan update's steps as a checklist, under its explanation.
+pub(crate) fn plan_lines(plan: &PlanView) -> Vec<Line<'static>> {
     let mut out = Vec::new();
-    let explanation = str_arg(&call.args, "explanation");
-    if !explanation.is_empty() {
-        out.push(Line::styled(format!("    {}", first_line(explanation, 200)), dim()));
+    if !plan.explanation.is_empty() {
+        let explanation = codecoder_protocol::first_line(&plan.explanation, 200);
+        out.push(Line::styled(format!("    {explanation}"), dim()));
     }
-    let steps = call.args.get("plan").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
-    for step in steps {
-        let text = str_arg(step, "step").to_owned();
-        let (mark, style) = match str_arg(step, "status") {
+    for step in &plan.steps {
+        let (mark, style) = match step.status.as_str() {
             "completed" => {
                 ("[x]", Style::default().fg(Color::Green).add_modifier(Modifier::CROSSED_OUT))
             }
@@ -301,7 +305,7 @@ pub(crate) fn plan_lines(call: &ToolCall) -> Vec<Line<'static>> {
         out.push(Line::from(vec![
             Span::raw("    "),
             Span::styled(format!("{mark} "), style),
-            Span::styled(text, style),
+            Span::styled(step.text.clone(), style),
         ]));
     }
     out
@@ -396,7 +400,6 @@ impl Cell {
 impl ToolCard {
     /// The card's lines.
     pub(crate) fn lines(&self, now: Instant, frame: usize) -> Vec<Line<'static>> {
-        let (name, detail) = call_title(&self.call);
         let (icon, icon_style) = match &self.state {
             ToolState::Running => (
                 SPINNER.get(frame % SPINNER.len()).copied().unwrap_or("*"),
@@ -405,16 +408,11 @@ impl ToolCard {
             ToolState::Done { ok: true, .. } => ("✓", Style::default().fg(Color::Green)),
             ToolState::Done { ok: false, .. } => ("✗", Style::default().fg(Color::Red)),
         };
-        let mut out = vec![Line::from(vec![
-            Span::styled(format!("{icon} "), icon_style),
-            Span::styled(name, Style::default().add_modifier(Modifier::BOLD)),
-            Span::raw(if detail.is_empty() { String::new() } else { format!(" {detail}") }),
-        ])];
-        match self.call.name.as_str() {
-            "update_plan" => out.extend(plan_lines(&self.call)),
-            "edit" | "write_file" | "apply_patch" => out.extend(call_diff(&self.call)),
-            _ => {}
+        let mut out = vec![title_line(icon, icon_style, &self.name, &self.view)];
+        if let (CallKind::Plan, Some(plan)) = (&self.view.kind, &self.view.plan) {
+            out.extend(plan_lines(plan));
         }
+        out.extend(change_lines(&self.view.changes));
         for child in &self.children {
             let (mark, style) = match child.ok {
                 None => (
@@ -439,7 +437,9 @@ impl ToolCard {
                 out.push(Line::styled(format!("  └ running {}", format_elapsed(elapsed)), dim()));
             }
             ToolState::Done { text, ok, elapsed, exit } => {
-                let shown_output = matches!(self.call.name.as_str(), "run_command" | "job_output");
+                // A command's output is what the call is for; other tools' results are for
+                // the model (the pager shows them), unless they failed.
+                let shown_output = self.view.kind == CallKind::Execute;
                 let (body, trailer) = split_trailer(text);
                 // A command's end comes as data; its words in the text are the model's copy.
                 let trailer = match exit {
@@ -475,7 +475,7 @@ fn seconds(duration_ms: u64) -> f64 {
     duration_ms as f64 / 1000.0
 }
 
-/// Splits run_command's `[exit code 0; 0.01 s]` trailer (the model's copy of how the command
+/// Splits a command's `[exit code 0; 0.01 s]` trailer (the model's copy of how the command
 /// ended) off its output.
 fn split_trailer(text: &str) -> (&str, Option<&str>) {
     let trimmed = text.trim_end();

@@ -93,7 +93,9 @@ impl RuntimeHost {
                     let loaded = codecoder_session::load(path)
                         .with_context(|| format!("reading {}", path.display()))?;
                     (
-                        crate::transcript_from_records(loaded.records()),
+                        crate::transcript_from_records(loaded.records(), |call| {
+                            session.tools.view(&call.name, &call.args)
+                        }),
                         crate::usage_from_records(loaded.records()),
                     )
                 }

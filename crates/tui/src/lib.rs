@@ -41,8 +41,10 @@ mod testing;
 
 use std::path::{Path, PathBuf};
 
-use codecoder_kernel::AgentHandle;
-use codecoder_protocol::{MessageItem, Record, RecordBody, SessionId, ToolCall, ToolResult, Usage};
+use codecoder_app::AgentHandle;
+use codecoder_protocol::{
+    CallView, MessageItem, Record, RecordBody, SessionId, ToolCall, ToolResult, Usage,
+};
 
 pub use bench::simulate_stream;
 pub use host::RuntimeHost;
@@ -90,6 +92,8 @@ pub fn usage_from_records<'a>(records: impl IntoIterator<Item = &'a Record>) -> 
 
 /// One entry of a session's past, re-rendered when a session is resumed.
 #[derive(Debug, Clone, PartialEq)]
+// Items are made once per resume and moved once into the transcript: boxing buys nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum TranscriptItem {
     /// A user message's text.
     User(String),
@@ -101,6 +105,8 @@ pub enum TranscriptItem {
     Tool {
         /// The call.
         call: ToolCall,
+        /// What the call is, as its tool describes it.
+        view: CallView,
         /// Its result.
         result: Option<ToolResult>,
     },
@@ -250,10 +256,12 @@ pub struct TuiConfig {
 }
 
 /// The transcript of a session log's records: user and assistant text, reasoning, tool calls
-/// paired with their results. A conversation rewind drops what the turn it went back to and the
-/// later ones showed, as the model no longer sees it either.
+/// (each described by `describe`, the session's tools' view of it) paired with their results.
+/// A conversation rewind drops what the turn it went back to and the later ones showed, as the
+/// model no longer sees it either.
 pub fn transcript_from_records<'a>(
     records: impl IntoIterator<Item = &'a Record>,
+    describe: impl Fn(&ToolCall) -> CallView,
 ) -> Vec<TranscriptItem> {
     let mut items = Vec::new();
     let mut open_calls: Vec<(usize, codecoder_protocol::ToolCallId)> = Vec::new();
@@ -285,7 +293,11 @@ pub fn transcript_from_records<'a>(
                         }
                         MessageItem::ToolCall(call) => {
                             open_calls.push((items.len(), call.id.clone()));
-                            items.push(TranscriptItem::Tool { call: call.clone(), result: None });
+                            items.push(TranscriptItem::Tool {
+                                call: call.clone(),
+                                view: describe(call),
+                                result: None,
+                            });
                         }
                         _ => {}
                     }

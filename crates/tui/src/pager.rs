@@ -125,7 +125,7 @@ impl OutputPreview {
 /// A finished tool's output, kept for the pager.
 #[derive(Debug, Clone)]
 pub(crate) struct PagedOutput {
-    /// The card's title (`run_command $ cargo test`).
+    /// The card's title: the tool's name and the call's detail.
     pub(crate) title: String,
     pub(crate) preview: OutputPreview,
 }

@@ -7,8 +7,8 @@
 //!   return or error, the panic hook on a panic (both call the same idempotent `restore`).
 //! - All queued agent events are applied before a frame is drawn; frames are at most one per
 //!   `FRAME` and only when something changed.
-//! - The agent is shut down (Shutdown, wait for ShutdownComplete, join) before `run` returns,
-//!   and before a replacement agent starts.
+//! - The agent is shut down (`AgentHandle::shutdown`: Shutdown, wait for ShutdownComplete,
+//!   join) before `run` returns, and before a replacement agent starts.
 
 use std::io::{self, IsTerminal, Stdout, Write};
 use std::sync::Arc;
@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use codecoder_protocol::{AgentCommand, AgentEvent, AgentEventKind};
+use codecoder_app::AgentHandle;
+use codecoder_protocol::{AgentCommand, AgentEvent};
 use crossbeam_channel::{Receiver, select};
 use crossterm::event::{
     DisableBracketedPaste, EnableBracketedPaste, Event, KeyboardEnhancementFlags,
@@ -42,8 +43,6 @@ const SPINNER_STEP: Duration = Duration::from_millis(80);
 pub(crate) const DRAIN_BATCH: usize = 8192;
 /// Logical lines per `insert_before` call.
 const INSERT_CHUNK: usize = 200;
-/// How long an agent gets to shut down.
-const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 /// Frame statistics of one run (written as JSON to `TuiConfig::stats_path` at exit).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -253,7 +252,8 @@ fn ui_loop(
                 Effect::Quit => quit = true,
                 Effect::Start(request) => {
                     if let Some(old) = agent.take() {
-                        shutdown(old);
+                        // The next session starts however the old loop ended.
+                        let _ = old.shutdown();
                     }
                     let old_id = app.info.session_id.to_string();
                     match host.start(&request) {
@@ -377,14 +377,13 @@ fn ui_loop(
     flush_history(term, &mut app, config.no_color, 0)?;
     term.clear()?;
     if let Some(handle) = agent.take() {
-        shutdown(handle);
+        // The UI is leaving and has nowhere left to show a loop's panic message.
+        let _ = handle.shutdown();
     }
     Ok(())
 }
 
-fn agent_cmd(
-    agent: Option<&codecoder_kernel::AgentHandle>,
-) -> crossbeam_channel::Sender<AgentCommand> {
+fn agent_cmd(agent: Option<&AgentHandle>) -> crossbeam_channel::Sender<AgentCommand> {
     match agent {
         Some(agent) => agent.cmd.clone(),
         None => crossbeam_channel::bounded(0).0,
@@ -419,21 +418,6 @@ fn header(app: &App) -> Cell {
             ),
         ],
     }
-}
-
-/// Sends `Shutdown`, waits (bounded) for `ShutdownComplete`, joins. Open requests are dropped.
-fn shutdown(agent: codecoder_kernel::AgentHandle) {
-    let _ = agent.cmd.send(AgentCommand::Shutdown);
-    let deadline = Instant::now() + SHUTDOWN_WAIT;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match agent.events.recv_timeout(left) {
-            Ok(event) if matches!(event.kind, AgentEventKind::ShutdownComplete) => break,
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
-    let _ = agent.join();
 }
 
 /// Clears colours from a buffer (NO_COLOR), keeping bold, italic and reverse.

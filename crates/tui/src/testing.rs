@@ -1,7 +1,11 @@
-//! Test fixtures: an `App` on a fake command channel, fixed ids, events and requests.
+//! Test fixtures: an `App` on a fake command channel, fixed ids, events and requests, and calls
+//! described by the real tools' views (the built-ins, `agent`, the test-only tool) as the kernel
+//! sends them.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use codecoder_app::testing::{TestOnlyTool, Tool};
 use codecoder_protocol::{
     AgentCommand, AgentEvent, AgentEventKind, ApprovalDecision, ApprovalRequest, AskUserAnswer,
     AskUserRequest, CallView, EventSource, Reply, RequestId, SessionId, StepId, ToolCall,
@@ -65,13 +69,58 @@ pub(crate) fn call(id: &str, name: &str, args: serde_json::Value) -> ToolCall {
     ToolCall { id: ToolCallId::new(id), name: name.to_owned(), args }
 }
 
+/// A session's tool of that name: a built-in, `agent` or the test-only tool.
+pub(crate) fn tool(name: &str) -> Option<Arc<dyn Tool>> {
+    let config = codecoder_tools::ToolsConfig::standard("/work/project", Vec::new());
+    let mut tools = codecoder_tools::builtin_tools(config);
+    tools.push(Arc::new(codecoder_kernel::AgentTool::new(&[])));
+    tools.push(Arc::new(TestOnlyTool));
+    tools.into_iter().find(|tool| tool.name() == name)
+}
+
+/// The view of `call` as the kernel sends it: its tool's, or the generic view for a name no
+/// tool has.
+pub(crate) fn view(call: &ToolCall) -> CallView {
+    match tool(&call.name) {
+        Some(tool) => tool.view(&call.args),
+        None => CallView::generic(&call.name, &call.args),
+    }
+}
+
+/// `ToolStarted` of `call`, with its view.
+pub(crate) fn started(call: &ToolCall) -> AgentEvent {
+    event(AgentEventKind::ToolStarted {
+        turn: turn(),
+        step: StepId::FIRST,
+        call: call.clone(),
+        view: view(call),
+    })
+}
+
+/// `ToolFinished` of `call` with `result`, with its view.
+pub(crate) fn finished(
+    call: &ToolCall,
+    result: Result<codecoder_protocol::ToolResult, codecoder_protocol::ToolError>,
+) -> AgentEvent {
+    event(AgentEventKind::ToolFinished {
+        turn: turn(),
+        step: StepId::FIRST,
+        call_id: call.id.clone(),
+        call: call.clone(),
+        view: view(call),
+        result,
+        mcp_result: None,
+    })
+}
+
 pub(crate) fn approval(
     call: ToolCall,
     summary: &str,
     reason: Option<&str>,
 ) -> (AgentEvent, Receiver<ApprovalDecision>) {
     let (reply, rx) = Reply::pair();
-    let keys = match call.args["command"].as_str() {
+    let view = view(&call);
+    let keys = match &view.command {
         Some(command) => vec![format!("shell:{command}")],
         None => vec!["edit:src/**".to_owned()],
     };
@@ -80,7 +129,7 @@ pub(crate) fn approval(
         turn: turn(),
         step: StepId::FIRST,
         call,
-        view: CallView::default(),
+        view,
         summary: summary.to_owned(),
         permission_keys: keys,
         reason: reason.map(str::to_owned),

@@ -43,7 +43,7 @@ fn records_become_a_transcript_with_results_paired_to_calls() {
             },
         ),
     ];
-    let items = transcript_from_records(&records);
+    let items = transcript_from_records(&records, crate::testing::view);
     assert_eq!(
         items,
         vec![
@@ -51,6 +51,7 @@ fn records_become_a_transcript_with_results_paired_to_calls() {
             TranscriptItem::Reasoning("think".to_owned()),
             TranscriptItem::Assistant("Looking.".to_owned()),
             TranscriptItem::Tool {
+                view: crate::testing::view(&call),
                 call,
                 result: Some(ToolResult::text(
                     ToolCallId::new("c1"),
@@ -58,7 +59,11 @@ fn records_become_a_transcript_with_results_paired_to_calls() {
                     "a.rs"
                 )),
             },
-            TranscriptItem::Tool { call: orphan, result: None },
+            TranscriptItem::Tool {
+                view: crate::testing::view(&orphan),
+                call: orphan,
+                result: None
+            },
         ]
     );
 }
@@ -83,7 +88,7 @@ fn a_conversation_rewind_drops_the_turns_it_went_back_over() {
         .zip(1..)
         .map(|(body, seq)| record(seq, body))
         .collect();
-    let texts: Vec<TranscriptItem> = transcript_from_records(&records);
+    let texts: Vec<TranscriptItem> = transcript_from_records(&records, crate::testing::view);
     assert_eq!(
         texts,
         [TranscriptItem::User("one".to_owned()), TranscriptItem::User("three".to_owned())]

@@ -17,7 +17,7 @@ use ratatui::widgets::{Paragraph, Widget, Wrap};
 use unicode_width::UnicodeWidthChar;
 
 use crate::app::{App, InputMode, is_plan_review};
-use crate::cells::{SPINNER, call_diff, truncate};
+use crate::cells::{SPINNER, change_lines, truncate};
 
 /// Most editor rows shown.
 const MAX_INPUT_ROWS: usize = 6;
@@ -169,6 +169,9 @@ pub(crate) fn live_lines(app: &App, now: Instant, frame: usize, height: u16) -> 
     for card in &app.tools {
         lines.extend(card.lines(now, frame));
     }
+    for writing in &app.writing {
+        lines.extend(writing.lines(frame));
+    }
     if let Some(picker) = &app.picker {
         lines.push(Line::styled(
             "Resume which session? (Up/Down, Enter, Esc)",
@@ -208,8 +211,7 @@ pub(crate) fn live_lines(app: &App, now: Instant, frame: usize, height: u16) -> 
                 dim(),
             ),
         ]));
-        let command = request.call.args.get("command").and_then(serde_json::Value::as_str);
-        match command {
+        match &request.view.command {
             Some(command) => {
                 for line in command.lines() {
                     lines.push(Line::from(vec![
@@ -226,7 +228,7 @@ pub(crate) fn live_lines(app: &App, now: Instant, frame: usize, height: u16) -> 
                 Span::raw(request.summary.clone()),
             ])),
         }
-        let mut diff = call_diff(&request.call);
+        let mut diff = change_lines(&request.view.changes);
         let room = usize::from(height).saturating_sub(7);
         if diff.len() > room {
             let cut = diff.len() - room;

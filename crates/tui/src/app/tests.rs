@@ -2,15 +2,17 @@
 //! streaming commits and slash commands, asserted through the command channel and the replies.
 
 use codecoder_protocol::{
-    AgentCommand, AgentEventKind, ApprovalDecision, AskUserAnswer, CallView, ContentItem, StepId,
-    ToolCallId, ToolResult, ToolResultStatus, TurnOutcome, Usage, UserInput,
+    AgentCommand, AgentEventKind, ApprovalDecision, AskUserAnswer, ContentItem, StepId, ToolCallId,
+    ToolResult, ToolResultStatus, TurnOutcome, Usage, UserInput,
 };
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
 
 use crate::app::{Effect, InputMode};
 use crate::cells::Cell;
-use crate::testing::{app, approval, ask, call, event, sub_event, text, turn, turn_started};
+use crate::testing::{
+    app, approval, ask, call, event, finished, started, sub_event, text, turn, turn_started,
+};
 use crate::{SessionChoice, StartRequest};
 
 fn key(code: KeyCode) -> KeyEvent {
@@ -237,54 +239,27 @@ fn streamed_text_is_committed_at_block_boundaries_never_inside_a_fence() {
 fn tool_cards_live_while_running_and_go_to_history_when_done() {
     let (mut app, _rx) = app();
     app.on_agent_event(turn_started());
-    app.on_agent_event(event(AgentEventKind::ToolStarted {
-        turn: turn(),
-        step: StepId::FIRST,
-        call: call("c1", "agent", json!({"task": "find the bug"})),
-        view: CallView::default(),
-    }));
-    app.on_agent_event(sub_event(
-        "c1",
-        AgentEventKind::ToolStarted {
-            turn: turn(),
-            step: StepId::FIRST,
-            call: call("s1", "grep", json!({"pattern": "panic!"})),
-            view: CallView::default(),
-        },
-    ));
+    let agent = call("c1", "agent", json!({"task": "find the bug"}));
+    app.on_agent_event(started(&agent));
+    let grep = call("s1", "grep", json!({"pattern": "panic!"}));
+    let nested = |event: codecoder_protocol::AgentEvent| sub_event("c1", event.kind);
+    app.on_agent_event(nested(started(&grep)));
     assert_eq!(app.tools.len(), 1);
     assert_eq!(app.tools[0].children.len(), 1, "the subagent's tool nests under its card");
-    app.on_agent_event(sub_event(
-        "c1",
-        AgentEventKind::ToolFinished {
-            turn: turn(),
-            step: StepId::FIRST,
-            call_id: ToolCallId::new("s1"),
-            call: call("s1", "grep", json!({"pattern": "panic!"})),
-            view: CallView::default(),
-            result: Ok(ToolResult::text(
-                ToolCallId::new("s1"),
-                ToolResultStatus::Success,
-                "3 matches",
-            )),
-            mcp_result: None,
-        },
-    ));
+    app.on_agent_event(nested(finished(
+        &grep,
+        Ok(ToolResult::text(ToolCallId::new("s1"), ToolResultStatus::Success, "3 matches")),
+    )));
     assert_eq!(app.tools[0].children[0].ok, Some(true));
-    app.on_agent_event(event(AgentEventKind::ToolFinished {
-        turn: turn(),
-        step: StepId::FIRST,
-        call_id: ToolCallId::new("c1"),
-        call: call("c1", "agent", json!({})),
-        view: CallView::default(),
-        result: Ok(ToolResult {
+    app.on_agent_event(finished(
+        &agent,
+        Ok(ToolResult {
             tool_call_id: ToolCallId::new("c1"),
             content: vec![ContentItem::Text { text: "found".to_owned() }],
             status: ToolResultStatus::Success,
             exit: None,
         }),
-        mcp_result: None,
-    }));
+    ));
     assert!(app.tools.is_empty());
     assert!(matches!(app.take_history().as_slice(), [Cell::Tool(_)]));
 }
@@ -525,12 +500,7 @@ fn a_plan_review_is_approved_sent_back_or_edited() {
 /// Starts `call_id` as a `run_command`, streams `lines` numbered lines, finishes it.
 fn run_command_with_output(app: &mut crate::app::App, call_id: &str, lines: usize) {
     let call = call(call_id, "run_command", json!({"command": "seq"}));
-    app.on_agent_event(event(AgentEventKind::ToolStarted {
-        turn: turn(),
-        step: StepId::FIRST,
-        call: call.clone(),
-        view: CallView::default(),
-    }));
+    app.on_agent_event(started(&call));
     let output: String = (1..=lines).map(|i| format!("out {i}\n")).collect();
     for piece in output.as_bytes().chunks(4096) {
         app.on_agent_event(event(AgentEventKind::ToolOutputDelta {
@@ -545,15 +515,7 @@ fn run_command_with_output(app: &mut crate::app::App, call_id: &str, lines: usiz
         status: ToolResultStatus::Success,
         exit: None,
     };
-    app.on_agent_event(event(AgentEventKind::ToolFinished {
-        turn: turn(),
-        step: StepId::FIRST,
-        call_id: call.id.clone(),
-        call,
-        view: CallView::default(),
-        result: Ok(result),
-        mcp_result: None,
-    }));
+    app.on_agent_event(finished(&call, Ok(result)));
 }
 
 #[test]
@@ -583,21 +545,11 @@ fn ctrl_o_pages_the_last_output_as_it_streamed_and_esc_gives_it_back() {
 
     // A tool with no streamed output pages its result's text.
     let read = call("c2", "read_file", json!({"path": "src/lib.rs"}));
-    app.on_agent_event(event(AgentEventKind::ToolStarted {
-        turn: turn(),
-        step: StepId::FIRST,
-        call: read.clone(),
-        view: CallView::default(),
-    }));
-    app.on_agent_event(event(AgentEventKind::ToolFinished {
-        turn: turn(),
-        step: StepId::FIRST,
-        call_id: read.id.clone(),
-        call: read,
-        view: CallView::default(),
-        result: Ok(ToolResult::text(ToolCallId::new("c2"), ToolResultStatus::Success, "a\nb\n")),
-        mcp_result: None,
-    }));
+    app.on_agent_event(started(&read));
+    app.on_agent_event(finished(
+        &read,
+        Ok(ToolResult::text(ToolCallId::new("c2"), ToolResultStatus::Success, "a\nb\n")),
+    ));
     app.on_key(ctrl('o'));
     let pager = app.pager.as_ref().unwrap();
     assert_eq!(pager.output.title, "read_file src/lib.rs");
@@ -648,4 +600,53 @@ fn at_completion_waits_for_the_background_list_and_a_turn_end_refreshes_it() {
     let items: Vec<&str> =
         app.completion.as_ref().unwrap().items.iter().map(|(text, _)| text.as_str()).collect();
     assert_eq!(items, ["@src/main.rs", "@src/domain.rs"]);
+}
+
+fn step_finished(text: &str) -> codecoder_protocol::AgentEvent {
+    event(AgentEventKind::StepFinished {
+        turn: turn(),
+        step: StepId::FIRST,
+        usage: Usage::default(),
+        text: text.to_owned(),
+    })
+}
+
+fn shown(cells: &[Cell]) -> Vec<String> {
+    cells
+        .iter()
+        .flat_map(|c| c.lines(std::time::Instant::now(), 0))
+        .map(|l| l.to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn a_step_shows_its_text_once_whether_it_streamed_or_not() {
+    let (mut app, _rx) = app();
+    app.on_agent_event(turn_started());
+    app.on_agent_event(event(AgentEventKind::StepStarted { turn: turn(), step: StepId::FIRST }));
+    app.on_agent_event(text("Streamed "));
+    app.on_agent_event(text("answer."));
+    app.on_agent_event(step_finished("Streamed answer."));
+    assert!(app.live_answer().is_empty(), "a finished step's text is committed");
+    assert_eq!(shown(&app.take_history()), ["Streamed answer."]);
+
+    // A step whose text never streamed shows the text it finished with.
+    app.on_agent_event(event(AgentEventKind::StepStarted { turn: turn(), step: StepId::FIRST }));
+    app.on_agent_event(step_finished("Logged **answer**."));
+    assert_eq!(shown(&app.take_history()), ["Logged answer."]);
+
+    // A retried step shows what the retry streamed, not the void text before it.
+    app.on_agent_event(event(AgentEventKind::StepStarted { turn: turn(), step: StepId::FIRST }));
+    app.on_agent_event(text("void"));
+    app.on_agent_event(event(AgentEventKind::StepRetried {
+        turn: turn(),
+        step: StepId::FIRST,
+        reason: "reset".to_owned(),
+    }));
+    app.on_agent_event(text("Again."));
+    app.on_agent_event(step_finished("Again."));
+    let lines = shown(&app.take_history());
+    assert!(lines.iter().any(|l| l == "Again."), "{lines:?}");
+    assert!(!lines.iter().any(|l| l.contains("void")), "{lines:?}");
 }

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use codecoder_protocol::{
-    AgentEventKind, CallView, StepId, ToolCallId, ToolResult, ToolResultStatus,
+    AgentEventKind, CallView, ToolCall, ToolCallId, ToolResult, ToolResultStatus,
 };
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -15,7 +15,7 @@ use serde_json::json;
 
 use crate::app::App;
 use crate::cells::{Cell, ChildTool, ToolCard};
-use crate::testing::{app, approval, ask, call, event, text, turn, turn_started};
+use crate::testing::{app, approval, ask, call, event, started, text, turn_started, view};
 
 /// The viewport of `app` drawn at `width`×`height`, as text (with the cursor marked `▏`).
 fn screen(app: &App, width: u16, height: u16) -> String {
@@ -65,12 +65,12 @@ fn cell_text(cell: &Cell, width: u16) -> String {
 }
 
 fn running(app: &mut App, id: &str, name: &str, args: serde_json::Value) {
-    app.on_agent_event(event(AgentEventKind::ToolStarted {
-        turn: turn(),
-        step: StepId::FIRST,
-        call: call(id, name, args),
-        view: CallView::default(),
-    }));
+    app.on_agent_event(started(&call(id, name, args)));
+}
+
+/// A card for `call`, as a `ToolStarted` of it makes one.
+fn card(call: &ToolCall, started: Instant) -> ToolCard {
+    ToolCard::new(call.id.clone(), call.name.clone(), view(call), started)
 }
 
 #[test]
@@ -214,7 +214,7 @@ fn no_panic_at_tiny_sizes() {
 
 fn finished(name: &str, args: serde_json::Value, output: &str, ok: bool) -> Cell {
     let started = Instant::now();
-    let mut card = ToolCard::new(call("c1", name, args), started);
+    let mut card = card(&call("c1", name, args), started);
     let status = if ok { ToolResultStatus::Success } else { ToolResultStatus::Error };
     let result = ToolResult::text(ToolCallId::new("c1"), status, output);
     card.finish(Ok(&result), started + Duration::from_millis(1_250));
@@ -272,10 +272,8 @@ fn card_plan_checklist() {
 #[test]
 fn card_subagent_running_with_children() {
     let started = Instant::now();
-    let mut card = ToolCard::new(
-        call("c1", "agent", json!({"task": "find where the config is parsed"})),
-        started,
-    );
+    let mut card =
+        card(&call("c1", "agent", json!({"task": "find where the config is parsed"})), started);
     card.children.push(ChildTool {
         id: "s1".to_owned(),
         title: "grep parse_config".to_owned(),
@@ -292,7 +290,7 @@ fn card_subagent_running_with_children() {
 #[test]
 fn card_tool_error() {
     let started = Instant::now();
-    let mut card = ToolCard::new(call("c1", "read_file", json!({"path": "missing.rs"})), started);
+    let mut card = card(&call("c1", "read_file", json!({"path": "missing.rs"})), started);
     card.finish(
         Err("permission denied: outside the workspace".to_owned()),
         started + Duration::from_millis(10),
@@ -311,4 +309,122 @@ fn user_reasoning_and_notes() {
     ];
     let all: String = cells.iter().map(|c| cell_text(c, 60)).collect();
     insta::assert_snapshot!(all);
+}
+
+/// `CallProgress` of the `apply_patch` call `id` described as `view`.
+fn progress(id: &str, view: &CallView) -> codecoder_protocol::AgentEvent {
+    event(AgentEventKind::CallProgress {
+        turn: crate::testing::turn(),
+        step: codecoder_protocol::StepId::FIRST,
+        call_id: ToolCallId::new(id),
+        name: "apply_patch".to_owned(),
+        view: view.clone(),
+    })
+}
+
+/// The views of an `apply_patch` call while the model writes `patch`: the tool's own reader
+/// given the arguments' JSON text up to each of `stops` (points in the patch text).
+fn patch_progress(patch: &str, stops: &[&str]) -> Vec<CallView> {
+    let json = serde_json::to_string(&json!({ "input": patch })).unwrap();
+    let mut reader = crate::testing::tool("apply_patch").unwrap().input_reader().unwrap();
+    let mut sent = 0;
+    let mut views = Vec::new();
+    for stop in stops {
+        let end = patch.find(stop).unwrap() + stop.len();
+        let encoded = serde_json::to_string(&patch[..end]).unwrap();
+        // The JSON text up to the stop: `{"input":"` and the encoded patch so far, unclosed.
+        let upto = "{\"input\":".len() + encoded.len() - 1;
+        reader.push(&json[sent..upto]);
+        sent = upto;
+        views.push(reader.view().unwrap());
+    }
+    views
+}
+
+#[test]
+fn a_patch_being_written_shows_its_files_until_its_card_starts() {
+    let (mut app, _rx) = app();
+    app.on_agent_event(turn_started());
+    app.on_agent_event(text("Fixing it.\n\n"));
+    let patch = "*** Begin Patch\n*** Update File: src/a.rs\n@@ fn main\n-    old();\n+    new();\n+    more();\n*** Add File: src/b.rs\n+pub fn b() {}\n+pub fn c() {}\n*** End Patch\n";
+    let views = patch_progress(patch, &["+    new();\n", "+pub fn b() {}\n"]);
+    app.on_agent_event(progress("c1", &views[0]));
+    let first = screen(&app, 80, 14);
+    assert!(first.contains("Writing src/a.rs (+1 -1)…"), "{first}");
+    app.on_agent_event(progress("c1", &views[1]));
+    let second = screen(&app, 80, 14);
+    insta::assert_snapshot!(second);
+    assert!(second.contains("Writing src/a.rs (+2 -1)…"), "{second}");
+    assert!(second.contains("Writing src/b.rs (+1 -0)…"), "{second}");
+
+    // The whole call replaces the files being written with its card.
+    running(&mut app, "c1", "apply_patch", json!({ "input": patch }));
+    let started = screen(&app, 80, 16);
+    assert!(!started.contains("Writing"), "{started}");
+    assert!(started.contains("apply_patch src/a.rs, src/b.rs"), "{started}");
+    assert!(started.contains("+pub fn c() {}"), "{started}");
+}
+
+#[test]
+fn a_call_still_being_written_goes_when_its_step_is_retried_or_it_is_refused() {
+    let (mut app, _rx) = app();
+    app.on_agent_event(turn_started());
+    let patch = "*** Begin Patch\n*** Add File: notes.md\n+hello\n*** End Patch\n";
+    let views = patch_progress(patch, &["+hello\n"]);
+    app.on_agent_event(progress("c1", &views[0]));
+    assert!(screen(&app, 80, 12).contains("Writing notes.md (+1 -0)…"));
+    app.on_agent_event(event(AgentEventKind::StepRetried {
+        turn: crate::testing::turn(),
+        step: codecoder_protocol::StepId::FIRST,
+        reason: "stream reset".to_owned(),
+    }));
+    assert!(app.writing.is_empty(), "a retried step's calls are void");
+
+    app.on_agent_event(progress("c1", &views[0]));
+    let refused = call("c1", "apply_patch", json!({ "input": patch }));
+    app.on_agent_event(crate::testing::finished(
+        &refused,
+        Err(codecoder_protocol::ToolError::PermissionDenied { reason: "a rule".to_owned() }),
+    ));
+    assert!(app.writing.is_empty(), "a call refused before it started is written no more");
+    assert!(!screen(&app, 80, 12).contains("Writing"));
+}
+
+/// A tool no part of the UI names (`relabel_files`, which exists only for tests) shows from its
+/// view: its title line, the files it moves, in its approval and on its card.
+#[test]
+fn a_tool_the_ui_has_never_heard_of_shows_from_its_view() {
+    use codecoder_app::testing::TEST_ONLY_TOOL;
+    let moves = json!({"moves": [
+        {"from": "src/old.rs", "to": "src/new.rs"},
+        {"from": "notes.txt", "to": "docs/notes.txt"}
+    ]});
+    let relabel = call("c1", TEST_ONLY_TOOL, moves);
+
+    let (mut app, _rx) = app();
+    app.on_agent_event(turn_started());
+    let (ev, _reply) = approval(relabel.clone(), "relabel 2 files", None);
+    app.on_agent_event(ev);
+    let asked = screen(&app, 80, 14);
+    assert!(asked.contains("Allow relabel_files?"), "{asked}");
+    assert!(asked.contains("src/old.rs → src/new.rs"), "{asked}");
+    assert!(asked.contains("notes.txt → docs/notes.txt"), "{asked}");
+
+    let started = Instant::now();
+    let mut card = card(&relabel, started);
+    let result =
+        ToolResult::text(ToolCallId::new("c1"), ToolResultStatus::Success, "relabelled 2 file(s)");
+    card.finish(Ok(&result), started + Duration::from_millis(20));
+    let shown = cell_text(&Cell::Tool(card), 60);
+    assert_eq!(
+        shown.lines().collect::<Vec<_>>(),
+        [
+            "✓ relabel_files src/old.rs → src/new.rs",
+            "    src/old.rs → src/new.rs",
+            "    notes.txt → docs/notes.txt",
+            "  └ done in 0.0s",
+            "",
+        ],
+        "{shown}"
+    );
 }
