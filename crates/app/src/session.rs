@@ -459,7 +459,14 @@ impl Runtime {
             safety.permission.clone(),
             store.sessions_dir(),
         ) {
-            hooks.push(Arc::new(runner));
+            // Handlers' `if` conditions match a call as the policy does: its view's kind and
+            // the permission keys its tool derives.
+            let tools = Arc::clone(&registry);
+            let subjects = codecoder_hooks::CallSubjects::new(move |name, args| {
+                let keys = tools.find(name).map(|tool| tool.permission_keys(args));
+                (tools.view(name, args).kind, keys.unwrap_or_default())
+            });
+            hooks.push(Arc::new(runner.with_call_subjects(subjects)));
         }
         if !extensions.skills.is_empty() || !extensions.commands.is_empty() {
             hooks.push(Arc::new(crate::skills::SkillLayer {

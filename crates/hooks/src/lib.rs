@@ -27,6 +27,7 @@ pub mod mapping;
 mod outcome;
 mod runner;
 
+pub use condition::CallSubjects;
 pub use config::{HookSet, HookSources};
 pub use event::Event;
 pub use runner::{CommonInput, HookRunner};

@@ -32,6 +32,7 @@ use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Wait, output};
 use crossbeam_channel::Receiver;
 use serde_json::{Map, Value, json};
 
+use crate::condition::CallSubjects;
 use crate::config::{Handler, HookSet};
 use crate::event::Event;
 use crate::outcome::{self, Answer, Ran};
@@ -69,12 +70,27 @@ pub struct HookRunner {
     permission: Option<PermissionSwitch>,
     /// Where subagents' logs are (their `agent_transcript_path`).
     sessions_dir: PathBuf,
+    /// What a call is, for handlers' `if` conditions (`None`: conditional handlers run).
+    subjects: Option<CallSubjects>,
 }
 
 impl HookRunner {
     /// A runner for `set`, whose hooks all get `common` in their input.
     pub fn new(set: Arc<HookSet>, common: CommonInput) -> HookRunner {
-        HookRunner { set, common, cancel: None, permission: None, sessions_dir: PathBuf::new() }
+        HookRunner {
+            set,
+            common,
+            cancel: None,
+            permission: None,
+            sessions_dir: PathBuf::new(),
+            subjects: None,
+        }
+    }
+
+    /// This runner, matching handlers' `if` conditions against calls as `subjects` describes
+    /// them (the session's tools: a call's kind and permission keys).
+    pub fn with_call_subjects(self, subjects: CallSubjects) -> HookRunner {
+        HookRunner { subjects: Some(subjects), ..self }
     }
 
     /// This runner, whose SubagentStop hooks get `sessions_dir` (where subagents' logs are) as
@@ -264,7 +280,13 @@ impl HookRunner {
         if let Some(args) = call {
             handlers.retain(|handler| {
                 handler.condition.as_deref().is_none_or(|condition| {
-                    crate::condition::applies(condition, subject, args, &self.common.cwd)
+                    crate::condition::applies(
+                        condition,
+                        subject,
+                        args,
+                        &self.common.cwd,
+                        self.subjects.as_ref(),
+                    )
                 })
             });
         }
