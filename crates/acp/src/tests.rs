@@ -472,7 +472,7 @@ fn a_permission_request_announces_its_call_once() {
     let mut live = translator();
     let (first, asked) =
         live.approval(&edit.id, &view(&edit), &edit.args, "edit a.txt", None, true);
-    let first: Vec<serde_json::Value> = first.iter().map(|u| json_of(u)).collect();
+    let first: Vec<serde_json::Value> = first.iter().map(json_of).collect();
     assert_eq!(first.len(), 1, "{first:#?}");
     assert_eq!(first[0]["sessionUpdate"], "tool_call");
     assert_eq!(call_status(&first[0]), "pending");
