@@ -22,6 +22,9 @@
 //!   decision and the answer are in the log as an `Approval` and the call's result.
 //! - Events come in the order their records were written; a turn that a later conversation
 //!   rewind took back is left out entirely with `Rewound::Skip`.
+//! - A step that did not finish (cancelled, failed, cut by a crash) has no `StepFinished`, as
+//!   live; its turn still ends with `TurnDone` once the log closed it (a log that stops mid-turn,
+//!   not yet repaired, stops mid-turn).
 //!
 //! What a replay cannot know, because the log does not hold it:
 //! - what was only shown, never logged: `Warning`s, hook messages, `Status` changes, a command's
@@ -45,6 +48,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+pub use codecoder_kernel::ToolRegistry;
 use codecoder_protocol::{
     AgentEvent, AgentEventKind, ApprovalDecision, CallView, CheckpointRecord, ContentItem,
     ContextRecord, EventSource, Message, MessageItem, Record, RecordBody, RewindRecord, StepId,
@@ -92,9 +96,9 @@ pub trait Viewer {
     fn view(&self, name: &str, args: &Value) -> CallView;
 }
 
-impl Viewer for codecoder_kernel::ToolRegistry {
+impl Viewer for ToolRegistry {
     fn view(&self, name: &str, args: &Value) -> CallView {
-        codecoder_kernel::ToolRegistry::view(self, name, args)
+        ToolRegistry::view(self, name, args)
     }
 }
 
@@ -302,7 +306,7 @@ pub fn replay(loaded: &LoadedSession, config: &ReplayConfig<'_>, sink: &mut dyn 
                 if config.detail == Detail::Log {
                     sink(Replayed {
                         seq: unknown.seq,
-                        ts: 0,
+                        ts: unknown.raw.get("ts").and_then(Value::as_u64).unwrap_or_default(),
                         source: state.source.clone(),
                         event: HistoryEvent::Log(LogEvent::Unknown {
                             line: unknown.line,
