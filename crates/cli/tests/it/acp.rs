@@ -7,8 +7,9 @@
 //! client checks what it sees; this test checks what the model saw and what reached the disk.
 //! `fixtures/acp_question.mjs` answers the model's `ask_user` question as an editor with form
 //! elicitation does (answered, failed, withdrawn by a cancel) or without it (not asked).
-//! `fixtures/acp_updates.mjs` records every update of one prompt: a patch the model writes
-//! slowly is shown while it is written, then run whole.
+//! `fixtures/acp_updates.mjs` records every update of one prompt and of the session loaded
+//! back: a patch the model writes slowly is shown while it is written, then run whole, and
+//! replayed as it ran.
 //! Skipped with a note without the npm packages, failed under `CI=true`.
 
 use std::path::Path;
@@ -318,4 +319,25 @@ fn a_patch_is_shown_while_the_model_writes_it() {
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["content"], whole, "{done}");
     assert_eq!(std::fs::read_to_string(workdir.join("new.txt")).unwrap(), "uno\n");
+
+    // Loaded back, the session shows the call as it ran, and the model's text once.
+    let replayed = summary["replayed"].as_array().unwrap();
+    let call = replayed
+        .iter()
+        .find(|update| update["sessionUpdate"] == "tool_call" && update["toolCallId"] == "p1")
+        .unwrap_or_else(|| panic!("the replayed call: {replayed:#?}"));
+    assert_eq!(call["kind"], "edit", "{call}");
+    assert_eq!(call["content"], whole, "{call}");
+    assert_eq!(call["locations"], of_call[running]["locations"], "{call}");
+    let ended = replayed
+        .iter()
+        .find(|update| update["toolCallId"] == "p1" && update["status"] == "completed")
+        .unwrap_or_else(|| panic!("the replayed end: {replayed:#?}"));
+    assert_eq!(ended["content"], whole, "{ended}");
+    let text: String = replayed
+        .iter()
+        .filter(|update| update["sessionUpdate"] == "agent_message_chunk")
+        .map(|update| update["content"]["text"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(text, "Patched.", "{replayed:#?}");
 }
