@@ -24,13 +24,13 @@
 //!   it sends no step events (its usage counts in the turn's), only `Compacted` at the end.
 
 use codecoder_protocol::{
-    AgentEventKind, AgentStatus, Message, RecordBody, Role, SessionId, StepId, TurnId, Usage,
-    UserInput,
+    AgentEventKind, AgentStatus, Message, RecordBody, Role, SessionId, StepId, UserInput,
 };
 
 use crate::agent::StepInfo;
 use crate::prompt::PromptInput;
-use crate::turn::{AgentLoop, Assembly, Stop, StreamEnd, hook_stop};
+use crate::stream::{Assembly, StreamEnd};
+use crate::turn::{AgentLoop, StepState, Stop, TurnState, hook_stop};
 
 /// Why a compaction runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,16 +88,16 @@ pub trait Compactor: Send + Sync {
 }
 
 impl AgentLoop {
-    /// Compacts the history, running the summary request as step `step` of `turn`. Its usage is
-    /// added to `usage`. Does nothing without a compactor.
+    /// Compacts the history, running the summary request as step `step` of the turn. Its usage
+    /// is added to the turn's. Does nothing without a compactor.
     pub(crate) fn compact(
         &mut self,
-        turn: TurnId,
+        turn_state: &mut TurnState,
         step: StepId,
         trigger: CompactTrigger,
         focus: Option<&str>,
-        usage: &mut Usage,
     ) -> Result<(), Stop> {
+        let turn = turn_state.id;
         let Some(compactor) = self.env.deps.compactor.clone() else {
             return Ok(());
         };
@@ -126,12 +126,12 @@ impl AgentLoop {
             self.shared_history.clear();
         }
         self.append(RecordBody::UserMessage { message: Message::user_text(request.prompt) })?;
-        let summary = match self.summary_step(turn, step, usage) {
+        let summary = match self.summary_step(turn_state, step) {
             Ok(summary) => summary,
             Err(stop) => {
                 // The history goes back to what it was: a cancelled compaction changes nothing
                 // the model sees.
-                self.close_summary_step(turn, step)?;
+                self.close_summary_step(turn_state)?;
                 self.append(RecordBody::Compaction {
                     history: original,
                     note: Some("compaction cancelled; the history is restored".to_owned()),
@@ -181,13 +181,14 @@ impl AgentLoop {
     /// step is left open for the caller).
     fn summary_step(
         &mut self,
-        turn: TurnId,
+        turn_state: &mut TurnState,
         step: StepId,
-        usage: &mut Usage,
     ) -> Result<Result<String, String>, Stop> {
+        let turn = turn_state.id;
         self.append(RecordBody::StepStart { turn, step })?;
         self.emit(AgentEventKind::Status(AgentStatus::Thinking));
-        self.step_usage = Usage::default();
+        // Quiet: nothing of the summary is streamed to the person.
+        turn_state.step = StepState::new(step, true);
         self.sync_shared_history();
         let request = self.env.deps.prompt.build(&PromptInput {
             session_id: self.writer.session_id(),
@@ -203,9 +204,7 @@ impl AgentLoop {
             Err(err) => Err(format!("the summary request failed: {err}")),
             Ok(mut stream) => {
                 let mut assembly = Assembly::default();
-                self.quiet = true;
-                let end = self.read_stream(turn, step, &stream, &mut assembly);
-                self.quiet = false;
+                let end = self.read_stream(turn, &mut turn_state.step, &stream, &mut assembly);
                 match end {
                     StreamEnd::Completed(_) => {
                         drop(stream);
@@ -220,18 +219,18 @@ impl AgentLoop {
                     }
                     StreamEnd::Broken(message) => {
                         stream.abort();
-                        self.retired.push(stream);
+                        turn_state.retired.push(stream);
                         Err(format!("the summary request failed: {message}"))
                     }
                     StreamEnd::Stopped(Stop::Failed(message)) => {
                         stream.abort();
-                        self.retired.push(stream);
+                        turn_state.retired.push(stream);
                         Err(format!("the summary request failed: {message}"))
                     }
                     StreamEnd::Stopped(stop) => {
                         stream.abort();
-                        self.retired.push(stream);
-                        *usage += self.step_usage;
+                        turn_state.retired.push(stream);
+                        turn_state.usage += turn_state.step.usage;
                         return Err(stop);
                     }
                 }
@@ -240,16 +239,17 @@ impl AgentLoop {
         if let Err(message) = &outcome {
             self.append(RecordBody::Error { message: message.clone() })?;
         }
-        *usage += self.step_usage;
-        let step_usage = self.step_usage;
+        let step_usage = turn_state.step.usage;
+        turn_state.usage += step_usage;
         self.append(RecordBody::StepEnd { turn, step, usage: step_usage, stop_reason: None })?;
         Ok(outcome)
     }
 
     /// Ends the summary step if it is still open.
-    fn close_summary_step(&mut self, turn: TurnId, step: StepId) -> Result<(), Stop> {
+    fn close_summary_step(&mut self, turn_state: &TurnState) -> Result<(), Stop> {
         if self.writer.trace().open_step().is_some() {
-            let usage = self.step_usage;
+            let (turn, step) = (turn_state.id, turn_state.step.id);
+            let usage = turn_state.step.usage;
             self.append(RecordBody::StepEnd { turn, step, usage, stop_reason: None })?;
         }
         Ok(())

@@ -22,8 +22,8 @@ use std::time::Instant;
 
 use codecoder_protocol::{
     AgentEventKind, AgentStatus, ApprovalDecision, ApprovalRequest, CallView, ContentItem,
-    DecidedBy, RecordBody, Reply, RequestId, StepId, SyntheticReason, ToolCall, ToolError,
-    ToolResult, ToolResultStatus, TurnId, Verdict,
+    DecidedBy, RecordBody, Reply, RequestId, SyntheticReason, ToolCall, ToolError, ToolResult,
+    ToolResultStatus, Verdict,
 };
 use crossbeam_channel::select;
 
@@ -32,7 +32,7 @@ use crate::cancel::CancelToken;
 use crate::hooks::{HookReport, HookScope, HookVerdict};
 use crate::schema;
 use crate::tool::{PendingEscalation, Tool, ToolContext, ToolOutput};
-use crate::turn::{AgentLoop, Stop, hook_stop};
+use crate::turn::{AgentLoop, Stop, TurnState, hook_stop};
 
 /// A call of the step and what it is, as its tool describes it. The view is built once, when
 /// the call is taken from the assembled message, and again only when a hook rewrites the
@@ -84,8 +84,7 @@ impl AgentLoop {
     /// Runs the calls of one response and logs their results in order.
     pub(crate) fn run_tools(
         &mut self,
-        turn: TurnId,
-        step: StepId,
+        turn_state: &mut TurnState,
         mut calls: Vec<StepCall>,
     ) -> Result<(), Stop> {
         self.emit(AgentEventKind::Status(AgentStatus::RunningTools));
@@ -103,20 +102,22 @@ impl AgentLoop {
             }
             let mut runnable = Vec::new();
             for index in start..end {
-                match self.prepare(turn, step, &mut calls[index]) {
+                match self.prepare(turn_state, &mut calls[index]) {
                     Ok(Prepared::Run(tool, context)) => runnable.push((index, tool, context)),
                     Ok(Prepared::Refused(err)) => {
                         done[index] = Some(refused(&calls[index].call, err, self))
                     }
-                    Err(stop) => return Err(self.abandon(&calls, &mut done, logged, stop)),
+                    Err(stop) => {
+                        return Err(self.abandon(turn_state, &calls, &mut done, logged, stop));
+                    }
                 }
             }
-            self.flush(turn, step, &calls, &mut done, &mut logged)?;
+            self.flush(turn_state, &calls, &mut done, &mut logged)?;
             let limit = if parallel { self.env.config.max_parallel_tools.max(1) } else { 1 };
             if let Err(stop) =
-                self.execute(turn, step, &calls, runnable, limit, &token, &mut done, &mut logged)
+                self.execute(turn_state, &calls, runnable, limit, &token, &mut done, &mut logged)
             {
-                return Err(self.abandon(&calls, &mut done, logged, stop));
+                return Err(self.abandon(turn_state, &calls, &mut done, logged, stop));
             }
             start = end;
         }
@@ -126,10 +127,10 @@ impl AgentLoop {
     /// Cut-off response: no call runs; each gets a refused result telling the model why.
     pub(crate) fn refuse_cut_off(
         &mut self,
-        turn: TurnId,
-        step: StepId,
+        turn_state: &TurnState,
         calls: &[StepCall],
     ) -> Result<(), Stop> {
+        let (turn, step) = (turn_state.id, turn_state.step.id);
         for StepCall { call, view } in calls {
             let message = "not run: your response was cut off by the output-token limit, so this call may be \
                            incomplete. Send it again, shorter if needed."
@@ -162,8 +163,7 @@ impl AgentLoop {
     /// the person when the policy says so). `Err` only when a command stops the turn meanwhile.
     fn prepare(
         &mut self,
-        turn: TurnId,
-        step: StepId,
+        turn_state: &mut TurnState,
         step_call: &mut StepCall,
     ) -> Result<Prepared, Stop> {
         let StepCall { call, view } = step_call;
@@ -270,12 +270,12 @@ impl AgentLoop {
                         self.notify_permission_prompt(&call.name)?;
                         let summary = tool.summary(&call.args);
                         let decision =
-                            self.ask_approval(turn, step, call, view, summary, &keys, explanation)?;
+                            self.ask_approval(turn_state, call, view, summary, &keys, explanation)?;
                         if matches!(
                             decision,
                             ApprovalDecision::AllowOnce | ApprovalDecision::AllowForSession
                         ) {
-                            self.approved_calls.insert(call.id.clone());
+                            turn_state.approved_calls.insert(call.id.clone());
                         }
                         (decision, DecidedBy::User)
                     }
@@ -316,8 +316,7 @@ impl AgentLoop {
     /// `approval` record of the call, and answers the tool.
     fn escalation(
         &mut self,
-        turn: TurnId,
-        step: StepId,
+        turn_state: &mut TurnState,
         calls: &[StepCall],
         pending: PendingEscalation,
     ) -> Result<(), Stop> {
@@ -330,7 +329,7 @@ impl AgentLoop {
         let granted = !keys.is_empty() && keys.iter().all(|key| self.grants.contains(key));
         let (decision, decided_by) = if !request.may_ask {
             (ApprovalDecision::Deny, DecidedBy::Mode)
-        } else if self.approved_calls.contains(&call_id) {
+        } else if turn_state.approved_calls.contains(&call_id) {
             // The person was asked about this very call in this turn and allowed it: the
             // retry it needs is covered (codex does not ask again either).
             (ApprovalDecision::AllowOnce, DecidedBy::CallApproval)
@@ -339,7 +338,7 @@ impl AgentLoop {
         } else {
             self.notify_permission_prompt(&call.name)?;
             let decision =
-                self.ask_approval(turn, step, call, view, request.summary, &keys, request.reason)?;
+                self.ask_approval(turn_state, call, view, request.summary, &keys, request.reason)?;
             if decision == ApprovalDecision::AllowForSession {
                 self.grants.extend(keys.iter().cloned());
             }
@@ -352,17 +351,16 @@ impl AgentLoop {
 
     /// Sends an approval request and blocks for the answer, still handling `cmd`. A request
     /// dropped unanswered counts as `Cancelled`.
-    #[allow(clippy::too_many_arguments)] // What the request shows, each part from its own source.
     fn ask_approval(
         &mut self,
-        turn: TurnId,
-        step: StepId,
+        turn_state: &TurnState,
         call: &ToolCall,
         view: &CallView,
         summary: String,
         keys: &[String],
         reason: Option<String>,
     ) -> Result<ApprovalDecision, Stop> {
+        let (turn, step) = (turn_state.id, turn_state.step.id);
         let (reply, answer) = Reply::pair();
         self.emit(AgentEventKind::ApprovalRequest(ApprovalRequest {
             id: RequestId::new(),
@@ -416,8 +414,7 @@ impl AgentLoop {
     #[allow(clippy::too_many_arguments)] // The step's state, passed down rather than stored.
     fn execute(
         &mut self,
-        turn: TurnId,
-        step: StepId,
+        turn_state: &mut TurnState,
         calls: &[StepCall],
         runnable: Vec<Runnable>,
         limit: usize,
@@ -425,6 +422,7 @@ impl AgentLoop {
         done: &mut [Option<Finished>],
         logged: &mut usize,
     ) -> Result<(), Stop> {
+        let (turn, step) = (turn_state.id, turn_state.step.id);
         // Each worker sends exactly one message, so this capacity never blocks a worker.
         let (done_tx, done_rx) = crossbeam_channel::bounded::<WorkerDone>(runnable.len().max(1));
         // A worker has at most one escalation outstanding (it waits for the answer).
@@ -484,7 +482,7 @@ impl AgentLoop {
                             message: format!("could not start the tool: {err}"),
                         });
                         done[index] = Some(self.finished(call, failed, None));
-                        self.flush(turn, step, calls, done, logged)?;
+                        self.flush(turn_state, calls, done, logged)?;
                     }
                 }
             }
@@ -502,9 +500,9 @@ impl AgentLoop {
                         continue;
                     };
                     running.remove(&index);
-                    self.ends_turn |= ends_turn;
+                    turn_state.step.ends_turn |= ends_turn;
                     done[index] = Some(self.finished(&calls[index].call, outcome, mcp_result));
-                    self.flush(turn, step, calls, done, logged)?;
+                    self.flush(turn_state, calls, done, logged)?;
                     if let Some(reason) = halt && halted.is_none() {
                         halted = Some(reason);
                         queue.clear();
@@ -514,7 +512,7 @@ impl AgentLoop {
                 recv(escalation_rx) -> pending => {
                     // `escalation_tx` is held here, so the channel cannot disconnect.
                     let Ok(pending) = pending else { continue };
-                    match self.escalation(turn, step, calls, pending) {
+                    match self.escalation(turn_state, calls, pending) {
                         Ok(()) => continue,
                         Err(stop) => stop,
                     }
@@ -584,15 +582,14 @@ impl AgentLoop {
     /// Logs and sends the results that are next in call order.
     fn flush(
         &mut self,
-        turn: TurnId,
-        step: StepId,
+        turn_state: &mut TurnState,
         calls: &[StepCall],
         done: &mut [Option<Finished>],
         logged: &mut usize,
     ) -> Result<(), Stop> {
         while *logged < calls.len() {
             let Some(finished) = done[*logged].take() else { return Ok(()) };
-            self.log_result(turn, step, &calls[*logged], finished)?;
+            self.log_result(turn_state, &calls[*logged], finished)?;
             *logged += 1;
         }
         Ok(())
@@ -600,16 +597,16 @@ impl AgentLoop {
 
     fn log_result(
         &mut self,
-        turn: TurnId,
-        step: StepId,
+        turn_state: &mut TurnState,
         step_call: &StepCall,
         finished: Finished,
     ) -> Result<(), Stop> {
+        let (turn, step) = (turn_state.id, turn_state.step.id);
         let StepCall { call, view } = step_call;
         let Finished { mut result, synthetic, event, mcp_result } = finished;
         if result.status == ToolResultStatus::Error {
             let key = (call.name.clone(), call.args.to_string());
-            let count = self.failures.entry(key).or_insert(0);
+            let count = turn_state.failures.entry(key).or_insert(0);
             *count += 1;
             let count = *count;
             if count >= self.env.config.repeated_failure_nudge {
@@ -638,16 +635,15 @@ impl AgentLoop {
     /// that finished, synthetic `cancelled` for the rest) and hands the stop back.
     fn abandon(
         &mut self,
+        turn_state: &mut TurnState,
         calls: &[StepCall],
         done: &mut [Option<Finished>],
         logged: usize,
         stop: Stop,
     ) -> Stop {
-        let (Some(turn), Some(step)) =
-            (self.writer.trace().open_turn(), self.writer.trace().open_step())
-        else {
+        if self.writer.trace().open_step().is_none() {
             return stop;
-        };
+        }
         for index in logged..calls.len() {
             let call = &calls[index];
             let finished = done[index].take().unwrap_or_else(|| {
@@ -663,7 +659,7 @@ impl AgentLoop {
                     mcp_result: None,
                 }
             });
-            if let Err(err) = self.log_result(turn, step, call, finished) {
+            if let Err(err) = self.log_result(turn_state, call, finished) {
                 // The log is failing; `close_turn` will try what it can.
                 return err;
             }

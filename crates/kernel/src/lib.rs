@@ -31,6 +31,7 @@ mod model;
 mod pool;
 mod prompt;
 mod schema;
+mod stream;
 mod subagent;
 mod tool;
 mod turn;

@@ -5,7 +5,13 @@
 //! arrival order) after the pre-step interceptors ran on it, `step_start`, the request is built
 //! from the log's projection, the stream is read (deltas → events), the assistant message is
 //! logged, tool calls run (`exec.rs`), `step_end` with the step's usage. Then `turn_end` and
-//! `TurnDone`.
+//! `TurnDone`. Reading the stream is `stream.rs`; compaction, a step of its own, `compact.rs`.
+//!
+//! Each piece of state has one owner: the session's (writer, queued input, grants, tool
+//! workers) is `AgentLoop`, for the thread's life; the turn's (approved calls, failures, usage,
+//! final text, retired streams) is `TurnState`, made by `run_turn` and dropped once `TurnDone` is
+//! out; the step's (usage, an `end_turn` request, quiet) is `StepState`, held by its turn and
+//! made anew for each step and each retry. What runs a turn borrows the turn's state.
 //!
 //! Invariants:
 //! - Model-visible ⟺ logged: the request is built from `writer.history()` only (shared
@@ -22,12 +28,11 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::time::Instant;
 
 use codecoder_protocol::{
     AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ContentItem, ContextRecord, Message,
-    MessageId, MessageItem, PromptSection, Reasoning, RecordBody, RewindRecord, Role, StepId,
-    StopReason, ToolCall, ToolCallId, TurnId, TurnOutcome, Usage, UserInput, join_sections,
+    MessageId, MessageItem, PromptSection, RecordBody, RewindRecord, Role, StepId, StopReason,
+    ToolCallId, TurnId, TurnOutcome, Usage, UserInput, join_sections,
 };
 use codecoder_session::{CloseReason, SessionWriter, closing_records};
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, select};
@@ -37,19 +42,10 @@ use crate::cancel::CancelToken;
 use crate::compact::CompactTrigger;
 use crate::exec::StepCall;
 use crate::hooks::{HookReport, HookScope, Hooks};
-use crate::model::{ModelRequest, ResponseEvent, ResponseStream, ToolSpec};
+use crate::model::{ModelRequest, ResponseStream, ToolSpec};
 use crate::pool::WorkerPool;
 use crate::prompt::PromptInput;
-use crate::tool::InputReader;
-
-/// How many queued stream events are handled before `cmd` is looked at again.
-const STREAM_BATCH: usize = 256;
-
-/// How many times the loop yields, waiting for the next stream event, before it parks.
-const SPIN_YIELDS: usize = 16;
-
-/// A drained batch at least this large means the stream is flooding.
-const FLOOD_BATCH: usize = 32;
+use crate::stream::{Assembly, StreamEnd};
 
 /// What a finished turn reports to whoever waits for it (the `agent` tool of a parent).
 #[derive(Debug, Clone)]
@@ -81,14 +77,6 @@ struct StepOutcome {
     text: String,
 }
 
-/// How reading a stream ended.
-pub(crate) enum StreamEnd {
-    Completed(StopReason),
-    Stopped(Stop),
-    /// The stream broke after partial output in a way a new request may fix.
-    Broken(String),
-}
-
 /// What a turn does.
 enum TurnWork {
     /// Steps until the model is done, starting with this input.
@@ -100,86 +88,9 @@ enum TurnWork {
 /// How often a step whose stream broke is run again before the turn fails.
 const MAX_STREAM_RETRIES: u32 = 2;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum DeltaKind {
-    Text,
-    Reasoning,
-}
-
-/// The assistant message being assembled from a stream.
-#[derive(Default)]
-pub(crate) struct Assembly {
-    items: Vec<MessageItem>,
-    /// Tool calls by id: the index of their item and their raw argument text.
-    calls: Vec<(ToolCallId, usize, String)>,
-    /// The readers of the calls being written whose tools read their arguments as they come
-    /// (`Tool::input_reader`). They belong to this attempt: a retried step starts without them.
-    readers: Vec<CallReader>,
-}
-
-/// A call the model is still writing, read as its arguments arrive, for `CallProgress`.
-struct CallReader {
-    call_id: ToolCallId,
-    name: String,
-    reader: Box<dyn InputReader>,
-    /// When the last `CallProgress` of this call was sent.
-    sent_at: Option<Instant>,
-}
-
-impl Assembly {
-    fn push_text(&mut self, delta: &str) {
-        if let Some(MessageItem::Text { text }) = self.items.last_mut() {
-            text.push_str(delta);
-            return;
-        }
-        self.items.push(MessageItem::Text { text: delta.to_owned() });
-    }
-
-    fn push_reasoning(&mut self, delta: &str) {
-        // A reasoning item closed with its signature or payload is complete: a new block starts.
-        if let Some(MessageItem::Reasoning(reasoning)) = self.items.last_mut()
-            && reasoning.signature.is_none()
-            && reasoning.encrypted_content.is_none()
-        {
-            reasoning.text.push_str(delta);
-            return;
-        }
-        self.items.push(MessageItem::Reasoning(Reasoning {
-            text: delta.to_owned(),
-            ..Reasoning::default()
-        }));
-    }
-
-    pub(crate) fn text(&self) -> String {
-        let mut out = String::new();
-        for item in &self.items {
-            if let MessageItem::Text { text } = item {
-                out.push_str(text);
-            }
-        }
-        out
-    }
-
-    /// The message with its tool calls' arguments parsed. Invalid JSON is kept as a JSON string
-    /// (the call then fails schema validation with a message the model can act on).
-    pub(crate) fn finish(mut self, with_calls: bool) -> Vec<MessageItem> {
-        for (_, index, raw) in &self.calls {
-            if let MessageItem::ToolCall(call) = &mut self.items[*index] {
-                call.args = if raw.trim().is_empty() {
-                    serde_json::Value::Object(serde_json::Map::new())
-                } else {
-                    serde_json::from_str(raw)
-                        .unwrap_or_else(|_| serde_json::Value::String(raw.clone()))
-                };
-            }
-        }
-        if !with_calls {
-            self.items.retain(|item| !matches!(item, MessageItem::ToolCall(_)));
-        }
-        self.items
-    }
-}
-
+/// The session: what lives as long as the loop's thread. The loop owns it; a turn's and a
+/// step's state are `TurnState` and `StepState`, owned by the turn being run and passed down by
+/// reference to what needs them.
 pub(crate) struct AgentLoop {
     pub(crate) env: Arc<AgentEnv>,
     pub(crate) writer: SessionWriter,
@@ -192,32 +103,69 @@ pub(crate) struct AgentLoop {
     /// The session's grants: permission keys the person allowed "for this session" (the
     /// calls' keys and the escalations' `escalate:` keys).
     pub(crate) grants: HashSet<String>,
-    /// Calls of this turn the person was asked about and allowed.
-    pub(crate) approved_calls: HashSet<ToolCallId>,
     pub(crate) shutdown: bool,
-    /// Failed calls of this turn by (name, arguments), for the repeated-failure nudge.
-    pub(crate) failures: HashMap<(String, String), u32>,
-    /// A call of this step asked to end the turn once its results are logged
-    /// (`ToolContext::end_turn`).
-    pub(crate) ends_turn: bool,
     /// Whether the SessionStart hooks ran (on the first turn of this process).
     session_started: bool,
     /// The tool workers; joined at shutdown.
     pub(crate) pool: WorkerPool,
-    pub(crate) step_usage: Usage,
-    /// The provider reported `step_usage` (not an adapter's estimate).
-    step_usage_reported: bool,
     /// The last request's reported input tokens, its history length and its last message id
     /// (to check that the history still starts with what that request held).
     reported_input: Option<(ReportedInput, Option<MessageId>)>,
-    /// Deltas are not sent to the client (the summary step of a compaction).
-    pub(crate) quiet: bool,
     /// A compaction the person asked for during a turn, run at the next step boundary.
     pending_compact: Option<Option<String>>,
     /// The projection as shared messages, for requests; kept in step with `writer.history()`.
     pub(crate) shared_history: Vec<Arc<Message>>,
-    /// Aborted model streams whose threads are joined once the turn's `TurnDone` is sent.
+}
+
+/// The turn being run, from its `turn_start` to its `turn_end`; `run_turn` owns it.
+pub(crate) struct TurnState {
+    pub(crate) id: TurnId,
+    /// Calls of this turn the person was asked about and allowed.
+    pub(crate) approved_calls: HashSet<ToolCallId>,
+    /// Failed calls of this turn by (name, arguments), for the repeated-failure nudge.
+    pub(crate) failures: HashMap<(String, String), u32>,
+    /// Aborted model streams whose threads are joined once the turn's `TurnDone` is sent (when
+    /// the turn state is dropped).
     pub(crate) retired: Vec<ResponseStream>,
+    /// The usage of the turn's steps so far.
+    pub(crate) usage: Usage,
+    /// The text of the last step that had any: the turn's final message.
+    final_text: String,
+    /// The step being run (or the last one run).
+    pub(crate) step: StepState,
+}
+
+impl TurnState {
+    fn new(id: TurnId) -> Self {
+        Self {
+            id,
+            approved_calls: HashSet::new(),
+            failures: HashMap::new(),
+            retired: Vec::new(),
+            usage: Usage::default(),
+            final_text: String::new(),
+            step: StepState::new(StepId::new(0), false),
+        }
+    }
+}
+
+/// The step being run, from its `step_start` to its `step_end`; its turn owns it.
+pub(crate) struct StepState {
+    pub(crate) id: StepId,
+    pub(crate) usage: Usage,
+    /// The provider reported `usage` (not an adapter's estimate).
+    pub(crate) usage_reported: bool,
+    /// A call of this step asked to end the turn once its results are logged
+    /// (`ToolContext::end_turn`).
+    pub(crate) ends_turn: bool,
+    /// Deltas are not sent to the client (the summary step of a compaction).
+    pub(crate) quiet: bool,
+}
+
+impl StepState {
+    pub(crate) fn new(id: StepId, quiet: bool) -> Self {
+        Self { id, usage: Usage::default(), usage_reported: false, ends_turn: false, quiet }
+    }
 }
 
 impl AgentLoop {
@@ -238,19 +186,12 @@ impl AgentLoop {
             tools_generation,
             queued: VecDeque::new(),
             grants: HashSet::new(),
-            approved_calls: HashSet::new(),
             session_started: false,
             shutdown: false,
-            failures: HashMap::new(),
-            ends_turn: false,
             pool: WorkerPool::new(),
-            step_usage: Usage::default(),
-            step_usage_reported: false,
             reported_input: None,
-            quiet: false,
             pending_compact: None,
             shared_history: Vec::new(),
-            retired: Vec::new(),
         }
     }
 
@@ -353,8 +294,6 @@ impl AgentLoop {
 
     fn run_turn(&mut self, work: TurnWork) {
         let turn = TurnId::new(self.writer.trace().last_turn()).next();
-        self.failures.clear();
-        self.approved_calls.clear();
         if let Err(stop) = self.append(RecordBody::TurnStart { turn }) {
             // Nothing was opened: the turn never started, and the client hears why.
             let message = stop.message();
@@ -373,19 +312,17 @@ impl AgentLoop {
             checkpoints.turn_started(turn);
         }
         self.emit(AgentEventKind::TurnStarted { turn });
-        let mut usage = Usage::default();
-        let mut final_text = String::new();
+        let mut turn_state = TurnState::new(turn);
         let body = match work {
             TurnWork::Input(input) => {
                 self.queued.push_front(input);
-                self.turn_body(turn, &mut usage, &mut final_text)
+                self.turn_body(&mut turn_state)
             }
             TurnWork::Compact(focus) => self.compact(
-                turn,
+                &mut turn_state,
                 StepId::new(1),
                 CompactTrigger::Manual,
                 focus.as_deref(),
-                &mut usage,
             ),
         };
         let outcome = match body {
@@ -393,11 +330,14 @@ impl AgentLoop {
             Err(Stop::Cancelled) => TurnOutcome::Cancelled,
             Err(Stop::Failed(message)) => TurnOutcome::Failed { message },
         };
-        self.close_turn(&outcome, usage);
+        self.close_turn(&turn_state, &outcome);
         let cancelled = outcome == TurnOutcome::Cancelled;
+        let usage = turn_state.usage;
         self.emit(AgentEventKind::TurnDone { turn, cancelled, outcome: outcome.clone(), usage });
         self.emit(AgentEventKind::Status(AgentStatus::Idle));
-        self.retired.clear();
+        let final_text = std::mem::take(&mut turn_state.final_text);
+        // Joins the turn's retired streams, now that `TurnDone` is out.
+        drop(turn_state);
         if let Some(done) = &self.done {
             let _ = done.try_send(TurnSummary { outcome, final_text });
         }
@@ -413,14 +353,16 @@ impl AgentLoop {
 
     /// Appends what closes the open step and turn: synthetic results for pending calls, the
     /// step's end with its usage so far, the turn's end with its outcome and usage.
-    fn close_turn(&mut self, outcome: &TurnOutcome, usage: Usage) {
+    fn close_turn(&mut self, turn_state: &TurnState, outcome: &TurnOutcome) {
         let records = closing_records(self.writer.trace(), CloseReason::Cancel);
         for mut record in records {
             match &mut record {
-                RecordBody::StepEnd { usage: step_usage, .. } => *step_usage = self.step_usage,
+                RecordBody::StepEnd { usage: step_usage, .. } => {
+                    *step_usage = turn_state.step.usage;
+                }
                 RecordBody::TurnEnd { turn, outcome: end_outcome, usage: turn_usage } => {
                     *end_outcome = outcome.clone();
-                    *turn_usage = usage;
+                    *turn_usage = turn_state.usage;
                     let checkpoint = match &self.env.deps.checkpoints {
                         Some(checkpoints) if self.env.depth == 0 => checkpoints.turn_ended(*turn),
                         Some(_) | None => None,
@@ -440,12 +382,8 @@ impl AgentLoop {
         }
     }
 
-    fn turn_body(
-        &mut self,
-        turn: TurnId,
-        usage: &mut Usage,
-        final_text: &mut String,
-    ) -> Result<(), Stop> {
+    fn turn_body(&mut self, turn_state: &mut TurnState) -> Result<(), Stop> {
+        let turn = turn_state.id;
         let mut step = StepId::new(0);
         // Consecutive Stop-hook blocks; the turn ends anyway after `MAX_STOP_BLOCKS`.
         let mut stop_blocks = 0;
@@ -456,7 +394,7 @@ impl AgentLoop {
             self.poll_cmd()?;
             step = step.next();
             if let Some(focus) = self.pending_compact.take() {
-                self.compact(turn, step, CompactTrigger::Manual, focus.as_deref(), usage)?;
+                self.compact(turn_state, step, CompactTrigger::Manual, focus.as_deref())?;
                 compaction_steps += 1;
                 step = step.next();
             }
@@ -472,7 +410,7 @@ impl AgentLoop {
             // checks below count them.
             self.refresh_tools();
             if self.needs_compaction(turn, step, &inputs) {
-                self.compact(turn, step, CompactTrigger::Auto, None, usage)?;
+                self.compact(turn_state, step, CompactTrigger::Auto, None)?;
                 compaction_steps += 1;
                 step = step.next();
             }
@@ -499,17 +437,17 @@ impl AgentLoop {
             self.append(RecordBody::StepStart { turn, step })?;
             self.emit(AgentEventKind::StepStarted { turn, step });
             self.emit(AgentEventKind::Status(AgentStatus::Thinking));
-            let outcome = self.run_step(turn, step)?;
-            *usage += outcome.usage;
-            self.emit(AgentEventKind::Usage { turn, turn_total: *usage });
+            let outcome = self.run_step(turn_state, step)?;
+            turn_state.usage += outcome.usage;
+            self.emit(AgentEventKind::Usage { turn, turn_total: turn_state.usage });
             if !outcome.text.is_empty() {
-                *final_text = outcome.text;
+                turn_state.final_text = outcome.text;
             }
             self.poll_cmd()?;
             if !outcome.wants_more && self.queued.is_empty() {
                 if self.env.depth == 0 && stop_blocks < MAX_STOP_BLOCKS {
                     let active = stop_blocks > 0;
-                    let last: &str = final_text;
+                    let last: &str = &turn_state.final_text;
                     let verdict =
                         self.call_hooks(|hooks, scope| hooks.stop(scope, active, last))?;
                     // `continue: false` wins over a block; the turn was ending anyway.
@@ -704,9 +642,9 @@ impl AgentLoop {
         }
     }
 
-    fn run_step(&mut self, turn: TurnId, step: StepId) -> Result<StepOutcome, Stop> {
-        self.step_usage = Usage::default();
-        self.step_usage_reported = false;
+    fn run_step(&mut self, turn_state: &mut TurnState, step: StepId) -> Result<StepOutcome, Stop> {
+        let turn = turn_state.id;
+        turn_state.step = StepState::new(step, false);
         self.sync_shared_history();
         let request_history_len = self.shared_history.len();
         let request_last_id = self.shared_history.last().map(|m| m.id);
@@ -733,7 +671,7 @@ impl AgentLoop {
             };
             let mut assembly = Assembly::default();
             let mut stream = stream;
-            let end = self.read_stream(turn, step, &stream, &mut assembly);
+            let end = self.read_stream(turn, &mut turn_state.step, &stream, &mut assembly);
             match end {
                 StreamEnd::Completed(stop_reason) => {
                     // Finished: its thread is ending, so the join in drop is immediate.
@@ -745,9 +683,8 @@ impl AgentLoop {
                     // rebuilt from the log, and the client is told why the text restarts.
                     attempt += 1;
                     stream.abort();
-                    self.retired.push(stream);
-                    self.step_usage = Usage::default();
-                    self.step_usage_reported = false;
+                    turn_state.retired.push(stream);
+                    turn_state.step = StepState::new(step, false);
                     self.emit(AgentEventKind::StepRetried {
                         turn,
                         step,
@@ -758,7 +695,7 @@ impl AgentLoop {
                 }
                 StreamEnd::Broken(message) => {
                     stream.abort();
-                    self.retired.push(stream);
+                    turn_state.retired.push(stream);
                     let message = format!("model error: {message}");
                     self.append(RecordBody::Error { message: message.clone() })?;
                     return Err(Stop::Failed(message));
@@ -767,7 +704,7 @@ impl AgentLoop {
                     // Abort at once; the join waits until `TurnDone` is out, so a producer thread
                     // that is slow to be scheduled does not delay the cancel.
                     stream.abort();
-                    self.retired.push(stream);
+                    turn_state.retired.push(stream);
                     // What the person saw streamed is kept (text and reasoning, not half-made
                     // calls): the model sees next time what it had said before the interruption.
                     let items = assembly.finish(false);
@@ -783,11 +720,11 @@ impl AgentLoop {
                 }
             }
         };
-        if self.step_usage_reported && self.step_usage.input_tokens > 0 {
+        if turn_state.step.usage_reported && turn_state.step.usage.input_tokens > 0 {
             // A fake or broken server may report zeros; no real request has no input.
             self.reported_input = Some((
                 ReportedInput {
-                    input_tokens: self.step_usage.input_tokens,
+                    input_tokens: turn_state.step.usage.input_tokens,
                     history_len: request_history_len,
                 },
                 request_last_id,
@@ -803,16 +740,16 @@ impl AgentLoop {
         let has_calls = !calls.is_empty();
         if has_calls {
             if stop_reason == StopReason::MaxTokens {
-                self.refuse_cut_off(turn, step, &calls)?;
+                self.refuse_cut_off(turn_state, &calls)?;
             } else {
-                self.run_tools(turn, step, calls)?;
+                self.run_tools(turn_state, calls)?;
             }
         }
-        let usage = self.step_usage;
+        let usage = turn_state.step.usage;
         self.append(RecordBody::StepEnd { turn, step, usage, stop_reason: Some(stop_reason) })?;
         self.emit(AgentEventKind::StepFinished { turn, step, usage, text: text.clone() });
         // A call that ended the turn: its result is logged, and no request follows it.
-        let ended = std::mem::take(&mut self.ends_turn);
+        let ended = turn_state.step.ends_turn;
         Ok(StepOutcome { wants_more: has_calls && !ended, usage, text })
     }
 
@@ -859,245 +796,6 @@ impl AgentLoop {
         }
         self.append(RecordBody::Context(context))?;
         Ok(())
-    }
-
-    /// Reads the stream until it completes, fails, or a command stops the turn.
-    pub(crate) fn read_stream(
-        &mut self,
-        turn: TurnId,
-        step: StepId,
-        stream: &ResponseStream,
-        assembly: &mut Assembly,
-    ) -> StreamEnd {
-        let events = stream.events();
-        let coalesce = self.env.config.coalesce_deltas;
-        let mut pending: Option<(DeltaKind, String)> = None;
-        loop {
-            // Drain what is queued without blocking, a batch at a time so `cmd` is looked at
-            // between batches even under a flood of tokens.
-            let mut end = None;
-            let mut drained = 0;
-            for _ in 0..STREAM_BATCH {
-                match events.try_recv() {
-                    Ok(event) => {
-                        drained += 1;
-                        end = self.on_response(turn, step, event, assembly, coalesce, &mut pending);
-                        if end.is_some() {
-                            break;
-                        }
-                    }
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => {
-                        end = Some(StreamEnd::Stopped(Stop::Failed(
-                            "the model stream ended without completing".to_owned(),
-                        )));
-                        break;
-                    }
-                }
-            }
-            self.flush_delta(turn, step, &mut pending);
-            if let Some(end) = end {
-                return end;
-            }
-            if let Err(stop) = self.poll_cmd() {
-                return StreamEnd::Stopped(stop);
-            }
-            // Under a flood (the last batch was large), a stream that is merely between two
-            // tokens is refilled within microseconds: yielding a few times before parking saves
-            // the futex round trip of a blocking select, the dominant cost then. A slow stream
-            // (a real model, a few hundred tokens a second) parks at once.
-            if drained >= FLOOD_BATCH && events.is_empty() {
-                for _ in 0..SPIN_YIELDS {
-                    std::thread::yield_now();
-                    if !events.is_empty() {
-                        break;
-                    }
-                }
-            }
-            if !events.is_empty() {
-                continue;
-            }
-            select! {
-                recv(events) -> event => {
-                    let end = match event {
-                        Ok(event) => self.on_response(turn, step, event, assembly, coalesce, &mut pending),
-                        Err(_) => Some(StreamEnd::Stopped(Stop::Failed(
-                            "the model stream ended without completing".to_owned(),
-                        ))),
-                    };
-                    self.flush_delta(turn, step, &mut pending);
-                    if let Some(end) = end {
-                        return end;
-                    }
-                }
-                recv(self.cmd) -> cmd => {
-                    if let Some(stop) = self.handle_cmd(cmd) {
-                        return StreamEnd::Stopped(stop);
-                    }
-                }
-            }
-        }
-    }
-
-    fn flush_delta(&self, turn: TurnId, step: StepId, pending: &mut Option<(DeltaKind, String)>) {
-        match pending.take() {
-            Some((DeltaKind::Text, delta)) => {
-                self.emit(AgentEventKind::TextDelta { turn, step, delta })
-            }
-            Some((DeltaKind::Reasoning, delta)) => {
-                self.emit(AgentEventKind::ReasoningDelta { turn, step, delta })
-            }
-            None => {}
-        }
-    }
-
-    fn on_delta(
-        &self,
-        turn: TurnId,
-        step: StepId,
-        kind: DeltaKind,
-        delta: String,
-        coalesce: bool,
-        pending: &mut Option<(DeltaKind, String)>,
-    ) {
-        if self.quiet {
-            return;
-        }
-        if !coalesce {
-            match kind {
-                DeltaKind::Text => self.emit(AgentEventKind::TextDelta { turn, step, delta }),
-                DeltaKind::Reasoning => {
-                    self.emit(AgentEventKind::ReasoningDelta { turn, step, delta })
-                }
-            }
-            return;
-        }
-        match pending {
-            Some((pending_kind, text)) if *pending_kind == kind => text.push_str(&delta),
-            _ => {
-                self.flush_delta(turn, step, pending);
-                *pending = Some((kind, delta));
-            }
-        }
-    }
-
-    /// Sends the call's view so far, unless one went out less than `progress_interval` ago or
-    /// the reader has nothing new. Coalesced deltas still pending go out first, so events keep
-    /// the stream's order.
-    fn call_progress(
-        &self,
-        turn: TurnId,
-        step: StepId,
-        reader: &mut CallReader,
-        pending: &mut Option<(DeltaKind, String)>,
-    ) {
-        let now = Instant::now();
-        if reader
-            .sent_at
-            .is_some_and(|sent_at| now.duration_since(sent_at) < self.env.config.progress_interval)
-        {
-            return;
-        }
-        let Some(view) = reader.reader.view() else { return };
-        reader.sent_at = Some(now);
-        self.flush_delta(turn, step, pending);
-        self.emit(AgentEventKind::CallProgress {
-            turn,
-            step,
-            call_id: reader.call_id.clone(),
-            name: reader.name.clone(),
-            view,
-        });
-    }
-
-    fn on_response(
-        &mut self,
-        turn: TurnId,
-        step: StepId,
-        event: ResponseEvent,
-        assembly: &mut Assembly,
-        coalesce: bool,
-        pending: &mut Option<(DeltaKind, String)>,
-    ) -> Option<StreamEnd> {
-        match event {
-            ResponseEvent::TextDelta(delta) => {
-                assembly.push_text(&delta);
-                self.on_delta(turn, step, DeltaKind::Text, delta, coalesce, pending);
-            }
-            ResponseEvent::ReasoningDelta(delta) => {
-                assembly.push_reasoning(&delta);
-                self.on_delta(turn, step, DeltaKind::Reasoning, delta, coalesce, pending);
-            }
-            ResponseEvent::ReasoningDone { signature, encrypted_content } => {
-                // A block with nothing readable (redacted thinking) after a completed one is
-                // its own item, so each goes back to the provider as it came.
-                let open = matches!(
-                    assembly.items.last(),
-                    Some(MessageItem::Reasoning(r)) if r.signature.is_none() && r.encrypted_content.is_none()
-                );
-                if !open {
-                    assembly.items.push(MessageItem::Reasoning(Reasoning::default()));
-                }
-                if let Some(MessageItem::Reasoning(reasoning)) = assembly.items.last_mut() {
-                    reasoning.signature = signature;
-                    reasoning.encrypted_content = encrypted_content;
-                }
-            }
-            ResponseEvent::ToolCallStart { id, name } => {
-                // The summary step of a compaction shows nothing of what it streams.
-                if !self.quiet
-                    && let Some(reader) = self.env.deps.tools.input_reader(&name)
-                {
-                    assembly.readers.push(CallReader {
-                        call_id: id.clone(),
-                        name: name.clone(),
-                        reader,
-                        sent_at: None,
-                    });
-                }
-                let index = assembly.items.len();
-                assembly.items.push(MessageItem::ToolCall(ToolCall {
-                    id: id.clone(),
-                    name,
-                    args: serde_json::Value::Null,
-                }));
-                assembly.calls.push((id, index, String::new()));
-            }
-            ResponseEvent::ToolCallArgsDelta { id, delta } => {
-                if let Some((_, _, raw)) =
-                    assembly.calls.iter_mut().find(|(call_id, _, _)| *call_id == id)
-                {
-                    raw.push_str(&delta);
-                }
-                if let Some(reader) =
-                    assembly.readers.iter_mut().find(|reader| reader.call_id == id)
-                {
-                    reader.reader.push(&delta);
-                    self.call_progress(turn, step, reader, pending);
-                }
-            }
-            // Arguments are parsed once, when the message is assembled.
-            ResponseEvent::ToolCallDone { .. } => {}
-            ResponseEvent::Warning(message) => self.emit(AgentEventKind::Warning { message }),
-            ResponseEvent::Usage(usage) => {
-                self.step_usage = usage;
-                self.step_usage_reported = true;
-            }
-            ResponseEvent::UsageEstimate(usage) => {
-                self.step_usage = usage;
-                self.step_usage_reported = false;
-            }
-            ResponseEvent::Completed { stop_reason } => {
-                return Some(StreamEnd::Completed(stop_reason));
-            }
-            ResponseEvent::Error(err) if err.retryable => {
-                return Some(StreamEnd::Broken(err.message));
-            }
-            ResponseEvent::Error(err) => {
-                return Some(StreamEnd::Stopped(Stop::Failed(format!("model error: {err}"))));
-            }
-        }
-        None
     }
 }
 
