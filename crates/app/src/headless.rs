@@ -8,10 +8,13 @@
 //! logged: a retried step's void text is not in it); the agent is shut down before the turn's
 //! end is returned.
 
+use std::path::Path;
+
 use codecoder_protocol::{
     AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, TurnOutcome,
 };
 
+use crate::error::{Error, Result};
 use crate::{AgentHandle, PLAN_APPROVE, PLAN_KEEP_PLANNING};
 
 /// What a headless turn has to show, in order.
@@ -115,4 +118,28 @@ fn follow(
 /// keep planning.
 fn is_plan_review(options: &[String]) -> bool {
     matches!(options, [approve, keep] if approve == PLAN_APPROVE && keep == PLAN_KEEP_PLANNING)
+}
+
+/// The JSON Schema in `path` that a turn's final message must follow (`--output-schema`).
+///
+/// # Errors
+/// `Usage` when the file cannot be read or is not JSON.
+pub fn read_output_schema(path: &Path) -> Result<serde_json::Value> {
+    let text = fs_err::read_to_string(path).map_err(|err| Error::usage(err.to_string()))?;
+    serde_json::from_str(&text)
+        .map_err(|err| Error::usage(format!("{}: not a JSON Schema: {err}", path.display())))
+}
+
+/// Checks that `final_message` is JSON that follows `schema`; `Err` says how it does not.
+///
+/// # Errors
+/// When the message is not JSON, or breaks the schema.
+pub fn check_final_message(
+    schema: &serde_json::Value,
+    final_message: &str,
+) -> std::result::Result<(), String> {
+    let value: serde_json::Value = serde_json::from_str(final_message.trim())
+        .map_err(|err| format!("the final message is not JSON as --output-schema asks: {err}"))?;
+    crate::validate_schema(schema, &value)
+        .map_err(|err| format!("the final message does not follow --output-schema: {err}"))
 }

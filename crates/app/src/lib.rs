@@ -66,7 +66,9 @@ pub use codecoder_tools::{
 };
 pub use confined::{ConfinedCommand, Stream};
 pub use error::{Error, Result};
-pub use headless::{HeadlessEnd, Shown, follow_headless_turn};
+pub use headless::{
+    HeadlessEnd, Shown, check_final_message, follow_headless_turn, read_output_schema,
+};
 pub use host::{SessionListing, git_diff, init_agents_md};
 pub use image::{image_type, read_image};
 pub use jsonl::{ExecEventEncoder, Messages, result_text};

@@ -11,9 +11,7 @@ use codecoder_kernel::{
 };
 use codecoder_protocol::env;
 use codecoder_providers::HttpModelClient;
-use codecoder_session::{
-    FsyncPolicy, Index, NewSession, SessionStore, SessionWriter, WriterConfig,
-};
+use codecoder_session::{FsyncPolicy, NewSession, SessionStore, SessionWriter, WriterConfig};
 
 use crate::error::{Error, Result};
 use crate::{Modes, Notice, Runtime};
@@ -265,14 +263,9 @@ impl Runtime {
                 let path = match query {
                     Some(id) => store.find(id)?,
                     None => {
-                        let mut index = Index::open(&store)?;
-                        let refreshed = index.refresh(&store);
-                        notices.extend(
-                            index.warnings().iter().map(|w| Notice::Warning(w.to_string())),
-                        );
-                        refreshed?;
-                        let newest =
-                            index.list(Some(&cwd_text))?.into_iter().find(|s| s.problem.is_none());
+                        let listed =
+                            crate::list_sessions(&home, Some(&cwd_text), None, &mut notices)?;
+                        let newest = listed.sessions.into_iter().find(|s| s.problem.is_none());
                         newest.map(|s| s.path).ok_or_else(|| {
                             Error::usage(format!("no session to resume in {cwd_text}"))
                         })?
