@@ -76,15 +76,7 @@ pub(crate) fn run(
         .map(|path| codecoder_app::read_image(path))
         .collect::<Result<Vec<_>, _>>()?;
     let output_schema =
-        match &options.output_schema {
-            Some(path) => {
-                let text = fs_err::read_to_string(path).map_err(|err| usage(err.to_string()))?;
-                Some(serde_json::from_str::<serde_json::Value>(&text).map_err(|err| {
-                    usage(format!("{}: not a JSON Schema: {err}", path.display()))
-                })?)
-            }
-            None => None,
-        };
+        options.output_schema.as_deref().map(codecoder_app::read_output_schema).transpose()?;
 
     // `--plan` is `--permission-mode plan`.
     let mut global = global.clone();
@@ -147,15 +139,8 @@ pub(crate) fn run(
     let code = match end.outcome {
         Some(TurnOutcome::Completed) => {
             if let Some(schema) = &output_schema {
-                let value: serde_json::Value = serde_json::from_str(end.final_message.trim())
-                    .map_err(|err| {
-                        anyhow::anyhow!(
-                            "the final message is not JSON as --output-schema asks: {err}"
-                        )
-                    })?;
-                codecoder_app::validate_schema(schema, &value).map_err(|err| {
-                    anyhow::anyhow!("the final message does not follow --output-schema: {err}")
-                })?;
+                codecoder_app::check_final_message(schema, &end.final_message)
+                    .map_err(anyhow::Error::msg)?;
             }
             // In plan mode the plan is the answer.
             let final_message = end.plan.unwrap_or(end.final_message);

@@ -6,15 +6,13 @@
 //! writing (resume, rm). A closed stdout (`| head`) counts as success.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // L0: the one crate that prints.
 
-mod acp_cmd;
-mod app_server_cmd;
 mod cli;
 mod config_cmd;
 mod exec;
 mod mcp_cmd;
-mod mcp_server_cmd;
 mod plugin_cmd;
 mod safety_cmd;
+mod serve_cmd;
 mod sessions;
 mod tui_cmd;
 
@@ -57,9 +55,9 @@ fn main() -> ExitCode {
         Some(Command::Doctor(args)) => safety_cmd::run_doctor(&args, &cli.global, &mut out),
         Some(Command::Mcp(command)) => mcp_cmd::run(command, &cli.global, &mut out),
         Some(Command::Plugin(command)) => plugin_cmd::run(command, &mut out),
-        Some(Command::McpServer(args)) => mcp_server_cmd::run(&args, &cli.global),
-        Some(Command::AppServer(args)) => app_server_cmd::run(&args, &cli.global),
-        Some(Command::Acp(args)) => acp_cmd::run(&args, &cli.global),
+        Some(Command::McpServer(args)) => serve_cmd::run_mcp_server(&args, &cli.global),
+        Some(Command::AppServer(args)) => serve_cmd::run_app_server(&args, &cli.global),
+        Some(Command::Acp(args)) => serve_cmd::run_acp(&args, &cli.global),
         Some(Command::Permissions(cli::PermissionsCommand::Check(args))) => {
             safety_cmd::run_permissions_check(&args, &cli.global, &mut out)
         }

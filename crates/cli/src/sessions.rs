@@ -6,7 +6,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use codecoder_app::{Notice, Validation};
+use codecoder_app::{Notice, Shown, Validation};
 use codecoder_protocol::{AgentCommand, AgentEventKind, RecordBody, TurnOutcome};
 use codecoder_stdx::format_utc_ms;
 use serde_json::json;
@@ -157,24 +157,20 @@ fn compact(
         .cmd
         .send(AgentCommand::Compact { focus: args.focus.clone() })
         .context("the agent stopped")?;
-    let mut outcome = None;
-    for event in agent.events.iter() {
+    let end = codecoder_app::follow_headless_turn(agent, &mut |shown| {
+        let Shown::Event(event) = shown else { return Ok(()) };
         if !event.source.subagent_path.is_empty() {
-            continue;
+            return Ok(());
         }
-        match event.kind {
+        match &event.kind {
             AgentEventKind::Compacted { message, .. } => writeln!(out, "{message}")?,
             AgentEventKind::Warning { message } => eprintln!("warning: {message}"),
             AgentEventKind::HookMessage { event, message } => eprintln!("{event} hook: {message}"),
-            AgentEventKind::TurnDone { outcome: done, .. } => {
-                outcome = Some(done);
-                break;
-            }
             _ => {}
         }
-    }
-    let _ = agent.shutdown();
-    match outcome {
+        Ok(())
+    })?;
+    match end.outcome {
         Some(TurnOutcome::Completed) => Ok(ExitCode::SUCCESS),
         Some(TurnOutcome::Failed { message }) => {
             eprintln!("codecoder: the compaction failed: {message}");
