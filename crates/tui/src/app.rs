@@ -15,9 +15,11 @@ mod plan;
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use codecoder_app::history::{HistoryEvent, Replayed};
 use codecoder_protocol::{
     AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ApprovalDecision, ApprovalRequest,
-    AskUserAnswer, AskUserRequest, ToolError, ToolResultStatus, TurnOutcome, Usage, UserInput,
+    AskUserAnswer, AskUserRequest, ContentItem, ToolError, ToolResultStatus, TurnOutcome, Usage,
+    UserInput,
 };
 use crossbeam_channel::Sender;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -28,7 +30,7 @@ use crate::complete::FileIndex;
 use crate::input::Editor;
 use crate::markdown::{self, Code, StreamSplitter};
 use crate::pager::{PagedOutput, Pager, PagerKey};
-use crate::{SessionChoice, SessionInfo, SessionSummary, StartRequest, TranscriptItem};
+use crate::{SessionChoice, SessionInfo, SessionSummary, StartRequest};
 
 pub(crate) use plan::{is_plan_review, mode_badge};
 
@@ -158,7 +160,6 @@ pub(crate) struct App {
 impl App {
     /// A fresh state for a session.
     pub(crate) fn new(info: SessionInfo, approval_mode: String, cmd: Sender<AgentCommand>) -> Self {
-        let (session_usage, context_tokens) = (info.usage_so_far, info.context_tokens);
         Self {
             info,
             approval_mode,
@@ -180,9 +181,9 @@ impl App {
             status: AgentStatus::Idle,
             turn_running: false,
             turn_started: None,
-            session_usage,
+            session_usage: Usage::default(),
             turn_usage: Usage::default(),
-            context_tokens,
+            context_tokens: 0,
             quit_armed: false,
             completion: None,
             picker: None,
@@ -198,13 +199,13 @@ impl App {
     }
 
     /// Switches to a new agent (after `/new`, `/resume`, …), keeping the editor and history.
+    /// The token counts go on (the same conversation continues) until `replay` shows another
+    /// session's past.
     pub(crate) fn switch_session(&mut self, info: SessionInfo, cmd: Sender<AgentCommand>) {
         self.flush_live();
         if info.cwd != self.info.cwd && self.files.is_live() {
             self.files = FileIndex::spawn(info.cwd.clone());
         }
-        self.session_usage = info.usage_so_far;
-        self.context_tokens = info.context_tokens;
         self.info = info;
         self.cmd = cmd;
         self.approvals.clear();
@@ -242,33 +243,41 @@ impl App {
         self.push(Cell::Note { text: text.into(), kind });
     }
 
-    /// Re-renders a resumed session's transcript into the history.
-    pub(crate) fn replay(&mut self, items: Vec<TranscriptItem>) {
-        let now = Instant::now();
-        for item in items {
-            match item {
-                TranscriptItem::User(text) => self.push(Cell::User { text, queued: false }),
-                TranscriptItem::Assistant(text) => {
-                    self.push(Cell::Assistant {
-                        lines: markdown::render(&text, Code::Highlighted),
-                    });
+    /// Shows a session's past (empty for a new session) as its live run showed it: the
+    /// runtime's replay of its log goes through `on_agent_event` like live events, and the
+    /// person's messages become their cells as when they were sent. The token counts start
+    /// from the replay's.
+    pub(crate) fn replay(&mut self, history: Vec<Replayed>) {
+        self.session_usage = Usage::default();
+        self.context_tokens = 0;
+        for replayed in history {
+            match replayed.event {
+                HistoryEvent::Agent(kind) => {
+                    self.on_agent_event(AgentEvent { source: replayed.source, kind });
                 }
-                TranscriptItem::Reasoning(text) => {
-                    self.push(Cell::Reasoning { text, expanded: self.show_reasoning });
-                }
-                TranscriptItem::Tool { call, view, result } => {
-                    let mut card = ToolCard::new(call.id, call.name, view, now);
-                    match &result {
-                        Some(result) => card.finish(Ok(result), now),
-                        None => card.finish(Err("no result (interrupted)".to_owned()), now),
+                HistoryEvent::User(input) => {
+                    let text = input_text(&input);
+                    if !text.trim().is_empty() {
+                        self.push(Cell::User { text, queued: false });
                     }
-                    if let Some(output) = card.take_output() {
-                        self.last_output = Some(output);
-                    }
-                    self.push(Cell::Tool(card));
                 }
+                // A decision shows in its call's result; a rewind's turns are left out of the
+                // replay; the log's own records are not part of the conversation.
+                HistoryEvent::Approval(_) | HistoryEvent::Rewind(_) | HistoryEvent::Log(_) => {}
             }
         }
+        // A log that ends inside a turn (the process died) leaves its calls without results and
+        // nothing running here.
+        let now = Instant::now();
+        for mut card in std::mem::take(&mut self.tools) {
+            card.finish(Err("no result (interrupted)".to_owned()), now);
+            self.history.push(Cell::Tool(card));
+        }
+        self.flush_live();
+        self.turn_running = false;
+        self.turn_started = None;
+        self.turn_usage = Usage::default();
+        self.status = AgentStatus::Idle;
     }
 
     /// Whether the agent is busy (drives the spinner).
@@ -1026,6 +1035,19 @@ impl App {
         };
         self.completion = (!items.is_empty()).then_some(Completion { items, selected: 0 });
     }
+}
+
+/// The text of a message the person sent, its parts on lines of their own.
+fn input_text(input: &UserInput) -> String {
+    let parts: Vec<&str> = input
+        .content
+        .iter()
+        .filter_map(|item| match item {
+            ContentItem::Text { text } => Some(text.as_str()),
+            ContentItem::Image(_) | ContentItem::BlobRef(_) => None,
+        })
+        .collect();
+    parts.join("\n")
 }
 
 #[cfg(test)]

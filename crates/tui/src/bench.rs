@@ -36,8 +36,6 @@ fn info(cwd: PathBuf) -> SessionInfo {
         context_window: 400_000,
         cwd,
         pricing: Pricing::default(),
-        usage_so_far: Usage::default(),
-        context_tokens: 0,
     }
 }
 

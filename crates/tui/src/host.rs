@@ -1,10 +1,12 @@
 //! `RuntimeHost`: the UI's `Host` over the runtime (`codecoder-app`). `/new`, `/resume`,
 //! `/fork`, `/model` and `/provider` start sessions the way every front-end does; a resumed or
-//! forked session's transcript and token totals are read back from its log.
+//! forked session's past is the runtime's replay of its log (`codecoder_app::history`), its
+//! calls described by the session's own tools.
 
 use std::path::Path;
 
 use anyhow::Context;
+use codecoder_app::history::{self, Detail, ReplayConfig, Rewound};
 use codecoder_app::{ApprovalMode, Modes, Runtime, SessionControls, SessionRequest, Start};
 
 use crate::{Host, Session, SessionChoice, SessionInfo, SessionSummary, StartRequest};
@@ -87,20 +89,19 @@ impl RuntimeHost {
         }
         self.modes = Some(session.controls.modes());
         self.controls = Some(session.controls.clone());
-        let (transcript, (usage_so_far, context_tokens)) =
-            match (replays_log, session.agent.session_path()) {
-                (true, Some(path)) => {
-                    let loaded = codecoder_session::load(path)
-                        .with_context(|| format!("reading {}", path.display()))?;
-                    (
-                        crate::transcript_from_records(loaded.records(), |call| {
-                            session.tools.view(&call.name, &call.args)
-                        }),
-                        crate::usage_from_records(loaded.records()),
-                    )
-                }
-                _ => (Vec::new(), Default::default()),
-            };
+        let history = match (replays_log, session.agent.session_path()) {
+            (true, Some(path)) => {
+                let loaded =
+                    history::load(path).with_context(|| format!("reading {}", path.display()))?;
+                let config = ReplayConfig {
+                    viewer: session.tools.as_ref(),
+                    detail: Detail::Conversation,
+                    rewound: Rewound::Skip,
+                };
+                history::events(&loaded, &config)
+            }
+            _ => Vec::new(),
+        };
         let info = SessionInfo {
             session_id: session.agent.session_id(),
             model: session.model,
@@ -108,11 +109,9 @@ impl RuntimeHost {
             context_window: session.context_window,
             cwd: session.cwd,
             pricing: session.pricing,
-            usage_so_far,
-            context_tokens,
         };
         let notices = session.notices.iter().map(ToString::to_string).collect();
-        Ok(Session { agent: session.agent, info, transcript, notices })
+        Ok(Session { agent: session.agent, info, history, notices })
     }
 }
 

@@ -42,9 +42,8 @@ mod testing;
 use std::path::{Path, PathBuf};
 
 use codecoder_app::AgentHandle;
-use codecoder_protocol::{
-    CallView, MessageItem, Record, RecordBody, SessionId, ToolCall, ToolResult, Usage,
-};
+use codecoder_app::history::Replayed;
+use codecoder_protocol::SessionId;
 
 pub use bench::simulate_stream;
 pub use host::RuntimeHost;
@@ -67,49 +66,6 @@ pub struct SessionInfo {
     pub cwd: PathBuf,
     /// Prices, for the cost shown in the status line and `/status`.
     pub pricing: Pricing,
-    /// Tokens the session used before this process (a resumed session's earlier turns).
-    pub usage_so_far: Usage,
-    /// The last request's input + output tokens, before this process (context used).
-    pub context_tokens: u64,
-}
-
-/// What a session log says about its token use: the turns' totals, and the last step's input +
-/// output (how full the context was).
-pub fn usage_from_records<'a>(records: impl IntoIterator<Item = &'a Record>) -> (Usage, u64) {
-    let mut total = Usage::default();
-    let mut context = 0;
-    for record in records {
-        match &record.body {
-            RecordBody::TurnEnd { usage, .. } => total += *usage,
-            RecordBody::StepEnd { usage, .. } if usage.input_tokens + usage.output_tokens > 0 => {
-                context = usage.input_tokens + usage.output_tokens;
-            }
-            _ => {}
-        }
-    }
-    (total, context)
-}
-
-/// One entry of a session's past, re-rendered when a session is resumed.
-#[derive(Debug, Clone, PartialEq)]
-// Items are made once per resume and moved once into the transcript: boxing buys nothing.
-#[allow(clippy::large_enum_variant)]
-pub enum TranscriptItem {
-    /// A user message's text.
-    User(String),
-    /// An assistant message's text (Markdown).
-    Assistant(String),
-    /// Reasoning text.
-    Reasoning(String),
-    /// A tool call and its result (`None`: the log holds no result, e.g. interrupted).
-    Tool {
-        /// The call.
-        call: ToolCall,
-        /// What the call is, as its tool describes it.
-        view: CallView,
-        /// Its result.
-        result: Option<ToolResult>,
-    },
 }
 
 /// A started session: the agent, what to show about it, and its past.
@@ -119,8 +75,10 @@ pub struct Session {
     pub agent: AgentHandle,
     /// What the status line shows.
     pub info: SessionInfo,
-    /// The past (empty for a new session).
-    pub transcript: Vec<TranscriptItem>,
+    /// The past, as the runtime replays the session's log (empty for a new session): the UI
+    /// feeds it through the path live events take, so it shows as the live run did, and its
+    /// token counts come from it.
+    pub history: Vec<Replayed>,
     /// What starting it had to say (a sandbox downgrade, a server that did not start, a bad
     /// skill file): shown as warnings.
     pub notices: Vec<String>,
@@ -254,82 +212,3 @@ pub struct TuiConfig {
     /// Open the session picker at once (`codecoder resume` without an id).
     pub open_resume_picker: bool,
 }
-
-/// The transcript of a session log's records: user and assistant text, reasoning, tool calls
-/// (each described by `describe`, the session's tools' view of it) paired with their results.
-/// A conversation rewind drops what the turn it went back to and the later ones showed, as the
-/// model no longer sees it either.
-pub fn transcript_from_records<'a>(
-    records: impl IntoIterator<Item = &'a Record>,
-    describe: impl Fn(&ToolCall) -> CallView,
-) -> Vec<TranscriptItem> {
-    let mut items = Vec::new();
-    let mut open_calls: Vec<(usize, codecoder_protocol::ToolCallId)> = Vec::new();
-    let mut turn_starts: Vec<(codecoder_protocol::TurnId, usize)> = Vec::new();
-    for record in records {
-        match &record.body {
-            RecordBody::TurnStart { turn } => turn_starts.push((*turn, items.len())),
-            RecordBody::Rewind(rewind) if rewind.conversation => {
-                if let Some(at) = turn_starts.iter().position(|(turn, _)| *turn == rewind.turn) {
-                    items.truncate(turn_starts[at].1);
-                    turn_starts.truncate(at);
-                    open_calls.clear();
-                }
-            }
-            RecordBody::UserMessage { message } => {
-                let text = message_text(&message.items);
-                if !text.trim().is_empty() {
-                    items.push(TranscriptItem::User(text));
-                }
-            }
-            RecordBody::AssistantMessage { message } => {
-                for item in &message.items {
-                    match item {
-                        MessageItem::Text { text } if !text.trim().is_empty() => {
-                            items.push(TranscriptItem::Assistant(text.clone()));
-                        }
-                        MessageItem::Reasoning(reasoning) if !reasoning.text.trim().is_empty() => {
-                            items.push(TranscriptItem::Reasoning(reasoning.text.clone()));
-                        }
-                        MessageItem::ToolCall(call) => {
-                            open_calls.push((items.len(), call.id.clone()));
-                            items.push(TranscriptItem::Tool {
-                                call: call.clone(),
-                                view: describe(call),
-                                result: None,
-                            });
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            RecordBody::ToolResult { result, .. } => {
-                if let Some(pos) = open_calls.iter().position(|(_, id)| *id == result.tool_call_id)
-                {
-                    let (index, _) = open_calls.remove(pos);
-                    if let Some(TranscriptItem::Tool { result: slot, .. }) = items.get_mut(index) {
-                        *slot = Some(result.clone());
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    items
-}
-
-fn message_text(items: &[MessageItem]) -> String {
-    let mut text = String::new();
-    for item in items {
-        if let MessageItem::Text { text: part } = item {
-            if !text.is_empty() {
-                text.push('\n');
-            }
-            text.push_str(part);
-        }
-    }
-    text
-}
-
-#[cfg(test)]
-mod tests;

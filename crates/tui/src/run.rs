@@ -185,13 +185,13 @@ fn ui_loop(
     started: Instant,
     stats: &mut FrameStats,
 ) -> anyhow::Result<()> {
-    let Session { agent, info, transcript, notices: _ } = session;
+    let Session { agent, info, history, notices: _ } = session;
     let mut agent = Some(agent);
     let mut app = App::new(info, config.approval_mode.clone(), agent_cmd(agent.as_ref()));
     app.skills.clone_from(&config.skills);
     app.commands.clone_from(&config.commands);
     app.push(header(&app));
-    app.replay(transcript);
+    app.replay(history);
     if let Some(prompt) = &config.initial_prompt {
         app.send_text(prompt.clone());
     }
@@ -263,7 +263,7 @@ fn ui_loop(
                                 SessionChoice::Resume(_) => "resumed session",
                                 SessionChoice::Fork(_) => "forked into session",
                             };
-                            let Session { agent: new_agent, info, transcript, notices } = session;
+                            let Session { agent: new_agent, info, history, notices } = session;
                             app.switch_session(info, new_agent.cmd.clone());
                             for notice in notices {
                                 app.note(NoteKind::Warning, notice);
@@ -277,7 +277,7 @@ fn ui_loop(
                                 SessionChoice::New => false,
                             };
                             if !same {
-                                app.replay(transcript);
+                                app.replay(history);
                             }
                             app.note(
                                 NoteKind::Info,

@@ -30,8 +30,6 @@ pub(crate) fn info() -> SessionInfo {
         context_window: 400_000,
         cwd: PathBuf::from("/work/project"),
         pricing: Pricing { input: Some(1.25), cached_input: Some(0.125), output: Some(10.0) },
-        usage_so_far: codecoder_protocol::Usage::default(),
-        context_tokens: 0,
     }
 }
 

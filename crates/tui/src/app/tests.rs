@@ -650,3 +650,84 @@ fn a_step_shows_its_text_once_whether_it_streamed_or_not() {
     assert!(lines.iter().any(|l| l == "Again."), "{lines:?}");
     assert!(!lines.iter().any(|l| l.contains("void")), "{lines:?}");
 }
+
+/// The replay's item of `event`, from the session's own log.
+fn replayed(event: codecoder_app::history::HistoryEvent) -> codecoder_app::history::Replayed {
+    let source = codecoder_protocol::EventSource {
+        session_id: crate::testing::session_id(),
+        subagent_path: Vec::new(),
+    };
+    codecoder_app::history::Replayed { seq: 0, ts: 0, source, event }
+}
+
+#[test]
+fn a_resumed_session_shows_its_replay_as_it_ran_and_counts_its_tokens() {
+    use codecoder_app::history::HistoryEvent::{Agent, User};
+    let (mut app, _rx) = app();
+    let listing = call("c1", "run_command", json!({"command": "ls"}));
+    let orphan = call("c2", "read_file", json!({"path": "a"}));
+    let usage = Usage { input_tokens: 1_000, output_tokens: 20, ..Usage::default() };
+    let first = vec![
+        replayed(User(UserInput::text("hi"))),
+        replayed(Agent(AgentEventKind::TurnStarted { turn: turn() })),
+        replayed(Agent(AgentEventKind::StepStarted { turn: turn(), step: StepId::FIRST })),
+        replayed(Agent(AgentEventKind::ReasoningDelta {
+            turn: turn(),
+            step: StepId::FIRST,
+            delta: "think".to_owned(),
+        })),
+        replayed(Agent(text("Looking.").kind)),
+        replayed(Agent(started(&listing).kind)),
+        replayed(Agent(
+            finished(
+                &listing,
+                Ok(ToolResult::text(ToolCallId::new("c1"), ToolResultStatus::Success, "a.rs")),
+            )
+            .kind,
+        )),
+        replayed(Agent(AgentEventKind::StepFinished {
+            turn: turn(),
+            step: StepId::FIRST,
+            usage,
+            text: "Looking.".to_owned(),
+        })),
+        replayed(Agent(AgentEventKind::TurnDone {
+            turn: turn(),
+            cancelled: false,
+            outcome: TurnOutcome::Completed,
+            usage,
+        })),
+        // The log ends inside a second turn: the process died with a call running.
+        replayed(User(UserInput::text("and then?"))),
+        replayed(Agent(AgentEventKind::TurnStarted { turn: turn() })),
+        replayed(Agent(AgentEventKind::StepStarted { turn: turn(), step: StepId::FIRST })),
+        replayed(Agent(started(&orphan).kind)),
+    ];
+    app.replay(first);
+    let history = app.take_history();
+    let lines = shown(&history);
+    assert_eq!(
+        lines,
+        [
+            "› hi",
+            "▸ thought (1 lines; Ctrl+T shows reasoning in full)",
+            "Looking.",
+            "✓ run_command $ ls",
+            "  │ a.rs",
+            "  └ done in 0.0s",
+            "› and then?",
+            "✗ read_file a",
+            "  │ no result (interrupted)",
+            "  └ failed after 0.0s",
+        ],
+        "{history:?}"
+    );
+    assert!(!app.turn_running, "nothing of the past runs");
+    assert_eq!(app.total_usage(), usage);
+    assert_eq!(app.context_tokens, 1_020);
+
+    // Another session's past replaces the counts; a new session's (none) clears them.
+    app.replay(Vec::new());
+    assert_eq!(app.total_usage(), Usage::default());
+    assert_eq!(app.context_tokens, 0);
+}
