@@ -184,3 +184,68 @@ fn a_tool_without_a_reader_gets_no_progress() {
     harness.shutdown();
     assert!(!events.iter().any(|event| matches!(event.kind, AgentEventKind::CallProgress { .. })));
 }
+
+/// Never compacts by itself; its summary request is a bare prompt.
+struct OnRequest;
+
+impl codecoder_kernel::Compactor for OnRequest {
+    fn should_compact(
+        &self,
+        _info: &codecoder_kernel::StepInfo<'_>,
+        _input: &[codecoder_protocol::UserInput],
+    ) -> bool {
+        false
+    }
+    fn history_tokens(&self, history: &[codecoder_protocol::Message]) -> u64 {
+        history.len() as u64
+    }
+    fn summary_request(
+        &self,
+        _: codecoder_protocol::SessionId,
+        _: &[codecoder_protocol::Message],
+        _: Option<&str>,
+    ) -> codecoder_kernel::SummaryRequest {
+        codecoder_kernel::SummaryRequest { prompt: "SUMMARIZE".to_owned(), trimmed: None }
+    }
+    fn replacement(
+        &self,
+        _history: &[codecoder_protocol::Message],
+        summary: Option<&str>,
+        why: &str,
+        _extra: &[String],
+    ) -> Vec<codecoder_protocol::Message> {
+        vec![codecoder_protocol::Message::user_text(summary.unwrap_or(why))]
+    }
+}
+
+#[test]
+fn the_summary_step_of_a_compaction_shows_no_progress() {
+    // The summary request offers no tools; a model that writes a call anyway is not shown.
+    let mut summary = streamed_call("c9");
+    summary.pop();
+    summary.push(completed(StopReason::EndTurn));
+    let model = ScriptedModel::queue(vec![
+        Response::Events(streamed_call("c1")),
+        Response::Events(answer("ok")),
+        Response::Events(summary),
+    ]);
+    let mut config = config();
+    config.progress_interval = Duration::ZERO;
+    let harness =
+        Harness::with(model, vec![Arc::new(CountingTool)], Arc::new(AllowAll), config, |deps| {
+            deps.compactor = Some(Arc::new(OnRequest));
+        });
+    harness.submit("count");
+    assert_eq!(progress(&harness.turn()).len(), ARGS.len());
+    harness.handle.cmd.send(codecoder_protocol::AgentCommand::Compact { focus: None }).unwrap();
+    let compaction = harness.turn();
+    assert!(
+        compaction.iter().any(|event| matches!(event.kind, AgentEventKind::Compacted { .. })),
+        "the compaction ran"
+    );
+    assert!(
+        !compaction.iter().any(|event| matches!(event.kind, AgentEventKind::CallProgress { .. })),
+        "progress from the summary step"
+    );
+    harness.shutdown();
+}
