@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use agent_client_protocol::v1::schema as acp;
-use codecoder_app::history::{HistoryEvent, Replayed};
+use codecoder_app::history::{BuiltinViewer, HistoryEvent, Replayed, Viewer};
 use codecoder_app::testing::{TEST_ONLY_TOOL, TestOnlyTool, Tool};
 use codecoder_protocol::{
     AgentEventKind, CallView, ContentItem, EventSource, SessionId, StepId, ToolCall, ToolCallId,
@@ -26,12 +26,7 @@ fn call(name: &str, args: serde_json::Value) -> ToolCall {
 /// The call's view as the kernel sends it: the built-in tool's own, the generic view for a
 /// name no built-in has.
 fn view(call: &ToolCall) -> CallView {
-    let config = codecoder_tools::ToolsConfig::standard("/", Vec::new());
-    let tools = codecoder_tools::builtin_tools(config);
-    match tools.iter().find(|tool| tool.name() == call.name) {
-        Some(tool) => tool.view(&call.args),
-        None => CallView::generic(&call.name, &call.args),
-    }
+    BuiltinViewer::new().view(&call.name, &call.args)
 }
 
 fn json_of<T: serde::Serialize>(value: &T) -> serde_json::Value {
@@ -533,4 +528,37 @@ fn a_tool_no_front_end_knows_is_shown_from_its_view() {
     // Moves without edits have no diffs: the result's text shows.
     assert_eq!(shown[1]["status"], "completed");
     assert_eq!(shown[1]["content"][0]["content"]["text"], "relabelled 2 file(s)");
+}
+
+#[test]
+fn a_commands_output_is_sent_whole_and_paced() {
+    let run = call("run_command", json!({"command": "make"}));
+    let output = |chunk: &str| AgentEventKind::ToolOutputDelta {
+        call_id: run.id.clone(),
+        stream: codecoder_protocol::OutputStream::Stdout,
+        chunk: chunk.to_owned(),
+    };
+    let mut live = translator();
+    let start = Instant::now();
+    let mut at = |event: &AgentEventKind, ms: u64| {
+        let updates = live.event(event, start + std::time::Duration::from_millis(ms));
+        updates.iter().map(json_of).collect::<Vec<_>>()
+    };
+    assert_eq!(at(&started(&run, view(&run)), 0).len(), 1);
+    let text = |update: &serde_json::Value| update["content"][0]["content"]["text"].clone();
+    let first = at(&output("one\n"), 0);
+    assert_eq!(text(&first[0]), "```\none\n```");
+    // Within the interval: kept, not sent.
+    assert!(at(&output("two\n"), 50).is_empty());
+    // Past it: everything so far, whole.
+    let later = at(&output("three\n"), 150);
+    assert_eq!(later[0]["toolCallId"], "c1");
+    assert_eq!(text(&later[0]), "```\none\ntwo\nthree\n```");
+    // Output of a call not shown (never started) is not sent.
+    let other = AgentEventKind::ToolOutputDelta {
+        call_id: ToolCallId::new("unknown"),
+        stream: codecoder_protocol::OutputStream::Stdout,
+        chunk: "x".to_owned(),
+    };
+    assert!(at(&other, 500).is_empty());
 }
