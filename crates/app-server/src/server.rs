@@ -13,9 +13,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
-use codecoder_app::{ApprovalMode, Overrides, Runtime, SessionControls, SessionRequest, Start};
+use codecoder_app::{
+    ApprovalMode, Overrides, Runtime, SessionControls, SessionRequest, SessionSummary, Start,
+};
 use codecoder_protocol::{AgentCommand, AskUserAnswer, ContentItem, Image};
-use codecoder_session::{Index, SessionStore, SessionSummary};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
 use crossbeam_channel::{Receiver, Sender, select};
 use serde::Serialize;
@@ -722,20 +723,15 @@ fn image_type(bytes: &[u8]) -> Option<&'static str> {
     }
 }
 
-fn store() -> Result<SessionStore, RpcError> {
-    let home = codecoder_app::home().map_err(app_error)?;
-    Ok(SessionStore::new(home))
-}
-
 /// Sessions newest first from the index (refreshed from the files first).
 fn list_sessions(cwd: Option<&str>) -> Result<Vec<SessionSummary>, RpcError> {
-    let store = store()?;
-    let index_error = |err: codecoder_session::Error| {
+    let home = codecoder_app::home().map_err(app_error)?;
+    // Warnings about the index file (rebuilt, or kept in memory) have no place in the answer.
+    let mut warnings = Vec::new();
+    let list = codecoder_app::list_sessions(&home, cwd, None, &mut warnings).map_err(|err| {
         RpcError::new(INTERNAL_ERROR, format!("reading the session index: {err}"))
-    };
-    let mut index = Index::open(&store).map_err(index_error)?;
-    index.refresh(&store).map_err(index_error)?;
-    index.list(cwd).map_err(index_error)
+    })?;
+    Ok(list.sessions)
 }
 
 /// The index's summary of a session, by id or unique prefix.
