@@ -9,15 +9,19 @@
 //! runs a command (`Execute` with a command line) is a `commandExecution` item and asks with
 //! `item/commandExecution/requestApproval`; a call that edits files (`Edit`) is a `fileChange`
 //! item with the view's changes and asks with `item/fileChange/requestApproval`; any other call
-//! is a `dynamicToolCall` item carrying the tool's name and arguments as the model sent them.
+//! is a `dynamicToolCall` item carrying the tool's name and arguments as the model sent them
+//! (MCP servers' tools and plan updates too: this server sends no `mcpToolCall` or `plan`
+//! items).
 //!
 //! Invariants:
 //! - A turn's outputs come in the agent's order; every item that starts completes once, with
 //!   the id it started with; items start in the order the model produced them.
 //! - `item/started` of a call that needs approval precedes its approval request.
 //! - An agent message's text is the step's text as the kernel logged it (`StepFinished`): a
-//!   retried step's void text is never in a completed item. Only a step stopped before it
-//!   finished (an interrupt, a failure) ends its message with the text streamed so far.
+//!   retried step's void text is never in a completed item, and the message's item stays open
+//!   while the calls of its step run (they start after it, in the order the model wrote them).
+//!   Only a step stopped before it finished (an interrupt, a failure) ends its message with the
+//!   text streamed so far.
 //! - Every turn that starts ends with exactly one `Internal::TurnEnded`.
 //! - Subagents' inner events are not items of the thread's turns, but their approval requests
 //!   and questions are forwarded (the person must still answer them).
