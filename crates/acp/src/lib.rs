@@ -8,8 +8,8 @@
 //! `acp-sessions` thread (`server`), which owns the sessions; each session's agent is driven
 //! by its own `acp-session-*` thread (`bridge`), whose translator (`live`) turns events into
 //! `session/update`s (with `translate`); `session/load` feeds the runtime's replay of the log
-//! (`codecoder_app::history`) through a translator of the same kind. File reads and writes of the built-in tools go through the
-//! client when it offers `fs/*` (`files`).
+//! (`codecoder_app::history`) through a translator of the same kind. File reads and writes of
+//! the built-in tools go through the client when it offers `fs/*` (`files`).
 //!
 //! Invariants: no async runtime beyond the SDK's futures and this one executor; nothing here
 //! prints (the output is the protocol; notices go to the caller's callback); every request gets
