@@ -31,8 +31,8 @@
 //!   output as it streamed (`ToolOutputDelta`), calls still being written (`CallProgress`), a
 //!   step's text that a retry voided (`StepRetried`);
 //! - how a tool failed: a result the tool reported as an error is `Ok` with an error status (live,
-//!   a tool's `Err` became that same text). Results the harness wrote are `Err`: `Cancelled`,
-//!   `PermissionDenied` when an approval denied the call, `Failed` with the logged text otherwise
+//!   a tool's `Err` became that same text), except a denial (`PermissionDenied`, told by its
+//!   text) and a cancel. Other results the harness wrote are `Err(Failed)` with the logged text
 //!   (an unknown tool, bad arguments, a crash);
 //! - an MCP server's raw `CallToolResult` (`mcp_result` is `None`);
 //! - a compaction's trigger and token estimates, read back from the note the kernel logged with
@@ -297,7 +297,6 @@ pub fn replay(loaded: &LoadedSession, config: &ReplayConfig<'_>, sink: &mut dyn 
         step_text: String::new(),
         turn_usage: Usage::default(),
         calls: HashMap::new(),
-        denied: HashSet::new(),
     };
     for entry in &loaded.entries {
         match entry {
@@ -400,8 +399,6 @@ struct State<'c, 'v> {
     /// The open turn's usage so far.
     turn_usage: Usage,
     calls: HashMap<ToolCallId, OpenCall>,
-    /// Calls an approval denied.
-    denied: HashSet<ToolCallId>,
 }
 
 impl State<'_, '_> {
@@ -437,7 +434,6 @@ impl State<'_, '_> {
                 self.turn = Some(*turn);
                 self.turn_usage = Usage::default();
                 self.calls.clear();
-                self.denied.clear();
                 agent(out, AgentEventKind::TurnStarted { turn: *turn });
             }
             RecordBody::TurnEnd { turn, outcome, usage } => {
@@ -505,12 +501,6 @@ impl State<'_, '_> {
                 if let (Some(args), Some(open)) = (updated_args, self.calls.get_mut(call_id)) {
                     open.call.args = args.clone();
                 }
-                if matches!(
-                    decision,
-                    ApprovalDecision::Deny | ApprovalDecision::DenyWithFeedback { .. }
-                ) {
-                    self.denied.insert(call_id.clone());
-                }
                 out.push(HistoryEvent::Approval(Approval {
                     call_id: call_id.clone(),
                     decision: decision.clone(),
@@ -539,7 +529,6 @@ impl State<'_, '_> {
                     Some(view) => view,
                     None => self.config.viewer.view(&open.call.name, &open.call.args),
                 };
-                let denied = self.denied.contains(&result.tool_call_id);
                 agent(
                     out,
                     AgentEventKind::ToolFinished {
@@ -548,7 +537,7 @@ impl State<'_, '_> {
                         call_id: result.tool_call_id.clone(),
                         call: open.call,
                         view,
-                        result: finished(result, *synthetic, denied),
+                        result: finished(result, *synthetic),
                         mcp_result: None,
                     },
                 );
@@ -623,28 +612,36 @@ fn user_content(item: &MessageItem) -> Option<ContentItem> {
 }
 
 /// The result a `ToolFinished` carries for a logged result: the tool's own output as it was,
-/// the harness's as the error it stood for.
+/// an error the kernel logged as the error it was (a refusal, a cancel, a crash).
+///
+/// The kernel logs a tool's or the approval chain's `ToolError` as its text; a denial is told by
+/// that text (`permission denied: {reason}`, the first item: the kernel may add a nudge after
+/// it), because front-ends show a denied call differently from a failed one.
 fn finished(
     result: &ToolResult,
     synthetic: Option<SyntheticReason>,
-    denied: bool,
 ) -> std::result::Result<ToolResult, ToolError> {
-    let text = || crate::jsonl::result_text(result);
+    let denied_prefix = ToolError::PermissionDenied { reason: String::new() }.to_string();
+    let denial = match (result.status, synthetic, result.content.first()) {
+        (
+            ToolResultStatus::Error,
+            None | Some(SyntheticReason::Refused),
+            Some(ContentItem::Text { text }),
+        ) => text.strip_prefix(&denied_prefix),
+        _ => None,
+    };
+    if let Some(reason) = denial {
+        return Err(ToolError::PermissionDenied { reason: reason.to_owned() });
+    }
     match synthetic {
         None if result.status == ToolResultStatus::Cancelled => Err(ToolError::Cancelled),
         None => Ok(result.clone()),
         Some(SyntheticReason::Cancelled) => Err(ToolError::Cancelled),
-        Some(SyntheticReason::Refused) if denied => {
-            // The kernel logs a denial as the error's text: `permission denied: {reason}`.
-            let text = text();
-            let reason = text.strip_prefix("permission denied: ").unwrap_or(&text).to_owned();
-            Err(ToolError::PermissionDenied { reason })
-        }
         Some(
             SyntheticReason::Refused
             | SyntheticReason::NotStarted
             | SyntheticReason::OutcomeUnknown,
-        ) => Err(ToolError::Failed { message: text() }),
+        ) => Err(ToolError::Failed { message: crate::jsonl::result_text(result) }),
     }
 }
 

@@ -46,28 +46,37 @@ fn a_note_that_says_nothing_of_tokens_gives_zero() {
 #[test]
 fn harness_written_results_stand_for_the_errors_they_were() {
     let id = codecoder_protocol::ToolCallId::new("call_1");
-    let denied = ToolResult::text(
-        id.clone(),
-        ToolResultStatus::Error,
-        "permission denied: the user denied this call",
-    );
+    let text = |status, text: &str| ToolResult::text(id.clone(), status, text);
+    let mut denied = text(ToolResultStatus::Error, "permission denied: the user denied this call");
+    let by_person =
+        Err(ToolError::PermissionDenied { reason: "the user denied this call".to_owned() });
+    assert_eq!(finished(&denied, Some(SyntheticReason::Refused)), by_person);
+    // The nudge the kernel adds after repeated failures is no part of the reason.
+    denied
+        .content
+        .push(codecoder_protocol::ContentItem::Text { text: "Do not repeat it.".to_owned() });
+    assert_eq!(finished(&denied, Some(SyntheticReason::Refused)), by_person);
+    // A tool's own denial (a protected path) is one too.
+    let protected = text(ToolResultStatus::Error, "permission denied: `.git` is protected");
     assert_eq!(
-        finished(&denied, Some(SyntheticReason::Refused), true),
-        Err(ToolError::PermissionDenied { reason: "the user denied this call".to_owned() })
+        finished(&protected, None),
+        Err(ToolError::PermissionDenied { reason: "`.git` is protected".to_owned() })
     );
-    let unknown = ToolResult::text(id.clone(), ToolResultStatus::Error, "unknown tool `nope`");
+    let unknown = text(ToolResultStatus::Error, "unknown tool `nope`");
     assert_eq!(
-        finished(&unknown, Some(SyntheticReason::Refused), false),
+        finished(&unknown, Some(SyntheticReason::Refused)),
         Err(ToolError::Failed { message: "unknown tool `nope`".to_owned() })
     );
-    let cancelled = ToolResult::text(id.clone(), ToolResultStatus::Cancelled, "cancelled");
+    let cancelled = text(ToolResultStatus::Cancelled, "cancelled");
+    assert_eq!(finished(&cancelled, Some(SyntheticReason::Cancelled)), Err(ToolError::Cancelled));
+    assert_eq!(finished(&cancelled, None), Err(ToolError::Cancelled));
+    let failed = text(ToolResultStatus::Error, "exit 1");
+    assert_eq!(finished(&failed, None), Ok(failed.clone()));
+    let crashed = text(ToolResultStatus::Error, "not started: codecoder stopped");
     assert_eq!(
-        finished(&cancelled, Some(SyntheticReason::Cancelled), false),
-        Err(ToolError::Cancelled)
+        finished(&crashed, Some(SyntheticReason::NotStarted)),
+        Err(ToolError::Failed { message: "not started: codecoder stopped".to_owned() })
     );
-    assert_eq!(finished(&cancelled, None, false), Err(ToolError::Cancelled));
-    let failed = ToolResult::text(id, ToolResultStatus::Error, "exit 1");
-    assert_eq!(finished(&failed, None, false), Ok(failed.clone()));
 }
 
 /// A live session with the fake model, and its log replayed: the events of both, reduced to
