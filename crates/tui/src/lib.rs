@@ -21,6 +21,9 @@
 //!   turn; the UI never leaves the agent blocked on it after the turn ends.
 //! - Sessions start through the `Host` trait, which `RuntimeHost` implements over the
 //!   runtime (`codecoder-app`); this crate never assembles an agent itself.
+//! - Tool calls are drawn from their `CallView` (the tool's own description of the call), and a
+//!   resumed session's past is the runtime's replay of its log fed through the path live events
+//!   take: the UI knows no tool by name and reads no log records.
 
 mod app;
 #[doc(hidden)]

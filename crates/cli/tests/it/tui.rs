@@ -710,3 +710,36 @@ fn rewind_restores_files_and_conversation_in_a_pty() {
     pty.send("\r");
     assert!(pty.wait_exit().success());
 }
+
+/// A patch the model writes slowly shows the files it is writing, with the lines so far, until
+/// the call's card replaces them once it runs.
+#[test]
+fn a_patch_being_written_shows_its_files_then_its_card() {
+    let patch = "*** Begin Patch\n*** Add File: added.txt\n+first\n+second\n+third\n+fourth\n\
+                 +fifth\n+sixth\n*** End Patch\n";
+    let script = Script::new()
+        .reply(
+            Reply::tool_call("p1", "apply_patch", json!({"input": patch}))
+                .arg_fragments(10)
+                .pace_ms(300),
+        )
+        .reply(Reply::text("Patched."));
+    let server = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let mut pty = Pty::spawn(home.path(), cwd.path(), &env_for(&server), &[]);
+    pty.wait_visible("ask anything", "the input prompt");
+    pty.type_text("add the file");
+    pty.send("\r");
+    pty.wait_visible("Writing added.txt (+", "the file being written, before the call runs");
+    pty.wait_for("✓ apply_patch added.txt", "the finished card");
+    pty.wait_for("+sixth", "the whole diff on the card");
+    pty.wait_for("Patched.", "the answer");
+    assert_eq!(
+        std::fs::read_to_string(cwd.path().join("added.txt")).unwrap(),
+        "first\nsecond\nthird\nfourth\nfifth\nsixth\n"
+    );
+    pty.type_text("/quit");
+    pty.send("\r");
+    assert!(pty.wait_exit().success());
+}

@@ -1,7 +1,7 @@
 //! Plan mode in the UI: Shift+Tab cycles the permission mode (default → acceptEdits → plan),
-//! and a plan the model presents (`exit_plan_mode`'s question) is reviewed here: `1` approves,
-//! `2` or typed feedback + Enter sends it back, Ctrl+G opens the plan in the editor and Enter
-//! approves the edited text, Esc declines.
+//! and a plan the model presents (the question of the tool that leaves plan mode) is reviewed
+//! here: `1` approves, `2` or typed feedback + Enter sends it back, Ctrl+G opens the plan in the
+//! editor and Enter approves the edited text, Esc declines.
 //!
 //! Invariants: a plan review is answered through the question's one-shot reply like any
 //! question (exactly once); leaving the editor with Esc keeps the review pending.
@@ -11,7 +11,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::{App, Effect, InputMode};
 
-/// True for the question `exit_plan_mode` asks: its suggested answers are exactly approve and
+/// True for the question that presents a plan: its suggested answers are exactly approve and
 /// keep planning.
 pub(crate) fn is_plan_review(ask: &AskUserRequest) -> bool {
     matches!(ask.options.as_slice(), [approve, keep]
