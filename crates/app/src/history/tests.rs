@@ -450,6 +450,56 @@ mod live {
     }
 
     #[test]
+    fn a_subagents_log_replays_as_its_events_reached_the_parent() {
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let (home, cwd) = (dirs[0].path(), dirs[1].path());
+        fs_err::write(cwd.join("a.txt"), "one\n").unwrap();
+        let server = FakeModelServer::start(
+            Script::new()
+                .reply(Reply::tool_call("call_a", "agent", json!({"task": "read a.txt"})))
+                .reply(Reply::tool_call("call_c", "read_file", json!({"path": "a.txt"})))
+                .reply(Reply::text("a.txt says one.").chunks(2))
+                .reply(Reply::text("The subagent read it.")),
+        )
+        .unwrap();
+        let runtime = runtime(home, cwd, &server);
+        let session = runtime.start(&SessionRequest::new()).unwrap();
+        let tools = Arc::clone(&session.tools);
+        let agent = session.agent;
+        let root = agent.session_id();
+        let log = agent.session_path().unwrap().to_owned();
+        agent.cmd.send(AgentCommand::Submit(UserInput::text("ask a subagent"))).unwrap();
+        let mut child_live = Vec::new();
+        loop {
+            let event = agent.events.recv_timeout(std::time::Duration::from_secs(20)).unwrap();
+            if event.source.session_id != root {
+                child_live.push(event);
+                continue;
+            }
+            if matches!(event.kind, AgentEventKind::TurnDone { .. }) {
+                break;
+            }
+        }
+        agent.shutdown().unwrap();
+
+        let child_log = fs_err::read_dir(log.parent().unwrap())
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .find(|path| {
+                path.extension().is_some_and(|ext| ext == "jsonl")
+                    && load(path).unwrap().meta.parent.is_some()
+            })
+            .unwrap();
+        let replayed = replayed(&child_log, &tools, Rewound::Show);
+        let source = &child_live[0].source;
+        assert_eq!(source.subagent_path, [codecoder_protocol::ToolCallId::new("call_a")]);
+        assert!(replayed.iter().all(|replayed| replayed.source == *source));
+        let live = reduce(child_live.iter().map(|event| &event.kind));
+        assert_eq!(reduce(agent_kinds(&replayed)), live);
+        assert!(live.iter().any(|seen| matches!(seen, Seen::ToolFinished(call, _, "success", _) if call.name == "read_file")));
+    }
+
+    #[test]
     fn a_crash_repaired_log_replays_its_open_calls_as_failed_and_its_turn_as_interrupted() {
         let (run, crashed, _) = run_and_crashes();
         let store =
