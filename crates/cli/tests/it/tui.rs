@@ -653,7 +653,8 @@ fn plan_mode_feedback_reaches_the_model_and_an_edited_plan_is_approved() {
 }
 
 /// `/rewind 2` after two turns: turn 2's files are restored, turn 1's stay, its prompt returns to
-/// the editor, and the next request carries turn 1 but nothing of turn 2.
+/// the editor, and the next request carries turn 1 but nothing of turn 2; resumed later, the
+/// session shows the conversation without turn 2 too.
 #[test]
 fn rewind_restores_files_and_conversation_in_a_pty() {
     let script = Script::new()
@@ -706,6 +707,18 @@ fn rewind_restores_files_and_conversation_in_a_pty() {
     assert!(last.contains("the third prompt"), "{last}");
     assert!(!last.contains("the second prompt"), "turn 2 is gone: {last}");
     assert!(!last.contains("b.txt"), "turn 2's tool calls are gone: {last}");
+    pty.type_text("/quit");
+    pty.send("\r");
+    assert!(pty.wait_exit().success());
+
+    let mut pty = Pty::spawn(home.path(), cwd.path(), &env_for(&server), &["resume", "--last"]);
+    pty.wait_for("Third answer.", "the resumed transcript");
+    pty.wait_visible("ask anything", "the input prompt");
+    let text = pty.text();
+    assert!(text.contains("› the first prompt") && text.contains("Wrote a."), "{text}");
+    assert!(text.contains("› the third prompt"), "{text}");
+    assert!(!text.contains("the second prompt"), "turn 2 is not shown: {text}");
+    assert!(!text.contains("b.txt"), "nor its tool calls: {text}");
     pty.type_text("/quit");
     pty.send("\r");
     assert!(pty.wait_exit().success());
