@@ -9,6 +9,10 @@
 //!   uncommitted tail of the answer, running tools, pending requests) is everything else.
 //! - The live answer tail is bounded: text is committed at Markdown block boundaries, and only
 //!   the last `LIVE_TAIL_BYTES` of an unbroken block are drawn each frame.
+//! - A step's text shows once: as it streamed, or, when none streamed, as its `StepFinished`
+//!   carries it. A call still being written (`CallProgress`) is live only until its card starts
+//!   or it ends.
+//! - A resumed session's past goes through `on_agent_event` like live events (`replay`).
 
 mod plan;
 
@@ -268,11 +272,7 @@ impl App {
         }
         // A log that ends inside a turn (the process died) leaves its calls without results and
         // nothing running here.
-        let now = Instant::now();
-        for mut card in std::mem::take(&mut self.tools) {
-            card.finish(Err("no result (interrupted)".to_owned()), now);
-            self.history.push(Cell::Tool(card));
-        }
+        self.end_open_cards("no result (interrupted)");
         self.flush_live();
         self.turn_running = false;
         self.turn_started = None;
@@ -329,15 +329,20 @@ impl App {
         self.reasoning.clear();
     }
 
+    /// Ends the cards of calls still running, failed with `why`, into the history.
+    fn end_open_cards(&mut self, why: &str) {
+        let now = Instant::now();
+        for mut card in std::mem::take(&mut self.tools) {
+            card.finish(Err(why.to_owned()), now);
+            self.history.push(Cell::Tool(card));
+        }
+    }
+
     /// Moves everything live into the history (turn end, switching sessions, exit).
     pub(crate) fn flush_live(&mut self) {
         self.flush_reasoning();
         self.commit_stream(true);
-        let now = Instant::now();
-        for mut card in std::mem::take(&mut self.tools) {
-            card.finish(Err("cancelled".to_owned()), now);
-            self.history.push(Cell::Tool(card));
-        }
+        self.end_open_cards("cancelled");
         // A call still being written never ran: its card, if any, comes with its end.
         self.writing.clear();
         self.step_streamed = false;
