@@ -428,3 +428,12 @@ fn a_tool_the_ui_has_never_heard_of_shows_from_its_view() {
         "{shown}"
     );
 }
+
+#[test]
+fn a_job_call_names_its_job_and_shows_its_output() {
+    let cell = finished("job_output", json!({"id": 3}), "status: running\nbuilding…", true);
+    let shown = cell_text(&cell, 60);
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines[0], "✓ job_output 3", "{shown}");
+    assert!(lines.contains(&"  │ building…"), "a command's output shows: {shown}");
+}
