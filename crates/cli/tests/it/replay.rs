@@ -133,7 +133,8 @@ fn replaying_a_log_without_context_records_says_it_does_not_compare() {
         std::fs::copy(source.join(name), repo.path().join(name)).unwrap();
     }
     // The example session as an older codecoder recorded it.
-    let log = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/bugfix_before_context.jsonl");
+    let log =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/bugfix_before_context.jsonl");
     let offline = Run { home: home.path(), cwd: repo.path(), env: Vec::new() };
     let out = offline.run(
         &["exec", "--replay", log.to_str().unwrap(), "Fix the bug that makes the tests fail."],
