@@ -56,6 +56,12 @@
 //! every default ask and deny into allow; hook denies, rule denies and hidden paths still
 //! apply. An Exec call without a `shell:` key counts as Normal.
 //!
+//! What a call is comes from its `CallView` (on the kernel's `ApprovalQuery`): whether it is an
+//! MCP server's tool or marked destructive, whether a network call only fetches (plan mode lets
+//! it through), and which rules' subject a call that names no subject belongs to. Only a rule
+//! that names a tool (`mcp__server__tool`, `job_kill`) matches tool names: that is the user's
+//! text.
+//!
 //! Invariants: every decision carries its source and a one-line reason; nothing here panics
 //! on any input.
 
