@@ -120,8 +120,9 @@ fn comparable(request: &ModelRequest, cwd: &str) -> serde_json::Value {
     value
 }
 
-/// Masks the wall time a command's result ends with (`[exit code 0; 0.15 s]` reads
-/// `[exit code 0; <time>]`): a replayed command takes its own time.
+/// Masks the wall time of commands (a result's `exit.durationMs`, and the `[exit code 0; 0.15 s]`
+/// its text ends with, which reads `[exit code 0; <time>]`): a replayed command takes its own
+/// time.
 fn mask_durations(value: &mut serde_json::Value) {
     match value {
         serde_json::Value::String(text) => {
@@ -133,7 +134,12 @@ fn mask_durations(value: &mut serde_json::Value) {
             }
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(mask_durations),
-        serde_json::Value::Object(map) => map.values_mut().for_each(mask_durations),
+        serde_json::Value::Object(map) => {
+            if let Some(duration) = map.get_mut("durationMs") {
+                *duration = serde_json::Value::Null;
+            }
+            map.values_mut().for_each(mask_durations);
+        }
         _ => {}
     }
 }

@@ -294,8 +294,8 @@ fn bugfix_script() -> Script {
     Script::new()
         .reply(Reply::text("Let me look at the code.").and_tool_call(
             "call_1",
-            "glob",
-            serde_json::json!({"pattern": "*.py"}),
+            "grep",
+            serde_json::json!({"pattern": "def add"}),
         ))
         .reply(Reply::tool_call("call_2", "read_file", serde_json::json!({"path": "calc.py"})))
         .reply(Reply::tool_call("call_3", "apply_patch", serde_json::json!({"input": FIX})))
@@ -324,7 +324,7 @@ fn a_multi_step_bug_fix_in_every_wire_api() {
         let requests = server.requests();
         assert_eq!(requests.len(), 5, "{provider}");
         // Each tool's result reached the model in the next request.
-        assert!(requests[1].raw_body.contains("calc.py"), "{provider}: glob result");
+        assert!(requests[1].raw_body.contains("calc.py"), "{provider}: grep result");
         assert!(requests[2].raw_body.contains("return a - b"), "{provider}: read_file result");
         assert!(
             requests[3].raw_body.contains("Success. Updated the following files"),
@@ -428,7 +428,7 @@ fn json_output_of_a_tool_run() {
     assert_eq!(
         started.len(),
         3,
-        "glob, read_file and run_command start; file changes only complete"
+        "grep, read_file and run_command start; file changes only complete"
     );
     assert_eq!(lines.last().unwrap()["type"], "turn.completed");
 }
@@ -538,7 +538,11 @@ fn the_shipped_example_replays_offline() {
     let repo = tempfile::tempdir().unwrap();
     example_repo(repo.path());
     let log = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/bugfix/session.jsonl");
-    let offline = Run { home: home.path(), cwd: repo.path(), env: Vec::new() };
+    // A home of its own: a login profile that prints would change the command's output the
+    // replay compares.
+    let user_home = tempfile::tempdir().unwrap();
+    let env = vec![("HOME".to_owned(), user_home.path().display().to_string())];
+    let offline = Run { home: home.path(), cwd: repo.path(), env };
     let out = offline.run(
         &["exec", "--replay", log.to_str().unwrap(), "Fix the bug that makes the tests fail."],
         "",
