@@ -688,7 +688,7 @@ fn content_item(item: &UserInput, cwd: &Path) -> Result<ContentItem, RpcError> {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(data)
                 .map_err(|err| invalid(format!("the image data is not base64: {err}")))?;
-            let detected = image_type(&bytes)
+            let detected = codecoder_app::image_type(&bytes)
                 .ok_or_else(|| invalid("the image is not a PNG, JPEG, GIF or WebP".to_owned()))?;
             if media_type != detected {
                 return Err(invalid(format!("the image is {detected}, not {media_type}")));
@@ -698,28 +698,9 @@ fn content_item(item: &UserInput, cwd: &Path) -> Result<ContentItem, RpcError> {
                 data_base64: data.to_owned(),
             }))
         }
-        UserInput::LocalImage { path } => {
-            let path = cwd.join(path);
-            let bytes = fs_err::read(&path).map_err(|err| invalid(err.to_string()))?;
-            let media_type = image_type(&bytes).ok_or_else(|| {
-                invalid(format!("{}: not a PNG, JPEG, GIF or WebP image", path.display()))
-            })?;
-            Ok(ContentItem::Image(Image {
-                media_type: media_type.to_owned(),
-                data_base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
-            }))
-        }
-    }
-}
-
-/// The media type of an image by its first bytes.
-fn image_type(bytes: &[u8]) -> Option<&'static str> {
-    match bytes.get(..4)? {
-        [0x89, b'P', b'N', b'G'] => Some("image/png"),
-        [0xff, 0xd8, 0xff, _] => Some("image/jpeg"),
-        [b'G', b'I', b'F', b'8'] => Some("image/gif"),
-        [b'R', b'I', b'F', b'F'] => Some("image/webp"),
-        _ => None,
+        UserInput::LocalImage { path } => codecoder_app::read_image(&cwd.join(path))
+            .map(ContentItem::Image)
+            .map_err(|err| invalid(err.to_string())),
     }
 }
 
