@@ -143,3 +143,6 @@ pub fn check_final_message(
     crate::validate_schema(schema, &value)
         .map_err(|err| format!("the final message does not follow --output-schema: {err}"))
 }
+
+#[cfg(test)]
+mod tests;

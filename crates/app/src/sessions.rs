@@ -230,3 +230,6 @@ pub fn validate_session(home: &Path, query: &str) -> Result<Validation> {
         repair_plan: loaded.repair_plan(),
     }))
 }
+
+#[cfg(test)]
+mod tests;
