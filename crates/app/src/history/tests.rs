@@ -548,6 +548,12 @@ fn a_transcript_shows_each_record_of_a_session_in_order() {
     };
     let text = transcript(&run.log);
     let mut rest = text.as_str();
+    // Arguments print in their map's order, which serde_json's features decide (the workspace
+    // build keeps insertion order, a build of this crate alone sorts the keys).
+    let denied_write = format!(
+        "    → write_file {} [call_3]",
+        serde_json::json!({"path": "c.txt", "content": "c\n"})
+    );
     for expected in [
         "  started ",
         "── turn 1 · ",
@@ -557,7 +563,7 @@ fn a_transcript_shows_each_record_of_a_session_in_order() {
         "  (reasoning) the file may be short",
         "assistant: Looking first.",
         "    → read_file {\"path\":\"a.txt\"} [call_1]",
-        "    → write_file {\"content\":\"c\\n\",\"path\":\"c.txt\"} [call_3]",
+        denied_write.as_str(),
         "    approval for call_1: AllowOnce (by mode)",
         "    ▶ running call_1",
         "    ← call_1 Success",
