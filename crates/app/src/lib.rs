@@ -37,7 +37,7 @@ mod session;
 mod sessions;
 mod settings;
 mod skills;
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod transcript;
 

@@ -50,6 +50,7 @@ fn view(call: &ToolCall) -> CallView {
         registry.register(tool).unwrap();
     }
     registry.register(Arc::new(McpLookup)).unwrap();
+    registry.register(Arc::new(crate::testing::TestOnlyTool)).unwrap();
     registry.view(&call.name, &call.args)
 }
 
@@ -234,4 +235,26 @@ fn an_answer_is_the_final_agent_message() {
         )]
     );
     assert_eq!(encoder.final_message(), "# Plan\n1. do it");
+}
+
+#[test]
+fn a_tool_the_encoder_does_not_know_is_shown_by_its_view() {
+    let mut encoder = encoder();
+    let relabel = call(
+        "c1",
+        crate::testing::TEST_ONLY_TOOL,
+        json!({"moves": [{"from": "src/old.rs", "to": "src/new.rs"}]}),
+    );
+    let ok =
+        ToolResult::text(ToolCallId::new("c1"), ToolResultStatus::Success, "relabelled 1 file(s)");
+    let mut lines = encoder.encode(&started(&relabel));
+    lines.extend(encoder.encode(&finished(&relabel, Ok(ok), None)));
+    let found = items(&lines);
+    // An edit: a file change, which only ever completes.
+    let [("completed", _, ItemDetails::FileChange { status, changes })] = found.as_slice() else {
+        panic!("{found:?}")
+    };
+    assert_eq!(*status, ItemStatus::Completed);
+    let paths: Vec<&str> = changes.iter().map(|change| change.path.as_str()).collect();
+    assert_eq!(paths, ["src/old.rs"]);
 }
