@@ -1,0 +1,3 @@
+//! The sandbox crate's integration tests: one binary, a module per subject.
+
+mod escape;
