@@ -11,10 +11,12 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use base64::Engine as _;
 use codecoder_app::{
     ApprovalMode, Overrides, Runtime, SessionControls, SessionRequest, SessionSummary, Start,
+    history::Viewer,
 };
 use codecoder_protocol::{AgentCommand, AskUserAnswer, ContentItem, Image};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
@@ -51,8 +53,10 @@ struct LoadedThread {
     controls: SessionControls,
     /// The running turn's id.
     active_turn: Option<String>,
-    /// What `thread/resume` of a loaded thread answers.
+    /// What `thread/resume` of a loaded thread answers, its turns read from the log again.
     response: ThreadStartResponse,
+    /// The session's tools, which describe the calls its log replays.
+    tools: Arc<dyn Viewer + Send + Sync>,
     /// Joined on drop.
     _worker: JoinOnDrop<()>,
 }
@@ -234,6 +238,16 @@ impl Server {
         if let (Some((id, thread)), None) = (loaded.next(), loaded.next()) {
             let mut response = thread.response.clone();
             response.thread.status = self.status(id);
+            // The turns it ran since it was loaded are in its log.
+            if let Some(path) = &response.thread.path {
+                let thread_id = response.thread.id.clone();
+                response.thread.turns = crate::history::turns(
+                    Path::new(path),
+                    &thread_id,
+                    &response.thread.cwd,
+                    &*thread.tools,
+                );
+            }
             return ok(&response);
         }
         let summary = summary_of(&params.thread_id);
@@ -366,6 +380,7 @@ impl Server {
             self.internal_tx.clone(),
         );
         let cmd = session.agent.cmd.clone();
+        let tools: Arc<dyn Viewer + Send + Sync> = session.tools.clone();
         let agent = session.agent;
         let short: String = thread_id.chars().rev().take(8).collect();
         let worker = spawn_named(format!("app-thread-{short}"), move || {
@@ -380,6 +395,7 @@ impl Server {
                 controls: session.controls,
                 active_turn: None,
                 response: response.clone(),
+                tools,
                 _worker: worker,
             },
         );

@@ -895,10 +895,15 @@ fn a_patch_is_shown_while_the_model_writes_it() {
     assert!(updates.iter().all(|u| u["itemId"] == item["id"]), "{updates:#?}");
     assert_eq!(updates.last().unwrap()["changes"], item["changes"]);
     assert_eq!(std::fs::read_to_string(cwd.path().join("new.txt")).unwrap(), "uno\n");
+    // Resumed while still loaded in this server, the thread shows the turn it just ran.
+    let loaded = client.result("thread/resume", json!({"threadId": thread_id}));
+    let items = loaded["thread"]["turns"][0]["items"].as_array().unwrap().clone();
+    let change = items.iter().find(|i| i["type"] == "fileChange").expect("a fileChange item");
+    assert_eq!(change["changes"], item["changes"], "{loaded}");
     client.check_against_codex();
     assert!(client.finish().success());
 
-    // Resumed, the thread shows the call as the live run did.
+    // Resumed by another server, the thread shows the call as the live run did.
     let mut client = Client::start(&run);
     client.initialize();
     let resumed = client.result("thread/resume", json!({"threadId": thread_id}));
