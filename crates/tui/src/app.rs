@@ -445,7 +445,11 @@ impl App {
                 self.note(NoteKind::Info, format!("⟳ {message}"));
             }
             AgentEventKind::Status(status) => self.status = status,
-            AgentEventKind::ApprovalRequest(request) => self.approvals.push_back(request),
+            AgentEventKind::ApprovalRequest(request) => {
+                // The call is whole once it is asked about: the approval shows it.
+                self.writing.retain(|writing| writing.id != request.call.id);
+                self.approvals.push_back(request);
+            }
             AgentEventKind::AskUser(request) => self.asks.push_back(request),
             AgentEventKind::Usage { turn_total, .. } => self.turn_usage = turn_total,
             AgentEventKind::Warning { message } => self.note(NoteKind::Warning, message),

@@ -437,3 +437,19 @@ fn a_job_call_names_its_job_and_shows_its_output() {
     assert_eq!(lines[0], "✓ job_output 3", "{shown}");
     assert!(lines.contains(&"  │ building…"), "a command's output shows: {shown}");
 }
+
+#[test]
+fn a_call_asked_about_is_no_longer_shown_as_being_written() {
+    let (mut app, _rx) = app();
+    app.on_agent_event(turn_started());
+    let patch = "*** Begin Patch\n*** Add File: /etc/notes.md\n+hello\n*** End Patch\n";
+    let views = patch_progress(patch, &["+hello\n"]);
+    app.on_agent_event(progress("c1", &views[0]));
+    assert!(screen(&app, 80, 12).contains("Writing /etc/notes.md (+1 -0)…"));
+    let (ev, _reply) =
+        approval(call("c1", "apply_patch", json!({ "input": patch })), "edit /etc/notes.md", None);
+    app.on_agent_event(ev);
+    let asked = screen(&app, 80, 16);
+    assert!(!asked.contains("Writing"), "{asked}");
+    assert!(asked.contains("+hello"), "{asked}");
+}
