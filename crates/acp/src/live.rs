@@ -139,6 +139,8 @@ impl Translator {
                 let missing = text.strip_prefix(streamed.as_str()).unwrap_or_default();
                 if missing.is_empty() { Vec::new() } else { vec![message_chunk(missing)] }
             }
+            // The text streamed, and `StepFinished` fills in what the deltas did not carry.
+            AgentEventKind::AgentMessage { .. } => Vec::new(),
             AgentEventKind::CallProgress { call_id, view, .. } => self.progress(call_id, view),
             AgentEventKind::ToolStarted { call, view, .. } => {
                 self.started(&call.id, view, &call.args)

@@ -17,11 +17,10 @@
 //! - A turn's outputs come in the agent's order; every item that starts completes once, with
 //!   the id it started with; items start in the order the model produced them.
 //! - `item/started` of a call that needs approval precedes its approval request.
-//! - An agent message's text is the step's text as the kernel logged it (`StepFinished`): a
-//!   retried step's void text is never in a completed item, and the message's item stays open
-//!   while the calls of its step run (they start after it, in the order the model wrote them).
-//!   Only a step stopped before it finished (an interrupt, a failure) ends its message with the
-//!   text streamed so far.
+//! - An agent message's text is the step's text as the kernel logged it (`AgentMessage`, sent
+//!   once the message is whole and before the step's calls run, as codex completes it): a
+//!   retried step's void text is never in a completed item. Only a step stopped before it
+//!   finished (an interrupt, a failure) ends its message with the text streamed so far.
 //! - Every turn that starts ends with exactly one `Internal::TurnEnded`.
 //! - Subagents' inner events are not items of the thread's turns, but their approval requests
 //!   and questions are forwarded (the person must still answer them).
@@ -73,7 +72,7 @@ pub(crate) struct OpenTool {
 struct OpenMessage {
     id: String,
     /// What was streamed of it in the current attempt of the step: its text only when the step
-    /// stops before it finishes (a finished step's text comes with `StepFinished`).
+    /// stops before it finishes (a finished step's text comes with `AgentMessage`).
     streamed: String,
 }
 
@@ -365,9 +364,13 @@ impl Translator {
                 }
                 self.completed(finish(open, &result));
             }
-            AgentEventKind::StepFinished { usage, text, .. } => {
+            // The message completes when it is whole, before the step's calls, as in codex.
+            AgentEventKind::AgentMessage { text, .. } => {
                 self.close_reasoning();
                 self.close_message(text);
+            }
+            AgentEventKind::StepFinished { usage, .. } => {
+                self.close_reasoning();
                 self.total += usage;
                 self.notify(ServerNotification::ThreadTokenUsageUpdated(TokenUsageNotification {
                     thread_id: self.thread_id.clone(),
@@ -381,7 +384,7 @@ impl Translator {
             }
             AgentEventKind::StepRetried { reason, .. } => {
                 // The attempt's text is void: the message stays open for the step's text, which
-                // `StepFinished` brings. Calls the attempt was writing were never made.
+                // `AgentMessage` brings. Calls the attempt was writing were never made.
                 self.close_reasoning();
                 if let Some(message) = &mut self.message {
                     message.streamed.clear();

@@ -329,6 +329,8 @@ struct Shape {
     compacted: HashSet<u64>,
     /// The turns a later conversation rewind took back.
     rewound: HashSet<TurnId>,
+    /// The steps that finished (a `step_end` with a stop reason).
+    finished: HashSet<(TurnId, StepId)>,
 }
 
 impl Shape {
@@ -342,6 +344,9 @@ impl Shape {
                     shape.rewound.extend(started.iter().filter(|turn| **turn >= rewind.turn));
                 }
                 RecordBody::Compaction { .. } => shape.compaction(records, index),
+                RecordBody::StepEnd { turn, step, stop_reason: Some(_), .. } => {
+                    shape.finished.insert((*turn, *step));
+                }
                 _ => {}
             }
         }
@@ -597,6 +602,15 @@ impl State<'_, '_> {
                 // A model's message holds no results, images or stored attachments.
                 MessageItem::ToolResult(_) | MessageItem::Image(_) | MessageItem::BlobRef(_) => {}
             }
+        }
+        // Live, a message is announced whole once its stream completed, before its calls run:
+        // its step finished, or it holds calls (a stream cut off logs none), whatever came
+        // after.
+        let completed = self.shape.finished.contains(&(turn, step))
+            || message.items.iter().any(|item| matches!(item, MessageItem::ToolCall(_)));
+        if completed && !self.step_text.is_empty() {
+            let text = self.step_text.clone();
+            out.push(HistoryEvent::Agent(AgentEventKind::AgentMessage { turn, step, text }));
         }
     }
 }

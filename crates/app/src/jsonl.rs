@@ -4,7 +4,9 @@
 //! (only ever completed), `mcp_tool_call` (an MCP server's tool, as the call's view says),
 //! `todo_list`, `error`, and `tool_call` for tools codex has no item for; then
 //! `turn.completed {usage}` or `turn.failed {error}`; an interrupted turn emits no terminal
-//! event. Subagents' inner events are not items of the parent's turn.
+//! event. Subagents' inner events are not items of the parent's turn. A model message is an
+//! item once it is whole (`AgentMessage`, the text the kernel logged): deltas and a retried
+//! step's void text never are.
 //!
 //! Invariant: every tool call the model makes is an item, with one id from its `item.started`
 //! (file changes: none) to its `item.completed`. A call refused before it ran (no `ToolStarted`)
@@ -27,41 +29,6 @@ use codecoder_protocol::{
 };
 use serde_json::{Value, json};
 
-/// Text of the current step and of the last step that had text.
-#[derive(Debug, Default)]
-pub struct Messages {
-    step_text: String,
-    last_text: String,
-}
-
-impl Messages {
-    /// Adds streamed text to the current message.
-    pub fn push(&mut self, delta: &str) {
-        self.step_text.push_str(delta);
-    }
-
-    /// Ends the current message; returns its text if any.
-    pub fn close(&mut self) -> Option<String> {
-        if self.step_text.trim().is_empty() {
-            self.step_text.clear();
-            return None;
-        }
-        let text = std::mem::take(&mut self.step_text);
-        self.last_text.clone_from(&text);
-        Some(text)
-    }
-
-    /// Drops the current message (a retried step streams it again).
-    pub fn discard(&mut self) {
-        self.step_text.clear();
-    }
-
-    /// The text of the last message that had any.
-    pub fn last(&self) -> &str {
-        &self.last_text
-    }
-}
-
 /// A tool result's content as text (images and stored outputs as short placeholders).
 pub fn result_text(result: &ToolResult) -> String {
     let mut out = String::new();
@@ -79,7 +46,8 @@ pub fn result_text(result: &ToolResult) -> String {
 #[derive(Debug)]
 pub struct ExecEventEncoder {
     next_item: u64,
-    messages: Messages,
+    /// The text of the last model message that had any.
+    final_message: String,
     reasoning: String,
     /// Open tool items: call id → (item id, the item so far).
     tools: HashMap<ToolCallId, (String, ItemDetails)>,
@@ -97,7 +65,7 @@ impl ExecEventEncoder {
     pub fn new() -> Self {
         Self {
             next_item: 0,
-            messages: Messages::default(),
+            final_message: String::new(),
             reasoning: String::new(),
             tools: HashMap::new(),
             usage: Usage::default(),
@@ -116,15 +84,22 @@ impl ExecEventEncoder {
         out.push(ThreadEvent::ItemCompleted { item });
     }
 
-    fn flush_text(&mut self, out: &mut Vec<ThreadEvent>) {
+    fn flush_reasoning(&mut self, out: &mut Vec<ThreadEvent>) {
         if !self.reasoning.trim().is_empty() {
             let text = std::mem::take(&mut self.reasoning);
             self.completed(out, ItemDetails::Reasoning { text });
         }
         self.reasoning.clear();
-        if let Some(text) = self.messages.close() {
-            self.completed(out, ItemDetails::AgentMessage { text });
+    }
+
+    /// A model message, whole: an `agent_message` item, and the final message from now on.
+    fn message(&mut self, text: &str, out: &mut Vec<ThreadEvent>) {
+        self.flush_reasoning(out);
+        if text.trim().is_empty() {
+            return;
         }
+        self.final_message = text.to_owned();
+        self.completed(out, ItemDetails::AgentMessage { text: text.to_owned() });
     }
 
     /// The item a tool call becomes, in progress, by what its tool says it is.
@@ -163,7 +138,7 @@ impl ExecEventEncoder {
 impl ExecEventEncoder {
     /// A call about to run: its item, started (file changes only ever complete).
     fn tool_started(&mut self, call: &ToolCall, view: &CallView, out: &mut Vec<ThreadEvent>) {
-        self.flush_text(out);
+        self.flush_reasoning(out);
         let id = self.item_id();
         let details = self.tool_item(call, view);
         self.tools.insert(call.id.clone(), (id.clone(), details.clone()));
@@ -180,7 +155,7 @@ impl ExecEventEncoder {
         view: &CallView,
         out: &mut Vec<ThreadEvent>,
     ) -> (String, ItemDetails) {
-        self.flush_text(out);
+        self.flush_reasoning(out);
         let id = self.item_id();
         let details = match self.tool_item(call, view) {
             ItemDetails::TodoList { .. } => ItemDetails::ToolCall {
@@ -333,23 +308,21 @@ impl ExecEventEncoder {
     /// an `agent_message` item, and the final message from now on.
     pub fn answer(&mut self, text: &str) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
-        self.flush_text(&mut out);
-        self.messages.push(text);
-        if let Some(text) = self.messages.close() {
-            self.completed(&mut out, ItemDetails::AgentMessage { text });
-        }
+        self.message(text, &mut out);
         out
     }
 
     /// The text of the turn's last assistant message.
     pub fn final_message(&self) -> &str {
-        self.messages.last()
+        &self.final_message
     }
 
     fn encode_into(&mut self, event: &AgentEvent, out: &mut Vec<ThreadEvent>) {
         match &event.kind {
             AgentEventKind::TurnStarted { .. } => out.push(ThreadEvent::TurnStarted {}),
-            AgentEventKind::TextDelta { delta, .. } => self.messages.push(delta),
+            // codex shows a model message once it is whole.
+            AgentEventKind::TextDelta { .. } => {}
+            AgentEventKind::AgentMessage { text, .. } => self.message(text, out),
             AgentEventKind::ReasoningDelta { delta, .. } => self.reasoning.push_str(delta),
             AgentEventKind::ToolStarted { call, view, .. } => self.tool_started(call, view, out),
             AgentEventKind::ToolOutputDelta { call_id, chunk, .. } => {
@@ -395,10 +368,9 @@ impl ExecEventEncoder {
             }
             AgentEventKind::StepFinished { usage, .. } => {
                 self.usage += *usage;
-                self.flush_text(out);
+                self.flush_reasoning(out);
             }
             AgentEventKind::StepRetried { reason, .. } => {
-                self.messages.discard();
                 self.reasoning.clear();
                 self.completed(out, ItemDetails::Error { message: reason.clone() });
             }
@@ -414,7 +386,7 @@ impl ExecEventEncoder {
                 self.completed(out, details);
             }
             AgentEventKind::TurnDone { outcome, .. } => {
-                self.flush_text(out);
+                self.flush_reasoning(out);
                 match outcome {
                     TurnOutcome::Completed => {
                         out.push(ThreadEvent::TurnCompleted { usage: turn_usage(&self.usage) });

@@ -71,7 +71,7 @@ pub use headless::{
 };
 pub use host::{SessionListing, git_diff, init_agents_md};
 pub use image::{image_type, read_image};
-pub use jsonl::{ExecEventEncoder, Messages, result_text};
+pub use jsonl::{ExecEventEncoder, result_text};
 pub use mcp::{McpServerEntry, add_mcp_server, remove_mcp_server};
 pub use mcp_spec::{
     MCP_SECRET_MASK, McpAddFlags, McpListing, McpTransport, describe_mcp_server,

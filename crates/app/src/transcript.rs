@@ -166,6 +166,7 @@ fn write_agent_event(kind: &AgentEventKind, ts: u64, out: &mut dyn Write) -> Res
         | AgentEventKind::StepRetried { .. }
         | AgentEventKind::Compacted { .. }
         | AgentEventKind::StepFinished { .. }
+        | AgentEventKind::AgentMessage { .. }
         | AgentEventKind::Status(_)
         | AgentEventKind::ApprovalRequest(_)
         | AgentEventKind::AskUser(_)

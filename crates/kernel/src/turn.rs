@@ -737,6 +737,9 @@ impl AgentLoop {
         if !message.items.is_empty() {
             self.append(RecordBody::AssistantMessage { message })?;
         }
+        if !text.is_empty() && !turn_state.step.quiet {
+            self.emit(AgentEventKind::AgentMessage { turn, step, text: text.clone() });
+        }
         let has_calls = !calls.is_empty();
         if has_calls {
             if stop_reason == StopReason::MaxTokens {

@@ -165,6 +165,18 @@ pub enum AgentEventKind {
         /// What the call is, as its tool describes it.
         view: CallView,
     },
+    /// The model's text of this step is complete: its stream ended and the message was logged.
+    /// Sent before the step's tool calls run, only for a step with text, and never for a step
+    /// that was cut off (cancelled, failed) or retried. The text is what the `TextDelta`s of the
+    /// step's last attempt add up to; `StepFinished` carries it again.
+    AgentMessage {
+        /// The turn.
+        turn: TurnId,
+        /// The step.
+        step: StepId,
+        /// The whole text.
+        text: String,
+    },
     /// A call the model is still writing, as its tool can describe it so far (for a patch: the
     /// files it changes, with their changes up to the last complete line). Sent at most every
     /// 500 ms while the arguments stream in, only for tools that read partial arguments; the

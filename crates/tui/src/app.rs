@@ -363,6 +363,8 @@ impl App {
                 self.turn_usage = Usage::default();
             }
             AgentEventKind::StepStarted { .. } => self.step_streamed = false,
+            // The text streamed; `StepFinished` shows a step's text that did not.
+            AgentEventKind::AgentMessage { .. } => {}
             AgentEventKind::ShutdownComplete => {}
             AgentEventKind::CallProgress { call_id, name, view, .. } => {
                 match self.writing.iter_mut().find(|writing| writing.id == call_id) {

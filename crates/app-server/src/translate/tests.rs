@@ -109,6 +109,15 @@ fn text(delta: &str) -> AgentEvent {
     })
 }
 
+/// The step's message, whole, as the kernel announces it before the step's calls run.
+fn agent_message(text: &str) -> AgentEvent {
+    root(AgentEventKind::AgentMessage {
+        turn: TurnId::FIRST,
+        step: StepId::FIRST,
+        text: text.to_owned(),
+    })
+}
+
 fn step_finished(text: &str) -> AgentEvent {
     root(AgentEventKind::StepFinished {
         turn: TurnId::FIRST,
@@ -307,6 +316,7 @@ fn the_agent_message_is_the_steps_logged_text() {
     }));
     translator.event(text("Hello"));
     translator.event(text(" there."));
+    translator.event(agent_message("Hello there."));
     translator.event(step_finished("Hello there."));
     translator.event(turn_done(TurnOutcome::Completed));
     let outputs = outputs(&mut translator);
@@ -329,9 +339,10 @@ fn the_agent_message_is_the_steps_logged_text() {
 }
 
 #[test]
-fn a_message_before_calls_starts_first_and_ends_with_its_step() {
+fn a_message_before_calls_starts_and_ends_before_them() {
     let mut translator = translator();
     translator.event(text("Running it."));
+    translator.event(agent_message("Running it."));
     let command = call("c1", "run_command", json!({"command": "true"}));
     let view = CallView {
         kind: CallKind::Execute,
@@ -348,6 +359,21 @@ fn a_message_before_calls_starts_first_and_ends_with_its_step() {
         .map(|(_, params)| &params["item"]["type"])
         .collect();
     assert_eq!(started, [&json!("agentMessage"), &json!("commandExecution")]);
+    // As in codex: the message is complete before the command starts.
+    let items: Vec<(&str, &Value)> = outputs
+        .iter()
+        .filter(|(method, _)| method == "item/started" || method == "item/completed")
+        .map(|(method, params)| (method.as_str(), &params["item"]["type"]))
+        .collect();
+    assert_eq!(
+        items,
+        [
+            ("item/started", &json!("agentMessage")),
+            ("item/completed", &json!("agentMessage")),
+            ("item/started", &json!("commandExecution")),
+            ("item/completed", &json!("commandExecution")),
+        ]
+    );
     let message = completed(&outputs).into_iter().find(|item| item["type"] == "agentMessage");
     assert_eq!(message.unwrap()["text"], "Running it.");
 }

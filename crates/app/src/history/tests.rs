@@ -103,6 +103,7 @@ mod live {
         TurnStarted(TurnId),
         StepStarted(TurnId, StepId),
         Text(StepId, String),
+        Message(StepId, String),
         Reasoning(StepId, String),
         ToolStarted(ToolCall, CallView),
         ToolFinished(ToolCall, CallView, &'static str, String),
@@ -126,6 +127,9 @@ mod live {
                         continue;
                     }
                     Seen::Text(*step, delta.clone())
+                }
+                AgentEventKind::AgentMessage { step, text, .. } => {
+                    Seen::Message(*step, text.clone())
                 }
                 AgentEventKind::ReasoningDelta { step, delta, .. } => {
                     if let Some(Seen::Reasoning(at, text)) = out.last_mut()

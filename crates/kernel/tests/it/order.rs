@@ -540,3 +540,38 @@ fn a_tool_can_end_the_turn_after_its_step() {
     let types = record_types(&logs.root);
     assert_eq!(types.iter().filter(|t| **t == "turn_end").count(), 2, "{types:?}");
 }
+
+#[test]
+fn a_steps_text_is_announced_whole_before_its_calls_run() {
+    let mut first: Vec<_> = "Looking first. ".split_inclusive(' ').map(text).collect();
+    first.extend(calls(&[("c1", "echo", json!({ "text": "one" }))]));
+    let model =
+        ScriptedModel::queue(vec![Response::Events(first), Response::Events(answer("all done"))]);
+    let harness = Harness::start(model, vec![Arc::new(EchoTool)]);
+    harness.submit("go");
+    let events = harness.turn();
+    let seen: Vec<String> = events
+        .iter()
+        .filter_map(|event| match &event.kind {
+            AgentEventKind::AgentMessage { step, text, .. } => {
+                Some(format!("message {step}: {text}"))
+            }
+            AgentEventKind::ToolStarted { call, .. } => Some(format!("started {}", call.id)),
+            AgentEventKind::StepFinished { step, text, .. } => {
+                Some(format!("finished {step}: {text}"))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "message 1: Looking first. ",
+            "started c1",
+            "finished 1: Looking first. ",
+            "message 2: all done",
+            "finished 2: all done",
+        ]
+    );
+    harness.shutdown();
+}

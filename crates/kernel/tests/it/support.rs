@@ -551,7 +551,10 @@ pub(crate) fn tags(events: &[AgentEvent]) -> Vec<String> {
         let tag = match &event.kind {
             AgentEventKind::TurnStarted { turn } => format!("turn_started {turn}"),
             AgentEventKind::StepStarted { step, .. } => format!("step_started {step}"),
-            AgentEventKind::TextDelta { .. } => "text".to_owned(),
+            // The whole message follows its deltas: one `text` tag with them.
+            AgentEventKind::TextDelta { .. } | AgentEventKind::AgentMessage { .. } => {
+                "text".to_owned()
+            }
             AgentEventKind::ReasoningDelta { .. } => "reasoning".to_owned(),
             AgentEventKind::ToolStarted { call, .. } => format!("tool_started {}", call.id),
             AgentEventKind::ToolOutputDelta { call_id, .. } => format!("output {call_id}"),
