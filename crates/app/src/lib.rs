@@ -32,6 +32,7 @@ mod plugins;
 mod progress;
 mod provider;
 mod replay;
+mod reports;
 mod safety;
 mod session;
 mod sessions;
@@ -81,6 +82,7 @@ pub use plugins::{
     Plugin, add_plugin, list_plugins, read_manifest, remove_plugin, set_plugin_enabled,
 };
 pub use progress::{Progress, ProgressEncoder};
+pub use reports::{write_compaction, write_plugins, write_session_list};
 pub use safety::{Safety, claude_permission_mode};
 pub use session::{
     ContextLimits, Pricing, RunningSession, SessionControls, SessionRequest, Start, context_limits,

@@ -16,25 +16,7 @@ pub(crate) fn run_config(
     match command {
         ConfigCommand::Schema => write!(out, "{}", codecoder_app::config_schema())?,
         ConfigCommand::Show(args) => {
-            let runtime = codecoder_app::Runtime::load(global.overrides())?;
-            let loaded = runtime.loaded();
-            for notice in &loaded.notices {
-                writeln!(out, "# note: {notice}")?;
-            }
-            if let Some(profile) = &loaded.profile {
-                writeln!(out, "# profile: {profile}")?;
-            }
-            let settings = runtime.settings();
-            if settings.is_empty() {
-                writeln!(out, "# no settings: every value is the built-in default")?;
-            }
-            for setting in settings {
-                let (key, value) = (&setting.key, &setting.value);
-                match (args.origin, &setting.origin) {
-                    (true, Some(origin)) => writeln!(out, "{key} = {value}  # {origin}")?,
-                    _ => writeln!(out, "{key} = {value}")?,
-                }
-            }
+            codecoder_app::Runtime::load(global.overrides())?.write_settings(args.origin, out)?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -1,12 +1,13 @@
 //! `codecoder mcp add|add-json|list|get|remove`: the `[mcp_servers.NAME]` tables of
 //! `$CODECODER_HOME/config.toml`. The runtime checks a server's form and edits the file
-//! (`codecoder_app::mcp_server_from_flags`, `add_mcp_server`, …); this file maps the flags and
-//! prints. Listings come masked from the runtime: no env or header value is ever printed.
+//! (`codecoder_app::mcp_server_from_flags`, `add_mcp_server`, …) and writes the listings
+//! (`McpListing::write_list`), masked: no env or header value is ever printed. This file maps
+//! the flags.
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use codecoder_app::{McpAddFlags, McpTransport, describe_mcp_server};
+use codecoder_app::{McpAddFlags, McpTransport};
 
 use crate::cli::{GlobalArgs, McpCommand, McpTransportArg};
 
@@ -52,71 +53,12 @@ pub(crate) fn run(
         }
         McpCommand::List(args) => {
             let listing = codecoder_app::Runtime::load(global.overrides())?.mcp_listing();
-            if args.json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&listing.configured)?)?;
-            } else if listing.configured.is_empty() && listing.elsewhere.is_empty() {
-                writeln!(out, "no MCP servers configured (codecoder mcp add NAME -- CMD ARGS…)")?;
-            } else {
-                for (name, server) in &listing.configured {
-                    let headers = if server.http_headers.is_empty() {
-                        String::new()
-                    } else {
-                        let names: Vec<&str> =
-                            server.http_headers.keys().map(String::as_str).collect();
-                        format!(" (headers: {})", names.join(", "))
-                    };
-                    let enabled = if server.enabled == Some(false) { " (disabled)" } else { "" };
-                    writeln!(out, "{name}  {}{headers}{enabled}", describe_mcp_server(server))?;
-                }
-                for entry in &listing.elsewhere {
-                    writeln!(out, "{}  {}  (from {})", entry.name, entry.how, entry.origin)?;
-                }
-            }
+            listing.write_list(args.json, out)?;
         }
         McpCommand::Get(args) => {
             let listing = codecoder_app::Runtime::load(global.overrides())?.mcp_listing();
-            let Some(server) = listing.configured.get(&args.name) else {
-                // A server of `.mcp.json` or `~/.claude.json`: where it comes from and how it is
-                // reached (their files hold the rest).
-                let entry = listing
-                    .elsewhere
-                    .iter()
-                    .find(|entry| entry.name == args.name)
-                    .ok_or_else(|| anyhow::anyhow!("no MCP server `{}`", args.name))?;
-                if args.json {
-                    let value = serde_json::json!({
-                        "name": entry.name, "how": entry.how, "origin": entry.origin,
-                    });
-                    writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
-                } else {
-                    writeln!(out, "{}\n  {}\n  from: {}", entry.name, entry.how, entry.origin)?;
-                }
-                return Ok(ExitCode::SUCCESS);
-            };
-            if args.json {
-                writeln!(out, "{}", serde_json::to_string_pretty(server)?)?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            writeln!(out, "{}\n  {}", args.name, describe_mcp_server(server))?;
-            // The listing's values are masked already: a value may be a secret.
-            let pairs = |map: &std::collections::BTreeMap<String, String>| {
-                map.iter().map(|(key, value)| format!("{key}={value}")).collect::<Vec<_>>()
-            };
-            if !server.env.is_empty() {
-                writeln!(out, "  env: {}", pairs(&server.env).join(", "))?;
-            }
-            if !server.http_headers.is_empty() {
-                writeln!(out, "  headers: {}", pairs(&server.http_headers).join(", "))?;
-            }
-            if let Some(cwd) = &server.cwd {
-                writeln!(out, "  cwd: {cwd}")?;
-            }
-            if let Some(var) = &server.bearer_token_env_var {
-                writeln!(out, "  bearer token from: ${var}")?;
-            }
-            if server.sampling == Some(true) {
-                writeln!(out, "  sampling: allowed (it may ask the session's model)")?;
-            }
+            let found = listing.write_server(&args.name, args.json, out)?;
+            anyhow::ensure!(found, "no MCP server `{}`", args.name);
         }
     }
     Ok(ExitCode::SUCCESS)

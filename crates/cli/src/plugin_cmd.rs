@@ -19,18 +19,7 @@ pub(crate) fn run(command: PluginCommand, out: &mut dyn Write) -> anyhow::Result
             )?;
         }
         PluginCommand::List => {
-            let plugins = codecoder_app::list_plugins(&home)?;
-            if plugins.is_empty() {
-                writeln!(out, "no plugins (codecoder plugin add DIR)")?;
-            }
-            for plugin in plugins {
-                let state = if plugin.enabled { "enabled" } else { "disabled" };
-                let version = plugin.version.map(|v| format!(" {v}")).unwrap_or_default();
-                writeln!(out, "{}{version}  {}  ({state})", plugin.name, plugin.dir.display())?;
-                if let Some(description) = plugin.description {
-                    writeln!(out, "  {description}")?;
-                }
-            }
+            codecoder_app::write_plugins(&codecoder_app::list_plugins(&home)?, out)?
         }
         PluginCommand::Remove { name } => {
             anyhow::ensure!(codecoder_app::remove_plugin(&home, &name)?, "no plugin `{name}`");

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use codecoder_app::Stream;
-use codecoder_protocol::Verdict;
 
 use crate::cli::{GlobalArgs, PermissionsCheckArgs, SandboxArgs};
 use crate::exec::Exit;
@@ -84,21 +83,5 @@ pub(crate) fn run_permissions_check(
 ) -> anyhow::Result<ExitCode> {
     let runtime = crate::load_runtime(global, None, None)?;
     let check = runtime.check_permission(&args.tool, &args.args, !args.exec)?;
-    let decision = &check.decision;
-    writeln!(out, "{decision}")?;
-    writeln!(out, "  tool: {} ({:?})", check.tool, check.kind)?;
-    writeln!(out, "  keys: {}", check.keys.join(", "))?;
-    writeln!(
-        out,
-        "  modes: sandbox {}, approvals {}{}",
-        check.modes.sandbox.as_str(),
-        check.modes.approval.as_str(),
-        if check.modes.bypass { ", bypass" } else { "" }
-    )?;
-    writeln!(out, "  (PreToolUse hooks and session grants come first in a session; not run here)")?;
-    Ok(ExitCode::from(match decision.verdict {
-        Verdict::Allow => 0,
-        Verdict::Deny => 1,
-        Verdict::Ask => 3,
-    }))
+    Ok(ExitCode::from(check.write_report(out)?))
 }

@@ -6,10 +6,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use codecoder_app::{Notice, Shown, Validation};
-use codecoder_protocol::{AgentCommand, AgentEventKind, RecordBody, TurnOutcome};
-use codecoder_stdx::format_utc_ms;
-use serde_json::json;
+use codecoder_app::{Notice, Validation};
+use codecoder_protocol::{AgentCommand, TurnOutcome};
 
 use crate::cli::{CompactArgs, GlobalArgs, ListArgs, SessionsCommand, UndoArgs};
 
@@ -43,47 +41,7 @@ pub(crate) fn run(
                     Ok(ExitCode::FAILURE)
                 }
                 Validation::Valid(log) => {
-                    writeln!(
-                        out,
-                        "valid: {} — {} record(s), {} turn(s), last seq {}{}",
-                        log.path.display(),
-                        log.record_count,
-                        log.last_turn,
-                        log.last_seq,
-                        if log.ended { ", ended" } else { "" }
-                    )?;
-                    for (line, type_name) in &log.unknown {
-                        writeln!(
-                            out,
-                            "note: line {line}: record type `{type_name}` is unknown to this \
-                             version; kept"
-                        )?;
-                    }
-                    if let Some((line, bytes)) = log.torn_tail {
-                        writeln!(
-                            out,
-                            "note: line {line} is torn ({bytes} bytes, cut by a crash); repair \
-                             drops it"
-                        )?;
-                    }
-                    if !log.repair_plan.is_empty() {
-                        writeln!(out, "note: the log stops mid-turn; repair will append:")?;
-                    }
-                    for body in &log.repair_plan {
-                        let detail = match body {
-                            RecordBody::ToolResult { result, synthetic } => format!(
-                                " for `{}` ({})",
-                                result.tool_call_id,
-                                synthetic.map(|s| format!("{s:?}")).unwrap_or_default()
-                            ),
-                            RecordBody::StepEnd { step, .. } => format!(" (step {step})"),
-                            RecordBody::TurnEnd { turn, .. } => {
-                                format!(" (turn {turn}, interrupted)")
-                            }
-                            _ => String::new(),
-                        };
-                        writeln!(out, "  - {}{detail}", body.type_name())?;
-                    }
+                    log.write_report(out)?;
                     Ok(ExitCode::SUCCESS)
                 }
             }
@@ -125,19 +83,8 @@ fn undo(args: &UndoArgs, global: &GlobalArgs, out: &mut dyn Write) -> anyhow::Re
     let runtime = crate::load_runtime(global, None, None)?;
     let turn = args.turn.map(codecoder_protocol::TurnId::new);
     let outcome = runtime.undo_session(&args.session, turn, args.force)?;
-    let turns: Vec<String> = outcome.plan.turns.iter().map(ToString::to_string).collect();
-    writeln!(out, "undoing turn(s) {} (newest first)", turns.join(", "))?;
-    for path in &outcome.report.restored {
-        writeln!(out, "restored {}", path.display())?;
-    }
-    if outcome.report.skipped.is_empty() {
-        return Ok(ExitCode::SUCCESS);
-    }
-    for path in &outcome.report.skipped {
-        eprintln!("not restored (changed outside codecoder since): {}", path.display());
-    }
-    eprintln!("run it again with --force to restore these too (their current content is lost)");
-    Ok(ExitCode::FAILURE)
+    let restored_all = outcome.write_report(out, &mut std::io::stderr())?;
+    Ok(if restored_all { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 /// Resumes the session, has its agent compact it, and prints what happened.
@@ -157,18 +104,9 @@ fn compact(
         .cmd
         .send(AgentCommand::Compact { focus: args.focus.clone() })
         .context("the agent stopped")?;
+    let mut err = std::io::stderr();
     let end = codecoder_app::follow_headless_turn(agent, &mut |shown| {
-        let Shown::Event(event) = shown else { return Ok(()) };
-        if !event.source.subagent_path.is_empty() {
-            return Ok(());
-        }
-        match &event.kind {
-            AgentEventKind::Compacted { message, .. } => writeln!(out, "{message}")?,
-            AgentEventKind::Warning { message } => eprintln!("warning: {message}"),
-            AgentEventKind::HookMessage { event, message } => eprintln!("{event} hook: {message}"),
-            _ => {}
-        }
-        Ok(())
+        codecoder_app::write_compaction(shown, out, &mut err)
     })?;
     match end.outcome {
         Some(TurnOutcome::Completed) => Ok(ExitCode::SUCCESS),
@@ -199,60 +137,13 @@ fn list(home: &std::path::Path, args: &ListArgs, out: &mut dyn Write) -> anyhow:
     let listed = codecoder_app::list_sessions(home, cwd.as_deref(), limit, &mut warnings);
     print_notices(&warnings);
     let listed = listed?;
-    let sessions = &listed.sessions;
-    if listed.total > sessions.len() {
+    if listed.total > listed.sessions.len() {
         eprintln!(
             "showing the newest {} of {} sessions (-n N or --all for more)",
-            sessions.len(),
+            listed.sessions.len(),
             listed.total
         );
     }
-    if args.json {
-        let rows: Vec<_> = sessions
-            .iter()
-            .map(|s| {
-                json!({
-                    "id": s.id,
-                    "path": s.path,
-                    "cwd": s.cwd,
-                    "title": s.title,
-                    "model": s.model,
-                    "provider": s.provider,
-                    "createdAt": s.created_ms / 1000,
-                    "updatedAt": s.updated_ms / 1000,
-                    "parent": s.parent,
-                    "recordCount": s.record_count,
-                    "problem": s.problem,
-                })
-            })
-            .collect();
-        serde_json::to_writer_pretty(&mut *out, &rows)?;
-        writeln!(out)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    if sessions.is_empty() {
-        writeln!(out, "no sessions in {}", listed.dir.display())?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    writeln!(
-        out,
-        "{:<36}  {:<19}  {:>7}  {:<16}  TITLE",
-        "ID", "UPDATED (UTC)", "RECORDS", "MODEL"
-    )?;
-    for s in sessions {
-        let title = match &s.problem {
-            Some(problem) => format!("[unreadable: {problem}]"),
-            None if s.title.is_empty() => "(no input yet)".to_owned(),
-            None => s.title.clone(),
-        };
-        writeln!(
-            out,
-            "{:<36}  {:<19}  {:>7}  {:<16}  {title}",
-            s.id,
-            format_utc_ms(s.updated_ms),
-            s.record_count,
-            s.model
-        )?;
-    }
+    codecoder_app::write_session_list(&listed, args.json, out)?;
     Ok(ExitCode::SUCCESS)
 }
