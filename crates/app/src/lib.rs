@@ -20,6 +20,7 @@ mod checks;
 mod claude_settings;
 mod confined;
 mod error;
+mod exec_output;
 mod headless;
 pub mod history;
 mod host;
@@ -67,6 +68,7 @@ pub use codecoder_tools::{
 };
 pub use confined::{ConfinedCommand, Stream};
 pub use error::{Error, Result};
+pub use exec_output::ExecOutput;
 pub use headless::{
     HeadlessEnd, Shown, check_final_message, follow_headless_turn, read_output_schema,
 };

@@ -2,8 +2,8 @@
 //!
 //! The agent comes from the runtime (`codecoder-app`, shared with the TUI), which also follows
 //! the turn headless (`follow_headless_turn`: requests declined, a plan as the answer) and
-//! encodes its events, as progress for a person (`ProgressEncoder`: stderr, the final message on
-//! stdout) or as codex-compatible JSON lines (`ExecEventEncoder`); this file prints them.
+//! shows its events (`ExecOutput`), as progress for a person (stderr, the final message on
+//! stdout) or as codex-compatible JSON lines; this file hands it stdout and stderr.
 //! Ctrl-C: the first sends `Cancel` (the turn closes cleanly and the log validates), a second
 //! kills every process group the agent started and exits at once with 130.
 //!
@@ -17,11 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
-use codecoder_app::{ExecEventEncoder, Progress, ProgressEncoder, Shown};
-use codecoder_protocol::exec_event::ThreadEvent;
-use codecoder_protocol::{
-    AgentCommand, AgentEventKind, ContentItem, SessionId, TurnOutcome, UserInput,
-};
+use codecoder_protocol::{AgentCommand, ContentItem, TurnOutcome, UserInput};
 use codecoder_stdx::spawn_named;
 
 use crate::cli::{ExecArgs, ExecCommand, ExecOptions, GlobalArgs};
@@ -101,12 +97,9 @@ pub(crate) fn run(
     let agent = session.agent;
     let session_path = agent.session_path().map(Path::to_owned);
 
-    let mut output = if options.json {
-        Output::Json(ExecEventEncoder::new())
-    } else {
-        Output::Text { progress: ProgressEncoder::new(), at_line_start: true }
-    };
-    output.session_started(agent.session_id(), out)?;
+    let mut err = io::stderr();
+    let mut output = codecoder_app::ExecOutput::new(options.json);
+    output.session_started(agent.session_id(), out, &mut err)?;
 
     // Ctrl-C: the first cancels the turn, the second leaves at once.
     let interrupts = Arc::new(AtomicUsize::new(0));
@@ -132,7 +125,8 @@ pub(crate) fn run(
     let mut content = vec![ContentItem::Text { text: prompt }];
     content.extend(images.into_iter().map(ContentItem::Image));
     agent.cmd.send(AgentCommand::Submit(UserInput { content })).context("the agent stopped")?;
-    let end = codecoder_app::follow_headless_turn(agent, &mut |shown| output.show(shown, out))?;
+    let end =
+        codecoder_app::follow_headless_turn(agent, &mut |shown| output.show(shown, out, &mut err))?;
     signals_handle.close();
     let _ = signal_thread.join();
 
@@ -206,90 +200,4 @@ fn read_prompt(arg: Option<&str>) -> anyhow::Result<String> {
             Ok(format!("{prompt}\n\n<stdin>\n{}\n</stdin>", piped.trim_end()))
         }
     }
-}
-
-/// Where the run's events go: codex's JSON lines on stdout (`--json`), or progress on stderr
-/// and the final message on stdout for a person.
-enum Output {
-    Json(ExecEventEncoder),
-    Text { progress: ProgressEncoder, at_line_start: bool },
-}
-
-impl Output {
-    fn session_started(&mut self, session_id: SessionId, out: &mut dyn Write) -> io::Result<()> {
-        match self {
-            Self::Json(encoder) => json_line(out, &encoder.session_started(session_id)),
-            Self::Text { progress, at_line_start } => {
-                progress_line(at_line_start, &progress.session_started(session_id));
-                Ok(())
-            }
-        }
-    }
-
-    fn show(&mut self, shown: Shown<'_>, out: &mut dyn Write) -> io::Result<()> {
-        match (self, shown) {
-            (Self::Json(encoder), Shown::Event(event)) => {
-                if let AgentEventKind::HookMessage { event, message } = &event.kind {
-                    // stdout stays codex's event set; the person reads it on stderr as in text
-                    // mode.
-                    let _ = writeln!(io::stderr().lock(), "{event} hook: {message}");
-                }
-                for line in encoder.encode(event) {
-                    json_line(out, &line)?;
-                }
-            }
-            (Self::Json(encoder), Shown::Note(text)) => json_line(out, &encoder.note(&text))?,
-            // codex ends a plan-mode turn with the plan as its answer, not as an error.
-            (Self::Json(encoder), Shown::Plan(plan)) => {
-                for line in encoder.answer(plan) {
-                    json_line(out, &line)?;
-                }
-            }
-            (Self::Text { progress, at_line_start }, Shown::Event(event)) => {
-                match progress.encode(event) {
-                    Some(Progress::Text(delta)) => {
-                        let mut err = io::stderr().lock();
-                        let _ = err.write_all(delta.as_bytes());
-                        let _ = err.flush();
-                        *at_line_start = delta.ends_with('\n');
-                    }
-                    Some(Progress::Line(line)) => progress_line(at_line_start, &line),
-                    None => {}
-                }
-            }
-            (Self::Text { at_line_start, .. }, Shown::Note(text)) => {
-                progress_line(at_line_start, &text);
-            }
-            // The plan goes to stdout as the final message (`finish`).
-            (Self::Text { at_line_start, .. }, Shown::Plan(_)) => {
-                progress_line(at_line_start, "plan presented (no one to approve it in exec)");
-            }
-        }
-        Ok(())
-    }
-
-    /// The turn completed: a person gets the final message on stdout (JSON lines carried it).
-    fn finish(&self, final_message: &str, out: &mut dyn Write) -> io::Result<()> {
-        if matches!(self, Self::Text { .. }) && !final_message.is_empty() {
-            writeln!(out, "{}", final_message.trim_end())?;
-        }
-        Ok(())
-    }
-}
-
-/// One JSON object per line, flushed as it is written.
-fn json_line(out: &mut dyn Write, event: &ThreadEvent) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, event)?;
-    out.write_all(b"\n")?;
-    out.flush()
-}
-
-/// A line on stderr, on a line of its own.
-fn progress_line(at_line_start: &mut bool, text: &str) {
-    let mut err = io::stderr().lock();
-    if !*at_line_start {
-        let _ = err.write_all(b"\n");
-    }
-    let _ = writeln!(err, "{text}");
-    *at_line_start = true;
 }
