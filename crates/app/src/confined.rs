@@ -6,6 +6,7 @@
 //! the caller's channel); the exit code follows the shell's conventions.
 
 use std::ffi::OsString;
+use std::io::Write;
 
 use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Wait};
 
@@ -42,6 +43,25 @@ impl Runtime {
 }
 
 impl ConfinedCommand {
+    /// Runs the command as [`ConfinedCommand::run`] does, its stdout into `out` and its
+    /// stderr into `err`. A failing writer is the reader's business: the command goes on.
+    ///
+    /// # Errors
+    /// When the command cannot be started or confined.
+    pub fn run_to(
+        &self,
+        cancel: &crossbeam_channel::Receiver<()>,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> Result<u8> {
+        self.run(cancel, &mut |stream, bytes| {
+            let _ = match stream {
+                Stream::Stdout => out.write_all(bytes),
+                Stream::Stderr => err.write_all(bytes),
+            };
+        })
+    }
+
     /// Runs the command to its end, or until `cancel` disconnects (its group is then killed);
     /// each chunk of output goes to `output` as it is read. Returns the exit code: the
     /// command's own, 128 + the signal that ended it, 130 when cancelled.

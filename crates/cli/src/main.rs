@@ -93,10 +93,15 @@ pub(crate) fn load_runtime(
     overrides.model = model;
     overrides.provider = provider;
     let runtime = codecoder_app::Runtime::load(overrides)?;
-    for notice in runtime.notices() {
+    print_notices(&runtime.notices());
+    Ok(runtime)
+}
+
+/// What the runtime had to say (config warnings, sandbox fallbacks): one line each on stderr.
+pub(crate) fn print_notices(notices: &[impl std::fmt::Display]) {
+    for notice in notices {
         eprintln!("{notice}");
     }
-    Ok(runtime)
 }
 
 fn apply_patch(args: &[String], out: &mut dyn Write) -> anyhow::Result<ExitCode> {

@@ -5,7 +5,6 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use codecoder_app::Stream;
 
 use crate::cli::{GlobalArgs, PermissionsCheckArgs, SandboxArgs};
 use crate::exec::Exit;
@@ -18,9 +17,7 @@ pub(crate) fn run_sandbox(args: &SandboxArgs, global: &GlobalArgs) -> anyhow::Re
     let (program, rest) = args.command.split_first().context("no command given")?;
     let command = match runtime.confined_command(program, rest, args.network) {
         Ok((command, notices)) => {
-            for notice in notices {
-                eprintln!("{notice}");
-            }
+            crate::print_notices(&notices);
             command
         }
         Err(err @ codecoder_app::Error::NoSandbox { .. }) => {
@@ -43,15 +40,7 @@ pub(crate) fn run_sandbox(args: &SandboxArgs, global: &GlobalArgs) -> anyhow::Re
             drop(cancel_tx);
         }
     })?;
-    let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
-    let code = command.run(&cancel, &mut |stream, bytes| {
-        // A closed stdout or stderr is the reader's business; the command goes on.
-        let _ = match stream {
-            Stream::Stdout => stdout.lock().write_all(bytes),
-            Stream::Stderr => stderr.lock().write_all(bytes),
-        };
-    });
+    let code = command.run_to(&cancel, &mut std::io::stdout(), &mut std::io::stderr());
     handle.close();
     let _ = watcher.join();
     Ok(ExitCode::from(code?))
@@ -62,17 +51,11 @@ pub(crate) fn run_doctor(
     global: &GlobalArgs,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitCode> {
+    // The command's own model and provider: `global.overrides()` leaves both unset.
     let mut overrides = global.overrides();
-    if args.model.is_some() {
-        overrides.model.clone_from(&args.model);
-    }
-    if args.provider.is_some() {
-        overrides.provider.clone_from(&args.provider);
-    }
-    let runtime = codecoder_app::Runtime::load(overrides)?;
-    for notice in runtime.doctor(out)? {
-        eprintln!("{notice}");
-    }
+    overrides.model.clone_from(&args.model);
+    overrides.provider.clone_from(&args.provider);
+    crate::print_notices(&codecoder_app::Runtime::load(overrides)?.doctor(out)?);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -6,10 +6,11 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use codecoder_app::{Notice, Validation};
+use codecoder_app::Validation;
 use codecoder_protocol::{AgentCommand, TurnOutcome};
 
 use crate::cli::{CompactArgs, GlobalArgs, ListArgs, SessionsCommand, UndoArgs};
+use crate::print_notices;
 
 pub(crate) fn run(
     command: SessionsCommand,
@@ -69,12 +70,6 @@ pub(crate) fn run(
             writeln!(out, "indexed {} session(s)", indexed?)?;
             Ok(ExitCode::SUCCESS)
         }
-    }
-}
-
-fn print_notices(notices: &[Notice]) {
-    for notice in notices {
-        eprintln!("{notice}");
     }
 }
 

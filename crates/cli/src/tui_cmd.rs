@@ -36,9 +36,7 @@ pub(crate) fn run(
     };
     let session = host.start_session(start, None, None)?;
     // Before the UI takes the terminal: the first session's notices go to stderr.
-    for notice in &session.notices {
-        eprintln!("{notice}");
-    }
+    crate::print_notices(&session.notices);
     let config = TuiConfig {
         approval_mode: host.mode_label(),
         no_color: std::env::var_os(codecoder_protocol::env::NO_COLOR)
