@@ -6,11 +6,12 @@
 //! business and is ignored, so the turn goes on.
 
 use std::io::{self, Write};
+use std::path::Path;
 
 use codecoder_protocol::exec_event::ThreadEvent;
 use codecoder_protocol::{AgentEventKind, SessionId};
 
-use crate::{ExecEventEncoder, Progress, ProgressEncoder, Shown};
+use crate::{ExecEventEncoder, HeadlessEnd, Progress, ProgressEncoder, Shown};
 
 /// How `exec` shows its run: as JSON lines, or as text progress.
 #[derive(Debug)]
@@ -103,6 +104,32 @@ impl ExecOutput {
             }
         }
         Ok(())
+    }
+
+    /// The turn completed: its answer (in plan mode the plan, else the final message) is written
+    /// to `last_message_file` if asked (with a warning on `err` when there is none) and shown
+    /// (`finish`).
+    ///
+    /// # Errors
+    /// When the file cannot be written, or `out` fails.
+    pub fn answer(
+        &self,
+        end: HeadlessEnd,
+        last_message_file: Option<&Path>,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> io::Result<()> {
+        let answer = end.plan.unwrap_or(end.final_message);
+        if let Some(path) = last_message_file {
+            if answer.is_empty() {
+                let _ = writeln!(
+                    err,
+                    "warning: the turn ended without a final message; writing an empty file"
+                );
+            }
+            fs_err::write(path, &answer)?;
+        }
+        self.finish(&answer, out)
     }
 
     /// The turn completed: a person gets the final message on stdout (JSON lines carried it).

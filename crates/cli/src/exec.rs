@@ -91,9 +91,7 @@ pub(crate) fn run(
         first_prompt: Some(prompt.clone()),
         ..codecoder_app::SessionRequest::new()
     })?;
-    for notice in &session.notices {
-        eprintln!("{notice}");
-    }
+    crate::print_notices(&session.notices);
     let agent = session.agent;
     let session_path = agent.session_path().map(Path::to_owned);
 
@@ -130,23 +128,13 @@ pub(crate) fn run(
     signals_handle.close();
     let _ = signal_thread.join();
 
-    let code = match end.outcome {
+    let code = match &end.outcome {
         Some(TurnOutcome::Completed) => {
             if let Some(schema) = &output_schema {
                 codecoder_app::check_final_message(schema, &end.final_message)
                     .map_err(anyhow::Error::msg)?;
             }
-            // In plan mode the plan is the answer.
-            let final_message = end.plan.unwrap_or(end.final_message);
-            if let Some(path) = &options.output_last_message {
-                if final_message.is_empty() {
-                    eprintln!(
-                        "warning: the turn ended without a final message; writing an empty file",
-                    );
-                }
-                fs_err::write(path, &final_message)?;
-            }
-            output.finish(&final_message, out)?;
+            output.answer(end, options.output_last_message.as_deref(), out, &mut err)?;
             ExitCode::SUCCESS
         }
         Some(TurnOutcome::Cancelled | TurnOutcome::Interrupted) => ExitCode::from(EXIT_INTERRUPTED),

@@ -42,3 +42,28 @@ fn exec_json_output_is_one_flushed_line_per_event_and_no_final_text() {
     assert_eq!(lines[0]["type"], "thread.started");
     assert!(err.is_empty());
 }
+
+#[test]
+fn the_answer_is_the_plan_in_plan_mode_and_an_empty_one_is_written_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("last.txt");
+    let end = |final_message: &str, plan: Option<&str>| crate::HeadlessEnd {
+        outcome: Some(codecoder_protocol::TurnOutcome::Completed),
+        final_message: final_message.to_owned(),
+        plan: plan.map(str::to_owned),
+    };
+    let output = ExecOutput::new(false);
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    output.answer(end("done", Some("1. plan\n")), Some(&file), &mut out, &mut err).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), "1. plan\n");
+    assert_eq!(fs_err::read_to_string(&file).unwrap(), "1. plan\n");
+    assert!(err.is_empty());
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    output.answer(end("", None), Some(&file), &mut out, &mut err).unwrap();
+    assert!(out.is_empty());
+    assert_eq!(fs_err::read_to_string(&file).unwrap(), "");
+    assert_eq!(
+        String::from_utf8(err).unwrap(),
+        "warning: the turn ended without a final message; writing an empty file\n"
+    );
+}
