@@ -14,6 +14,7 @@ use serde_json::json;
 
 use crate::{
     McpListing, PermissionCheck, Plugin, Runtime, SessionList, Shown, UndoOutcome, ValidLog,
+    Validation,
 };
 
 /// Writes `sessions list`: a table (or a note that there are none), or with `json` one object
@@ -69,6 +70,20 @@ pub fn write_session_list(list: &SessionList, json: bool, out: &mut dyn Write) -
         )?;
     }
     Ok(())
+}
+
+impl Validation {
+    /// Writes `sessions validate`'s report: `invalid: why`, or a valid log's report
+    /// ([`ValidLog::write_report`]). Returns whether the log is valid.
+    ///
+    /// # Errors
+    /// When `out` fails.
+    pub fn write_report(&self, out: &mut dyn Write) -> io::Result<bool> {
+        match self {
+            Self::Invalid(why) => writeln!(out, "invalid: {why}").map(|()| false),
+            Self::Valid(log) => log.write_report(out).map(|()| true),
+        }
+    }
 }
 
 impl ValidLog {

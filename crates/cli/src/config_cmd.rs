@@ -1,5 +1,6 @@
-//! `codecoder config show|schema`, `codecoder trust`, `codecoder login`: the runtime lists the
-//! settings, records trust and stores keys; this file prints.
+//! `codecoder config show|schema`, `codecoder trust`, `codecoder login`: the runtime writes the
+//! settings (`Runtime::write_settings`), records trust and stores keys; this file reads the key
+//! from stdin and prints one-line confirmations.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;

@@ -1,5 +1,6 @@
 //! `codecoder sandbox -- CMD`, `codecoder doctor` and `codecoder permissions check`: the
-//! runtime's safety setup, used by hand; this file only streams, prints and picks exit codes.
+//! runtime's safety setup, used by hand. The runtime writes the reports and the command's
+//! output into the writers this file passes; this file handles signals and picks exit codes.
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -1,12 +1,12 @@
 //! `codecoder sessions …`: list, show (a transcript, the records as JSON, or one request's exact
 //! body), validate, fork, compact, undo, rm, reindex. The runtime reads and writes the logs and
-//! their index (`codecoder_app::list_sessions`, `SessionLog`, …); this file prints.
+//! their index (`codecoder_app::list_sessions`, `SessionLog`, …) and writes the reports into the
+//! writer this file passes; this file maps the arguments, prints notices and picks exit codes.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use codecoder_app::Validation;
 use codecoder_protocol::{AgentCommand, TurnOutcome};
 
 use crate::cli::{CompactArgs, GlobalArgs, ListArgs, SessionsCommand, UndoArgs};
@@ -36,16 +36,8 @@ pub(crate) fn run(
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Validate(args) => {
-            match codecoder_app::validate_session(&home, &args.session)? {
-                Validation::Invalid(why) => {
-                    writeln!(out, "invalid: {why}")?;
-                    Ok(ExitCode::FAILURE)
-                }
-                Validation::Valid(log) => {
-                    log.write_report(out)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-            }
+            let valid = codecoder_app::validate_session(&home, &args.session)?.write_report(out)?;
+            Ok(if valid { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         SessionsCommand::Fork(args) => {
             let forked = codecoder_app::fork_session(&home, &args.session, args.at, &mut warnings);
