@@ -100,6 +100,11 @@ fn validation_report_notes_unknown_records_a_torn_tail_and_the_repair_plan() {
          note: the log stops mid-turn; repair will append:\n\
          \x20 - turn_end (turn 2, interrupted)\n"
     );
+    let mut out = Vec::new();
+    let invalid = crate::Validation::Invalid("line 2: seq goes back".to_owned());
+    assert!(!invalid.write_report(&mut out).unwrap());
+    assert_eq!(String::from_utf8(out).unwrap(), "invalid: line 2: seq goes back\n");
+    assert!(crate::Validation::Valid(log.clone()).write_report(&mut Vec::new()).unwrap());
     let ended =
         ValidLog { ended: true, unknown: vec![], torn_tail: None, repair_plan: vec![], ..log };
     assert_eq!(
