@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use codecoder_protocol::{
-    AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, TurnOutcome,
+    AgentCommand, AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, TurnOutcome,
 };
 
 use crate::error::{Error, Result};
@@ -39,6 +39,28 @@ pub struct HeadlessEnd {
     pub final_message: String,
     /// The last plan the model presented, which is then the turn's answer.
     pub plan: Option<String>,
+}
+
+impl crate::Runtime {
+    /// `sessions compact`: resumes the session `query` and has its agent compact it now (with
+    /// `focus` for the summary). The caller shows the session's notices and follows the turn
+    /// (`follow_headless_turn`).
+    ///
+    /// # Errors
+    /// When the session cannot be resumed.
+    pub fn start_compaction(
+        &self,
+        query: &str,
+        focus: Option<String>,
+    ) -> Result<crate::RunningSession> {
+        let session = self.start(&crate::SessionRequest {
+            start: crate::Start::Resume(Some(query.to_owned())),
+            ..crate::SessionRequest::new()
+        })?;
+        // An agent that stopped at once shows as a turn that never ended.
+        let _ = session.agent.cmd.send(AgentCommand::Compact { focus });
+        Ok(session)
+    }
 }
 
 /// Follows the turn `agent` is running (its input already submitted) to the root turn's end,
@@ -118,6 +140,47 @@ fn follow(
 /// keep planning.
 fn is_plan_review(options: &[String]) -> bool {
     matches!(options, [approve, keep] if approve == PLAN_APPROVE && keep == PLAN_KEEP_PLANNING)
+}
+
+/// A headless run's prompt: the argument; stdin when the argument is absent or `-`; or both, the
+/// piped input appended as a `<stdin>` block. A terminal on stdin is never read.
+///
+/// # Errors
+/// `Usage` when there is no prompt (none given and stdin a terminal, or stdin empty); `Io` when
+/// stdin cannot be read.
+pub fn headless_prompt(
+    arg: Option<&str>,
+    stdin: &mut dyn std::io::Read,
+    stdin_is_terminal: bool,
+) -> Result<String> {
+    let mut read = |what: &str| -> Result<String> {
+        let mut text = String::new();
+        stdin.read_to_string(&mut text).map_err(|source| Error::Io {
+            context: format!("reading {what} from stdin"),
+            source,
+        })?;
+        Ok(text)
+    };
+    match arg {
+        None | Some("-") => {
+            if stdin_is_terminal {
+                return Err(Error::usage("no prompt: give it as an argument or on stdin"));
+            }
+            let text = read("the prompt")?;
+            if text.trim().is_empty() {
+                return Err(Error::usage("no prompt: stdin was empty"));
+            }
+            Ok(text)
+        }
+        Some(prompt) if stdin_is_terminal => Ok(prompt.to_owned()),
+        Some(prompt) => {
+            let piped = read("piped input")?;
+            if piped.trim().is_empty() {
+                return Ok(prompt.to_owned());
+            }
+            Ok(format!("{prompt}\n\n<stdin>\n{}\n</stdin>", piped.trim_end()))
+        }
+    }
 }
 
 /// The JSON Schema in `path` that a turn's final message must follow (`--output-schema`).

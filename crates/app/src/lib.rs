@@ -70,7 +70,8 @@ pub use confined::{ConfinedCommand, Stream};
 pub use error::{Error, Result};
 pub use exec_output::ExecOutput;
 pub use headless::{
-    HeadlessEnd, Shown, check_final_message, follow_headless_turn, read_output_schema,
+    HeadlessEnd, Shown, check_final_message, follow_headless_turn, headless_prompt,
+    read_output_schema,
 };
 pub use host::{SessionListing, git_diff, init_agents_md};
 pub use image::{image_type, read_image};
@@ -91,7 +92,7 @@ pub use session::{
 };
 pub use sessions::{
     Forked, SessionList, SessionLog, SessionSummary, ValidLog, Validation, fork_session,
-    list_sessions, reindex_sessions, remove_session, validate_session,
+    list_sessions, reindex_sessions, remove_session, sessions_dir, validate_session,
 };
 pub use settings::{Setting, config_schema, store_api_key, trust_project};
 pub use transcript::write_transcript;

@@ -30,11 +30,32 @@ pub enum McpTransport {
 }
 
 impl McpTransport {
-    fn label(self) -> &'static str {
+    /// The spellings, as `mcp add --transport` and `.mcp.json`'s `type` take them.
+    pub const NAMES: &'static [&'static str] = &["stdio", "http", "sse"];
+
+    /// The spelling.
+    pub fn label(self) -> &'static str {
         match self {
             Self::Stdio => "stdio",
             Self::Http => "http",
             Self::Sse => "sse",
+        }
+    }
+}
+
+impl std::str::FromStr for McpTransport {
+    type Err = codecoder_protocol::UnknownValue;
+
+    fn from_str(value: &str) -> std::result::Result<Self, Self::Err> {
+        match value {
+            "stdio" => Ok(Self::Stdio),
+            "http" => Ok(Self::Http),
+            "sse" => Ok(Self::Sse),
+            _ => Err(codecoder_protocol::UnknownValue {
+                what: "transport",
+                value: value.to_owned(),
+                valid: Self::NAMES,
+            }),
         }
     }
 }
@@ -208,17 +229,12 @@ fn from_json(text: &str) -> Checked<Spec> {
         match key.as_str() {
             "type" => {
                 let kind = string(&key, value)?;
-                spec.transport = Some(match kind.as_str() {
-                    "stdio" => McpTransport::Stdio,
-                    "http" => McpTransport::Http,
-                    "sse" => McpTransport::Sse,
-                    _ => {
-                        return Err(format!(
-                            "unknown type `{kind}`: the known types are \"stdio\", \"http\" and \
-                             \"sse\""
-                        ));
-                    }
-                });
+                spec.transport = Some(kind.parse().map_err(|_| {
+                    format!(
+                        "unknown type `{kind}`: the known types are \"stdio\", \"http\" and \
+                         \"sse\""
+                    )
+                })?);
             }
             "command" => command = Some(unexpanded(&key, string(&key, value)?)?),
             "url" => spec.url = Some(unexpanded(&key, string(&key, value)?)?),

@@ -18,12 +18,26 @@ use crate::{
 };
 
 /// Writes `sessions list`: a table (or a note that there are none), or with `json` one object
-/// per session in a pretty-printed array.
+/// per session in a pretty-printed array; on `err`, how many were left out when the limit cut
+/// the list.
 ///
 /// # Errors
-/// When `out` fails.
-pub fn write_session_list(list: &SessionList, json: bool, out: &mut dyn Write) -> io::Result<()> {
+/// When `out` or `err` fails.
+pub fn write_session_list(
+    list: &SessionList,
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> io::Result<()> {
     let sessions = &list.sessions;
+    if list.total > sessions.len() {
+        writeln!(
+            err,
+            "showing the newest {} of {} sessions (-n N or --all for more)",
+            sessions.len(),
+            list.total
+        )?;
+    }
     if json {
         let rows: Vec<_> = sessions
             .iter()

@@ -39,6 +39,16 @@ fn refreshed_index(store: &SessionStore, warnings: &mut Vec<Notice>) -> Result<I
     Ok(index)
 }
 
+/// The sessions of the directory `dir` (its real path), for `list_sessions`' `cwd`.
+///
+/// # Errors
+/// `Io` when the directory cannot be resolved.
+pub fn sessions_dir(dir: &Path) -> Result<String> {
+    let real = fs_err::canonicalize(dir)
+        .map_err(|source| Error::Io { context: format!("--cwd {}", dir.display()), source })?;
+    Ok(real.to_string_lossy().into_owned())
+}
+
 /// The sessions of `home` (only those that ran in `cwd`, when given), newest first, at most
 /// `limit` of them.
 ///

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
-use codecoder_app::{ApprovalMode, PermissionMode, SandboxMode};
+use codecoder_app::{ApprovalMode, McpTransport, PermissionMode, SandboxMode};
 use codecoder_protocol::UnknownValue;
 
 /// codecoder: a terminal coding agent. An LLM decides; tools read, search, edit and run code;
@@ -202,8 +202,18 @@ fn approval_mode_parser() -> impl TypedValueParser<Value = ApprovalMode> {
     ])
 }
 
-/// A parser of one of protocol's modes from its spellings (`(value, help)`), through its
-/// `FromStr`, so the flag accepts exactly what config.toml and `/approvals` accept.
+/// `mcp add --transport`: the runtime's `McpTransport`, each value with its `--help` line.
+fn transport_parser() -> impl TypedValueParser<Value = McpTransport> {
+    mode_parser([
+        ("stdio", "A command codecoder starts, speaking on its stdin and stdout"),
+        ("http", "Streamable HTTP at a URL"),
+        ("sse", "The older HTTP+SSE transport (2024-11-05) at a URL"),
+    ])
+}
+
+/// A parser of one of the shared words (protocol's modes, the runtime's MCP transports) from its
+/// spellings (`(value, help)`), through its `FromStr`, so a flag accepts exactly what the
+/// configuration accepts.
 fn mode_parser<T, const N: usize>(
     values: [(&'static str, &'static str); N],
 ) -> impl TypedValueParser<Value = T>
@@ -432,17 +442,6 @@ config.toml does not expand ${VAR}: a header "Authorization": "Bearer ${VAR}" be
 bearer_token_env_var = "VAR" (the token is read from $VAR when a session starts), and any
 other ${VAR} is refused."#;
 
-/// How an MCP server is reached (`mcp add --transport`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum McpTransportArg {
-    /// A command codecoder starts, speaking on its stdin and stdout.
-    Stdio,
-    /// Streamable HTTP at a URL.
-    Http,
-    /// The older HTTP+SSE transport (2024-11-05) at a URL.
-    Sse,
-}
-
 #[derive(Debug, Args)]
 #[command(after_help = MCP_ADD_EXAMPLES)]
 pub(crate) struct McpAddArgs {
@@ -452,8 +451,8 @@ pub(crate) struct McpAddArgs {
     #[arg(value_name = "URL")]
     pub(crate) positional_url: Option<String>,
     /// How the server is reached [default: stdio with a command, http with a URL].
-    #[arg(short = 't', long, value_enum, value_name = "TRANSPORT")]
-    pub(crate) transport: Option<McpTransportArg>,
+    #[arg(short = 't', long, value_name = "TRANSPORT", value_parser = transport_parser())]
+    pub(crate) transport: Option<McpTransport>,
     /// A variable for a stdio server, `KEY=VALUE` (repeatable).
     #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
     pub(crate) env: Vec<String>,

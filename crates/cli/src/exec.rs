@@ -10,7 +10,7 @@
 //! Exit codes: 0 done; 1 the turn failed; 2 usage or configuration error, or the session to
 //! resume is in use by another process; 130 interrupted.
 
-use std::io::{self, IsTerminal, Read, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -24,7 +24,6 @@ use crate::cli::{ExecArgs, ExecCommand, ExecOptions, GlobalArgs};
 
 /// The exit code of an interrupted run (128 + SIGINT).
 const EXIT_INTERRUPTED: u8 = 130;
-const EXIT_USAGE: u8 = 2;
 
 /// A failure that ends `exec` with a specific exit code and a message.
 #[derive(Debug)]
@@ -41,8 +40,9 @@ impl std::fmt::Display for Exit {
 
 impl std::error::Error for Exit {}
 
+/// A usage error: exit code 2, as for the runtime's own.
 pub(crate) fn usage(message: impl Into<String>) -> anyhow::Error {
-    Exit { code: EXIT_USAGE, message: message.into() }.into()
+    codecoder_app::Error::usage(message).into()
 }
 
 pub(crate) fn run(
@@ -65,7 +65,12 @@ pub(crate) fn run(
         }
         None => (None, args.prompt.clone()),
     };
-    let prompt = read_prompt(prompt_arg.as_deref())?;
+    let stdin = io::stdin();
+    let prompt = codecoder_app::headless_prompt(
+        prompt_arg.as_deref(),
+        &mut stdin.lock(),
+        stdin.is_terminal(),
+    )?;
     let images = options
         .images
         .iter()
@@ -137,15 +142,7 @@ pub(crate) fn run(
             output.answer(end, options.output_last_message.as_deref(), out, &mut err)?;
             ExitCode::SUCCESS
         }
-        Some(TurnOutcome::Cancelled | TurnOutcome::Interrupted) => ExitCode::from(EXIT_INTERRUPTED),
-        Some(TurnOutcome::Failed { message }) => {
-            eprintln!("codecoder: the turn failed: {message}");
-            ExitCode::FAILURE
-        }
-        None => {
-            eprintln!("codecoder: the agent stopped before the turn ended");
-            ExitCode::FAILURE
-        }
+        outcome => turn_code(outcome.as_ref(), "turn"),
     };
     if let Some(path) = session_path
         && !options.json
@@ -155,37 +152,19 @@ pub(crate) fn run(
     Ok(code)
 }
 
-/// The prompt: the argument, stdin (`-` or absent), or both (stdin appended as a block).
-fn read_prompt(arg: Option<&str>) -> anyhow::Result<String> {
-    let stdin = std::io::stdin();
-    let from_stdin = |what: &str| -> anyhow::Result<String> {
-        let mut text = String::new();
-        stdin
-            .lock()
-            .read_to_string(&mut text)
-            .with_context(|| format!("reading {what} from stdin"))?;
-        Ok(text)
-    };
-    match arg {
-        None | Some("-") => {
-            if stdin.is_terminal() {
-                return Err(usage("no prompt: give it as an argument or on stdin"));
-            }
-            let text = from_stdin("the prompt")?;
-            if text.trim().is_empty() {
-                return Err(usage("no prompt: stdin was empty"));
-            }
-            Ok(text)
+/// The exit code of a headless turn (`what`: a turn, a compaction) by how it ended; why it did
+/// not complete goes to stderr.
+pub(crate) fn turn_code(outcome: Option<&TurnOutcome>, what: &str) -> ExitCode {
+    match outcome {
+        Some(TurnOutcome::Completed) => ExitCode::SUCCESS,
+        Some(TurnOutcome::Cancelled | TurnOutcome::Interrupted) => ExitCode::from(EXIT_INTERRUPTED),
+        Some(TurnOutcome::Failed { message }) => {
+            eprintln!("codecoder: the {what} failed: {message}");
+            ExitCode::FAILURE
         }
-        Some(prompt) => {
-            if stdin.is_terminal() {
-                return Ok(prompt.to_owned());
-            }
-            let piped = from_stdin("piped input")?;
-            if piped.trim().is_empty() {
-                return Ok(prompt.to_owned());
-            }
-            Ok(format!("{prompt}\n\n<stdin>\n{}\n</stdin>", piped.trim_end()))
+        None => {
+            eprintln!("codecoder: the agent stopped before the {what} ended");
+            ExitCode::FAILURE
         }
     }
 }

@@ -7,9 +7,9 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use codecoder_app::{McpAddFlags, McpTransport};
+use codecoder_app::McpAddFlags;
 
-use crate::cli::{GlobalArgs, McpCommand, McpTransportArg};
+use crate::cli::{GlobalArgs, McpCommand};
 
 pub(crate) fn run(
     command: McpCommand,
@@ -19,11 +19,7 @@ pub(crate) fn run(
     match command {
         McpCommand::Add(args) => {
             let server = codecoder_app::mcp_server_from_flags(McpAddFlags {
-                transport: args.transport.map(|transport| match transport {
-                    McpTransportArg::Stdio => McpTransport::Stdio,
-                    McpTransportArg::Http => McpTransport::Http,
-                    McpTransportArg::Sse => McpTransport::Sse,
-                }),
+                transport: args.transport,
                 positional_url: args.positional_url,
                 url: args.url,
                 env: args.env,

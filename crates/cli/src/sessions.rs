@@ -6,9 +6,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use codecoder_protocol::{AgentCommand, TurnOutcome};
-
 use crate::cli::{CompactArgs, GlobalArgs, ListArgs, SessionsCommand, UndoArgs};
 use crate::print_notices;
 
@@ -81,56 +78,21 @@ fn compact(
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitCode> {
     let runtime = crate::load_runtime(global, None, None)?;
-    let session = runtime.start(&codecoder_app::SessionRequest {
-        start: codecoder_app::Start::Resume(Some(args.session.clone())),
-        ..codecoder_app::SessionRequest::new()
-    })?;
+    let session = runtime.start_compaction(&args.session, args.focus.clone())?;
     print_notices(&session.notices);
-    let agent = session.agent;
-    agent
-        .cmd
-        .send(AgentCommand::Compact { focus: args.focus.clone() })
-        .context("the agent stopped")?;
     let mut err = std::io::stderr();
-    let end = codecoder_app::follow_headless_turn(agent, &mut |shown| {
+    let end = codecoder_app::follow_headless_turn(session.agent, &mut |shown| {
         codecoder_app::write_compaction(shown, out, &mut err)
     })?;
-    match end.outcome {
-        Some(TurnOutcome::Completed) => Ok(ExitCode::SUCCESS),
-        Some(TurnOutcome::Failed { message }) => {
-            eprintln!("codecoder: the compaction failed: {message}");
-            Ok(ExitCode::FAILURE)
-        }
-        Some(_) => Ok(ExitCode::from(130)),
-        None => {
-            eprintln!("codecoder: the agent stopped before the compaction ended");
-            Ok(ExitCode::FAILURE)
-        }
-    }
+    Ok(crate::exec::turn_code(end.outcome.as_ref(), "compaction"))
 }
 
 fn list(home: &std::path::Path, args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
-    let cwd = match &args.cwd {
-        Some(dir) => Some(
-            fs_err::canonicalize(dir)
-                .with_context(|| format!("--cwd {}", dir.display()))?
-                .to_string_lossy()
-                .into_owned(),
-        ),
-        None => None,
-    };
+    let cwd = args.cwd.as_deref().map(codecoder_app::sessions_dir).transpose()?;
     let limit = (!args.all).then_some(args.limit);
     let mut warnings = Vec::new();
     let listed = codecoder_app::list_sessions(home, cwd.as_deref(), limit, &mut warnings);
     print_notices(&warnings);
-    let listed = listed?;
-    if listed.total > listed.sessions.len() {
-        eprintln!(
-            "showing the newest {} of {} sessions (-n N or --all for more)",
-            listed.sessions.len(),
-            listed.total
-        );
-    }
-    codecoder_app::write_session_list(&listed, args.json, out)?;
+    codecoder_app::write_session_list(&listed?, args.json, out, &mut std::io::stderr())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -46,7 +46,7 @@ fn session_list_is_a_table_with_placeholders_for_untitled_and_unreadable_logs() 
         total: 3,
         dir: PathBuf::from("/home/sessions"),
     };
-    let table = text(|out| crate::write_session_list(&list, false, out));
+    let table = text(|out| crate::write_session_list(&list, false, out, &mut Vec::new()));
     let pad = " ".repeat(35);
     assert_eq!(
         table,
@@ -60,12 +60,14 @@ fn session_list_is_a_table_with_placeholders_for_untitled_and_unreadable_logs() 
     );
     let empty = SessionList { sessions: vec![], total: 0, dir: PathBuf::from("/home/sessions") };
     assert_eq!(
-        text(|out| crate::write_session_list(&empty, false, out)),
+        text(|out| crate::write_session_list(&empty, false, out, &mut Vec::new())),
         "no sessions in /home/sessions\n"
     );
-    assert_eq!(text(|out| crate::write_session_list(&empty, true, out)), "[]\n");
-    let json: serde_json::Value =
-        serde_json::from_str(&text(|out| crate::write_session_list(&list, true, out))).unwrap();
+    assert_eq!(text(|out| crate::write_session_list(&empty, true, out, &mut Vec::new())), "[]\n");
+    let json: serde_json::Value = serde_json::from_str(&text(|out| {
+        crate::write_session_list(&list, true, out, &mut Vec::new())
+    }))
+    .unwrap();
     assert_eq!(
         json[0],
         serde_json::json!({
