@@ -170,7 +170,7 @@ impl AgentLoop {
         let Some(tool) = self.env.deps.tools.find(&call.name) else {
             return Ok(Prepared::Refused(ToolError::UnknownTool { name: call.name.clone() }));
         };
-        if let Err(message) = schema::validate(&tool.schema(), &call.args) {
+        if let Err(message) = checked(&*tool, &call.args) {
             return Ok(Prepared::Refused(ToolError::InvalidArguments { message }));
         }
         let pre = {
@@ -182,7 +182,7 @@ impl AgentLoop {
         }
         let mut rewritten = None;
         if let Some(args) = pre.updated_args {
-            if let Err(message) = schema::validate(&tool.schema(), &args) {
+            if let Err(message) = checked(&*tool, &args) {
                 return Ok(Prepared::Refused(ToolError::InvalidArguments {
                     message: format!("a PreToolUse hook rewrote the arguments: {message}"),
                 }));
@@ -253,7 +253,7 @@ impl AgentLoop {
                 let (decision, decided_by) = match permission.answer {
                     Some(hook_answer) => {
                         if let Some(args) = hook_answer.updated_args {
-                            if let Err(message) = schema::validate(&tool.schema(), &args) {
+                            if let Err(message) = checked(&*tool, &args) {
                                 return Ok(Prepared::Refused(ToolError::InvalidArguments {
                                     message: format!(
                                         "a PermissionRequest hook rewrote the arguments: {message}"
@@ -752,4 +752,10 @@ pub(crate) fn show_report(ctx: &ToolContext, event: &str, report: HookReport) {
     if let Some(reason) = report.stop {
         ctx.stop_turn(event, &reason);
     }
+}
+
+/// The arguments checked against the tool's schema, then by the tool itself (`Tool::check`).
+fn checked(tool: &dyn Tool, args: &serde_json::Value) -> std::result::Result<(), String> {
+    schema::validate(&tool.schema(), args)?;
+    tool.check(args)
 }

@@ -95,6 +95,13 @@ pub trait Tool: Send + Sync {
         view.read_only = self.kind() == ToolKind::ReadOnly;
         view
     }
+    /// Checks what the schema cannot say about the arguments (a patch's syntax), before the call
+    /// is approved or run: `Err` refuses the call as invalid arguments, with the message for the
+    /// model. Default: nothing more to check.
+    fn check(&self, args: &serde_json::Value) -> std::result::Result<(), String> {
+        let _ = args;
+        Ok(())
+    }
     /// For a tool whose calls are worth showing while the model still writes them (a patch):
     /// a reader that takes the arguments' JSON text piece by piece and says what the call is
     /// so far. Default: none, and the call shows once it is whole.

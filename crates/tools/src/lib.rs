@@ -259,6 +259,12 @@ pub trait Builtin: Send + Sync {
     fn offered(&self) -> bool {
         true
     }
+    /// What the schema cannot say about the arguments (the kernel's `Tool::check`; default:
+    /// nothing more to check).
+    fn check(&self, args: &Value) -> Result<(), String> {
+        let _ = args;
+        Ok(())
+    }
     /// A reader of the call while the model writes it (the kernel's `Tool::input_reader`;
     /// default: none).
     fn input_reader(&self) -> Option<Box<dyn InputReader>> {
@@ -268,13 +274,16 @@ pub trait Builtin: Send + Sync {
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError>;
 }
 
-/// Checks `args` against the tool's schema, then runs it: what the kernel's `execute` does.
+/// Checks `args` against the tool's schema and its own check, then runs it: what the kernel does
+/// before and at `execute`.
 pub fn run_checked(
     tool: &dyn Builtin,
     env: &dyn CallEnv,
     args: Value,
 ) -> Result<ToolOutput, ToolError> {
-    if let Err(message) = codecoder_kernel::validate_schema(&tool.schema(), &args) {
+    if let Err(message) =
+        codecoder_kernel::validate_schema(&tool.schema(), &args).and_then(|()| tool.check(&args))
+    {
         return Err(ToolError::InvalidArguments { message });
     }
     tool.run(env, args)
@@ -329,6 +338,9 @@ impl Tool for Adapter {
     }
     fn offered(&self) -> bool {
         self.0.offered()
+    }
+    fn check(&self, args: &Value) -> Result<(), String> {
+        self.0.check(args)
     }
     fn input_reader(&self) -> Option<Box<dyn InputReader>> {
         self.0.input_reader()

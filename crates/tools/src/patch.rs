@@ -4,8 +4,8 @@
 //! so the approval chain sees each one) and is checked against the writable roots and the
 //! symlink guard (`path::resolve_writable`) before anything is written, so a patch either starts
 //! inside the roots or not at all.
-//! Invariant: a patch that does not parse changes nothing and comes back as an error output
-//! with the parser's line-numbered message; a patch that fails midway says which files it had
+//! Invariant: a patch that does not parse changes nothing: it is refused as invalid arguments
+//! before it is approved (`check`), with the parser's line-numbered message; a patch that fails midway says which files it had
 //! already changed (the format is not atomic).
 
 use std::sync::Arc;
@@ -72,6 +72,12 @@ impl Builtin for ApplyPatch {
             Err(_) => Vec::new(),
         };
         patch_view(paths, changes)
+    }
+    fn check(&self, args: &Value) -> Result<(), String> {
+        // A patch that does not parse is refused before it is approved, with the line to fix.
+        codecoder_apply_patch::parse(str_arg(args, "input"))
+            .map(drop)
+            .map_err(|err| format!("the patch does not parse: {err}"))
     }
     fn input_reader(&self) -> Option<Box<dyn InputReader>> {
         Some(Box::new(PatchReader {

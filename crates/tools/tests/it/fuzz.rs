@@ -209,9 +209,14 @@ fn no_tool_panics_on_arguments_that_fit_the_schema() {
         let ran = std::cell::Cell::new(0usize);
         runner
             .run(&from_schema("", &tool.schema()), |args| {
+                // The tool itself runs on whatever fits the schema, its own check passed or
+                // not (random text is rarely a patch): no panic either way.
                 let result =
                     codecoder_tools::run_checked(tool.as_ref(), &fixture.env, args.clone());
-                if !matches!(result, Err(codecoder_protocol::ToolError::InvalidArguments { .. })) {
+                if codecoder_kernel::validate_schema(&tool.schema(), &args).is_ok() {
+                    if result.is_err() && tool.check(&args).is_err() {
+                        let _ = tool.run(&fixture.env, args);
+                    }
                     ran.set(ran.get() + 1);
                 }
                 Ok(())

@@ -191,6 +191,26 @@ fn apply_patch_keys_name_every_file_the_parser_writes() {
 }
 
 #[test]
+fn a_patch_that_does_not_parse_is_refused_as_invalid_arguments_with_the_line_to_fix() {
+    let fixture = Fixture::new();
+    fixture.write("a.txt", "one\n");
+    let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+two\nnot a patch line\n*** End Patch\n";
+    let args = json!({ "input": patch });
+    let tool = fixture.tool("apply_patch");
+    let message = tool.check(&args).unwrap_err();
+    assert!(message.starts_with("the patch does not parse: "), "{message}");
+    assert!(message.contains("line 6"), "{message}");
+    // The kernel's path and the standalone one refuse it the same way, before anything runs.
+    let err = fixture.err("apply_patch", args);
+    assert!(err.contains("the patch does not parse"), "{err}");
+    assert_eq!(fixture.read("a.txt"), b"one\n");
+    assert_eq!(
+        tool.check(&json!({ "input": "*** Begin Patch\n*** Delete File: a.txt\n*** End Patch" })),
+        Ok(())
+    );
+}
+
+#[test]
 fn exit_plan_mode_approval_leaves_plan_mode_and_gives_the_todo_list() {
     use codecoder_policy::{PermissionMode, PermissionSwitch};
     use codecoder_protocol::AskUserAnswer;
