@@ -46,8 +46,6 @@ pub fn result_text(result: &ToolResult) -> String {
 #[derive(Debug)]
 pub struct ExecEventEncoder {
     next_item: u64,
-    /// The text of the last model message that had any.
-    final_message: String,
     reasoning: String,
     /// Open tool items: call id → (item id, the item so far).
     tools: HashMap<ToolCallId, (String, ItemDetails)>,
@@ -65,7 +63,6 @@ impl ExecEventEncoder {
     pub fn new() -> Self {
         Self {
             next_item: 0,
-            final_message: String::new(),
             reasoning: String::new(),
             tools: HashMap::new(),
             usage: Usage::default(),
@@ -92,13 +89,12 @@ impl ExecEventEncoder {
         self.reasoning.clear();
     }
 
-    /// A model message, whole: an `agent_message` item, and the final message from now on.
+    /// A model message, whole: an `agent_message` item.
     fn message(&mut self, text: &str, out: &mut Vec<ThreadEvent>) {
         self.flush_reasoning(out);
         if text.trim().is_empty() {
             return;
         }
-        self.final_message = text.to_owned();
         self.completed(out, ItemDetails::AgentMessage { text: text.to_owned() });
     }
 
@@ -305,16 +301,11 @@ impl ExecEventEncoder {
     }
 
     /// Text the front-end gives as the assistant's answer (the plan `exec --plan` presents):
-    /// an `agent_message` item, and the final message from now on.
+    /// an `agent_message` item.
     pub fn answer(&mut self, text: &str) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
         self.message(text, &mut out);
         out
-    }
-
-    /// The text of the turn's last assistant message.
-    pub fn final_message(&self) -> &str {
-        &self.final_message
     }
 
     fn encode_into(&mut self, event: &AgentEvent, out: &mut Vec<ThreadEvent>) {
