@@ -31,10 +31,10 @@ pub enum McpTransport {
 
 impl McpTransport {
     /// The spellings, as `mcp add --transport` and `.mcp.json`'s `type` take them.
-    pub const NAMES: &'static [&'static str] = &["stdio", "http", "sse"];
+    const NAMES: &'static [&'static str] = &["stdio", "http", "sse"];
 
     /// The spelling.
-    pub fn label(self) -> &'static str {
+    pub const fn label(self) -> &'static str {
         match self {
             Self::Stdio => "stdio",
             Self::Http => "http",

@@ -205,9 +205,12 @@ fn approval_mode_parser() -> impl TypedValueParser<Value = ApprovalMode> {
 /// `mcp add --transport`: the runtime's `McpTransport`, each value with its `--help` line.
 fn transport_parser() -> impl TypedValueParser<Value = McpTransport> {
     mode_parser([
-        ("stdio", "A command codecoder starts, speaking on its stdin and stdout"),
-        ("http", "Streamable HTTP at a URL"),
-        ("sse", "The older HTTP+SSE transport (2024-11-05) at a URL"),
+        (
+            McpTransport::Stdio.label(),
+            "A command codecoder starts, speaking on its stdin and stdout",
+        ),
+        (McpTransport::Http.label(), "Streamable HTTP at a URL"),
+        (McpTransport::Sse.label(), "The older HTTP+SSE transport (2024-11-05) at a URL"),
     ])
 }
 
