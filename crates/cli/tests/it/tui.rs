@@ -151,6 +151,12 @@ impl Pty {
         panic!("timed out waiting for {what} ({needle:?}); screen:\n{}", self.visible());
     }
 
+    /// Waits for the idle status line: "ready" followed by the model's details, which no
+    /// dialog text ("ready to carry it out?") can be mistaken for.
+    fn wait_idle(&self, what: &str) {
+        self.wait_visible("ready  ", what);
+    }
+
     fn wait_exit(&mut self) -> portable_pty::ExitStatus {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
@@ -224,7 +230,7 @@ fn prompt_tool_output_cancel_and_quit_in_a_pty() {
     pty.wait_for("│ pty-tool-output", "the command's output in the card");
     pty.wait_for("exit code 0", "the exit code");
     pty.wait_for("The command printed pty-tool-output.", "the final answer");
-    pty.wait_visible("ready", "the idle status line");
+    pty.wait_idle("the idle status line");
 
     pty.type_text("stream forever");
     pty.send("\r");
@@ -232,7 +238,7 @@ fn prompt_tool_output_cancel_and_quit_in_a_pty() {
     pty.wait_visible("Esc to cancel", "the busy status line");
     pty.send("\x1b");
     pty.wait_for("turn cancelled", "the cancel notice");
-    pty.wait_visible("ready", "the idle status line after cancel");
+    pty.wait_idle("the idle status line after cancel");
 
     pty.send("\x03");
     pty.wait_visible("press Ctrl+C again to quit", "the quit hint");
@@ -294,7 +300,7 @@ fn resume_last_rerenders_the_transcript() {
     pty.type_text("and now?");
     pty.send("\r");
     pty.wait_for("Second answer.", "the new answer");
-    pty.wait_visible("ready", "the idle status line");
+    pty.wait_idle("the idle status line");
     pty.type_text("/status");
     pty.send("\r");
     pty.wait_for("context:", "the /status report");
@@ -400,7 +406,7 @@ fn a_50k_token_stream_keeps_up() {
     pty.type_text("go");
     pty.send("\r");
     pty.wait_for("END-OF-STREAM", "the last token");
-    pty.wait_visible("ready", "the idle status line");
+    pty.wait_idle("the idle status line");
     let wall = started.elapsed().as_secs_f64();
     let cpu = cpu_seconds(&process).unwrap() - cpu_before;
     let ui_cpu = cpu_seconds(&ui_thread).unwrap() - ui_before;
@@ -548,7 +554,7 @@ fn mcp_progress_shows_in_the_tool_card() {
     pty.wait_for("progress 1/3", "the first progress notification in the card");
     pty.wait_for("progress 2/3", "the second progress notification in the card");
     pty.wait_for("The long operation is over.", "the final answer");
-    pty.wait_visible("ready", "the idle status line");
+    pty.wait_idle("the idle status line");
     pty.send("\x03");
     pty.send("\x03");
     let status = pty.wait_exit();
@@ -645,7 +651,7 @@ fn plan_mode_feedback_reaches_the_model_and_an_edited_plan_is_approved() {
     assert!(sent_back.contains("still in plan mode"), "{sent_back}");
     let approved = &requests[2].raw_body;
     assert!(approved.contains("[ ] Add notes and tell the user"), "{approved}");
-    pty.wait_visible("ready", "the idle status line");
+    pty.wait_idle("the idle status line");
     assert!(!pty.visible().contains("plan mode"), "plan mode is over:\n{}", pty.visible());
     pty.type_text("/quit");
     pty.send("\r");
@@ -676,11 +682,11 @@ fn rewind_restores_files_and_conversation_in_a_pty() {
     pty.type_text("the first prompt");
     pty.send("\r");
     pty.wait_for("Wrote a.", "the first answer");
-    pty.wait_visible("ready", "idle after turn 1");
+    pty.wait_idle("idle after turn 1");
     pty.type_text("the second prompt");
     pty.send("\r");
     pty.wait_for("Changed a, wrote b.", "the second answer");
-    pty.wait_visible("ready", "idle after turn 2");
+    pty.wait_idle("idle after turn 2");
     assert_eq!(std::fs::read_to_string(cwd.path().join("a.txt")).unwrap(), "v2\n");
 
     pty.type_text("/rewind");
