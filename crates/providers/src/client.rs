@@ -79,44 +79,7 @@ impl HttpModelClient {
         config: ProviderConfig,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, Error> {
-        let api_key = match &config.env_key {
-            Some(env_key) => {
-                match env(env_key).map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()) {
-                    Some(key) => Some(key),
-                    None => {
-                        return Err(Error::MissingApiKey {
-                            provider: config.id.clone(),
-                            env_key: env_key.clone(),
-                        });
-                    }
-                }
-            }
-            None => None,
-        };
-        let mut headers = vec![
-            ("content-type".to_owned(), "application/json".to_owned()),
-            ("user-agent".to_owned(), format!("codecoder/{}", env!("CARGO_PKG_VERSION"))),
-        ];
-        match (config.wire_api, &api_key) {
-            (WireApi::Anthropic, key) => {
-                headers.push(("anthropic-version".to_owned(), anthropic::API_VERSION.to_owned()));
-                if let Some(key) = key {
-                    headers.push(("x-api-key".to_owned(), key.clone()));
-                }
-            }
-            (WireApi::Responses | WireApi::Chat, Some(key)) => {
-                headers.push(("authorization".to_owned(), format!("Bearer {key}")));
-            }
-            (WireApi::Responses | WireApi::Chat, None) => {}
-        }
-        for (name, value) in &config.http_headers {
-            headers.push((name.to_ascii_lowercase(), value.clone()));
-        }
-        for (name, var) in &config.env_http_headers {
-            if let Some(value) = env(var).filter(|v| !v.is_empty()) {
-                headers.push((name.to_ascii_lowercase(), value));
-            }
-        }
+        let (headers, api_key) = request_headers(&config, env)?;
         let workers = Workers::new(format!("provider-{}", config.id), POOL_SIZE);
         let watchdog = Arc::new(Watchdog::new(
             format!("provider-{}-idle", config.id),
@@ -142,6 +105,57 @@ impl HttpModelClient {
         let pooled = self.pool.lock().ok().and_then(|mut pool| pool.pop());
         pooled.unwrap_or_else(new_agent)
     }
+}
+
+/// Header names (lowercase) and values, in sending order.
+pub(crate) type Headers = Vec<(String, String)>;
+
+/// Every header a request to the provider `config` describes carries (the key's included, read
+/// through `env`), and the key itself; shared by the model requests and the discovery of what the
+/// server serves.
+pub(crate) fn request_headers(
+    config: &ProviderConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Headers, Option<String>), Error> {
+    let api_key = match &config.env_key {
+        Some(env_key) => {
+            match env(env_key).map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()) {
+                Some(key) => Some(key),
+                None => {
+                    return Err(Error::MissingApiKey {
+                        provider: config.id.clone(),
+                        env_key: env_key.clone(),
+                    });
+                }
+            }
+        }
+        None => None,
+    };
+    let mut headers = vec![
+        ("content-type".to_owned(), "application/json".to_owned()),
+        ("user-agent".to_owned(), format!("codecoder/{}", env!("CARGO_PKG_VERSION"))),
+    ];
+    match (config.wire_api, &api_key) {
+        (WireApi::Anthropic, key) => {
+            headers.push(("anthropic-version".to_owned(), anthropic::API_VERSION.to_owned()));
+            if let Some(key) = key {
+                headers.push(("x-api-key".to_owned(), key.clone()));
+            }
+        }
+        (WireApi::Responses | WireApi::Chat, Some(key)) => {
+            headers.push(("authorization".to_owned(), format!("Bearer {key}")));
+        }
+        (WireApi::Responses | WireApi::Chat, None) => {}
+    }
+    for (name, value) in &config.http_headers {
+        headers.push((name.to_ascii_lowercase(), value.clone()));
+    }
+    for (name, var) in &config.env_http_headers {
+        if let Some(value) = env(var).filter(|v| !v.is_empty()) {
+            headers.push((name.to_ascii_lowercase(), value));
+        }
+    }
+    Ok((headers, api_key))
 }
 
 fn new_agent() -> ureq::Agent {

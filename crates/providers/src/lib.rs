@@ -11,6 +11,7 @@ mod catalog;
 mod chat;
 mod client;
 mod config;
+mod discovery;
 mod error;
 mod responses;
 mod sse;
@@ -24,6 +25,10 @@ pub use client::{HttpModelClient, encode_request};
 pub use codecoder_protocol::{ReasoningEffort, ReasoningSettings, ReasoningSummary};
 pub use config::{
     DEFAULT_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, PRESET_IDS, ProviderConfig, WireApi,
+};
+pub use discovery::{
+    DISCOVERY_TIMEOUT, ModelList, OLLAMA_DEFAULT_CONTEXT, ServedModel, ServerWindow,
+    context_window, is_cloud, list_models, server_root,
 };
 pub use error::Error;
 
