@@ -44,6 +44,12 @@ pub struct Script {
     /// session late, an MCP server's), without taking a step of the queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_tools: Option<UntilTools>,
+    /// What a server says about its models, by path (`/v1/models`, `/props`, `/api/show`,
+    /// `/api/tags`, `/api/ps`, `/api/v0/models`): each is answered 200 with its JSON, on any
+    /// method. These requests and those at a discovery path not given here (a 404) are
+    /// recorded apart from the model requests (`FakeModelServer::discovery_requests`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub discovery: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 /// A step given while a request lacks some tools (`Script::until_tools`).
@@ -98,6 +104,13 @@ impl Script {
             names: names.into_iter().map(Into::into).collect(),
             step: Box::new(step.into()),
         });
+        self
+    }
+
+    /// Answers `path` (a discovery endpoint such as `/v1/models` or `/props`) with `answer`.
+    #[must_use]
+    pub fn discovery(mut self, path: &str, answer: serde_json::Value) -> Self {
+        self.discovery.insert(path.to_owned(), answer);
         self
     }
 

@@ -90,6 +90,8 @@ impl FakeModelServer {
                 when_no_tools: script.when_no_tools.map(|step| *step),
                 until_tools: script.until_tools,
                 refuse_streamed_tools: script.refuse_streamed_tools,
+                discovery: script.discovery,
+                discovery_requests: Vec::new(),
                 requests: Vec::new(),
                 disconnects: 0,
             }),
@@ -128,9 +130,14 @@ impl FakeModelServer {
         self.shared.lock().steps.len()
     }
 
-    /// Every request received so far, in arrival order.
+    /// Every request received so far, in arrival order, but those at discovery paths.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.lock().requests.clone()
+    }
+
+    /// Every request at a discovery path (`DISCOVERY_PATHS`) so far, in arrival order.
+    pub fn discovery_requests(&self) -> Vec<RecordedRequest> {
+        self.shared.lock().discovery_requests.clone()
     }
 
     /// Waits until at least `n` requests arrived; returns them all.
@@ -205,6 +212,8 @@ struct State {
     when_no_tools: Option<Step>,
     until_tools: Option<UntilTools>,
     refuse_streamed_tools: bool,
+    discovery: std::collections::BTreeMap<String, Value>,
+    discovery_requests: Vec<RecordedRequest>,
     requests: Vec<RecordedRequest>,
     disconnects: usize,
 }
@@ -378,6 +387,9 @@ fn respond(
         api,
         connection: conn_idx,
     };
+    if api.is_none() && DISCOVERY_PATHS.contains(&path.trim_end_matches('/')) {
+        return answer_discovery(conn, shared, recorded, keep_alive);
+    }
     let (n, step) = shared.record(recorded, take_step);
     let request_id_header = match api {
         Some(Api::Anthropic) => "request-id",
@@ -573,6 +585,34 @@ impl Body<'_> {
                 self.piece(&bytes[lead + 1..])
             }
             Some(_) | None => self.piece(bytes),
+        }
+    }
+}
+
+/// The paths a client asks what a server serves at; requests there are recorded apart and
+/// answered from `Script::discovery` (a 404 when it has no answer).
+pub(crate) const DISCOVERY_PATHS: &[&str] =
+    &["/models", "/v1/models", "/props", "/api/show", "/api/tags", "/api/ps", "/api/v0/models"];
+
+/// Answers a request at a discovery path from the script's `discovery` answers.
+fn answer_discovery(
+    conn: &mut Conn,
+    shared: &Shared,
+    recorded: RecordedRequest,
+    keep_alive: bool,
+) -> Result<bool, Stop> {
+    let path = recorded.path.trim_end_matches('/').to_owned();
+    let answer = {
+        let mut state = shared.lock();
+        state.discovery_requests.push(recorded);
+        state.discovery.get(&path).cloned()
+    };
+    shared.changed.notify_all();
+    match answer {
+        Some(answer) => send_json(conn, 200, &answer, &[], keep_alive),
+        None => {
+            let body = wire::error_body(None, 404, None, &format!("fake model: no {path}"), 0);
+            send_json(conn, 404, &body, &[], keep_alive)
         }
     }
 }

@@ -163,3 +163,97 @@ fn cloud_presets_are_never_asked() {
     }
     assert!(!is_cloud(&ProviderConfig::new("local", "http://127.0.0.1:1/v1", WireApi::Chat, None)));
 }
+
+mod over_http {
+    use codecoder_test_support::{FakeModelServer, Script};
+
+    use super::*;
+
+    fn local(id: &str, server: &FakeModelServer) -> ProviderConfig {
+        let mut config = ProviderConfig::new(
+            id,
+            format!("{}/v1", server.base_url()),
+            WireApi::Chat,
+            Some("LOCAL_KEY"),
+        );
+        config.http_headers.insert("X-Team".into(), "blue".into());
+        config
+    }
+
+    fn env(key: &str) -> Option<String> {
+        (key == "LOCAL_KEY").then(|| "sk-local-1234".to_owned())
+    }
+
+    #[test]
+    fn llama_cpp_props_win_over_the_listing_and_carry_the_providers_headers() {
+        let script = Script::new()
+            .discovery("/props", json!({"default_generation_settings": {"n_ctx": 4096}}))
+            .discovery(
+                "/v1/models",
+                json!({"data": [{"id": "smol", "meta": {"n_ctx_train": 8192}}]}),
+            );
+        let server = FakeModelServer::start(script).unwrap();
+        let config = local("llama", &server);
+        let window = context_window(&config, &env, "smol", DISCOVERY_TIMEOUT).unwrap();
+        assert_eq!(window.tokens, 4096);
+        assert_eq!(window.source, format!("{}/props", server.base_url()));
+        let asked = server.discovery_requests();
+        assert_eq!(asked[0].path, "/props");
+        assert_eq!(asked[0].header("authorization"), Some("Bearer sk-local-1234"));
+        assert_eq!(asked[0].header("x-team"), Some("blue"));
+        assert!(server.requests().is_empty());
+
+        let list = list_models(&config, &env, DISCOVERY_TIMEOUT).unwrap();
+        assert_eq!(list.source, format!("{}/v1/models", server.base_url()));
+        assert_eq!(list.models, vec![served("smol", Some(4096))]);
+    }
+
+    #[test]
+    fn vllm_window_comes_from_the_listing_when_there_is_no_props() {
+        let script = Script::new().discovery(
+            "/v1/models",
+            json!({"data": [{"id": "other"}, {"id": "qwen", "max_model_len": 16384}]}),
+        );
+        let server = FakeModelServer::start(script).unwrap();
+        let config = local("vllm", &server);
+        let window = context_window(&config, &env, "qwen", DISCOVERY_TIMEOUT).unwrap();
+        assert_eq!(window.tokens, 16384);
+        assert_eq!(window.source, format!("{}/v1/models", server.base_url()));
+        assert_eq!(context_window(&config, &env, "other", DISCOVERY_TIMEOUT), None);
+    }
+
+    #[test]
+    fn ollama_is_asked_through_its_own_api() {
+        let script = Script::new()
+            .discovery(
+                "/api/show",
+                json!({"parameters": "num_ctx 8192", "model_info": {"general.architecture": "llama", "llama.context_length": 131072}}),
+            )
+            .discovery("/api/tags", json!({"models": [{"name": "llama3.2:latest"}]}));
+        let server = FakeModelServer::start(script).unwrap();
+        let config = local("ollama", &server);
+        let window = context_window(&config, &env, "llama3.2:latest", DISCOVERY_TIMEOUT).unwrap();
+        assert_eq!(window.tokens, 8192);
+        let show = &server.discovery_requests()[0];
+        assert_eq!((show.method.as_str(), show.path.as_str()), ("POST", "/api/show"));
+        assert_eq!(show.body, json!({"model": "llama3.2:latest"}));
+        let list = list_models(&config, &env, DISCOVERY_TIMEOUT).unwrap();
+        assert_eq!(list.source, format!("{}/api/tags", server.base_url()));
+        assert_eq!(list.models, vec![served("llama3.2:latest", None)]);
+    }
+
+    #[test]
+    fn a_server_that_says_nothing_gives_no_window_and_a_listing_error() {
+        let server = FakeModelServer::start(Script::new()).unwrap();
+        let config = local("plain", &server);
+        assert_eq!(context_window(&config, &env, "m", DISCOVERY_TIMEOUT), None);
+        let err = list_models(&config, &env, DISCOVERY_TIMEOUT).unwrap_err();
+        assert!(matches!(err, Error::Http { status: 404, .. }), "{err}");
+        let addr = server.addr();
+        drop(server);
+        let gone = ProviderConfig::new("gone", format!("http://{addr}/v1"), WireApi::Chat, None);
+        assert_eq!(context_window(&gone, &env, "m", DISCOVERY_TIMEOUT), None);
+        let err = list_models(&gone, &env, DISCOVERY_TIMEOUT).unwrap_err();
+        assert!(matches!(err, Error::Connection { .. }), "{err}");
+    }
+}
