@@ -158,7 +158,7 @@ impl Runtime {
         // The prompt as a session of the model builds it: the instruction files it carries and
         // what the person should know about them (a cut, a file left out, a large section).
         writeln!(out, "prompt:")?;
-        let context_config = crate::session::context_config(&loaded.config, &model, home);
+        let context_config = crate::session::context_config(&loaded.config, &model, None, home);
         let environment = codecoder_context::Environment::new(
             cwd,
             std::env::var(codecoder_protocol::env::SHELL).ok(),

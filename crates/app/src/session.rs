@@ -180,6 +180,9 @@ impl Runtime {
             .or_else(|| self.overrides.model.clone())
             .or_else(|| config.model.clone())
             .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+        // What the provider's server says about the model's window, asked on a thread of its
+        // own while the session is assembled (`None`: not asked).
+        let mut discovery = None;
         let model_client: Arc<dyn ModelClient> = match &request.replay {
             Some(path) => {
                 let replay = crate::replay::ReplayModel::load(
@@ -214,6 +217,7 @@ impl Runtime {
                         })
                     })
                 };
+                discovery = start_discovery(config, &provider, &model, &lookup);
                 match HttpModelClient::new(provider, &lookup) {
                     Ok(client) => Arc::new(client),
                     Err(err @ codecoder_providers::Error::MissingApiKey { .. }) => {
@@ -226,12 +230,6 @@ impl Runtime {
             }
         };
         let info = codecoder_providers::model_info(&model);
-        if !info.known && !config.models.contains_key(&model) {
-            notices.push(Notice::Note(format!(
-                "model `{model}` is not in the catalog; assuming a {}-token context (set [models.\"{model}\"] in config.toml)",
-                info.context_window
-            )));
-        }
         if let Some(mode @ (WebSearchToml::Cached | WebSearchToml::Live)) = config.web_search {
             notices.push(Notice::Warning(format!(
                 "web_search = \"{}\" has no effect: codecoder has no web search tool (the model can fetch pages with web_fetch)",
@@ -317,10 +315,18 @@ impl Runtime {
         // No single output may take more than a quarter of the window: past that, the model
         // sees a head and a tail (commands) or the first part with how to read on (files), and
         // a command's whole output stays in a blob it can page through with read_file.
-        let quarter_window_bytes = usize::try_from(
-            context_limits(config, &model).window.saturating_mul(BYTES_PER_TOKEN) / 4,
-        )
-        .unwrap_or(usize::MAX);
+        let server_window = discovery.and_then(|thread| thread.join().ok().flatten());
+        if !info.known && !config.models.contains_key(&model) && server_window.is_none() {
+            notices.push(Notice::Note(format!(
+                "model `{model}` is not in the catalog; assuming a {}-token context (set [models.\"{model}\"] in config.toml)",
+                info.context_window
+            )));
+        }
+        let server_tokens = server_window.as_ref().map(|window| window.tokens);
+        let limits = context_limits_with(config, &model, server_tokens);
+        let quarter_window_bytes =
+            usize::try_from(limits.window.saturating_mul(BYTES_PER_TOKEN) / 4)
+                .unwrap_or(usize::MAX);
         tools_config.output_limit = tools_config.output_limit.min(quarter_window_bytes);
         tools_config.read_byte_limit = tools_config.read_byte_limit.min(quarter_window_bytes);
         // The login shell's set-up: the shared snapshot when one matches, else taken once in
@@ -394,8 +400,8 @@ impl Runtime {
         };
 
         // The prompt: base instructions, environment, AGENTS.md; the model's window and reserve.
-        let window = context_limits(config, &model).window;
-        let mut context_config = context_config(config, &model, &home);
+        let window = limits.window;
+        let mut context_config = context_config(config, &model, server_tokens, &home);
         context_config.output_schema.clone_from(&request.output_schema);
         let (reasoning, reasoning_warning) = crate::provider::reasoning_settings(
             config,
@@ -509,7 +515,8 @@ impl Runtime {
 /// A model's context window, output reserve and auto-compaction limit, in tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextLimits {
-    /// The window (`[models.X] context_window`, else the catalog's).
+    /// The window (`[models.X] context_window`, else what the provider's server reports, else
+    /// the catalog's, else `UNKNOWN_MODEL`'s).
     pub window: u64,
     /// The output reserve (`model_max_output_tokens`, `[models.X] max_output_tokens`, the
     /// catalog's; at most half the window).
@@ -520,11 +527,26 @@ pub struct ContextLimits {
     pub auto_compact: u64,
 }
 
-/// The context limits of `model` under `config`.
+/// The context limits of `model` under `config`, without asking its server.
 pub fn context_limits(config: &ConfigToml, model: &str) -> ContextLimits {
+    context_limits_with(config, model, None)
+}
+
+/// The context limits of `model` under `config` when its server reports a window of
+/// `server_window` tokens: the configured window wins over the server's, which wins over the
+/// catalog's.
+pub(crate) fn context_limits_with(
+    config: &ConfigToml,
+    model: &str,
+    server_window: Option<u64>,
+) -> ContextLimits {
     let info = codecoder_providers::model_info(model);
-    let window =
-        config.models.get(model).and_then(|m| m.context_window).unwrap_or(info.context_window);
+    let window = config
+        .models
+        .get(model)
+        .and_then(|m| m.context_window)
+        .or(server_window)
+        .unwrap_or(info.context_window);
     let max_output = config
         .model_max_output_tokens
         .map(u64::from)
@@ -544,9 +566,11 @@ pub fn context_limits(config: &ConfigToml, model: &str) -> ContextLimits {
 pub(crate) fn context_config(
     config: &ConfigToml,
     model: &str,
+    server_window: Option<u64>,
     home: &std::path::Path,
 ) -> codecoder_context::ContextConfig {
-    let ContextLimits { window, max_output, .. } = context_limits(config, model);
+    let ContextLimits { window, max_output, .. } =
+        context_limits_with(config, model, server_window);
     let mut context_config =
         codecoder_context::ContextConfig::standard(window, max_output, Some(home.to_owned()));
     if let Some(names) = &config.project_doc_fallback_filenames {
@@ -556,6 +580,40 @@ pub(crate) fn context_config(
         context_config.agents_md.budget_bytes = budget;
     }
     context_config
+}
+
+/// Asks the server of `provider` for `model`'s context window on a thread of its own, when
+/// it may say one: not a cloud preset, and no window configured for the model. The thread reads
+/// the provider's key and header variables through `lookup` first, and takes at most
+/// `DISCOVERY_TIMEOUT` per request; a server that does not answer gives `None`.
+fn start_discovery(
+    config: &ConfigToml,
+    provider: &codecoder_providers::ProviderConfig,
+    model: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Option<codecoder_stdx::JoinOnDrop<Option<codecoder_providers::ServerWindow>>> {
+    let configured = config.models.get(model).and_then(|m| m.context_window).is_some();
+    if configured || codecoder_providers::is_cloud(provider) {
+        return None;
+    }
+    let variables: std::collections::BTreeMap<String, String> = provider
+        .env_key
+        .iter()
+        .chain(provider.env_http_headers.values())
+        .filter_map(|name| Some((name.clone(), lookup(name)?)))
+        .collect();
+    let provider = provider.clone();
+    let model = model.to_owned();
+    codecoder_stdx::spawn_named("provider-discovery", move || {
+        let env = |name: &str| variables.get(name).cloned();
+        codecoder_providers::context_window(
+            &provider,
+            &env,
+            &model,
+            codecoder_providers::DISCOVERY_TIMEOUT,
+        )
+    })
+    .ok()
 }
 
 /// The configured auto-compaction limit of `model` (`[models.X] auto_compact_token_limit`

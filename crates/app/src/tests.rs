@@ -290,3 +290,28 @@ fn the_prompts_git_status_is_taken_at_or_below_the_limit() {
         "outside a repository"
     );
 }
+
+#[test]
+fn a_models_window_comes_from_config_then_the_server_then_the_catalog() {
+    use crate::session::context_limits_with;
+    let mut config = codecoder_config::ConfigToml::default();
+    // Unknown model: the server's report over the unknown-model default.
+    assert_eq!(context_limits_with(&config, "smol", None).window, 32_768);
+    assert_eq!(context_limits_with(&config, "smol", Some(8192)).window, 8192);
+    // A catalog model served locally: the server knows what it allocated.
+    assert_eq!(context_limits_with(&config, "gpt-4o", None).window, 128_000);
+    assert_eq!(context_limits_with(&config, "gpt-4o", Some(16_384)).window, 16_384);
+    // The configured window over both.
+    config.models.insert(
+        "smol".into(),
+        codecoder_config::ModelToml { context_window: Some(2048), ..Default::default() },
+    );
+    let limits = context_limits_with(&config, "smol", Some(8192));
+    assert_eq!(limits.window, 2048);
+    // The reserve and the compaction limit follow the window that won.
+    assert!(limits.max_output <= 1024, "{limits:?}");
+    assert!(limits.auto_compact < 2048 - limits.max_output + 1, "{limits:?}");
+    let served = context_limits_with(&codecoder_config::ConfigToml::default(), "smol", Some(8192));
+    assert_eq!(served.max_output, 4096);
+    assert!(served.auto_compact <= 4096, "{served:?}");
+}

@@ -100,6 +100,9 @@ struct Prober {
     api_key: Option<String>,
     base: String,
     root: String,
+    /// Set once a connection failed: the later requests of the same discovery fail at once,
+    /// so a server that is not there costs one timeout, not one per endpoint.
+    unreachable: std::cell::Cell<bool>,
 }
 
 impl Prober {
@@ -121,12 +124,16 @@ impl Prober {
             api_key,
             root: server_root(&base).to_owned(),
             base,
+            unreachable: std::cell::Cell::new(false),
         })
     }
 
     /// `GET url` (or `POST` with `body`) read as JSON; a status other than 2xx is an error.
     fn json(&self, url: &str, body: Option<&Value>) -> Result<Value, Error> {
         let scrubbed = |text: &str| scrub(text, self.api_key.as_deref());
+        if self.unreachable.get() {
+            return Err(Error::Connection { message: format!("{} is unreachable", scrubbed(url)) });
+        }
         let response = match body {
             Some(body) => {
                 let mut builder = self.agent.post(url);
@@ -145,8 +152,10 @@ impl Prober {
                 builder.header("accept", "application/json").call()
             }
         };
-        let response =
-            response.map_err(|err| Error::Connection { message: scrubbed(&err.to_string()) })?;
+        let response = response.map_err(|err| {
+            self.unreachable.set(true);
+            Error::Connection { message: scrubbed(&err.to_string()) }
+        })?;
         let status = response.status().as_u16();
         let mut text = String::new();
         response
