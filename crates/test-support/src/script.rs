@@ -40,6 +40,11 @@ pub struct Script {
     /// (`"stream": false`) are served as usual.
     #[serde(default, skip_serializing_if = "is_false")]
     pub refuse_streamed_tools: bool,
+    /// What every streamed request that offers tools gets (a server that cannot stream tool
+    /// calls, failing its own way), without taking a step; non-streamed requests are served
+    /// from the queue as usual.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when_streamed_tools: Option<Box<Step>>,
     /// What every request that does not offer all these tools yet gets (tools that join a
     /// session late, an MCP server's), without taking a step of the queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -118,6 +123,14 @@ impl Script {
     #[must_use]
     pub fn refuse_streamed_tools(mut self) -> Self {
         self.refuse_streamed_tools = true;
+        self
+    }
+
+    /// Sets what every streamed request that offers tools gets, leaving the queue to the
+    /// others (`"stream": false`, or without tools).
+    #[must_use]
+    pub fn when_streamed_tools(mut self, step: impl Into<Step>) -> Self {
+        self.when_streamed_tools = Some(Box::new(step.into()));
         self
     }
 
@@ -422,6 +435,10 @@ pub struct Reply {
     /// Send the API's error event after some events, then end the stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_after: Option<StreamError>,
+    /// End the stream cleanly (the final chunk) after this many events: no terminal event,
+    /// no finish reason, no `[DONE]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_after: Option<usize>,
 }
 
 impl Default for Reply {
@@ -449,6 +466,7 @@ impl Default for Reply {
             malformed_before: None,
             drop_after: None,
             error_after: None,
+            end_after: None,
         }
     }
 }
@@ -692,6 +710,13 @@ impl Reply {
     #[must_use]
     pub fn drop_after(mut self, events: usize) -> Self {
         self.drop_after = Some(events);
+        self
+    }
+
+    /// Ends the stream cleanly after `events` events, before its terminal event.
+    #[must_use]
+    pub fn end_after(mut self, events: usize) -> Self {
+        self.end_after = Some(events);
         self
     }
 

@@ -90,6 +90,7 @@ impl FakeModelServer {
                 when_no_tools: script.when_no_tools.map(|step| *step),
                 until_tools: script.until_tools,
                 refuse_streamed_tools: script.refuse_streamed_tools,
+                when_streamed_tools: script.when_streamed_tools.map(|step| *step),
                 discovery: script.discovery,
                 discovery_requests: Vec::new(),
                 requests: Vec::new(),
@@ -212,6 +213,7 @@ struct State {
     when_no_tools: Option<Step>,
     until_tools: Option<UntilTools>,
     refuse_streamed_tools: bool,
+    when_streamed_tools: Option<Step>,
     discovery: std::collections::BTreeMap<String, Value>,
     discovery_requests: Vec<RecordedRequest>,
     requests: Vec<RecordedRequest>,
@@ -274,6 +276,8 @@ impl Shared {
                 "type": "server_error",
             }}));
             Some(Step::Fault(fault))
+        } else if take_step && streamed && !no_tools && state.when_streamed_tools.is_some() {
+            state.when_streamed_tools.clone()
         } else if take_step && no_tools && state.when_no_tools.is_some() {
             state.when_no_tools.clone()
         } else if let (true, Some(mut step)) = (take_step, waiting_step) {
@@ -503,6 +507,10 @@ fn play_reply(
             body.flush()?;
             body.conn.close_abruptly();
             return Ok(false);
+        }
+        if reply.end_after.is_some_and(applies) {
+            body.finish()?;
+            return Ok(keep_alive);
         }
         if let Some(error) = reply.error_after.as_ref().filter(|error| applies(error.after)) {
             body.piece(&wire::stream_error_event(api, error, ctx))?;
