@@ -47,6 +47,19 @@ pub enum Error {
         /// Why the backends failed.
         reason: String,
     },
+    /// A provider's server did not list the models it serves (`codecoder models`).
+    #[error(
+        "could not list the models of provider `{provider}` at {url}: {cause}{}",
+        list_hint(cause, provider)
+    )]
+    ModelList {
+        /// The provider id.
+        provider: String,
+        /// The listing's URL.
+        url: String,
+        /// What went wrong (its text is part of this message).
+        cause: codecoder_providers::Error,
+    },
     /// A file or directory the runtime needs.
     #[error("{context}")]
     Io {
@@ -55,6 +68,17 @@ pub enum Error {
         /// The cause.
         source: std::io::Error,
     },
+}
+
+/// What to do about a listing that failed: a server that does not answer is most often not
+/// started.
+fn list_hint(cause: &codecoder_providers::Error, provider: &str) -> String {
+    match cause {
+        codecoder_providers::Error::Connection { .. } => format!(
+            "; is the server running? (start it, or set base_url in [model_providers.{provider}])"
+        ),
+        _ => String::new(),
+    }
 }
 
 impl Error {

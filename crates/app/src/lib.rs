@@ -28,6 +28,7 @@ mod image;
 mod jsonl;
 mod mcp;
 mod mcp_spec;
+mod models;
 mod plan;
 mod plugins;
 mod progress;

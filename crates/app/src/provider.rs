@@ -16,6 +16,32 @@ impl Runtime {
     }
 }
 
+/// How a provider's key and header variables are read: the environment first; the provider's
+/// key variable then falls back to the key stored by `codecoder login` and, for the OpenAI
+/// presets, `CODEX_API_KEY`.
+pub(crate) fn key_lookup(
+    home: &std::path::Path,
+    provider_id: &str,
+    env_key: Option<String>,
+) -> impl Fn(&str) -> Option<String> {
+    let home = home.to_owned();
+    let provider_id = provider_id.to_owned();
+    move |key: &str| {
+        let non_empty = |key: &str| std::env::var(key).ok().filter(|v| !v.trim().is_empty());
+        non_empty(key).or_else(|| {
+            if Some(key) != env_key.as_deref() {
+                return None;
+            }
+            codecoder_config::load_credential(&home, &provider_id).or_else(|| {
+                // codex's SDK hands `codex exec` its key in CODEX_API_KEY.
+                (key == codecoder_protocol::env::OPENAI_API_KEY && is_openai_preset(&provider_id))
+                    .then(|| non_empty(codecoder_protocol::env::CODEX_API_KEY))
+                    .flatten()
+            })
+        })
+    }
+}
+
 /// A provider from its preset and/or `[model_providers.<id>]`.
 pub(crate) fn resolve_provider(
     id: &str,

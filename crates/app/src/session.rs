@@ -9,7 +9,6 @@ use codecoder_config::{ConfigToml, WebSearchToml};
 use codecoder_kernel::{
     AgentConfig, AgentDeps, AgentHandle, ModelClient, ToolRegistry, spawn_agent_on,
 };
-use codecoder_protocol::env;
 use codecoder_providers::HttpModelClient;
 use codecoder_session::{FsyncPolicy, NewSession, SessionStore, SessionWriter, WriterConfig};
 
@@ -200,23 +199,8 @@ impl Runtime {
             }
             None => {
                 let provider = crate::provider::resolve_provider(&provider_id, config)?;
-                let env_key = provider.env_key.clone();
-                let non_empty =
-                    |key: &str| std::env::var(key).ok().filter(|v| !v.trim().is_empty());
-                let lookup = |key: &str| {
-                    non_empty(key).or_else(|| {
-                        if Some(key) != env_key.as_deref() {
-                            return None;
-                        }
-                        codecoder_config::load_credential(&home, &provider_id).or_else(|| {
-                            // codex's SDK hands `codex exec` its key in CODEX_API_KEY.
-                            (key == env::OPENAI_API_KEY
-                                && crate::provider::is_openai_preset(&provider_id))
-                            .then(|| non_empty(env::CODEX_API_KEY))
-                            .flatten()
-                        })
-                    })
-                };
+                let lookup =
+                    crate::provider::key_lookup(&home, &provider_id, provider.env_key.clone());
                 discovery = start_discovery(config, &provider, &model, &lookup);
                 match HttpModelClient::new(provider, &lookup) {
                     Ok(client) => Arc::new(client),

@@ -273,6 +273,18 @@ pub(crate) enum Command {
     /// Report how codecoder is set up here: which sandbox backend is active and why, the modes a
     /// session would run under, writable roots, hidden paths, hooks and permission rules.
     Doctor(DoctorArgs),
+    /// List the models a provider serves, with their context windows where known.
+    ///
+    /// A local or self-hosted provider (Ollama, LM Studio, llama.cpp's server, vLLM, any
+    /// `[model_providers.ID]`) is asked: `GET {base_url}/models` (Ollama: `/api/tags`; LM
+    /// Studio: `/api/v0/models`), with the provider's headers and key, within 2 s; the window
+    /// comes from what the server says (llama.cpp's `/props` n_ctx, vLLM's max_model_len, LM
+    /// Studio's loaded context, Ollama's num_ctx). Cloud presets (openai, openai-chat,
+    /// anthropic, deepseek, openrouter) are listed from the built-in catalog without a request.
+    /// The output says where the list came from; `*` marks the configured model. A session
+    /// takes its window from `[models."M"] context_window` first, then the server's report, then
+    /// the catalog. Exits 1 when the server does not answer, 2 for an unknown provider.
+    Models(ModelsArgs),
     /// Inspect the permission rules.
     #[command(subcommand)]
     Permissions(PermissionsCommand),
@@ -360,6 +372,19 @@ pub(crate) struct DoctorArgs {
     /// Report for this provider (a preset or a `[model_providers.ID]` of config.toml).
     #[arg(long, value_name = "ID")]
     pub(crate) provider: Option<String>,
+}
+
+/// `codecoder models`.
+#[derive(Debug, Args)]
+pub(crate) struct ModelsArgs {
+    /// The provider to list (a preset or a `[model_providers.ID]` of config.toml; default: the
+    /// configured one).
+    #[arg(long, value_name = "ID")]
+    pub(crate) provider: Option<String>,
+    /// One JSON object: {provider, source ("catalog" or the URL asked), model, models: [{id,
+    /// context_window, default}]}.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// `codecoder mcp-server`.

@@ -10,6 +10,7 @@ mod cli;
 mod config_cmd;
 mod exec;
 mod mcp_cmd;
+mod models_cmd;
 mod plugin_cmd;
 mod safety_cmd;
 mod serve_cmd;
@@ -53,6 +54,7 @@ fn main() -> ExitCode {
         Some(Command::Login(args)) => config_cmd::run_login(&args, &mut out),
         Some(Command::Sandbox(args)) => safety_cmd::run_sandbox(&args, &cli.global),
         Some(Command::Doctor(args)) => safety_cmd::run_doctor(&args, &cli.global, &mut out),
+        Some(Command::Models(args)) => models_cmd::run(&args, &cli.global, &mut out),
         Some(Command::Mcp(command)) => mcp_cmd::run(command, &cli.global, &mut out),
         Some(Command::Plugin(command)) => plugin_cmd::run(command, &mut out),
         Some(Command::McpServer(args)) => serve_cmd::run_mcp_server(&args, &cli.global),

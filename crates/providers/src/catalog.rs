@@ -83,6 +83,12 @@ pub fn adaptive_thinking(model: &str) -> bool {
     ADAPTIVE_THINKING.iter().any(|prefix| name.starts_with(prefix))
 }
 
+/// The model families the catalog describes (each a prefix of the ids it covers), in its
+/// order.
+pub fn catalog_models() -> impl Iterator<Item = &'static str> {
+    CATALOG.iter().map(|row| row.0)
+}
+
 /// The catalog entry of `model`, or `UNKNOWN_MODEL`.
 pub fn model_info(model: &str) -> ModelInfo {
     let name = normalize(model);

@@ -20,7 +20,7 @@ mod whole;
 mod wire;
 mod workers;
 
-pub use catalog::{ModelInfo, UNKNOWN_MODEL, adaptive_thinking, model_info};
+pub use catalog::{ModelInfo, UNKNOWN_MODEL, adaptive_thinking, catalog_models, model_info};
 pub use client::{HttpModelClient, encode_request};
 pub use codecoder_protocol::{ReasoningEffort, ReasoningSettings, ReasoningSummary};
 pub use config::{
