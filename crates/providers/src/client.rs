@@ -16,7 +16,19 @@
 //! - An agent whose request was aborted is never reused; one whose request completed goes back
 //!   to a small pool so the next step reuses the connection.
 //! - The API key is read once, sent only in its header, and scrubbed from every error text.
+//!
+//! The fallback by behaviour: a streamed request that offers tools and fails before any content
+//! reached the kernel, in a way a server that cannot stream tool calls fails (any error status
+//! but 401/403/404/429, a stream that ends without its end, an error event; see
+//! `Error::may_be_streaming`), is sent once more at once without streaming. If that works, the
+//! model is remembered as unstreamed for tools: for the session, and in the client's
+//! `ProviderMemory` when it has one, so the next session sends unstreamed from its first
+//! request; a warning says so once. If it fails too, the streamed form goes on under the usual
+//! retry policy (the unstreamed try is not counted as a retry) and its final error names both
+//! failures. A failure after content reached the kernel is never a fallback: the kernel runs the
+//! step again.
 
+use std::collections::HashSet;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,7 +39,8 @@ use codecoder_protocol::Usage;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::config::{ProviderConfig, WireApi};
-use crate::error::{Error, scrub};
+use crate::error::{Error, Server, Unreachable, scrub};
+use crate::memory::{ProviderMemory, ServerKey};
 use crate::sse::SseDecoder;
 use crate::watchdog::Watchdog;
 use crate::workers::Workers;
@@ -54,9 +67,14 @@ pub struct HttpModelClient {
     // Idle agents. A Mutex because stream() is called from any agent thread; it is held only
     // to push or pop, never across I/O or a channel operation.
     pool: Arc<Mutex<Vec<ureq::Agent>>>,
-    /// Set once the server refused a streamed request with tools: every later request of the
-    /// session is sent without streaming.
-    unstreamed: Arc<AtomicBool>,
+    /// The server as errors name it.
+    server: Arc<Server>,
+    /// What is remembered about servers across sessions, when the runtime gave a memory.
+    memory: Option<Arc<dyn ProviderMemory>>,
+    /// The models found unable to stream requests with tools in this session: their later
+    /// requests with tools are sent without streaming. A Mutex because a request's worker
+    /// adds to it while another thread starts a request; held only to look up or insert.
+    unstreamed: Arc<Mutex<HashSet<String>>>,
     // Dropped before `watchdog`: a worker's last read ends before the watchdog's thread stops.
     workers: Workers,
     watchdog: Arc<Watchdog>,
@@ -85,6 +103,11 @@ impl HttpModelClient {
             format!("provider-{}-idle", config.id),
             Duration::from_millis(config.stream_idle_timeout_ms),
         ));
+        let server = Arc::new(Server {
+            id: config.id.clone(),
+            name: config.name.clone(),
+            base_url: config.base_url.clone(),
+        });
         Ok(Self {
             workers,
             watchdog,
@@ -92,7 +115,32 @@ impl HttpModelClient {
             headers: Arc::new(headers),
             api_key: api_key.map(Arc::from),
             pool: Arc::new(Mutex::new(Vec::new())),
-            unstreamed: Arc::new(AtomicBool::new(false)),
+            server,
+            memory: None,
+            unstreamed: Arc::new(Mutex::new(HashSet::new())),
+        })
+    }
+
+    /// This client, remembering in `memory` which models cannot stream requests with tools and
+    /// sending their requests with tools unstreamed from the first one.
+    #[must_use]
+    pub fn with_memory(mut self, memory: Arc<dyn ProviderMemory>) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// Whether requests with tools to `model` go unstreamed: learnt in this session, or
+    /// remembered from an earlier one.
+    fn unstreamed_tools(&self, model: &str) -> bool {
+        if self.unstreamed.lock().is_ok_and(|models| models.contains(model)) {
+            return true;
+        }
+        self.memory.as_ref().is_some_and(|memory| {
+            memory.unstreamed_tools(&ServerKey {
+                provider: &self.config.id,
+                base_url: &self.config.base_url,
+                model,
+            })
         })
     }
 
@@ -202,16 +250,18 @@ pub fn encode_request(config: &ProviderConfig, request: &ModelRequest) -> Result
 
 impl ModelClient for HttpModelClient {
     fn stream(&self, request: ModelRequest) -> Result<ResponseStream, ModelError> {
-        let unstreamed = self.unstreamed.load(Ordering::SeqCst);
-        let config = if unstreamed && self.config.stream {
+        let offers_tools = !request.tools.is_empty();
+        let config = if offers_tools && self.config.stream && self.unstreamed_tools(&request.model)
+        {
             Arc::new(ProviderConfig { stream: false, ..(*self.config).clone() })
         } else {
             Arc::clone(&self.config)
         };
         let body =
             encode_request(&config, &request).map_err(|err| ModelError::new(err.to_string()))?;
-        // Kept only where a refused stream may be retried without streaming.
-        let fallback = (config.stream && !request.tools.is_empty()).then_some(request);
+        let model = request.model.clone();
+        // Kept only where a failed stream may be sent again without streaming.
+        let fallback = (config.stream && offers_tools).then_some(request);
         let agent = self.take_agent();
         let state = Arc::new(AtomicU8::new(RUNNING));
         // Dropped by the abort hook: wakes a backoff sleep at once.
@@ -220,6 +270,10 @@ impl ModelClient for HttpModelClient {
         let mut job = Job {
             config,
             fallback,
+            streamed: None,
+            model,
+            server: Arc::clone(&self.server),
+            memory: self.memory.clone(),
             unstreamed: Arc::clone(&self.unstreamed),
             headers: Arc::clone(&self.headers),
             api_key: self.api_key.clone(),
@@ -264,9 +318,15 @@ impl ModelClient for HttpModelClient {
 /// One request, with its retries.
 struct Job {
     config: Arc<ProviderConfig>,
-    /// The request, while a refused stream may still be retried without streaming.
+    /// The request, while a failed stream may still be sent again without streaming.
     fallback: Option<ModelRequest>,
-    unstreamed: Arc<AtomicBool>,
+    /// While the unstreamed try runs: the streamed form and how it failed.
+    streamed: Option<Streamed>,
+    /// The model asked for.
+    model: String,
+    server: Arc<Server>,
+    memory: Option<Arc<dyn ProviderMemory>>,
+    unstreamed: Arc<Mutex<HashSet<String>>>,
     headers: Arc<Vec<(String, String)>>,
     api_key: Option<Arc<str>>,
     agent: ureq::Agent,
@@ -279,6 +339,15 @@ struct Job {
     agent_dead: AtomicBool,
 }
 
+/// A streamed request set aside while it is tried unstreamed.
+struct Streamed {
+    config: Arc<ProviderConfig>,
+    body: Vec<u8>,
+    /// How the streamed attempt failed.
+    error: Error,
+    retry_after: Option<Duration>,
+}
+
 /// How one attempt ended.
 enum Attempt {
     /// The response completed; the connection can be reused.
@@ -287,8 +356,6 @@ enum Attempt {
     Failed { error: Error, emitted: bool, retry_after: Option<Duration> },
     /// The kernel went away (cancel).
     Gone,
-    /// The server refused to stream a request with tools; `message` is its answer.
-    StreamRefused { message: String },
 }
 
 impl Job {
@@ -299,34 +366,47 @@ impl Job {
     /// Runs the request to its end. Returns whether the agent may be reused.
     fn run(&mut self, tx: &Sender<ResponseEvent>) -> bool {
         let mut attempt = 0u32;
+        // How the unstreamed try failed, once it did.
+        let mut unstreamed_failure: Option<Error> = None;
         loop {
             match self.attempt(tx) {
                 Attempt::Done => return true,
                 Attempt::Gone => return false,
-                Attempt::StreamRefused { message } => {
-                    if !self.unstream() {
-                        let _ = tx.send(ResponseEvent::Error(ModelError::new(message)));
-                        return false;
-                    }
-                    // Said once per session: later requests are sent unstreamed from the start.
-                    if !self.unstreamed.swap(true, Ordering::SeqCst) {
-                        let warning = format!(
-                            "provider `{}` cannot stream tool calls ({message}); sending requests without streaming for the rest of the session (set stream = false in [model_providers.{}] to skip the failed attempt)",
-                            self.config.id, self.config.id
-                        );
-                        if tx.send(ResponseEvent::Warning(warning)).is_err() {
-                            return false;
-                        }
-                    }
-                }
                 Attempt::Failed { error, emitted, retry_after } => {
                     if self.aborted() {
                         return false;
+                    }
+                    let error = error.classify(&self.server, &self.model);
+                    let (error, emitted, retry_after) = match self.streamed.take() {
+                        // The unstreamed try failed too: the streamed form goes on under the
+                        // usual policy, from its own failure.
+                        Some(streamed) => {
+                            unstreamed_failure = Some(error);
+                            self.config = streamed.config;
+                            self.body = streamed.body;
+                            (streamed.error, false, streamed.retry_after)
+                        }
+                        None => (error, emitted, retry_after),
+                    };
+                    if unstreamed_failure.is_none()
+                        && !emitted
+                        && error.may_be_streaming()
+                        && let Some((config, body)) = self.unstream()
+                    {
+                        self.streamed = Some(Streamed { config, body, error, retry_after });
+                        continue;
                     }
                     let retry = !emitted
                         && error.is_retryable()
                         && attempt < self.config.request_max_retries;
                     if !retry {
+                        let error = match unstreamed_failure.take() {
+                            Some(unstreamed) => Error::UnstreamedAlsoFailed {
+                                streamed: Box::new(error),
+                                unstreamed: Box::new(unstreamed),
+                            },
+                            None => error,
+                        };
                         let message = scrub(&error.to_string(), self.api_key.as_deref());
                         // After events reached the kernel the adapter cannot retry without the
                         // person seeing text twice; the kernel re-runs the step instead.
@@ -349,20 +429,49 @@ impl Job {
         }
     }
 
-    /// Switches this request to a non-streaming body; false when it cannot be.
-    fn unstream(&mut self) -> bool {
-        let Some(request) = self.fallback.take() else {
-            return false;
-        };
+    /// Switches this request to a non-streaming body, once; returns the streamed config and
+    /// body it replaced, or `None` when it cannot be switched.
+    fn unstream(&mut self) -> Option<(Arc<ProviderConfig>, Vec<u8>)> {
+        let request = self.fallback.take()?;
         let config = ProviderConfig { stream: false, ..(*self.config).clone() };
-        match encode_request(&config, &request) {
-            Ok(body) => {
-                self.body = body;
-                self.config = Arc::new(config);
-                true
-            }
-            Err(_) => false,
+        let body = encode_request(&config, &request).ok()?;
+        let body = std::mem::replace(&mut self.body, body);
+        Some((std::mem::replace(&mut self.config, Arc::new(config)), body))
+    }
+
+    /// The unstreamed try of a failed stream worked: the model is remembered as unstreamed for
+    /// tools (session, memory), and a warning says so once per session. Returns false when the
+    /// kernel went away.
+    fn remember_unstreamed(&self, tx: &Sender<ResponseEvent>) -> bool {
+        let Some(streamed) = &self.streamed else {
+            return true;
+        };
+        let new = self.unstreamed.lock().is_ok_and(|mut models| models.insert(self.model.clone()));
+        if !new {
+            return true;
         }
+        let key = ServerKey {
+            provider: &self.server.id,
+            base_url: &self.server.base_url,
+            model: &self.model,
+        };
+        let remembered = match &self.memory {
+            Some(memory) => match memory.remember_unstreamed_tools(&key) {
+                Ok(()) => format!(
+                    "remembered in {} (delete its entry there to try streaming again)",
+                    memory.location()
+                ),
+                Err(err) => format!("for this session only (could not remember it: {err})"),
+            },
+            None => "for the rest of the session".to_owned(),
+        };
+        let failure = scrub(&streamed.error.to_string(), self.api_key.as_deref());
+        let Server { id, name, base_url } = self.server.as_ref();
+        let warning = format!(
+            "{name} ({base_url}) cannot stream tool calls for model `{}`: a streamed request with tools failed before any answer ({failure}) and worked without streaming; requests with tools go unstreamed {remembered}; set stream = false in [model_providers.{id}] to never stream",
+            self.model
+        );
+        tx.send(ResponseEvent::Warning(warning)).is_ok()
     }
 
     fn attempt(&self, tx: &Sender<ResponseEvent>) -> Attempt {
@@ -376,13 +485,25 @@ impl Job {
         let response = match builder.send(&self.body[..]) {
             Ok(response) => response,
             Err(err) => {
-                return Attempt::Failed {
-                    error: Error::Connection {
+                let unreachable = match &err {
+                    ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+                        Some(Unreachable::Refused)
+                    }
+                    ureq::Error::HostNotFound | ureq::Error::Timeout(ureq::Timeout::Resolve) => {
+                        Some(Unreachable::HostNotFound)
+                    }
+                    ureq::Error::Timeout(ureq::Timeout::Connect) => Some(Unreachable::Timeout),
+                    _ => None,
+                };
+                let error = match unreachable {
+                    Some(reason) => {
+                        Error::Unreachable { server: Box::new((*self.server).clone()), reason }
+                    }
+                    None => Error::Connection {
                         message: scrub(&err.to_string(), self.api_key.as_deref()),
                     },
-                    emitted: false,
-                    retry_after: None,
                 };
+                return Attempt::Failed { error, emitted: false, retry_after: None };
             }
         };
         let status = response.status().as_u16();
@@ -394,11 +515,6 @@ impl Job {
             let _ =
                 response.into_body().into_reader().take(ERROR_BODY_LIMIT).read_to_string(&mut text);
             let (error_type, message) = error_body(&text);
-            if self.fallback.is_some() && crate::whole::rejects_streamed_tools(status, &message) {
-                return Attempt::StreamRefused {
-                    message: scrub(&message, self.api_key.as_deref()),
-                };
-            }
             return Attempt::Failed {
                 error: Error::Http {
                     status,
@@ -444,8 +560,19 @@ impl Job {
                     Some(bytes) => {
                         let text = String::from_utf8_lossy(bytes);
                         let api = self.config.wire_api;
-                        break crate::whole::parse(api, &text, &mut |event| emitter.emit(event))
-                            .map(|()| !emitter.gone);
+                        // Parsed whole before any event goes out, so that the warning of a
+                        // fallback that worked comes before the answer.
+                        let mut events = Vec::new();
+                        if let Err(err) = crate::whole::parse(api, &text, &mut |e| events.push(e)) {
+                            break Err(err);
+                        }
+                        if !self.remember_unstreamed(tx) {
+                            break Ok(false);
+                        }
+                        for event in events {
+                            emitter.emit(event);
+                        }
+                        break Ok(!emitter.gone);
                     }
                     None => break parser.on_eof(&mut |event| emitter.emit(event)).map(|()| true),
                 },

@@ -13,6 +13,7 @@ mod client;
 mod config;
 mod discovery;
 mod error;
+mod memory;
 mod responses;
 mod sse;
 mod watchdog;
@@ -30,7 +31,8 @@ pub use discovery::{
     DISCOVERY_TIMEOUT, ModelList, OLLAMA_DEFAULT_CONTEXT, ServedModel, ServerWindow,
     context_window, is_cloud, list_models, server_root,
 };
-pub use error::Error;
+pub use error::{Error, Server, Unreachable};
+pub use memory::{ProviderMemory, ServerKey};
 
 #[cfg(test)]
 mod tests;

@@ -626,14 +626,6 @@ fn whole_answers_become_the_events_of_a_stream() {
     assert!(matches!(failed, Err(Error::Stream { .. })));
 }
 
-#[test]
-fn refusals_to_stream_tools_are_recognised() {
-    assert!(whole::rejects_streamed_tools(500, "Cannot use tools with stream"));
-    assert!(whole::rejects_streamed_tools(400, "streaming is not supported with function calling"));
-    assert!(!whole::rejects_streamed_tools(500, "internal error"));
-    assert!(!whole::rejects_streamed_tools(429, "too many streams of tools"));
-}
-
 /// Two calls in one step, the first answered with an image: the image goes to the model after
 /// both results, never between them.
 fn images_between_results() -> ModelRequest {

@@ -1,6 +1,7 @@
-//! Non-streaming requests: for servers that cannot stream (or cannot stream tool calls, as
-//! llama.cpp's server answers "Cannot use tools with stream"), a request is sent with
-//! `"stream": false` and its one JSON answer becomes the same neutral events a stream gives.
+//! Non-streaming requests: for servers that cannot stream (or cannot stream tool calls: llama.cpp's
+//! server answers "Cannot use tools with stream", llama-cpp-python ends the stream early; the
+//! client finds out by behaviour, see `client`), a request is sent with `"stream": false` and its
+//! one JSON answer becomes the same neutral events a stream gives.
 //!
 //! Invariant: the events of an answer are those the equivalent stream produces, in the same
 //! order (reasoning, then text, then tool calls, then usage, then `Completed`), so the kernel
@@ -14,16 +15,6 @@ use crate::config::WireApi;
 use crate::error::Error;
 use crate::wire::{args_text, str_field, u64_field};
 use crate::{chat, responses};
-
-/// Whether an error answer to a streamed request with tools says the server cannot stream
-/// them (llama.cpp: 500 "Cannot use tools with stream"; others word it alike).
-pub(crate) fn rejects_streamed_tools(status: u16, message: &str) -> bool {
-    let message = message.to_ascii_lowercase();
-    (400..=599).contains(&status)
-        && status != 429
-        && message.contains("stream")
-        && (message.contains("tool") || message.contains("function"))
-}
 
 /// The events of one whole JSON answer of `api`.
 pub(crate) fn parse(

@@ -3,6 +3,8 @@
 //! headers, and no API key in any error.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod fallback;
+
 use std::time::{Duration, Instant};
 
 use codecoder_kernel::{ModelClient, ModelRequest, ResponseEvent, ToolSpec};
@@ -212,7 +214,10 @@ fn exhausted_retries_say_status_type_message_and_request_id() {
     let server = FakeModelServer::start(script).unwrap();
     let mut config = config(&server, WireApi::Chat);
     config.request_max_retries = 1;
-    let events = collect(&client(config), request(vec![Message::user_text("hi")]));
+    // Without tools: a request with tools failing before content is tried unstreamed.
+    let mut no_tools = request(vec![Message::user_text("hi")]);
+    no_tools.tools.clear();
+    let events = collect(&client(config), no_tools);
     let error = error_of(&events);
     assert!(error.starts_with("HTTP 503"), "{error}");
     assert!(error.contains("try later") && error.contains("(request id "), "{error}");
@@ -279,8 +284,10 @@ fn an_error_event_mid_stream_is_reported() {
             "bad input",
         ));
         let server = FakeModelServer::start(script).unwrap();
-        let events =
-            collect(&client(config(&server, api)), request(vec![Message::user_text("hi")]));
+        // Without tools: a request with tools failing before content is tried unstreamed.
+        let mut no_tools = request(vec![Message::user_text("hi")]);
+        no_tools.tools.clear();
+        let events = collect(&client(config(&server, api)), no_tools);
         let error = error_of(&events);
         assert!(
             error.contains("the model stream failed") && error.contains("bad input"),
