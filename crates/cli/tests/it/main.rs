@@ -17,6 +17,7 @@ mod many_sessions;
 mod mcp;
 mod mcp_add;
 mod mcp_server;
+mod models;
 mod plan;
 mod plugins;
 mod reasoning;
