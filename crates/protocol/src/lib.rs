@@ -39,7 +39,7 @@ pub use record::{
     ParentLink, PromptSection, Record, RecordBody, RewindRecord, SessionMeta, StopReason,
     SyntheticReason, ToolSpec, join_sections,
 };
-pub use settings::{BackendPreference, FsyncPolicy, Inherit, WireApi};
+pub use settings::{BackendPreference, FsyncPolicy, Inherit, ToolCallFormat, WireApi};
 pub use usage::Usage;
 pub use view::{
     CallKind, CallView, ChangeKind, FileChange, PlanStep, PlanView, TextEdit, compact_args,

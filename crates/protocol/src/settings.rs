@@ -57,6 +57,46 @@ impl FromStr for WireApi {
     }
 }
 
+/// How a provider's model writes tool calls into its message text
+/// (`model_providers.<id>.tool_call_format`), for servers that pass them on as text instead of
+/// as tool calls. Chat Completions only; the other wire APIs ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolCallFormat {
+    /// No parsing: the text is the text (the default).
+    Off,
+    /// The format the catalog names for the model's family; none for an unknown model.
+    Auto,
+    /// `<tool_call>{"name": …, "arguments": …}</tool_call>` (Hermes, Qwen).
+    Hermes,
+    /// The same form as `hermes`, as Qwen's templates write it.
+    Qwen,
+    /// `<|python_tag|>{"name": …, "parameters": …}`, or the whole message as that JSON.
+    Llama3,
+    /// `[TOOL_CALLS] [{"name": …, "arguments": …}]`, or `[TOOL_CALLS]name[ARGS]{…}`.
+    Mistral,
+}
+
+impl ToolCallFormat {
+    /// The name used in config files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Auto => "auto",
+            Self::Hermes => "hermes",
+            Self::Qwen => "qwen",
+            Self::Llama3 => "llama3",
+            Self::Mistral => "mistral",
+        }
+    }
+}
+
+impl fmt::Display for ToolCallFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Which sandbox backend the user asked for (`sandbox.backend`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

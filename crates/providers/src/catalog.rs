@@ -7,7 +7,10 @@
 //! (`gpt-5-2025-08-07`) find their family. An unknown model gets conservative limits and
 //! `known: false`, so the caller can warn once. Prices are USD per million tokens, as published
 //! by the providers; config can override any entry. Token estimates live in the `context`
-//! crate (`estimate_tokens`: one pass over the bytes, no tokenizer table).
+//! crate (`estimate_tokens`: one pass over the bytes, no tokenizer table). Local-model families
+//! also name the form in which they write tool calls as text (`tool_call_format = "auto"`).
+
+use codecoder_protocol::ToolCallFormat;
 
 /// What codecoder needs to know about a model.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +74,37 @@ const CATALOG: &[Row] = &[
 /// Anthropic models that take adaptive thinking (`thinking: {type: "adaptive"}` with an
 /// `output_config.effort`) instead of a fixed `budget_tokens`; newer ones accept nothing else.
 const ADAPTIVE_THINKING: &[&str] = &["claude-opus-4-6", "claude-opus-4-7", "claude-sonnet-4-6"];
+
+/// The text tool-call format of local-model families (`tool_call_format = "auto"`), by
+/// prefix of the normalized name: Ollama tags (`qwen2.5-coder:7b`, `llama3.1:8b`), Hugging Face
+/// ids and GGUF file names (`Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf`) all start with the family.
+const TOOL_CALL_FORMATS: &[(&str, ToolCallFormat)] = &[
+    ("qwen2", ToolCallFormat::Qwen),
+    ("qwen3", ToolCallFormat::Qwen),
+    ("qwq", ToolCallFormat::Qwen),
+    ("hermes", ToolCallFormat::Hermes),
+    ("nous-hermes", ToolCallFormat::Hermes),
+    ("llama3", ToolCallFormat::Llama3),
+    ("llama-3", ToolCallFormat::Llama3),
+    ("meta-llama-3", ToolCallFormat::Llama3),
+    ("mistral", ToolCallFormat::Mistral),
+    ("mixtral", ToolCallFormat::Mistral),
+    ("ministral", ToolCallFormat::Mistral),
+    ("codestral", ToolCallFormat::Mistral),
+    ("devstral", ToolCallFormat::Mistral),
+    ("open-mistral", ToolCallFormat::Mistral),
+    ("open-mixtral", ToolCallFormat::Mistral),
+];
+
+/// The format in which `model`'s family writes tool calls as text, when the catalog knows it.
+pub fn tool_call_format(model: &str) -> Option<ToolCallFormat> {
+    let name = normalize(model);
+    TOOL_CALL_FORMATS
+        .iter()
+        .filter(|(prefix, _)| name.starts_with(prefix))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map(|&(_, format)| format)
+}
 
 /// `model` without a `vendor/` prefix, `.` mapped to `-`, lowercase.
 fn normalize(model: &str) -> String {

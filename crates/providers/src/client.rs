@@ -260,6 +260,7 @@ impl ModelClient for HttpModelClient {
         let body =
             encode_request(&config, &request).map_err(|err| ModelError::new(err.to_string()))?;
         let model = request.model.clone();
+        let text_calls = crate::text_calls::for_request(&config, &request);
         // Kept only where a failed stream may be sent again without streaming.
         let fallback = (config.stream && offers_tools).then_some(request);
         let agent = self.take_agent();
@@ -268,6 +269,7 @@ impl ModelClient for HttpModelClient {
         let (wake_tx, wake_rx) = crossbeam_channel::bounded::<()>(0);
         let (tx, rx) = crossbeam_channel::bounded(STREAM_CAPACITY);
         let mut job = Job {
+            text_calls,
             config,
             fallback,
             streamed: None,
@@ -317,6 +319,9 @@ impl ModelClient for HttpModelClient {
 
 /// One request, with its retries.
 struct Job {
+    /// The fresh state of tool calls written as text, when the provider asks for their parsing;
+    /// each attempt starts from a copy.
+    text_calls: Option<crate::text_calls::TextCalls>,
     config: Arc<ProviderConfig>,
     /// The request, while a failed stream may still be sent again without streaming.
     fallback: Option<ModelRequest>,
@@ -552,6 +557,7 @@ impl Job {
             gone: false,
             saw_usage: false,
             output: String::new(),
+            text_calls: self.text_calls.clone().map(crate::text_calls::Filter::new),
         };
         let mut buf = vec![0u8; 16 * 1024];
         let result: Result<bool, Error> = loop {
@@ -632,10 +638,17 @@ struct Emitter<'a> {
     saw_usage: bool,
     /// Generated text, kept only to estimate usage the provider did not report.
     output: String,
+    /// Turns tool calls written as text into calls before the events go on.
+    text_calls: Option<crate::text_calls::Filter>,
 }
 
 impl Emitter<'_> {
     fn emit(&mut self, event: ResponseEvent) {
+        if let Some(mut filter) = self.text_calls.take() {
+            filter.on_event(event, &mut |event| self.emit(event));
+            self.text_calls = Some(filter);
+            return;
+        }
         match &event {
             ResponseEvent::Usage(_) => self.saw_usage = true,
             ResponseEvent::TextDelta(text)

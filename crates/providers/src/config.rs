@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use codecoder_protocol::env;
 
-pub use codecoder_protocol::WireApi;
+pub use codecoder_protocol::{ToolCallFormat, WireApi};
 
 /// One configured model provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +41,10 @@ pub struct ProviderConfig {
     /// Stream responses (`"stream": true`). `false` sends one request and reads one JSON
     /// answer, for servers that cannot stream (or cannot stream tool calls).
     pub stream: bool,
+    /// Chat Completions only: the form in which the model writes tool calls into its text, for
+    /// servers that pass them on as text; `Off` reads text as text. The Responses and Anthropic
+    /// APIs carry tool calls as their own items and ignore it.
+    pub tool_call_format: ToolCallFormat,
 }
 
 /// The default number of retries.
@@ -74,6 +78,7 @@ impl ProviderConfig {
             stream_idle_timeout_ms: DEFAULT_STREAM_IDLE_TIMEOUT_MS,
             send_reasoning_content: false,
             stream: true,
+            tool_call_format: ToolCallFormat::Off,
         }
     }
 

@@ -16,16 +16,20 @@ mod error;
 mod memory;
 mod responses;
 mod sse;
+mod text_calls;
 mod watchdog;
 mod whole;
 mod wire;
 mod workers;
 
-pub use catalog::{ModelInfo, UNKNOWN_MODEL, adaptive_thinking, catalog_models, model_info};
+pub use catalog::{
+    ModelInfo, UNKNOWN_MODEL, adaptive_thinking, catalog_models, model_info, tool_call_format,
+};
 pub use client::{HttpModelClient, encode_request};
 pub use codecoder_protocol::{ReasoningEffort, ReasoningSettings, ReasoningSummary};
 pub use config::{
-    DEFAULT_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, PRESET_IDS, ProviderConfig, WireApi,
+    DEFAULT_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, PRESET_IDS, ProviderConfig,
+    ToolCallFormat, WireApi,
 };
 pub use discovery::{
     DISCOVERY_TIMEOUT, ModelList, OLLAMA_DEFAULT_CONTEXT, ServedModel, ServerWindow,
