@@ -101,6 +101,9 @@ pub(crate) fn resolve_provider(
         if let Some(stream) = table.stream {
             provider.stream = stream;
         }
+        if let Some(format) = table.tool_call_format {
+            provider.tool_call_format = format;
+        }
     }
     Ok(provider)
 }

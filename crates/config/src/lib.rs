@@ -18,7 +18,8 @@ mod schema;
 mod trust;
 
 pub use codecoder_protocol::{
-    BackendPreference, FsyncPolicy, Inherit, ReasoningEffort, ReasoningSummary, WireApi,
+    BackendPreference, FsyncPolicy, Inherit, ReasoningEffort, ReasoningSummary, ToolCallFormat,
+    WireApi,
 };
 pub use credentials::{CREDENTIALS_FILE, load_credential, store_credential};
 pub use error::{Error, Result};

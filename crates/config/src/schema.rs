@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use codecoder_protocol::{
     ApprovalMode, BackendPreference, FsyncPolicy, Inherit, ReasoningEffort, ReasoningSummary,
-    SandboxMode, WireApi,
+    SandboxMode, ToolCallFormat, WireApi,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -325,6 +325,12 @@ pub struct ProviderToml {
     /// refuses a streamed request with tools is switched to this for the session anyway.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
+    /// Chat Completions: the form in which the model writes tool calls into its text, parsed
+    /// into real calls (`hermes`, `qwen`, `llama3`, `mistral`; `auto` takes the model family's
+    /// form from the catalog; default `off`). For servers that pass a model's tool calls on as
+    /// text. The Responses and Anthropic APIs ignore it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_format: Option<ToolCallFormat>,
 }
 
 /// `[models.<id>]`: what the catalog says about a model, overridden.

@@ -333,3 +333,27 @@ fn a_bad_sandbox_mode_names_the_file_and_line() {
     assert!(err.contains("config.toml") && err.contains(":2"), "{err}");
     assert!(err.contains("workspace-write"), "{err}");
 }
+
+#[test]
+fn tool_call_format_reads_from_file_and_override_and_refuses_unknown_forms() {
+    let f = fixture();
+    write(
+        &f.home.join("config.toml"),
+        "model = \"m\"\n[model_providers.local]\nbase_url = \"http://127.0.0.1:8080/v1\"\ntool_call_format = \"hermes\"\n",
+    );
+    let loaded = load(&f.options(None, &[])).unwrap();
+    let local = &loaded.config.model_providers["local"];
+    assert_eq!(local.tool_call_format, Some(crate::ToolCallFormat::Hermes));
+    let loaded =
+        load(&f.options(None, &["model_providers.local.tool_call_format=\"auto\""])).unwrap();
+    let local = &loaded.config.model_providers["local"];
+    assert_eq!(local.tool_call_format, Some(crate::ToolCallFormat::Auto));
+
+    write(
+        &f.home.join("config.toml"),
+        "model = \"m\"\n[model_providers.local]\nbase_url = \"http://127.0.0.1:8080/v1\"\ntool_call_format = \"xml\"\n",
+    );
+    let err = load(&f.options(None, &[])).unwrap_err().to_string();
+    assert!(err.contains("config.toml") && err.contains(":4"), "{err}");
+    assert!(err.contains("unknown variant `xml`") && err.contains("hermes"), "{err}");
+}
