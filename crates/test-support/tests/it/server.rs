@@ -111,10 +111,16 @@ fn bad_input_gets_4xx_not_a_panic() {
     assert_eq!(response.status, 400);
     assert!(response.json()["error"]["message"].as_str().unwrap().contains("not JSON"));
     // The connection stays usable after a JSON error.
+    client.send("GET", "/v1/embeddings", &[], "");
+    let response = client.read_response();
+    assert_eq!(response.status, 404);
+    assert_eq!(response.json()["error"]["message"], "fake model: no API at /v1/embeddings");
+    // A discovery path the script does not answer: a 404 too, recorded apart.
     client.send("GET", "/v1/models", &[], "");
     let response = client.read_response();
     assert_eq!(response.status, 404);
     assert_eq!(response.json()["error"]["message"], "fake model: no API at /v1/models");
+    assert_eq!(server.discovery_requests().len(), 1);
     client.send("GET", "/v1/responses", &[], "");
     assert_eq!(client.read_response().status, 405);
 
