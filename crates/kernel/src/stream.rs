@@ -14,7 +14,8 @@
 use std::time::Instant;
 
 use codecoder_protocol::{
-    AgentEventKind, MessageItem, Reasoning, StepId, StopReason, ToolCall, ToolCallId, TurnId,
+    AgentEventKind, MessageItem, Reasoning, RecordBody, StepId, StopReason, ToolCall, ToolCallId,
+    TurnId,
 };
 use crossbeam_channel::{TryRecvError, select};
 
@@ -338,7 +339,14 @@ impl AgentLoop {
             }
             // Arguments are parsed once, when the message is assembled.
             ResponseEvent::ToolCallDone { .. } => {}
-            ResponseEvent::Warning(message) => self.emit(AgentEventKind::Warning { message }),
+            ResponseEvent::Warning(message) => {
+                // A provider's note (a fallback it took, text that only looked like a tool
+                // call) stays in the log for audits, as an `error` record, not model-visible.
+                if let Err(stop) = self.append(RecordBody::Error { message: message.clone() }) {
+                    return Some(StreamEnd::Stopped(stop));
+                }
+                self.emit(AgentEventKind::Warning { message });
+            }
             ResponseEvent::Usage(usage) => {
                 step.usage = usage;
                 step.usage_reported = true;

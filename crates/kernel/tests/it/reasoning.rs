@@ -1,9 +1,9 @@
 //! Reasoning blocks as the model produced them: consecutive thinking and redacted-thinking
 //! blocks stay separate items with their own signature or payload (each goes back to the
-//! provider as it came), and an adapter's warning reaches the person.
+//! provider as it came), and an adapter's warning reaches the person and the session log.
 
 use codecoder_kernel::ResponseEvent;
-use codecoder_protocol::{AgentEventKind, MessageItem, Reasoning, Role, StopReason};
+use codecoder_protocol::{AgentEventKind, MessageItem, Reasoning, RecordBody, Role, StopReason};
 use pretty_assertions::assert_eq;
 
 use crate::support::*;
@@ -57,5 +57,15 @@ fn consecutive_reasoning_blocks_stay_separate_and_warnings_pass_through() {
             MessageItem::Text { text: "done".into() },
         ]
     );
-    harness.shutdown();
+    let logs = harness.shutdown();
+    // The warning is kept in the log (an `error` record, which no request carries).
+    let noted: Vec<&str> = logs
+        .root
+        .records()
+        .filter_map(|r| match &r.body {
+            RecordBody::Error { message } => Some(message.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(noted, ["fell back to whole answers"]);
 }
