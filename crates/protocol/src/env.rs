@@ -71,6 +71,11 @@ pub const SLOW_TESTS: &str = "SLOW_TESTS";
 /// `@openai/codex-sdk`); `.ci/run` sets it. Under `CI=true` the tests that need it fail without
 /// it; elsewhere they are skipped.
 pub const CODECODER_TEST_NPM: &str = "CODECODER_TEST_NPM";
+/// A directory where `.ci/llama-server-env.sh` installed a real local model server for the tests:
+/// `venv/` (llama-cpp-python with its server extra) and `model-path`, a file naming the
+/// SmolLM2-135M-Instruct GGUF; `.ci/run` sets it. Under `CI=true` the tests that need it fail
+/// without it; elsewhere they are skipped.
+pub const CODECODER_TEST_LLAMA: &str = "CODECODER_TEST_LLAMA";
 /// Set (to `true`) by CI services.
 pub const CI: &str = "CI";
 /// `skip-<backend>` (e.g. `skip-bwrap`): the sandbox escape suite leaves that backend out.
