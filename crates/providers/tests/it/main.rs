@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod fallback;
+mod text_calls;
 
 use std::time::{Duration, Instant};
 
