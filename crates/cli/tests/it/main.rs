@@ -21,7 +21,6 @@ mod mcp_server;
 mod models;
 mod plan;
 mod plugins;
-mod provider_fallback;
 mod reasoning;
 mod replay;
 mod safety;
