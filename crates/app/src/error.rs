@@ -57,8 +57,8 @@ pub enum Error {
         provider: String,
         /// The listing's URL.
         url: String,
-        /// What went wrong (its text is part of this message).
-        cause: codecoder_providers::Error,
+        /// What went wrong (its text is part of this message); boxed to keep the error small.
+        cause: Box<codecoder_providers::Error>,
     },
     /// A file or directory the runtime needs.
     #[error("{context}")]

@@ -59,7 +59,7 @@ impl Runtime {
                     source => Error::ModelList {
                         provider: provider_id.clone(),
                         url: listing_url(&provider),
-                        cause: source,
+                        cause: Box::new(source),
                     },
                 })?;
             let mut models = listed.models;
