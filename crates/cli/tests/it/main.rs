@@ -27,6 +27,7 @@ mod safety;
 mod sessions;
 mod shell_snapshot;
 mod skills;
+mod text_tool_calls;
 mod tui;
 mod undo;
 

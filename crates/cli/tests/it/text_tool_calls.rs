@@ -1,0 +1,114 @@
+//! Tool calls a local model writes as text, end to end: a Chat provider with
+//! `tool_call_format = "hermes"` whose model answers `<tool_call>{…}</tool_call>` gets the call
+//! run (the file is written) and the next request carries its result as a proper tool message;
+//! a call that does not parse is shown as the text it was, with a note in the session log.
+
+use std::path::{Path, PathBuf};
+
+use codecoder_test_support::{FakeModelServer, Reply, Script};
+use serde_json::Value;
+
+use crate::exec::Run;
+use crate::{stderr, stdout};
+
+fn write_local_provider(home: &Path, base_url: &str, format: &str) {
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "model = \"local-model\"\nmodel_provider = \"local\"\n[model_providers.local]\nname = \"Local server\"\nbase_url = \"{base_url}/v1\"\nwire_api = \"chat\"\ntool_call_format = \"{format}\"\n"
+        ),
+    )
+    .unwrap();
+}
+
+fn session_log(home: &Path) -> PathBuf {
+    let logs: Vec<PathBuf> = std::fs::read_dir(home.join("sessions"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    logs[0].clone()
+}
+
+fn records(home: &Path) -> Vec<Value> {
+    std::fs::read_to_string(session_log(home))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_hermes_call_in_the_text_runs_and_its_result_goes_back() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(
+                Reply::text(
+                    "Writing it.\n<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"hello.txt\", \"content\": \"hi there\\n\"}}\n</tool_call>",
+                )
+                .chunks(6),
+            )
+            .reply(Reply::text("Done.")),
+    )
+    .unwrap();
+    write_local_provider(home.path(), &server.base_url(), "hermes");
+    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let out = run.run(&["-a", "never", "-s", "workspace-write", "exec", "write hello.txt"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(cwd.path().join("hello.txt")).unwrap(), "hi there\n");
+    let shown = stdout(&out);
+    assert!(!shown.contains("<tool_call>"), "the call is not shown as text: {shown}");
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1].body["messages"].as_array().unwrap();
+    let assistant = messages.iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(assistant["content"], "Writing it.\n");
+    let call = &assistant["tool_calls"][0];
+    assert_eq!(call["function"]["name"], "write_file");
+    let tool = messages.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(tool["tool_call_id"], call["id"]);
+    assert!(!tool["content"].as_str().unwrap().is_empty(), "{tool}");
+    assert!(
+        !records(home.path()).iter().any(|r| r["type"] == "error"),
+        "no note for a call that parsed"
+    );
+}
+
+#[test]
+fn a_malformed_call_stays_text_with_a_note_in_the_session_log() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let broken = "<tool_call>{\"name\": \"write_file\", \"arguments\": {\"path\": </tool_call>";
+    let server = FakeModelServer::start(Script::new().reply(Reply::text(broken))).unwrap();
+    write_local_provider(home.path(), &server.base_url(), "hermes");
+    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let out = run.run(&["-a", "never", "-s", "workspace-write", "exec", "write hello.txt"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), format!("{broken}\n"));
+    assert!(stderr(&out).contains("kept as text"), "{}", stderr(&out));
+    assert_eq!(server.requests().len(), 1, "no call ran, so no second request");
+    let notes: Vec<String> = records(home.path())
+        .iter()
+        .filter(|r| r["type"] == "error")
+        .map(|r| r["message"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("looks like a hermes tool call") && notes[0].contains("bad JSON"));
+}
+
+#[test]
+fn an_unknown_format_is_refused_with_the_file_and_line() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    write_local_provider(home.path(), "http://127.0.0.1:9", "xml");
+    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let out = run.run(&["exec", "hi"], "");
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("config.toml:7"), "{err}");
+    assert!(err.contains("unknown variant `xml`"), "{err}");
+}
