@@ -78,7 +78,9 @@ impl Runtime {
             (Source::Server(listed.source), models)
         };
         for entry in &mut models {
-            if let Some(window) = config.models.get(&entry.id).and_then(|m| m.context_window) {
+            let own = config.models.get(&entry.id).and_then(|m| m.context_window);
+            let general = config.model_context_window.filter(|_| entry.id == model);
+            if let Some(window) = own.or(general) {
                 entry.context_window = Some(window);
             }
         }

@@ -300,7 +300,11 @@ impl Runtime {
         // sees a head and a tail (commands) or the first part with how to read on (files), and
         // a command's whole output stays in a blob it can page through with read_file.
         let server_window = discovery.and_then(|thread| thread.join().ok().flatten());
-        if !info.known && !config.models.contains_key(&model) && server_window.is_none() {
+        if !info.known
+            && !config.models.contains_key(&model)
+            && config.model_context_window.is_none()
+            && server_window.is_none()
+        {
             notices.push(Notice::Note(format!(
                 "model `{model}` is not in the catalog; assuming a {}-token context (set [models.\"{model}\"] in config.toml)",
                 info.context_window
@@ -499,8 +503,8 @@ impl Runtime {
 /// A model's context window, output reserve and auto-compaction limit, in tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextLimits {
-    /// The window (`[models.X] context_window`, else what the provider's server reports, else
-    /// the catalog's, else `UNKNOWN_MODEL`'s).
+    /// The window (`[models.X] context_window`, `model_context_window`, else what the
+    /// provider's server reports, else the catalog's, else `UNKNOWN_MODEL`'s).
     pub window: u64,
     /// The output reserve (`model_max_output_tokens`, `[models.X] max_output_tokens`, the
     /// catalog's; at most half the window).
@@ -517,8 +521,8 @@ pub fn context_limits(config: &ConfigToml, model: &str) -> ContextLimits {
 }
 
 /// The context limits of `model` under `config` when its server reports a window of
-/// `server_window` tokens: the configured window wins over the server's, which wins over the
-/// catalog's.
+/// `server_window` tokens: the configured window (`[models.X] context_window`, then
+/// `model_context_window`) wins over the server's, which wins over the catalog's.
 pub(crate) fn context_limits_with(
     config: &ConfigToml,
     model: &str,
@@ -529,6 +533,7 @@ pub(crate) fn context_limits_with(
         .models
         .get(model)
         .and_then(|m| m.context_window)
+        .or(config.model_context_window)
         .or(server_window)
         .unwrap_or(info.context_window);
     let max_output = config
@@ -576,7 +581,8 @@ fn start_discovery(
     model: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Option<codecoder_stdx::JoinOnDrop<Option<codecoder_providers::ServerWindow>>> {
-    let configured = config.models.get(model).and_then(|m| m.context_window).is_some();
+    let configured = config.models.get(model).and_then(|m| m.context_window).is_some()
+        || config.model_context_window.is_some();
     if configured || codecoder_providers::is_cloud(provider) {
         return None;
     }

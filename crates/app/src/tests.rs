@@ -301,13 +301,15 @@ fn a_models_window_comes_from_config_then_the_server_then_the_catalog() {
     // A catalog model served locally: the server knows what it allocated.
     assert_eq!(context_limits_with(&config, "gpt-4o", None).window, 128_000);
     assert_eq!(context_limits_with(&config, "gpt-4o", Some(16_384)).window, 16_384);
-    // The configured window over both.
+    // The configured windows over both.
+    config.model_context_window = Some(6000);
+    assert_eq!(context_limits_with(&config, "smol", Some(8192)).window, 6000);
     config.models.insert(
         "smol".into(),
         codecoder_config::ModelToml { context_window: Some(2048), ..Default::default() },
     );
     let limits = context_limits_with(&config, "smol", Some(8192));
-    assert_eq!(limits.window, 2048);
+    assert_eq!(limits.window, 2048, "the model's own entry over model_context_window");
     // The reserve and the compaction limit follow the window that won.
     assert!(limits.max_output <= 1024, "{limits:?}");
     assert!(limits.auto_compact < 2048 - limits.max_output + 1, "{limits:?}");

@@ -44,6 +44,11 @@ pub struct ConfigToml {
     /// A cap on generated tokens per request (default: the model's limit).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_max_output_tokens: Option<u32>,
+    /// The model's context window in tokens, as codex spells it (default: what the provider's
+    /// server reports, else the catalog's; `[models.X] context_window` overrides it per
+    /// model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_context_window: Option<u64>,
     /// Compact the conversation automatically when the next request would pass this many
     /// tokens (default: 90 % of the model's window less its output reserve; `[models.X]
     /// auto_compact_token_limit` overrides it per model).
