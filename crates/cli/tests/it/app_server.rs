@@ -913,3 +913,34 @@ fn a_patch_is_shown_while_the_model_writes_it() {
     assert_eq!(change["status"], "completed");
     assert!(client.finish().success());
 }
+
+#[test]
+fn the_context_window_a_local_server_reports_reaches_the_token_usage() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = Script::new()
+        .discovery("/props", json!({"default_generation_settings": {"n_ctx": 12_288}}))
+        .reply(Reply::text("Hi."));
+    let server = FakeModelServer::start(script).unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "model = \"served-model\"\nmodel_provider = \"local\"\n[model_providers.local]\nbase_url = \"{}/v1\"\nwire_api = \"chat\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let mut client = Client::start(&run);
+    client.initialize();
+    let started = client.result("thread/start", json!({"cwd": cwd.path()}));
+    let thread_id = started["thread"]["id"].as_str().unwrap().to_owned();
+    client.result(
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "hello"}]}),
+    );
+    let messages = client.turn(|_| "accept");
+    let usage = with_method(&messages, "thread/tokenUsage/updated");
+    assert!(!usage.is_empty(), "{:?}", methods(&messages));
+    assert_eq!(usage[0]["params"]["tokenUsage"]["modelContextWindow"], 12_288);
+}
