@@ -619,7 +619,8 @@ fn answer_discovery(
     match answer {
         Some(answer) => send_json(conn, 200, &answer, &[], keep_alive),
         None => {
-            let body = wire::error_body(None, 404, None, &format!("fake model: no API at {path}"), 0);
+            let body =
+                wire::error_body(None, 404, None, &format!("fake model: no API at {path}"), 0);
             send_json(conn, 404, &body, &[], keep_alive)
         }
     }
