@@ -348,6 +348,8 @@ fn tool_call_format_reads_from_file_and_override_and_refuses_unknown_forms() {
         load(&f.options(None, &["model_providers.local.tool_call_format=\"auto\""])).unwrap();
     let local = &loaded.config.model_providers["local"];
     assert_eq!(local.tool_call_format, Some(crate::ToolCallFormat::Auto));
+    let table = parse_override("model_providers.local.tool_call_format=llama3").unwrap();
+    assert_eq!(table["model_providers"]["local"]["tool_call_format"].as_str(), Some("llama3"));
 
     write(
         &f.home.join("config.toml"),

@@ -98,6 +98,9 @@ fn a_malformed_call_stays_text_with_a_note_in_the_session_log() {
         .collect();
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].contains("looks like a hermes tool call") && notes[0].contains("bad JSON"));
+    let log = session_log(home.path());
+    let out = run.run(&["sessions", "validate", log.to_str().unwrap()], "");
+    assert!(out.status.success(), "the log with its note is valid: {}", stdout(&out));
 }
 
 #[test]
