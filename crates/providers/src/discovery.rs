@@ -12,13 +12,13 @@
 //! Ollama's documented default for small machines, 4096 tokens; never more than the model's
 //! `<arch>.context_length`.
 //!
-//! Invariants: every request is synchronous, bounded by the caller's timeout (connect and
-//! whole request), carries the provider's own headers (its key included) and never fails a
+//! Invariants: every request is synchronous, and all the requests of one discovery together
+//! take at most the caller's timeout (connect included), carries the provider's own headers (its key included) and never fails a
 //! session: `context_window` answers `None` for anything it cannot read. The key never appears
 //! in an error (`scrub`).
 
 use std::io::Read;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -26,7 +26,7 @@ use crate::client::request_headers;
 use crate::config::{ProviderConfig, WireApi};
 use crate::error::{Error, scrub};
 
-/// How long a discovery request may take, connection included.
+/// How long one discovery may take, all its requests and connections included.
 pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(2);
 /// How much of a discovery answer is read.
 const BODY_LIMIT: u64 = 4 * 1024 * 1024;
@@ -103,6 +103,8 @@ struct Prober {
     /// Set once a connection failed: the later requests of the same discovery fail at once,
     /// so a server that is not there costs one timeout, not one per endpoint.
     unreachable: std::cell::Cell<bool>,
+    /// When the discovery's time is up: each request gets what is left.
+    deadline: Instant,
 }
 
 impl Prober {
@@ -125,25 +127,29 @@ impl Prober {
             root: server_root(&base).to_owned(),
             base,
             unreachable: std::cell::Cell::new(false),
+            deadline: Instant::now() + timeout,
         })
     }
 
     /// `GET url` (or `POST` with `body`) read as JSON; a status other than 2xx is an error.
     fn json(&self, url: &str, body: Option<&Value>) -> Result<Value, Error> {
         let scrubbed = |text: &str| scrub(text, self.api_key.as_deref());
-        if self.unreachable.get() {
-            return Err(Error::Connection { message: format!("{} is unreachable", scrubbed(url)) });
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if self.unreachable.get() || left.is_zero() {
+            return Err(Error::Connection {
+                message: format!("{} did not answer in time", scrubbed(url)),
+            });
         }
         let response = match body {
             Some(body) => {
-                let mut builder = self.agent.post(url);
+                let mut builder = self.agent.post(url).config().timeout_global(Some(left)).build();
                 for (name, value) in &self.headers {
                     builder = builder.header(name.as_str(), value.as_str());
                 }
                 builder.header("accept", "application/json").send(body.to_string().as_bytes())
             }
             None => {
-                let mut builder = self.agent.get(url);
+                let mut builder = self.agent.get(url).config().timeout_global(Some(left)).build();
                 for (name, value) in &self.headers {
                     if name != "content-type" {
                         builder = builder.header(name.as_str(), value.as_str());

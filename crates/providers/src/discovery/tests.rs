@@ -256,4 +256,17 @@ mod over_http {
         let err = list_models(&gone, &env, DISCOVERY_TIMEOUT).unwrap_err();
         assert!(matches!(err, Error::Connection { .. }), "{err}");
     }
+
+    #[test]
+    fn a_server_that_accepts_but_never_answers_gives_no_window() {
+        // Connections are accepted (by the backlog) and never read: every request times out.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let silent =
+            ProviderConfig::new("silent", format!("http://{addr}/v1"), WireApi::Chat, None);
+        let timeout = Duration::from_millis(300);
+        assert_eq!(context_window(&silent, &env, "m", timeout), None);
+        assert!(list_models(&silent, &env, timeout).is_err());
+        drop(listener);
+    }
 }
