@@ -45,9 +45,11 @@ impl Format {
     pub(crate) fn resolve(setting: ToolCallFormat, model: &str) -> Option<Self> {
         match setting {
             ToolCallFormat::Off => None,
-            ToolCallFormat::Auto => {
-                catalog::tool_call_format(model).and_then(|f| Self::resolve(f, model))
-            }
+            // The catalog names a form, never `auto` or `off`; either would parse nothing.
+            ToolCallFormat::Auto => match catalog::tool_call_format(model)? {
+                ToolCallFormat::Off | ToolCallFormat::Auto => None,
+                named => Self::resolve(named, model),
+            },
             ToolCallFormat::Hermes | ToolCallFormat::Qwen => Some(Self::Hermes),
             ToolCallFormat::Llama3 => Some(Self::Llama3),
             ToolCallFormat::Mistral => Some(Self::Mistral),
