@@ -78,12 +78,22 @@ impl Runtime {
                 "provider: {provider_id} ({} API, {})",
                 provider.wire_api,
                 if provider.stream {
-                    "streaming; falls back to whole answers if a server refuses to stream tools"
+                    "streaming; a streamed request with tools that fails before any answer is sent again as a whole one"
                 } else {
                     "stream = false: whole JSON answers"
                 }
             )?,
             Err(err) => writeln!(out, "provider: {provider_id} ({err})")?,
+        }
+        let remembered = crate::provider_cache::ProviderCache::describe(&self.home);
+        if !remembered.is_empty() {
+            let path = self.home.join(crate::provider_cache::PROVIDER_CACHE);
+            writeln!(
+                out,
+                "provider cache: requests with tools go unstreamed to {} (delete an entry in {} to try streaming again)",
+                remembered.join("; "),
+                path.display()
+            )?;
         }
         let (settings, warning) = crate::provider::reasoning_settings(config, model, None)?;
         let reasons = codecoder_providers::model_info(model).reasoning;

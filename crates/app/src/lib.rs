@@ -33,6 +33,7 @@ mod plan;
 mod plugins;
 mod progress;
 mod provider;
+mod provider_cache;
 mod replay;
 mod reports;
 mod safety;

@@ -203,7 +203,18 @@ impl Runtime {
                     crate::provider::key_lookup(&home, &provider_id, provider.env_key.clone());
                 discovery = start_discovery(config, &provider, &model, &lookup);
                 match HttpModelClient::new(provider, &lookup) {
-                    Ok(client) => Arc::new(client),
+                    Ok(client) => {
+                        // `stream = true` set by the person: streaming is tried first whatever
+                        // the provider cache remembers.
+                        let stream_set =
+                            config.model_providers.get(&provider_id).and_then(|t| t.stream);
+                        let (cache, warning) = crate::provider_cache::ProviderCache::open(
+                            &home,
+                            stream_set != Some(true),
+                        );
+                        notices.extend(warning.map(Notice::Warning));
+                        Arc::new(client.with_memory(Arc::new(cache)))
+                    }
                     Err(err @ codecoder_providers::Error::MissingApiKey { .. }) => {
                         return Err(Error::usage(format!(
                             "{err} (or run `codecoder login --provider {provider_id}`)"

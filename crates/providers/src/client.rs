@@ -463,17 +463,20 @@ impl Job {
         let remembered = match &self.memory {
             Some(memory) => match memory.remember_unstreamed_tools(&key) {
                 Ok(()) => format!(
-                    "remembered in {} (delete its entry there to try streaming again)",
+                    "from now on (remembered in {}; delete its entry there to try streaming again)",
                     memory.location()
                 ),
-                Err(err) => format!("for this session only (could not remember it: {err})"),
+                Err(err) => format!(
+                    "for this session only (could not remember it in {}: {err})",
+                    memory.location()
+                ),
             },
             None => "for the rest of the session".to_owned(),
         };
         let failure = scrub(&streamed.error.to_string(), self.api_key.as_deref());
         let Server { id, name, base_url } = self.server.as_ref();
         let warning = format!(
-            "{name} ({base_url}) cannot stream tool calls for model `{}`: a streamed request with tools failed before any answer ({failure}) and worked without streaming; requests with tools go unstreamed {remembered}; set stream = false in [model_providers.{id}] to never stream",
+            "{name} ({base_url}) cannot stream tool calls for model `{}`: a streamed request with tools failed before any answer ({failure}) and worked without streaming; requests with tools go unstreamed {remembered}; set stream = false in [model_providers.{id}] to skip streaming from the start",
             self.model
         );
         tx.send(ResponseEvent::Warning(warning)).is_ok()

@@ -21,6 +21,7 @@ mod mcp_server;
 mod models;
 mod plan;
 mod plugins;
+mod provider_fallback;
 mod reasoning;
 mod replay;
 mod safety;

@@ -1,0 +1,107 @@
+//! A local server that cannot stream tool calls, and one that is not running, end to end: the
+//! real binary against the fake model server in a temporary home. The first run falls back to
+//! an unstreamed request, warns once and remembers it in the home's provider cache; the next
+//! run sends unstreamed from its first request (no failed attempt, no warning); `stream = true`
+//! tries streaming first again; `doctor` shows what is remembered. A server that is not running is named with what to do.
+
+use std::path::Path;
+
+use codecoder_test_support::{FakeModelServer, Reply, Script};
+
+use crate::exec::Run;
+use crate::{stderr, stdout};
+
+fn write_local_provider(home: &Path, base_url: &str) {
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "model = \"local-model\"\nmodel_provider = \"local\"\n[model_providers.local]\nname = \"Local server\"\nbase_url = \"{base_url}/v1\"\nwire_api = \"chat\"\n"
+        ),
+    )
+    .unwrap();
+}
+
+fn streams(server: &FakeModelServer) -> Vec<bool> {
+    server.requests().iter().map(|r| r.body["stream"].as_bool().unwrap()).collect()
+}
+
+#[test]
+fn the_first_run_falls_back_and_warns_once_the_next_pays_no_failed_attempt() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    // llama-cpp-python's way: the streamed request with tools ends before any finish reason.
+    let server = FakeModelServer::start(
+        Script::new()
+            .when_streamed_tools(Reply::text("never sent").end_after(1))
+            .reply(Reply::text("First answer."))
+            .reply(Reply::text("Second answer."))
+            .reply(Reply::text("Third answer.")),
+    )
+    .unwrap();
+    write_local_provider(home.path(), &server.base_url());
+    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+
+    let out = run.run(&["exec", "hi"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "First answer.\n");
+    let err = stderr(&out);
+    assert_eq!(err.matches("cannot stream tool calls").count(), 1, "{err}");
+    let cache = home.path().join("cache").join("providers.json");
+    assert!(err.contains(&cache.display().to_string()), "the warning says where: {err}");
+    assert!(err.contains("stream = false in [model_providers.local]"), "{err}");
+    assert_eq!(streams(&server), [true, false]);
+    let remembered: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+    assert_eq!(
+        remembered["unstreamed_tools"],
+        serde_json::json!([{
+            "provider": "local",
+            "base_url": format!("{}/v1", server.base_url()),
+            "model": "local-model",
+        }])
+    );
+
+    let out = run.run(&["doctor"], "");
+    assert!(
+        stdout(&out).contains(&format!(
+            "provider cache: requests with tools go unstreamed to local ({}/v1), model local-model",
+            server.base_url()
+        )),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = run.run(&["exec", "again"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "Second answer.\n");
+    let err = stderr(&out);
+    assert!(!err.contains("cannot stream"), "no warning the second time: {err}");
+    assert_eq!(streams(&server), [true, false, false], "no failed attempt the second time");
+
+    // `stream = true` set by the person tries streaming first whatever the cache says.
+    let out = run.run(&["-c", "model_providers.local.stream=true", "exec", "stream please"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "Third answer.\n");
+    assert_eq!(streams(&server), [true, false, false, true, false]);
+}
+
+#[test]
+fn a_server_that_is_not_running_is_named_with_what_to_do() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    // A loopback port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let base_url = format!("http://127.0.0.1:{port}");
+    write_local_provider(home.path(), &base_url);
+    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let out = run.run(&["exec", "hi"], "");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "cannot reach Local server at {base_url}/v1 (connection refused): is the server running? start it, or set base_url in [model_providers.local]"
+        )),
+        "{err}"
+    );
+    assert_eq!(err.matches("cannot reach").count(), 1, "said once: {err}");
+}
