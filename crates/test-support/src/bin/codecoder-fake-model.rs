@@ -73,6 +73,10 @@ or {{\"type\": \"fault\", ...}}, an HTTP error with the API's error JSON:
     delay_ms        wait before answering
     hang_up         true: close the connection without any response
 
+A script's \"discovery\": {{\"/props\": {{...}}, \"/v1/models\": {{...}}, \"/api/show\": {{...}}}} answers
+those paths (also /models, /api/tags, /api/ps, /api/v0/models; any method) with that JSON; a
+discovery path it does not name gets a 404.
+
 EXAMPLE (crates/test-support/examples/script.json):
 {EXAMPLE}"
     )
