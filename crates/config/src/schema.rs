@@ -326,8 +326,10 @@ pub struct ProviderToml {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub send_reasoning_content: Option<bool>,
     /// Stream responses (default true). `false` sends each request with `"stream": false`
-    /// and reads one JSON answer, for servers that cannot stream tool calls; a server that
-    /// refuses a streamed request with tools is switched to this for the session anyway.
+    /// and reads one JSON answer, for servers that cannot stream tool calls. Unset, a streamed
+    /// request with tools that fails before any answer is sent again unstreamed and, if that
+    /// works, the model is remembered in the home's cache/providers.json; `true` tries
+    /// streaming first whatever that cache says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
     /// Chat Completions: the form in which the model writes tool calls into its text, parsed
