@@ -73,9 +73,30 @@ enum ServerKind {
     Compatible,
 }
 
-/// Whether `config` is a cloud preset, whose models come from the catalog without a request.
+/// The hosts of the cloud presets' APIs (and Azure OpenAI's): a provider table pointing at one
+/// is a cloud provider whatever its id.
+const CLOUD_HOSTS: &[&str] = &[
+    "api.openai.com",
+    "openai.azure.com",
+    "api.anthropic.com",
+    "api.deepseek.com",
+    "openrouter.ai",
+];
+
+/// Whether `config` is a cloud provider (a cloud preset, the Anthropic API, or a table whose
+/// base URL is a cloud preset's host), whose models come from the catalog without a request.
 pub fn is_cloud(config: &ProviderConfig) -> bool {
-    CLOUD_PRESETS.contains(&config.id.as_str()) || config.wire_api == WireApi::Anthropic
+    let host = config
+        .base_url
+        .split_once("://")
+        .map_or(config.base_url.as_str(), |(_, rest)| rest)
+        .split(['/', ':'])
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    CLOUD_PRESETS.contains(&config.id.as_str())
+        || config.wire_api == WireApi::Anthropic
+        || CLOUD_HOSTS.iter().any(|cloud| host == *cloud || host.ends_with(&format!(".{cloud}")))
 }
 
 fn kind(config: &ProviderConfig) -> ServerKind {

@@ -162,6 +162,12 @@ fn cloud_presets_are_never_asked() {
         assert!(!is_cloud(&ProviderConfig::preset(id, &env).unwrap()), "{id}");
     }
     assert!(!is_cloud(&ProviderConfig::new("local", "http://127.0.0.1:1/v1", WireApi::Chat, None)));
+    let table = |url: &str| ProviderConfig::new("mine", url, WireApi::Chat, None);
+    assert!(is_cloud(&table("https://api.openai.com/v1")));
+    assert!(is_cloud(&table("https://my-team.openai.azure.com/openai")));
+    assert!(is_cloud(&table("https://OpenRouter.ai/api/v1")));
+    assert!(!is_cloud(&table("http://gpu-box.lan:8000/v1")));
+    assert!(!is_cloud(&table("http://notopenrouter.ai.example/v1")));
 }
 
 mod over_http {
