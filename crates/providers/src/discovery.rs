@@ -4,7 +4,10 @@
 //! llama.cpp's server (`GET /props` → `default_generation_settings.n_ctx`, and `meta.n_ctx_train`
 //! on `/v1/models`), vLLM (`max_model_len` on `/v1/models`), LM Studio (`GET /api/v0/models`,
 //! `loaded_context_length` else `max_context_length`) and Ollama (`POST /api/show`, `GET
-//! /api/ps`, `GET /api/tags`). Cloud presets are never asked: their catalog entry is the answer.
+//! /api/ps`, `GET /api/tags`). The `ollama` and `lmstudio` presets are asked through their own
+API; any other provider is probed in turn (`/props`, `{base_url}/models`, `/api/v0/models`,
+`/api/show`) until one says a window. Cloud providers are never asked: their catalog entry is
+the answer.
 //!
 //! Ollama's window over its OpenAI-compatible API is not the model's trained length: it is the
 //! Modelfile's `num_ctx` when set, else the window the server loaded the model with (`/api/ps`
@@ -246,6 +249,8 @@ impl Prober {
                 })
             })
             .or_else(|| self.lmstudio_window(model))
+            // Ollama under an id of its own: its own API says what its `/v1` does not.
+            .or_else(|| self.ollama_window(model))
     }
 }
 

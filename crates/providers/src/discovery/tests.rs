@@ -249,6 +249,24 @@ mod over_http {
     }
 
     #[test]
+    fn ollama_under_another_id_is_found_by_probing() {
+        let script = Script::new()
+            .discovery("/v1/models", json!({"data": [{"id": "qwen2.5-coder:7b"}]}))
+            .discovery("/api/show", json!({"model_info": {"qwen2.context_length": 32768}}))
+            .discovery(
+                "/api/ps",
+                json!({"models": [{"name": "qwen2.5-coder:7b", "context_length": 16384}]}),
+            );
+        let server = FakeModelServer::start(script).unwrap();
+        let config = local("gpu-box", &server);
+        let window = context_window(&config, &env, "qwen2.5-coder:7b", DISCOVERY_TIMEOUT).unwrap();
+        assert_eq!(window.tokens, 16384);
+        assert_eq!(window.source, format!("{}/api/ps", server.base_url()));
+        let asked: Vec<String> = server.discovery_requests().into_iter().map(|r| r.path).collect();
+        assert_eq!(asked, ["/props", "/v1/models", "/api/v0/models", "/api/show", "/api/ps"]);
+    }
+
+    #[test]
     fn a_server_that_says_nothing_gives_no_window_and_a_listing_error() {
         let server = FakeModelServer::start(Script::new()).unwrap();
         let config = local("plain", &server);
