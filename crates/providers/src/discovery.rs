@@ -5,9 +5,9 @@
 //! on `/v1/models`), vLLM (`max_model_len` on `/v1/models`), LM Studio (`GET /api/v0/models`,
 //! `loaded_context_length` else `max_context_length`) and Ollama (`POST /api/show`, `GET
 //! /api/ps`, `GET /api/tags`). The `ollama` and `lmstudio` presets are asked through their own
-API; any other provider is probed in turn (`/props`, `{base_url}/models`, `/api/v0/models`,
-`/api/show`) until one says a window. Cloud providers are never asked: their catalog entry is
-the answer.
+//! API; any other provider is probed in turn (`/props`, `{base_url}/models`, `/api/v0/models`,
+//! `/api/show`) until one says a window. Cloud providers are never asked: their catalog entry is
+//! the answer.
 //!
 //! Ollama's window over its OpenAI-compatible API is not the model's trained length: it is the
 //! Modelfile's `num_ctx` when set, else the window the server loaded the model with (`/api/ps`
