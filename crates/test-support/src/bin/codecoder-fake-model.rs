@@ -64,6 +64,7 @@ A step is {{\"type\": \"reply\", ...}}, a 200 SSE stream in the API's format:
     malformed_before  EVENT_INDEX: an event with truncated JSON
     drop_after      N: close the connection after N events (no terminal event)
     error_after     {{\"after\": N, \"error_type\", \"message\"}}: the API's error event, then end
+    end_after       N: end the stream cleanly after N events (no finish reason, no [DONE])
 Event indexes count SSE events from 0 (comments and injected bytes excluded).
 
 or {{\"type\": \"fault\", ...}}, an HTTP error with the API's error JSON:
@@ -72,6 +73,9 @@ or {{\"type\": \"fault\", ...}}, an HTTP error with the API's error JSON:
     error_type, message, body (replaces the whole JSON body), headers {{\"name\": \"value\"}}
     delay_ms        wait before answering
     hang_up         true: close the connection without any response
+
+A script's \"when_streamed_tools\": STEP is what every streamed request that offers tools gets
+(a server that cannot stream tool calls); other requests take the steps as usual.
 
 A script's \"discovery\": {{\"/props\": {{...}}, \"/v1/models\": {{...}}, \"/api/show\": {{...}}}} answers
 those paths (also /models, /api/tags, /api/ps, /api/v0/models; any method) with that JSON; a
