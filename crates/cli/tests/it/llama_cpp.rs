@@ -123,7 +123,7 @@ fn home_for(server: &LlamaServer, extra: &str) -> tempfile::TempDir {
         home.path().join("config.toml"),
         format!(
             "model = {model:?}\nmodel_provider = \"local\"\n\
-             [agent]\nmax_steps_per_turn = 4\n\
+             [agent]\nmax_steps_per_turn = 3\n\
              [model_providers.local]\nname = \"llama-cpp-python\"\n\
              base_url = \"http://127.0.0.1:{port}/v1\"\nwire_api = \"chat\"\n{extra}",
             model = server.model,
@@ -166,6 +166,17 @@ fn tool_items(lines: &[serde_json::Value]) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The run called a tool that completed, and its turn ended on its own: the model answered, or it
+/// kept calling tools until the step limit (a tiny model often does).
+fn assert_tool_turn(out: &std::process::Output) {
+    let lines = json_lines(out);
+    let completed: Vec<serde_json::Value> =
+        tool_items(&lines).into_iter().filter(|item| item["status"] == "completed").collect();
+    assert!(!completed.is_empty(), "no tool call completed: {lines:?}\n{}", stderr(out));
+    let ended = out.status.success() || stderr(out).contains("the turn reached its limit of");
+    assert!(ended, "{}", stderr(out));
+}
+
 const LIST_FILES: &str = "List the files in the current directory.";
 
 #[test]
@@ -188,11 +199,7 @@ fn a_tool_call_unstreamed() {
     let cwd = workspace();
     let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
     let out = run.run(&["exec", "--json", LIST_FILES], "");
-    assert!(out.status.success(), "{}", stderr(&out));
-    let lines = json_lines(&out);
-    let tools = tool_items(&lines);
-    assert!(!tools.is_empty(), "the model called no tool: {lines:?}");
-    assert_eq!(lines.last().unwrap()["type"], "turn.completed", "{lines:?}");
+    assert_tool_turn(&out);
     assert_logs_validate(home.path());
 }
 
@@ -205,11 +212,7 @@ fn a_tool_call_falls_back_to_unstreamed() {
     let cwd = workspace();
     let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
     let out = run.run(&["exec", "--json", LIST_FILES], "");
-    assert!(out.status.success(), "{}", stderr(&out));
-    let lines = json_lines(&out);
-    let tools = tool_items(&lines);
-    assert!(!tools.is_empty(), "the model called no tool: {lines:?}");
-    assert_eq!(lines.last().unwrap()["type"], "turn.completed", "{lines:?}");
+    assert_tool_turn(&out);
     let warnings: Vec<String> = stderr(&out)
         .lines()
         .filter(|line| line.starts_with("warning:") && line.contains("stream"))
