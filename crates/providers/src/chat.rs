@@ -226,8 +226,10 @@ pub(crate) fn request_body(
                         | MessageItem::ToolResult(_) => {}
                     }
                 }
+                // An empty string rather than null: servers whose chat templates read the
+                // field (llama-cpp-python) refuse a null content beside tool calls.
                 messages.push(ChatMessage::Assistant {
-                    content: text.filter(|t| !t.is_empty()),
+                    content: Some(text.unwrap_or_default()),
                     tool_calls,
                     reasoning_content: reasoning
                         .filter(|r| send_reasoning_content && !r.is_empty()),

@@ -440,6 +440,8 @@ impl Job {
         let request = self.fallback.take()?;
         let config = ProviderConfig { stream: false, ..(*self.config).clone() };
         let body = encode_request(&config, &request).ok()?;
+        // A fresh connection: a server whose stream failed may close the kept-alive one.
+        self.agent = new_agent();
         let body = std::mem::replace(&mut self.body, body);
         Some((std::mem::replace(&mut self.config, Arc::new(config)), body))
     }
