@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::exec::{Run, json_lines};
-use crate::stderr;
+use crate::{stderr, stdout};
 
 /// The directory `.ci/llama-server-env.sh` filled (`CODECODER_TEST_LLAMA`). Without it a test
 /// fails under `CI=true` and is skipped elsewhere, so that `cargo test` works without Python.
@@ -213,11 +213,14 @@ fn a_tool_call_falls_back_to_unstreamed() {
     let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
     let out = run.run(&["exec", "--json", LIST_FILES], "");
     assert_tool_turn(&out);
-    let warnings: Vec<String> = stderr(&out)
+    // Under --json a warning is an error item on stdout, as codex shows one.
+    let warnings: Vec<String> = stdout(&out)
         .lines()
-        .filter(|line| line.starts_with("warning:") && line.contains("stream"))
+        .filter(|line| {
+            line.contains("\"type\":\"error\"") && line.contains("cannot stream tool calls")
+        })
         .map(str::to_owned)
         .collect();
-    assert_eq!(warnings.len(), 1, "{}", stderr(&out));
+    assert_eq!(warnings.len(), 1, "{}\n{}", stdout(&out), stderr(&out));
     assert_logs_validate(home.path());
 }
