@@ -152,6 +152,8 @@ proptest! {
         patch in prop_oneof![patch_soup(), patch_grammar()],
         cuts in vec(any::<prop::sample::Index>(), 0..6),
     ) {
+        // The stream reads whole lines: a patch's last line counts once its newline arrives.
+        let patch = if patch.ends_with('\n') { patch } else { format!("{patch}\n") };
         let mut at: Vec<usize> = cuts.iter().map(|cut| cut.index(patch.len() + 1)).collect();
         at.retain(|&at| patch.is_char_boundary(at));
         at.sort_unstable();
