@@ -78,7 +78,7 @@ pub use headless::{
 pub use host::{SessionListing, git_diff, init_agents_md};
 pub use image::{image_type, read_image};
 pub use jsonl::{ExecEventEncoder, result_text};
-pub use mcp::{McpServerEntry, add_mcp_server, remove_mcp_server};
+pub use mcp::{McpServerEntry, add_mcp_server, mcp_server_config, remove_mcp_server};
 pub use mcp_spec::{
     MCP_SECRET_MASK, McpAddFlags, McpListing, McpTransport, describe_mcp_server,
     mcp_server_from_flags, mcp_server_from_json,
@@ -90,7 +90,8 @@ pub use progress::{Progress, ProgressEncoder};
 pub use reports::{write_compaction, write_plugins, write_session_list};
 pub use safety::{Safety, claude_permission_mode};
 pub use session::{
-    ContextLimits, Pricing, RunningSession, SessionControls, SessionRequest, Start, context_limits,
+    ContextLimits, FrontendHooks, Pricing, RunningSession, SessionControls, SessionRequest, Start,
+    context_limits,
 };
 pub use sessions::{
     Forked, SessionList, SessionLog, SessionSummary, ValidLog, Validation, fork_session,
@@ -134,6 +135,11 @@ pub struct Overrides {
     pub add_dirs: Vec<PathBuf>,
     /// `--permission-mode` (`exec --plan`: plan), over Claude Code's `defaultMode`.
     pub permission_mode: Option<PermissionMode>,
+    /// `--allowedTools`: permission rules in Claude Code's syntax (`Bash(git log:*)`), allowing,
+    /// on top of the user's layer.
+    pub allowed_tools: Vec<String>,
+    /// `--disallowedTools`: rules in the same syntax, denying.
+    pub disallowed_tools: Vec<String>,
 }
 
 /// Something a person should read, from loading the config or assembling a session.

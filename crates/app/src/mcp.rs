@@ -387,3 +387,21 @@ pub(crate) fn without_table(text: &str, name: &str) -> String {
     }
     out
 }
+
+/// A server given in Claude Code's JSON form (an entry of `mcpServers`, as `--mcp-config` or an
+/// SDK's `initialize` carries it), ready for `SessionRequest::mcp_servers`. `lookup` reads the
+/// environment for the server's base set and `bearer_token_env_var`.
+///
+/// # Errors
+/// `Usage`, naming the server and the problem, when the JSON is not one server.
+pub fn mcp_server_config(
+    name: &str,
+    json: &serde_json::Value,
+    lookup: &dyn Fn(&str) -> Option<OsString>,
+) -> crate::Result<ServerConfig> {
+    let table = crate::mcp_server_from_json(name, &json.to_string(), false)?;
+    let base = codecoder_mcp::base_env(lookup);
+    let text_lookup = |var: &str| lookup(var).and_then(|v| v.into_string().ok());
+    from_toml(name, &table, &base, &text_lookup)
+        .map_err(|err| crate::Error::usage(format!("MCP server `{name}`: {err}")))
+}

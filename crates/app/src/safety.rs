@@ -136,7 +136,7 @@ pub(crate) fn build(
         }
     }
 
-    let (project_rules, user_rules) = rules(loaded, cwd, &claude)?;
+    let (project_rules, user_rules) = rules(loaded, args, cwd, &claude)?;
     let mut extra_hidden: Vec<PathBuf> =
         vec![codecoder_home.join(codecoder_config::CREDENTIALS_FILE)];
     for path in config.sandbox.iter().flat_map(|s| s.hidden_paths.iter()) {
@@ -284,6 +284,7 @@ fn resolve_modes(
 /// other layer and `~/.claude/settings.json`), parsed.
 fn rules(
     loaded: &LoadedConfig,
+    overrides: &Overrides,
     cwd: &Path,
     claude: &ClaudePermissions,
 ) -> Result<(RuleSet, RuleSet)> {
@@ -318,6 +319,14 @@ fn rules(
         target.1.extend(layer.ask.iter().cloned());
         target.2.extend(layer.deny.iter().cloned());
     }
+    // Rules given on the command line (`--allowedTools`, `--disallowedTools`) join the user's.
+    RuleSet::parse(&overrides.allowed_tools, &[], &overrides.disallowed_tools, RuleOrigin::User)
+        .map_err(|source| Error::Rules {
+            origin: "--allowedTools/--disallowedTools".to_owned(),
+            source: Box::new(source),
+        })?;
+    user.0.extend(overrides.allowed_tools.iter().cloned());
+    user.2.extend(overrides.disallowed_tools.iter().cloned());
     let merged = |origin: &str| {
         let origin = origin.to_owned();
         move |source| Error::Rules { origin, source: Box::new(source) }

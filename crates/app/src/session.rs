@@ -64,6 +64,25 @@ pub struct SessionRequest {
     /// MCP servers the front-end brings (ACP's `session/new`), on top of the configured ones;
     /// one of the same name replaces the configured one.
     pub mcp_servers: Vec<codecoder_mcp::ServerConfig>,
+    /// Instructions in place of codecoder's base instructions (Claude Code's `--system-prompt`).
+    pub system_prompt: Option<String>,
+    /// Instructions added after the rest of the prompt (`--append-system-prompt`).
+    pub append_system_prompt: Option<String>,
+    /// Model requests a turn may make at most, over `agent.max_steps_per_turn`
+    /// (`--max-turns`).
+    pub max_steps: Option<u32>,
+    /// Hooks of the front-end (an SDK's callbacks), asked after the configured ones.
+    pub hooks: FrontendHooks,
+}
+
+/// A front-end's own hook sources (`SessionRequest::hooks`).
+#[derive(Clone, Default)]
+pub struct FrontendHooks(pub Vec<Arc<dyn codecoder_kernel::Hooks>>);
+
+impl std::fmt::Debug for FrontendHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FrontendHooks({} sources)", self.0.len())
+    }
 }
 
 impl SessionRequest {
@@ -286,6 +305,9 @@ impl Runtime {
                 agent_config.subagents.max_depth = depth;
             }
         }
+        if let Some(max) = request.max_steps {
+            agent_config.max_steps = max;
+        }
         let session_store = store.clone();
         let ephemeral = request.ephemeral;
         // Subagents' logs follow the root's: in memory when it is.
@@ -402,6 +424,9 @@ impl Runtime {
         let window = limits.window;
         let mut context_config = context_config(config, &model, server_tokens, &home);
         context_config.output_schema.clone_from(&request.output_schema);
+        if let Some(prompt) = &request.system_prompt {
+            context_config.base_instructions.clone_from(prompt);
+        }
         let (reasoning, reasoning_warning) = crate::provider::reasoning_settings(
             config,
             &model,
@@ -425,6 +450,10 @@ impl Runtime {
         .with_section(
             "skills",
             extensions.catalogue(request.first_prompt.as_deref().unwrap_or_default()),
+        )?
+        .with_section(
+            "appended instructions",
+            request.append_system_prompt.clone().unwrap_or_default(),
         )?;
         // Cut or unreadable AGENTS.md files and sections over the warning size: the person
         // should know what every request carries.
@@ -474,6 +503,7 @@ impl Runtime {
                 session_id,
             }));
         }
+        hooks.extend(request.hooks.0.iter().cloned());
         hooks.push(Arc::new(crate::plan::PlanLayer { permission: safety.permission.clone() }));
         let hooks: Arc<dyn codecoder_kernel::Hooks> = Arc::new(codecoder_kernel::HookStack(hooks));
         let deps = AgentDeps {

@@ -1,0 +1,3 @@
+//! Claude Code's headless protocol.
+
+pub mod args;
