@@ -104,6 +104,7 @@ impl GlobalArgs {
             bypass: safety.yolo,
             add_dirs: safety.add_dirs.clone(),
             permission_mode: safety.permission_mode,
+            ..codecoder_app::Overrides::default()
         }
     }
 }
