@@ -1,0 +1,294 @@
+// Drives codecoder through the Claude Agent SDK for TypeScript (`@anthropic-ai/claude-agent-sdk`),
+// unchanged: `pathToClaudeCodeExecutable` points the SDK at the codecoder binary, which it spawns
+// with its usual stream-json argv and answers over the control protocol (permission callback,
+// hook callbacks, an in-process MCP server, interrupt).
+//
+// Usage: node drive.mjs SCENARIO, with the workspace as the working directory.
+// Environment: CODECODER_BIN (the binary), CODECODER_TEST_CLAUDE_SDK_JS (the npm prefix holding
+// the SDK), SDK_MODEL (the model option), SLEEP_MARKER (interrupt: the `sleep` argument to wait
+// for), DRIVE_TIMEOUT_MS (a guard against a run that never ends; default 90 s). Everything else
+// in the environment reaches codecoder (CODECODER_HOME, ANTHROPIC_BASE_URL, ...).
+//
+// Prints one line {"sdk":"ts","message":…} per message the SDK yields, then one line
+// {"summary":…} in the shape drive.py prints too, which the Rust test asserts on.
+import { readdirSync, readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+
+const prefix = process.env.CODECODER_TEST_CLAUDE_SDK_JS;
+const load = (path) => import(pathToFileURL(`${prefix}/node_modules/${path}`).href);
+const { query, tool, createSdkMcpServer } = await load("@anthropic-ai/claude-agent-sdk/sdk.mjs");
+const { z } = await load("zod/index.js");
+
+const scenario = process.argv[2];
+const summary = {
+  sdk: "ts",
+  scenario,
+  init: null,
+  texts: [],
+  tool_uses: [],
+  tool_results: [],
+  results: [],
+  permission_calls: [],
+  hook_calls: [],
+  mcp_calls: [],
+  notes: {},
+  error: null,
+  stderr: "",
+};
+
+const timeoutMs = Number(process.env.DRIVE_TIMEOUT_MS || 90000);
+const guard = setTimeout(() => {
+  summary.error = `the run did not end within ${timeoutMs} ms`;
+  finish(1);
+}, timeoutMs);
+
+function finish(code) {
+  clearTimeout(guard);
+  summary.stderr = summary.stderr.slice(-4000);
+  console.log(JSON.stringify({ summary }));
+  process.exit(code);
+}
+
+// The options every scenario shares; `env` replaces the SDK's inherited environment, so it is
+// passed whole.
+function options(extra = {}) {
+  return {
+    pathToClaudeCodeExecutable: process.env.CODECODER_BIN,
+    cwd: process.cwd(),
+    env: { ...process.env },
+    model: process.env.SDK_MODEL,
+    stderr: (data) => {
+      summary.stderr += data;
+    },
+    ...extra,
+  };
+}
+
+// Records one message in the summary and prints it.
+function see(message) {
+  console.log(JSON.stringify({ sdk: "ts", message }));
+  switch (message.type) {
+    case "system":
+      if (message.subtype === "init" && summary.init === null) {
+        const { session_id, cwd, tools, model, permissionMode, claude_code_version, mcp_servers } =
+          message;
+        summary.init = {
+          session_id,
+          cwd,
+          tools,
+          model,
+          permissionMode,
+          claude_code_version,
+          mcp_servers,
+        };
+      }
+      break;
+    case "assistant":
+      for (const block of message.message?.content ?? []) {
+        if (block.type === "text") summary.texts.push(block.text);
+        if (block.type === "tool_use") summary.tool_uses.push({ name: block.name, input: block.input });
+      }
+      break;
+    case "user":
+      if (Array.isArray(message.message?.content)) {
+        for (const block of message.message.content) {
+          if (block.type === "tool_result") {
+            summary.tool_results.push({
+              tool_use_id: block.tool_use_id,
+              content: block.content,
+              is_error: block.is_error ?? false,
+            });
+          }
+        }
+      }
+      break;
+    case "result": {
+      const { subtype, is_error, result, session_id, errors, structured_output } = message;
+      const { total_cost_usd, num_turns, permission_denials } = message;
+      summary.results.push({
+        subtype,
+        is_error,
+        result: result ?? null,
+        session_id,
+        errors: errors ?? null,
+        structured_output: structured_output ?? null,
+        total_cost_usd,
+        num_turns,
+        permission_denials: permission_denials ?? null,
+      });
+      break;
+    }
+  }
+}
+
+async function run(prompt, extra) {
+  for await (const message of query({ prompt, options: options(extra) })) {
+    see(message);
+  }
+}
+
+// The number of processes whose command line is `sleep MARKER`.
+function sleeping(marker) {
+  let n = 0;
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
+      if (cmdline.includes(`sleep ${marker}`)) n += 1;
+    } catch {
+      // The process ended while the directory was read.
+    }
+  }
+  return n;
+}
+
+const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const scenarios = {
+  async plain() {
+    await run("say hi");
+  },
+
+  // The callback allows the command that touches allowed.txt and denies the other one.
+  async permissions() {
+    await run("touch two files", {
+      canUseTool: async (toolName, input, { toolUseID }) => {
+        summary.permission_calls.push({ tool_name: toolName, input, tool_use_id: toolUseID });
+        if (String(input.command ?? "").includes("denied.txt")) {
+          return { behavior: "deny", message: "denied by the ts callback" };
+        }
+        return { behavior: "allow", updatedInput: input };
+      },
+    });
+  },
+
+  // A PreToolUse hook denies every Bash call; the permission mode would otherwise run it.
+  async hook() {
+    await run("touch hooked.txt", {
+      permissionMode: "bypassPermissions",
+      allowDangerouslySkipPermissions: true,
+      hooks: {
+        PreToolUse: [
+          {
+            matcher: "Bash",
+            hooks: [
+              async (input, toolUseID) => {
+                summary.hook_calls.push({
+                  hook_event_name: input.hook_event_name,
+                  tool_name: input.tool_name,
+                  tool_input: input.tool_input,
+                  tool_use_id: toolUseID ?? null,
+                });
+                return {
+                  hookSpecificOutput: {
+                    hookEventName: "PreToolUse",
+                    permissionDecision: "deny",
+                    permissionDecisionReason: "blocked by the ts hook",
+                  },
+                };
+              },
+            ],
+          },
+        ],
+      },
+    });
+  },
+
+  // An in-process MCP server whose one tool adds two numbers.
+  async sdk_mcp() {
+    const add = tool("add", "Adds two numbers", { a: z.number(), b: z.number() }, async ({ a, b }) => {
+      summary.mcp_calls.push({ tool: "add", args: { a, b } });
+      return { content: [{ type: "text", text: `the sum is ${a + b}` }] };
+    });
+    const calc = createSdkMcpServer({ name: "calc", version: "1.0.0", tools: [add] });
+    await run("add 40 and 2", { mcpServers: { calc }, allowedTools: ["mcp__calc__add"] });
+  },
+
+  // A streaming prompt, interrupted while the command it started sleeps.
+  async interrupt() {
+    const marker = process.env.SLEEP_MARKER;
+    let release;
+    const released = new Promise((resolve) => {
+      release = resolve;
+    });
+    async function* prompt() {
+      yield {
+        type: "user",
+        session_id: "",
+        message: { role: "user", content: [{ type: "text", text: "sleep a while" }] },
+        parent_tool_use_id: null,
+      };
+      await released;
+    }
+    const q = query({
+      prompt: prompt(),
+      options: options({ permissionMode: "bypassPermissions", allowDangerouslySkipPermissions: true }),
+    });
+    let interrupted = false;
+    for await (const message of q) {
+      see(message);
+      const startedSleep =
+        message.type === "assistant" &&
+        (message.message?.content ?? []).some((block) => block.type === "tool_use");
+      if (startedSleep && !interrupted) {
+        interrupted = true;
+        // The tool call is announced before its command runs: wait for the process itself.
+        let waited = 0;
+        while (sleeping(marker) === 0 && waited < 20000) {
+          await delay(20);
+          waited += 20;
+        }
+        summary.notes.sleeping_before_interrupt = sleeping(marker);
+        summary.notes.interrupt_response = (await q.interrupt()) ?? null;
+      }
+      if (message.type === "result") release();
+    }
+    summary.notes.sleeping_after = sleeping(marker);
+  },
+
+  // A first run, then a second that resumes its session.
+  async resume() {
+    await run("remember the word pelican");
+    const id = summary.results[0]?.session_id;
+    summary.notes.first_session_id = id ?? null;
+    await run("which word?", { resume: id });
+  },
+
+  async json_schema() {
+    const schema = {
+      type: "object",
+      properties: { answer: { type: "integer" } },
+      required: ["answer"],
+      additionalProperties: false,
+    };
+    await run("what is 6 times 7?", { outputFormat: { type: "json_schema", schema } });
+  },
+
+  async max_turns() {
+    await run("list the files, then explain", {
+      maxTurns: 1,
+      permissionMode: "bypassPermissions",
+      allowDangerouslySkipPermissions: true,
+    });
+  },
+
+  async budget() {
+    await run("do something expensive", {
+      maxBudgetUsd: 0.0001,
+      permissionMode: "bypassPermissions",
+      allowDangerouslySkipPermissions: true,
+    });
+  },
+};
+
+const body = scenarios[scenario];
+if (body === undefined) {
+  summary.error = `unknown scenario ${scenario}`;
+  finish(2);
+}
+try {
+  await body();
+} catch (error) {
+  summary.error = String(error?.stack ?? error);
+}
+finish(0);

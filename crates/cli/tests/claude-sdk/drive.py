@@ -1,0 +1,291 @@
+"""Drives codecoder through the Claude Agent SDK for Python (`claude-agent-sdk`), unchanged:
+`cli_path` points the SDK at the codecoder binary, which it spawns with its usual stream-json
+argv and answers over the control protocol (permission callback, hook callbacks, an in-process
+MCP server, interrupt).
+
+Usage: python drive.py SCENARIO, with the workspace as the working directory.
+Environment: CODECODER_BIN (the binary), SDK_MODEL (the model option), SLEEP_MARKER (interrupt:
+the `sleep` argument to wait for), DRIVE_TIMEOUT_MS (a guard against a run that never ends;
+default 90 s). The environment reaches codecoder too (the SDK adds its own variables to it).
+
+Prints one line {"sdk":"py","class":…,"message":…} per message the SDK yields, then one line
+{"summary":…} in the shape drive.mjs prints too, which the Rust test asserts on.
+"""
+
+import asyncio
+import dataclasses
+import json
+import os
+import sys
+import traceback
+
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    HookMatcher,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    ResultMessage,
+    SystemMessage,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+    create_sdk_mcp_server,
+    query,
+    tool,
+)
+
+scenario = sys.argv[1] if len(sys.argv) > 1 else ""
+summary = {
+    "sdk": "py",
+    "scenario": scenario,
+    "init": None,
+    "texts": [],
+    "tool_uses": [],
+    "tool_results": [],
+    "results": [],
+    "permission_calls": [],
+    "hook_calls": [],
+    "mcp_calls": [],
+    "notes": {},
+    "error": None,
+    "stderr": "",
+}
+
+
+def on_stderr(line):
+    summary["stderr"] += line + "\n"
+
+
+def options(**extra):
+    """The options every scenario shares."""
+    return ClaudeAgentOptions(
+        cli_path=os.environ["CODECODER_BIN"],
+        cwd=os.getcwd(),
+        model=os.environ.get("SDK_MODEL"),
+        stderr=on_stderr,
+        **extra,
+    )
+
+
+def see(message):
+    """Records one message in the summary and prints it."""
+    body = (
+        dataclasses.asdict(message) if dataclasses.is_dataclass(message) else repr(message)
+    )
+    print(
+        json.dumps({"sdk": "py", "class": type(message).__name__, "message": body}, default=str),
+        flush=True,
+    )
+    if isinstance(message, SystemMessage):
+        if message.subtype == "init" and summary["init"] is None:
+            data = message.data
+            summary["init"] = {
+                key: data.get(key)
+                for key in (
+                    "session_id",
+                    "cwd",
+                    "tools",
+                    "model",
+                    "permissionMode",
+                    "claude_code_version",
+                    "mcp_servers",
+                )
+            }
+    elif isinstance(message, AssistantMessage):
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                summary["texts"].append(block.text)
+            elif isinstance(block, ToolUseBlock):
+                summary["tool_uses"].append({"name": block.name, "input": block.input})
+    elif isinstance(message, UserMessage):
+        if isinstance(message.content, list):
+            for block in message.content:
+                if isinstance(block, ToolResultBlock):
+                    summary["tool_results"].append(
+                        {
+                            "tool_use_id": block.tool_use_id,
+                            "content": block.content,
+                            "is_error": bool(block.is_error),
+                        }
+                    )
+    elif isinstance(message, ResultMessage):
+        summary["results"].append(
+            {
+                "subtype": message.subtype,
+                "is_error": message.is_error,
+                "result": message.result,
+                "session_id": message.session_id,
+                "errors": message.errors,
+                "structured_output": message.structured_output,
+                "total_cost_usd": message.total_cost_usd,
+                "num_turns": message.num_turns,
+                "permission_denials": message.permission_denials,
+            }
+        )
+
+
+async def run(prompt, **extra):
+    async for message in query(prompt=prompt, options=options(**extra)):
+        see(message)
+
+
+def sleeping(marker):
+    """The number of processes whose command line is `sleep MARKER`."""
+    n = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # The process ended while the directory was read.
+        if f"sleep {marker}" in cmdline:
+            n += 1
+    return n
+
+
+async def plain():
+    await run("say hi")
+
+
+async def permissions():
+    """The callback allows the command that touches allowed.txt and denies the other one."""
+
+    async def can_use_tool(tool_name, tool_input, context):
+        summary["permission_calls"].append(
+            {"tool_name": tool_name, "input": tool_input, "tool_use_id": context.tool_use_id}
+        )
+        if "denied.txt" in str(tool_input.get("command", "")):
+            return PermissionResultDeny(message="denied by the py callback")
+        return PermissionResultAllow(updated_input=tool_input)
+
+    await run("touch two files", can_use_tool=can_use_tool)
+
+
+async def hook():
+    """A PreToolUse hook blocks every Bash call; the permission mode would otherwise run it."""
+
+    async def block(hook_input, tool_use_id, context):
+        summary["hook_calls"].append(
+            {
+                "hook_event_name": hook_input.get("hook_event_name"),
+                "tool_name": hook_input.get("tool_name"),
+                "tool_input": hook_input.get("tool_input"),
+                "tool_use_id": tool_use_id,
+            }
+        )
+        return {"decision": "block", "reason": "blocked by the py hook"}
+
+    await run(
+        "touch hooked.txt",
+        permission_mode="bypassPermissions",
+        hooks={"PreToolUse": [HookMatcher(matcher="Bash", hooks=[block])]},
+    )
+
+
+async def sdk_mcp():
+    """An in-process MCP server whose one tool adds two numbers."""
+
+    @tool("add", "Adds two numbers", {"a": float, "b": float})
+    async def add(args):
+        summary["mcp_calls"].append({"tool": "add", "args": args})
+        total = args["a"] + args["b"]
+        text = f"the sum is {int(total) if float(total).is_integer() else total}"
+        return {"content": [{"type": "text", "text": text}]}
+
+    calc = create_sdk_mcp_server("calc", version="1.0.0", tools=[add])
+    await run("add 40 and 2", mcp_servers={"calc": calc}, allowed_tools=["mcp__calc__add"])
+
+
+async def interrupt():
+    """A ClaudeSDKClient session, interrupted while the command it started sleeps."""
+    marker = os.environ["SLEEP_MARKER"]
+    async with ClaudeSDKClient(options(permission_mode="bypassPermissions")) as client:
+        await client.query("sleep a while")
+        interrupted = False
+        async for message in client.receive_response():
+            see(message)
+            started = isinstance(message, AssistantMessage) and any(
+                isinstance(block, ToolUseBlock) for block in message.content
+            )
+            if started and not interrupted:
+                interrupted = True
+                # The tool call is announced before its command runs: wait for the process.
+                for _ in range(1000):
+                    if sleeping(marker):
+                        break
+                    await asyncio.sleep(0.02)
+                summary["notes"]["sleeping_before_interrupt"] = sleeping(marker)
+                await client.interrupt()
+    summary["notes"]["sleeping_after"] = sleeping(marker)
+
+
+async def resume():
+    """A first run, then a second that resumes its session."""
+    await run("remember the word pelican")
+    session_id = summary["results"][0]["session_id"] if summary["results"] else None
+    summary["notes"]["first_session_id"] = session_id
+    await run("which word?", resume=session_id)
+
+
+async def json_schema():
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "integer"}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
+    await run("what is 6 times 7?", output_format={"type": "json_schema", "schema": schema})
+
+
+async def max_turns():
+    await run("list the files, then explain", max_turns=1, permission_mode="bypassPermissions")
+
+
+async def budget():
+    await run(
+        "do something expensive", max_budget_usd=0.0001, permission_mode="bypassPermissions"
+    )
+
+
+SCENARIOS = {
+    "plain": plain,
+    "permissions": permissions,
+    "hook": hook,
+    "sdk_mcp": sdk_mcp,
+    "interrupt": interrupt,
+    "resume": resume,
+    "json_schema": json_schema,
+    "max_turns": max_turns,
+    "budget": budget,
+}
+
+
+def finish(code):
+    summary["stderr"] = summary["stderr"][-4000:]
+    print(json.dumps({"summary": summary}, default=str), flush=True)
+    # The SDK's transport may still hold threads; the summary is out, so leave at once.
+    os._exit(code)
+
+
+async def main():
+    body = SCENARIOS.get(scenario)
+    if body is None:
+        summary["error"] = f"unknown scenario {scenario}"
+        finish(2)
+    timeout = int(os.environ.get("DRIVE_TIMEOUT_MS", "90000")) / 1000
+    try:
+        await asyncio.wait_for(body(), timeout)
+    except asyncio.TimeoutError:
+        summary["error"] = f"the run did not end within {timeout} s"
+        finish(1)
+    except Exception:  # noqa: BLE001 - every failure is reported in the summary
+        summary["error"] = traceback.format_exc()
+    finish(0)
+
+
+asyncio.run(main())
