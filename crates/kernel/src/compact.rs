@@ -217,7 +217,7 @@ impl AgentLoop {
                         }
                         Ok(text)
                     }
-                    StreamEnd::Broken(message) => {
+                    StreamEnd::Broken(message) | StreamEnd::Overflow(message) => {
                         stream.abort();
                         turn_state.retired.push(stream);
                         Err(format!("the summary request failed: {message}"))

@@ -56,17 +56,25 @@ pub struct ModelError {
     /// again may fix (a dropped connection, an overloaded server). The kernel then discards the
     /// partial response (nothing of it was logged) and runs the step again.
     pub retryable: bool,
+    /// The server refused the request as larger than the model's context window. The kernel
+    /// then compacts the history and runs the step again, once per turn.
+    pub context_overflow: bool,
 }
 
 impl ModelError {
     /// An error with this message; the step is not run again.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), retryable: false }
+        Self { message: message.into(), retryable: false, context_overflow: false }
     }
 
     /// A broken stream the kernel may run again.
     pub fn retryable(message: impl Into<String>) -> Self {
-        Self { message: message.into(), retryable: true }
+        Self { message: message.into(), retryable: true, context_overflow: false }
+    }
+
+    /// A request the server refused as larger than the model's context window.
+    pub fn context_overflow(message: impl Into<String>) -> Self {
+        Self { message: message.into(), retryable: false, context_overflow: true }
     }
 }
 

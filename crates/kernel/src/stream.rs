@@ -38,6 +38,8 @@ pub(crate) enum StreamEnd {
     Stopped(Stop),
     /// The stream broke after partial output in a way a new request may fix.
     Broken(String),
+    /// The server refused the request as larger than the model's context window.
+    Overflow(String),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -357,6 +359,9 @@ impl AgentLoop {
             }
             ResponseEvent::Completed { stop_reason } => {
                 return Some(StreamEnd::Completed(stop_reason));
+            }
+            ResponseEvent::Error(err) if err.context_overflow => {
+                return Some(StreamEnd::Overflow(err.message));
             }
             ResponseEvent::Error(err) if err.retryable => {
                 return Some(StreamEnd::Broken(err.message));

@@ -73,6 +73,9 @@ impl Stop {
 /// What a completed step asks of the turn.
 struct StepOutcome {
     wants_more: bool,
+    /// The server refused the step's request as larger than the window; the step ended
+    /// without an answer and the turn compacts before sending it again.
+    overflowed: bool,
     usage: Usage,
     text: String,
 }
@@ -133,6 +136,8 @@ pub(crate) struct TurnState {
     final_text: String,
     /// The step being run (or the last one run).
     pub(crate) step: StepState,
+    /// Whether a context overflow already made this turn compact: a second one fails the turn.
+    overflow_compacted: bool,
 }
 
 impl TurnState {
@@ -145,6 +150,7 @@ impl TurnState {
             usage: Usage::default(),
             final_text: String::new(),
             step: StepState::new(StepId::new(0), false),
+            overflow_compacted: false,
         }
     }
 }
@@ -388,8 +394,11 @@ impl AgentLoop {
         // Consecutive Stop-hook blocks; the turn ends anyway after `MAX_STOP_BLOCKS`.
         let mut stop_blocks = 0;
         let mut continuation: Option<UserInput> = None;
-        // Summary steps of compactions do not count against the step limit.
+        // Summary steps of compactions, and steps the server refused as too large, do not count
+        // against the step limit.
         let mut compaction_steps = 0;
+        // The last step overflowed the window: the next one compacts first.
+        let mut overflowed = false;
         loop {
             self.poll_cmd()?;
             step = step.next();
@@ -409,7 +418,7 @@ impl AgentLoop {
             // Tools that joined since the last step are offered from this one on, and the window
             // checks below count them.
             self.refresh_tools();
-            if self.needs_compaction(turn, step, &inputs) {
+            if std::mem::take(&mut overflowed) || self.needs_compaction(turn, step, &inputs) {
                 self.compact(turn_state, step, CompactTrigger::Auto, None)?;
                 compaction_steps += 1;
                 step = step.next();
@@ -438,6 +447,10 @@ impl AgentLoop {
             self.emit(AgentEventKind::StepStarted { turn, step });
             self.emit(AgentEventKind::Status(AgentStatus::Thinking));
             let outcome = self.run_step(turn_state, step)?;
+            if outcome.overflowed {
+                compaction_steps += 1;
+                overflowed = true;
+            }
             turn_state.usage += outcome.usage;
             self.emit(AgentEventKind::Usage { turn, turn_total: turn_state.usage });
             if !outcome.text.is_empty() {
@@ -700,6 +713,39 @@ impl AgentLoop {
                     self.append(RecordBody::Error { message: message.clone() })?;
                     return Err(Stop::Failed(message));
                 }
+                StreamEnd::Overflow(message) => {
+                    stream.abort();
+                    turn_state.retired.push(stream);
+                    let message = format!("model error: {message}");
+                    self.append(RecordBody::Error { message: message.clone() })?;
+                    let can_compact =
+                        self.env.deps.compactor.is_some() && !self.writer.history().is_empty();
+                    if turn_state.overflow_compacted || !can_compact {
+                        return Err(Stop::Failed(message));
+                    }
+                    // The step ends without an answer; the turn compacts, then sends the same
+                    // request again from the compacted history (once per turn).
+                    turn_state.overflow_compacted = true;
+                    let usage = turn_state.step.usage;
+                    self.append(RecordBody::StepEnd { turn, step, usage, stop_reason: None })?;
+                    self.emit(AgentEventKind::Warning {
+                        message: format!(
+                            "{message}; compacting the conversation and sending it again"
+                        ),
+                    });
+                    self.emit(AgentEventKind::StepFinished {
+                        turn,
+                        step,
+                        usage,
+                        text: String::new(),
+                    });
+                    return Ok(StepOutcome {
+                        wants_more: true,
+                        overflowed: true,
+                        usage,
+                        text: String::new(),
+                    });
+                }
                 StreamEnd::Stopped(stop) => {
                     // Abort at once; the join waits until `TurnDone` is out, so a producer thread
                     // that is slow to be scheduled does not delay the cancel.
@@ -753,7 +799,7 @@ impl AgentLoop {
         self.emit(AgentEventKind::StepFinished { turn, step, usage, text: text.clone() });
         // A call that ended the turn: its result is logged, and no request follows it.
         let ended = turn_state.step.ends_turn;
-        Ok(StepOutcome { wants_more: has_calls && !ended, usage, text })
+        Ok(StepOutcome { wants_more: has_calls && !ended, overflowed: false, usage, text })
     }
 
     /// Appends a `context` record for `request` unless the newest one logged already says the

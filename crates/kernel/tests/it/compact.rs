@@ -1,10 +1,11 @@
 //! Compaction in the loop: it runs between the steps of a running turn (the turn goes on),
 //! the summary request is a logged step without tools, a failed summary trims instead of
-//! failing, and a cancelled one restores the history.
+//! failing, a cancelled one restores the history, and a request the server refuses as larger
+//! than the window is sent again once after a compaction.
 
 use std::sync::Arc;
 
-use codecoder_kernel::{AllowAll, Compactor, StepInfo, SummaryRequest};
+use codecoder_kernel::{AllowAll, Compactor, ModelError, ResponseEvent, StepInfo, SummaryRequest};
 use codecoder_protocol::{Message, RecordBody, SessionId, UserInput};
 use codecoder_session::Projection;
 use serde_json::json;
@@ -149,4 +150,80 @@ fn a_cancelled_compaction_restores_the_history() {
     let mut after = Projection::new();
     records.iter().for_each(|record| after.apply(record));
     assert_eq!(before.history(), after.history());
+}
+
+/// Requests with tools overflow the window `overflows` times, then get "done"; summary requests
+/// get a summary.
+fn overflowing(overflows: usize) -> Arc<ScriptedModel> {
+    let seen = std::sync::Mutex::new(0);
+    ScriptedModel::new(move |request| {
+        if request.tools.is_empty() {
+            return Response::Events(answer("the summary"));
+        }
+        let mut seen = seen.lock().unwrap();
+        *seen += 1;
+        if *seen <= overflows {
+            return Response::Events(vec![ResponseEvent::Error(ModelError::context_overflow(
+                "the request exceeds the available context size",
+            ))]);
+        }
+        Response::Events(answer("done"))
+    })
+}
+
+#[test]
+fn a_context_overflow_compacts_and_sends_the_request_again() {
+    let model = overflowing(1);
+    let harness = harness(model.clone());
+    harness.submit("go");
+    let tags = tags(&harness.turn());
+    assert!(tags.contains(&"compacted auto summarized=true".to_owned()), "{tags:?}");
+    assert!(
+        tags.iter().any(|tag| tag.starts_with("warning") && tag.contains("exceeds the available")),
+        "{tags:?}"
+    );
+    assert_eq!(tags.last().unwrap(), "turn_done Completed cancelled=false");
+    let requests = model.requests();
+    let with_tools: Vec<bool> = requests.iter().map(|r| !r.tools.is_empty()).collect();
+    assert_eq!(with_tools, [true, false, true]);
+    // The request sent again sees the compacted history.
+    assert_eq!(requests[2].history[0].text(), "summary: the summary");
+    let logs = harness.shutdown();
+    let types = record_types(&logs.root);
+    // The refused step ends without an answer, with the error logged, before the compaction.
+    let at = types
+        .windows(5)
+        .position(|w| w == ["step_start", "context", "error", "step_end", "user_message"]);
+    assert!(at.is_some(), "{types:?}");
+}
+
+#[test]
+fn a_second_context_overflow_in_a_turn_fails_it() {
+    let model = overflowing(2);
+    let harness = harness(model.clone());
+    harness.submit("go");
+    let tags = tags(&harness.turn());
+    let last = tags.last().unwrap();
+    assert!(last.starts_with("turn_done failed: model error:"), "{tags:?}");
+    assert!(last.contains("exceeds the available context size"), "{tags:?}");
+    // One compaction, so two requests with tools and one summary.
+    assert_eq!(model.requests().len(), 3);
+    harness.shutdown();
+}
+
+#[test]
+fn a_context_overflow_without_a_compactor_fails_the_turn() {
+    let model = overflowing(1);
+    let harness = Harness::with(
+        model.clone(),
+        vec![Arc::new(EchoTool)],
+        Arc::new(AllowAll),
+        config(),
+        |_| {},
+    );
+    harness.submit("go");
+    let tags = tags(&harness.turn());
+    assert!(tags.last().unwrap().starts_with("turn_done failed: model error:"), "{tags:?}");
+    assert_eq!(model.requests().len(), 1);
+    harness.shutdown();
 }
