@@ -75,6 +75,8 @@ pub struct HttpModelClient {
     /// requests with tools are sent without streaming. A Mutex because a request's worker
     /// adds to it while another thread starts a request; held only to look up or insert.
     unstreamed: Arc<Mutex<HashSet<String>>>,
+    /// The ids of tool calls found in text, unique across the client's requests.
+    text_call_ids: crate::text_calls::CallIds,
     // Dropped before `watchdog`: a worker's last read ends before the watchdog's thread stops.
     workers: Workers,
     watchdog: Arc<Watchdog>,
@@ -118,6 +120,7 @@ impl HttpModelClient {
             server,
             memory: None,
             unstreamed: Arc::new(Mutex::new(HashSet::new())),
+            text_call_ids: crate::text_calls::CallIds::new(fastrand::u32(..)),
         })
     }
 
@@ -270,6 +273,7 @@ impl ModelClient for HttpModelClient {
         let (tx, rx) = crossbeam_channel::bounded(STREAM_CAPACITY);
         let mut job = Job {
             text_calls,
+            text_call_ids: self.text_call_ids.clone(),
             config,
             fallback,
             streamed: None,
@@ -322,6 +326,7 @@ struct Job {
     /// The fresh state of tool calls written as text, when the provider asks for their parsing;
     /// each attempt starts from a copy.
     text_calls: Option<crate::text_calls::TextCalls>,
+    text_call_ids: crate::text_calls::CallIds,
     config: Arc<ProviderConfig>,
     /// The request, while a failed stream may still be sent again without streaming.
     fallback: Option<ModelRequest>,
@@ -415,7 +420,10 @@ impl Job {
                         let message = scrub(&error.to_string(), self.api_key.as_deref());
                         // After events reached the kernel the adapter cannot retry without the
                         // person seeing text twice; the kernel re-runs the step instead.
-                        let error = if emitted && error.is_retryable() {
+                        // An overflow makes the kernel compact and send the step again.
+                        let error = if error.is_context_overflow() {
+                            ModelError::context_overflow(message)
+                        } else if emitted && error.is_retryable() {
                             ModelError::retryable(message)
                         } else {
                             ModelError::new(message)
@@ -562,7 +570,10 @@ impl Job {
             gone: false,
             saw_usage: false,
             output: String::new(),
-            text_calls: self.text_calls.clone().map(crate::text_calls::Filter::new),
+            text_calls: self
+                .text_calls
+                .clone()
+                .map(|machine| crate::text_calls::Filter::new(machine, self.text_call_ids.clone())),
         };
         let mut buf = vec![0u8; 16 * 1024];
         let result: Result<bool, Error> = loop {

@@ -234,6 +234,11 @@ fn what_an_unstreamed_request_would_meet_the_same_is_not_tried_again() {
         let error = error_of(&events);
         assert!(error.contains(says), "{error}");
         assert_eq!(streams(&server), [true], "{says}: one request, no fallback, no retry");
+        // Only the overflow asks the kernel to compact and send the step again.
+        let overflow = events
+            .iter()
+            .any(|event| matches!(event, ResponseEvent::Error(error) if error.context_overflow));
+        assert_eq!(overflow, says.contains("does not fit the context"), "{says}");
     }
 }
 
