@@ -12,7 +12,12 @@
 //!
 //! Invariants: only names of tools offered in the request become calls; text that looks like a
 //! call but is not one (bad JSON, unknown tool, no name) is given back as text, unchanged, with a
-//! note (a `Warning`); every call of a response gets an id `call_text_<n>` unique within it.
+//! note (a `Warning`); every call gets an id `call_text_<tag>_<n>` from its client's `CallIds`,
+//! unique within the session: `n` counts the client's calls and `tag` is drawn once per client,
+//! so the calls of a session resumed by another process do not reuse the ids in its log.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use codecoder_kernel::{ModelRequest, ResponseEvent};
 use codecoder_protocol::{StopReason, ToolCallFormat, ToolCallId};
@@ -359,17 +364,37 @@ pub(crate) fn for_request(config: &ProviderConfig, request: &ModelRequest) -> Op
     Some(TextCalls::new(format, request.tools.iter().map(|tool| tool.name.clone()).collect()))
 }
 
+/// The ids a client gives the tool calls it finds in text, shared by its requests.
+#[derive(Debug, Clone)]
+pub(crate) struct CallIds {
+    tag: u32,
+    next: Arc<AtomicU64>,
+}
+
+impl CallIds {
+    /// Ids `call_text_<tag>_0`, `call_text_<tag>_1`, … (`tag` in hex).
+    pub(crate) fn new(tag: u32) -> Self {
+        Self { tag, next: Arc::new(AtomicU64::new(0)) }
+    }
+
+    fn next(&self) -> ToolCallId {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        ToolCallId::new(format!("call_text_{:08x}_{n}", self.tag))
+    }
+}
+
 /// `TextCalls` on a stream of neutral events: text goes through the machine; at `Completed`
 /// what was held becomes text, calls (`ToolCallStart`/`ToolCallArgsDelta`/`ToolCallDone`) and
 /// warnings, and a response that made calls stops for tool use.
 #[derive(Debug)]
 pub(crate) struct Filter {
     machine: Option<TextCalls>,
+    ids: CallIds,
 }
 
 impl Filter {
-    pub(crate) fn new(machine: TextCalls) -> Self {
-        Self { machine: Some(machine) }
+    pub(crate) fn new(machine: TextCalls, ids: CallIds) -> Self {
+        Self { machine: Some(machine), ids }
     }
 
     /// Passes `event` on through `out`, translated.
@@ -395,8 +420,8 @@ impl Filter {
                     out(ResponseEvent::TextDelta(finish.text));
                 }
                 let made_calls = !finish.calls.is_empty();
-                for (n, call) in finish.calls.into_iter().enumerate() {
-                    let id = ToolCallId::new(format!("call_text_{n}"));
+                for call in finish.calls {
+                    let id = self.ids.next();
                     out(ResponseEvent::ToolCallStart { id: id.clone(), name: call.name });
                     out(ResponseEvent::ToolCallArgsDelta { id: id.clone(), delta: call.arguments });
                     out(ResponseEvent::ToolCallDone { id });

@@ -5,7 +5,7 @@ use codecoder_kernel::ResponseEvent;
 use codecoder_protocol::{StopReason, ToolCallFormat, ToolCallId};
 use serde_json::{Value, json};
 
-use super::{Filter, Format, TextCall, TextCalls};
+use super::{CallIds, Filter, Format, TextCall, TextCalls};
 
 fn tools() -> Vec<String> {
     vec!["write_file".to_owned(), "read_file".to_owned()]
@@ -270,7 +270,11 @@ fn formats_resolve_from_the_setting_and_the_catalog() {
 
 /// The events a `Filter` gives for `events`.
 fn filtered(events: Vec<ResponseEvent>) -> Vec<ResponseEvent> {
-    let mut filter = Filter::new(TextCalls::new(Format::Hermes, tools()));
+    filtered_with(&CallIds::new(0xab), events)
+}
+
+fn filtered_with(ids: &CallIds, events: Vec<ResponseEvent>) -> Vec<ResponseEvent> {
+    let mut filter = Filter::new(TextCalls::new(Format::Hermes, tools()), ids.clone());
     let mut out = Vec::new();
     for event in events {
         filter.on_event(event, &mut |event| out.push(event));
@@ -287,8 +291,8 @@ fn filter_turns_held_text_into_call_events_and_tool_use() {
         ),
         ResponseEvent::Completed { stop_reason: StopReason::EndTurn },
     ]);
-    let id0 = ToolCallId::new("call_text_0");
-    let id1 = ToolCallId::new("call_text_1");
+    let id0 = ToolCallId::new("call_text_000000ab_0");
+    let id1 = ToolCallId::new("call_text_000000ab_1");
     assert_eq!(
         out,
         vec![
@@ -325,4 +329,32 @@ fn filter_gives_a_failed_call_back_as_text_with_a_warning() {
             ResponseEvent::Completed { stop_reason: StopReason::EndTurn },
         ]
     );
+}
+
+#[test]
+fn call_ids_go_on_counting_across_the_responses_of_one_client() {
+    let ids = CallIds::new(7);
+    let response = || {
+        vec![
+            ResponseEvent::TextDelta(
+                "<tool_call>{\"name\": \"read_file\", \"arguments\": {}}</tool_call>".to_owned(),
+            ),
+            ResponseEvent::Completed { stop_reason: StopReason::EndTurn },
+        ]
+    };
+    let starts = |out: Vec<ResponseEvent>| -> Vec<ToolCallId> {
+        out.into_iter()
+            .filter_map(|event| match event {
+                ResponseEvent::ToolCallStart { id, .. } => Some(id),
+                _ => None,
+            })
+            .collect()
+    };
+    let first = starts(filtered_with(&ids, response()));
+    let second = starts(filtered_with(&ids, response()));
+    assert_eq!(first, [ToolCallId::new("call_text_00000007_0")]);
+    assert_eq!(second, [ToolCallId::new("call_text_00000007_1")]);
+    // Another client (another process resuming the session) draws another tag.
+    let other = starts(filtered_with(&CallIds::new(8), response()));
+    assert_ne!(other, first);
 }

@@ -1,7 +1,7 @@
 //! Tool calls written as text (`tool_call_format`) through real loopback requests: a streamed and
 //! a whole Chat answer become the same calls, text before a call is shown and the call's text is
-//! not, a call that does not parse stays text with a warning, and the setting is off by default
-//! and ignored by the Responses API.
+//! not, a call that does not parse stays text with a warning, the calls of one client have
+//! distinct ids, and the setting is off by default and ignored by the Responses API.
 
 use codecoder_kernel::ResponseEvent;
 use codecoder_protocol::{Message, StopReason, ToolCallFormat, ToolCallId};
@@ -41,7 +41,8 @@ fn streamed_and_whole_chat_answers_give_the_same_calls() {
     for stream in [true, false] {
         let events = run(WireApi::Chat, ToolCallFormat::Hermes, stream, ANSWER);
         assert_eq!(text_of(&events), "I will read it.\n", "stream = {stream}");
-        let id = ToolCallId::new("call_text_0");
+        let id = first_call_id(&events);
+        assert!(id.to_string().starts_with("call_text_") && id.to_string().ends_with("_0"), "{id}");
         assert_eq!(
             calls_of(&events),
             vec![
@@ -57,6 +58,29 @@ fn streamed_and_whole_chat_answers_give_the_same_calls() {
         );
         assert!(!events.iter().any(|e| matches!(e, ResponseEvent::Warning(_))), "{events:?}");
     }
+}
+
+fn first_call_id(events: &[ResponseEvent]) -> ToolCallId {
+    events
+        .iter()
+        .find_map(|e| match e {
+            ResponseEvent::ToolCallStart { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no call in {events:?}"))
+}
+
+#[test]
+fn the_calls_of_one_client_never_share_an_id() {
+    let server =
+        FakeModelServer::start(Script::new().reply(Reply::text(ANSWER)).reply(Reply::text(ANSWER)))
+            .unwrap();
+    let mut config = config(&server, WireApi::Chat);
+    config.tool_call_format = ToolCallFormat::Hermes;
+    let client = client(config);
+    let first = first_call_id(&collect(&client, request(vec![Message::user_text("read")])));
+    let second = first_call_id(&collect(&client, request(vec![Message::user_text("again")])));
+    assert_ne!(first, second);
 }
 
 #[test]
