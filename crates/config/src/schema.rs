@@ -389,6 +389,12 @@ pub struct ProfileToml {
     /// Output cap.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_max_output_tokens: Option<u32>,
+    /// The model's context window in tokens (a local server's `--n_ctx`, say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_context_window: Option<u64>,
+    /// The token count past which the conversation is compacted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_auto_compact_token_limit: Option<u64>,
     /// The agent loop.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentToml>,

@@ -53,7 +53,7 @@ fn layers_merge_in_order_and_remember_origins() {
     );
     write(
         &f.home.join("config.toml"),
-        "model = \"user-model\"\n[agent]\nmax_parallel_tools = 4\n[profiles.fast]\nmodel = \"fast-model\"\nmodel_reasoning_effort = \"low\"\n",
+        "model = \"user-model\"\n[agent]\nmax_parallel_tools = 4\n[profiles.fast]\nmodel = \"fast-model\"\nmodel_reasoning_effort = \"low\"\nmodel_context_window = 8192\nmodel_auto_compact_token_limit = 6000\n",
     );
     let project_config = f.project.join(".codecoder/config.toml");
     write(&project_config, "model_provider = \"anthropic\"\n");
@@ -75,6 +75,10 @@ fn layers_merge_in_order_and_remember_origins() {
     assert_eq!(config.model_provider.as_deref(), Some("anthropic"));
     assert_eq!(config.model_reasoning_effort, Some(ReasoningEffort::Low));
     assert_eq!(config.model_max_output_tokens, Some(2000));
+    // A profile sets the window of a local server's model, as the top level does.
+    assert_eq!(config.model_context_window, Some(8192));
+    assert_eq!(config.model_auto_compact_token_limit, Some(6000));
+    assert_eq!(loaded.origins["model_context_window"], Origin::Profile("fast".into()));
     let agent = config.agent.clone().unwrap();
     assert_eq!((agent.max_steps_per_turn, agent.max_parallel_tools), (Some(7), Some(4)));
     assert!(loaded.notices.is_empty());
