@@ -76,6 +76,14 @@ pub const CODECODER_TEST_NPM: &str = "CODECODER_TEST_NPM";
 /// SmolLM2-135M-Instruct GGUF; `.ci/run` sets it. Under `CI=true` the tests that need it fail
 /// without it; elsewhere they are skipped.
 pub const CODECODER_TEST_LLAMA: &str = "CODECODER_TEST_LLAMA";
+/// The npm prefix where `.ci/claude-sdk-env.sh` installed the Claude Agent SDK for TypeScript
+/// (`@anthropic-ai/claude-agent-sdk`) that the headless-mode tests drive codecoder with; `.ci/run`
+/// sets it. Under `CI=true` the tests that need it fail without it; elsewhere they are skipped.
+pub const CODECODER_TEST_CLAUDE_SDK_JS: &str = "CODECODER_TEST_CLAUDE_SDK_JS";
+/// The Python of the venv where `.ci/claude-sdk-env.sh` installed the Claude Agent SDK for Python
+/// (`claude-agent-sdk`); `.ci/run` sets it. Under `CI=true` the tests that need it fail without
+/// it; elsewhere they are skipped.
+pub const CODECODER_TEST_CLAUDE_SDK_PY: &str = "CODECODER_TEST_CLAUDE_SDK_PY";
 /// Set (to `true`) by CI services.
 pub const CI: &str = "CI";
 /// `skip-<backend>` (e.g. `skip-bwrap`): the sandbox escape suite leaves that backend out.
