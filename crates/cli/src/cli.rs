@@ -21,7 +21,13 @@ use codecoder_protocol::UnknownValue;
 /// a plan you approve with 1, send back with feedback, or edit with Ctrl+G); /help lists the
 /// slash commands. The UI needs a terminal: for pipes and scripts use `codecoder exec`.
 #[derive(Debug, Parser)]
-#[command(name = "codecoder", version, about, propagate_version = true)]
+#[command(
+    name = "codecoder",
+    version,
+    about,
+    propagate_version = true,
+    after_help = codecoder_claude::args::HELP
+)]
 pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) global: GlobalArgs,

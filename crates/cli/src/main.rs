@@ -6,6 +6,7 @@
 //! writing (resume, rm). A closed stdout (`| head`) counts as success.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // L0: the one crate that prints.
 
+mod claude_cmd;
 mod cli;
 mod config_cmd;
 mod exec;
@@ -31,6 +32,17 @@ fn main() -> ExitCode {
     // The environment holds API keys: no command of the same user may read it from /proc.
     if let Err(err) = codecoder_app::protect_process() {
         eprintln!("warning: could not protect the process's environment: {err}");
+    }
+    // Claude Code's headless mode (`-p`, stream-json): its own command line, not clap's.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = <Cli as clap::CommandFactory>::command();
+    let subcommands: Vec<&str> = command
+        .get_subcommands()
+        .flat_map(|sub| std::iter::once(sub.get_name()).chain(sub.get_all_aliases()))
+        .chain(["help"])
+        .collect();
+    if codecoder_claude::is_headless(&args, &subcommands) {
+        return claude_cmd::run(&args);
     }
     let cli = Cli::parse();
     // Not `stdout.lock()`: the TUI writes to stdout itself, and its panic hook may do so from

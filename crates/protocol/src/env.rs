@@ -102,3 +102,7 @@ pub const CODECODER_BENCH_BIN: &str = "CODECODER_BENCH_BIN";
 /// Set by the codex comparison bench on itself when it runs again inside a network namespace
 /// of its own (only loopback), so that it does not re-enter one.
 pub const CODECODER_BENCH_NETNS: &str = "CODECODER_BENCH_NETNS";
+
+/// Set (to anything): Claude Code's headless mode notes on stderr the flags it accepts and
+/// ignores.
+pub const CODECODER_DEBUG: &str = "CODECODER_DEBUG";

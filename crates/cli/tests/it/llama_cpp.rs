@@ -21,7 +21,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::exec::{Run, json_lines};
+use crate::exec::json_lines;
+use crate::local::LocalHome;
 use crate::{stderr, stdout};
 
 /// The directory `.ci/llama-server-env.sh` filled (`CODECODER_TEST_LLAMA`). Without it a test
@@ -116,30 +117,17 @@ fn get(port: u16, path: &str) -> Option<String> {
     head.starts_with("HTTP/1.1 200").then(|| body.to_owned())
 }
 
-/// A home whose config makes the server the default provider; `extra` goes into its table.
-fn home_for(server: &LlamaServer, extra: &str) -> tempfile::TempDir {
-    let home = tempfile::tempdir().unwrap();
-    std::fs::write(
-        home.path().join("config.toml"),
-        format!(
-            "model = {model:?}\nmodel_provider = \"local\"\n\
-             [agent]\nmax_steps_per_turn = 3\n\
-             [model_providers.local]\nname = \"llama-cpp-python\"\n\
-             base_url = \"http://127.0.0.1:{port}/v1\"\nwire_api = \"chat\"\n{extra}",
-            model = server.model,
-            port = server.port,
-        ),
-    )
-    .unwrap();
-    home
-}
-
-/// A workspace with a few files to list.
-fn workspace() -> tempfile::TempDir {
-    let cwd = tempfile::tempdir().unwrap();
-    std::fs::write(cwd.path().join("notes.txt"), "a note\n").unwrap();
-    std::fs::write(cwd.path().join("main.py"), "print('hello')\n").unwrap();
-    cwd
+/// A home whose config makes the server the default provider, with a workspace holding a few
+/// files to list; `extra` goes into the provider's table.
+fn local_home(server: &LlamaServer, extra: &str) -> LocalHome {
+    let local = LocalHome::new(
+        &format!("http://127.0.0.1:{}", server.port),
+        &server.model,
+        &format!("name = \"llama-cpp-python\"\n{extra}[agent]\nmax_steps_per_turn = 3\n"),
+    );
+    std::fs::write(local.cwd.path().join("notes.txt"), "a note\n").unwrap();
+    std::fs::write(local.cwd.path().join("main.py"), "print('hello')\n").unwrap();
+    local
 }
 
 /// Every session log in `home` validates.
@@ -182,9 +170,8 @@ const LIST_FILES: &str = "List the files in the current directory.";
 #[test]
 fn a_plain_answer() {
     let Some(server) = server() else { return };
-    let home = home_for(server, "");
-    let cwd = workspace();
-    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let local = local_home(server, "");
+    let (home, run) = (&local.home, local.run());
     let out = run.run(&["exec", "--json", "Say hello."], "");
     assert!(out.status.success(), "{}", stderr(&out));
     let lines = json_lines(&out);
@@ -195,9 +182,8 @@ fn a_plain_answer() {
 #[test]
 fn a_tool_call_unstreamed() {
     let Some(server) = server() else { return };
-    let home = home_for(server, "stream = false\n");
-    let cwd = workspace();
-    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let local = local_home(server, "stream = false\n");
+    let (home, run) = (&local.home, local.run());
     let out = run.run(&["exec", "--json", LIST_FILES], "");
     assert_tool_turn(&out);
     assert_logs_validate(home.path());
@@ -208,9 +194,8 @@ fn a_tool_call_unstreamed() {
 #[test]
 fn a_tool_call_falls_back_to_unstreamed() {
     let Some(server) = server() else { return };
-    let home = home_for(server, "");
-    let cwd = workspace();
-    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let local = local_home(server, "");
+    let (home, run) = (&local.home, local.run());
     let out = run.run(&["exec", "--json", LIST_FILES], "");
     assert_tool_turn(&out);
     // Under --json a warning is an error item on stdout, as codex shows one.

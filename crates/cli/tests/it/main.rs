@@ -14,6 +14,7 @@ mod exec;
 mod guard;
 mod hooks;
 mod llama_cpp;
+mod local;
 mod lock;
 mod many_sessions;
 mod mcp;

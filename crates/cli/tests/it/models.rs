@@ -2,24 +2,12 @@
 //! server for local providers, from the catalog for cloud presets), and a session takes its
 //! context window from the server when config.toml does not set one.
 
-use std::path::Path;
-
 use codecoder_test_support::{FakeModelServer, Reply, Script};
 use serde_json::{Value, json};
 
 use crate::exec::Run;
+use crate::local::LocalHome;
 use crate::{stderr, stdout};
-
-/// A home whose config makes `local` (a Chat server at `base_url`) the provider of `model`.
-fn write_local(home: &Path, base_url: &str, model: &str, extra: &str) {
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "model = \"{model}\"\nmodel_provider = \"local\"\n[model_providers.local]\nbase_url = \"{base_url}/v1\"\nwire_api = \"chat\"\n{extra}"
-        ),
-    )
-    .unwrap();
-}
 
 fn llama_cpp(n_ctx: u64) -> Script {
     Script::new()
@@ -34,11 +22,9 @@ fn llama_cpp(n_ctx: u64) -> Script {
 
 #[test]
 fn models_lists_what_a_local_server_serves_with_its_running_window() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
     let server = FakeModelServer::start(llama_cpp(4096)).unwrap();
-    write_local(home.path(), &server.base_url(), "smollm2", "");
-    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let local = LocalHome::new(&server.base_url(), "smollm2", "");
+    let run = local.run();
 
     let out = run.run(&["models"], "");
     assert!(out.status.success(), "{}", stderr(&out));
@@ -115,11 +101,9 @@ fn models_of_a_cloud_preset_come_from_the_catalog_without_a_request() {
 
 #[test]
 fn models_names_a_server_that_is_not_running_and_an_unknown_provider() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
     let addr = FakeModelServer::start(Script::new()).unwrap().addr();
-    write_local(home.path(), &format!("http://{addr}"), "m", "");
-    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let local = LocalHome::new(&format!("http://{addr}"), "m", "");
+    let run = local.run();
     let out = run.run(&["models"], "");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
@@ -143,11 +127,8 @@ fn models_names_a_server_that_is_not_running_and_an_unknown_provider() {
 /// A 24 000-byte file whose last line is a marker: whole under a 32k-token window, cut under a
 /// 20k one (no tool output may take more than a quarter of the window).
 fn read_big_file(server_window: Option<u64>) -> (String, String, usize) {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
     let mut text = "a line of the big file, long enough to count\n".repeat(530);
     text.push_str("THE-LAST-LINE\n");
-    std::fs::write(cwd.path().join("big.txt"), &text).unwrap();
     let script = Script::new()
         .reply(Reply::tool_call("call_1", "read_file", json!({"path": "big.txt"})))
         .reply(Reply::text("Read it."));
@@ -158,8 +139,9 @@ fn read_big_file(server_window: Option<u64>) -> (String, String, usize) {
         None => script,
     };
     let server = FakeModelServer::start(script).unwrap();
-    write_local(home.path(), &server.base_url(), "fake-local-model", "");
-    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let local = LocalHome::new(&server.base_url(), "fake-local-model", "");
+    std::fs::write(local.cwd.path().join("big.txt"), &text).unwrap();
+    let run = local.run();
     let out = run.run(&["exec", "read big.txt"], "");
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "Read it.\n");
@@ -192,4 +174,20 @@ fn a_server_that_says_nothing_leaves_the_default_window() {
     assert!(asked >= 1, "asked, and answered 404");
     assert!(tool.contains("THE-LAST-LINE"), "whole under the unknown model's 32k window");
     assert!(err.contains("assuming a 32768-token context"), "{err}");
+}
+
+#[test]
+fn a_profile_sets_the_window_of_a_local_model() {
+    let server = FakeModelServer::start(llama_cpp(4096)).unwrap();
+    let local = LocalHome::new(
+        &server.base_url(),
+        "smollm2",
+        "[profiles.big]\nmodel_context_window = 16384\n",
+    );
+    let run = local.run();
+    let out = run.run(&["models"], "");
+    assert!(stdout(&out).contains("* smollm2  context 4096\n"), "{}", stdout(&out));
+    let out = run.run(&["--profile", "big", "models"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("* smollm2  context 16384\n"), "{}", stdout(&out));
 }

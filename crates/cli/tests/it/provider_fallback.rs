@@ -2,23 +2,18 @@
 //! real binary against the fake model server in a temporary home. The first run falls back to
 //! an unstreamed request, warns once and remembers it in the home's provider cache; the next
 //! run sends unstreamed from its first request (no failed attempt, no warning); `stream = true`
-//! tries streaming first again; `doctor` shows what is remembered. A server that is not running is named with what to do.
+//! tries streaming first again; `doctor` shows what is remembered. A server that is not running
+//! is named with what to do. A request the server refuses as larger than its context makes the
+//! turn compact the conversation and send it again.
 
-use std::path::Path;
+use codecoder_test_support::{FakeModelServer, Fault, Reply, Script};
 
-use codecoder_test_support::{FakeModelServer, Reply, Script};
-
-use crate::exec::Run;
+use crate::local::LocalHome;
 use crate::{stderr, stdout};
 
-fn write_local_provider(home: &Path, base_url: &str) {
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "model = \"local-model\"\nmodel_provider = \"local\"\n[model_providers.local]\nname = \"Local server\"\nbase_url = \"{base_url}/v1\"\nwire_api = \"chat\"\n"
-        ),
-    )
-    .unwrap();
+/// A home whose `local` provider, "Local server", serves `local-model` at `base_url`.
+fn local_home(base_url: &str) -> LocalHome {
+    LocalHome::new(base_url, "local-model", "name = \"Local server\"\n")
 }
 
 fn streams(server: &FakeModelServer) -> Vec<bool> {
@@ -27,8 +22,6 @@ fn streams(server: &FakeModelServer) -> Vec<bool> {
 
 #[test]
 fn the_first_run_falls_back_and_warns_once_the_next_pays_no_failed_attempt() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
     // llama-cpp-python's way: the streamed request with tools ends before any finish reason.
     let server = FakeModelServer::start(
         Script::new()
@@ -38,8 +31,8 @@ fn the_first_run_falls_back_and_warns_once_the_next_pays_no_failed_attempt() {
             .reply(Reply::text("Third answer.")),
     )
     .unwrap();
-    write_local_provider(home.path(), &server.base_url());
-    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let local = local_home(&server.base_url());
+    let (home, run) = (&local.home, local.run());
 
     let out = run.run(&["exec", "hi"], "");
     assert!(out.status.success(), "{}", stderr(&out));
@@ -87,13 +80,11 @@ fn the_first_run_falls_back_and_warns_once_the_next_pays_no_failed_attempt() {
 
 #[test]
 fn a_server_that_is_not_running_is_named_with_what_to_do() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
     // A loopback port nothing listens on.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let base_url = format!("http://127.0.0.1:{port}");
-    write_local_provider(home.path(), &base_url);
-    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let local = local_home(&base_url);
+    let run = local.run();
     let out = run.run(&["exec", "hi"], "");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
@@ -104,4 +95,43 @@ fn a_server_that_is_not_running_is_named_with_what_to_do() {
         "{err}"
     );
     assert_eq!(err.matches("cannot reach").count(), 1, "said once: {err}");
+}
+
+#[test]
+fn a_context_overflow_compacts_the_conversation_and_the_turn_goes_on() {
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(
+                Fault::status(400)
+                    .error_type("exceed_context_size_error")
+                    .message("the request exceeds the available context size, try increasing it"),
+            )
+            .reply(Reply::text("The summary of it all."))
+            .reply(Reply::text("Answered after compacting.")),
+    )
+    .unwrap();
+    let local = local_home(&server.base_url());
+    let (home, run) = (&local.home, local.run());
+    let out = run.run(&["exec", "a long task"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "Answered after compacting.\n");
+    let err = stderr(&out);
+    assert!(err.contains("does not fit the context of model `local-model`"), "{err}");
+    assert!(err.contains("compacting the conversation and sending it again"), "{err}");
+    let requests = server.requests();
+    let offers_tools: Vec<bool> = requests
+        .iter()
+        .map(|r| r.body["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .collect();
+    assert_eq!(offers_tools, [true, false, true], "the step, the summary, the step again");
+    let again = requests[2].body["messages"].to_string();
+    assert!(again.contains("The summary of it all."), "{again}");
+    let logs: Vec<_> = std::fs::read_dir(home.path().join("sessions"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let out = run.run(&["sessions", "validate", logs[0].to_str().unwrap()], "");
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
 }

@@ -8,17 +8,16 @@ use std::path::{Path, PathBuf};
 use codecoder_test_support::{FakeModelServer, Reply, Script};
 use serde_json::Value;
 
-use crate::exec::Run;
+use crate::local::LocalHome;
 use crate::{stderr, stdout};
 
-fn write_local_provider(home: &Path, base_url: &str, format: &str) {
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "model = \"local-model\"\nmodel_provider = \"local\"\n[model_providers.local]\nname = \"Local server\"\nbase_url = \"{base_url}/v1\"\nwire_api = \"chat\"\ntool_call_format = \"{format}\"\n"
-        ),
+/// A home whose `local` provider parses tool calls written as text in `format` (line 7).
+fn local_home(base_url: &str, format: &str) -> LocalHome {
+    LocalHome::new(
+        base_url,
+        "local-model",
+        &format!("name = \"Local server\"\ntool_call_format = \"{format}\"\n"),
     )
-    .unwrap();
 }
 
 fn session_log(home: &Path) -> PathBuf {
@@ -41,8 +40,6 @@ fn records(home: &Path) -> Vec<Value> {
 
 #[test]
 fn a_hermes_call_in_the_text_runs_and_its_result_goes_back() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
     let server = FakeModelServer::start(
         Script::new()
             .reply(
@@ -54,8 +51,8 @@ fn a_hermes_call_in_the_text_runs_and_its_result_goes_back() {
             .reply(Reply::text("Done.")),
     )
     .unwrap();
-    write_local_provider(home.path(), &server.base_url(), "hermes");
-    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let local = local_home(&server.base_url(), "hermes");
+    let (home, cwd, run) = (&local.home, &local.cwd, local.run());
     let out = run.run(&["-a", "never", "-s", "workspace-write", "exec", "write hello.txt"], "");
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(cwd.path().join("hello.txt")).unwrap(), "hi there\n");
@@ -80,12 +77,10 @@ fn a_hermes_call_in_the_text_runs_and_its_result_goes_back() {
 
 #[test]
 fn a_malformed_call_stays_text_with_a_note_in_the_session_log() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
     let broken = "<tool_call>{\"name\": \"write_file\", \"arguments\": {\"path\": </tool_call>";
     let server = FakeModelServer::start(Script::new().reply(Reply::text(broken))).unwrap();
-    write_local_provider(home.path(), &server.base_url(), "hermes");
-    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let local = local_home(&server.base_url(), "hermes");
+    let (home, run) = (&local.home, local.run());
     let out = run.run(&["-a", "never", "-s", "workspace-write", "exec", "write hello.txt"], "");
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), format!("{broken}\n"));
@@ -105,10 +100,8 @@ fn a_malformed_call_stays_text_with_a_note_in_the_session_log() {
 
 #[test]
 fn an_unknown_format_is_refused_with_the_file_and_line() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
-    write_local_provider(home.path(), "http://127.0.0.1:9", "xml");
-    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let local = local_home("http://127.0.0.1:9", "xml");
+    let run = local.run();
     let out = run.run(&["exec", "hi"], "");
     assert!(!out.status.success());
     let err = stderr(&out);

@@ -1,0 +1,870 @@
+//! The headless run: a session of the runtime driven by the input (one prompt, or stream-json
+//! messages and control requests), its events translated into Claude's messages, one `result`
+//! per turn.
+//!
+//! Invariants: every control request of the SDK gets exactly one response; every approval
+//! request and question of the agent gets a reply (the SDK's, or a refusal the model reads);
+//! messages that arrive during a turn wait for it to end; after the input ends the running
+//! turn (and any waiting message) is finished, then the agent is shut down before `run`
+//! returns.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use codecoder_app::{Runtime, RunningSession, SessionRequest, Start};
+use codecoder_protocol::{
+    AgentCommand, AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, ContentItem,
+    Image, ToolError, TurnOutcome, Usage, UserInput,
+};
+use crossbeam_channel::{Receiver, select};
+use serde_json::{Map, Value, json};
+
+use crate::args::{ClaudeMode, HeadlessArgs};
+use crate::translate::{Translator, claude_call};
+use crate::wire::{Input, Peer};
+use crate::{CLAUDE_PROTOCOL_VERSION, Error, Result};
+
+/// What a run ends with: its exit code.
+pub(crate) type ExitCode = u8;
+
+/// Everything `initialize` and the command line ask of the session, gathered before it starts.
+#[derive(Default)]
+struct Setup {
+    system_prompt: Option<String>,
+    append_system_prompt: Option<String>,
+    json_schema: Option<Value>,
+    mcp_servers: Vec<codecoder_app::mcp_client::ServerConfig>,
+    model: Option<String>,
+    mode: Option<ClaudeMode>,
+}
+
+/// The turn in progress.
+struct Turn {
+    started: Instant,
+    api: Duration,
+    step_started: Option<Instant>,
+    num_turns: u32,
+    usage: Usage,
+    denials: Arc<Mutex<Vec<Value>>>,
+    errors: Vec<String>,
+    final_text: String,
+    plan: Option<String>,
+    over_budget: bool,
+    interrupted: bool,
+}
+
+impl Turn {
+    fn new() -> Self {
+        Turn {
+            started: Instant::now(),
+            api: Duration::ZERO,
+            step_started: None,
+            num_turns: 0,
+            usage: Usage::default(),
+            denials: Arc::new(Mutex::new(Vec::new())),
+            errors: Vec::new(),
+            final_text: String::new(),
+            plan: None,
+            over_budget: false,
+            interrupted: false,
+        }
+    }
+}
+
+pub(crate) struct Engine {
+    args: HeadlessArgs,
+    runtime: Runtime,
+    peer: Arc<Peer>,
+    notice: Arc<dyn Fn(&str) + Send + Sync>,
+    setup: Setup,
+    session: Option<RunningSession>,
+    translator: Option<Translator>,
+    turn: Option<Turn>,
+    queue: VecDeque<UserInput>,
+    input_open: bool,
+    /// The session's cost so far, in dollars (every turn of this process).
+    cost: f64,
+    /// The last result was an error.
+    last_error: bool,
+    /// Print mode's answer (text or json output).
+    answer: Option<Value>,
+    priced_note: bool,
+}
+
+impl Engine {
+    pub(crate) fn new(
+        args: HeadlessArgs,
+        runtime: Runtime,
+        peer: Arc<Peer>,
+        notice: Arc<dyn Fn(&str) + Send + Sync>,
+    ) -> Result<Self> {
+        let mut setup = Setup {
+            system_prompt: args.system_prompt.clone(),
+            append_system_prompt: args.append_system_prompt.clone(),
+            model: args.model.clone(),
+            mode: args.permission_mode,
+            ..Setup::default()
+        };
+        if let Some(schema) = &args.json_schema {
+            setup.json_schema = Some(json_or_file("--json-schema", schema)?);
+        }
+        for config in &args.mcp_configs {
+            let value = json_or_file("--mcp-config", config)?;
+            setup.mcp_servers.extend(mcp_servers(&value, "--mcp-config")?);
+        }
+        Ok(Engine {
+            args,
+            runtime,
+            peer,
+            notice,
+            setup,
+            session: None,
+            translator: None,
+            turn: None,
+            queue: VecDeque::new(),
+            input_open: true,
+            cost: 0.0,
+            last_error: false,
+            answer: None,
+            priced_note: false,
+        })
+    }
+
+    /// Runs one prompt (text input) to its result.
+    pub(crate) fn run_prompt(mut self, prompt: UserInput) -> Result<(ExitCode, Option<Value>)> {
+        self.input_open = false;
+        self.submit(prompt)?;
+        self.follow(&crossbeam_channel::never())?;
+        self.finish()
+    }
+
+    /// Runs stream-json input until it ends and its turns are done.
+    pub(crate) fn run_stream(mut self, input: &Receiver<Input>) -> Result<(ExitCode, Option<Value>)> {
+        self.follow(input)?;
+        self.finish()
+    }
+
+    fn finish(self) -> Result<(ExitCode, Option<Value>)> {
+        if let Some(session) = self.session {
+            let _ = session.agent.shutdown();
+        }
+        Ok((u8::from(self.last_error), self.answer))
+    }
+
+    /// The loop: input and agent events until the input is done and no turn runs.
+    fn follow(&mut self, input: &Receiver<Input>) -> Result<()> {
+        let mut input = input.clone();
+        loop {
+            if !self.input_open && self.turn.is_none() && self.queue.is_empty() {
+                return Ok(());
+            }
+            let events = self
+                .session
+                .as_ref()
+                .map_or_else(crossbeam_channel::never, |session| session.agent.events.clone());
+            select! {
+                recv(input) -> item => match item {
+                    Ok(item) => self.input(item)?,
+                    Err(_) => {
+                        self.input_open = false;
+                        input = crossbeam_channel::never();
+                    }
+                },
+                recv(events) -> event => match event {
+                    Ok(event) => self.event(event)?,
+                    Err(_) => {
+                        // The agent stopped: a turn in progress ends without an outcome.
+                        if self.turn.is_some() {
+                            self.turn_done(None)?;
+                        }
+                        self.session = None;
+                        if !self.queue.is_empty() {
+                            self.queue.clear();
+                        }
+                    }
+                },
+            }
+        }
+    }
+
+    fn input(&mut self, item: Input) -> Result<()> {
+        match item {
+            Input::Message(message) => self.message(&message),
+            Input::Control { request_id, request } => {
+                let answer = self.control(&request);
+                self.peer.respond(&request_id, answer);
+                Ok(())
+            }
+            Input::Bad { line, error } => {
+                (self.notice)(&format!("codecoder: stdin line {line}: {error}; the line was skipped"));
+                self.error_result(vec![format!("stdin line {line}: {error}")])
+            }
+            Input::End(error) => {
+                if let Some(error) = error {
+                    (self.notice)(&format!("codecoder: reading stdin failed: {error}"));
+                }
+                self.input_open = false;
+                Ok(())
+            }
+        }
+    }
+
+    /// A message on stdin: a user message is run (or waits for the turn in progress).
+    fn message(&mut self, message: &Value) -> Result<()> {
+        let kind = message.get("type").and_then(Value::as_str).unwrap_or_default();
+        if kind != "user" {
+            let what = if kind.is_empty() { "a message without a type".to_owned() } else { format!("a `{kind}` message") };
+            (self.notice)(&format!("codecoder: stdin: {what} is not understood; it was skipped"));
+            return self.error_result(vec![format!("stdin: {what} is not understood")]);
+        }
+        let input = match user_input(message.get("message").unwrap_or(&Value::Null)) {
+            Ok(input) => input,
+            Err(error) => {
+                (self.notice)(&format!("codecoder: stdin: {error}"));
+                return self.error_result(vec![format!("stdin: {error}")]);
+            }
+        };
+        if self.args.replay_user_messages {
+            let mut echoed = message.clone();
+            if let Some(object) = echoed.as_object_mut() {
+                object.insert("session_id".to_owned(), json!(self.session_id()));
+            }
+            self.peer.frame(&echoed).map_err(Error::Output)?;
+        }
+        if self.turn.is_some() {
+            self.queue.push_back(input);
+            return Ok(());
+        }
+        self.submit(input)
+    }
+
+    fn session_id(&self) -> String {
+        self.session.as_ref().map(|s| s.agent.session_id().to_string()).unwrap_or_default()
+    }
+
+    /// Starts the session if needed, says `system/init`, and starts a turn.
+    fn submit(&mut self, input: UserInput) -> Result<()> {
+        if self.session.is_none() {
+            let first = ContentItem::joined_text(&input.content);
+            self.start_session(&first)?;
+        }
+        let Some(session) = &self.session else { return Ok(()) };
+        let init = self.init_frame(session);
+        self.peer.frame(&init).map_err(Error::Output)?;
+        self.turn = Some(Turn::new());
+        if session.agent.cmd.send(AgentCommand::Submit(input)).is_err() {
+            self.turn_done(None)?;
+        }
+        Ok(())
+    }
+
+    fn start_session(&mut self, first_prompt: &str) -> Result<()> {
+        let args = &self.args;
+        let start = match (&args.resume, args.continue_session, args.fork_session) {
+            (Some(id), _, false) => Start::Resume(Some(id.clone())),
+            (Some(id), _, true) => Start::Fork(id.clone()),
+            (None, true, false) => Start::Resume(None),
+            (None, true, true) => Start::Fork(self.newest_session()?),
+            (None, false, _) => Start::New,
+        };
+        let request = SessionRequest {
+            start,
+            model: self.setup.model.clone(),
+            ephemeral: args.no_persistence,
+            output_schema: self.setup.json_schema.clone(),
+            interactive: self.asks_sdk(),
+            first_prompt: Some(first_prompt.to_owned()),
+            mcp_servers: self.setup.mcp_servers.clone(),
+            system_prompt: self.setup.system_prompt.clone().filter(|p| !p.trim().is_empty()),
+            append_system_prompt: self.setup.append_system_prompt.clone(),
+            max_steps: args.max_turns,
+            ..SessionRequest::new()
+        };
+        let session = self.runtime.start(&request).map_err(Error::Runtime)?;
+        for notice in &session.notices {
+            (self.notice)(&notice.to_string());
+        }
+        if let Some(mode) = self.setup.mode {
+            apply_mode(&session, mode);
+        }
+        if self.args.max_budget_usd.is_some() && session.pricing.input.is_none() {
+            (self.notice)(&format!(
+                "warning: no prices are known for model `{}`: --max-budget-usd cannot be enforced (set [models.\"{}\"] input_price and output_price in config.toml)",
+                session.model, session.model
+            ));
+        }
+        self.translator = Some(Translator::new(
+            session.agent.session_id().to_string(),
+            session.model.clone(),
+            self.args.include_partial_messages,
+        ));
+        self.session = Some(session);
+        Ok(())
+    }
+
+    fn newest_session(&self) -> Result<String> {
+        let cwd = self.runtime.cwd().to_string_lossy().into_owned();
+        let mut notices = Vec::new();
+        let listed = codecoder_app::list_sessions(self.runtime.home(), Some(&cwd), None, &mut notices)
+            .map_err(Error::Runtime)?;
+        listed
+            .sessions
+            .into_iter()
+            .find(|s| s.problem.is_none())
+            .map(|s| s.id.to_string())
+            .ok_or_else(|| Error::Usage(format!("--continue: no session to continue in {cwd}")))
+    }
+
+    /// The SDK answers permission requests (`--permission-prompt-tool stdio`).
+    fn asks_sdk(&self) -> bool {
+        self.args.permission_prompt_tool.as_deref() == Some("stdio")
+    }
+
+    fn init_frame(&self, session: &RunningSession) -> Value {
+        let tools: Vec<String> = session
+            .tools
+            .specs()
+            .iter()
+            .map(|spec| codecoder_protocol::claude_tool_name(&spec.name).to_owned())
+            .collect();
+        let (servers, _) = self.runtime.mcp_servers();
+        let mut mcp: Vec<Value> =
+            servers.iter().map(|s| json!({"name": s.name, "status": "connected"})).collect();
+        for server in &self.setup.mcp_servers {
+            if !servers.iter().any(|s| s.name == server.name) {
+                mcp.push(json!({"name": server.name, "status": "connected"}));
+            }
+        }
+        json!({
+            "type": "system",
+            "subtype": "init",
+            "session_id": session.agent.session_id().to_string(),
+            "cwd": session.cwd,
+            "tools": tools,
+            "mcp_servers": mcp,
+            "model": session.model,
+            "permissionMode": self.mode_now(session).as_str(),
+            "apiKeySource": "none",
+            "slash_commands": [],
+            "output_style": "default",
+            "agents": [],
+            "skills": [],
+            "plugins": [],
+            "claude_code_version": CLAUDE_PROTOCOL_VERSION,
+            "codecoder_version": env!("CARGO_PKG_VERSION"),
+            "uuid": format!("init-{}", session.agent.session_id()),
+        })
+    }
+
+    fn mode_now(&self, session: &RunningSession) -> ClaudeMode {
+        match self.setup.mode {
+            Some(mode @ (ClaudeMode::BypassPermissions | ClaudeMode::DontAsk)) => mode,
+            _ => match session.controls.permission_mode() {
+                codecoder_app::PermissionMode::Default => ClaudeMode::Default,
+                codecoder_app::PermissionMode::AcceptEdits => ClaudeMode::AcceptEdits,
+                codecoder_app::PermissionMode::Plan => ClaudeMode::Plan,
+            },
+        }
+    }
+
+    /// A control request of the SDK; the answer is its response.
+    fn control(&mut self, request: &Value) -> std::result::Result<Value, String> {
+        let subtype = request.get("subtype").and_then(Value::as_str).unwrap_or_default();
+        match subtype {
+            "initialize" => self.initialize(request),
+            "interrupt" => {
+                if let (Some(session), Some(turn)) = (&self.session, &mut self.turn) {
+                    turn.interrupted = true;
+                    let _ = session.agent.cmd.send(AgentCommand::Cancel);
+                }
+                Ok(json!({}))
+            }
+            "set_permission_mode" => {
+                let text = request.get("mode").and_then(Value::as_str).unwrap_or_default();
+                let mode = ClaudeMode::parse(text)
+                    .ok_or_else(|| format!("set_permission_mode: unknown mode `{text}`"))?;
+                if let Some(session) = &self.session {
+                    if matches!(mode, ClaudeMode::BypassPermissions) {
+                        return Err("set_permission_mode: bypassPermissions can only be chosen at start (--permission-mode), since it also leaves the sandbox".to_owned());
+                    }
+                    apply_mode(session, mode);
+                }
+                self.setup.mode = Some(mode);
+                Ok(json!({"mode": mode.as_str()}))
+            }
+            "set_model" => {
+                let model = request.get("model").and_then(Value::as_str).map(str::to_owned);
+                if self.session.is_some() {
+                    return Err("set_model: the model is chosen when the session starts (--model); switching a running session is not supported".to_owned());
+                }
+                self.setup.model = model;
+                Ok(json!({}))
+            }
+            "mcp_status" => {
+                let (servers, _) = self.runtime.mcp_servers();
+                let status = if self.session.is_some() { "connected" } else { "pending" };
+                let mut list: Vec<Value> =
+                    servers.iter().map(|s| json!({"name": s.name, "status": status})).collect();
+                list.extend(self.setup.mcp_servers.iter().map(|s| json!({"name": s.name, "status": status})));
+                Ok(json!({"mcpServers": list}))
+            }
+            "" => Err("a control request without a subtype".to_owned()),
+            other => Err(format!("unsupported control request subtype: {other}")),
+        }
+    }
+
+    fn initialize(&mut self, request: &Value) -> std::result::Result<Value, String> {
+        if self.session.is_some() {
+            return Err("initialize must come before the first message".to_owned());
+        }
+        let text = |value: &Value| match value {
+            Value::String(text) => Some(text.clone()),
+            Value::Array(parts) => {
+                Some(parts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n"))
+            }
+            _ => None,
+        };
+        if let Some(prompt) = request.get("systemPrompt").and_then(text) {
+            self.setup.system_prompt = Some(prompt);
+        }
+        if let Some(append) = request.get("appendSystemPrompt").and_then(text) {
+            self.setup.append_system_prompt = Some(append).filter(|a| !a.is_empty());
+        }
+        if let Some(schema) = request.get("jsonSchema").filter(|s| !s.is_null()) {
+            self.setup.json_schema = Some(schema.clone());
+        }
+        let mut response = json!({
+            "commands": [],
+            "agents": [],
+            "output_style": "default",
+            "available_output_styles": ["default"],
+            "models": [{"value": self.setup.model.clone().unwrap_or_default(), "displayName": "default", "description": "the configured model"}],
+            "account": {},
+            "claude_code_version": CLAUDE_PROTOCOL_VERSION,
+            "codecoder_version": env!("CARGO_PKG_VERSION"),
+            "hook_on_failure_supported": true,
+        });
+        if let Some(servers) = request.get("mcpServers").filter(|s| !s.is_null()) {
+            let servers = mcp_servers(&json!({"mcpServers": servers}), "initialize")
+                .map_err(|err| err.to_string())?;
+            self.setup.mcp_servers.extend(servers);
+            response["mcp_servers_applied"] = json!(true);
+        }
+        if request.get("settings").is_some() {
+            response["settings_applied"] = json!(true);
+        }
+        if request.get("disallowedTools").is_some() {
+            response["disallowed_tools_applied"] = json!(true);
+        }
+        Ok(response)
+    }
+
+    fn event(&mut self, event: AgentEvent) -> Result<()> {
+        let root = event.source.subagent_path.is_empty();
+        if let Some(translator) = &mut self.translator {
+            for frame in translator.event(&event) {
+                self.peer.frame(&frame).map_err(Error::Output)?;
+            }
+        }
+        match event.kind {
+            AgentEventKind::StepStarted { .. } => {
+                if let Some(turn) = &mut self.turn {
+                    turn.step_started = Some(Instant::now());
+                    if root {
+                        turn.num_turns += 1;
+                    }
+                }
+            }
+            AgentEventKind::AgentMessage { .. } => self.stream_done(),
+            AgentEventKind::StepFinished { usage, text, .. } => {
+                self.stream_done();
+                self.add_usage(usage);
+                if root
+                    && !text.trim().is_empty()
+                    && let Some(turn) = &mut self.turn
+                {
+                    turn.final_text = text;
+                }
+            }
+            AgentEventKind::Warning { message } => {
+                (self.notice)(&format!("warning: {message}"));
+                if let Some(turn) = &mut self.turn {
+                    turn.errors.push(message);
+                }
+            }
+            AgentEventKind::ToolFinished { call, result: Err(ToolError::PermissionDenied { .. }), .. } => {
+                if let Some(turn) = &self.turn {
+                    let (name, input) = claude_call(&call.name, &call.args);
+                    let denial = json!({"tool_name": name, "tool_use_id": call.id.to_string(), "tool_input": input});
+                    let mut denials = turn.denials.lock().unwrap_or_else(PoisonError::into_inner);
+                    if !denials.iter().any(|d| d["tool_use_id"] == denial["tool_use_id"]) {
+                        denials.push(denial);
+                    }
+                }
+            }
+            AgentEventKind::ApprovalRequest(request) => {
+                let parent = event.source.subagent_path.last().map_or(Value::Null, |id| json!(id.to_string()));
+                if let Some(frame) = self.translator.as_mut().and_then(|t| t.announce(parent, &request.call)) {
+                    self.peer.frame(&frame).map_err(Error::Output)?;
+                }
+                self.approval(request);
+            }
+            AgentEventKind::AskUser(request) => {
+                if request.options.len() == 2
+                    && request.options[0] == codecoder_app::PLAN_APPROVE
+                    && request.options[1] == codecoder_app::PLAN_KEEP_PLANNING
+                {
+                    if let Some(turn) = &mut self.turn {
+                        turn.plan = Some(request.question.clone());
+                    }
+                    request.reply.send(AskUserAnswer::Declined);
+                } else {
+                    request.reply.send(AskUserAnswer::Unavailable {
+                        reason: "running headless: no one can answer a question; decide yourself".to_owned(),
+                    });
+                }
+            }
+            AgentEventKind::TurnDone { outcome, .. } if root => self.turn_done(Some(outcome))?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn stream_done(&mut self) {
+        if let Some(turn) = &mut self.turn
+            && let Some(started) = turn.step_started.take()
+        {
+            turn.api += started.elapsed();
+        }
+    }
+
+    fn add_usage(&mut self, usage: Usage) {
+        let Some(session) = &self.session else { return };
+        let cost = cost_of(&session.pricing, &usage);
+        self.cost += cost;
+        let Some(turn) = &mut self.turn else { return };
+        turn.usage += usage;
+        if let Some(budget) = self.args.max_budget_usd
+            && session.pricing.input.is_some()
+            && self.cost >= budget
+            && !turn.over_budget
+        {
+            turn.over_budget = true;
+            let _ = session.agent.cmd.send(AgentCommand::Cancel);
+        }
+    }
+
+    /// A permission request: the SDK's decision (`can_use_tool`) on a thread of its own, or a
+    /// refusal the model reads.
+    fn approval(&mut self, request: codecoder_protocol::ApprovalRequest) {
+        let (name, input) = claude_call(&request.call.name, &request.call.args);
+        let denial = json!({"tool_name": name, "tool_use_id": request.call.id.to_string(), "tool_input": input});
+        let denials = self.turn.as_ref().map(|t| Arc::clone(&t.denials));
+        let record = move |denials: Option<&Arc<Mutex<Vec<Value>>>>| {
+            if let Some(denials) = denials {
+                denials.lock().unwrap_or_else(PoisonError::into_inner).push(denial.clone());
+            }
+        };
+        if !self.asks_sdk() {
+            record(denials.as_ref());
+            let why = request.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
+            request.reply.send(ApprovalDecision::DenyWithFeedback {
+                feedback: format!("running headless without a permission prompt tool, nothing that needs approval can run{why}; do without it"),
+            });
+            return;
+        }
+        let peer = Arc::clone(&self.peer);
+        let cancel = self.session.as_ref().map(|s| s.agent.cmd.clone());
+        let mut body = json!({
+            "subtype": "can_use_tool",
+            "tool_name": name,
+            "input": input,
+            "tool_use_id": request.call.id.to_string(),
+            "title": request.summary,
+            "permission_suggestions": [{
+                "type": "addRules",
+                "rules": [{"toolName": name}],
+                "behavior": "allow",
+                "destination": "session",
+            }],
+        });
+        if let Some(reason) = &request.reason {
+            body["decision_reason"] = json!(reason);
+        }
+        let thread = codecoder_stdx::spawn_named("claude-can-use-tool", move || {
+            let decision = match peer.request(body, None) {
+                Ok(answer) => decision_of(&answer),
+                Err(error) => (ApprovalDecision::DenyWithFeedback { feedback: error }, false),
+            };
+            if !matches!(decision.0, ApprovalDecision::AllowOnce | ApprovalDecision::AllowForSession) {
+                record(denials.as_ref());
+            }
+            request.reply.send(decision.0);
+            if decision.1
+                && let Some(cancel) = cancel
+            {
+                let _ = cancel.send(AgentCommand::Cancel);
+            }
+        });
+        if let Err(err) = thread {
+            (self.notice)(&format!("codecoder: could not ask the SDK for permission: {err}"));
+        }
+    }
+
+    /// The end of the root turn: its `result`, then the next waiting message.
+    fn turn_done(&mut self, outcome: Option<TurnOutcome>) -> Result<()> {
+        let Some(turn) = self.turn.take() else { return Ok(()) };
+        let result = self.result(turn, outcome);
+        self.last_error = result["is_error"] == json!(true);
+        self.peer.frame(&result).map_err(Error::Output)?;
+        self.answer = Some(result);
+        if let Some(next) = self.queue.pop_front() {
+            self.submit(next)?;
+        }
+        Ok(())
+    }
+
+    fn result(&mut self, turn: Turn, outcome: Option<TurnOutcome>) -> Value {
+        let session_id = self.session_id();
+        let model = self.session.as_ref().map(|s| s.model.clone()).unwrap_or_default();
+        let pricing = self.session.as_ref().map(|s| s.pricing).unwrap_or_default();
+        let window = self.session.as_ref().map_or(0, |s| s.context_window);
+        let turn_cost = cost_of(&pricing, &turn.usage);
+        if pricing.input.is_none() && !self.priced_note {
+            self.priced_note = true;
+            (self.notice)(&format!("note: no prices are known for model `{model}`; total_cost_usd is 0"));
+        }
+        let usage = json!({
+            "input_tokens": turn.usage.input_tokens.saturating_sub(turn.usage.cached_input_tokens),
+            "output_tokens": turn.usage.output_tokens,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": turn.usage.cached_input_tokens,
+        });
+        let Value::Object(mut object) = json!({
+            "type": "result",
+            "duration_ms": u64::try_from(turn.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            "duration_api_ms": u64::try_from(turn.api.as_millis()).unwrap_or(u64::MAX),
+            "num_turns": turn.num_turns,
+            "session_id": session_id,
+            "total_cost_usd": self.cost,
+            "usage": usage,
+            "modelUsage": {model.clone(): {
+                "inputTokens": turn.usage.input_tokens.saturating_sub(turn.usage.cached_input_tokens),
+                "outputTokens": turn.usage.output_tokens,
+                "cacheReadInputTokens": turn.usage.cached_input_tokens,
+                "cacheCreationInputTokens": 0,
+                "costUSD": turn_cost,
+                "contextWindow": window,
+            }},
+            "permission_denials": turn.denials.lock().unwrap_or_else(PoisonError::into_inner).clone(),
+            "uuid": format!("result-{session_id}-{}", turn.started.elapsed().as_nanos()),
+        }) else {
+            return Value::Null;
+        };
+        let object = &mut object;
+        let error = |object: &mut Map<String, Value>, subtype: &str, errors: Vec<String>| {
+            object.insert("subtype".to_owned(), json!(subtype));
+            object.insert("is_error".to_owned(), json!(true));
+            object.insert("stop_reason".to_owned(), Value::Null);
+            object.insert("errors".to_owned(), json!(errors));
+        };
+        match outcome {
+            _ if turn.over_budget => {
+                let budget = self.args.max_budget_usd.unwrap_or_default();
+                error(object, "error_max_budget_usd", vec![format!("Reached maximum budget (${budget})")]);
+            }
+            Some(TurnOutcome::Completed) => {
+                let text = turn.plan.clone().unwrap_or(turn.final_text);
+                object.insert("subtype".to_owned(), json!("success"));
+                object.insert("is_error".to_owned(), json!(false));
+                object.insert("stop_reason".to_owned(), json!("end_turn"));
+                if let Some(schema) = &self.setup.json_schema {
+                    match serde_json::from_str::<Value>(text.trim()) {
+                        Ok(value) if codecoder_app::validate_schema(schema, &value).is_ok() => {
+                            object.insert("structured_output".to_owned(), value);
+                        }
+                        _ => {
+                            let why = codecoder_app::check_final_message(schema, &text).err().unwrap_or_default();
+                            error(object, "error_max_structured_output_retries", vec![why]);
+                            return Value::Object(std::mem::take(object));
+                        }
+                    }
+                }
+                object.insert("result".to_owned(), json!(text));
+            }
+            Some(TurnOutcome::Failed { message })
+                if self.args.max_turns.is_some_and(|max| turn.num_turns > max) =>
+            {
+                let max = self.args.max_turns.unwrap_or_default();
+                let _ = message;
+                error(object, "error_max_turns", vec![format!("Reached maximum number of turns ({max})")]);
+            }
+            Some(TurnOutcome::Failed { message }) => {
+                // A failure of the model's API: Claude's `success` with `is_error`.
+                object.insert("subtype".to_owned(), json!("success"));
+                object.insert("is_error".to_owned(), json!(true));
+                object.insert("stop_reason".to_owned(), Value::Null);
+                object.insert("result".to_owned(), json!(message));
+            }
+            Some(TurnOutcome::Cancelled | TurnOutcome::Interrupted) => {
+                let mut errors = turn.errors;
+                errors.push(if turn.interrupted { "the turn was interrupted".to_owned() } else { "the turn was cancelled".to_owned() });
+                error(object, "error_during_execution", errors);
+            }
+            None => {
+                let mut errors = turn.errors;
+                errors.push("the agent stopped before the turn ended".to_owned());
+                error(object, "error_during_execution", errors);
+            }
+        }
+        Value::Object(std::mem::take(object))
+    }
+
+    /// A `result` for input that could not be run.
+    fn error_result(&mut self, errors: Vec<String>) -> Result<()> {
+        let result = json!({
+            "type": "result",
+            "subtype": "error_during_execution",
+            "is_error": true,
+            "duration_ms": 0,
+            "duration_api_ms": 0,
+            "num_turns": 0,
+            "session_id": self.session_id(),
+            "total_cost_usd": self.cost,
+            "usage": {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+            "modelUsage": {},
+            "permission_denials": [],
+            "errors": errors,
+            "uuid": format!("result-error-{}", self.session_id()),
+        });
+        self.peer.frame(&result).map_err(Error::Output)
+    }
+}
+
+/// The SDK's answer to `can_use_tool`: the decision, and whether the turn is to be interrupted.
+fn decision_of(answer: &Value) -> (ApprovalDecision, bool) {
+    match answer.get("behavior").and_then(Value::as_str) {
+        Some("allow") => {
+            let session = answer
+                .get("updatedPermissions")
+                .and_then(Value::as_array)
+                .is_some_and(|updates| {
+                    updates.iter().any(|u| {
+                        u.get("type").and_then(Value::as_str) == Some("addRules")
+                            && u.get("behavior").and_then(Value::as_str) != Some("deny")
+                    })
+                });
+            let decision = if session { ApprovalDecision::AllowForSession } else { ApprovalDecision::AllowOnce };
+            (decision, false)
+        }
+        Some("deny") => {
+            let message = answer.get("message").and_then(Value::as_str).unwrap_or("denied by the SDK's permission callback");
+            let interrupt = answer.get("interrupt").and_then(Value::as_bool).unwrap_or(false);
+            (ApprovalDecision::DenyWithFeedback { feedback: message.to_owned() }, interrupt)
+        }
+        _ => (
+            ApprovalDecision::DenyWithFeedback {
+                feedback: format!("the SDK's permission answer has no behavior allow or deny: {answer}"),
+            },
+            false,
+        ),
+    }
+}
+
+/// Sets a Claude mode on a running session.
+fn apply_mode(session: &RunningSession, mode: ClaudeMode) {
+    let controls = &session.controls;
+    match mode {
+        ClaudeMode::Default => controls.set_permission_mode(codecoder_app::PermissionMode::Default),
+        ClaudeMode::AcceptEdits => {
+            controls.set_permission_mode(codecoder_app::PermissionMode::AcceptEdits);
+        }
+        ClaudeMode::Plan => controls.set_permission_mode(codecoder_app::PermissionMode::Plan),
+        ClaudeMode::DontAsk => controls.set_approval(codecoder_app::ApprovalMode::Never),
+        // Chosen at start only (it leaves the sandbox): the overrides carry it.
+        ClaudeMode::BypassPermissions => {}
+    }
+}
+
+/// Dollars for `usage` at `pricing` (per million tokens); 0 without prices.
+pub(crate) fn cost_of(pricing: &codecoder_app::Pricing, usage: &Usage) -> f64 {
+    let (Some(input), Some(output)) = (pricing.input, pricing.output) else { return 0.0 };
+    let cached = pricing.cached_input.unwrap_or(input);
+    let fresh = usage.input_tokens.saturating_sub(usage.cached_input_tokens);
+    #[allow(clippy::cast_precision_loss)] // token counts stay far below 2^52
+    let dollars = fresh as f64 * input + usage.cached_input_tokens as f64 * cached + usage.output_tokens as f64 * output;
+    dollars / 1_000_000.0
+}
+
+/// A flag's JSON: the text itself, or the file it names.
+fn json_or_file(flag: &str, text: &str) -> Result<Value> {
+    let trimmed = text.trim_start();
+    let (source, body) = if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        (flag.to_owned(), text.to_owned())
+    } else {
+        let body = std::fs::read_to_string(text).map_err(|err| Error::Usage(format!("{flag} {text}: {err}")))?;
+        (format!("{flag} {text}"), body)
+    };
+    serde_json::from_str(&body).map_err(|err| Error::Usage(format!("{source}: not JSON: {err}")))
+}
+
+/// The servers of an `{"mcpServers": {...}}` object; in-process SDK servers (`"type": "sdk"`)
+/// are left to the SDK bridge.
+fn mcp_servers(value: &Value, source: &str) -> Result<Vec<codecoder_app::mcp_client::ServerConfig>> {
+    let Some(servers) = value.get("mcpServers").and_then(Value::as_object) else {
+        return Err(Error::Usage(format!("{source}: expected {{\"mcpServers\": {{…}}}}")));
+    };
+    let lookup = |name: &str| std::env::var_os(name);
+    let mut out = Vec::new();
+    for (name, server) in servers {
+        if server.get("type").and_then(Value::as_str) == Some("sdk") {
+            continue;
+        }
+        out.push(codecoder_app::mcp_server_config(name, server, &lookup).map_err(Error::Runtime)?);
+    }
+    Ok(out)
+}
+
+/// A stdin `message` (a Messages-API user message) as the agent's input.
+fn user_input(message: &Value) -> std::result::Result<UserInput, String> {
+    let content = match message.get("content") {
+        Some(Value::String(text)) => vec![ContentItem::Text { text: text.clone() }],
+        Some(Value::Array(blocks)) => {
+            let mut items = Vec::new();
+            for block in blocks {
+                match block.get("type").and_then(Value::as_str) {
+                    Some("text") => items.push(ContentItem::Text {
+                        text: block.get("text").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                    }),
+                    Some("image") => {
+                        let source = block.get("source").unwrap_or(&Value::Null);
+                        match (source.get("type").and_then(Value::as_str), source.get("data").and_then(Value::as_str)) {
+                            (Some("base64"), Some(data)) => items.push(ContentItem::Image(Image {
+                                media_type: source.get("media_type").and_then(Value::as_str).unwrap_or("image/png").to_owned(),
+                                data_base64: data.to_owned(),
+                            })),
+                            _ => return Err("an image block needs a base64 source".to_owned()),
+                        }
+                    }
+                    Some("tool_result") => {
+                        let text = match block.get("content") {
+                            Some(Value::String(text)) => text.clone(),
+                            Some(other) => other.to_string(),
+                            None => String::new(),
+                        };
+                        items.push(ContentItem::Text { text });
+                    }
+                    Some(other) => return Err(format!("a user message block of type `{other}` is not supported")),
+                    None => return Err("a user message block without a type".to_owned()),
+                }
+            }
+            items
+        }
+        _ => return Err("a user message needs `message.content`, a string or a list of blocks".to_owned()),
+    };
+    if content.is_empty() {
+        return Err("an empty user message".to_owned());
+    }
+    Ok(UserInput { content })
+}
