@@ -90,7 +90,7 @@ pub use progress::{Progress, ProgressEncoder};
 pub use reports::{write_compaction, write_plugins, write_session_list};
 pub use safety::{Safety, claude_permission_mode};
 pub use session::{
-    ContextLimits, FrontendHooks, Pricing, RunningSession, SessionControls, SessionRequest, Start,
+    CallbackHook, ContextLimits, FrontendHooks, Pricing, RunningSession, SessionControls, SessionRequest, Start,
     context_limits,
 };
 pub use sessions::{

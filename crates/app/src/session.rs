@@ -75,9 +75,24 @@ pub struct SessionRequest {
     pub hooks: FrontendHooks,
 }
 
-/// A front-end's own hook sources (`SessionRequest::hooks`).
+/// A front-end's own hooks (an Agent SDK's callbacks), asked after the configured ones.
 #[derive(Clone, Default)]
-pub struct FrontendHooks(pub Vec<Arc<dyn codecoder_kernel::Hooks>>);
+pub struct FrontendHooks(pub Vec<CallbackHook>);
+
+/// One callback hook of a front-end.
+#[derive(Clone)]
+pub struct CallbackHook {
+    /// The event it answers.
+    pub event: codecoder_hooks::Event,
+    /// Its matcher, as in a settings file.
+    pub matcher: Option<String>,
+    /// How messages name it.
+    pub label: String,
+    /// How long it may take (default 60 s).
+    pub timeout: Option<std::time::Duration>,
+    /// The callback.
+    pub callback: Arc<dyn codecoder_hooks::HookCallback>,
+}
 
 impl std::fmt::Debug for FrontendHooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -473,7 +488,18 @@ impl Runtime {
             Arc::new(move |name: &str, args: &serde_json::Value| viewer.view(name, args)),
         );
         let auto_compact_token_limit = compactor.limit();
-        let hook_set = crate::safety::load_hooks(loaded, &cwd, &home, &mut notices)?;
+        let mut hook_set = crate::safety::load_hooks(loaded, &cwd, &home, &mut notices)?;
+        for hook in &request.hooks.0 {
+            Arc::make_mut(&mut hook_set)
+                .add_callback(
+                    hook.event,
+                    hook.matcher.as_deref(),
+                    &hook.label,
+                    hook.timeout,
+                    Arc::clone(&hook.callback),
+                )
+                .map_err(Error::usage)?;
+        }
         // The person's hook scripts first, then what the session adds (skills, plan mode): a
         // `HookStack` folds their answers into one.
         let mut hooks: Vec<Arc<dyn codecoder_kernel::Hooks>> = Vec::new();
@@ -503,7 +529,6 @@ impl Runtime {
                 session_id,
             }));
         }
-        hooks.extend(request.hooks.0.iter().cloned());
         hooks.push(Arc::new(crate::plan::PlanLayer { permission: safety.permission.clone() }));
         let hooks: Arc<dyn codecoder_kernel::Hooks> = Arc::new(codecoder_kernel::HookStack(hooks));
         let deps = AgentDeps {

@@ -37,6 +37,8 @@ struct Setup {
     mcp_servers: Vec<codecoder_app::mcp_client::ServerConfig>,
     model: Option<String>,
     mode: Option<ClaudeMode>,
+    /// The SDK's hook callbacks (`initialize`'s `hooks`).
+    hooks: Vec<codecoder_app::CallbackHook>,
 }
 
 /// The turn in progress.
@@ -279,6 +281,7 @@ impl Engine {
             system_prompt: self.setup.system_prompt.clone().filter(|p| !p.trim().is_empty()),
             append_system_prompt: self.setup.append_system_prompt.clone(),
             max_steps: args.max_turns,
+            hooks: codecoder_app::FrontendHooks(self.setup.hooks.clone()),
             ..SessionRequest::new()
         };
         let session = self.runtime.start(&request).map_err(Error::Runtime)?;
@@ -434,12 +437,15 @@ impl Engine {
         if let Some(schema) = request.get("jsonSchema").filter(|s| !s.is_null()) {
             self.setup.json_schema = Some(schema.clone());
         }
+        if let Some(hooks) = request.get("hooks").and_then(Value::as_object) {
+            self.setup.hooks = crate::sdk::hooks(hooks, &self.peer)?;
+        }
         let mut response = json!({
             "commands": [],
             "agents": [],
             "output_style": "default",
             "available_output_styles": ["default"],
-            "models": [{"value": self.setup.model.clone().unwrap_or_default(), "displayName": "default", "description": "the configured model"}],
+            "models": [{"value": self.setup.model.clone().or_else(|| self.runtime.loaded().config.model.clone()).unwrap_or_default(), "displayName": "default", "description": "the configured model"}],
             "account": {},
             "claude_code_version": CLAUDE_PROTOCOL_VERSION,
             "codecoder_version": env!("CARGO_PKG_VERSION"),

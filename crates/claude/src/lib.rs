@@ -13,6 +13,7 @@
 
 pub mod args;
 mod engine;
+mod sdk;
 mod translate;
 mod wire;
 

@@ -82,9 +82,40 @@ struct Group {
 }
 
 /// One `{type: "command"}` handler.
+/// A hook answered in-process (an Agent SDK's callback) instead of by a command: it gets the
+/// event's JSON input and returns the hook's JSON output, or why it failed.
+pub trait HookCallback: Send + Sync {
+    /// Answers one event; `timeout` is how long the hook may take.
+    ///
+    /// # Errors
+    /// Why the hook gave no answer (it failed, or did not answer in time).
+    fn call(&self, input: &Value, timeout: Duration) -> std::result::Result<Value, String>;
+}
+
+/// A callback handler: compared by identity.
+#[derive(Clone)]
+pub(crate) struct Callback(pub(crate) std::sync::Arc<dyn HookCallback>);
+
+impl std::fmt::Debug for Callback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Callback")
+    }
+}
+
+impl PartialEq for Callback {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Callback {}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Handler {
+    /// The command, or for a callback its label.
     pub(crate) command: String,
+    /// Set: the hook is this callback, not a command.
+    pub(crate) callback: Option<Callback>,
     pub(crate) timeout: Duration,
     /// The `if` condition (permission-rule syntax, tool events only): the handler runs only for
     /// calls it matches.
@@ -236,6 +267,37 @@ impl HookSet {
     }
 
     /// The directory hooks run in (and `CLAUDE_PROJECT_DIR`).
+    /// Adds a callback hook for `event` (its `matcher` as in a settings file), labelled
+    /// `label` in messages, asked after the hooks already added.
+    ///
+    /// # Errors
+    /// A matcher that is not a valid regular expression.
+    pub fn add_callback(
+        &mut self,
+        event: Event,
+        matcher: Option<&str>,
+        label: &str,
+        timeout: Option<Duration>,
+        callback: std::sync::Arc<dyn HookCallback>,
+    ) -> std::result::Result<(), String> {
+        let matcher = Matcher::parse(matcher)
+            .map_err(|(text, err)| format!("matcher `{text}` of {label}: {err}"))?;
+        let handler = Handler {
+            command: label.to_owned(),
+            callback: Some(Callback(callback)),
+            timeout: timeout.filter(|t| !t.is_zero()).unwrap_or(DEFAULT_TIMEOUT),
+            condition: None,
+            source: PathBuf::from("the Agent SDK"),
+            plugin_root: None,
+        };
+        self.groups[event.slot()].push(Group {
+            matcher,
+            handlers: vec![handler],
+            source: PathBuf::from("the Agent SDK"),
+        });
+        Ok(())
+    }
+
     pub fn project_dir(&self) -> &Path {
         &self.project_dir
     }
@@ -475,7 +537,14 @@ fn parse_handler(
                 .push(format!("{}: `{at}.{key}` is not a hook setting; ignored", source.display())),
         }
     }
-    Ok(Some(Handler { command, timeout, condition, source: source.to_owned(), plugin_root: None }))
+    Ok(Some(Handler {
+        command,
+        callback: None,
+        timeout,
+        condition,
+        source: source.to_owned(),
+        plugin_root: None,
+    }))
 }
 
 /// The file's JSON, `None` when it does not exist.

@@ -28,7 +28,7 @@ mod outcome;
 mod runner;
 
 pub use condition::CallSubjects;
-pub use config::{HookSet, HookSources};
+pub use config::{HookCallback, HookSet, HookSources};
 pub use event::Event;
 pub use runner::{CommonInput, HookRunner};
 

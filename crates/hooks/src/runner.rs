@@ -465,6 +465,14 @@ fn execute(
     hook: &str,
     cancel: Option<&Receiver<Infallible>>,
 ) -> Answer {
+    if let Some(callback) = &handler.callback {
+        let input = serde_json::from_slice::<Value>(input).unwrap_or(Value::Null);
+        return match callback.0.call(&input, handler.timeout) {
+            Ok(Value::Object(json)) => Answer::Json(json),
+            Ok(other) => Answer::Failed(format!("{hook}: answered {other}, not a JSON object")),
+            Err(err) => Answer::Failed(format!("{hook}: {err}")),
+        };
+    }
     let mut env = vec![
         (OsString::from(CLAUDE_PROJECT_DIR), project_dir.as_os_str().to_owned()),
         (OsString::from(CODECODER_PROJECT_DIR), project_dir.as_os_str().to_owned()),
