@@ -103,7 +103,7 @@ pub use transcript::write_transcript;
 /// The MCP client's settings of one server, for front-ends that take servers from their own
 /// protocol (ACP's `session/new`) into `SessionRequest::mcp_servers`.
 pub mod mcp_client {
-    pub use codecoder_mcp::{ServerConfig, Transport, base_env};
+    pub use codecoder_mcp::{Bridge, McpBridge, ServerConfig, Transport, base_env};
 }
 
 /// The system-wide config file.

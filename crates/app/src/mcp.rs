@@ -68,6 +68,7 @@ fn describe(transport: &Transport) -> String {
         }
         Transport::Http { url, .. } => format!("http: {url}"),
         Transport::Sse { url, .. } => format!("sse: {url}"),
+        Transport::InProcess(_) => "in-process".to_owned(),
     }
 }
 

@@ -101,6 +101,7 @@ fn an_mcp_server_with_transport_sse_speaks_the_older_http_sse_transport() {
             codecoder_mcp::Transport::Sse { url, .. } => (s.name.as_str(), url.as_str()),
             codecoder_mcp::Transport::Http { .. } => (s.name.as_str(), "http"),
             codecoder_mcp::Transport::Stdio { .. } => (s.name.as_str(), "stdio"),
+            codecoder_mcp::Transport::InProcess(_) => (s.name.as_str(), "in-process"),
         })
         .collect();
     assert_eq!(kinds, [("new", "http"), ("old", "http://127.0.0.1:1/sse")]);
@@ -158,6 +159,7 @@ fn the_users_claude_json_servers_are_read_and_config_toml_wins() {
             codecoder_mcp::Transport::Stdio { command, .. } => (s.name.clone(), command.clone()),
             codecoder_mcp::Transport::Http { url, .. }
             | codecoder_mcp::Transport::Sse { url, .. } => (s.name.clone(), url.clone()),
+            codecoder_mcp::Transport::InProcess(_) => (s.name.clone(), "in-process".to_owned()),
         })
         .collect();
     assert_eq!(

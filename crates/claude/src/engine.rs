@@ -113,7 +113,7 @@ impl Engine {
         }
         for config in &args.mcp_configs {
             let value = json_or_file("--mcp-config", config)?;
-            setup.mcp_servers.extend(mcp_servers(&value, "--mcp-config")?);
+            setup.mcp_servers.extend(mcp_servers(&value, "--mcp-config", &peer)?);
         }
         Ok(Engine {
             args,
@@ -437,6 +437,11 @@ impl Engine {
         if let Some(schema) = request.get("jsonSchema").filter(|s| !s.is_null()) {
             self.setup.json_schema = Some(schema.clone());
         }
+        let sdk_servers = request.get("sdkMcpServers").and_then(Value::as_array);
+        for name in sdk_servers.map(Vec::as_slice).unwrap_or_default().iter().filter_map(Value::as_str) {
+            self.setup.mcp_servers.retain(|s| s.name != name);
+            self.setup.mcp_servers.push(crate::sdk::server(name, &self.peer));
+        }
         if let Some(hooks) = request.get("hooks").and_then(Value::as_object) {
             self.setup.hooks = crate::sdk::hooks(hooks, &self.peer)?;
         }
@@ -452,7 +457,7 @@ impl Engine {
             "hook_on_failure_supported": true,
         });
         if let Some(servers) = request.get("mcpServers").filter(|s| !s.is_null()) {
-            let servers = mcp_servers(&json!({"mcpServers": servers}), "initialize")
+            let servers = mcp_servers(&json!({"mcpServers": servers}), "initialize", &self.peer)
                 .map_err(|err| err.to_string())?;
             self.setup.mcp_servers.extend(servers);
             response["mcp_servers_applied"] = json!(true);
@@ -815,9 +820,13 @@ fn json_or_file(flag: &str, text: &str) -> Result<Value> {
     serde_json::from_str(&body).map_err(|err| Error::Usage(format!("{source}: not JSON: {err}")))
 }
 
-/// The servers of an `{"mcpServers": {...}}` object; in-process SDK servers (`"type": "sdk"`)
-/// are left to the SDK bridge.
-fn mcp_servers(value: &Value, source: &str) -> Result<Vec<codecoder_app::mcp_client::ServerConfig>> {
+/// The servers of an `{"mcpServers": {...}}` object; an in-process SDK server (`"type":
+/// "sdk"`) is reached over `mcp_message` through `peer`.
+fn mcp_servers(
+    value: &Value,
+    source: &str,
+    peer: &Arc<Peer>,
+) -> Result<Vec<codecoder_app::mcp_client::ServerConfig>> {
     let Some(servers) = value.get("mcpServers").and_then(Value::as_object) else {
         return Err(Error::Usage(format!("{source}: expected {{\"mcpServers\": {{…}}}}")));
     };
@@ -825,6 +834,7 @@ fn mcp_servers(value: &Value, source: &str) -> Result<Vec<codecoder_app::mcp_cli
     let mut out = Vec::new();
     for (name, server) in servers {
         if server.get("type").and_then(Value::as_str) == Some("sdk") {
+            out.push(crate::sdk::server(name, peer));
             continue;
         }
         out.push(codecoder_app::mcp_server_config(name, server, &lookup).map_err(Error::Runtime)?);

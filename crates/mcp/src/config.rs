@@ -39,9 +39,37 @@ pub struct ServerConfig {
     pub sampling: bool,
 }
 
+/// A server in the front-end's process (an Agent SDK's in-process server): each JSON-RPC
+/// message is handed over, and a request's response comes back.
+pub trait McpBridge: Send + Sync {
+    /// Delivers `message`; returns the response of a request (`None` for a notification).
+    ///
+    /// # Errors
+    /// Why no response came (the front-end's peer failed or did not answer in time).
+    fn send(&self, message: serde_json::Value) -> std::result::Result<Option<serde_json::Value>, String>;
+}
+
+/// A bridge, compared by identity.
+#[derive(Clone)]
+pub struct Bridge(pub std::sync::Arc<dyn McpBridge>);
+
+impl std::fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Bridge")
+    }
+}
+
+impl PartialEq for Bridge {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 /// How to reach a server.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transport {
+    /// A server in the front-end's own process, reached through its bridge.
+    InProcess(Bridge),
     /// A child process speaking newline-delimited JSON-RPC on stdin and stdout.
     Stdio {
         /// The program.

@@ -23,7 +23,8 @@ mod sse;
 mod tool;
 
 pub use config::{
-    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, ServerConfig, Transport, base_env, expand_vars,
+    Bridge, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpBridge, ServerConfig, Transport,
+    base_env, expand_vars,
     parse_mcp_json,
 };
 pub use error::{Error, Result};

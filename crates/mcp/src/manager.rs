@@ -777,6 +777,14 @@ async fn connect(
                 .await
                 .map_err(|err| init_error(&err))
         }
+        Transport::InProcess(bridge) => {
+            let (ours, theirs) = tokio::io::duplex(BRIDGE_BUFFER);
+            tokio::spawn(pump_bridge(theirs, bridge.clone()));
+            client
+                .serve_with_lifecycle(ours, lifecycle())
+                .await
+                .map_err(|err| format!("in-process server: {}", init_error(&err)))
+        }
         Transport::Sse { url, bearer_token, headers } => {
             let transport = crate::sse::connect(url, bearer_token.as_deref(), headers).await?;
             client
@@ -785,6 +793,52 @@ async fn connect(
                 .map_err(|err| format!("SSE `{url}`: {}", init_error(&err)))
         }
     }
+}
+
+/// Bytes buffered each way between the client and an in-process server's pump.
+const BRIDGE_BUFFER: usize = 1 << 20;
+
+/// Carries an in-process server's traffic: each line the client writes goes to the bridge on a
+/// blocking thread (several at once, as the client may have several requests in flight), and
+/// each response comes back as a line. A message the bridge cannot answer gets a JSON-RPC
+/// error, so the call waiting for it ends.
+async fn pump_bridge(stream: tokio::io::DuplexStream, bridge: crate::config::Bridge) {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    let (read, mut write) = tokio::io::split(stream);
+    let mut lines = tokio::io::BufReader::new(read).lines();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(async move {
+        while let Some(mut line) = rx.recv().await {
+            line.push('\n');
+            if write.write_all(line.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+    });
+    while let Ok(Some(line)) = lines.next_line().await {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+        let id = message.get("id").cloned();
+        let bridge = bridge.clone();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let answer = tokio::task::spawn_blocking(move || bridge.0.send(message)).await;
+            let response = match (answer, id) {
+                (Ok(Ok(Some(response))), _) => response,
+                (Ok(Ok(None)), _) | (_, None) => return,
+                (Ok(Err(error)), Some(id)) => serde_json::json!({
+                    "jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32603, "message": error},
+                }),
+                (Err(join), Some(id)) => serde_json::json!({
+                    "jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32603, "message": join.to_string()},
+                }),
+            };
+            let _ = tx.send(response.to_string());
+        });
+    }
+    drop(tx);
+    let _ = writer.await;
 }
 
 /// What went wrong with a request, in words: rmcp's own text names the transport's Rust type.
