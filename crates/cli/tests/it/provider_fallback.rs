@@ -111,7 +111,7 @@ fn a_context_overflow_compacts_the_conversation_and_the_turn_goes_on() {
     )
     .unwrap();
     let local = local_home(&server.base_url());
-    let (home, run) = (&local.home, local.run());
+    let run = local.run();
     let out = run.run(&["exec", "a long task"], "");
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "Answered after compacting.\n");
@@ -126,12 +126,7 @@ fn a_context_overflow_compacts_the_conversation_and_the_turn_goes_on() {
     assert_eq!(offers_tools, [true, false, true], "the step, the summary, the step again");
     let again = requests[2].body["messages"].to_string();
     assert!(again.contains("The summary of it all."), "{again}");
-    let logs: Vec<_> = std::fs::read_dir(home.path().join("sessions"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
-        .collect();
-    assert_eq!(logs.len(), 1, "{logs:?}");
-    let out = run.run(&["sessions", "validate", logs[0].to_str().unwrap()], "");
+    let log = local.session_log();
+    let out = run.run(&["sessions", "validate", log.to_str().unwrap()], "");
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
 }

@@ -3,8 +3,6 @@
 //! run (the file is written) and the next request carries its result as a proper tool message;
 //! a call that does not parse is shown as the text it was, with a note in the session log.
 
-use std::path::{Path, PathBuf};
-
 use codecoder_test_support::{FakeModelServer, Reply, Script};
 use serde_json::Value;
 
@@ -20,18 +18,8 @@ fn local_home(base_url: &str, format: &str) -> LocalHome {
     )
 }
 
-fn session_log(home: &Path) -> PathBuf {
-    let logs: Vec<PathBuf> = std::fs::read_dir(home.join("sessions"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
-        .collect();
-    assert_eq!(logs.len(), 1, "{logs:?}");
-    logs[0].clone()
-}
-
-fn records(home: &Path) -> Vec<Value> {
-    std::fs::read_to_string(session_log(home))
+fn records(local: &LocalHome) -> Vec<Value> {
+    std::fs::read_to_string(local.session_log())
         .unwrap()
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
@@ -52,7 +40,7 @@ fn a_hermes_call_in_the_text_runs_and_its_result_goes_back() {
     )
     .unwrap();
     let local = local_home(&server.base_url(), "hermes");
-    let (home, cwd, run) = (&local.home, &local.cwd, local.run());
+    let (cwd, run) = (&local.cwd, local.run());
     let out = run.run(&["-a", "never", "-s", "workspace-write", "exec", "write hello.txt"], "");
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(cwd.path().join("hello.txt")).unwrap(), "hi there\n");
@@ -70,7 +58,7 @@ fn a_hermes_call_in_the_text_runs_and_its_result_goes_back() {
     assert_eq!(tool["tool_call_id"], call["id"]);
     assert!(!tool["content"].as_str().unwrap().is_empty(), "{tool}");
     assert!(
-        !records(home.path()).iter().any(|r| r["type"] == "error"),
+        !records(&local).iter().any(|r| r["type"] == "error"),
         "no note for a call that parsed"
     );
 }
@@ -80,20 +68,20 @@ fn a_malformed_call_stays_text_with_a_note_in_the_session_log() {
     let broken = "<tool_call>{\"name\": \"write_file\", \"arguments\": {\"path\": </tool_call>";
     let server = FakeModelServer::start(Script::new().reply(Reply::text(broken))).unwrap();
     let local = local_home(&server.base_url(), "hermes");
-    let (home, run) = (&local.home, local.run());
+    let run = local.run();
     let out = run.run(&["-a", "never", "-s", "workspace-write", "exec", "write hello.txt"], "");
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), format!("{broken}\n"));
     assert!(stderr(&out).contains("kept as text"), "{}", stderr(&out));
     assert_eq!(server.requests().len(), 1, "no call ran, so no second request");
-    let notes: Vec<String> = records(home.path())
+    let notes: Vec<String> = records(&local)
         .iter()
         .filter(|r| r["type"] == "error")
         .map(|r| r["message"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].contains("looks like a hermes tool call") && notes[0].contains("bad JSON"));
-    let log = session_log(home.path());
+    let log = local.session_log();
     let out = run.run(&["sessions", "validate", log.to_str().unwrap()], "");
     assert!(out.status.success(), "the log with its note is valid: {}", stdout(&out));
 }
