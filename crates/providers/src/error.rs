@@ -326,9 +326,11 @@ impl fmt::Display for Error {
             }
             Self::ContextOverflow { server, model, message } => {
                 let Server { id, name, base_url } = server.as_ref();
+                // The server's words end a sentence of their own; what to change follows.
+                let message = message.trim_end().trim_end_matches('.');
                 write!(
                     f,
-                    "the request does not fit the context of model `{model}` at {name} ({base_url}): {message}: "
+                    "the request does not fit the context of model `{model}` at {name} ({base_url}): {message}; "
                 )?;
                 match id.as_str() {
                     "ollama" => write!(

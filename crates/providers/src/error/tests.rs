@@ -127,13 +127,25 @@ fn a_context_overflow_keeps_the_servers_words_and_says_what_to_change() {
         error.to_string(),
         "the request does not fit the context of model `smollm2` at llama.cpp \
          (http://127.0.0.1:8080/v1): the request exceeds the available context size, try \
-         increasing it: raise the server's context size (llama.cpp: -c/--ctx-size; \
+         increasing it; raise the server's context size (llama.cpp: -c/--ctx-size; \
          llama-cpp-python: --n_ctx; vLLM: --max-model-len), or set context_window in \
          [models.\"smollm2\"] so compaction starts earlier, or compact the session (/compact, \
          `codecoder sessions compact`)"
     );
     assert!(error.is_context_overflow());
     assert!(!error.is_retryable(), "the same request overflows again");
+    // An OpenAI-style message ends with a period; the advice does not follow it with a colon.
+    let openai_words = http(
+        400,
+        Some("invalid_request_error"),
+        "This model's maximum context length is 4096 tokens. However, your messages resulted in \
+         5000 tokens.",
+    )
+    .classify(&local, "smollm2");
+    assert!(
+        openai_words.to_string().contains("resulted in 5000 tokens; raise the server's"),
+        "{openai_words}"
+    );
     assert!(!error.may_be_streaming());
 
     let ollama = server("ollama", "Ollama", "http://localhost:11434/v1");
@@ -158,7 +170,7 @@ fn a_context_overflow_keeps_the_servers_words_and_says_what_to_change() {
         let error = http(status, error_type, message).classify(server, "m");
         assert!(error.is_context_overflow(), "{message}: {error:?}");
         let text = error.to_string();
-        assert!(text.contains(message) && text.contains("`m`"), "{text}");
+        assert!(text.contains(message.trim_end_matches('.')) && text.contains("`m`"), "{text}");
     }
     let text = http(400, None, "the input length exceeds the context length")
         .classify(&ollama, "m")
