@@ -388,6 +388,10 @@ impl Job {
                     }
                     let error = error.classify(&self.server, &self.model);
                     let (error, emitted, retry_after) = match self.streamed.take() {
+                        // The unstreamed try says what is wrong with the request (llama-cpp-
+                        // python ends a stream early on an overflow, and answers it with a 400
+                        // unstreamed): that is the error, and no form of it is tried again.
+                        Some(_) if error.is_definitive() => (error, false, None),
                         // The unstreamed try failed too: the streamed form goes on under the
                         // usual policy, from its own failure.
                         Some(streamed) => {

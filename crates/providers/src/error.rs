@@ -165,9 +165,17 @@ impl Error {
     pub fn is_context_overflow(&self) -> bool {
         match self {
             Self::ContextOverflow { .. } => true,
-            Self::UnstreamedAlsoFailed { streamed, .. } => streamed.is_context_overflow(),
+            Self::UnstreamedAlsoFailed { streamed, unstreamed } => {
+                streamed.is_context_overflow() || unstreamed.is_context_overflow()
+            }
             _ => false,
         }
+    }
+
+    /// Whether the server said what is wrong with the request itself (a model it does not
+    /// have, a context overflow): sent again, streamed or not, it fails the same way.
+    pub(crate) fn is_definitive(&self) -> bool {
+        matches!(self, Self::ModelNotFound { .. } | Self::ContextOverflow { .. })
     }
 
     /// Whether a streamed request that offers tools, failing this way before any content

@@ -213,6 +213,35 @@ fn when_the_unstreamed_try_fails_too_the_stream_is_retried_and_both_failures_are
 }
 
 #[test]
+fn an_overflow_the_unstreamed_try_reveals_is_the_error_and_nothing_is_retried() {
+    // llama-cpp-python's way: the streamed request ends early, the whole one gets a 400.
+    let server = FakeModelServer::start(
+        Script::new().when_streamed_tools(Reply::text("never sent").end_after(1)).reply(
+            Fault::status(400).message(
+                "This model's maximum context length is 2048 tokens. However, you requested \
+                 6625 tokens. Please reduce the length of the messages or completion.",
+            ),
+        ),
+    )
+    .unwrap();
+    let events =
+        collect(&client(config(&server, WireApi::Chat)), request(vec![Message::user_text("hi")]));
+    let error = error_of(&events);
+    assert!(
+        error.starts_with("the request does not fit the context of model `fake-model`"),
+        "{error}"
+    );
+    assert!(!error.contains("stream ended"), "the symptom is not the cause: {error}");
+    assert!(
+        events
+            .iter()
+            .any(|event| matches!(event, ResponseEvent::Error(error) if error.context_overflow)),
+        "{events:?}"
+    );
+    assert_eq!(streams(&server), [true, false], "no retry of the streamed form");
+}
+
+#[test]
 fn what_an_unstreamed_request_would_meet_the_same_is_not_tried_again() {
     let overflow = Fault::status(400)
         .error_type("exceed_context_size_error")
