@@ -149,6 +149,13 @@ const scenarios = {
     await run("say hi");
   },
 
+  // The start-up bench (crates/cli/benches/claude_sdk.rs): the wall-clock time of the query()
+  // call, which the bench compares with the fake model's first request.
+  async bench() {
+    console.log(JSON.stringify({ query_at_ms: performance.timeOrigin + performance.now() }));
+    await run("say hi");
+  },
+
   // The callback allows the command that touches allowed.txt and denies the other one.
   async permissions() {
     await run("touch two files", {

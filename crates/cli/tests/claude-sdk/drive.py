@@ -17,6 +17,7 @@ import dataclasses
 import json
 import os
 import sys
+import time
 import traceback
 
 from claude_agent_sdk import (
@@ -152,6 +153,13 @@ async def plain():
     await run("say hi")
 
 
+async def bench():
+    """The start-up bench (crates/cli/benches/claude_sdk.rs): the wall-clock time of the query()
+    call, which the bench compares with the fake model's first request."""
+    print(json.dumps({"query_at_ms": time.time() * 1000}), flush=True)
+    await run("say hi")
+
+
 async def permissions():
     """The callback allows the command that touches allowed.txt and denies the other one."""
 
@@ -254,6 +262,7 @@ async def budget():
 
 SCENARIOS = {
     "plain": plain,
+    "bench": bench,
     "permissions": permissions,
     "hook": hook,
     "sdk_mcp": sdk_mcp,

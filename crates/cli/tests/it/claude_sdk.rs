@@ -68,12 +68,12 @@ impl Sdk {
         let mut command = match self {
             Sdk::TypeScript => {
                 let mut command = Command::new("node");
-                command.arg(dir.join("drive.mjs")).env(var, value);
+                command.arg(dir.join("drive.mjs")).env_clear().env(var, value);
                 command
             }
             Sdk::Python => {
                 let mut command = Command::new(value);
-                command.arg(dir.join("drive.py"));
+                command.arg(dir.join("drive.py")).env_clear();
                 command
             }
         };
@@ -120,7 +120,6 @@ impl World {
         let mut command = sdk.driver(scenario)?;
         command
             .current_dir(self.ws.path())
-            .env_clear()
             .envs(self.env())
             .env("CODECODER_BIN", env!("CARGO_BIN_EXE_codecoder"))
             .env("SDK_MODEL", MODEL)
