@@ -718,8 +718,11 @@ impl AgentLoop {
                     turn_state.retired.push(stream);
                     let message = format!("model error: {message}");
                     self.append(RecordBody::Error { message: message.clone() })?;
-                    let can_compact =
-                        self.env.deps.compactor.is_some() && !self.writer.history().is_empty();
+                    // A summary can only shrink what the model said or tools returned; a
+                    // history of user messages alone (a first request whose prompt and tools
+                    // overflow) would come back no smaller.
+                    let can_compact = self.env.deps.compactor.is_some()
+                        && self.writer.history().iter().any(|message| message.role != Role::User);
                     if turn_state.overflow_compacted || !can_compact {
                         return Err(Stop::Failed(message));
                     }

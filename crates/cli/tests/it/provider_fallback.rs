@@ -101,6 +101,7 @@ fn a_server_that_is_not_running_is_named_with_what_to_do() {
 fn a_context_overflow_compacts_the_conversation_and_the_turn_goes_on() {
     let server = FakeModelServer::start(
         Script::new()
+            .reply(Reply::tool_call("call_1", "list_dir", serde_json::json!({"path": "."})))
             .reply(
                 Fault::status(400)
                     .error_type("exceed_context_size_error")
@@ -123,8 +124,12 @@ fn a_context_overflow_compacts_the_conversation_and_the_turn_goes_on() {
         .iter()
         .map(|r| r.body["tools"].as_array().is_some_and(|t| !t.is_empty()))
         .collect();
-    assert_eq!(offers_tools, [true, false, true], "the step, the summary, the step again");
-    let again = requests[2].body["messages"].to_string();
+    assert_eq!(
+        offers_tools,
+        [true, true, false, true],
+        "a call, the step that overflows, the summary, the step again"
+    );
+    let again = requests[3].body["messages"].to_string();
     assert!(again.contains("The summary of it all."), "{again}");
     let log = local.session_log();
     let out = run.run(&["sessions", "validate", log.to_str().unwrap()], "");

@@ -152,8 +152,8 @@ fn a_cancelled_compaction_restores_the_history() {
     assert_eq!(before.history(), after.history());
 }
 
-/// Requests with tools overflow the window `overflows` times, then get "done"; summary requests
-/// get a summary.
+/// The first request with tools makes an echo call; the next `overflows` ones overflow the
+/// window, then they get "done"; summary requests get a summary.
 fn overflowing(overflows: usize) -> Arc<ScriptedModel> {
     let seen = std::sync::Mutex::new(0);
     ScriptedModel::new(move |request| {
@@ -162,7 +162,10 @@ fn overflowing(overflows: usize) -> Arc<ScriptedModel> {
         }
         let mut seen = seen.lock().unwrap();
         *seen += 1;
-        if *seen <= overflows {
+        if *seen == 1 {
+            return Response::Events(calls(&[("c1", "echo", json!({"text": "x"}))]));
+        }
+        if *seen <= overflows + 1 {
             return Response::Events(vec![ResponseEvent::Error(ModelError::context_overflow(
                 "the request exceeds the available context size",
             ))]);
@@ -185,15 +188,14 @@ fn a_context_overflow_compacts_and_sends_the_request_again() {
     assert_eq!(tags.last().unwrap(), "turn_done Completed cancelled=false");
     let requests = model.requests();
     let with_tools: Vec<bool> = requests.iter().map(|r| !r.tools.is_empty()).collect();
-    assert_eq!(with_tools, [true, false, true]);
+    assert_eq!(with_tools, [true, true, false, true]);
     // The request sent again sees the compacted history.
-    assert_eq!(requests[2].history[0].text(), "summary: the summary");
+    assert_eq!(requests[3].history[0].text(), "summary: the summary");
     let logs = harness.shutdown();
     let types = record_types(&logs.root);
     // The refused step ends without an answer, with the error logged, before the compaction.
-    let at = types
-        .windows(5)
-        .position(|w| w == ["step_start", "context", "error", "step_end", "user_message"]);
+    let at =
+        types.windows(4).position(|w| w == ["step_start", "error", "step_end", "user_message"]);
     assert!(at.is_some(), "{types:?}");
 }
 
@@ -206,8 +208,8 @@ fn a_second_context_overflow_in_a_turn_fails_it() {
     let last = tags.last().unwrap();
     assert!(last.starts_with("turn_done failed: model error:"), "{tags:?}");
     assert!(last.contains("exceeds the available context size"), "{tags:?}");
-    // One compaction, so two requests with tools and one summary.
-    assert_eq!(model.requests().len(), 3);
+    // The call, then one compaction between two overflows.
+    assert_eq!(model.requests().len(), 4);
     harness.shutdown();
 }
 
@@ -224,6 +226,21 @@ fn a_context_overflow_without_a_compactor_fails_the_turn() {
     harness.submit("go");
     let tags = tags(&harness.turn());
     assert!(tags.last().unwrap().starts_with("turn_done failed: model error:"), "{tags:?}");
+    assert_eq!(model.requests().len(), 2);
+    harness.shutdown();
+}
+
+#[test]
+fn a_context_overflow_of_the_first_request_fails_the_turn_without_a_summary() {
+    // Only the user's prompt so far: a summary would be no smaller.
+    let model = ScriptedModel::queue(vec![Response::Events(vec![ResponseEvent::Error(
+        ModelError::context_overflow("the request exceeds the available context size"),
+    )])]);
+    let harness = harness(model.clone());
+    harness.submit("go");
+    let tags = tags(&harness.turn());
+    assert!(tags.last().unwrap().starts_with("turn_done failed: model error:"), "{tags:?}");
+    assert!(!tags.iter().any(|tag| tag.starts_with("compacted")), "{tags:?}");
     assert_eq!(model.requests().len(), 1);
     harness.shutdown();
 }
