@@ -115,8 +115,24 @@ impl World {
         ]
     }
 
-    /// Runs `scenario` through `sdk`'s driver; `None` when the SDK is not installed.
+    /// Runs `scenario` through `sdk`'s driver, which must end without an error; `None` when the
+    /// SDK is not installed.
     fn drive(&self, sdk: Sdk, scenario: &str, extra: &[(&str, &str)]) -> Option<Drive> {
+        let drive = self.drive_to_end(sdk, scenario, extra)?;
+        assert_eq!(drive.summary["error"], Value::Null, "the SDK failed: {}", drive.transcript);
+        Some(drive)
+    }
+
+    /// Runs `scenario` through `sdk`'s driver, which must end with an error the SDK raised
+    /// after an error result (both SDKs do, as after Claude Code's exit status 1); `None` when
+    /// the SDK is not installed.
+    fn drive_to_error(&self, sdk: Sdk, scenario: &str) -> Option<Drive> {
+        let drive = self.drive_to_end(sdk, scenario, &[])?;
+        assert!(drive.summary["error"].is_string(), "the SDK raised nothing: {}", drive.transcript);
+        Some(drive)
+    }
+
+    fn drive_to_end(&self, sdk: Sdk, scenario: &str, extra: &[(&str, &str)]) -> Option<Drive> {
         let mut command = sdk.driver(scenario)?;
         command
             .current_dir(self.ws.path())
@@ -133,7 +149,6 @@ impl World {
             .find_map(|line| line.get("summary").cloned())
             .unwrap_or_else(|| panic!("the driver printed no summary: {transcript}"));
         assert!(out.status.success(), "{transcript}");
-        assert_eq!(summary["error"], Value::Null, "the SDK failed: {transcript}");
         Some(Drive { summary, transcript })
     }
 
@@ -395,7 +410,7 @@ fn max_turns(sdk: Sdk) {
             .reply(Reply::tool_call("toolu_1", "run_command", json!({"command": "ls"})))
             .reply(Reply::text("unreachable")),
     );
-    let Some(drive) = world.drive(sdk, "max_turns", &[]) else { return };
+    let Some(drive) = world.drive_to_error(sdk, "max_turns") else { return };
     let t = &drive.transcript;
     let result = drive.result();
     assert_eq!(result["subtype"], "error_max_turns", "{t}");
@@ -415,7 +430,7 @@ fn budget(sdk: Sdk) {
             )
             .reply(Reply::text("unreachable")),
     );
-    let Some(drive) = world.drive(sdk, "budget", &[]) else { return };
+    let Some(drive) = world.drive_to_error(sdk, "budget") else { return };
     let t = &drive.transcript;
     let result = drive.result();
     assert_eq!(result["subtype"], "error_max_budget_usd", "{t}");
