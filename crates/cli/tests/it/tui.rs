@@ -762,3 +762,33 @@ fn a_patch_being_written_shows_its_files_then_its_card() {
     pty.send("\r");
     assert!(pty.wait_exit().success());
 }
+
+/// A local server that cannot stream tool calls: the first turn falls back and the UI shows the
+/// warning once; the second turn goes unstreamed from its first request and warns no more.
+#[test]
+fn the_fallback_warning_shows_once_in_the_ui() {
+    let script = Script::new()
+        .when_streamed_tools(Reply::text("never sent").end_after(1))
+        .reply(Reply::text("First answer."))
+        .reply(Reply::text("Second answer."));
+    let server = FakeModelServer::start(script).unwrap();
+    let local = crate::local::LocalHome::new(&server.base_url(), "local-model", "");
+    let mut pty = Pty::spawn(local.home.path(), local.cwd.path(), &[], &[]);
+    pty.wait_visible("ask anything", "the input prompt");
+    pty.type_text("first");
+    pty.send("\r");
+    pty.wait_for("First answer.", "the first answer");
+    pty.wait_idle("the idle status line");
+    pty.type_text("second");
+    pty.send("\r");
+    pty.wait_for("Second answer.", "the second answer");
+    pty.wait_idle("the idle status line after the second turn");
+    let text = pty.text();
+    assert_eq!(text.matches("cannot stream tool calls").count(), 1, "{text}");
+    let streams: Vec<bool> =
+        server.requests().iter().map(|r| r.body["stream"].as_bool().unwrap()).collect();
+    assert_eq!(streams, [true, false, false]);
+    pty.send("\x03");
+    pty.send("\x03");
+    pty.wait_exit();
+}
