@@ -73,16 +73,26 @@ impl Runtime {
             .or_else(|| config.model_provider.clone())
             .unwrap_or_else(|| crate::session::DEFAULT_PROVIDER.to_owned());
         match crate::provider::resolve_provider(&provider_id, config) {
-            Ok(provider) => writeln!(
-                out,
-                "provider: {provider_id} ({} API, {})",
-                provider.wire_api,
-                if provider.stream {
-                    "streaming; a streamed request with tools that fails before any answer is sent again as a whole one"
-                } else {
-                    "stream = false: whole JSON answers"
+            Ok(provider) => {
+                writeln!(
+                    out,
+                    "provider: {provider_id} ({} API, {})",
+                    provider.wire_api,
+                    if provider.stream {
+                        "streaming; a streamed request with tools that fails before any answer is sent again as a whole one"
+                    } else {
+                        "stream = false: whole JSON answers"
+                    }
+                )?;
+                // A person who set tool_call_format sees that it took, and what it does.
+                if provider.tool_call_format != codecoder_protocol::ToolCallFormat::Off {
+                    writeln!(
+                        out,
+                        "tool calls written as text: parsed as {} (tool_call_format; Chat Completions only)",
+                        provider.tool_call_format
+                    )?;
                 }
-            )?,
+            }
             Err(err) => writeln!(out, "provider: {provider_id} ({err})")?,
         }
         let remembered = crate::provider_cache::ProviderCache::describe(&self.home);

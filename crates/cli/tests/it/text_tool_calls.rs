@@ -61,6 +61,12 @@ fn a_hermes_call_in_the_text_runs_and_its_result_goes_back() {
         !records(&local).iter().any(|r| r["type"] == "error"),
         "no note for a call that parsed"
     );
+    let out = run.run(&["doctor"], "");
+    assert!(
+        stdout(&out).contains("tool calls written as text: parsed as hermes (tool_call_format"),
+        "doctor shows the setting took: {}",
+        stdout(&out)
+    );
 }
 
 #[test]
