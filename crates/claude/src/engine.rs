@@ -603,7 +603,9 @@ impl Engine {
         if let Some(reason) = &request.reason {
             body["decision_reason"] = json!(reason);
         }
-        let thread = codecoder_stdx::spawn_named("claude-can-use-tool", move || {
+        // Detached: it waits for the SDK (a person may be deciding) while the loop goes on,
+        // and ends with the SDK's answer or when the input closes.
+        let thread = std::thread::Builder::new().name("claude-can-use-tool".to_owned()).spawn(move || {
             let decision = match peer.request(body, None) {
                 Ok(answer) => decision_of(&answer),
                 Err(error) => (ApprovalDecision::DenyWithFeedback { feedback: error }, false),

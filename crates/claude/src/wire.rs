@@ -152,9 +152,10 @@ pub(crate) fn read_input(
     peer: Arc<Peer>,
 ) -> std::io::Result<Receiver<Input>> {
     let (tx, rx) = crossbeam_channel::unbounded();
-    // Not joined: it may be blocked on an input that never ends; it holds nothing else.
-    let thread = codecoder_stdx::spawn_named("claude-stdin", move || read(input, &peer, &tx))?;
-    drop(thread);
+    // Detached: it may be blocked on an input that never ends; it holds nothing else.
+    std::thread::Builder::new()
+        .name("claude-stdin".to_owned())
+        .spawn(move || read(input, &peer, &tx))?;
     Ok(rx)
 }
 
