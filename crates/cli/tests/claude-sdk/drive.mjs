@@ -127,14 +127,14 @@ async function run(prompt, extra) {
   }
 }
 
-// The number of processes whose command line is `sleep MARKER`.
+// The number of processes whose command line holds MARKER (the slow command, and its shell).
 function sleeping(marker) {
   let n = 0;
   for (const pid of readdirSync("/proc")) {
     if (!/^\d+$/.test(pid)) continue;
     try {
       const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
-      if (cmdline.includes(`sleep ${marker}`)) n += 1;
+      if (cmdline.includes(marker)) n += 1;
     } catch {
       // The process ended while the directory was read.
     }
