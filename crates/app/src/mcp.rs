@@ -232,7 +232,7 @@ pub(crate) fn start(
     cwd: &Path,
     session: McpSession,
     extra: &[ServerConfig],
-) -> (Option<LateTools>, Vec<Notice>) {
+) -> (Option<(LateTools, Arc<McpManager>)>, Vec<Notice>) {
     let lookup = |name: &str| std::env::var_os(name);
     let (mut servers, mut notices) = server_configs(loaded, cwd, &lookup);
     for server in extra {
@@ -249,8 +249,9 @@ pub(crate) fn start(
     };
     match McpManager::launch(servers, cwd, options) {
         Ok(manager) => {
-            let source = codecoder_mcp::McpToolSource::new(Arc::new(manager));
-            (Some(LateTools::with_source(Arc::new(source))), notices)
+            let manager = Arc::new(manager);
+            let source = codecoder_mcp::McpToolSource::new(Arc::clone(&manager));
+            (Some((LateTools::with_source(Arc::new(source)), manager)), notices)
         }
         Err(err) => {
             notices.push(Notice::Warning(format!("MCP servers: {err}")));

@@ -71,6 +71,9 @@ pub struct SessionRequest {
     /// Model requests a turn may make at most, over `agent.max_steps_per_turn`
     /// (`--max-turns`).
     pub max_steps: Option<u32>,
+    /// Dollars the session may spend on the model in this process (`--max-budget-usd`); past
+    /// it the turn fails (`codecoder_kernel::BUDGET_REACHED`). Needs the model's prices.
+    pub max_budget_usd: Option<f64>,
     /// Hooks of the front-end (an SDK's callbacks), asked after the configured ones.
     pub hooks: FrontendHooks,
 }
@@ -184,6 +187,36 @@ pub struct RunningSession {
     /// The agent's tools (MCP servers' tools join late): front-ends read what a call's tool is
     /// (`Tool::mcp_origin`).
     pub tools: Arc<ToolRegistry>,
+    /// The session's MCP servers, if any.
+    mcp: Option<Arc<codecoder_mcp::McpManager>>,
+}
+
+impl RunningSession {
+    /// Waits until every MCP server of the session is ready, failed or past its startup
+    /// timeout (what the first model request waits for anyway).
+    pub fn wait_for_mcp(&self) {
+        if let Some(manager) = &self.mcp {
+            manager.wait_started();
+        }
+    }
+
+    /// Each MCP server of the session with its state as Claude Code names it: `connected`,
+    /// `failed` (also past its startup timeout) or `pending` (still starting).
+    pub fn mcp_statuses(&self) -> Vec<(String, &'static str)> {
+        let Some(manager) = &self.mcp else { return Vec::new() };
+        manager
+            .statuses()
+            .into_iter()
+            .map(|(name, outcome)| {
+                let status = match outcome {
+                    Some(codecoder_mcp::ReportOutcome::Ready { .. }) => "connected",
+                    Some(_) => "failed",
+                    None => "pending",
+                };
+                (name, status)
+            })
+            .collect()
+    }
 }
 
 impl Runtime {
@@ -421,9 +454,10 @@ impl Runtime {
             &request.mcp_servers,
         );
         notices.extend(mcp_notices);
-        if let Some(late_tools) = late_tools {
+        let mcp = late_tools.map(|(late_tools, manager)| {
             registry.attach_late(late_tools);
-        }
+            manager
+        });
         let registry = Arc::new(registry);
         // Undo needs a log to read the checkpoints back from: in-memory sessions keep none.
         let checkpoints: Option<Arc<dyn codecoder_kernel::Checkpoints>> = match writer.path() {
@@ -542,13 +576,23 @@ impl Runtime {
             compactor: Some(Arc::new(compactor)),
             checkpoints,
         };
-        let agent = spawn_agent_on(agent_config, deps, writer)?;
         let configured = config.models.get(&model);
         let pricing = Pricing {
             input: configured.and_then(|m| m.input_price).or(info.input_price),
             cached_input: configured.and_then(|m| m.cached_input_price).or(info.cached_input_price),
             output: configured.and_then(|m| m.output_price).or(info.output_price),
         };
+        if let (Some(limit_usd), Some(input), Some(output)) =
+            (request.max_budget_usd, pricing.input, pricing.output)
+        {
+            agent_config.budget = Some(codecoder_kernel::Budget {
+                limit_usd,
+                input,
+                cached_input: pricing.cached_input.unwrap_or(input),
+                output,
+            });
+        }
+        let agent = spawn_agent_on(agent_config, deps, writer)?;
         Ok(RunningSession {
             agent,
             config: loaded.config.clone(),
@@ -562,6 +606,7 @@ impl Runtime {
             controls: SessionControls { policy: safety.policy, escalation: safety.escalation },
             notices,
             tools: registry,
+            mcp,
         })
     }
 }

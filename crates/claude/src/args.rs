@@ -274,7 +274,9 @@ pub fn parse(args: &[String]) -> Result<HeadlessArgs, UsageError> {
             continue;
         }
         let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag.to_owned(), Some(value.to_owned())),
+            Some((flag, value)) if flag.starts_with("--") => {
+                (flag.to_owned(), Some(value.to_owned()))
+            }
             _ => (arg.clone(), None),
         };
         let flag = SHORT

@@ -12,10 +12,10 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use codecoder_app::{Runtime, RunningSession, SessionRequest, Start};
+use codecoder_app::{RunningSession, Runtime, SessionRequest, Start};
 use codecoder_protocol::{
-    AgentCommand, AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, ContentItem,
-    Image, ToolError, TurnOutcome, Usage, UserInput,
+    AgentCommand, AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, ContentItem, Image,
+    ToolError, TurnOutcome, Usage, UserInput,
 };
 use crossbeam_channel::{Receiver, select};
 use serde_json::{Map, Value, json};
@@ -52,7 +52,6 @@ struct Turn {
     errors: Vec<String>,
     final_text: String,
     plan: Option<String>,
-    over_budget: bool,
     interrupted: bool,
 }
 
@@ -68,7 +67,6 @@ impl Turn {
             errors: Vec::new(),
             final_text: String::new(),
             plan: None,
-            over_budget: false,
             interrupted: false,
         }
     }
@@ -92,6 +90,8 @@ pub(crate) struct Engine {
     /// Print mode's answer (text or json output).
     answer: Option<Value>,
     priced_note: bool,
+    /// `set_model` asked for a switch that waits for the turn to end.
+    switch_model: bool,
 }
 
 impl Engine {
@@ -130,6 +130,7 @@ impl Engine {
             last_error: false,
             answer: None,
             priced_note: false,
+            switch_model: false,
         })
     }
 
@@ -142,7 +143,10 @@ impl Engine {
     }
 
     /// Runs stream-json input until it ends and its turns are done.
-    pub(crate) fn run_stream(mut self, input: &Receiver<Input>) -> Result<(ExitCode, Option<Value>)> {
+    pub(crate) fn run_stream(
+        mut self,
+        input: &Receiver<Input>,
+    ) -> Result<(ExitCode, Option<Value>)> {
         self.follow(input)?;
         self.finish()
     }
@@ -199,7 +203,9 @@ impl Engine {
                 Ok(())
             }
             Input::Bad { line, error } => {
-                (self.notice)(&format!("codecoder: stdin line {line}: {error}; the line was skipped"));
+                (self.notice)(&format!(
+                    "codecoder: stdin line {line}: {error}; the line was skipped"
+                ));
                 self.error_result(vec![format!("stdin line {line}: {error}")])
             }
             Input::End(error) => {
@@ -216,7 +222,11 @@ impl Engine {
     fn message(&mut self, message: &Value) -> Result<()> {
         let kind = message.get("type").and_then(Value::as_str).unwrap_or_default();
         if kind != "user" {
-            let what = if kind.is_empty() { "a message without a type".to_owned() } else { format!("a `{kind}` message") };
+            let what = if kind.is_empty() {
+                "a message without a type".to_owned()
+            } else {
+                format!("a `{kind}` message")
+            };
             (self.notice)(&format!("codecoder: stdin: {what} is not understood; it was skipped"));
             return self.error_result(vec![format!("stdin: {what} is not understood")]);
         }
@@ -252,6 +262,8 @@ impl Engine {
             self.start_session(&first)?;
         }
         let Some(session) = &self.session else { return Ok(()) };
+        // The first request waits for the MCP servers anyway; `init` then says how they are.
+        session.wait_for_mcp();
         let init = self.init_frame(session);
         self.peer.frame(&init).map_err(Error::Output)?;
         self.turn = Some(Turn::new());
@@ -270,8 +282,14 @@ impl Engine {
             (None, true, true) => Start::Fork(self.newest_session()?),
             (None, false, _) => Start::New,
         };
-        let request = SessionRequest {
-            start,
+        let request = SessionRequest { start, ..self.session_request(first_prompt) };
+        self.open(&request)
+    }
+
+    /// What every start of the session asks for (a new session by default).
+    fn session_request(&self, first_prompt: &str) -> SessionRequest {
+        let args = &self.args;
+        SessionRequest {
             model: self.setup.model.clone(),
             ephemeral: args.no_persistence,
             output_schema: self.setup.json_schema.clone(),
@@ -281,10 +299,15 @@ impl Engine {
             system_prompt: self.setup.system_prompt.clone().filter(|p| !p.trim().is_empty()),
             append_system_prompt: self.setup.append_system_prompt.clone(),
             max_steps: args.max_turns,
+            max_budget_usd: args.max_budget_usd,
             hooks: codecoder_app::FrontendHooks(self.setup.hooks.clone()),
             ..SessionRequest::new()
-        };
-        let session = self.runtime.start(&request).map_err(Error::Runtime)?;
+        }
+    }
+
+    /// Starts the agent `request` asks for and makes it this run's session.
+    fn open(&mut self, request: &SessionRequest) -> Result<()> {
+        let session = self.runtime.start(request).map_err(Error::Runtime)?;
         for notice in &session.notices {
             (self.notice)(&notice.to_string());
         }
@@ -306,11 +329,26 @@ impl Engine {
         Ok(())
     }
 
+    /// Restarts the agent on the same session with the model `set_model` chose.
+    fn restart(&mut self) -> Result<()> {
+        self.switch_model = false;
+        let Some(session) = self.session.take() else { return Ok(()) };
+        let id = session.agent.session_id().to_string();
+        let _ = session.agent.shutdown();
+        let request = SessionRequest {
+            start: Start::Resume(Some(id)),
+            model: self.setup.model.clone(),
+            ..self.session_request("")
+        };
+        self.open(&request)
+    }
+
     fn newest_session(&self) -> Result<String> {
         let cwd = self.runtime.cwd().to_string_lossy().into_owned();
         let mut notices = Vec::new();
-        let listed = codecoder_app::list_sessions(self.runtime.home(), Some(&cwd), None, &mut notices)
-            .map_err(Error::Runtime)?;
+        let listed =
+            codecoder_app::list_sessions(self.runtime.home(), Some(&cwd), None, &mut notices)
+                .map_err(Error::Runtime)?;
         listed
             .sessions
             .into_iter()
@@ -331,14 +369,11 @@ impl Engine {
             .iter()
             .map(|spec| codecoder_protocol::claude_tool_name(&spec.name).to_owned())
             .collect();
-        let (servers, _) = self.runtime.mcp_servers();
-        let mut mcp: Vec<Value> =
-            servers.iter().map(|s| json!({"name": s.name, "status": "connected"})).collect();
-        for server in &self.setup.mcp_servers {
-            if !servers.iter().any(|s| s.name == server.name) {
-                mcp.push(json!({"name": server.name, "status": "connected"}));
-            }
-        }
+        let mcp: Vec<Value> = session
+            .mcp_statuses()
+            .into_iter()
+            .map(|(name, status)| json!({"name": name, "status": status}))
+            .collect();
         json!({
             "type": "system",
             "subtype": "init",
@@ -397,19 +432,38 @@ impl Engine {
                 Ok(json!({"mode": mode.as_str()}))
             }
             "set_model" => {
+                // `null`: the configured model.
                 let model = request.get("model").and_then(Value::as_str).map(str::to_owned);
-                if self.session.is_some() {
-                    return Err("set_model: the model is chosen when the session starts (--model); switching a running session is not supported".to_owned());
-                }
+                let model = model.or_else(|| self.args.model.clone());
                 self.setup.model = model;
+                if self.session.is_some() {
+                    if self.args.no_persistence {
+                        return Err("set_model: a session without persistence cannot switch models (its agent restarts on the session's log)".to_owned());
+                    }
+                    // Between turns at once; during one, when it ends.
+                    self.switch_model = true;
+                    if self.turn.is_none() {
+                        self.restart().map_err(|err| format!("set_model: {err}"))?;
+                    }
+                }
                 Ok(json!({}))
             }
             "mcp_status" => {
-                let (servers, _) = self.runtime.mcp_servers();
-                let status = if self.session.is_some() { "connected" } else { "pending" };
-                let mut list: Vec<Value> =
-                    servers.iter().map(|s| json!({"name": s.name, "status": status})).collect();
-                list.extend(self.setup.mcp_servers.iter().map(|s| json!({"name": s.name, "status": status})));
+                let list: Vec<Value> = match &self.session {
+                    Some(session) => session
+                        .mcp_statuses()
+                        .into_iter()
+                        .map(|(name, status)| json!({"name": name, "status": status}))
+                        .collect(),
+                    None => {
+                        let (servers, _) = self.runtime.mcp_servers();
+                        let names = servers.iter().map(|s| s.name.clone());
+                        names
+                            .chain(self.setup.mcp_servers.iter().map(|s| s.name.clone()))
+                            .map(|name| json!({"name": name, "status": "pending"}))
+                            .collect()
+                    }
+                };
                 Ok(json!({"mcpServers": list}))
             }
             "" => Err("a control request without a subtype".to_owned()),
@@ -438,7 +492,9 @@ impl Engine {
             self.setup.json_schema = Some(schema.clone());
         }
         let sdk_servers = request.get("sdkMcpServers").and_then(Value::as_array);
-        for name in sdk_servers.map(Vec::as_slice).unwrap_or_default().iter().filter_map(Value::as_str) {
+        for name in
+            sdk_servers.map(Vec::as_slice).unwrap_or_default().iter().filter_map(Value::as_str)
+        {
             self.setup.mcp_servers.retain(|s| s.name != name);
             self.setup.mcp_servers.push(crate::sdk::server(name, &self.peer));
         }
@@ -468,6 +524,9 @@ impl Engine {
         if request.get("disallowedTools").is_some() {
             response["disallowed_tools_applied"] = json!(true);
         }
+        // Everything the session needs is known: it starts now, so its MCP servers connect
+        // (and the SDK's in-process ones are asked) before the first message.
+        self.start_session("").map_err(|err| format!("starting the session: {err}"))?;
         Ok(response)
     }
 
@@ -504,7 +563,11 @@ impl Engine {
                     turn.errors.push(message);
                 }
             }
-            AgentEventKind::ToolFinished { call, result: Err(ToolError::PermissionDenied { .. }), .. } => {
+            AgentEventKind::ToolFinished {
+                call,
+                result: Err(ToolError::PermissionDenied { .. }),
+                ..
+            } => {
                 if let Some(turn) = &self.turn {
                     let (name, input) = claude_call(&call.name, &call.args);
                     let denial = json!({"tool_name": name, "tool_use_id": call.id.to_string(), "tool_input": input});
@@ -515,8 +578,14 @@ impl Engine {
                 }
             }
             AgentEventKind::ApprovalRequest(request) => {
-                let parent = event.source.subagent_path.last().map_or(Value::Null, |id| json!(id.to_string()));
-                if let Some(frame) = self.translator.as_mut().and_then(|t| t.announce(parent, &request.call)) {
+                let parent = event
+                    .source
+                    .subagent_path
+                    .last()
+                    .map_or(Value::Null, |id| json!(id.to_string()));
+                if let Some(frame) =
+                    self.translator.as_mut().and_then(|t| t.announce(parent, &request.call))
+                {
                     self.peer.frame(&frame).map_err(Error::Output)?;
                 }
                 self.approval(request);
@@ -532,7 +601,8 @@ impl Engine {
                     request.reply.send(AskUserAnswer::Declined);
                 } else {
                     request.reply.send(AskUserAnswer::Unavailable {
-                        reason: "running headless: no one can answer a question; decide yourself".to_owned(),
+                        reason: "running headless: no one can answer a question; decide yourself"
+                            .to_owned(),
                     });
                 }
             }
@@ -556,14 +626,6 @@ impl Engine {
         self.cost += cost;
         let Some(turn) = &mut self.turn else { return };
         turn.usage += usage;
-        if let Some(budget) = self.args.max_budget_usd
-            && session.pricing.input.is_some()
-            && self.cost >= budget
-            && !turn.over_budget
-        {
-            turn.over_budget = true;
-            let _ = session.agent.cmd.send(AgentCommand::Cancel);
-        }
     }
 
     /// A permission request: the SDK's decision (`can_use_tool`) on a thread of its own, or a
@@ -605,21 +667,25 @@ impl Engine {
         }
         // Detached: it waits for the SDK (a person may be deciding) while the loop goes on,
         // and ends with the SDK's answer or when the input closes.
-        let thread = std::thread::Builder::new().name("claude-can-use-tool".to_owned()).spawn(move || {
-            let decision = match peer.request(body, None) {
-                Ok(answer) => decision_of(&answer),
-                Err(error) => (ApprovalDecision::DenyWithFeedback { feedback: error }, false),
-            };
-            if !matches!(decision.0, ApprovalDecision::AllowOnce | ApprovalDecision::AllowForSession) {
-                record(denials.as_ref());
-            }
-            request.reply.send(decision.0);
-            if decision.1
-                && let Some(cancel) = cancel
-            {
-                let _ = cancel.send(AgentCommand::Cancel);
-            }
-        });
+        let thread =
+            std::thread::Builder::new().name("claude-can-use-tool".to_owned()).spawn(move || {
+                let decision = match peer.request(body, None) {
+                    Ok(answer) => decision_of(&answer),
+                    Err(error) => (ApprovalDecision::DenyWithFeedback { feedback: error }, false),
+                };
+                if !matches!(
+                    decision.0,
+                    ApprovalDecision::AllowOnce | ApprovalDecision::AllowForSession
+                ) {
+                    record(denials.as_ref());
+                }
+                request.reply.send(decision.0);
+                if decision.1
+                    && let Some(cancel) = cancel
+                {
+                    let _ = cancel.send(AgentCommand::Cancel);
+                }
+            });
         if let Err(err) = thread {
             (self.notice)(&format!("codecoder: could not ask the SDK for permission: {err}"));
         }
@@ -628,10 +694,17 @@ impl Engine {
     /// The end of the root turn: its `result`, then the next waiting message.
     fn turn_done(&mut self, outcome: Option<TurnOutcome>) -> Result<()> {
         let Some(turn) = self.turn.take() else { return Ok(()) };
+        let interrupted = turn.interrupted;
         let result = self.result(turn, outcome);
-        self.last_error = result["is_error"] == json!(true);
+        // An interrupt is the caller's own doing: its result says so, the exit status does not.
+        self.last_error = result["is_error"] == json!(true) && !interrupted;
         self.peer.frame(&result).map_err(Error::Output)?;
         self.answer = Some(result);
+        if self.switch_model
+            && let Err(err) = self.restart()
+        {
+            (self.notice)(&format!("codecoder: set_model: {err}"));
+        }
         if let Some(next) = self.queue.pop_front() {
             self.submit(next)?;
         }
@@ -646,7 +719,9 @@ impl Engine {
         let turn_cost = cost_of(&pricing, &turn.usage);
         if pricing.input.is_none() && !self.priced_note {
             self.priced_note = true;
-            (self.notice)(&format!("note: no prices are known for model `{model}`; total_cost_usd is 0"));
+            (self.notice)(&format!(
+                "note: no prices are known for model `{model}`; total_cost_usd is 0"
+            ));
         }
         let usage = json!({
             "input_tokens": turn.usage.input_tokens.saturating_sub(turn.usage.cached_input_tokens),
@@ -683,9 +758,15 @@ impl Engine {
             object.insert("errors".to_owned(), json!(errors));
         };
         match outcome {
-            _ if turn.over_budget => {
+            Some(TurnOutcome::Failed { message })
+                if message.starts_with(codecoder_app::BUDGET_REACHED) =>
+            {
                 let budget = self.args.max_budget_usd.unwrap_or_default();
-                error(object, "error_max_budget_usd", vec![format!("Reached maximum budget (${budget})")]);
+                error(
+                    object,
+                    "error_max_budget_usd",
+                    vec![format!("Reached maximum budget (${budget}): {message}")],
+                );
             }
             Some(TurnOutcome::Completed) => {
                 let text = turn.plan.clone().unwrap_or(turn.final_text);
@@ -698,7 +779,9 @@ impl Engine {
                             object.insert("structured_output".to_owned(), value);
                         }
                         _ => {
-                            let why = codecoder_app::check_final_message(schema, &text).err().unwrap_or_default();
+                            let why = codecoder_app::check_final_message(schema, &text)
+                                .err()
+                                .unwrap_or_default();
                             error(object, "error_max_structured_output_retries", vec![why]);
                             return Value::Object(std::mem::take(object));
                         }
@@ -707,11 +790,15 @@ impl Engine {
                 object.insert("result".to_owned(), json!(text));
             }
             Some(TurnOutcome::Failed { message })
-                if self.args.max_turns.is_some_and(|max| turn.num_turns > max) =>
+                if self.args.max_turns.is_some_and(|max| turn.num_turns >= max)
+                    && message.starts_with(codecoder_app::STEP_LIMIT_REACHED) =>
             {
                 let max = self.args.max_turns.unwrap_or_default();
-                let _ = message;
-                error(object, "error_max_turns", vec![format!("Reached maximum number of turns ({max})")]);
+                error(
+                    object,
+                    "error_max_turns",
+                    vec![format!("Reached maximum number of turns ({max})")],
+                );
             }
             Some(TurnOutcome::Failed { message }) => {
                 // A failure of the model's API: Claude's `success` with `is_error`.
@@ -722,7 +809,11 @@ impl Engine {
             }
             Some(TurnOutcome::Cancelled | TurnOutcome::Interrupted) => {
                 let mut errors = turn.errors;
-                errors.push(if turn.interrupted { "the turn was interrupted".to_owned() } else { "the turn was cancelled".to_owned() });
+                errors.push(if turn.interrupted {
+                    "the turn was interrupted".to_owned()
+                } else {
+                    "the turn was cancelled".to_owned()
+                });
                 error(object, "error_during_execution", errors);
             }
             None => {
@@ -759,26 +850,33 @@ impl Engine {
 fn decision_of(answer: &Value) -> (ApprovalDecision, bool) {
     match answer.get("behavior").and_then(Value::as_str) {
         Some("allow") => {
-            let session = answer
-                .get("updatedPermissions")
-                .and_then(Value::as_array)
-                .is_some_and(|updates| {
+            let session =
+                answer.get("updatedPermissions").and_then(Value::as_array).is_some_and(|updates| {
                     updates.iter().any(|u| {
                         u.get("type").and_then(Value::as_str) == Some("addRules")
                             && u.get("behavior").and_then(Value::as_str) != Some("deny")
                     })
                 });
-            let decision = if session { ApprovalDecision::AllowForSession } else { ApprovalDecision::AllowOnce };
+            let decision = if session {
+                ApprovalDecision::AllowForSession
+            } else {
+                ApprovalDecision::AllowOnce
+            };
             (decision, false)
         }
         Some("deny") => {
-            let message = answer.get("message").and_then(Value::as_str).unwrap_or("denied by the SDK's permission callback");
+            let message = answer
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("denied by the SDK's permission callback");
             let interrupt = answer.get("interrupt").and_then(Value::as_bool).unwrap_or(false);
             (ApprovalDecision::DenyWithFeedback { feedback: message.to_owned() }, interrupt)
         }
         _ => (
             ApprovalDecision::DenyWithFeedback {
-                feedback: format!("the SDK's permission answer has no behavior allow or deny: {answer}"),
+                feedback: format!(
+                    "the SDK's permission answer has no behavior allow or deny: {answer}"
+                ),
             },
             false,
         ),
@@ -806,7 +904,9 @@ pub(crate) fn cost_of(pricing: &codecoder_app::Pricing, usage: &Usage) -> f64 {
     let cached = pricing.cached_input.unwrap_or(input);
     let fresh = usage.input_tokens.saturating_sub(usage.cached_input_tokens);
     #[allow(clippy::cast_precision_loss)] // token counts stay far below 2^52
-    let dollars = fresh as f64 * input + usage.cached_input_tokens as f64 * cached + usage.output_tokens as f64 * output;
+    let dollars = fresh as f64 * input
+        + usage.cached_input_tokens as f64 * cached
+        + usage.output_tokens as f64 * output;
     dollars / 1_000_000.0
 }
 
@@ -816,7 +916,8 @@ fn json_or_file(flag: &str, text: &str) -> Result<Value> {
     let (source, body) = if trimmed.starts_with('{') || trimmed.starts_with('[') {
         (flag.to_owned(), text.to_owned())
     } else {
-        let body = std::fs::read_to_string(text).map_err(|err| Error::Usage(format!("{flag} {text}: {err}")))?;
+        let body = std::fs::read_to_string(text)
+            .map_err(|err| Error::Usage(format!("{flag} {text}: {err}")))?;
         (format!("{flag} {text}"), body)
     };
     serde_json::from_str(&body).map_err(|err| Error::Usage(format!("{source}: not JSON: {err}")))
@@ -853,13 +954,24 @@ fn user_input(message: &Value) -> std::result::Result<UserInput, String> {
             for block in blocks {
                 match block.get("type").and_then(Value::as_str) {
                     Some("text") => items.push(ContentItem::Text {
-                        text: block.get("text").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                        text: block
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned(),
                     }),
                     Some("image") => {
                         let source = block.get("source").unwrap_or(&Value::Null);
-                        match (source.get("type").and_then(Value::as_str), source.get("data").and_then(Value::as_str)) {
+                        match (
+                            source.get("type").and_then(Value::as_str),
+                            source.get("data").and_then(Value::as_str),
+                        ) {
                             (Some("base64"), Some(data)) => items.push(ContentItem::Image(Image {
-                                media_type: source.get("media_type").and_then(Value::as_str).unwrap_or("image/png").to_owned(),
+                                media_type: source
+                                    .get("media_type")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("image/png")
+                                    .to_owned(),
                                 data_base64: data.to_owned(),
                             })),
                             _ => return Err("an image block needs a base64 source".to_owned()),
@@ -873,13 +985,21 @@ fn user_input(message: &Value) -> std::result::Result<UserInput, String> {
                         };
                         items.push(ContentItem::Text { text });
                     }
-                    Some(other) => return Err(format!("a user message block of type `{other}` is not supported")),
+                    Some(other) => {
+                        return Err(format!(
+                            "a user message block of type `{other}` is not supported"
+                        ));
+                    }
                     None => return Err("a user message block without a type".to_owned()),
                 }
             }
             items
         }
-        _ => return Err("a user message needs `message.content`, a string or a list of blocks".to_owned()),
+        _ => {
+            return Err(
+                "a user message needs `message.content`, a string or a list of blocks".to_owned()
+            );
+        }
     };
     if content.is_empty() {
         return Err("an empty user message".to_owned());

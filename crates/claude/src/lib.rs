@@ -94,10 +94,12 @@ pub fn run(args: HeadlessArgs, streams: Streams) -> Result<u8> {
     }
     let output_format = args.output;
     let peer = wire::Peer::new(streams.output, output_format == OutputFormat::StreamJson);
-    let engine = engine::Engine::new(args.clone(), runtime, Arc::clone(&peer), Arc::clone(&streams.notice))?;
+    let engine =
+        engine::Engine::new(args.clone(), runtime, Arc::clone(&peer), Arc::clone(&streams.notice))?;
     let (code, answer) = match args.input {
         InputFormat::StreamJson => {
-            let input = wire::read_input(streams.input, Arc::clone(&peer)).map_err(Error::Thread)?;
+            let input =
+                wire::read_input(streams.input, Arc::clone(&peer)).map_err(Error::Thread)?;
             engine.run_stream(&input)?
         }
         InputFormat::Text => {
@@ -139,7 +141,11 @@ pub fn run(args: HeadlessArgs, streams: Streams) -> Result<u8> {
 /// The runtime's overrides for Claude's flags.
 fn overrides(args: &HeadlessArgs) -> codecoder_app::Overrides {
     use args::ClaudeMode;
-    let mode = if args.skip_permissions { Some(ClaudeMode::BypassPermissions) } else { args.permission_mode };
+    let mode = if args.skip_permissions {
+        Some(ClaudeMode::BypassPermissions)
+    } else {
+        args.permission_mode
+    };
     codecoder_app::Overrides {
         cwd: args.cd.clone(),
         profile: args.profile.clone(),
@@ -148,7 +154,17 @@ fn overrides(args: &HeadlessArgs) -> codecoder_app::Overrides {
         provider: args.provider.clone(),
         add_dirs: args.add_dirs.clone(),
         bypass: mode == Some(ClaudeMode::BypassPermissions),
-        approval: (mode == Some(ClaudeMode::DontAsk)).then_some(codecoder_app::ApprovalMode::Never),
+        // Claude Code asks its permission tool about every call that is not read-only or
+        // allowed by a rule: so does codecoder when an SDK answers (`untrusted`). Without one,
+        // `never`: the sandbox bounds what runs and what needs a person is refused.
+        approval: Some(match mode {
+            Some(ClaudeMode::DontAsk) => codecoder_app::ApprovalMode::Never,
+            _ if args.permission_prompt_tool.as_deref() == Some("stdio") => {
+                codecoder_app::ApprovalMode::Untrusted
+            }
+            _ => codecoder_app::ApprovalMode::Never,
+        })
+        .filter(|_| mode != Some(ClaudeMode::BypassPermissions)),
         permission_mode: match mode {
             Some(ClaudeMode::AcceptEdits) => Some(codecoder_app::PermissionMode::AcceptEdits),
             Some(ClaudeMode::Plan) => Some(codecoder_app::PermissionMode::Plan),

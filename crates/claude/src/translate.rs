@@ -45,7 +45,14 @@ pub(crate) struct Translator {
 
 impl Translator {
     pub(crate) fn new(session_id: String, model: String, partial: bool) -> Self {
-        Self { session_id, model, partial, next_id: 0, step: Step::default(), announced: HashSet::new() }
+        Self {
+            session_id,
+            model,
+            partial,
+            next_id: 0,
+            step: Step::default(),
+            announced: HashSet::new(),
+        }
     }
 
     /// A fresh id for a frame, shaped as a UUID (version 4 layout): the session's id mixed
@@ -107,14 +114,17 @@ impl Translator {
             return None;
         }
         let (name, input) = claude_call(&call.name, &call.args);
-        let block = json!({"type": "tool_use", "id": call.id.to_string(), "name": name, "input": input});
+        let block =
+            json!({"type": "tool_use", "id": call.id.to_string(), "name": name, "input": input});
         Some(self.assistant(parent, vec![block]))
     }
 
     /// Closes the open partial block, if any.
     fn close_block(&mut self, parent: &Value, out: &mut Vec<Value>) {
         if let Some((index, _)) = self.step.open_block.take() {
-            out.push(self.stream_event(parent, json!({"type": "content_block_stop", "index": index})));
+            out.push(
+                self.stream_event(parent, json!({"type": "content_block_stop", "index": index})),
+            );
         }
     }
 
@@ -146,7 +156,12 @@ impl Translator {
         match &event.kind {
             AgentEventKind::StepStarted { turn, step } => {
                 self.step = Step {
-                    message_id: format!("msg_{}_{}_{}", self.session_id.replace('-', ""), turn, step),
+                    message_id: format!(
+                        "msg_{}_{}_{}",
+                        self.session_id.replace('-', ""),
+                        turn,
+                        step
+                    ),
                     ..Step::default()
                 };
                 if self.partial {

@@ -77,7 +77,9 @@ impl Peer {
     /// Answers the SDK's control request `request_id`.
     pub(crate) fn respond(&self, request_id: &str, answer: Result<Value, String>) {
         let response = match answer {
-            Ok(response) => json!({"subtype": "success", "request_id": request_id, "response": response}),
+            Ok(response) => {
+                json!({"subtype": "success", "request_id": request_id, "response": response})
+            }
             Err(error) => json!({"subtype": "error", "request_id": request_id, "error": error}),
         };
         // A closed output ends the run through the frames written next.
@@ -89,7 +91,11 @@ impl Peer {
     ///
     /// # Errors
     /// The SDK's error, a closed input, or the time running out.
-    pub(crate) fn request(&self, request: Value, timeout: Option<Duration>) -> Result<Value, String> {
+    pub(crate) fn request(
+        &self,
+        request: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, String> {
         let subtype = request.get("subtype").and_then(Value::as_str).unwrap_or("?").to_owned();
         if self.closed.load(Ordering::SeqCst) {
             return Err(format!("cannot ask the SDK ({subtype}): its input is closed"));
@@ -97,7 +103,8 @@ impl Peer {
         let id = format!("cc_req_{}", self.next.fetch_add(1, Ordering::SeqCst));
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.pending.lock().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), tx);
-        let sent = self.line(&json!({"type": "control_request", "request_id": id, "request": request}));
+        let sent =
+            self.line(&json!({"type": "control_request", "request_id": id, "request": request}));
         if let Err(err) = sent {
             self.forget(&id);
             return Err(format!("cannot ask the SDK ({subtype}): {err}"));
@@ -139,7 +146,8 @@ impl Peer {
     /// The input ended: every request waiting fails, and later ones fail at once.
     fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
+        let pending =
+            std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
         for (_, waiting) in pending {
             let _ = waiting.send(Err("the SDK closed its input before answering".to_owned()));
         }
@@ -163,7 +171,8 @@ fn read(mut input: Box<dyn BufRead + Send>, peer: &Peer, tx: &Sender<Input>) {
     let mut number = 0;
     loop {
         let mut line = Vec::new();
-        let read = std::io::Read::take(&mut input, MAX_LINE as u64 + 1).read_until(b'\n', &mut line);
+        let read =
+            std::io::Read::take(&mut input, MAX_LINE as u64 + 1).read_until(b'\n', &mut line);
         number += 1;
         match read {
             Ok(0) => break,

@@ -58,7 +58,41 @@ pub struct AgentConfig {
     pub progress_interval: Duration,
     /// Subagents.
     pub subagents: SubagentConfig,
+    /// What the session may spend on the model; `None`: no limit.
+    pub budget: Option<Budget>,
 }
+
+/// A spending limit in dollars, with the model's prices per million tokens. Past the limit no
+/// further request is sent: the turn fails with a message that starts with `BUDGET_REACHED`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budget {
+    /// The limit, in dollars, for the whole session in this process.
+    pub limit_usd: f64,
+    /// Dollars per million uncached input tokens.
+    pub input: f64,
+    /// Dollars per million cached input tokens.
+    pub cached_input: f64,
+    /// Dollars per million output tokens.
+    pub output: f64,
+}
+
+impl Budget {
+    /// Dollars for `usage`.
+    pub fn cost(&self, usage: &codecoder_protocol::Usage) -> f64 {
+        let fresh = usage.input_tokens.saturating_sub(usage.cached_input_tokens);
+        #[allow(clippy::cast_precision_loss)] // token counts stay far below 2^52
+        let dollars = fresh as f64 * self.input
+            + usage.cached_input_tokens as f64 * self.cached_input
+            + usage.output_tokens as f64 * self.output;
+        dollars / 1_000_000.0
+    }
+}
+
+/// How the failure of a turn stopped by its budget begins.
+pub const BUDGET_REACHED: &str = "the session reached its budget";
+
+/// How the failure of a turn stopped by its step limit begins.
+pub const STEP_LIMIT_REACHED: &str = "the turn reached its limit";
 
 impl AgentConfig {
     /// The defaults listed on each field.
@@ -81,6 +115,7 @@ impl AgentConfig {
             coalesce_deltas: true,
             progress_interval: Duration::from_millis(500),
             subagents: SubagentConfig::standard(),
+            budget: None,
         }
     }
 }

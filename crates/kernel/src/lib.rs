@@ -37,8 +37,9 @@ mod tool;
 mod turn;
 
 pub use agent::{
-    AgentConfig, AgentDeps, AgentHandle, AgentType, ReportedInput, SessionFactory, StepInfo,
-    StepInterceptor, StepVerdict, SubagentConfig, spawn_agent, spawn_agent_on,
+    AgentConfig, AgentDeps, AgentHandle, AgentType, BUDGET_REACHED, Budget, ReportedInput,
+    STEP_LIMIT_REACHED, SessionFactory, StepInfo, StepInterceptor, StepVerdict, SubagentConfig,
+    spawn_agent, spawn_agent_on,
 };
 pub use approval::{AllowAll, ApprovalPolicy, ApprovalQuery, PolicyAnswer};
 pub use cancel::CancelToken;

@@ -37,7 +37,9 @@ use codecoder_protocol::{
 use codecoder_session::{CloseReason, SessionWriter, closing_records};
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, select};
 
-use crate::agent::{AgentEnv, ReportedInput, StepInfo, StepVerdict};
+use crate::agent::{
+    AgentEnv, BUDGET_REACHED, ReportedInput, STEP_LIMIT_REACHED, StepInfo, StepVerdict,
+};
 use crate::cancel::CancelToken;
 use crate::compact::CompactTrigger;
 use crate::exec::StepCall;
@@ -118,6 +120,8 @@ pub(crate) struct AgentLoop {
     pending_compact: Option<Option<String>>,
     /// The projection as shared messages, for requests; kept in step with `writer.history()`.
     pub(crate) shared_history: Vec<Arc<Message>>,
+    /// What the model cost in this process, over every turn (for `AgentConfig::budget`).
+    spent: Usage,
 }
 
 /// The turn being run, from its `turn_start` to its `turn_end`; `run_turn` owns it.
@@ -198,6 +202,7 @@ impl AgentLoop {
             reported_input: None,
             pending_compact: None,
             shared_history: Vec::new(),
+            spent: Usage::default(),
         }
     }
 
@@ -409,9 +414,7 @@ impl AgentLoop {
             }
             let max_steps = self.env.config.max_steps;
             if step.get() - compaction_steps > max_steps {
-                return Err(Stop::Failed(format!(
-                    "the turn reached its limit of {max_steps} steps"
-                )));
+                return Err(Stop::Failed(format!("{STEP_LIMIT_REACHED} of {max_steps} steps")));
             }
             let mut inputs = self.submitted_inputs(step)?;
             inputs.extend(continuation.take());
@@ -452,7 +455,18 @@ impl AgentLoop {
                 overflowed = true;
             }
             turn_state.usage += outcome.usage;
+            self.spent += outcome.usage;
             self.emit(AgentEventKind::Usage { turn, turn_total: turn_state.usage });
+            if let Some(budget) = &self.env.config.budget
+                && outcome.wants_more
+                && budget.cost(&self.spent) >= budget.limit_usd
+            {
+                return Err(Stop::Failed(format!(
+                    "{BUDGET_REACHED} of ${} (spent ${:.4})",
+                    budget.limit_usd,
+                    budget.cost(&self.spent)
+                )));
+            }
             if !outcome.text.is_empty() {
                 turn_state.final_text = outcome.text;
             }

@@ -46,7 +46,10 @@ pub trait McpBridge: Send + Sync {
     ///
     /// # Errors
     /// Why no response came (the front-end's peer failed or did not answer in time).
-    fn send(&self, message: serde_json::Value) -> std::result::Result<Option<serde_json::Value>, String>;
+    fn send(
+        &self,
+        message: serde_json::Value,
+    ) -> std::result::Result<Option<serde_json::Value>, String>;
 }
 
 /// A bridge, compared by identity.

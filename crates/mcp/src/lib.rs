@@ -24,8 +24,7 @@ mod tool;
 
 pub use config::{
     Bridge, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpBridge, ServerConfig, Transport,
-    base_env, expand_vars,
-    parse_mcp_json,
+    base_env, expand_vars, parse_mcp_json,
 };
 pub use error::{Error, Result};
 pub use interact::{CallHost, NoHost, Sampler, elicit};

@@ -236,6 +236,19 @@ impl McpManager {
         Ok(Self { requests, shared, order, sampler, started, _thread: thread })
     }
 
+    /// Each server in configuration order with how its start went, `None` while it is still
+    /// starting; never waits.
+    pub fn statuses(&self) -> Vec<(String, Option<ReportOutcome>)> {
+        let shared = lock(&self.shared);
+        self.order
+            .iter()
+            .map(|name| {
+                let report = shared.reports.iter().find(|r| &r.server == name);
+                (name.clone(), report.map(|r| r.outcome.clone()))
+            })
+            .collect()
+    }
+
     /// Blocks until every server is ready, failed or past its startup timeout; the reports in
     /// configuration order.
     pub fn wait_started(&self) -> Vec<Report> {

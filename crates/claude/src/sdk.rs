@@ -1,0 +1,120 @@
+//! What an Agent SDK brings to the session through the control protocol: hook callbacks
+//! (`hook_callback`), asked where the session's hooks run and honoured as a command hook's
+//! JSON output is.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use codecoder_app::CallbackHook;
+use serde_json::{Map, Value, json};
+
+use crate::wire::Peer;
+
+/// One hook callback of the SDK.
+struct SdkHook {
+    peer: Arc<Peer>,
+    callback_id: String,
+}
+
+impl codecoder_hooks::HookCallback for SdkHook {
+    fn call(&self, input: &Value, timeout: Duration) -> Result<Value, String> {
+        let request = json!({
+            "subtype": "hook_callback",
+            "callback_id": self.callback_id,
+            "input": input,
+            "tool_use_id": input.get("tool_use_id").cloned().unwrap_or(Value::Null),
+        });
+        match self.peer.request(request, Some(timeout))? {
+            // An asynchronous hook says nothing about this call.
+            Value::Object(answer) if answer.get("async") == Some(&Value::Bool(true)) => {
+                Ok(json!({}))
+            }
+            Value::Null => Ok(json!({})),
+            answer => Ok(answer),
+        }
+    }
+}
+
+/// The hooks of `initialize` (`{"PreToolUse": [{"matcher", "hookCallbackIds", "timeout"}]}`).
+///
+/// # Errors
+/// An event codecoder does not know, or a matcher that does not compile: the `initialize`
+/// response is then an error naming it.
+pub(crate) fn hooks(
+    table: &Map<String, Value>,
+    peer: &Arc<Peer>,
+) -> Result<Vec<CallbackHook>, String> {
+    let mut hooks = Vec::new();
+    for (event_name, groups) in table {
+        let event = codecoder_hooks::Event::from_name(event_name)
+            .ok_or_else(|| format!("initialize: unknown hook event `{event_name}`"))?;
+        for group in groups.as_array().map(Vec::as_slice).unwrap_or_default() {
+            let matcher = group.get("matcher").and_then(Value::as_str).map(str::to_owned);
+            let timeout = group
+                .get("timeout")
+                .and_then(Value::as_f64)
+                .filter(|t| t.is_finite() && *t > 0.0)
+                .map(Duration::from_secs_f64);
+            let ids = group
+                .get("hookCallbackIds")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            for id in ids.iter().filter_map(Value::as_str) {
+                hooks.push(CallbackHook {
+                    event,
+                    matcher: matcher.clone(),
+                    label: format!("SDK callback {id}"),
+                    timeout,
+                    callback: Arc::new(SdkHook {
+                        peer: Arc::clone(peer),
+                        callback_id: id.to_owned(),
+                    }),
+                });
+            }
+        }
+    }
+    Ok(hooks)
+}
+
+/// An in-process MCP server of the SDK: its JSON-RPC goes over `mcp_message` control requests.
+struct SdkServer {
+    peer: Arc<Peer>,
+    name: String,
+}
+
+/// How long one message to an in-process server may wait for its answer (a tool call's own
+/// timeout is the MCP client's).
+const SDK_MCP_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl codecoder_app::mcp_client::McpBridge for SdkServer {
+    fn send(&self, message: Value) -> Result<Option<Value>, String> {
+        let is_request = message.get("id").is_some_and(|id| !id.is_null());
+        let request =
+            json!({"subtype": "mcp_message", "server_name": self.name, "message": message});
+        let answer = self.peer.request(request, Some(SDK_MCP_TIMEOUT));
+        if !is_request {
+            // A notification: the SDK's acknowledgement carries nothing for the client.
+            return answer.map(|_| None);
+        }
+        let answer = answer.map_err(|err| format!("SDK MCP server `{}`: {err}", self.name))?;
+        match answer.get("mcp_response") {
+            Some(response) if response.is_object() => Ok(Some(response.clone())),
+            _ => Err(format!(
+                "SDK MCP server `{}` answered without an mcp_response: {answer}",
+                self.name
+            )),
+        }
+    }
+}
+
+/// The session's server for the SDK's in-process server `name`.
+pub(crate) fn server(name: &str, peer: &Arc<Peer>) -> codecoder_app::mcp_client::ServerConfig {
+    let bridge = SdkServer { peer: Arc::clone(peer), name: name.to_owned() };
+    codecoder_app::mcp_client::ServerConfig::new(
+        name,
+        codecoder_app::mcp_client::Transport::InProcess(codecoder_app::mcp_client::Bridge(
+            Arc::new(bridge),
+        )),
+    )
+}
