@@ -9,7 +9,7 @@
 //! returns.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use codecoder_app::{RunningSession, Runtime, SessionRequest, Start};
@@ -48,7 +48,6 @@ struct Turn {
     step_started: Option<Instant>,
     num_turns: u32,
     usage: Usage,
-    denials: Arc<Mutex<Vec<Value>>>,
     errors: Vec<String>,
     final_text: String,
     plan: Option<String>,
@@ -63,7 +62,6 @@ impl Turn {
             step_started: None,
             num_turns: 0,
             usage: Usage::default(),
-            denials: Arc::new(Mutex::new(Vec::new())),
             errors: Vec::new(),
             final_text: String::new(),
             plan: None,
@@ -92,6 +90,8 @@ pub(crate) struct Engine {
     priced_note: bool,
     /// `set_model` asked for a switch that waits for the turn to end.
     switch_model: bool,
+    /// What the SDK's permission callback shares with the run.
+    permissions: crate::sdk::Permissions,
 }
 
 impl Engine {
@@ -131,6 +131,7 @@ impl Engine {
             answer: None,
             priced_note: false,
             switch_model: false,
+            permissions: crate::sdk::Permissions::default(),
         })
     }
 
@@ -300,9 +301,18 @@ impl Engine {
             append_system_prompt: self.setup.append_system_prompt.clone(),
             max_steps: args.max_turns,
             max_budget_usd: args.max_budget_usd,
-            hooks: codecoder_app::FrontendHooks(self.setup.hooks.clone()),
+            hooks: codecoder_app::FrontendHooks(self.hooks()),
             ..SessionRequest::new()
         }
+    }
+
+    /// The SDK's hook callbacks, and its permission callback when it answers permissions.
+    fn hooks(&self) -> Vec<codecoder_app::CallbackHook> {
+        let mut hooks = self.setup.hooks.clone();
+        if self.asks_sdk() {
+            hooks.push(crate::sdk::can_use_tool(&self.peer, &self.permissions));
+        }
+        hooks
     }
 
     /// Starts the agent `request` asks for and makes it this run's session.
@@ -325,6 +335,8 @@ impl Engine {
             session.model.clone(),
             self.args.include_partial_messages,
         ));
+        *self.permissions.agent.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(session.agent.cmd.clone());
         self.session = Some(session);
         Ok(())
     }
@@ -568,13 +580,12 @@ impl Engine {
                 result: Err(ToolError::PermissionDenied { .. }),
                 ..
             } => {
-                if let Some(turn) = &self.turn {
-                    let (name, input) = claude_call(&call.name, &call.args);
-                    let denial = json!({"tool_name": name, "tool_use_id": call.id.to_string(), "tool_input": input});
-                    let mut denials = turn.denials.lock().unwrap_or_else(PoisonError::into_inner);
-                    if !denials.iter().any(|d| d["tool_use_id"] == denial["tool_use_id"]) {
-                        denials.push(denial);
-                    }
+                let (name, input) = claude_call(&call.name, &call.args);
+                let denial = json!({"tool_name": name, "tool_use_id": call.id.to_string(), "tool_input": input});
+                let mut denials =
+                    self.permissions.denials.lock().unwrap_or_else(PoisonError::into_inner);
+                if !denials.iter().any(|d| d["tool_use_id"] == denial["tool_use_id"]) {
+                    denials.push(denial);
                 }
             }
             AgentEventKind::ApprovalRequest(request) => {
@@ -628,67 +639,22 @@ impl Engine {
         turn.usage += usage;
     }
 
-    /// A permission request: the SDK's decision (`can_use_tool`) on a thread of its own, or a
-    /// refusal the model reads.
+    /// A permission request that no hook answered: with the SDK's permission callback, it
+    /// failed to answer (the hook's error says why); without one, nobody can. Refused, with the
+    /// reason the model reads.
     fn approval(&mut self, request: codecoder_protocol::ApprovalRequest) {
         let (name, input) = claude_call(&request.call.name, &request.call.args);
         let denial = json!({"tool_name": name, "tool_use_id": request.call.id.to_string(), "tool_input": input});
-        let denials = self.turn.as_ref().map(|t| Arc::clone(&t.denials));
-        let record = move |denials: Option<&Arc<Mutex<Vec<Value>>>>| {
-            if let Some(denials) = denials {
-                denials.lock().unwrap_or_else(PoisonError::into_inner).push(denial.clone());
-            }
+        self.permissions.denials.lock().unwrap_or_else(PoisonError::into_inner).push(denial);
+        let why = request.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
+        let feedback = if self.asks_sdk() {
+            format!("the SDK's permission callback gave no answer, so this was not approved{why}")
+        } else {
+            format!(
+                "running headless without a permission prompt tool, nothing that needs approval can run{why}; do without it"
+            )
         };
-        if !self.asks_sdk() {
-            record(denials.as_ref());
-            let why = request.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
-            request.reply.send(ApprovalDecision::DenyWithFeedback {
-                feedback: format!("running headless without a permission prompt tool, nothing that needs approval can run{why}; do without it"),
-            });
-            return;
-        }
-        let peer = Arc::clone(&self.peer);
-        let cancel = self.session.as_ref().map(|s| s.agent.cmd.clone());
-        let mut body = json!({
-            "subtype": "can_use_tool",
-            "tool_name": name,
-            "input": input,
-            "tool_use_id": request.call.id.to_string(),
-            "title": request.summary,
-            "permission_suggestions": [{
-                "type": "addRules",
-                "rules": [{"toolName": name}],
-                "behavior": "allow",
-                "destination": "session",
-            }],
-        });
-        if let Some(reason) = &request.reason {
-            body["decision_reason"] = json!(reason);
-        }
-        // Detached: it waits for the SDK (a person may be deciding) while the loop goes on,
-        // and ends with the SDK's answer or when the input closes.
-        let thread =
-            std::thread::Builder::new().name("claude-can-use-tool".to_owned()).spawn(move || {
-                let decision = match peer.request(body, None) {
-                    Ok(answer) => decision_of(&answer),
-                    Err(error) => (ApprovalDecision::DenyWithFeedback { feedback: error }, false),
-                };
-                if !matches!(
-                    decision.0,
-                    ApprovalDecision::AllowOnce | ApprovalDecision::AllowForSession
-                ) {
-                    record(denials.as_ref());
-                }
-                request.reply.send(decision.0);
-                if decision.1
-                    && let Some(cancel) = cancel
-                {
-                    let _ = cancel.send(AgentCommand::Cancel);
-                }
-            });
-        if let Err(err) = thread {
-            (self.notice)(&format!("codecoder: could not ask the SDK for permission: {err}"));
-        }
+        request.reply.send(ApprovalDecision::DenyWithFeedback { feedback });
     }
 
     /// The end of the root turn: its `result`, then the next waiting message.
@@ -745,7 +711,7 @@ impl Engine {
                 "costUSD": turn_cost,
                 "contextWindow": window,
             }},
-            "permission_denials": turn.denials.lock().unwrap_or_else(PoisonError::into_inner).clone(),
+            "permission_denials": std::mem::take(&mut *self.permissions.denials.lock().unwrap_or_else(PoisonError::into_inner)),
             "uuid": format!("result-{session_id}-{}", turn.started.elapsed().as_nanos()),
         }) else {
             return Value::Null;
@@ -843,43 +809,6 @@ impl Engine {
             "uuid": format!("result-error-{}", self.session_id()),
         });
         self.peer.frame(&result).map_err(Error::Output)
-    }
-}
-
-/// The SDK's answer to `can_use_tool`: the decision, and whether the turn is to be interrupted.
-fn decision_of(answer: &Value) -> (ApprovalDecision, bool) {
-    match answer.get("behavior").and_then(Value::as_str) {
-        Some("allow") => {
-            let session =
-                answer.get("updatedPermissions").and_then(Value::as_array).is_some_and(|updates| {
-                    updates.iter().any(|u| {
-                        u.get("type").and_then(Value::as_str) == Some("addRules")
-                            && u.get("behavior").and_then(Value::as_str) != Some("deny")
-                    })
-                });
-            let decision = if session {
-                ApprovalDecision::AllowForSession
-            } else {
-                ApprovalDecision::AllowOnce
-            };
-            (decision, false)
-        }
-        Some("deny") => {
-            let message = answer
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("denied by the SDK's permission callback");
-            let interrupt = answer.get("interrupt").and_then(Value::as_bool).unwrap_or(false);
-            (ApprovalDecision::DenyWithFeedback { feedback: message.to_owned() }, interrupt)
-        }
-        _ => (
-            ApprovalDecision::DenyWithFeedback {
-                feedback: format!(
-                    "the SDK's permission answer has no behavior allow or deny: {answer}"
-                ),
-            },
-            false,
-        ),
     }
 }
 

@@ -118,3 +118,102 @@ pub(crate) fn server(name: &str, peer: &Arc<Peer>) -> codecoder_app::mcp_client:
         )),
     )
 }
+
+/// What the SDK's permission callback shares with the run: the calls it denied (for the
+/// turn's `permission_denials`) and the agent to interrupt when it asks to.
+#[derive(Clone, Default)]
+pub(crate) struct Permissions {
+    pub(crate) denials: Arc<std::sync::Mutex<Vec<Value>>>,
+    pub(crate) agent:
+        Arc<std::sync::Mutex<Option<crossbeam_channel::Sender<codecoder_protocol::AgentCommand>>>>,
+}
+
+/// `can_use_tool`: the SDK's permission callback, asked where a person would be (a
+/// PermissionRequest hook of the session), its answer given back as such a hook's output so
+/// that `updatedInput`, `updatedPermissions`, the deny message and `interrupt` mean what they
+/// mean there.
+struct CanUseTool {
+    peer: Arc<Peer>,
+    shared: Permissions,
+}
+
+impl codecoder_hooks::HookCallback for CanUseTool {
+    fn call(&self, input: &Value, _timeout: Duration) -> Result<Value, String> {
+        let tool_name = input.get("tool_name").cloned().unwrap_or(Value::Null);
+        let tool_input = input.get("tool_input").cloned().unwrap_or_else(|| json!({}));
+        let tool_use_id = input.get("tool_use_id").cloned().unwrap_or(Value::Null);
+        let request = json!({
+            "subtype": "can_use_tool",
+            "tool_name": tool_name,
+            "input": tool_input,
+            "tool_use_id": tool_use_id,
+            "permission_suggestions": [{
+                "type": "addRules",
+                "rules": [{"toolName": tool_name}],
+                "behavior": "allow",
+                "destination": "session",
+            }],
+        });
+        // A person may be deciding: no time limit while the SDK's input is open.
+        let answer = self.peer.request(request, None);
+        let denial =
+            json!({"tool_name": tool_name, "tool_use_id": tool_use_id, "tool_input": tool_input});
+        let decision = match answer {
+            Ok(answer) => match answer.get("behavior").and_then(Value::as_str) {
+                Some("allow") => {
+                    let mut decision = json!({"behavior": "allow"});
+                    if let Some(updated) = answer.get("updatedInput").filter(|u| u.is_object()) {
+                        decision["updatedInput"] = updated.clone();
+                    }
+                    if let Some(updates) = answer.get("updatedPermissions") {
+                        decision["updatedPermissions"] = updates.clone();
+                    }
+                    decision
+                }
+                Some("deny") => {
+                    let message = answer
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("denied by the SDK's permission callback");
+                    if answer.get("interrupt") == Some(&Value::Bool(true))
+                        && let Some(agent) = self
+                            .shared
+                            .agent
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .as_ref()
+                    {
+                        let _ = agent.send(codecoder_protocol::AgentCommand::Cancel);
+                    }
+                    json!({"behavior": "deny", "message": message})
+                }
+                _ => {
+                    json!({"behavior": "deny", "message": format!("the SDK's permission answer has no behavior allow or deny: {answer}")})
+                }
+            },
+            Err(error) => json!({"behavior": "deny", "message": error}),
+        };
+        if decision["behavior"] == "deny" {
+            self.shared
+                .denials
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(denial);
+        }
+        Ok(
+            json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}),
+        )
+    }
+}
+
+/// The PermissionRequest hook that asks the SDK (`--permission-prompt-tool stdio`).
+pub(crate) fn can_use_tool(peer: &Arc<Peer>, shared: &Permissions) -> CallbackHook {
+    CallbackHook {
+        event: codecoder_hooks::Event::PermissionRequest,
+        matcher: None,
+        label: "the SDK's permission callback (can_use_tool)".to_owned(),
+        // The hook's own limit: the callback waits for the SDK while its input is open.
+        timeout: Some(Duration::from_secs(24 * 60 * 60)),
+        callback: Arc::new(CanUseTool { peer: Arc::clone(peer), shared: shared.clone() }),
+    }
+}

@@ -250,8 +250,18 @@ pub(crate) fn permission_request(tool: &str, rans: &[Ran]) -> PermissionHook {
                 let updated = decision
                     .get("updatedInput")
                     .and_then(|input| updated_args(ran, tool, input, &mut outcome.report));
+                // Rules added for the session (`updatedPermissions`) allow the call's kind from
+                // now on: a session grant.
+                let for_session = decision
+                    .get("updatedPermissions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|updates| updates.iter().any(grants_for_session));
                 allow = Some(PermissionAnswer {
-                    decision: ApprovalDecision::AllowOnce,
+                    decision: if for_session {
+                        ApprovalDecision::AllowForSession
+                    } else {
+                        ApprovalDecision::AllowOnce
+                    },
                     updated_args: updated,
                     interrupt: false,
                 });
@@ -278,6 +288,13 @@ pub(crate) fn permission_request(tool: &str, rans: &[Ran]) -> PermissionHook {
         None => allow,
     };
     outcome
+}
+
+/// An `updatedPermissions` entry that adds allow rules for the session.
+fn grants_for_session(update: &Value) -> bool {
+    update.get("type").and_then(Value::as_str) == Some("addRules")
+        && update.get("behavior").and_then(Value::as_str) == Some("allow")
+        && update.get("destination").and_then(Value::as_str).is_none_or(|d| d == "session")
 }
 
 pub(crate) fn post_tool_use(event: Event, rans: &[Ran]) -> PostToolUse {
