@@ -11,7 +11,9 @@
 //!
 //! Needs the SDKs `.ci/claude-sdk-env.sh` installs (`CODECODER_TEST_CLAUDE_SDK_JS`,
 //! `CODECODER_TEST_CLAUDE_SDK_PY`); an SDK not installed is left out. Runs per figure: the first
-//! argument, default 10. Run: `cargo bench -p codecoder-cli --bench claude_sdk [-- RUNS]`.
+//! argument, default 10. And codecoder alone: its stream-json start-up beside `codecoder exec`'s,
+//! the headless harness's own share. `CODECODER_BENCH_BIN` measures another codecoder build.
+//! Run: `cargo bench -p codecoder-cli --bench claude_sdk [-- RUNS]`.
 #![allow(
     clippy::print_stdout,
     clippy::unwrap_used,
@@ -26,7 +28,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use codecoder_protocol::env::{
-    CODECODER_HOME, CODECODER_TEST_CLAUDE_SDK_JS, CODECODER_TEST_CLAUDE_SDK_PY, HOME, PATH,
+    CODECODER_BENCH_BIN, CODECODER_HOME, CODECODER_TEST_CLAUDE_SDK_JS,
+    CODECODER_TEST_CLAUDE_SDK_PY, HOME, PATH,
 };
 use codecoder_test_support::{FakeModelServer, Reply, Script};
 
@@ -151,7 +154,7 @@ fn sdks() -> Vec<Sdk> {
 fn through_sdk(sdk: &Sdk, exe: Exe) -> f64 {
     let world = World::new();
     let executable = match exe {
-        Exe::Codecoder => PathBuf::from(BIN),
+        Exe::Codecoder => bin(),
         Exe::Claude => sdk.bundled.clone(),
     };
     let mut command = Command::new(&sdk.driver[0]);
@@ -192,37 +195,47 @@ fn through_sdk(sdk: &Sdk, exe: Exe) -> f64 {
 
 /// Process start → first model request, in ms, with the stream-json input written at once.
 fn direct(exe: Exe, bundled: &Path) -> f64 {
-    let world = World::new();
     let program = match exe {
-        Exe::Codecoder => PathBuf::from(BIN),
+        Exe::Codecoder => bin(),
         Exe::Claude => bundled.to_owned(),
     };
+    let args = ["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"];
+    let input = concat!(
+        r#"{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize","hooks":null}}"#,
+        "\n",
+        r#"{"type":"user","session_id":"","message":{"role":"user","content":"say hi"},"parent_tool_use_id":null}"#,
+        "\n",
+    );
+    spawned(&program, &[&args[..], &["--model", MODEL]].concat(), Some(input))
+}
+
+/// `codecoder exec` (the front-end without the Claude protocol): process start → first model
+/// request, in ms.
+fn exec() -> f64 {
+    spawned(&bin(), &["exec", "say hi"], None)
+}
+
+/// Starts `program ARGS`, writes `input` and keeps stdin open until the first model request (no
+/// stdin without input: `exec` would read it to its end as part of the prompt); returns the time
+/// from the spawn to that request, in ms.
+fn spawned(program: &Path, args: &[&str], input: Option<&str>) -> f64 {
+    let world = World::new();
     let mut command = Command::new(program);
-    command
-        .args(["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"])
-        .args(["--model", MODEL])
-        .current_dir(world.ws());
+    command.args(args).current_dir(world.ws());
     world.env(&mut command);
     std::thread::scope(|scope| {
         let first = scope.spawn(|| world.first_request_at());
         let started = epoch_ms(SystemTime::now());
         let mut child = command
-            .stdin(Stdio::piped())
+            .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        writeln!(
-        stdin,
-        r#"{{"type":"control_request","request_id":"req_1","request":{{"subtype":"initialize","hooks":null}}}}"#
-    )
-    .unwrap();
-        writeln!(
-        stdin,
-        r#"{{"type":"user","session_id":"","message":{{"role":"user","content":"say hi"}},"parent_tool_use_id":null}}"#
-    )
-    .unwrap();
+        let mut stdin = child.stdin.take();
+        if let (Some(pipe), Some(input)) = (stdin.as_mut(), input) {
+            pipe.write_all(input.as_bytes()).unwrap();
+        }
         let at = first.join().unwrap();
         drop(stdin);
         let waited = Instant::now();
@@ -236,6 +249,13 @@ fn direct(exe: Exe, bundled: &Path) -> f64 {
     })
 }
 
+/// The codecoder binary measured: `CODECODER_BENCH_BIN`, else the one cargo built.
+fn bin() -> PathBuf {
+    std::env::var_os(CODECODER_BENCH_BIN)
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| PathBuf::from(BIN), PathBuf::from)
+}
+
 fn main() {
     enter_offline();
     let runs: usize = std::env::args().skip(1).find_map(|arg| arg.parse().ok()).unwrap_or(10);
@@ -244,6 +264,19 @@ fn main() {
         std::thread::available_parallelism().map_or(1, usize::from),
         load_average(),
         offline()
+    );
+    println!("codecoder: {}", bin().display());
+    // The headless harness's own share: stream-json start-up beside `exec`'s.
+    let mut headless = Vec::new();
+    let mut plain = Vec::new();
+    for _ in 0..runs {
+        headless.push(direct(Exe::Codecoder, Path::new("")));
+        plain.push(exec());
+    }
+    let (headless, plain) = (median(headless), median(plain));
+    println!(
+        "codecoder alone: process start -> first request: stream-json {headless:.0} ms, exec {plain:.0} ms; the headless harness's share {:.0} ms",
+        headless - plain
     );
     let sdks = sdks();
     let exes: Vec<Exe> =
