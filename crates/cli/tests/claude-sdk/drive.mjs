@@ -253,6 +253,42 @@ const scenarios = {
     summary.notes.sleeping_after = sleeping(marker);
   },
 
+  // A streaming session switched by control requests before its prompt: the permission mode, the
+  // model, the MCP servers' status, the commands.
+  async controls() {
+    let go;
+    const ready = new Promise((resolve) => {
+      go = resolve;
+    });
+    let release;
+    const released = new Promise((resolve) => {
+      release = resolve;
+    });
+    async function* prompt() {
+      await ready;
+      yield {
+        type: "user",
+        session_id: "",
+        message: { role: "user", content: [{ type: "text", text: "say hi" }] },
+        parent_tool_use_id: null,
+      };
+      await released;
+    }
+    const q = query({ prompt: prompt(), options: options() });
+    const reading = (async () => {
+      for await (const message of q) {
+        see(message);
+        if (message.type === "result") release();
+      }
+    })();
+    summary.notes.set_permission_mode = (await q.setPermissionMode("acceptEdits")) ?? null;
+    summary.notes.set_model = (await q.setModel(process.env.SDK_OTHER_MODEL)) ?? null;
+    summary.notes.mcp_status = await q.mcpServerStatus();
+    summary.notes.commands = await q.supportedCommands();
+    go();
+    await reading;
+  },
+
   // A first run, then a second that resumes its session.
   async resume() {
     await run("remember the word pelican");

@@ -4,7 +4,8 @@ argv and answers over the control protocol (permission callback, hook callbacks,
 MCP server, interrupt).
 
 Usage: python drive.py SCENARIO, with the workspace as the working directory.
-Environment: CODECODER_BIN (the binary), SDK_MODEL (the model option), SLEEP_MARKER (interrupt:
+Environment: CODECODER_BIN (the binary), SDK_MODEL (the model option), SDK_OTHER_MODEL
+(controls: the model switched to), SLEEP_MARKER (interrupt:
 the `sleep` argument to wait for), DRIVE_TIMEOUT_MS (a guard against a run that never ends;
 default 90 s). The environment reaches codecoder too (the SDK adds its own variables to it).
 
@@ -232,6 +233,20 @@ async def interrupt():
     summary["notes"]["sleeping_after"] = sleeping(marker)
 
 
+async def controls():
+    """A session switched by control requests before its prompt: the permission mode, the model,
+    the MCP servers' status."""
+    async with ClaudeSDKClient(options()) as client:
+        await client.set_permission_mode("acceptEdits")
+        await client.set_model(os.environ["SDK_OTHER_MODEL"])
+        summary["notes"]["mcp_status"] = await client.get_mcp_status()
+        info = await client.get_server_info()
+        summary["notes"]["commands"] = info.get("commands") if info else None
+        await client.query("say hi")
+        async for message in client.receive_response():
+            see(message)
+
+
 async def resume():
     """A first run, then a second that resumes its session."""
     await run("remember the word pelican")
@@ -267,6 +282,7 @@ SCENARIOS = {
     "hook": hook,
     "sdk_mcp": sdk_mcp,
     "interrupt": interrupt,
+    "controls": controls,
     "resume": resume,
     "json_schema": json_schema,
     "max_turns": max_turns,

@@ -383,6 +383,32 @@ fn interrupt(sdk: Sdk) {
     world.validate_all();
 }
 
+fn controls(sdk: Sdk) {
+    let world = World::new(Script::new().when_exhausted(Reply::text("hi there")));
+    let other = "claude-haiku-4";
+    let Some(drive) = world.drive(sdk, "controls", &[("SDK_OTHER_MODEL", other)]) else {
+        return;
+    };
+    let t = &drive.transcript;
+    let notes = &drive.summary["notes"];
+    let servers = match sdk {
+        Sdk::TypeScript => &notes["mcp_status"],
+        Sdk::Python => &notes["mcp_status"]["mcpServers"],
+    };
+    assert!(servers.is_array(), "mcp_status lists the servers: {t}");
+    assert!(notes["commands"].is_array(), "{t}");
+    let result = drive.result();
+    assert_eq!(result["subtype"], "success", "{t}");
+    assert_eq!(result["result"], "hi there", "{t}");
+    let requests = world.server.requests();
+    assert_eq!(requests.len(), 1, "{t}");
+    assert_eq!(requests[0].body["model"], other, "set_model took: {t}");
+    if let Some(mode) = drive.summary["init"]["permissionMode"].as_str() {
+        assert_eq!(mode, "acceptEdits", "set_permission_mode took: {t}");
+    }
+    world.validate(result["session_id"].as_str().unwrap());
+}
+
 fn resume(sdk: Sdk) {
     let world = World::new(
         Script::new()
@@ -465,6 +491,7 @@ macro_rules! through_both_sdks {
 
 through_both_sdks!(
     plain,
+    controls,
     permissions,
     hook,
     sdk_mcp,
