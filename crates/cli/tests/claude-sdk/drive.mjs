@@ -102,6 +102,14 @@ function see(message) {
         }
       }
       break;
+    case "stream_event": {
+      summary.notes.stream_events = (summary.notes.stream_events ?? 0) + 1;
+      const { event } = message;
+      if (event?.type === "content_block_delta" && event.delta?.type === "text_delta") {
+        summary.notes.streamed_text = (summary.notes.streamed_text ?? "") + event.delta.text;
+      }
+      break;
+    }
     case "result": {
       const { subtype, is_error, result, session_id, errors, structured_output } = message;
       const { total_cost_usd, num_turns, permission_denials } = message;
@@ -157,16 +165,48 @@ const scenarios = {
   },
 
   // The callback allows the command that touches allowed.txt and denies the other one.
+  // The callback denies the command that touches denied.txt, and allows the other one with its
+  // file renamed to updated.txt.
   async permissions() {
     await run("touch two files", {
       canUseTool: async (toolName, input, { toolUseID }) => {
         summary.permission_calls.push({ tool_name: toolName, input, tool_use_id: toolUseID });
-        if (String(input.command ?? "").includes("denied.txt")) {
+        const command = String(input.command ?? "");
+        if (command.includes("denied.txt")) {
           return { behavior: "deny", message: "denied by the ts callback" };
         }
-        return { behavior: "allow", updatedInput: input };
+        return {
+          behavior: "allow",
+          updatedInput: { ...input, command: command.replace("allowed.txt", "updated.txt") },
+        };
       },
     });
+  },
+
+  // The callback allows the first `touch` and every later one for the session.
+  async grants() {
+    await run("touch two files", {
+      canUseTool: async (toolName, input, { toolUseID }) => {
+        summary.permission_calls.push({ tool_name: toolName, input, tool_use_id: toolUseID });
+        return {
+          behavior: "allow",
+          updatedInput: input,
+          updatedPermissions: [
+            {
+              type: "addRules",
+              rules: [{ toolName: "Bash", ruleContent: "touch:*" }],
+              behavior: "allow",
+              destination: "session",
+            },
+          ],
+        };
+      },
+    });
+  },
+
+  // Partial messages: the model's stream events as they come.
+  async partial() {
+    await run("say hi", { includePartialMessages: true });
   },
 
   // A PreToolUse hook denies every Bash call; the permission mode would otherwise run it.

@@ -28,7 +28,9 @@ from claude_agent_sdk import (
     HookMatcher,
     PermissionResultAllow,
     PermissionResultDeny,
+    PermissionUpdate,
     ResultMessage,
+    StreamEvent,
     SystemMessage,
     TextBlock,
     ToolResultBlock,
@@ -38,6 +40,7 @@ from claude_agent_sdk import (
     query,
     tool,
 )
+from claude_agent_sdk.types import PermissionRuleValue
 
 scenario = sys.argv[1] if len(sys.argv) > 1 else ""
 summary = {
@@ -113,6 +116,13 @@ def see(message):
                             "is_error": bool(block.is_error),
                         }
                     )
+    elif isinstance(message, StreamEvent):
+        notes = summary["notes"]
+        notes["stream_events"] = notes.get("stream_events", 0) + 1
+        event = message.event
+        delta = event.get("delta") or {}
+        if event.get("type") == "content_block_delta" and delta.get("type") == "text_delta":
+            notes["streamed_text"] = notes.get("streamed_text", "") + delta["text"]
     elif isinstance(message, ResultMessage):
         summary["results"].append(
             {
@@ -162,17 +172,41 @@ async def bench():
 
 
 async def permissions():
-    """The callback allows the command that touches allowed.txt and denies the other one."""
+    """The callback denies the command that touches denied.txt, and allows the other one with its
+    file renamed to updated.txt."""
 
     async def can_use_tool(tool_name, tool_input, context):
         summary["permission_calls"].append(
             {"tool_name": tool_name, "input": tool_input, "tool_use_id": context.tool_use_id}
         )
-        if "denied.txt" in str(tool_input.get("command", "")):
+        command = str(tool_input.get("command", ""))
+        if "denied.txt" in command:
             return PermissionResultDeny(message="denied by the py callback")
-        return PermissionResultAllow(updated_input=tool_input)
+        updated = {**tool_input, "command": command.replace("allowed.txt", "updated.txt")}
+        return PermissionResultAllow(updated_input=updated)
 
     await run("touch two files", can_use_tool=can_use_tool)
+
+
+async def grants():
+    """The callback allows the first `touch` and every later one for the session."""
+
+    async def can_use_tool(tool_name, tool_input, context):
+        summary["permission_calls"].append(
+            {"tool_name": tool_name, "input": tool_input, "tool_use_id": context.tool_use_id}
+        )
+        rule = PermissionRuleValue(tool_name="Bash", rule_content="touch:*")
+        grant = PermissionUpdate(
+            type="addRules", rules=[rule], behavior="allow", destination="session"
+        )
+        return PermissionResultAllow(updated_input=tool_input, updated_permissions=[grant])
+
+    await run("touch two files", can_use_tool=can_use_tool)
+
+
+async def partial():
+    """Partial messages: the model's stream events as they come."""
+    await run("say hi", include_partial_messages=True)
 
 
 async def hook():
@@ -279,6 +313,8 @@ SCENARIOS = {
     "plain": plain,
     "bench": bench,
     "permissions": permissions,
+    "grants": grants,
+    "partial": partial,
     "hook": hook,
     "sdk_mcp": sdk_mcp,
     "interrupt": interrupt,

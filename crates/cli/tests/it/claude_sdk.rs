@@ -279,7 +279,9 @@ fn permissions(sdk: Sdk) {
         assert_eq!(call["input"]["command"], command, "{t}");
         assert!(call["tool_use_id"].as_str().is_some_and(|id| !id.is_empty()), "{t}");
     }
-    assert!(world.ws.path().join("allowed.txt").exists(), "the allowed command ran: {t}");
+    // The allowed command ran as the callback changed it.
+    assert!(world.ws.path().join("updated.txt").exists(), "updatedInput was not applied: {t}");
+    assert!(!world.ws.path().join("allowed.txt").exists(), "updatedInput was not applied: {t}");
     assert!(!world.ws.path().join("denied.txt").exists(), "the denied command ran: {t}");
     // The model is told why, in the callback's words.
     let denial = format!("denied by the {} callback", sdk.name());
@@ -292,6 +294,37 @@ fn permissions(sdk: Sdk) {
     assert_eq!(denials[0]["tool_name"], "Bash", "{t}");
     assert_eq!(denials[0]["tool_input"]["command"], "touch denied.txt", "{t}");
     world.validate(result["session_id"].as_str().unwrap());
+}
+
+fn grants(sdk: Sdk) {
+    let world = World::new(
+        Script::new()
+            .reply(Reply::tool_call("toolu_1", "run_command", json!({"command": "touch one.txt"})))
+            .reply(Reply::tool_call("toolu_2", "run_command", json!({"command": "touch two.txt"})))
+            .reply(Reply::text("both made")),
+    );
+    let Some(drive) = world.drive(sdk, "grants", &[]) else { return };
+    let t = &drive.transcript;
+    // The first answer's updatedPermissions (`Bash(touch:*)` for the session) covered the second.
+    let calls = drive.list("permission_calls");
+    assert_eq!(calls.len(), 1, "{t}");
+    assert_eq!(calls[0]["input"]["command"], "touch one.txt", "{t}");
+    assert!(world.ws.path().join("one.txt").exists(), "{t}");
+    assert!(world.ws.path().join("two.txt").exists(), "{t}");
+    let result = drive.result();
+    assert_eq!(result["subtype"], "success", "{t}");
+    world.validate(result["session_id"].as_str().unwrap());
+}
+
+fn partial(sdk: Sdk) {
+    let world = World::new(Script::new().reply(Reply::text("hi there").chunks(3)));
+    let Some(drive) = world.drive(sdk, "partial", &[]) else { return };
+    let t = &drive.transcript;
+    let notes = &drive.summary["notes"];
+    assert!(notes["stream_events"].as_u64() >= Some(3), "{t}");
+    assert_eq!(notes["streamed_text"], "hi there", "the text deltas, in order: {t}");
+    assert_eq!(drive.summary["texts"], json!(["hi there"]), "and the whole message once: {t}");
+    assert_eq!(drive.result()["result"], "hi there", "{t}");
 }
 
 fn hook(sdk: Sdk) {
@@ -493,6 +526,8 @@ through_both_sdks!(
     plain,
     controls,
     permissions,
+    grants,
+    partial,
     hook,
     sdk_mcp,
     interrupt,
