@@ -337,6 +337,14 @@ const scenarios = {
     await run("which word?", { resume: id });
   },
 
+  // A first run, a fork of it, then the newest session of the directory continued.
+  async fork() {
+    await run("remember the word pelican");
+    const id = summary.results[0]?.session_id;
+    await run("fork it", { resume: id, forkSession: true });
+    await run("and continue", { continue: true });
+  },
+
   async json_schema() {
     const schema = {
       type: "object",

@@ -289,6 +289,14 @@ async def resume():
     await run("which word?", resume=session_id)
 
 
+async def fork():
+    """A first run, a fork of it, then the newest session of the directory continued."""
+    await run("remember the word pelican")
+    session_id = summary["results"][0]["session_id"] if summary["results"] else None
+    await run("fork it", resume=session_id, fork_session=True)
+    await run("and continue", continue_conversation=True)
+
+
 async def json_schema():
     schema = {
         "type": "object",
@@ -320,6 +328,7 @@ SCENARIOS = {
     "interrupt": interrupt,
     "controls": controls,
     "resume": resume,
+    "fork": fork,
     "json_schema": json_schema,
     "max_turns": max_turns,
     "budget": budget,

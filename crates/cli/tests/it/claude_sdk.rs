@@ -463,6 +463,34 @@ fn resume(sdk: Sdk) {
     world.validate(id);
 }
 
+fn fork(sdk: Sdk) {
+    let world = World::new(
+        Script::new()
+            .reply(Reply::text("noted: pelican"))
+            .reply(Reply::text("forked"))
+            .reply(Reply::text("continued")),
+    );
+    let Some(drive) = world.drive(sdk, "fork", &[]) else { return };
+    let t = &drive.transcript;
+    let results = drive.list("results");
+    assert_eq!(results.len(), 3, "{t}");
+    assert!(results.iter().all(|r| r["subtype"] == "success"), "{t}");
+    let first = results[0]["session_id"].as_str().unwrap();
+    let forked = results[1]["session_id"].as_str().unwrap();
+    assert_ne!(forked, first, "a fork is a session of its own: {t}");
+    assert_eq!(results[2]["session_id"], forked, "--continue takes the newest session: {t}");
+    let second = world.request(1);
+    for earlier in ["remember the word pelican", "noted: pelican", "fork it"] {
+        assert!(second.contains(earlier), "{earlier} missing from the fork's request: {second}");
+    }
+    let third = world.request(2);
+    for earlier in ["remember the word pelican", "forked", "and continue"] {
+        assert!(third.contains(earlier), "{earlier} missing from the continued request: {third}");
+    }
+    world.validate(first);
+    world.validate(forked);
+}
+
 fn json_schema(sdk: Sdk) {
     let world = World::new(Script::new().reply(Reply::text(r#"{"answer": 42}"#)));
     let Some(drive) = world.drive(sdk, "json_schema", &[]) else { return };
@@ -532,6 +560,7 @@ through_both_sdks!(
     sdk_mcp,
     interrupt,
     resume,
+    fork,
     json_schema,
     max_turns,
     budget
