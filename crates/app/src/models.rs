@@ -133,6 +133,15 @@ impl Runtime {
                 "the configured model `{model}` is not among them: set `model` in config.toml or pass -m"
             )?;
         }
+        // Some servers (llama-cpp-python) say no window at all; the session then assumes one.
+        if matches!(source, Source::Server(_))
+            && models.iter().any(|entry| entry.context_window.is_none())
+        {
+            writeln!(
+                out,
+                "a window the server does not report: set model_context_window (or [models.\"ID\"] context_window) in config.toml to the server's context size (llama-cpp-python: --n_ctx)"
+            )?;
+        }
         Ok(())
     }
 }

@@ -191,3 +191,25 @@ fn a_profile_sets_the_window_of_a_local_model() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("* smollm2  context 16384\n"), "{}", stdout(&out));
 }
+
+#[test]
+fn models_says_what_to_set_when_the_server_reports_no_window() {
+    // llama-cpp-python's way: no /props, no window on /v1/models, the GGUF's path as the id.
+    let server = FakeModelServer::start(Script::new().discovery(
+        "/v1/models",
+        json!({"object": "list", "data": [{"id": "/models/smollm2.gguf", "object": "model"}]}),
+    ))
+    .unwrap();
+    let local = LocalHome::new(&server.base_url(), "/models/smollm2.gguf", "");
+    let run = local.run();
+    let out = run.run(&["models"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("* /models/smollm2.gguf  context unknown\n"), "{text}");
+    assert!(text.contains("set model_context_window"), "{text}");
+    // Once set, the window is known and the hint goes.
+    let out = run.run(&["-c", "model_context_window=8192", "models"], "");
+    let text = stdout(&out);
+    assert!(text.contains("* /models/smollm2.gguf  context 8192\n"), "{text}");
+    assert!(!text.contains("set model_context_window"), "{text}");
+}
