@@ -86,7 +86,14 @@ function see(message) {
     case "assistant":
       for (const block of message.message?.content ?? []) {
         if (block.type === "text") summary.texts.push(block.text);
-        if (block.type === "tool_use") summary.tool_uses.push({ name: block.name, input: block.input });
+        if (block.type === "tool_use") {
+          summary.tool_uses.push({
+            id: block.id,
+            name: block.name,
+            input: block.input,
+            parent: message.parent_tool_use_id ?? null,
+          });
+        }
       }
       break;
     case "user":
@@ -97,6 +104,7 @@ function see(message) {
               tool_use_id: block.tool_use_id,
               content: block.content,
               is_error: block.is_error ?? false,
+              parent: message.parent_tool_use_id ?? null,
             });
           }
         }
@@ -327,6 +335,14 @@ const scenarios = {
     summary.notes.commands = await q.supportedCommands();
     go();
     await reading;
+  },
+
+  // A subagent's run: its messages carry the id of the call that started it.
+  async subagent() {
+    await run("have a subagent look around", {
+      permissionMode: "bypassPermissions",
+      allowDangerouslySkipPermissions: true,
+    });
   },
 
   // A first run, then a second that resumes its session.

@@ -104,7 +104,14 @@ def see(message):
             if isinstance(block, TextBlock):
                 summary["texts"].append(block.text)
             elif isinstance(block, ToolUseBlock):
-                summary["tool_uses"].append({"name": block.name, "input": block.input})
+                summary["tool_uses"].append(
+                    {
+                        "id": block.id,
+                        "name": block.name,
+                        "input": block.input,
+                        "parent": message.parent_tool_use_id,
+                    }
+                )
     elif isinstance(message, UserMessage):
         if isinstance(message.content, list):
             for block in message.content:
@@ -114,6 +121,7 @@ def see(message):
                             "tool_use_id": block.tool_use_id,
                             "content": block.content,
                             "is_error": bool(block.is_error),
+                            "parent": message.parent_tool_use_id,
                         }
                     )
     elif isinstance(message, StreamEvent):
@@ -281,6 +289,11 @@ async def controls():
             see(message)
 
 
+async def subagent():
+    """A subagent's run: its messages carry the id of the call that started it."""
+    await run("have a subagent look around", permission_mode="bypassPermissions")
+
+
 async def resume():
     """A first run, then a second that resumes its session."""
     await run("remember the word pelican")
@@ -327,6 +340,7 @@ SCENARIOS = {
     "sdk_mcp": sdk_mcp,
     "interrupt": interrupt,
     "controls": controls,
+    "subagent": subagent,
     "resume": resume,
     "fork": fork,
     "json_schema": json_schema,

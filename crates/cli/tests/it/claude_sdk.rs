@@ -442,6 +442,39 @@ fn controls(sdk: Sdk) {
     world.validate(result["session_id"].as_str().unwrap());
 }
 
+fn subagent(sdk: Sdk) {
+    let world = World::new(
+        Script::new()
+            .reply(Reply::tool_call("toolu_task", "agent", json!({"task": "list the files"})))
+            .reply(Reply::tool_call("toolu_ls", "run_command", json!({"command": "ls"})))
+            .reply(Reply::text("CHILD-ANSWER: nothing here"))
+            .reply(Reply::text("the subagent found nothing")),
+    );
+    let Some(drive) = world.drive(sdk, "subagent", &[]) else { return };
+    let t = &drive.transcript;
+    let uses = drive.list("tool_uses");
+    // Claude's name for the subagent tool is Task (Agent in later versions).
+    let task = uses
+        .iter()
+        .find(|u| u["name"] == "Task" || u["name"] == "Agent")
+        .unwrap_or_else(|| panic!("the subagent call under Claude's name: {t}"));
+    assert_eq!(task["parent"], Value::Null, "{t}");
+    let task_id = task["id"].as_str().unwrap();
+    let inner = uses.iter().find(|u| u["name"] == "Bash").unwrap_or_else(|| panic!("{t}"));
+    assert_eq!(inner["parent"], task_id, "the subagent's call names its parent: {t}");
+    let results = drive.list("tool_results");
+    let inner_result =
+        results.iter().find(|r| r["tool_use_id"] == inner["id"]).unwrap_or_else(|| panic!("{t}"));
+    assert_eq!(inner_result["parent"], task_id, "{t}");
+    let task_result =
+        results.iter().find(|r| r["tool_use_id"] == task_id).unwrap_or_else(|| panic!("{t}"));
+    assert_eq!(task_result["parent"], Value::Null, "{t}");
+    assert!(task_result["content"].to_string().contains("CHILD-ANSWER"), "{t}");
+    let result = drive.result();
+    assert_eq!(result["result"], "the subagent found nothing", "{t}");
+    world.validate(result["session_id"].as_str().unwrap());
+}
+
 fn resume(sdk: Sdk) {
     let world = World::new(
         Script::new()
@@ -559,6 +592,7 @@ through_both_sdks!(
     hook,
     sdk_mcp,
     interrupt,
+    subagent,
     resume,
     fork,
     json_schema,
