@@ -6,6 +6,9 @@
 //! from the log's projection, the stream is read (deltas → events), the assistant message is
 //! logged, tool calls run (`exec.rs`), `step_end` with the step's usage. Then `turn_end` and
 //! `TurnDone`. Reading the stream is `stream.rs`; compaction, a step of its own, `compact.rs`.
+//! A step whose request the server refuses as larger than the window (`ModelError`'s
+//! `context_overflow`) ends without an answer; the turn compacts and sends it again, once per
+//! turn, when the history holds something besides user messages.
 //!
 //! Each piece of state has one owner: the session's (writer, queued input, grants, tool
 //! workers) is `AgentLoop`, for the thread's life; the turn's (approved calls, failures, usage,
