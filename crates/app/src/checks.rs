@@ -286,7 +286,13 @@ impl Runtime {
             writeln!(out, "  {} {} ({state})", plugin.name, plugin.dir.display())?;
         }
         let mut notices = Vec::new();
-        let hooks = crate::safety::load_hooks(loaded, cwd, home, &mut notices)?;
+        let hooks = crate::safety::load_hooks(
+            loaded,
+            &crate::Overrides::default(),
+            cwd,
+            home,
+            &mut notices,
+        )?;
 
         writeln!(out, "hooks:")?;
         if hooks.is_empty() {
@@ -316,6 +322,8 @@ impl Runtime {
                 .as_deref(),
             &root,
             loaded.project_trusted,
+            None,
+            None,
         );
         for layer in [&claude.project, &claude.user] {
             let files: Vec<String> = layer.files.iter().map(|f| f.display().to_string()).collect();

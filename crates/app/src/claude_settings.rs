@@ -67,17 +67,39 @@ pub(crate) struct ClaudePermissions {
 }
 
 impl ClaudePermissions {
-    /// Reads the user's file under `home` and, when `trusted`, the project's under `root`.
-    pub(crate) fn load(home: Option<&Path>, root: &Path, trusted: bool) -> Self {
+    /// Reads the user's file under `home` and, when `trusted`, the project's under `root`;
+    /// `sources` (`user`, `project`, `local`) limits which, `None` reading all. `extra` is
+    /// settings given on the command line (`--settings`), read last, as the user's.
+    pub(crate) fn load(
+        home: Option<&Path>,
+        root: &Path,
+        trusted: bool,
+        sources: Option<&[String]>,
+        extra: Option<&serde_json::Value>,
+    ) -> Self {
+        let wanted = |source: &str| sources.is_none_or(|s| s.iter().any(|w| w == source));
         let mut found = Self::default();
-        if let Some(home) = home {
+        if let Some(home) = home
+            && wanted("user")
+        {
             let path = home.join(".claude").join("settings.json");
             found.read(&path, false, root, home);
         }
         if trusted {
-            for name in ["settings.json", "settings.local.json"] {
-                let path = root.join(".claude").join(name);
-                found.read(&path, true, root, home.unwrap_or(root));
+            for (source, name) in [("project", "settings.json"), ("local", "settings.local.json")] {
+                if wanted(source) {
+                    let path = root.join(".claude").join(name);
+                    found.read(&path, true, root, home.unwrap_or(root));
+                }
+            }
+        }
+        if let Some(extra) = extra {
+            let origin = Path::new("--settings");
+            match serde_json::from_value::<SettingsJson>(extra.clone()) {
+                Ok(settings) => found.apply(settings, origin, false, root, home.unwrap_or(root)),
+                Err(err) => found.warnings.push(format!(
+                    "--settings: not valid settings ({err}); its permissions are ignored"
+                )),
             }
         }
         found
@@ -97,6 +119,17 @@ impl ClaudePermissions {
                 return;
             }
         };
+        self.apply(settings, path, project, root, home);
+    }
+
+    fn apply(
+        &mut self,
+        settings: SettingsJson,
+        path: &Path,
+        project: bool,
+        root: &Path,
+        home: &Path,
+    ) {
         let permissions = settings.permissions;
         let layer = if project { &mut self.project } else { &mut self.user };
         layer.allow.extend(permissions.allow);

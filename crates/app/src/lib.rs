@@ -140,6 +140,11 @@ pub struct Overrides {
     pub allowed_tools: Vec<String>,
     /// `--disallowedTools`: rules in the same syntax, denying.
     pub disallowed_tools: Vec<String>,
+    /// Claude Code's settings files read (`--setting-sources user,project,local`); `None`: all.
+    pub claude_setting_sources: Option<Vec<String>>,
+    /// Claude Code settings given on the command line (`--settings`): their permissions join the
+    /// user's rules, their hooks the session's.
+    pub claude_settings: Option<serde_json::Value>,
 }
 
 /// Something a person should read, from loading the config or assembling a session.

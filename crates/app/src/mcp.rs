@@ -226,15 +226,17 @@ pub(crate) struct McpSession {
 /// join at a later step. `None` when no
 /// server is configured; the notices are configuration problems found now. `extra` are a
 /// front-end's servers (an editor's), started after the configured ones and replacing any of
-/// the same name.
+/// the same name; with `only_extra`, the configured ones are not started at all.
 pub(crate) fn start(
     loaded: &LoadedConfig,
     cwd: &Path,
     session: McpSession,
     extra: &[ServerConfig],
+    only_extra: bool,
 ) -> (Option<(LateTools, Arc<McpManager>)>, Vec<Notice>) {
     let lookup = |name: &str| std::env::var_os(name);
-    let (mut servers, mut notices) = server_configs(loaded, cwd, &lookup);
+    let (mut servers, mut notices) =
+        if only_extra { (Vec::new(), Vec::new()) } else { server_configs(loaded, cwd, &lookup) };
     for server in extra {
         servers.retain(|s| s.name != server.name);
         servers.push(server.clone());

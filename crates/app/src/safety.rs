@@ -86,6 +86,8 @@ pub(crate) fn build(
         home.as_deref(),
         &codecoder_config::project_root(cwd),
         loaded.project_trusted,
+        args.claude_setting_sources.as_deref(),
+        args.claude_settings.as_ref(),
     );
     warnings.extend(claude.warnings.iter().cloned());
     let modes = resolve_modes(
@@ -348,9 +350,11 @@ fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
 /// Every hook configured for this project: `[hooks]` of each config layer (the project's only
 /// when trusted), `.codecoder/hooks.json`, `.claude/settings.json`, `.claude/settings.local.json`
 /// `~/.claude/settings.json` and the enabled plugins' `hooks/hooks.json` (see
-/// [`crate::plugins`]). Warnings go to `notices`.
+/// [`crate::plugins`]). Warnings go to `notices`. `overrides` may limit Claude Code's files
+/// (`--setting-sources`) and add settings of their own (`--settings`).
 pub(crate) fn load_hooks(
     loaded: &LoadedConfig,
+    overrides: &Overrides,
     cwd: &Path,
     codecoder_home: &Path,
     notices: &mut Vec<Notice>,
@@ -368,14 +372,35 @@ pub(crate) fn load_hooks(
         }
     }
     let config_hooks = origin.map(|origin| (serde_json::Value::Object(table), origin));
+    let project_dir = codecoder_config::project_root(cwd);
+    let home = std::env::var_os(codecoder_protocol::env::HOME).map(PathBuf::from);
+    let chosen = overrides.claude_setting_sources.as_deref();
     let sources = HookSources {
-        project_dir: codecoder_config::project_root(cwd),
-        home: std::env::var_os(codecoder_protocol::env::HOME).map(PathBuf::from),
+        project_dir: project_dir.clone(),
+        home: home.clone(),
         config_hooks,
-        read_claude_settings: true,
+        read_claude_settings: chosen.is_none(),
         project_trusted: loaded.project_trusted,
     };
     let (mut set, mut warnings) = HookSet::load(&sources)?;
+    if let Some(chosen) = chosen {
+        // Claude Code's order: local, project, user; the project's only when trusted.
+        let claude = project_dir.join(".claude");
+        let files = [
+            ("local", Some(claude.join("settings.local.json")), true),
+            ("project", Some(claude.join("settings.json")), true),
+            ("user", home.map(|home| home.join(".claude").join("settings.json")), false),
+        ];
+        for (source, path, in_project) in files {
+            let Some(path) = path else { continue };
+            if chosen.iter().any(|c| c == source) && (!in_project || loaded.project_trusted) {
+                set.add_settings_file(&path, &mut warnings)?;
+            }
+        }
+    }
+    if let Some(settings) = &overrides.claude_settings {
+        set.add_settings(settings, Path::new("--settings"), &mut warnings)?;
+    }
     for plugin in crate::plugins::enabled(codecoder_home, &mut warnings) {
         // A broken plugin is the plugin's problem, not the session's.
         let mut files = vec![plugin.dir.join("hooks").join("hooks.json")];

@@ -51,6 +51,9 @@ pub struct SessionRequest {
     pub replay: Option<PathBuf>,
     /// Keep no session log.
     pub ephemeral: bool,
+    /// The id of a new session, chosen by the front-end (Claude Code's `--session-id`);
+    /// `None`: a fresh one.
+    pub session_id: Option<codecoder_protocol::SessionId>,
     /// A JSON Schema the final message must follow.
     pub output_schema: Option<serde_json::Value>,
     /// A person is at hand to answer approvals (the TUI, an editor): the default approval mode
@@ -64,6 +67,11 @@ pub struct SessionRequest {
     /// MCP servers the front-end brings (ACP's `session/new`), on top of the configured ones;
     /// one of the same name replaces the configured one.
     pub mcp_servers: Vec<codecoder_mcp::ServerConfig>,
+    /// Only the front-end's MCP servers, none of the configured ones (`--strict-mcp-config`).
+    pub strict_mcp_servers: bool,
+    /// The built-in tools offered, by our name or Claude Code's (`--tools Bash,Read`); `None`:
+    /// all of them.
+    pub builtin_tools: Option<Vec<String>>,
     /// Instructions in place of codecoder's base instructions (Claude Code's `--system-prompt`).
     pub system_prompt: Option<String>,
     /// Instructions added after the rest of the prompt (`--append-system-prompt`).
@@ -151,6 +159,15 @@ impl SessionControls {
     /// The modes now.
     pub fn modes(&self) -> Modes {
         self.policy.modes()
+    }
+
+    /// Allows calls matching `rules` (Claude Code's rule syntax, `Bash(npm test:*)`) for the
+    /// rest of the session.
+    ///
+    /// # Errors
+    /// The first rule that does not parse; nothing is added then.
+    pub fn allow_rules(&self, rules: &[String]) -> std::result::Result<(), String> {
+        self.policy.allow_rules(rules)
     }
 
     /// Switches the approval mode; the chain and `run_command`'s escalation follow it.
@@ -337,7 +354,15 @@ impl Runtime {
             Start::New if request.ephemeral => {
                 SessionWriter::in_memory(new_session, writer_config)?
             }
-            Start::New => store.create(new_session, writer_config)?,
+            Start::New => match request.session_id {
+                Some(id) if store.path_of(id).exists() => {
+                    return Err(Error::usage(format!(
+                        "session id {id} is already in use (resume it with --resume {id})"
+                    )));
+                }
+                Some(id) => store.create_with_id(new_session, id, writer_config)?,
+                None => store.create(new_session, writer_config)?,
+            },
         };
 
         let mut agent_config = AgentConfig::standard(&model, &provider_id, &cwd_text);
@@ -416,8 +441,15 @@ impl Runtime {
                 }));
         }
         let mut registry = ToolRegistry::new();
+        let offered = |name: &str| {
+            request.builtin_tools.as_ref().is_none_or(|names| {
+                names.iter().any(|n| codecoder_protocol::our_tool_name(n) == name)
+            })
+        };
         for tool in codecoder_tools::builtin_tools(tools_config) {
-            registry.register(tool)?;
+            if offered(tool.name()) {
+                registry.register(tool)?;
+            }
         }
         registry.register(codecoder_tools::exit_plan_mode_tool(safety.permission.clone()))?;
         // Skills (the `skill` tool when any is installed) and subagents (the `agent` tool, its
@@ -452,6 +484,7 @@ impl Runtime {
                 log: writer.path().map(|path| path.with_extension("mcp.log")),
             },
             &request.mcp_servers,
+            request.strict_mcp_servers,
         );
         notices.extend(mcp_notices);
         let mcp = late_tools.map(|(late_tools, manager)| {
@@ -522,7 +555,8 @@ impl Runtime {
             Arc::new(move |name: &str, args: &serde_json::Value| viewer.view(name, args)),
         );
         let auto_compact_token_limit = compactor.limit();
-        let mut hook_set = crate::safety::load_hooks(loaded, &cwd, &home, &mut notices)?;
+        let mut hook_set =
+            crate::safety::load_hooks(loaded, &self.overrides, &cwd, &home, &mut notices)?;
         for hook in &request.hooks.0 {
             Arc::make_mut(&mut hook_set)
                 .add_callback(

@@ -43,6 +43,8 @@ struct Setup {
 
 /// The turn in progress.
 struct Turn {
+    /// What was asked, for a retry on the fallback model.
+    input: UserInput,
     started: Instant,
     api: Duration,
     step_started: Option<Instant>,
@@ -55,8 +57,9 @@ struct Turn {
 }
 
 impl Turn {
-    fn new() -> Self {
+    fn new(input: UserInput) -> Self {
         Turn {
+            input,
             started: Instant::now(),
             api: Duration::ZERO,
             step_started: None,
@@ -92,6 +95,8 @@ pub(crate) struct Engine {
     switch_model: bool,
     /// What the SDK's permission callback shares with the run.
     permissions: crate::sdk::Permissions,
+    /// `--fallback-model` has been switched to.
+    fallback_used: bool,
 }
 
 impl Engine {
@@ -132,6 +137,7 @@ impl Engine {
             priced_note: false,
             switch_model: false,
             permissions: crate::sdk::Permissions::default(),
+            fallback_used: false,
         })
     }
 
@@ -267,7 +273,7 @@ impl Engine {
         session.wait_for_mcp();
         let init = self.init_frame(session);
         self.peer.frame(&init).map_err(Error::Output)?;
-        self.turn = Some(Turn::new());
+        self.turn = Some(Turn::new(input.clone()));
         if session.agent.cmd.send(AgentCommand::Submit(input)).is_err() {
             self.turn_done(None)?;
         }
@@ -283,7 +289,19 @@ impl Engine {
             (None, true, true) => Start::Fork(self.newest_session()?),
             (None, false, _) => Start::New,
         };
-        let request = SessionRequest { start, ..self.session_request(first_prompt) };
+        let session_id = match (&args.session_id, &start) {
+            (None, _) => None,
+            (Some(id), Start::New) => Some(
+                id.parse()
+                    .map_err(|_| Error::Usage(format!("--session-id: `{id}` is not a UUID")))?,
+            ),
+            (Some(_), _) => {
+                return Err(Error::Usage(
+                    "--session-id names a new session: it cannot go with --resume, --continue or --fork-session".to_owned(),
+                ));
+            }
+        };
+        let request = SessionRequest { start, session_id, ..self.session_request(first_prompt) };
         self.open(&request)
     }
 
@@ -300,6 +318,8 @@ impl Engine {
             system_prompt: self.setup.system_prompt.clone().filter(|p| !p.trim().is_empty()),
             append_system_prompt: self.setup.append_system_prompt.clone(),
             max_steps: args.max_turns,
+            strict_mcp_servers: args.strict_mcp_config,
+            builtin_tools: args.tools.clone(),
             max_budget_usd: args.max_budget_usd,
             hooks: codecoder_app::FrontendHooks(self.hooks()),
             ..SessionRequest::new()
@@ -337,6 +357,8 @@ impl Engine {
         ));
         *self.permissions.agent.lock().unwrap_or_else(PoisonError::into_inner) =
             Some(session.agent.cmd.clone());
+        *self.permissions.controls.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(session.controls.clone());
         self.session = Some(session);
         Ok(())
     }
@@ -530,11 +552,29 @@ impl Engine {
             self.setup.mcp_servers.extend(servers);
             response["mcp_servers_applied"] = json!(true);
         }
-        if request.get("settings").is_some() {
-            response["settings_applied"] = json!(true);
-        }
-        if request.get("disallowedTools").is_some() {
-            response["disallowed_tools_applied"] = json!(true);
+        // Settings and denied tools shape the session's rules and hooks: the runtime is
+        // loaded again with them before the session starts.
+        let settings = request.get("settings").filter(|s| !s.is_null());
+        let disallowed = request.get("disallowedTools").and_then(Value::as_array);
+        if settings.is_some() || disallowed.is_some() {
+            let mut args = self.args.clone();
+            match settings {
+                Some(Value::String(text)) => args.settings = Some(text.clone()),
+                Some(value) => args.settings = Some(value.to_string()),
+                None => {}
+            }
+            if let Some(denied) = disallowed {
+                args.disallowed_tools
+                    .extend(denied.iter().filter_map(Value::as_str).map(str::to_owned));
+            }
+            let overrides = crate::overrides(&args).map_err(|err| format!("initialize: {err}"))?;
+            self.runtime = Runtime::load(overrides).map_err(|err| format!("initialize: {err}"))?;
+            if settings.is_some() {
+                response["settings_applied"] = json!(true);
+            }
+            if disallowed.is_some() {
+                response["disallowed_tools_applied"] = json!(true);
+            }
         }
         // Everything the session needs is known: it starts now, so its MCP servers connect
         // (and the SDK's in-process ones are asked) before the first message.
@@ -660,6 +700,21 @@ impl Engine {
     /// The end of the root turn: its `result`, then the next waiting message.
     fn turn_done(&mut self, outcome: Option<TurnOutcome>) -> Result<()> {
         let Some(turn) = self.turn.take() else { return Ok(()) };
+        // The model failed and a fallback model was given: the turn is asked again of it, once.
+        if let (Some(TurnOutcome::Failed { message }), Some(fallback)) =
+            (&outcome, self.args.fallback_model.clone())
+            && message.starts_with("model error")
+            && !self.fallback_used
+            && !self.args.no_persistence
+        {
+            self.fallback_used = true;
+            (self.notice)(&format!(
+                "codecoder: the model failed ({message}); asking the fallback model `{fallback}`"
+            ));
+            self.setup.model = Some(fallback);
+            self.restart()?;
+            return self.submit(turn.input);
+        }
         let interrupted = turn.interrupted;
         let result = self.result(turn, outcome);
         // An interrupt is the caller's own doing: its result says so, the exit status does not.
@@ -840,7 +895,7 @@ pub(crate) fn cost_of(pricing: &codecoder_app::Pricing, usage: &Usage) -> f64 {
 }
 
 /// A flag's JSON: the text itself, or the file it names.
-fn json_or_file(flag: &str, text: &str) -> Result<Value> {
+pub(crate) fn json_or_file(flag: &str, text: &str) -> Result<Value> {
     let trimmed = text.trim_start();
     let (source, body) = if trimmed.starts_with('{') || trimmed.starts_with('[') {
         (flag.to_owned(), text.to_owned())

@@ -83,12 +83,17 @@ pub fn run(args: HeadlessArgs, streams: Streams) -> Result<u8> {
             "--input-format stream-json needs --output-format stream-json".to_owned(),
         ));
     }
+    if let Some(tool) = args.permission_prompt_tool.as_deref().filter(|tool| *tool != "stdio") {
+        return Err(Error::Usage(format!(
+            "--permission-prompt-tool {tool}: codecoder asks only the SDK over stdio (--permission-prompt-tool stdio)"
+        )));
+    }
     for flag in &args.ignored {
         if std::env::var_os(codecoder_protocol::env::CODECODER_DEBUG).is_some() {
             (streams.notice)(&format!("debug: {flag} has no effect in codecoder; ignored"));
         }
     }
-    let runtime = codecoder_app::Runtime::load(overrides(&args)).map_err(Error::Runtime)?;
+    let runtime = codecoder_app::Runtime::load(overrides(&args)?).map_err(Error::Runtime)?;
     for notice in runtime.notices() {
         (streams.notice)(&notice.to_string());
     }
@@ -139,14 +144,22 @@ pub fn run(args: HeadlessArgs, streams: Streams) -> Result<u8> {
 }
 
 /// The runtime's overrides for Claude's flags.
-fn overrides(args: &HeadlessArgs) -> codecoder_app::Overrides {
+///
+/// # Errors
+/// `--settings` that is neither JSON nor a readable JSON file.
+pub(crate) fn overrides(args: &HeadlessArgs) -> Result<codecoder_app::Overrides> {
     use args::ClaudeMode;
     let mode = if args.skip_permissions {
         Some(ClaudeMode::BypassPermissions)
     } else {
         args.permission_mode
     };
-    codecoder_app::Overrides {
+    let claude_settings = args
+        .settings
+        .as_deref()
+        .map(|settings| engine::json_or_file("--settings", settings))
+        .transpose()?;
+    Ok(codecoder_app::Overrides {
         cwd: args.cd.clone(),
         profile: args.profile.clone(),
         config: args.config.clone(),
@@ -172,6 +185,8 @@ fn overrides(args: &HeadlessArgs) -> codecoder_app::Overrides {
         },
         allowed_tools: args.allowed_tools.clone(),
         disallowed_tools: args.disallowed_tools.clone(),
+        claude_setting_sources: args.setting_sources.clone(),
+        claude_settings,
         ..codecoder_app::Overrides::default()
-    }
+    })
 }

@@ -126,6 +126,30 @@ pub(crate) struct Permissions {
     pub(crate) denials: Arc<std::sync::Mutex<Vec<Value>>>,
     pub(crate) agent:
         Arc<std::sync::Mutex<Option<crossbeam_channel::Sender<codecoder_protocol::AgentCommand>>>>,
+    /// The session's controls, where granted rules go.
+    pub(crate) controls: Arc<std::sync::Mutex<Option<codecoder_app::SessionControls>>>,
+}
+
+/// The allow rules of `updatedPermissions` (`addRules` with behavior `allow`), in Claude
+/// Code's rule syntax; every destination counts for this session only.
+fn granted_rules(updates: &Value) -> Vec<String> {
+    let mut rules = Vec::new();
+    for update in updates.as_array().map(Vec::as_slice).unwrap_or_default() {
+        if update.get("type").and_then(Value::as_str) != Some("addRules")
+            || update.get("behavior").and_then(Value::as_str) != Some("allow")
+        {
+            continue;
+        }
+        let listed = update.get("rules").and_then(Value::as_array);
+        for rule in listed.map(Vec::as_slice).unwrap_or_default() {
+            let Some(tool) = rule.get("toolName").and_then(Value::as_str) else { continue };
+            match rule.get("ruleContent").and_then(Value::as_str) {
+                Some(content) if !content.is_empty() => rules.push(format!("{tool}({content})")),
+                _ => rules.push(tool.to_owned()),
+            }
+        }
+    }
+    rules
 }
 
 /// `can_use_tool`: the SDK's permission callback, asked where a person would be (a
@@ -166,7 +190,18 @@ impl codecoder_hooks::HookCallback for CanUseTool {
                         decision["updatedInput"] = updated.clone();
                     }
                     if let Some(updates) = answer.get("updatedPermissions") {
-                        decision["updatedPermissions"] = updates.clone();
+                        let rules = granted_rules(updates);
+                        let controls = self
+                            .shared
+                            .controls
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        if !rules.is_empty()
+                            && let Some(controls) = controls.as_ref()
+                            && let Err(err) = controls.allow_rules(&rules)
+                        {
+                            return Err(format!("updatedPermissions: {err}"));
+                        }
                     }
                     decision
                 }

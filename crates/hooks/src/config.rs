@@ -298,6 +298,33 @@ impl HookSet {
         Ok(())
     }
 
+    /// Adds the `hooks` of a Claude Code settings file at `path` (nothing when it is missing
+    /// or has none), for a caller that chooses the settings files itself.
+    ///
+    /// # Errors
+    /// A file that cannot be read or parsed, or hooks that are malformed.
+    pub fn add_settings_file(&mut self, path: &Path, warnings: &mut Vec<String>) -> Result<()> {
+        let Some(value) = read_json(path)? else { return Ok(()) };
+        self.add_settings(&value, path, warnings)
+    }
+
+    /// Adds the `hooks` of Claude Code settings given as JSON (`--settings`); `origin` names
+    /// them in messages.
+    ///
+    /// # Errors
+    /// Hooks that are malformed.
+    pub fn add_settings(
+        &mut self,
+        settings: &Value,
+        origin: &Path,
+        warnings: &mut Vec<String>,
+    ) -> Result<()> {
+        match settings.get("hooks") {
+            None | Some(Value::Null) => Ok(()),
+            Some(hooks) => self.add_table(hooks, origin, "hooks", warnings),
+        }
+    }
+
     pub fn project_dir(&self) -> &Path {
         &self.project_dir
     }

@@ -43,6 +43,17 @@ impl ChainPolicy {
         self.policy.read().unwrap_or_else(PoisonError::into_inner).modes
     }
 
+    /// Adds `allow` rules to the user's layer for the calls decided from now on (rules a
+    /// person or an SDK granted for the session).
+    ///
+    /// # Errors
+    /// The first rule that does not parse; nothing is added then.
+    pub fn allow_rules(&self, allow: &[String]) -> Result<(), String> {
+        let mut policy = self.policy.write().unwrap_or_else(PoisonError::into_inner);
+        policy.user_rules = policy.user_rules.with_allowed(allow).map_err(|err| err.to_string())?;
+        Ok(())
+    }
+
     /// Switches the approval mode for the calls decided from now on.
     pub fn set_approval(&self, approval: ApprovalMode) {
         self.policy.write().unwrap_or_else(PoisonError::into_inner).modes.approval = approval;

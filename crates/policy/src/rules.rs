@@ -359,6 +359,17 @@ impl RuleSet {
         })
     }
 
+    /// This set with more `allow` rules after its own.
+    ///
+    /// # Errors
+    /// The first of `allow` that is not a rule.
+    pub fn with_allowed(&self, allow: &[String]) -> Result<Self, RuleError> {
+        let texts = |rules: &[Rule]| rules.iter().map(|rule| rule.text.clone()).collect::<Vec<_>>();
+        let mut allowed = texts(&self.allow);
+        allowed.extend(allow.iter().cloned());
+        Self::parse(&allowed, &texts(&self.ask), &texts(&self.deny), self.origin.clone())
+    }
+
     /// A set with no rules.
     pub fn empty(origin: RuleOrigin) -> Self {
         Self { origin, allow: Vec::new(), ask: Vec::new(), deny: Vec::new() }

@@ -101,6 +101,19 @@ impl SessionStore {
         self.create_with_meta(new.into_meta(), config)
     }
 
+    /// Starts a new session with the id `id` chosen by the caller (Claude Code's
+    /// `--session-id`); fails when a log of that id exists.
+    pub fn create_with_id(
+        &self,
+        new: NewSession,
+        id: SessionId,
+        config: WriterConfig,
+    ) -> Result<SessionWriter> {
+        let mut meta = new.into_meta();
+        meta.session_id = id;
+        self.create_with_meta(meta, config)
+    }
+
     fn create_with_meta(&self, meta: SessionMeta, config: WriterConfig) -> Result<SessionWriter> {
         fs_err::create_dir_all(self.sessions_dir())?;
         let path = self.path_of(meta.session_id);
