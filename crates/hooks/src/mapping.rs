@@ -15,6 +15,7 @@
 //! | `grep{pattern, path, glob, type, case_insensitive, context, output, head_limit}` | `Grep{pattern, path, glob, type, -i, -C, output_mode, head_limit}` |
 //! | `web_fetch{url, max_bytes}` | `WebFetch{url, max_bytes}` |
 //! | `list_dir{…}` | `LS{…}` (the name only: the arguments pass unchanged) |
+//! | `agent{task, agent_type, model, tools}` | `Task{prompt, subagent_type, model, tools}` |
 //!
 //! The names come from `codecoder_protocol`'s one table of Claude tool names (which the
 //! permission rules and `permissions check` use too); this module adds the arguments.
@@ -42,6 +43,16 @@ struct Mapped {
 }
 
 const MAPPED: &[Mapped] = &[
+    Mapped {
+        ours: "agent",
+        keys: &[
+            ("task", "prompt"),
+            ("agent_type", "subagent_type"),
+            ("model", "model"),
+            ("tools", "tools"),
+        ],
+        quiet: &["description"],
+    },
     Mapped {
         ours: "run_command",
         keys: &[

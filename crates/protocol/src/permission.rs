@@ -227,6 +227,7 @@ pub const CLAUDE_TOOL_NAMES: &[(&str, &str)] = &[
     ("grep", "Grep"),
     ("list_dir", "LS"),
     ("web_fetch", "WebFetch"),
+    ("agent", "Task"),
 ];
 
 /// Claude Code tool names that map to one of ours without being its name: `(Claude's, ours)`.
