@@ -377,7 +377,7 @@ pub fn split_list(value: &str) -> Vec<String> {
 }
 
 fn read_file(flag: &str, path: &str) -> Result<String, UsageError> {
-    std::fs::read_to_string(path).map_err(|err| UsageError(format!("{flag} {path}: {err}")))
+    fs_err::read_to_string(path).map_err(|err| UsageError(format!("{flag}: {err}")))
 }
 
 fn set_valued(parsed: &mut HeadlessArgs, flag: &str, value: String) -> Result<(), UsageError> {

@@ -900,8 +900,8 @@ pub(crate) fn json_or_file(flag: &str, text: &str) -> Result<Value> {
     let (source, body) = if trimmed.starts_with('{') || trimmed.starts_with('[') {
         (flag.to_owned(), text.to_owned())
     } else {
-        let body = std::fs::read_to_string(text)
-            .map_err(|err| Error::Usage(format!("{flag} {text}: {err}")))?;
+        let body =
+            fs_err::read_to_string(text).map_err(|err| Error::Usage(format!("{flag}: {err}")))?;
         (format!("{flag} {text}"), body)
     };
     serde_json::from_str(&body).map_err(|err| Error::Usage(format!("{source}: not JSON: {err}")))
