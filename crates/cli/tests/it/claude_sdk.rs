@@ -201,8 +201,13 @@ impl Drive {
 }
 
 /// A duration no other process on the machine sleeps, to find ours in /proc.
-fn sleep_marker() -> String {
-    format!("{}.{}", 80 + std::process::id() % 9, std::process::id() % 1000)
+/// One per SDK, since both SDKs' tests run at once in one test process.
+fn sleep_marker(sdk: Sdk) -> String {
+    let base = match sdk {
+        Sdk::TypeScript => 80,
+        Sdk::Python => 70,
+    };
+    format!("{}.{}", base + std::process::id() % 9, std::process::id() % 1000)
 }
 
 fn sleeping(marker: &str) -> usize {
@@ -384,7 +389,7 @@ fn sdk_mcp(sdk: Sdk) {
 }
 
 fn interrupt(sdk: Sdk) {
-    let marker = sleep_marker();
+    let marker = sleep_marker(sdk);
     let world = World::new(
         Script::new()
             .reply(Reply::tool_call(
