@@ -5,6 +5,7 @@
 
 mod acp;
 mod app_server;
+mod claude_print;
 mod claude_sdk;
 mod codex_sdk;
 mod command_env;
