@@ -190,3 +190,6 @@ pub(crate) fn overrides(args: &HeadlessArgs) -> Result<codecoder_app::Overrides>
         ..codecoder_app::Overrides::default()
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -249,6 +249,33 @@ const scenarios = {
     });
   },
 
+  // A PreToolUse hook that throws, registered with onFailure "block": the call must not run.
+  async hook_failure() {
+    await run("touch failing.txt", {
+      permissionMode: "bypassPermissions",
+      allowDangerouslySkipPermissions: true,
+      hooks: {
+        PreToolUse: [
+          {
+            matcher: "Bash",
+            onFailure: "block",
+            hooks: [
+              async (input, toolUseID) => {
+                summary.hook_calls.push({
+                  hook_event_name: input.hook_event_name,
+                  tool_name: input.tool_name,
+                  tool_input: input.tool_input,
+                  tool_use_id: toolUseID ?? null,
+                });
+                throw new Error("the ts hook exploded");
+              },
+            ],
+          },
+        ],
+      },
+    });
+  },
+
   // An in-process MCP server whose one tool adds two numbers.
   async sdk_mcp() {
     const add = tool("add", "Adds two numbers", { a: z.number(), b: z.number() }, async ({ a, b }) => {

@@ -238,6 +238,28 @@ async def hook():
     )
 
 
+async def hook_failure():
+    """A PreToolUse hook that raises, registered with on_failure "block": the call must not run."""
+
+    async def explode(hook_input, tool_use_id, context):
+        summary["hook_calls"].append(
+            {
+                "hook_event_name": hook_input.get("hook_event_name"),
+                "tool_name": hook_input.get("tool_name"),
+                "tool_input": hook_input.get("tool_input"),
+                "tool_use_id": tool_use_id,
+            }
+        )
+        raise RuntimeError("the py hook exploded")
+
+    matcher = HookMatcher(matcher="Bash", hooks=[explode], on_failure="block")
+    await run(
+        "touch failing.txt",
+        permission_mode="bypassPermissions",
+        hooks={"PreToolUse": [matcher]},
+    )
+
+
 async def sdk_mcp():
     """An in-process MCP server whose one tool adds two numbers."""
 
@@ -337,6 +359,7 @@ SCENARIOS = {
     "grants": grants,
     "partial": partial,
     "hook": hook,
+    "hook_failure": hook_failure,
     "sdk_mcp": sdk_mcp,
     "interrupt": interrupt,
     "controls": controls,

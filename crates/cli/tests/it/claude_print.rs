@@ -7,7 +7,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Output, Stdio};
 
-use codecoder_test_support::{Fault, FakeModelServer, Reply, Script};
+use codecoder_test_support::{FakeModelServer, Fault, Reply, Script};
 use serde_json::{Value, json};
 
 use crate::local::LocalHome;
@@ -52,7 +52,9 @@ impl Print {
         std::fs::read_dir(dir)
             .map(|entries| {
                 entries
-                    .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "jsonl"))
+                    .filter(|e| {
+                        e.as_ref().unwrap().path().extension().is_some_and(|x| x == "jsonl")
+                    })
                     .count()
             })
             .unwrap_or(0)
@@ -199,7 +201,8 @@ fn tools_and_rules_limit_what_the_model_may_use() {
         .map(|line| serde_json::from_str::<Value>(line).unwrap())
         .find(|frame| frame["subtype"] == "init")
         .unwrap();
-    let tools: Vec<&str> = init["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let tools: Vec<&str> =
+        init["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(tools.contains(&"Read") && tools.contains(&"Grep"), "{tools:?}");
     for absent in ["Bash", "Write", "Edit", "Glob"] {
         assert!(!tools.contains(&absent), "{absent} offered: {tools:?}");

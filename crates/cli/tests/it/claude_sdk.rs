@@ -358,6 +358,33 @@ fn hook(sdk: Sdk) {
     world.validate(result["session_id"].as_str().unwrap());
 }
 
+fn hook_failure(sdk: Sdk) {
+    let world = World::new(
+        Script::new()
+            .reply(Reply::tool_call(
+                "toolu_1",
+                "run_command",
+                json!({"command": "touch failing.txt"}),
+            ))
+            .reply(Reply::text("the turn went on")),
+    );
+    let Some(drive) = world.drive(sdk, "hook_failure", &[]) else { return };
+    let t = &drive.transcript;
+    assert_eq!(drive.list("hook_calls").len(), 1, "{t}");
+    // onFailure "block": a hook that fails blocks the call it guards.
+    assert!(!world.ws.path().join("failing.txt").exists(), "the guarded command ran: {t}");
+    let results = drive.list("tool_results");
+    assert_eq!(results.len(), 1, "{t}");
+    assert_eq!(results[0]["is_error"], true, "{t}");
+    let result = drive.result();
+    assert_eq!(result["subtype"], "success", "{t}");
+    assert_eq!(result["result"], "the turn went on", "{t}");
+    let denials = result["permission_denials"].as_array().unwrap_or_else(|| panic!("{t}"));
+    assert_eq!(denials.len(), 1, "{t}");
+    assert_eq!(denials[0]["tool_name"], "Bash", "{t}");
+    world.validate(result["session_id"].as_str().unwrap());
+}
+
 fn sdk_mcp(sdk: Sdk) {
     let world = World::new(
         Script::new()
@@ -595,6 +622,7 @@ through_both_sdks!(
     grants,
     partial,
     hook,
+    hook_failure,
     sdk_mcp,
     interrupt,
     subagent,
@@ -764,19 +792,20 @@ fn an_unknown_control_request_gets_an_error_response_that_names_it() {
     world.validate(result["session_id"].as_str().unwrap());
 }
 
-#[test]
-fn a_hook_callback_that_fails_is_reported_and_the_call_goes_ahead() {
-    // Claude Code's default for a failing hook (`onFailure: "continue"`): a warning, and the
-    // action it guards goes ahead.
+/// A PreToolUse hook callback (with `on_failure` when given) that answers with an error while
+/// the model runs `touch ran.txt`; returns the world, the turn's result and every frame.
+fn failing_hook(on_failure: Option<&str>) -> (World, Value, String) {
     let world = World::new(
         Script::new()
             .reply(Reply::tool_call("toolu_1", "run_command", json!({"command": "touch ran.txt"})))
-            .reply(Reply::text("done anyway")),
+            .reply(Reply::text("the turn went on")),
     );
     let mut headless = Headless::start(&world, &["--permission-mode", "bypassPermissions"]);
-    headless.initialize(json!({
-        "hooks": {"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["hook_0"]}]},
-    }));
+    let mut matcher = json!({"matcher": "Bash", "hookCallbackIds": ["hook_0"]});
+    if let Some(on_failure) = on_failure {
+        matcher["onFailure"] = json!(on_failure);
+    }
+    headless.initialize(json!({"hooks": {"PreToolUse": [matcher]}}));
     headless.user("touch ran.txt");
     let request = headless
         .next(|f| f["type"] == "control_request" && f["request"]["subtype"] == "hook_callback");
@@ -792,13 +821,30 @@ fn a_hook_callback_that_fails_is_reported_and_the_call_goes_ahead() {
         },
     }));
     let result = headless.next(|f| f["type"] == "result");
-    assert_eq!(result["subtype"], "success", "{result}");
-    assert_eq!(result["result"], "done anyway", "{result}");
     let (status, frames, err) = headless.finish();
     let t = format!("{}\nstderr: {err}", frames_text(&frames));
     assert_eq!(status.code(), Some(0), "{t}");
-    assert!(world.ws.path().join("ran.txt").exists(), "{t}");
+    assert_eq!(result["subtype"], "success", "{t}");
+    assert_eq!(result["result"], "the turn went on", "{t}");
     world.validate(result["session_id"].as_str().unwrap());
+    (world, result, t)
+}
+
+#[test]
+fn a_hook_callback_that_fails_lets_the_call_go_ahead() {
+    // Claude Code's default for a failing hook (`onFailure: "continue"`): a warning, and the
+    // action it guards goes ahead.
+    let (world, _, t) = failing_hook(None);
+    assert!(world.ws.path().join("ran.txt").exists(), "{t}");
+}
+
+#[test]
+fn a_hook_callback_that_fails_with_on_failure_block_blocks_the_call() {
+    let (world, result, t) = failing_hook(Some("block"));
+    assert!(!world.ws.path().join("ran.txt").exists(), "the guarded command ran: {t}");
+    let denials = result["permission_denials"].as_array().unwrap_or_else(|| panic!("{t}"));
+    assert_eq!(denials.len(), 1, "{t}");
+    assert_eq!(denials[0]["tool_name"], "Bash", "{t}");
 }
 
 #[test]
