@@ -12,6 +12,9 @@
 //! (`-p --output-format json`) the way a CI job does.
 //!
 //! The model sees codecoder's own tools (`run_command`); the SDKs see Claude's names (`Bash`).
+//! What each scenario expects is what the Claude Code binary bundled with the SDKs does with the
+//! same script (in Claude's tool names) offline: the permission callback asked for every
+//! command, denials listed in the result, the SDKs raising after an error result, and so on.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
