@@ -57,7 +57,9 @@ pub use checks::PermissionCheck;
 pub use codecoder_apply_patch::run as run_apply_patch;
 /// A running call's cancel token, for a front-end's `FileAccess` that waits on its client.
 pub use codecoder_kernel::CancelToken;
-pub use codecoder_kernel::{AgentHandle, BUDGET_REACHED, STEP_LIMIT_REACHED, validate_schema};
+pub use codecoder_kernel::{
+    AgentHandle, AgentType, BUDGET_REACHED, STEP_LIMIT_REACHED, validate_schema,
+};
 pub use codecoder_policy::{
     ApprovalMode, ChainPolicy, Modes, PermissionMode, PermissionSwitch, SandboxMode,
 };
@@ -90,7 +92,7 @@ pub use progress::{Progress, ProgressEncoder};
 pub use reports::{write_compaction, write_plugins, write_session_list};
 pub use safety::{Safety, claude_permission_mode};
 pub use session::{
-    CallbackHook, ContextLimits, FrontendHooks, Pricing, RunningSession, SessionControls,
+    CallbackHook, Catalog, ContextLimits, FrontendHooks, Pricing, RunningSession, SessionControls,
     SessionRequest, Start, context_limits,
 };
 pub use sessions::{

@@ -82,6 +82,8 @@ pub struct SessionRequest {
     /// Dollars the session may spend on the model in this process (`--max-budget-usd`); past
     /// it the turn fails (`codecoder_kernel::BUDGET_REACHED`). Needs the model's prices.
     pub max_budget_usd: Option<f64>,
+    /// Subagent types of the front-end (an SDK's `agents`), replacing any of the same name.
+    pub agents: Vec<codecoder_kernel::AgentType>,
     /// Hooks of the front-end (an SDK's callbacks), asked after the configured ones.
     pub hooks: FrontendHooks,
 }
@@ -206,6 +208,19 @@ pub struct RunningSession {
     pub tools: Arc<ToolRegistry>,
     /// The session's MCP servers, if any.
     mcp: Option<Arc<codecoder_mcp::McpManager>>,
+    /// The subagent types, commands and skills the session has.
+    pub catalog: Catalog,
+}
+
+/// What a session offers by name, for front-ends that list it (name, description each).
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    /// Subagent types (the `agent` tool's).
+    pub agents: Vec<(String, String)>,
+    /// Slash commands (`.claude/commands`).
+    pub commands: Vec<(String, String)>,
+    /// Skills.
+    pub skills: Vec<(String, String)>,
 }
 
 impl RunningSession {
@@ -466,6 +481,28 @@ impl Runtime {
             )))?;
         }
         agent_config.subagents.types = extensions.agent_types(&registry, &mut notices);
+        for agent in &request.agents {
+            agent_config.subagents.types.retain(|t| t.name != agent.name);
+            agent_config.subagents.types.push(agent.clone());
+        }
+        let catalog = Catalog {
+            agents: agent_config
+                .subagents
+                .types
+                .iter()
+                .map(|t| (t.name.clone(), t.description.clone()))
+                .collect(),
+            commands: extensions
+                .commands
+                .iter()
+                .map(|c| (c.name.clone(), c.description.clone()))
+                .collect(),
+            skills: extensions
+                .skills
+                .values()
+                .map(|s| (s.name.clone(), s.description.clone()))
+                .collect(),
+        };
         registry
             .register(Arc::new(codecoder_kernel::AgentTool::new(&agent_config.subagents.types)))?;
         // MCP servers' tools join as the servers become ready (the first request does not
@@ -641,6 +678,7 @@ impl Runtime {
             notices,
             tools: registry,
             mcp,
+            catalog,
         })
     }
 }

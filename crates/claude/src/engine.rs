@@ -39,6 +39,8 @@ struct Setup {
     mode: Option<ClaudeMode>,
     /// The SDK's hook callbacks (`initialize`'s `hooks`).
     hooks: Vec<codecoder_app::CallbackHook>,
+    /// The SDK's subagent types (`initialize`'s `agents`).
+    agents: Vec<codecoder_app::AgentType>,
 }
 
 /// The turn in progress.
@@ -322,6 +324,7 @@ impl Engine {
             builtin_tools: args.tools.clone(),
             max_budget_usd: args.max_budget_usd,
             hooks: codecoder_app::FrontendHooks(self.hooks()),
+            agents: self.setup.agents.clone(),
             ..SessionRequest::new()
         }
     }
@@ -397,6 +400,9 @@ impl Engine {
     }
 
     fn init_frame(&self, session: &RunningSession) -> Value {
+        let names = |items: &[(String, String)]| -> Vec<String> {
+            items.iter().map(|(name, _)| name.clone()).collect()
+        };
         let tools: Vec<String> = session
             .tools
             .specs()
@@ -418,10 +424,10 @@ impl Engine {
             "model": session.model,
             "permissionMode": self.mode_now(session).as_str(),
             "apiKeySource": "none",
-            "slash_commands": [],
+            "slash_commands": names(&session.catalog.commands),
             "output_style": "default",
-            "agents": [],
-            "skills": [],
+            "agents": names(&session.catalog.agents),
+            "skills": names(&session.catalog.skills),
             "plugins": [],
             "claude_code_version": CLAUDE_PROTOCOL_VERSION,
             "codecoder_version": env!("CARGO_PKG_VERSION"),
@@ -578,7 +584,27 @@ impl Engine {
         }
         // Everything the session needs is known: it starts now, so its MCP servers connect
         // (and the SDK's in-process ones are asked) before the first message.
+        if let Some(agents) = request.get("agents").and_then(Value::as_object) {
+            self.setup.agents =
+                agents.iter().map(|(name, agent)| agent_type(name, agent)).collect();
+        }
         self.start_session("").map_err(|err| format!("starting the session: {err}"))?;
+        if let Some(session) = &self.session {
+            let catalog = &session.catalog;
+            let named = |items: &[(String, String)]| -> Vec<Value> {
+                items
+                    .iter()
+                    .map(|(name, description)| json!({"name": name, "description": description}))
+                    .collect()
+            };
+            let mut commands = named(&catalog.commands);
+            for command in &mut commands {
+                command["argumentHint"] = json!("");
+            }
+            response["commands"] = json!(commands);
+            response["agents"] = json!(named(&catalog.agents));
+            response["models"] = json!([{"value": session.model, "displayName": session.model, "description": format!("{} (provider {})", session.model, session.provider_id)}]);
+        }
         Ok(response)
     }
 
@@ -892,6 +918,32 @@ pub(crate) fn cost_of(pricing: &codecoder_app::Pricing, usage: &Usage) -> f64 {
         + usage.cached_input_tokens as f64 * cached
         + usage.output_tokens as f64 * output;
     dollars / 1_000_000.0
+}
+
+/// A subagent type of the SDK's `agents` (`{description, prompt, tools?, model?}`); Claude's
+/// model aliases (`sonnet`, `opus`, `haiku`, `inherit`) keep the session's model.
+fn agent_type(name: &str, agent: &Value) -> codecoder_app::AgentType {
+    let text = |key: &str| agent.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let tools = agent.get("tools").and_then(Value::as_array).map(|tools| {
+        tools
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|tool| codecoder_protocol::our_tool_name(tool).to_owned())
+            .collect()
+    });
+    let model = agent
+        .get("model")
+        .and_then(Value::as_str)
+        .filter(|m| !matches!(*m, "sonnet" | "opus" | "haiku" | "inherit" | ""))
+        .map(str::to_owned);
+    codecoder_app::AgentType {
+        name: name.to_owned(),
+        description: text("description"),
+        instructions: text("prompt"),
+        tools,
+        model,
+        max_steps: None,
+    }
 }
 
 /// A flag's JSON: the text itself, or the file it names.

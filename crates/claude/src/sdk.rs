@@ -14,6 +14,8 @@ use crate::wire::Peer;
 struct SdkHook {
     peer: Arc<Peer>,
     callback_id: String,
+    /// `onFailure: "block"`: a callback that fails blocks what it guards.
+    block_on_failure: bool,
 }
 
 impl codecoder_hooks::HookCallback for SdkHook {
@@ -24,7 +26,17 @@ impl codecoder_hooks::HookCallback for SdkHook {
             "input": input,
             "tool_use_id": input.get("tool_use_id").cloned().unwrap_or(Value::Null),
         });
-        match self.peer.request(request, Some(timeout))? {
+        let answer = match self.peer.request(request, Some(timeout)) {
+            Ok(answer) => answer,
+            Err(err) if self.block_on_failure => {
+                return Ok(json!({
+                    "decision": "block",
+                    "reason": format!("the SDK's hook {} failed, and it blocks on failure: {err}", self.callback_id),
+                }));
+            }
+            Err(err) => return Err(err),
+        };
+        match answer {
             // An asynchronous hook says nothing about this call.
             Value::Object(answer) if answer.get("async") == Some(&Value::Bool(true)) => {
                 Ok(json!({}))
@@ -55,6 +67,7 @@ pub(crate) fn hooks(
                 .and_then(Value::as_f64)
                 .filter(|t| t.is_finite() && *t > 0.0)
                 .map(Duration::from_secs_f64);
+            let block_on_failure = group.get("onFailure").and_then(Value::as_str) == Some("block");
             let ids = group
                 .get("hookCallbackIds")
                 .and_then(Value::as_array)
@@ -69,6 +82,7 @@ pub(crate) fn hooks(
                     callback: Arc::new(SdkHook {
                         peer: Arc::clone(peer),
                         callback_id: id.to_owned(),
+                        block_on_failure,
                     }),
                 });
             }
