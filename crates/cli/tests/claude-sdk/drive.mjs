@@ -286,6 +286,16 @@ const scenarios = {
     await run("add 40 and 2", { mcpServers: { calc }, allowedTools: ["mcp__calc__add"] });
   },
 
+  // An external stdio MCP server (tests/claude-sdk/echo-mcp-server.mjs) given as an option: the
+  // SDK hands it over in initialize (mcpServers, with --await-initialize).
+  async external_mcp() {
+    const server = new URL("./echo-mcp-server.mjs", import.meta.url).pathname;
+    await run("echo ping", {
+      mcpServers: { echo: { type: "stdio", command: "node", args: [server] } },
+      allowedTools: ["mcp__echo__echo"],
+    });
+  },
+
   // A streaming prompt, interrupted while the command it started sleeps.
   async interrupt() {
     const marker = process.env.SLEEP_MARKER;

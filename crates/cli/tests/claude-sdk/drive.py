@@ -274,6 +274,17 @@ async def sdk_mcp():
     await run("add 40 and 2", mcp_servers={"calc": calc}, allowed_tools=["mcp__calc__add"])
 
 
+async def external_mcp():
+    """An external stdio MCP server (tests/claude-sdk/echo-mcp-server.mjs) given as an option:
+    the SDK hands it over in --mcp-config."""
+    server = os.path.join(os.path.dirname(os.path.abspath(__file__)), "echo-mcp-server.mjs")
+    await run(
+        "echo ping",
+        mcp_servers={"echo": {"type": "stdio", "command": "node", "args": [server]}},
+        allowed_tools=["mcp__echo__echo"],
+    )
+
+
 async def interrupt():
     """A ClaudeSDKClient session, interrupted while the command it started sleeps."""
     marker = os.environ["SLEEP_MARKER"]
@@ -361,6 +372,7 @@ SCENARIOS = {
     "hook": hook,
     "hook_failure": hook_failure,
     "sdk_mcp": sdk_mcp,
+    "external_mcp": external_mcp,
     "interrupt": interrupt,
     "controls": controls,
     "subagent": subagent,

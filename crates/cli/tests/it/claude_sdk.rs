@@ -418,6 +418,28 @@ fn sdk_mcp(sdk: Sdk) {
     world.validate(result["session_id"].as_str().unwrap());
 }
 
+fn external_mcp(sdk: Sdk) {
+    let world = World::new(
+        Script::new()
+            .until_tools(["mcp__echo__echo"], crate::mcp::wait_for_servers())
+            .reply(Reply::tool_call("toolu_1", "mcp__echo__echo", json!({"text": "ping"})))
+            .reply(Reply::text("it said ping")),
+    );
+    let Some(drive) = world.drive(sdk, "external_mcp", &[]) else { return };
+    let t = &drive.transcript;
+    assert!(drive.list("tool_uses").iter().any(|u| u["name"] == "mcp__echo__echo"), "{t}");
+    let requests = world.server.requests();
+    let last = &requests.last().unwrap().raw_body;
+    assert!(last.contains("echo: ping"), "the server's answer reached the model: {t}\n{last}");
+    let servers = drive.summary["init"]["mcp_servers"].as_array().unwrap_or_else(|| panic!("{t}"));
+    let echo = servers.iter().find(|s| s["name"] == "echo").unwrap_or_else(|| panic!("{t}"));
+    assert_eq!(echo["status"], "connected", "{t}");
+    let result = drive.result();
+    assert_eq!(result["subtype"], "success", "{t}");
+    assert_eq!(result["result"], "it said ping", "{t}");
+    world.validate(result["session_id"].as_str().unwrap());
+}
+
 fn interrupt(sdk: Sdk) {
     let marker = sleep_marker(sdk);
     let world = World::new(
@@ -627,6 +649,7 @@ through_both_sdks!(
     hook,
     hook_failure,
     sdk_mcp,
+    external_mcp,
     interrupt,
     subagent,
     resume,
