@@ -818,6 +818,38 @@ fn an_unknown_control_request_gets_an_error_response_that_names_it() {
     world.validate(result["session_id"].as_str().unwrap());
 }
 
+#[test]
+fn a_user_message_with_an_image_block_reaches_the_model() {
+    // A 1×1 PNG.
+    const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    let world = World::new(Script::new().reply(Reply::text("a dot")));
+    let mut headless = Headless::start(&world, &[]);
+    headless.initialize(json!({"hooks": null}));
+    headless.send(&json!({
+        "type": "user",
+        "session_id": "",
+        "message": {"role": "user", "content": [
+            {"type": "text", "text": "what is in this picture?"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+        ]},
+        "parent_tool_use_id": null,
+    }));
+    let result = headless.next(|f| f["type"] == "result");
+    let (status, frames, err) = headless.finish();
+    let t = format!("{}\nstderr: {err}", frames_text(&frames));
+    assert_eq!(status.code(), Some(0), "{t}");
+    assert_eq!(result["result"], "a dot", "{t}");
+    let request = &world.server.requests()[0].body;
+    let content =
+        request["messages"][0]["content"].as_array().unwrap_or_else(|| panic!("{request}"));
+    let image =
+        content.iter().find(|b| b["type"] == "image").unwrap_or_else(|| panic!("{request}"));
+    assert_eq!(image["source"]["data"], PNG, "{request}");
+    assert_eq!(image["source"]["media_type"], "image/png", "{request}");
+    assert!(content.iter().any(|b| b["text"] == "what is in this picture?"), "{request}");
+    world.validate(result["session_id"].as_str().unwrap());
+}
+
 /// A PreToolUse hook callback (with `on_failure` when given) that answers with an error while
 /// the model runs `touch ran.txt`; returns the world, the turn's result and every frame.
 fn failing_hook(on_failure: Option<&str>) -> (World, Value, String) {
