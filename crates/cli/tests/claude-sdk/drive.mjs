@@ -382,6 +382,14 @@ const scenarios = {
     });
   },
 
+  // A system prompt of the caller's, then Claude Code's preset with a line appended.
+  async system_prompt() {
+    await run("who are you?", { systemPrompt: "You are PIRATE-PROMPT." });
+    await run("and now?", {
+      systemPrompt: { type: "preset", preset: "claude_code", append: "APPENDED-LINE" },
+    });
+  },
+
   // A first run, then a second that resumes its session.
   async resume() {
     await run("remember the word pelican");

@@ -327,6 +327,13 @@ async def subagent():
     await run("have a subagent look around", permission_mode="bypassPermissions")
 
 
+async def system_prompt():
+    """A system prompt of the caller's, then Claude Code's preset with a line appended."""
+    await run("who are you?", system_prompt="You are PIRATE-PROMPT.")
+    preset = {"type": "preset", "preset": "claude_code", "append": "APPENDED-LINE"}
+    await run("and now?", system_prompt=preset)
+
+
 async def resume():
     """A first run, then a second that resumes its session."""
     await run("remember the word pelican")
@@ -376,6 +383,7 @@ SCENARIOS = {
     "interrupt": interrupt,
     "controls": controls,
     "subagent": subagent,
+    "system_prompt": system_prompt,
     "resume": resume,
     "fork": fork,
     "json_schema": json_schema,

@@ -532,6 +532,22 @@ fn subagent(sdk: Sdk) {
     world.validate(result["session_id"].as_str().unwrap());
 }
 
+fn system_prompt(sdk: Sdk) {
+    let world = World::new(Script::new().when_exhausted(Reply::text("arr")));
+    let Some(drive) = world.drive(sdk, "system_prompt", &[]) else { return };
+    let t = &drive.transcript;
+    assert_eq!(drive.list("results").len(), 2, "{t}");
+    let requests = world.server.requests();
+    assert_eq!(requests.len(), 2, "{t}");
+    // A custom prompt replaces the base instructions; the preset keeps them and appends.
+    let custom = requests[0].body["system"].to_string();
+    assert!(custom.contains("PIRATE-PROMPT"), "{custom}");
+    let preset = requests[1].body["system"].to_string();
+    assert!(preset.contains("APPENDED-LINE"), "{preset}");
+    assert!(!preset.contains("PIRATE-PROMPT"), "{preset}");
+    assert!(preset.len() > custom.len(), "the preset keeps the base instructions: {preset}");
+}
+
 fn resume(sdk: Sdk) {
     let world = World::new(
         Script::new()
@@ -652,6 +668,7 @@ through_both_sdks!(
     external_mcp,
     interrupt,
     subagent,
+    system_prompt,
     resume,
     fork,
     json_schema,
