@@ -382,6 +382,21 @@ const scenarios = {
     });
   },
 
+  // An agent defined by the caller (initialize's agents), which the model then starts.
+  async agents() {
+    await run("have the reviewer look", {
+      permissionMode: "bypassPermissions",
+      allowDangerouslySkipPermissions: true,
+      agents: {
+        reviewer: {
+          description: "Reviews code read-only",
+          prompt: "You are REVIEWER-PROMPT.",
+          tools: ["Read", "Grep"],
+        },
+      },
+    });
+  },
+
   // A system prompt of the caller's, then Claude Code's preset with a line appended.
   async system_prompt() {
     await run("who are you?", { systemPrompt: "You are PIRATE-PROMPT." });

@@ -22,6 +22,7 @@ import time
 import traceback
 
 from claude_agent_sdk import (
+    AgentDefinition,
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
@@ -327,6 +328,20 @@ async def subagent():
     await run("have a subagent look around", permission_mode="bypassPermissions")
 
 
+async def agents():
+    """An agent defined by the caller (initialize's agents), which the model then starts."""
+    reviewer = AgentDefinition(
+        description="Reviews code read-only",
+        prompt="You are REVIEWER-PROMPT.",
+        tools=["Read", "Grep"],
+    )
+    await run(
+        "have the reviewer look",
+        permission_mode="bypassPermissions",
+        agents={"reviewer": reviewer},
+    )
+
+
 async def system_prompt():
     """A system prompt of the caller's, then Claude Code's preset with a line appended."""
     await run("who are you?", system_prompt="You are PIRATE-PROMPT.")
@@ -383,6 +398,7 @@ SCENARIOS = {
     "interrupt": interrupt,
     "controls": controls,
     "subagent": subagent,
+    "agents": agents,
     "system_prompt": system_prompt,
     "resume": resume,
     "fork": fork,

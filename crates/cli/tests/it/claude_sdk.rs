@@ -532,6 +532,35 @@ fn subagent(sdk: Sdk) {
     world.validate(result["session_id"].as_str().unwrap());
 }
 
+fn agents(sdk: Sdk) {
+    let world = World::new(
+        Script::new()
+            .reply(Reply::tool_call(
+                "toolu_task",
+                "agent",
+                json!({"task": "review the code", "agent_type": "reviewer"}),
+            ))
+            .reply(Reply::text("CHILD-ANSWER: fine"))
+            .reply(Reply::text("the reviewer says fine")),
+    );
+    let Some(drive) = world.drive(sdk, "agents", &[]) else { return };
+    let t = &drive.transcript;
+    let requests = world.server.requests();
+    assert_eq!(requests.len(), 3, "{t}");
+    // The caller's agent is offered to the model and runs with its own prompt and tools.
+    assert!(requests[0].raw_body.contains("reviewer"), "{t}");
+    let child = &requests[1];
+    assert!(child.body["system"].to_string().contains("REVIEWER-PROMPT"), "{t}");
+    let tools: Vec<&str> = child.body["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|tool| tool["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(!tools.contains(&"run_command"), "the agent's tools are Read and Grep: {tools:?}");
+    let result = drive.result();
+    assert_eq!(result["result"], "the reviewer says fine", "{t}");
+    world.validate(result["session_id"].as_str().unwrap());
+}
+
 fn system_prompt(sdk: Sdk) {
     let world = World::new(Script::new().when_exhausted(Reply::text("arr")));
     let Some(drive) = world.drive(sdk, "system_prompt", &[]) else { return };
@@ -668,6 +697,7 @@ through_both_sdks!(
     external_mcp,
     interrupt,
     subagent,
+    agents,
     system_prompt,
     resume,
     fork,
