@@ -249,6 +249,41 @@ const scenarios = {
     });
   },
 
+  // Hooks at the other events of a turn: UserPromptSubmit adds context, PostToolUse and Stop
+  // only record.
+  async turn_hooks() {
+    const record = (extra) => async (input, toolUseID) => {
+      summary.hook_calls.push({
+        hook_event_name: input.hook_event_name,
+        tool_name: input.tool_name ?? null,
+        tool_use_id: toolUseID ?? null,
+        prompt: input.prompt ?? null,
+        has_tool_response: input.tool_response !== undefined,
+      });
+      return extra(input);
+    };
+    await run("list the files", {
+      permissionMode: "bypassPermissions",
+      allowDangerouslySkipPermissions: true,
+      hooks: {
+        UserPromptSubmit: [
+          {
+            hooks: [
+              record(() => ({
+                hookSpecificOutput: {
+                  hookEventName: "UserPromptSubmit",
+                  additionalContext: "CONTEXT-FROM-THE-TS-HOOK",
+                },
+              })),
+            ],
+          },
+        ],
+        PostToolUse: [{ matcher: "Bash", hooks: [record(() => ({}))] }],
+        Stop: [{ hooks: [record(() => ({}))] }],
+      },
+    });
+  },
+
   // A PreToolUse hook that throws, registered with onFailure "block": the call must not run.
   async hook_failure() {
     await run("touch failing.txt", {

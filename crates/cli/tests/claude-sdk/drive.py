@@ -239,6 +239,42 @@ async def hook():
     )
 
 
+async def turn_hooks():
+    """Hooks at the other events of a turn: UserPromptSubmit adds context, PostToolUse and Stop
+    only record."""
+
+    def record(answer):
+        async def callback(hook_input, tool_use_id, context):
+            summary["hook_calls"].append(
+                {
+                    "hook_event_name": hook_input.get("hook_event_name"),
+                    "tool_name": hook_input.get("tool_name"),
+                    "tool_use_id": tool_use_id,
+                    "prompt": hook_input.get("prompt"),
+                    "has_tool_response": "tool_response" in hook_input,
+                }
+            )
+            return answer
+
+        return callback
+
+    context = {
+        "hookSpecificOutput": {
+            "hookEventName": "UserPromptSubmit",
+            "additionalContext": "CONTEXT-FROM-THE-PY-HOOK",
+        }
+    }
+    await run(
+        "list the files",
+        permission_mode="bypassPermissions",
+        hooks={
+            "UserPromptSubmit": [HookMatcher(hooks=[record(context)])],
+            "PostToolUse": [HookMatcher(matcher="Bash", hooks=[record({})])],
+            "Stop": [HookMatcher(hooks=[record({})])],
+        },
+    )
+
+
 async def hook_failure():
     """A PreToolUse hook that raises, registered with on_failure "block": the call must not run."""
 
@@ -393,6 +429,7 @@ SCENARIOS = {
     "partial": partial,
     "hook": hook,
     "hook_failure": hook_failure,
+    "turn_hooks": turn_hooks,
     "sdk_mcp": sdk_mcp,
     "external_mcp": external_mcp,
     "interrupt": interrupt,

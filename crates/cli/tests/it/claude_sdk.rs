@@ -361,6 +361,29 @@ fn hook(sdk: Sdk) {
     world.validate(result["session_id"].as_str().unwrap());
 }
 
+fn turn_hooks(sdk: Sdk) {
+    let world = World::new(
+        Script::new()
+            .reply(Reply::tool_call("toolu_1", "run_command", json!({"command": "ls"})))
+            .reply(Reply::text("nothing here")),
+    );
+    let Some(drive) = world.drive(sdk, "turn_hooks", &[]) else { return };
+    let t = &drive.transcript;
+    let calls = drive.list("hook_calls");
+    let events: Vec<&str> = calls.iter().filter_map(|c| c["hook_event_name"].as_str()).collect();
+    assert_eq!(events, ["UserPromptSubmit", "PostToolUse", "Stop"], "{t}");
+    assert_eq!(calls[0]["prompt"], "list the files", "{t}");
+    assert_eq!(calls[1]["tool_name"], "Bash", "{t}");
+    assert_eq!(calls[1]["tool_use_id"], "toolu_1", "{t}");
+    assert_eq!(calls[1]["has_tool_response"], true, "{t}");
+    // UserPromptSubmit's additionalContext reached the model with the prompt.
+    let context = format!("CONTEXT-FROM-THE-{}-HOOK", sdk.name().to_uppercase());
+    assert!(world.request(0).contains(&context), "{t}");
+    let result = drive.result();
+    assert_eq!(result["result"], "nothing here", "{t}");
+    world.validate(result["session_id"].as_str().unwrap());
+}
+
 fn hook_failure(sdk: Sdk) {
     let world = World::new(
         Script::new()
@@ -693,6 +716,7 @@ through_both_sdks!(
     partial,
     hook,
     hook_failure,
+    turn_hooks,
     sdk_mcp,
     external_mcp,
     interrupt,
