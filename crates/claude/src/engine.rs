@@ -170,6 +170,8 @@ impl Engine {
     /// The loop: input and agent events until the input is done and no turn runs.
     fn follow(&mut self, input: &Receiver<Input>) -> Result<()> {
         let mut input = input.clone();
+        let (announce, announcements) = crossbeam_channel::unbounded();
+        self.permissions.announce = Some(announce);
         loop {
             if !self.input_open && self.turn.is_none() && self.queue.is_empty() {
                 return Ok(());
@@ -184,6 +186,11 @@ impl Engine {
                     Err(_) => {
                         self.input_open = false;
                         input = crossbeam_channel::never();
+                    }
+                },
+                recv(announcements) -> call => {
+                    if let Ok(call) = call {
+                        self.announce(call)?;
                     }
                 },
                 recv(events) -> event => match event {
@@ -703,6 +710,20 @@ impl Engine {
         self.cost += cost;
         let Some(turn) = &mut self.turn else { return };
         turn.usage += usage;
+    }
+
+    /// Announces a call the SDK's permission callback is about to be asked about.
+    fn announce(&mut self, call: crate::sdk::Announce) -> Result<()> {
+        let id = codecoder_protocol::ToolCallId::new(call.id);
+        if let Some(frame) = self
+            .translator
+            .as_mut()
+            .and_then(|t| t.announce_claude(Value::Null, &id, &call.name, call.input))
+        {
+            self.peer.frame(&frame).map_err(Error::Output)?;
+        }
+        let _ = call.done.send(());
+        Ok(())
     }
 
     /// A permission request that no hook answered: with the SDK's permission callback, it

@@ -142,7 +142,21 @@ pub(crate) struct Permissions {
         Arc<std::sync::Mutex<Option<crossbeam_channel::Sender<codecoder_protocol::AgentCommand>>>>,
     /// The session's controls, where granted rules go.
     pub(crate) controls: Arc<std::sync::Mutex<Option<codecoder_app::SessionControls>>>,
+    /// Asks the run to announce a call (`tool_use`) before the SDK is asked about it; the
+    /// run acknowledges once the frame is out.
+    pub(crate) announce: Option<crossbeam_channel::Sender<Announce>>,
 }
+
+/// A call to announce: its id, Claude's name and input, and where to acknowledge.
+pub(crate) struct Announce {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) input: Value,
+    pub(crate) done: crossbeam_channel::Sender<()>,
+}
+
+/// How long the permission callback waits for its call to be announced.
+const ANNOUNCE_WAIT: Duration = Duration::from_secs(5);
 
 /// The allow rules of `updatedPermissions` (`addRules` with behavior `allow`), in Claude
 /// Code's rule syntax; every destination counts for this session only.
@@ -192,6 +206,21 @@ impl codecoder_hooks::HookCallback for CanUseTool {
                 "destination": "session",
             }],
         });
+        // The SDK sees the call before it is asked about it, as Claude Code shows it.
+        if let (Some(announce), Some(id), Some(name)) =
+            (&self.shared.announce, tool_use_id.as_str(), tool_name.as_str())
+        {
+            let (done, announced) = crossbeam_channel::bounded(1);
+            let call = Announce {
+                id: id.to_owned(),
+                name: name.to_owned(),
+                input: tool_input.clone(),
+                done,
+            };
+            if announce.send(call).is_ok() {
+                let _ = announced.recv_timeout(ANNOUNCE_WAIT);
+            }
+        }
         // A person may be deciding: no time limit while the SDK's input is open.
         let answer = self.peer.request(request, None);
         let denial =

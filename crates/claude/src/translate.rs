@@ -110,12 +110,22 @@ impl Translator {
 
     /// The `tool_use` frame of `call`, once.
     pub(crate) fn announce(&mut self, parent: Value, call: &ToolCall) -> Option<Value> {
-        if !self.announced.insert(call.id.clone()) {
+        let (name, input) = claude_call(&call.name, &call.args);
+        self.announce_claude(parent, &call.id, &name, input)
+    }
+
+    /// The `tool_use` frame of a call already in Claude's terms, once.
+    pub(crate) fn announce_claude(
+        &mut self,
+        parent: Value,
+        id: &ToolCallId,
+        name: &str,
+        input: Value,
+    ) -> Option<Value> {
+        if !self.announced.insert(id.clone()) {
             return None;
         }
-        let (name, input) = claude_call(&call.name, &call.args);
-        let block =
-            json!({"type": "tool_use", "id": call.id.to_string(), "name": name, "input": input});
+        let block = json!({"type": "tool_use", "id": id.to_string(), "name": name, "input": input});
         Some(self.assistant(parent, vec![block]))
     }
 

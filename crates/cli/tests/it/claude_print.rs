@@ -302,3 +302,67 @@ fn print_modes_errors_go_to_stderr_with_exit_1() {
     assert_eq!(result["is_error"], true, "{result}");
     assert_eq!(result["subtype"], "success", "an API failure is Claude's success with is_error");
 }
+
+#[test]
+fn the_sdk_sees_a_call_before_it_is_asked_about_it_and_its_edit_is_what_runs() {
+    let print = Print::new(
+        Script::new()
+            .reply(Reply::tool_call("call_1", "run_command", json!({"command": "touch asked.txt"})))
+            .reply(Reply::text("done")),
+    );
+    let mut child = print
+        .command(&[
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--input-format",
+            "stream-json",
+            "--permission-prompt-tool",
+            "stdio",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut frames = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next =
+        move || -> Value { serde_json::from_str(&frames.next().unwrap().unwrap()).unwrap() };
+    let send =
+        |stdin: &mut std::process::ChildStdin, value: Value| writeln!(stdin, "{value}").unwrap();
+    send(
+        &mut stdin,
+        json!({"type": "control_request", "request_id": "i", "request": {"subtype": "initialize"}}),
+    );
+    send(&mut stdin, json!({"type": "user", "message": {"role": "user", "content": "make it"}}));
+    let mut announced = false;
+    let result = loop {
+        let frame = next();
+        if frame["type"] == "assistant" && frame["message"]["content"][0]["id"] == "call_1" {
+            announced = true;
+        }
+        if frame["type"] == "control_request" && frame["request"]["subtype"] == "can_use_tool" {
+            assert!(announced, "can_use_tool before the call's tool_use: {frame}");
+            assert_eq!(frame["request"]["tool_name"], "Bash", "{frame}");
+            assert_eq!(frame["request"]["input"]["command"], "touch asked.txt", "{frame}");
+            send(
+                &mut stdin,
+                json!({"type": "control_response", "response": {
+                    "subtype": "success",
+                    "request_id": frame["request_id"],
+                    "response": {"behavior": "allow", "updatedInput": {"command": "touch edited.txt"}},
+                }}),
+            );
+        }
+        if frame["type"] == "result" {
+            break frame;
+        }
+    };
+    assert_eq!(result["subtype"], "success", "{result}");
+    assert!(print.local.cwd.path().join("edited.txt").exists(), "the edited command ran");
+    assert!(!print.local.cwd.path().join("asked.txt").exists(), "the asked command did not");
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
