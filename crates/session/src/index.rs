@@ -133,8 +133,9 @@ impl Index {
         self.refresh_or_rebuild(store, false)
     }
 
-    /// Forgets everything and reads every file again (in one transaction: a concurrent reader
-    /// never sees the index emptied).
+    /// Reads every file again and rewrites its row, dropping rows whose file is gone (in one
+    /// transaction: a concurrent reader never sees the index emptied, and a log another process
+    /// adds meanwhile keeps its row).
     pub fn rebuild(&mut self, store: &SessionStore) -> Result<RefreshStats> {
         self.refresh_or_rebuild(store, true)
     }
@@ -467,7 +468,7 @@ fn quick_refresh(conn: &mut Connection, store: &SessionStore) -> Result<Option<R
     }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     for (id, path) in changed {
-        if write_if_changed(&tx, &id, &path, None)? {
+        if write_if_changed(&tx, &id, &path, None, false)? {
             stats.updated += 1;
         }
     }
@@ -519,14 +520,13 @@ fn refresh_rows(conn: &mut Connection, listing: &Listing, rebuild: bool) -> Resu
         return Ok(stats);
     }
 
+    // A rebuild rewrites every row it lists, and like a refresh drops only rows whose file is
+    // gone: a log another process created after this listing keeps the row that process wrote.
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    if rebuild {
-        tx.execute("DELETE FROM sessions", [])?;
-    }
     let mut seen = HashSet::new();
     for (id, path, _) in &listing.files {
         seen.insert(id.as_str());
-        if write_if_changed(&tx, id, path, prepared.remove(id.as_str()))? {
+        if write_if_changed(&tx, id, path, prepared.remove(id.as_str()), rebuild)? {
             stats.updated += 1;
         }
     }
@@ -549,16 +549,18 @@ fn refresh_rows(conn: &mut Connection, listing: &Listing, rebuild: bool) -> Resu
 
 /// Inside a write transaction: writes the row of the log `id` at `path` unless the row already
 /// matches the file as it is now. `prepared` is a summary read earlier, used when the file has
-/// not changed since. Returns whether a row was written; a file gone meanwhile is skipped.
+/// not changed since; `force` writes it even when the row matches. Returns whether a row was
+/// written; a file gone meanwhile is skipped.
 fn write_if_changed(
     tx: &rusqlite::Transaction<'_>,
     id: &str,
     path: &Path,
     prepared: Option<Row>,
+    force: bool,
 ) -> Result<bool> {
     let Some(stamp) = stamp(path)? else { return Ok(false) };
     let current = row_stamp(tx, id)?;
-    if current == Some(stamp) {
+    if current == Some(stamp) && !force {
         return Ok(false);
     }
     let row = match prepared {
