@@ -33,6 +33,20 @@ impl Print {
         command
     }
 
+    /// Starts a stream-json session as the SDKs do, with `args` after their fixed ones; its
+    /// stdin and stdout piped.
+    fn stream(&self, args: &[&str]) -> std::process::Child {
+        let mut all =
+            vec!["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"];
+        all.extend_from_slice(args);
+        self.command(&all)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     fn run(&self, args: &[&str]) -> Output {
         self.command(args).stdin(Stdio::null()).output().unwrap()
     }
@@ -141,21 +155,7 @@ fn a_session_another_process_writes_is_refused_not_shared() {
     let first = print.json(&["-p", "start"]);
     let id = first["session_id"].as_str().unwrap().to_owned();
     // A stream-json process holds the session while its input is open.
-    let mut holder = print
-        .command(&[
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--input-format",
-            "stream-json",
-            "--resume",
-            &id,
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut holder = print.stream(&["--resume", &id]);
     let mut stdin = holder.stdin.take().unwrap();
     let init = json!({"type": "control_request", "request_id": "r1", "request": {"subtype": "initialize"}});
     writeln!(stdin, "{init}").unwrap();
@@ -310,21 +310,7 @@ fn the_sdk_sees_a_call_before_it_is_asked_about_it_and_its_edit_is_what_runs() {
             .reply(Reply::tool_call("call_1", "run_command", json!({"command": "touch asked.txt"})))
             .reply(Reply::text("done")),
     );
-    let mut child = print
-        .command(&[
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--input-format",
-            "stream-json",
-            "--permission-prompt-tool",
-            "stdio",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = print.stream(&["--permission-prompt-tool", "stdio"]);
     let mut stdin = child.stdin.take().unwrap();
     let mut frames = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut next =
