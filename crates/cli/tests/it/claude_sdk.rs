@@ -921,6 +921,36 @@ fn a_user_message_with_an_image_block_reaches_the_model() {
     world.validate(result["session_id"].as_str().unwrap());
 }
 
+#[test]
+fn replay_user_messages_echoes_each_user_message_before_its_answer() {
+    // As Claude Code does: the message as given, its uuid kept, `isReplay: true`.
+    let world = World::new(Script::new().reply(Reply::text("hi there")));
+    let mut headless = Headless::start(&world, &["--replay-user-messages"]);
+    headless.initialize(json!({"hooks": null}));
+    let uuid = "11111111-2222-4333-8444-555555555555";
+    headless.send(&json!({
+        "type": "user",
+        "session_id": "",
+        "uuid": uuid,
+        "message": {"role": "user", "content": [{"type": "text", "text": "say hi"}]},
+        "parent_tool_use_id": null,
+    }));
+    headless.next(|f| f["type"] == "result");
+    let (status, frames, err) = headless.finish();
+    let t = format!("{}\nstderr: {err}", frames_text(&frames));
+    assert_eq!(status.code(), Some(0), "{t}");
+    let replay = frames
+        .iter()
+        .position(|f| f["type"] == "user" && f["isReplay"] == true)
+        .unwrap_or_else(|| panic!("no replayed user message: {t}"));
+    let answer =
+        frames.iter().position(|f| f["type"] == "assistant").unwrap_or_else(|| panic!("{t}"));
+    assert!(replay < answer, "{t}");
+    assert_eq!(frames[replay]["uuid"], uuid, "{t}");
+    assert_eq!(frames[replay]["message"]["content"][0]["text"], "say hi", "{t}");
+    assert_eq!(frames[replay]["parent_tool_use_id"], Value::Null, "{t}");
+}
+
 /// A PreToolUse hook callback (with `on_failure` when given) that answers with an error while
 /// the model runs `touch ran.txt`; returns the world, the turn's result and every frame.
 fn failing_hook(on_failure: Option<&str>) -> (World, Value, String) {
