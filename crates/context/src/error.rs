@@ -47,7 +47,10 @@ pub enum Error {
     /// The next request does not fit the model's context window.
     #[error(
         "the conversation needs ~{needed} tokens but {model} fits {context_window} - \
-         {max_output_tokens} = {available}; start a new session or compact (coming later)"
+         {max_output_tokens} = {available}; compact it (`/compact`, `codecoder sessions compact`) or \
+         start a new session, and if even a first request does not fit, give the model a larger \
+         window (a local server's context size, `model_context_window`) or a smaller \
+         `model_max_output_tokens`"
     )]
     ContextWindowExceeded {
         /// The model.

@@ -241,8 +241,10 @@ fn window_error_says_what_to_do() {
     };
     assert_eq!(
         err.to_string(),
-        "the conversation needs ~130000 tokens but gpt-test fits 128000 - 16000 = 112000; start \
-         a new session or compact (coming later)"
+        format!(
+            "the conversation needs ~130000 tokens but gpt-test fits 128000 - 16000 = 112000; {}",
+            crate::tests::WINDOW_ADVICE
+        )
     );
 }
 
@@ -845,3 +847,6 @@ fn a_large_section_s_warning_is_decided_by_the_estimate() {
     );
     assert_eq!(policy.check("AGENTS.md", &"word ".repeat(100)).unwrap(), None);
 }
+
+/// What the window error advises, after its figures.
+pub(crate) const WINDOW_ADVICE: &str = "compact it (`/compact`, `codecoder sessions compact`) or start a new session, and if even a first request does not fit, give the model a larger window (a local server's context size, `model_context_window`) or a smaller `model_max_output_tokens`";

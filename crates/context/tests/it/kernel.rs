@@ -206,9 +206,7 @@ fn the_guard_fails_a_turn_that_cannot_fit() {
     };
     assert!(message.starts_with("the conversation needs ~"), "{message}");
     assert!(
-        message.ends_with(
-            "gpt-test fits 3000 - 1000 = 2000; start a new session or compact (coming later)"
-        ),
+        message.ends_with(&format!("gpt-test fits 3000 - 1000 = 2000; {}", crate::WINDOW_ADVICE)),
         "{message}"
     );
     assert!(run.requests.is_empty(), "nothing is sent when it cannot fit");

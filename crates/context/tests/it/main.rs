@@ -13,3 +13,6 @@ mod prefix;
 mod sections;
 mod support;
 mod window;
+
+/// What the window error advises, after its figures.
+const WINDOW_ADVICE: &str = "compact it (`/compact`, `codecoder sessions compact`) or start a new session, and if even a first request does not fit, give the model a larger window (a local server's context size, `model_context_window`) or a smaller `model_max_output_tokens`";

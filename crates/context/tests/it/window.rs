@@ -74,8 +74,10 @@ fn check_fits_passes_then_fails_with_a_clear_message() {
     );
     assert_eq!(
         err.to_string(),
-        "the conversation needs ~4001 tokens but gpt-test fits 5000 - 1000 = 4000; start a new \
-         session or compact (coming later)"
+        format!(
+            "the conversation needs ~4001 tokens but gpt-test fits 5000 - 1000 = 4000; {}",
+            crate::WINDOW_ADVICE
+        )
     );
     // Never truncated: the request still holds the whole history.
     assert_eq!(over.history, crate::support::arcs(&history));
@@ -150,9 +152,8 @@ fn the_guard_agrees_with_check_fits() {
     };
     assert!(message.starts_with("the conversation needs ~"), "{message}");
     assert!(
-        message.ends_with(
-            "but gpt-test fits 6000 - 1000 = 5000; start a new session or compact (coming later)"
-        ),
+        message
+            .ends_with(&format!("but gpt-test fits 6000 - 1000 = 5000; {}", crate::WINDOW_ADVICE)),
         "{message}"
     );
 }
