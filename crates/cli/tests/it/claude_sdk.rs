@@ -951,6 +951,48 @@ fn replay_user_messages_echoes_each_user_message_before_its_answer() {
     assert_eq!(frames[replay]["parent_tool_use_id"], Value::Null, "{t}");
 }
 
+#[test]
+fn an_interrupt_while_a_permission_request_waits_withdraws_it_and_ends_the_turn() {
+    // As Claude Code does: a control_cancel_request for the unanswered can_use_tool, the
+    // interrupt answered, and the turn's error result; the command never runs.
+    let world = World::new(
+        Script::new()
+            .reply(Reply::tool_call("toolu_1", "run_command", json!({"command": "touch it.txt"})))
+            .when_exhausted(Reply::text("unreachable")),
+    );
+    let mut headless = Headless::start(&world, &["--permission-prompt-tool", "stdio"]);
+    headless.initialize(json!({"hooks": null}));
+    headless.user("touch it");
+    let ask = headless
+        .next(|f| f["type"] == "control_request" && f["request"]["subtype"] == "can_use_tool");
+    headless.send(&json!({
+        "type": "control_request",
+        "request_id": "req_interrupt",
+        "request": {"subtype": "interrupt"},
+    }));
+    let result = headless.next(|f| f["type"] == "result");
+    let (status, frames, err) = headless.finish();
+    let t = format!("{}\nstderr: {err}", frames_text(&frames));
+    assert!(status.code().is_some(), "{t}");
+    assert!(
+        frames
+            .iter()
+            .any(|f| f["type"] == "control_cancel_request" && f["request_id"] == ask["request_id"]),
+        "the unanswered request is withdrawn: {t}"
+    );
+    assert!(
+        frames.iter().any(|f| f["type"] == "control_response"
+            && f["response"]["request_id"] == "req_interrupt"
+            && f["response"]["subtype"] == "success"),
+        "{t}"
+    );
+    assert_eq!(result["is_error"], true, "{t}");
+    assert_eq!(result["subtype"], "error_during_execution", "{t}");
+    assert!(!world.ws.path().join("it.txt").exists(), "{t}");
+    assert_eq!(world.server.requests().len(), 1, "{t}");
+    world.validate(result["session_id"].as_str().unwrap());
+}
+
 /// A PreToolUse hook callback (with `on_failure` when given) that answers with an error while
 /// the model runs `touch ran.txt`; returns the world, the turn's result and every frame.
 fn failing_hook(on_failure: Option<&str>) -> (World, Value, String) {
