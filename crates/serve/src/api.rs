@@ -1,0 +1,253 @@
+//! The routes behind the guard: the page, the session list (the index), starting and driving
+//! hosted sessions, their event streams (server-sent events with a resumable `seq` cursor) and
+//! their pending approvals. The JSON shapes are documented in the crate's docs (lib.rs).
+//!
+//! Invariants: a route only reads the request and answers; sessions are started and driven
+//! only through `Hub`; a new session's sandbox and approval policy come from the server's own
+//! command line and config, never from a request.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use codecoder_app::SessionSummary;
+use codecoder_protocol::{AgentCommand, ApprovalDecision, UserInput};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::Shared;
+use crate::http::{self, Request, Response};
+
+/// How long an event stream waits for an event before it sends a keep-alive comment (which
+/// is also how it finds out that its reader left).
+const KEEPALIVE: Duration = Duration::from_secs(15);
+
+/// The page at `/`.
+const PAGE: &str = include_str!("page.html");
+
+/// Answers `request` on `out`; returns the status sent.
+pub(crate) fn route(shared: &Shared, request: &Request, out: &mut dyn Write) -> u16 {
+    let segments: Vec<&str> = request.path.trim_matches('/').split('/').collect();
+    let response = match (request.method.as_str(), segments.as_slice()) {
+        ("GET", [""]) => Response {
+            status: 200,
+            headers: vec![("Content-Type", "text/html; charset=utf-8".to_owned())],
+            body: PAGE.as_bytes().to_vec(),
+        },
+        ("GET", ["api", "sessions"]) => list(shared, request),
+        ("POST", ["api", "sessions"]) => start(shared, request),
+        ("POST", ["api", "sessions", id, "prompt"]) => prompt(shared, id, request),
+        ("POST", ["api", "sessions", id, "cancel"]) => match shared.hub.get(id) {
+            Some(live) if live.send(AgentCommand::Cancel) => accepted(),
+            Some(_) => Response::error(409, "the session has stopped"),
+            None => not_hosted(id),
+        },
+        ("GET", ["api", "sessions", id, "pending"]) => match shared.hub.get(id) {
+            Some(live) => Response::json(200, &json!({ "approvals": live.pending() })),
+            None => not_hosted(id),
+        },
+        ("GET", ["api", "sessions", id, "events"]) => return events(shared, id, request, out),
+        ("POST", ["api", "approvals", id]) => answer(shared, id, request),
+        (_, ["api", ..]) | (_, [""]) => Response::error(405, "method not allowed here"),
+        _ => Response::error(404, "no such route"),
+    };
+    let _ = response.write_to(out);
+    response.status
+}
+
+fn accepted() -> Response {
+    Response::json(202, &json!({ "ok": true }))
+}
+
+fn not_hosted(id: &str) -> Response {
+    Response::error(404, &format!("session {id} is not hosted by this server"))
+}
+
+/// A JSON body as `T`, or the 400 that says why not. An empty body is `{}`.
+fn body<T: for<'de> Deserialize<'de>>(request: &Request) -> Result<T, Response> {
+    let bytes: &[u8] = if request.body.is_empty() { b"{}" } else { &request.body };
+    serde_json::from_slice(bytes)
+        .map_err(|err| Response::error(400, &format!("invalid JSON body: {err}")))
+}
+
+fn list(shared: &Shared, request: &Request) -> Response {
+    let cwd = request.query_param("cwd").filter(|cwd| !cwd.is_empty());
+    let query = request.query_param("q").unwrap_or_default().to_lowercase();
+    // Notes about the index (rebuilt, kept in memory) have no place in the answer.
+    let mut warnings = Vec::new();
+    let listed =
+        match codecoder_app::list_sessions(shared.home(), cwd.as_deref(), None, &mut warnings) {
+            Ok(listed) => listed,
+            Err(err) => return Response::error(500, &format!("reading the session index: {err}")),
+        };
+    let sessions: Vec<Value> = listed
+        .sessions
+        .iter()
+        .filter(|s| s.problem.is_none())
+        .filter(|s| {
+            query.is_empty()
+                || s.title.to_lowercase().contains(&query)
+                || s.id.starts_with(&query)
+                || s.cwd.to_lowercase().contains(&query)
+        })
+        .filter(|s| !is_subagent(s))
+        .map(|s| {
+            json!({
+                "id": s.id,
+                "title": s.title,
+                "cwd": s.cwd,
+                "model": s.model,
+                "provider": s.provider,
+                "createdMs": s.created_ms,
+                "updatedMs": s.updated_ms,
+                "parent": s.parent,
+                "live": shared.hub.is_live(&s.id),
+            })
+        })
+        .collect();
+    Response::json(200, &json!({ "sessions": sessions }))
+}
+
+/// Whether a log is a subagent's: its `session_meta` (the first line) names a parent call.
+/// Only logs the index gives a parent (forks and subagents) are read.
+fn is_subagent(summary: &SessionSummary) -> bool {
+    if summary.parent.is_none() {
+        return false;
+    }
+    let Ok(file) = fs_err::File::open(&summary.path) else { return false };
+    let mut first = String::new();
+    let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(file), &mut first);
+    serde_json::from_str::<Value>(&first)
+        .ok()
+        .and_then(|meta| meta.get("parent").cloned())
+        .is_some_and(|parent| !parent.is_null())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StartBody {
+    cwd: Option<PathBuf>,
+    prompt: Option<String>,
+}
+
+fn start(shared: &Shared, request: &Request) -> Response {
+    let start: StartBody = match body(request) {
+        Ok(start) => start,
+        Err(response) => return response,
+    };
+    let cwd = start.cwd.unwrap_or_else(|| shared.default_cwd.clone());
+    if !cwd.is_absolute() {
+        return Response::error(400, "`cwd` must be an absolute path");
+    }
+    let cwd = match fs_err::canonicalize(&cwd) {
+        Ok(cwd) if cwd.is_dir() => cwd,
+        Ok(_) => return Response::error(400, "`cwd` is not a directory"),
+        Err(err) => return Response::error(400, &format!("`cwd`: {err}")),
+    };
+    match shared.hub.start(&cwd, start.prompt.filter(|p| !p.trim().is_empty())) {
+        Ok(live) => Response::json(201, &json!({ "id": live.id, "cwd": live.cwd })),
+        Err(err) if err.is_usage() => Response::error(400, &err.to_string()),
+        Err(err) => Response::error(500, &err.to_string()),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PromptBody {
+    text: String,
+}
+
+fn prompt(shared: &Shared, id: &str, request: &Request) -> Response {
+    let prompt: PromptBody = match body(request) {
+        Ok(prompt) => prompt,
+        Err(response) => return response,
+    };
+    if prompt.text.trim().is_empty() {
+        return Response::error(400, "`text` is empty");
+    }
+    match shared.hub.get(id) {
+        Some(live) if live.send(AgentCommand::Submit(UserInput::text(prompt.text))) => accepted(),
+        Some(_) => Response::error(409, "the session has stopped"),
+        None => not_hosted(id),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AnswerBody {
+    decision: Value,
+}
+
+fn answer(shared: &Shared, request_id: &str, request: &Request) -> Response {
+    let answer: AnswerBody = match body(request) {
+        Ok(answer) => answer,
+        Err(response) => return response,
+    };
+    // A bare string names a decision without fields (`"allow_once"`).
+    let decision = match answer.decision {
+        Value::String(name) => json!({ "type": name }),
+        other => other,
+    };
+    let decision: ApprovalDecision = match serde_json::from_value(decision) {
+        Ok(ApprovalDecision::Cancelled) | Err(_) => {
+            return Response::error(
+                400,
+                "`decision` is one of \"allow_once\", \"allow_for_session\", \"deny\", or \
+                 {\"type\": \"deny_with_feedback\", \"feedback\": TEXT}",
+            );
+        }
+        Ok(decision) => decision,
+    };
+    if shared.hub.answer(request_id, &decision) {
+        Response::json(200, &json!({ "ok": true }))
+    } else {
+        Response::error(409, "no such pending approval: answered already, or withdrawn")
+    }
+}
+
+/// Streams a session's events as server-sent events from the cursor on, until the session
+/// stops, the reader leaves or the server stops. Returns the status sent.
+fn events(shared: &Shared, id: &str, request: &Request, out: &mut dyn Write) -> u16 {
+    let Some(live) = shared.hub.get(id) else {
+        let response = not_hosted(id);
+        let _ = response.write_to(out);
+        return response.status;
+    };
+    let cursor = request
+        .query_param("after")
+        .or_else(|| request.header("last-event-id").map(str::to_owned))
+        .map(|after| after.trim().parse::<u64>());
+    let mut cursor = match cursor {
+        None => 0,
+        Some(Ok(after)) => after,
+        Some(Err(_)) => {
+            let response = Response::error(400, "`after` is not a number");
+            let _ = response.write_to(out);
+            return response.status;
+        }
+    };
+    if http::write_event_stream_head(out).is_err() {
+        return 200;
+    }
+    loop {
+        let batch = live.events_after(cursor, KEEPALIVE);
+        let mut text = String::new();
+        for event in &batch.events {
+            cursor += 1;
+            text.push_str(&format!("id: {cursor}\ndata: {event}\n\n"));
+        }
+        if text.is_empty() {
+            if batch.finished {
+                break;
+            }
+            text.push_str(": keep-alive\n\n");
+        }
+        if out.write_all(text.as_bytes()).and_then(|()| out.flush()).is_err() {
+            break;
+        }
+        if shared.stop.load(std::sync::atomic::Ordering::SeqCst) && batch.events.is_empty() {
+            break;
+        }
+    }
+    200
+}

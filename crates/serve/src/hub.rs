@@ -1,0 +1,255 @@
+//! The sessions this server hosts. Each runs as any front-end's session does (the runtime
+//! assembles it, the kernel's loop runs it); a worker thread per session reads its agent's
+//! events, numbers them, keeps them for readers that come later or reconnect, and holds the
+//! replies of its pending approvals until a client answers.
+//!
+//! Invariants: an event's `seq` is its position in the session's stream (1, 2, 3, …), so a
+//! reader that resumes `after=N` misses nothing and sees nothing twice; an approval's reply is
+//! taken out of the pending map by the first answer, so a second answer finds nothing (first
+//! wins); at a turn's end the pending approvals it left are dropped (the kernel already
+//! resolved them as cancelled).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use codecoder_app::{Overrides, Runtime, SessionRequest, Start};
+use codecoder_protocol::{
+    AgentCommand, AgentEvent, AgentEventKind, ApprovalDecision, Reply, UserInput,
+};
+use codecoder_stdx::{JoinOnDrop, spawn_named};
+use crossbeam_channel::Sender;
+use serde_json::{Value, json};
+
+use crate::error::{Error, Result};
+
+/// One hosted session, shared by the connections that read or drive it.
+pub(crate) struct Live {
+    /// The session id.
+    pub(crate) id: String,
+    /// Its working directory.
+    pub(crate) cwd: String,
+    /// The agent's command channel.
+    cmd: Sender<AgentCommand>,
+    /// The stream and the pending approvals. A mutex because many connection threads read it
+    /// while the session's worker appends; it is never held across a channel operation.
+    state: Mutex<LiveState>,
+    /// Signalled whenever `state` changes.
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct LiveState {
+    /// Every event so far, as JSON; `events[i]` has seq `i + 1`.
+    events: Vec<Value>,
+    /// Approval requests not yet answered, by request id.
+    pending: BTreeMap<String, Pending>,
+    /// The agent stopped: no more events will come.
+    closed: bool,
+}
+
+struct Pending {
+    /// The seq of the event that asked.
+    seq: u64,
+    /// Where the answer goes.
+    reply: Reply<ApprovalDecision>,
+}
+
+/// What `events_after` found.
+pub(crate) struct Batch {
+    /// Events with seq above the cursor.
+    pub(crate) events: Vec<Value>,
+    /// The session has stopped and every event is in this or an earlier batch.
+    pub(crate) finished: bool,
+}
+
+impl Live {
+    fn lock(&self) -> MutexGuard<'_, LiveState> {
+        // A panic while the lock was held leaves the state as consistent as each push is.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends a command to the agent; `false` when it has stopped.
+    pub(crate) fn send(&self, command: AgentCommand) -> bool {
+        self.cmd.send(command).is_ok()
+    }
+
+    /// The events with seq above `after`, waiting up to `wait` for one when there are none.
+    pub(crate) fn events_after(&self, after: u64, wait: Duration) -> Batch {
+        let start = usize::try_from(after).unwrap_or(usize::MAX);
+        let mut state = self.lock();
+        if state.events.len() <= start && !state.closed {
+            state = self
+                .changed
+                .wait_timeout(state, wait)
+                .map(|(guard, _)| guard)
+                .unwrap_or_else(|err| err.into_inner().0);
+        }
+        let events = state.events.get(start..).map(<[Value]>::to_vec).unwrap_or_default();
+        Batch { events, finished: state.closed }
+    }
+
+    /// The pending approvals, oldest first: each the event that asked, with its seq.
+    pub(crate) fn pending(&self) -> Vec<Value> {
+        let state = self.lock();
+        let mut pending: Vec<&Pending> = state.pending.values().collect();
+        pending.sort_by_key(|p| p.seq);
+        pending
+            .iter()
+            .filter_map(|p| state.events.get(usize::try_from(p.seq).ok()?.checked_sub(1)?))
+            .cloned()
+            .collect()
+    }
+
+    /// Answers a pending approval; `false` when it is not pending here (answered already,
+    /// withdrawn, or another session's).
+    fn answer(&self, request_id: &str, decision: &ApprovalDecision) -> bool {
+        let taken = self.lock().pending.remove(request_id);
+        match taken {
+            Some(pending) => {
+                let _ = pending.reply.send(decision.clone());
+                self.changed.notify_all();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes one agent event into the stream.
+    fn push(&self, event: AgentEvent) {
+        let (kind, reply) = split_reply(event.kind);
+        let turn_done = matches!(kind, AgentEventKind::TurnDone { .. });
+        let request_id = match &kind {
+            AgentEventKind::ApprovalRequest(request) => Some(request.id.to_string()),
+            _ => None,
+        };
+        let body = AgentEvent { source: event.source, kind };
+        let mut state = self.lock();
+        let seq = state.events.len() as u64 + 1;
+        let value = match serde_json::to_value(&body) {
+            Ok(value) => value,
+            Err(err) => json!({ "type": "unencodable", "message": err.to_string() }),
+        };
+        state.events.push(json!({ "seq": seq, "sessionId": self.id, "event": value }));
+        if let (Some(id), Some(reply)) = (request_id, reply) {
+            state.pending.insert(id, Pending { seq, reply });
+        }
+        if turn_done {
+            state.pending.clear();
+        }
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    fn close(&self) {
+        let mut state = self.lock();
+        state.closed = true;
+        state.pending.clear();
+        drop(state);
+        self.changed.notify_all();
+    }
+}
+
+/// Moves an approval request's reply out of its event, so the event can be kept and shown
+/// while the reply waits for an answer. A question's reply stays in its event and is dropped
+/// with it, which the kernel takes as "cancelled": questions are not served yet.
+fn split_reply(kind: AgentEventKind) -> (AgentEventKind, Option<Reply<ApprovalDecision>>) {
+    match kind {
+        AgentEventKind::ApprovalRequest(mut request) => {
+            let (placeholder, _) = Reply::pair();
+            let reply = std::mem::replace(&mut request.reply, placeholder);
+            (AgentEventKind::ApprovalRequest(request), Some(reply))
+        }
+        other => (other, None),
+    }
+}
+
+/// The hosted sessions and their workers.
+pub(crate) struct Hub {
+    /// The overrides every session starts from (the command line's flags).
+    overrides: Overrides,
+    /// The sessions by id. A mutex because connection threads add and look up sessions.
+    sessions: Mutex<HashMap<String, Arc<Live>>>,
+    /// The workers, joined when the hub is dropped (after `shutdown` told each agent to stop).
+    workers: Mutex<Vec<JoinOnDrop<()>>>,
+}
+
+impl Hub {
+    pub(crate) fn new(overrides: Overrides) -> Self {
+        Self { overrides, sessions: Mutex::default(), workers: Mutex::default() }
+    }
+
+    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Live>>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A hosted session by id.
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<Live>> {
+        self.sessions().get(id).cloned()
+    }
+
+    /// Whether a session is hosted here.
+    pub(crate) fn is_live(&self, id: &str) -> bool {
+        self.sessions().contains_key(id)
+    }
+
+    /// Starts a new session in `cwd` with the server's overrides (sandbox and approval policy
+    /// as the command line and config say, as the TUI's would be), and submits `prompt` first
+    /// when given.
+    pub(crate) fn start(&self, cwd: &std::path::Path, prompt: Option<String>) -> Result<Arc<Live>> {
+        let mut overrides = self.overrides.clone();
+        overrides.cwd = Some(cwd.to_owned());
+        let runtime = Runtime::load(overrides).map_err(Error::Runtime)?;
+        let request = SessionRequest {
+            start: Start::New,
+            interactive: true,
+            first_prompt: prompt.clone(),
+            ..SessionRequest::new()
+        };
+        let session = runtime.start(&request).map_err(Error::Runtime)?;
+        let id = session.agent.session_id().to_string();
+        let live = Arc::new(Live {
+            id: id.clone(),
+            cwd: session.cwd.to_string_lossy().into_owned(),
+            cmd: session.agent.cmd.clone(),
+            state: Mutex::default(),
+            changed: Condvar::new(),
+        });
+        let agent = session.agent;
+        let worker_live = Arc::clone(&live);
+        let short: String = id.chars().rev().take(8).collect();
+        let worker = spawn_named(format!("serve-session-{short}"), move || {
+            for event in agent.events.iter() {
+                worker_live.push(event);
+            }
+            worker_live.close();
+            // Closes the log and joins the agent's threads.
+            let _ = agent.shutdown();
+        })
+        .map_err(|source| Error::Thread { source })?;
+        self.workers.lock().unwrap_or_else(PoisonError::into_inner).push(worker);
+        self.sessions().insert(id, Arc::clone(&live));
+        if let Some(prompt) = prompt {
+            live.send(AgentCommand::Submit(UserInput::text(prompt)));
+        }
+        Ok(live)
+    }
+
+    /// Answers the pending approval `request_id` of whichever session asked it.
+    pub(crate) fn answer(&self, request_id: &str, decision: &ApprovalDecision) -> bool {
+        let sessions: Vec<Arc<Live>> = self.sessions().values().cloned().collect();
+        sessions.iter().any(|live| live.answer(request_id, decision))
+    }
+
+    /// Tells every agent to stop (running commands are killed, logs closed) and joins the
+    /// workers.
+    pub(crate) fn shutdown(&self) {
+        let sessions: Vec<Arc<Live>> = self.sessions().values().cloned().collect();
+        for live in &sessions {
+            live.send(AgentCommand::Shutdown);
+        }
+        let workers =
+            std::mem::take(&mut *self.workers.lock().unwrap_or_else(PoisonError::into_inner));
+        drop(workers);
+    }
+}

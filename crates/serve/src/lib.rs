@@ -1,0 +1,417 @@
+//! `codecoder serve`: one local HTTP server hosting many sessions, for the browser and for
+//! programs. A thin front-end: the runtime (`codecoder_app`) assembles each session, the
+//! kernel runs it; this crate checks requests, routes them and streams the agent's events.
+//!
+//! # Security
+//!
+//! Every request passes `guard.rs` first: its `Host` must be one this server answers to
+//! (`127.0.0.1:PORT`, `localhost:PORT`, `[::1]:PORT`, plus `--allow-host` names), which stops DNS
+//! rebinding; an `Origin` on a state-changing request or a WebSocket upgrade must be the
+//! server's own; it must carry the per-run token (`Authorization: Bearer T`) or the session
+//! cookie a browser gets for `GET /?token=T` (`HttpOnly; SameSite=Strict`, then a redirect to
+//! `/` so the address bar drops the token); a mutation's body must be
+//! `Content-Type: application/json`. Every answer carries a strict CSP (`connect-src 'self'`),
+//! `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer` and
+//! `X-Frame-Options: DENY`. Each request is one line in `$CODECODER_HOME/logs/serve-access.log`
+//! (time, peer, method, path with any token redacted, status). A non-loopback address is
+//! refused unless auth was asked for explicitly (`Config::auth_explicit`).
+//!
+//! # API
+//!
+//! - `GET /api/sessions?q=TEXT&cwd=DIR`: `{"sessions": [Summary]}`, newest first, from the
+//!   session index; subagents' logs are not listed. `Summary` is `{id, title, cwd, model,
+//!   provider, createdMs, updatedMs, parent, live}` (`live`: hosted by this server now).
+//! - `POST /api/sessions {cwd?, prompt?}`: starts a session in `cwd` (an existing directory;
+//!   default the server's `-C`), with the sandbox and approval policy of the server's command
+//!   line and config, as the TUI's would be; `201 {id, cwd}`.
+//! - `POST /api/sessions/{id}/prompt {text}`: a turn with this input (queued when one runs).
+//! - `POST /api/sessions/{id}/cancel {}`: cancels the running turn.
+//! - `GET /api/sessions/{id}/events?after=N`: server-sent events, one per agent event with
+//!   `seq` above `N` (or the `Last-Event-ID` header), then each new one as it comes; the
+//!   stream ends when the session stops. Each is `id: SEQ` and `data: Event`.
+//! - `GET /api/sessions/{id}/pending`: `{"approvals": [Event]}`, the approval requests no
+//!   client has answered yet.
+//! - `POST /api/approvals/{requestId} {decision}`: answers one; `decision` is
+//!   `"allow_once"`, `"allow_for_session"`, `"deny"` or `{"type": "deny_with_feedback",
+//!   "feedback": TEXT}`. The first answer wins: a later one gets 409.
+//!
+//! `Event` is `{seq, sessionId, event}`: `seq` counts the session's events from 1 (a reader
+//! resumes with `after=` the last it saw and misses nothing); `event` is the runtime's
+//! `AgentEvent` as it serializes: `{source: {sessionId, subagentPath?}, kind: {type, …}}` with
+//! `type` one of `turn_started`, `step_started`, `text_delta`, `reasoning_delta`,
+//! `tool_started` / `call_progress` / `tool_finished` (each with the call's `view`, the
+//! `CallView` its tool wrote: kind, title, paths, changes with diffs, command), `agent_message`,
+//! `tool_output_delta`, `approval_request` (`id`, `view`, `summary`, `permissionKeys`,
+//! `reason`), `ask_user`, `usage`, `warning`, `turn_done`, and the rest of `AgentEventKind`.
+//! A client renders a call from its view, never from the tool's name.
+//!
+//! Invariants: one request per connection (`Connection: close`), each on a named thread of its
+//! own that the server joins; the discovery file (`serve.json`, mode 0600) exists exactly while
+//! the server runs; stopping the server stops every hosted session (their commands are killed,
+//! their logs closed) before `serve` returns.
+
+mod api;
+mod error;
+mod guard;
+mod http;
+mod hub;
+
+#[cfg(test)]
+mod tests;
+
+use std::io::{BufReader, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use codecoder_app::Overrides;
+use codecoder_stdx::{Clock, JoinOnDrop, SystemClock, format_utc_ms, spawn_named};
+use fs_err::os::unix::fs::OpenOptionsExt;
+
+pub use error::{Error, Result};
+
+use crate::guard::{Access, Guard};
+use crate::http::{ReadError, Response};
+use crate::hub::Hub;
+
+/// The discovery file's name in `$CODECODER_HOME`.
+pub const DISCOVERY_FILE: &str = "serve.json";
+/// The access log's path under `$CODECODER_HOME`.
+pub const ACCESS_LOG: &str = "logs/serve-access.log";
+/// How long a connection may take to send its request.
+const READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How the server is to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `--listen`: `HOST:PORT` (port 0: a free one) or `unix:PATH`.
+    pub listen: String,
+    /// `--auth token` was given: the only way a non-loopback address is accepted.
+    pub auth_explicit: bool,
+    /// `--allow-host NAME`: more `Host` names accepted (with the port, or without for any).
+    pub allowed_hosts: Vec<String>,
+    /// The command line's overrides, which every session starts from.
+    pub overrides: Overrides,
+    /// `$CODECODER_HOME`: the discovery file, the access log, the sessions.
+    pub home: PathBuf,
+    /// The project a new session opens on when a request names none (`-C`).
+    pub default_cwd: PathBuf,
+}
+
+/// Where the server listens.
+enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener, PathBuf),
+}
+
+/// A bound server, not yet serving.
+pub struct Server {
+    listener: Listener,
+    shared: Arc<Shared>,
+    url: String,
+    token: String,
+    listen: String,
+    /// The TCP address to connect to to wake the accept loop (`None` for a unix socket).
+    wake: Wake,
+    discovery: PathBuf,
+}
+
+/// What every connection thread reads.
+struct Shared {
+    guard: Guard,
+    hub: Hub,
+    home: PathBuf,
+    default_cwd: PathBuf,
+    access_log: Mutex<fs_err::File>,
+    stop: AtomicBool,
+}
+
+#[derive(Debug, Clone)]
+enum Wake {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+/// Stops a running server from another thread (a signal handler's).
+#[derive(Clone)]
+pub struct Stopper {
+    shared: Arc<Shared>,
+    wake: Wake,
+}
+
+impl Stopper {
+    /// Makes `serve` return: no new connection is taken, hosted sessions are stopped.
+    pub fn stop(&self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        // The accept loop blocks in accept(): a connection of our own wakes it.
+        match &self.wake {
+            Wake::Tcp(addr) => drop(TcpStream::connect(addr)),
+            Wake::Unix(path) => drop(UnixStream::connect(path)),
+        }
+    }
+}
+
+impl Server {
+    /// Binds the address and writes the discovery file.
+    ///
+    /// # Errors
+    /// A bad or unprotected address, a taken port, an unwritable home, no randomness.
+    pub fn bind(config: Config) -> Result<Self> {
+        let token =
+            guard::fresh_secret().map_err(|err| Error::Random { message: err.to_string() })?;
+        let cookie =
+            guard::fresh_secret().map_err(|err| Error::Random { message: err.to_string() })?;
+        let (listener, port, hosts, url, listen, wake) =
+            if let Some(path) = config.listen.strip_prefix("unix:") {
+                let path = PathBuf::from(path);
+                let listener = UnixListener::bind(&path)
+                    .map_err(|source| Error::Bind { addr: config.listen.clone(), source })?;
+                fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+                let hosts = vec!["localhost".to_owned()];
+                let url = format!("http://localhost/?token={token}");
+                (
+                    Listener::Unix(listener, path.clone()),
+                    0,
+                    hosts,
+                    url,
+                    config.listen.clone(),
+                    Wake::Unix(path),
+                )
+            } else {
+                let addr: SocketAddr = config
+                    .listen
+                    .parse()
+                    .map_err(|_| Error::BadListen { value: config.listen.clone() })?;
+                if !addr.ip().is_loopback() && !config.auth_explicit {
+                    return Err(Error::Unprotected { addr: addr.to_string() });
+                }
+                let listener = TcpListener::bind(addr)
+                    .map_err(|source| Error::Bind { addr: addr.to_string(), source })?;
+                let local = listener.local_addr()?;
+                let port = local.port();
+                let mut hosts = vec![
+                    format!("127.0.0.1:{port}"),
+                    format!("localhost:{port}"),
+                    format!("[::1]:{port}"),
+                ];
+                if !local.ip().is_loopback() && !local.ip().is_unspecified() {
+                    hosts.push(host_port(local.ip(), port));
+                }
+                let url = format!("http://{}/?token={token}", host_port(local.ip(), port))
+                    .replace("http://0.0.0.0:", "http://127.0.0.1:")
+                    .replace("http://[::]:", "http://[::1]:");
+                let wake_ip = if local.ip().is_unspecified() {
+                    match local.ip() {
+                        IpAddr::V4(_) => IpAddr::from([127, 0, 0, 1]),
+                        IpAddr::V6(_) => IpAddr::from([0, 0, 0, 0, 0, 0, 0, 1]),
+                    }
+                } else {
+                    local.ip()
+                };
+                let listen = local.to_string();
+                (
+                    Listener::Tcp(listener),
+                    port,
+                    hosts,
+                    url,
+                    listen,
+                    Wake::Tcp(SocketAddr::new(wake_ip, port)),
+                )
+            };
+        let mut hosts = hosts;
+        for name in &config.allowed_hosts {
+            hosts.push(if name.contains(':') || port == 0 {
+                name.clone()
+            } else {
+                format!("{name}:{port}")
+            });
+        }
+        let logs = config.home.join("logs");
+        fs_err::create_dir_all(&logs)?;
+        let access_log = fs_err::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(config.home.join(ACCESS_LOG))?;
+        let discovery = config.home.join(DISCOVERY_FILE);
+        let server = Self {
+            listener,
+            shared: Arc::new(Shared {
+                guard: Guard::new(token.clone(), cookie, port, hosts),
+                hub: Hub::new(config.overrides),
+                home: config.home,
+                default_cwd: config.default_cwd,
+                access_log: Mutex::new(access_log),
+                stop: AtomicBool::new(false),
+            }),
+            url,
+            token,
+            listen,
+            wake,
+            discovery,
+        };
+        server.write_discovery()?;
+        Ok(server)
+    }
+
+    /// The URL to open, with the token.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The per-run token.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// What the server listens on (`127.0.0.1:PORT` or `unix:PATH`).
+    pub fn listen(&self) -> &str {
+        &self.listen
+    }
+
+    /// A handle that stops `serve` from another thread.
+    pub fn stopper(&self) -> Stopper {
+        Stopper { shared: Arc::clone(&self.shared), wake: self.wake.clone() }
+    }
+
+    /// `{url, token, pid, listen}` into `$CODECODER_HOME/serve.json`, readable by the user
+    /// only, for local clients to find the server.
+    fn write_discovery(&self) -> Result<()> {
+        let body = serde_json::json!({
+            "url": self.url,
+            "token": self.token,
+            "pid": std::process::id(),
+            "listen": self.listen,
+        });
+        let text = serde_json::to_string_pretty(&body)
+            .map_err(|source| Error::Discovery { path: self.discovery.clone(), source })?;
+        // Written beside and renamed, so a reader never sees half a file; 0600 from creation.
+        let partial = self.discovery.with_extension("json.partial");
+        let _ = fs_err::remove_file(&partial);
+        let mut file =
+            fs_err::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&partial)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        fs_err::rename(&partial, &self.discovery)?;
+        Ok(())
+    }
+
+    /// Serves until stopped; then stops every hosted session, joins every thread and removes
+    /// the discovery file (and the unix socket).
+    ///
+    /// # Errors
+    /// When the listener fails.
+    pub fn serve(self) -> Result<()> {
+        let result = self.accept_loop();
+        let _ = fs_err::remove_file(&self.discovery);
+        if let Listener::Unix(_, path) = &self.listener {
+            let _ = fs_err::remove_file(path);
+        }
+        result
+    }
+
+    fn accept_loop(&self) -> Result<()> {
+        let mut connections: Vec<JoinOnDrop<()>> = Vec::new();
+        let counter = AtomicU64::new(0);
+        let result = loop {
+            let accepted: std::io::Result<(Box<dyn Connection>, String)> = match &self.listener {
+                Listener::Tcp(listener) => listener.accept().map(|(stream, peer)| {
+                    (Box::new(stream) as Box<dyn Connection>, peer.to_string())
+                }),
+                Listener::Unix(listener, _) => listener.accept().map(|(stream, _)| {
+                    (Box::new(stream) as Box<dyn Connection>, "unix".to_owned())
+                }),
+            };
+            if self.shared.stop.load(Ordering::SeqCst) {
+                break Ok(());
+            }
+            let (stream, peer) = match accepted {
+                Ok(accepted) => accepted,
+                // A connection that failed before it was accepted is the client's problem.
+                Err(_) => continue,
+            };
+            connections.retain(|connection| !connection.is_finished());
+            let n = counter.fetch_add(1, Ordering::Relaxed);
+            let shared = Arc::clone(&self.shared);
+            match spawn_named(format!("serve-conn-{n}"), move || handle(&shared, stream, &peer)) {
+                Ok(thread) => connections.push(thread),
+                Err(source) => break Err(Error::Thread { source }),
+            }
+        };
+        // Each connection ends once its request is answered or its event stream sees the
+        // sessions stop (which `serve` does next), so the joins below end too.
+        self.shared.hub.shutdown();
+        drop(connections);
+        result
+    }
+}
+
+/// A TCP or unix stream.
+trait Connection: Read + Write + Send {
+    fn set_timeout(&self, timeout: Duration);
+}
+
+impl Connection for TcpStream {
+    fn set_timeout(&self, timeout: Duration) {
+        let _ = self.set_read_timeout(Some(timeout));
+    }
+}
+
+impl Connection for UnixStream {
+    fn set_timeout(&self, timeout: Duration) {
+        let _ = self.set_read_timeout(Some(timeout));
+    }
+}
+
+/// `IP:PORT` as a `Host` header spells it (IPv6 in brackets).
+fn host_port(ip: IpAddr, port: u16) -> String {
+    match ip {
+        IpAddr::V4(ip) => format!("{ip}:{port}"),
+        IpAddr::V6(ip) => format!("[{ip}]:{port}"),
+    }
+}
+
+/// Reads one request, checks it, answers it, and logs it.
+fn handle(shared: &Shared, mut stream: Box<dyn Connection>, peer: &str) {
+    stream.set_timeout(READ_TIMEOUT);
+    let request = {
+        let mut reader = BufReader::new(&mut stream);
+        http::read_request(&mut reader)
+    };
+    let request = match request {
+        Ok(request) => request,
+        Err(ReadError::Closed) => return,
+        Err(ReadError::Bad(status, message)) => {
+            let _ = Response::error(status, message).write_to(&mut stream);
+            shared.log(peer, "-", "-", status);
+            return;
+        }
+    };
+    let target = http::loggable_target(&request.path, &request.query);
+    let status = match shared.guard.check(&request) {
+        Access::Refused(response) | Access::Exchange(response) => {
+            let _ = response.write_to(&mut stream);
+            response.status
+        }
+        Access::Allowed => api::route(shared, &request, &mut stream),
+    };
+    shared.log(peer, &request.method, &target, status);
+}
+
+impl Shared {
+    /// One line of the access log: time, peer, method, path (token redacted), status.
+    fn log(&self, peer: &str, method: &str, target: &str, status: u16) {
+        let line =
+            format!("{} {peer} {method} {target} {status}\n", format_utc_ms(SystemClock.now_ms()));
+        let mut file = self.access_log.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = file.write_all(line.as_bytes());
+    }
+
+    fn home(&self) -> &Path {
+        &self.home
+    }
+}
