@@ -1,5 +1,6 @@
 //! `codecoder app-server`: codex's app-server protocol — JSON-RPC 2.0 shapes without the
-//! `"jsonrpc"` field, one message per line on stdio — over the runtime's sessions. Threads are
+//! `"jsonrpc"` field, one message per line on stdio, or per text frame over WebSocket
+//! (`listen`) — over the runtime's sessions. Threads are
 //! sessions of the log (`thread/start`, `thread/resume`, `thread/fork`, `thread/list` with
 //! cursor paging); `turn/start` and `turn/interrupt` drive the session's agent; the agent's
 //! events become item, delta, token-usage and compaction notifications; approvals become server
@@ -16,6 +17,7 @@
 //! returns.
 
 mod history;
+pub mod listen;
 mod server;
 mod thread;
 mod translate;
@@ -51,6 +53,47 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// A non-loopback listener was asked for without `--ws-auth`.
+    #[error(
+        "refusing to listen on {addr} without auth: it is not a loopback address; pass \
+         --ws-auth capability-token (with --ws-token-file or --ws-token-sha256) or --ws-auth \
+         signed-bearer-token (with --ws-shared-secret-file)"
+    )]
+    NonLoopbackWithoutAuth {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+    },
+    /// The listener's address could not be bound.
+    #[error("cannot listen on {addr}")]
+    Bind {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// Why (taken, not an address of this machine).
+        source: std::io::Error,
+    },
+    /// The access log could not be opened.
+    #[error("opening the access log")]
+    AccessLog {
+        /// Why (the error names the path).
+        source: std::io::Error,
+    },
+    /// A token or shared secret file could not be read.
+    #[error("reading the WebSocket secret")]
+    ReadSecret {
+        /// Why (the error names the path).
+        source: std::io::Error,
+    },
+    /// A token or shared secret is too short to be safe.
+    #[error("the secret in {path} is shorter than {min} bytes", path = path.display())]
+    ShortSecret {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The least accepted.
+        min: usize,
+    },
+    /// `--ws-token-sha256` is not a SHA-256.
+    #[error("--ws-token-sha256 must be 64 hex digits (a SHA-256)")]
+    BadSha256,
 }
 
 /// This crate's result.

@@ -333,7 +333,8 @@ pub(crate) enum Command {
     /// with accept, acceptForSession, decline or cancel. The `-c`, `-p`, `-C`, `-s`, `-a` flags
     /// are the defaults of every thread; a thread's own params win. The JSON Schema is
     /// crates/app-server/schema/app-server.schema.json. Ends when stdin closes, after every
-    /// thread's agent has stopped.
+    /// thread's agent has stopped. With --listen ws://IP:PORT, codex app-server clients (such
+    /// as `codex --remote ws://IP:PORT`) connect over WebSocket, each one a client of its own.
     #[command(name = "app-server")]
     AppServer(AppServerArgs),
     /// Serve the Agent Client Protocol (ACP v1) on stdin/stdout, for editors such as Zed.
@@ -354,9 +355,45 @@ pub(crate) enum Command {
 /// `codecoder app-server`.
 #[derive(Debug, Args)]
 pub(crate) struct AppServerArgs {
-    /// The transport: only `stdio://` (JSON lines on stdin and stdout) is served.
+    /// The transport: `stdio://` (JSON lines on stdin and stdout) or `ws://IP:PORT` (WebSocket,
+    /// one message per text frame; port 0 picks a free port, printed on stderr). A WebSocket
+    /// listener answers GET /readyz and /healthz, refuses any request with an Origin header
+    /// (browsers) or a Host other than its address or localhost, and logs every connection to
+    /// $CODECODER_HOME/logs/app-server-access.log. An address that is not loopback needs
+    /// --ws-auth.
     #[arg(long, value_name = "URL", default_value = "stdio://")]
     pub(crate) listen: String,
+    /// How WebSocket clients authenticate: `Authorization: Bearer …` in the handshake.
+    #[arg(long, value_name = "MODE", value_enum)]
+    pub(crate) ws_auth: Option<WsAuthMode>,
+    /// capability-token: the file holding the token (at least 32 bytes).
+    #[arg(long, value_name = "PATH", conflicts_with = "ws_token_sha256")]
+    pub(crate) ws_token_file: Option<PathBuf>,
+    /// capability-token: the token's SHA-256, in hex (the token itself is not kept).
+    #[arg(long, value_name = "HEX")]
+    pub(crate) ws_token_sha256: Option<String>,
+    /// signed-bearer-token: the file holding the HMAC-SHA256 secret (at least 32 bytes) the
+    /// clients' JWTs (HS256, with `exp`) are signed with.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) ws_shared_secret_file: Option<PathBuf>,
+    /// signed-bearer-token: the `iss` the JWTs must carry.
+    #[arg(long, value_name = "ISSUER")]
+    pub(crate) ws_issuer: Option<String>,
+    /// signed-bearer-token: an `aud` the JWTs must carry.
+    #[arg(long, value_name = "AUDIENCE")]
+    pub(crate) ws_audience: Option<String>,
+    /// signed-bearer-token: the clock skew allowed on `exp` and `nbf`.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub(crate) ws_max_clock_skew_seconds: u64,
+}
+
+/// `codecoder app-server --ws-auth`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum WsAuthMode {
+    /// A fixed token (--ws-token-file or --ws-token-sha256).
+    CapabilityToken,
+    /// A JWT signed with a shared secret (--ws-shared-secret-file).
+    SignedBearerToken,
 }
 
 /// `codecoder acp`.

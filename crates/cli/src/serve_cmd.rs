@@ -1,5 +1,7 @@
 //! `codecoder acp`, `codecoder app-server` and `codecoder mcp-server`: a protocol server on this
-//! process's stdin and stdout (`codecoder_acp`, `codecoder_app_server`, `codecoder_mcp_server`).
+//! process's stdin and stdout (`codecoder_acp`, `codecoder_app_server`, `codecoder_mcp_server`),
+//! or, for `app-server --listen ws://`, on a WebSocket listener that says where it listens on
+//! stderr.
 //! Each loads the configuration once first, so a bad flag or config file fails at start (exit
 //! 2) rather than at the first request.
 //!
@@ -10,7 +12,7 @@ use std::io::{self, BufReader};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crate::cli::{AcpArgs, AppServerArgs, GlobalArgs, McpServerArgs};
+use crate::cli::{AcpArgs, AppServerArgs, GlobalArgs, McpServerArgs, WsAuthMode};
 
 pub(crate) fn run_acp(args: &AcpArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     let mut overrides = global.overrides();
@@ -29,23 +31,134 @@ pub(crate) fn run_app_server(
     args: &AppServerArgs,
     global: &GlobalArgs,
 ) -> anyhow::Result<ExitCode> {
-    if args.listen != "stdio://" {
-        return Err(crate::exec::usage(format!(
-            "--listen {}: only stdio:// is served (JSON lines on stdin and stdout)",
-            args.listen
-        )));
-    }
-    drop(crate::load_runtime(global, None, None)?);
+    let listen = parse_listen(&args.listen)?;
+    let auth = ws_auth(args)?;
+    let runtime = crate::load_runtime(global, None, None)?;
+    let home = runtime.home().to_owned();
+    drop(runtime);
     let config = codecoder_app_server::ServeConfig {
         overrides: global.overrides(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
     };
-    codecoder_app_server::serve(
-        config,
-        Box::new(BufReader::new(io::stdin())),
-        Box::new(io::stdout()),
-    )?;
+    let Some(addr) = listen else {
+        codecoder_app_server::serve(
+            config,
+            Box::new(BufReader::new(io::stdin())),
+            Box::new(io::stdout()),
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    let access_log = home.join("logs").join("app-server-access.log");
+    let listener = codecoder_app_server::listen::WsListener::bind(
+        addr,
+        codecoder_app_server::listen::ListenConfig {
+            serve: config,
+            auth: auth.clone(),
+            access_log: access_log.clone(),
+        },
+    )
+    .map_err(|err| crate::exec::usage(error_chain(&err)))?;
+    let local = listener.local_addr();
+    eprintln!("codecoder app-server (WebSocket)");
+    eprintln!("  listening on: ws://{local}");
+    eprintln!("  readyz: http://{local}/readyz");
+    eprintln!("  healthz: http://{local}/healthz");
+    eprintln!("  access log: {}", access_log.display());
+    if local.ip().is_loopback() {
+        eprintln!("  note: loopback only; from another machine, forward the port over SSH");
+    } else {
+        eprintln!("  note: plain ws:// (no TLS): put it behind a TLS proxy for remote use");
+    }
+    if auth.is_none() {
+        eprintln!("  note: no --ws-auth: any local program can connect");
+    }
+    listener.run();
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--listen`: `None` for stdio, else the WebSocket address.
+fn parse_listen(listen: &str) -> anyhow::Result<Option<std::net::SocketAddr>> {
+    if listen == "stdio://" {
+        return Ok(None);
+    }
+    let Some(addr) = listen.strip_prefix("ws://") else {
+        return Err(crate::exec::usage(format!(
+            "--listen {listen}: expected stdio:// or ws://IP:PORT"
+        )));
+    };
+    let addr = addr.strip_suffix('/').unwrap_or(addr);
+    addr.parse().map(Some).map_err(|_| {
+        crate::exec::usage(format!(
+            "--listen {listen}: expected ws://IP:PORT with an IP address, such as \
+             ws://127.0.0.1:4500 (port 0 picks a free port)"
+        ))
+    })
+}
+
+/// The `--ws-*` flags, checked together.
+fn ws_auth(args: &AppServerArgs) -> anyhow::Result<codecoder_app_server::listen::WsAuth> {
+    use codecoder_app_server::listen::WsAuth;
+    let usage = |message: &str| crate::exec::usage(message.to_owned());
+    let token_flags = args.ws_token_file.is_some() || args.ws_token_sha256.is_some();
+    let bearer_flags = args.ws_shared_secret_file.is_some()
+        || args.ws_issuer.is_some()
+        || args.ws_audience.is_some();
+    let auth = match args.ws_auth {
+        None if token_flags || bearer_flags => {
+            return Err(usage(
+                "the --ws-token-* and --ws-shared-secret-file, --ws-issuer, \
+                 --ws-audience flags need --ws-auth",
+            ));
+        }
+        None => Ok(WsAuth::None),
+        Some(WsAuthMode::CapabilityToken) => {
+            if bearer_flags {
+                return Err(usage(
+                    "--ws-auth capability-token takes --ws-token-file or \
+                     --ws-token-sha256, not the signed-bearer-token flags",
+                ));
+            }
+            match (&args.ws_token_file, &args.ws_token_sha256) {
+                (Some(path), _) => WsAuth::token_file(path),
+                (None, Some(hex)) => WsAuth::token_sha256(hex),
+                (None, None) => {
+                    return Err(usage(
+                        "--ws-auth capability-token needs --ws-token-file or --ws-token-sha256",
+                    ));
+                }
+            }
+        }
+        Some(WsAuthMode::SignedBearerToken) => {
+            if token_flags {
+                return Err(usage(
+                    "--ws-auth signed-bearer-token takes --ws-shared-secret-file, \
+                     not --ws-token-file or --ws-token-sha256",
+                ));
+            }
+            let Some(secret) = &args.ws_shared_secret_file else {
+                return Err(usage("--ws-auth signed-bearer-token needs --ws-shared-secret-file"));
+            };
+            WsAuth::signed_bearer(
+                secret,
+                args.ws_issuer.clone(),
+                args.ws_audience.clone(),
+                args.ws_max_clock_skew_seconds,
+            )
+        }
+    };
+    auth.map_err(|err| crate::exec::usage(error_chain(&err)))
+}
+
+/// An error and its sources, as one line.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 pub(crate) fn run_mcp_server(

@@ -5,6 +5,7 @@
 
 mod acp;
 mod app_server;
+mod app_server_ws;
 mod claude_print;
 mod claude_sdk;
 mod codex_sdk;

@@ -1,0 +1,268 @@
+//! `codecoder app-server --listen ws://IP:PORT`: codex's app-server protocol over WebSocket, one
+//! JSON-RPC message per text frame each way, each connection a client of its own served by the
+//! same `serve` as stdio. `GET /readyz` and `GET /healthz` answer 200 on the same listener.
+//!
+//! Every request is checked before anything is started for it, in this order, and logged (who,
+//! from where, what was answered) to the access log:
+//! - an `Origin` header, whatever its value, is refused (403): browsers always send one, so no
+//!   web page can reach the server, the upgrade included;
+//! - a `Host` that is not the bound address, a loopback address or `localhost` (with the bound
+//!   port, if any) is refused (403): a DNS-rebinding page names its own host;
+//! - a WebSocket upgrade without the `--ws-auth` credentials is refused (401).
+//!
+//! Invariants: a non-loopback address without auth is refused before binding; at most
+//! `MAX_CONNECTIONS` clients are served at once (more are answered 503); a client's queue is
+//! bounded (see `conn`).
+
+mod auth;
+mod conn;
+mod http;
+
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use codecoder_stdx::{Clock, JoinOnDrop, SystemClock, format_utc_ms, spawn_named};
+
+pub use auth::{MIN_SECRET_BYTES, SignedBearer, WsAuth};
+pub use conn::{OUTGOING_FRAMES, WRITE_TIMEOUT};
+
+use crate::{Error, Result, ServeConfig};
+
+/// Clients served at once.
+pub const MAX_CONNECTIONS: usize = 64;
+/// How long a client may take to send its request's head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What a WebSocket listener needs.
+#[derive(Debug, Clone)]
+pub struct ListenConfig {
+    /// What each connection's server is given.
+    pub serve: ServeConfig,
+    /// Who may connect.
+    pub auth: WsAuth,
+    /// The access log (appended to; its folder is created).
+    pub access_log: PathBuf,
+}
+
+/// A bound listener, not yet serving: its address can be told before the first client.
+pub struct WsListener {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+/// What every connection reads.
+struct Shared {
+    serve: ServeConfig,
+    auth: WsAuth,
+    local: SocketAddr,
+    log: fs_err::File,
+}
+
+impl WsListener {
+    /// Binds `addr` (port 0: a free port).
+    ///
+    /// # Errors
+    /// When `addr` is not loopback and `auth` is `None`, when the access log cannot be opened, or
+    /// when the address cannot be bound (taken, not this machine's).
+    pub fn bind(addr: SocketAddr, config: ListenConfig) -> Result<Self> {
+        if !addr.ip().is_loopback() && config.auth.is_none() {
+            return Err(Error::NonLoopbackWithoutAuth { addr });
+        }
+        if let Some(dir) = config.access_log.parent() {
+            fs_err::create_dir_all(dir).map_err(|source| Error::AccessLog { source })?;
+        }
+        let log = fs_err::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&config.access_log)
+            .map_err(|source| Error::AccessLog { source })?;
+        let listener = TcpListener::bind(addr).map_err(|source| Error::Bind { addr, source })?;
+        let local = listener.local_addr().map_err(|source| Error::Bind { addr, source })?;
+        let shared = Shared { serve: config.serve, auth: config.auth, local, log };
+        Ok(Self { listener, shared: Arc::new(shared) })
+    }
+
+    /// The bound address (the port chosen when 0 was asked).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.local
+    }
+
+    /// Serves clients, each on a thread of its own, until the process ends.
+    pub fn run(self) {
+        let mut connections: Vec<JoinOnDrop<()>> = Vec::new();
+        for stream in self.listener.incoming() {
+            connections.retain(|connection| !connection.is_finished());
+            let stream = match stream {
+                Ok(stream) => stream,
+                Err(_) => {
+                    // Out of descriptors or a connection reset before it was accepted: wait a
+                    // little rather than spin on the same error.
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+            };
+            let peer = stream.peer_addr().map_or_else(|_| "?".to_owned(), |a| a.to_string());
+            if connections.len() >= MAX_CONNECTIONS {
+                self.shared.log(&peer, "-", 503, "refused: too many clients");
+                let _ = (&stream).write_all(&http::answer(503, "too many clients\n"));
+                continue;
+            }
+            let shared = Arc::clone(&self.shared);
+            match spawn_named("app-server-ws-conn", move || connection(&stream, &peer, &shared)) {
+                Ok(handle) => connections.push(handle),
+                Err(_) => self.shared.log("?", "-", 503, "refused: no thread for the client"),
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// One line of the access log: time, peer, request, status, outcome. A line that cannot be
+    /// written is lost, never the client.
+    fn log(&self, peer: &str, request: &str, status: u16, outcome: &str) {
+        let time = format_utc_ms(SystemClock.now_ms());
+        let line = format!("{time} {peer} {request} {status} {outcome}\n");
+        let _ = (&self.log).write_all(line.as_bytes());
+    }
+}
+
+/// What is done with a request.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// A health probe: 200.
+    Health,
+    /// The upgrade, for `who`, with the handshake's key.
+    Upgrade { who: String, key: String },
+    /// Refused with this status, for this reason.
+    Refused { status: u16, why: String },
+}
+
+/// Decides a request's fate at `now_s` (Unix seconds).
+pub(crate) fn decide(
+    request: &http::Request,
+    local: SocketAddr,
+    auth: &WsAuth,
+    now_s: u64,
+) -> Verdict {
+    let refused = |status, why: &str| Verdict::Refused { status, why: why.to_owned() };
+    if request.header("origin").is_some() {
+        return refused(403, "a request with an Origin header (a browser's)");
+    }
+    match request.header("host") {
+        None => return refused(403, "no Host header"),
+        Some(host) if !host_allowed(host, local) => return refused(403, "a foreign Host header"),
+        Some(_) => {}
+    }
+    if request.method != "GET" {
+        return refused(405, "not a GET");
+    }
+    let upgrade = request.header_lists("upgrade", "websocket");
+    let path = request.path.split('?').next().unwrap_or_default();
+    if !upgrade {
+        return match path {
+            "/readyz" | "/healthz" => Verdict::Health,
+            _ => refused(404, "not a WebSocket upgrade"),
+        };
+    }
+    let who = match auth.check(request.header("authorization"), now_s) {
+        Ok(who) => who,
+        Err(why) => return refused(401, &why),
+    };
+    if !request.header_lists("connection", "upgrade") {
+        return refused(400, "an upgrade without Connection: Upgrade");
+    }
+    if request.header("sec-websocket-version") != Some("13") {
+        return refused(426, "not WebSocket version 13");
+    }
+    match request.header("sec-websocket-key") {
+        Some(key) if !key.is_empty() => Verdict::Upgrade { who, key: key.to_owned() },
+        _ => refused(400, "no Sec-WebSocket-Key"),
+    }
+}
+
+/// Whether `host` (a `Host` header) names this listener: `localhost` or a loopback address when
+/// bound to one, the bound address, or any address when bound to all; with the bound port when
+/// it has one. A name other than `localhost` is never allowed: it is what DNS rebinding uses.
+pub(crate) fn host_allowed(host: &str, local: SocketAddr) -> bool {
+    let (name, port) = if let Some(rest) = host.strip_prefix('[') {
+        let Some((name, after)) = rest.split_once(']') else { return false };
+        match after {
+            "" => (name, None),
+            _ => match after.strip_prefix(':') {
+                Some(port) => (name, Some(port)),
+                None => return false,
+            },
+        }
+    } else {
+        match host.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        }
+    };
+    if port.is_some_and(|port| port.parse::<u16>().ok() != Some(local.port())) {
+        return false;
+    }
+    if name.eq_ignore_ascii_case("localhost") {
+        return local.ip().is_loopback();
+    }
+    let Ok(ip) = name.parse::<IpAddr>() else { return false };
+    ip == local.ip()
+        || (ip.is_loopback() && local.ip().is_loopback())
+        || local.ip().is_unspecified()
+}
+
+/// One client, from its request's head to its end.
+fn connection(stream: &TcpStream, peer: &str, shared: &Shared) {
+    let _ = stream.set_read_timeout(Some(HEAD_TIMEOUT));
+    let (head, rest) = match http::read_head(&mut &*stream) {
+        Ok(Some(head)) => head,
+        Ok(None) | Err(_) => {
+            shared.log(peer, "-", 400, "refused: no request head");
+            let _ = (&*stream).write_all(&http::answer(400, "no request head\n"));
+            return;
+        }
+    };
+    let Some(request) = http::parse(&head) else {
+        shared.log(peer, "-", 400, "refused: not HTTP/1.1");
+        let _ = (&*stream).write_all(&http::answer(400, "not an HTTP/1.1 request\n"));
+        return;
+    };
+    let line = format!(
+        "{} {} ua={:?}",
+        request.method,
+        request.path,
+        request.header("user-agent").unwrap_or_default()
+    );
+    let now_s = SystemClock.now_ms() / 1000;
+    match decide(&request, shared.local, &shared.auth, now_s) {
+        Verdict::Health => {
+            shared.log(peer, &line, 200, "health");
+            let _ = (&*stream).write_all(&http::answer(200, "ok\n"));
+        }
+        Verdict::Refused { status, why } => {
+            shared.log(peer, &line, status, &format!("refused: {why}"));
+            let _ = (&*stream).write_all(&http::answer(status, &format!("{why}\n")));
+        }
+        Verdict::Upgrade { who, key } => {
+            if (&*stream).write_all(&http::switching_protocols(&key)).is_err() {
+                shared.log(peer, &line, 101, &format!("accepted {who}, gone at once"));
+                return;
+            }
+            shared.log(peer, &line, 101, &format!("accepted {who}"));
+            let outcome = match conn::serve_websocket(stream, rest, shared.serve.clone()) {
+                conn::Ended::Closed => "closed".to_owned(),
+                conn::Ended::NotReading => {
+                    format!("dropped: not reading ({OUTGOING_FRAMES} messages waiting)")
+                }
+                conn::Ended::Failed(why) => format!("failed: {why}"),
+            };
+            shared.log(peer, "-", 101, &format!("{who} {outcome}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

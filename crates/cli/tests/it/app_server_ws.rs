@@ -1,0 +1,445 @@
+//! `codecoder app-server --listen ws://` end to end: the real binary on a loopback port, driven by
+//! tungstenite's client and by raw HTTP requests, against the fake model server — a turn over
+//! WebSocket, two clients at once, the health probes, and each refusal (an Origin header, a
+//! foreign Host, no or a wrong token, a short secret, a non-loopback address without auth, a
+//! taken port) with its status, its access-log line, and no session started.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use base64::Engine as _;
+use codecoder_test_support::{FakeModelServer, Reply, Script};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tungstenite::client::IntoClientRequest;
+use tungstenite::{Message, WebSocket};
+
+use crate::exec::{Run, openai_env};
+
+/// How long any one message may take to arrive before the test fails.
+const PATIENCE: Duration = Duration::from_secs(60);
+const TOKEN: &str = "a-capability-token-of-forty-characters!!";
+
+/// A running `codecoder app-server --listen ws://127.0.0.1:0`, killed on drop.
+struct Listener {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Listener {
+    fn start(run: &Run, extra: &[&str]) -> Self {
+        let mut args = vec!["app-server", "--listen", "ws://127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        let mut child = run
+            .command(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut banner = Vec::new();
+        let addr = loop {
+            let Some(Ok(line)) = lines.next() else {
+                panic!("the server ended before listening: {banner:?}");
+            };
+            if let Some(url) = line.trim().strip_prefix("listening on: ws://") {
+                break url.parse().unwrap();
+            }
+            banner.push(line);
+        };
+        // Read on, so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+        Self { child, addr }
+    }
+
+    /// Sends `head` as a whole request and returns the status and the whole answer.
+    fn raw(&self, head: &str) -> (u16, String) {
+        let mut stream = TcpStream::connect(self.addr).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        stream.write_all(head.as_bytes()).unwrap();
+        let mut answer = Vec::new();
+        // An upgrade's answer does not end the connection: read its head only.
+        let mut byte = [0u8; 1];
+        while !answer.ends_with(b"\r\n\r\n") {
+            match stream.read(&mut byte).unwrap() {
+                0 => break,
+                _ => answer.push(byte[0]),
+            }
+        }
+        if !answer.starts_with(b"HTTP/1.1 101") {
+            stream.read_to_end(&mut answer).unwrap();
+        }
+        let answer = String::from_utf8(answer).unwrap();
+        let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        (status, answer)
+    }
+
+    /// A WebSocket upgrade's head with these extra header lines (`Host` is the bound address
+    /// unless one is given).
+    fn upgrade(&self, extra: &[&str]) -> String {
+        let mut head = String::from("GET / HTTP/1.1\r\n");
+        if !extra.iter().any(|h| h.to_ascii_lowercase().starts_with("host:")) {
+            head.push_str(&format!("Host: {}\r\n", self.addr));
+        }
+        head.push_str(
+            "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+        );
+        for line in extra {
+            head.push_str(line);
+            head.push_str("\r\n");
+        }
+        head.push_str("\r\n");
+        head
+    }
+
+    fn connect(&self, token: Option<&str>) -> Client {
+        let mut request = format!("ws://{}", self.addr).into_client_request().unwrap();
+        if let Some(token) = token {
+            request
+                .headers_mut()
+                .insert("Authorization", format!("Bearer {token}").parse().unwrap());
+        }
+        let stream = TcpStream::connect(self.addr).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        let (socket, response) = tungstenite::client(request, stream).unwrap();
+        assert_eq!(response.status().as_u16(), 101);
+        Client { socket, next_id: 1, backlog: Vec::new() }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A codex app-server client over one WebSocket.
+struct Client {
+    socket: WebSocket<TcpStream>,
+    next_id: i64,
+    backlog: Vec<Value>,
+}
+
+impl Client {
+    fn send(&mut self, message: &Value) {
+        self.socket.send(Message::text(message.to_string())).unwrap();
+    }
+
+    fn read(&mut self) -> Value {
+        loop {
+            match self.socket.read().expect("the server said nothing more") {
+                Message::Text(text) => {
+                    let value: Value = serde_json::from_str(text.as_str()).unwrap();
+                    assert!(value.get("jsonrpc").is_none(), "{value}");
+                    return value;
+                }
+                Message::Close(_) => panic!("the server closed the connection"),
+                _ => {}
+            }
+        }
+    }
+
+    fn recv(&mut self) -> Value {
+        if self.backlog.is_empty() { self.read() } else { self.backlog.remove(0) }
+    }
+
+    fn result(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"id": id, "method": method, "params": params}));
+        loop {
+            let message = self.read();
+            if message.get("method").is_none() && message["id"] == id {
+                assert!(message.get("error").is_none(), "{method}: {message}");
+                return message["result"].clone();
+            }
+            self.backlog.push(message);
+        }
+    }
+
+    fn initialize(&mut self) {
+        let result = self.result(
+            "initialize",
+            json!({"clientInfo": {"name": "ws-test", "title": "Test", "version": "1.0"}}),
+        );
+        assert!(result["userAgent"].as_str().unwrap().starts_with("codecoder/"), "{result}");
+        self.send(&json!({"method": "initialized"}));
+    }
+
+    /// Starts a thread and a turn with `prompt`; returns the thread's id.
+    fn start_turn(&mut self, cwd: &Path, prompt: &str) -> String {
+        let started = self.result(
+            "thread/start",
+            json!({"cwd": cwd, "approvalPolicy": "never", "sandbox": "read-only"}),
+        );
+        let thread_id = started["thread"]["id"].as_str().unwrap().to_owned();
+        self.result(
+            "turn/start",
+            json!({"threadId": thread_id, "input": [{"type": "text", "text": prompt}]}),
+        );
+        thread_id
+    }
+
+    /// Reads until `turn/completed`; returns the agent's text of the turn.
+    fn finish_turn(&mut self) -> String {
+        let mut text = String::new();
+        loop {
+            let message = self.recv();
+            match message["method"].as_str() {
+                Some("item/completed") if message["params"]["item"]["type"] == "agentMessage" => {
+                    text.push_str(message["params"]["item"]["text"].as_str().unwrap());
+                }
+                Some("turn/completed") => {
+                    assert_eq!(message["params"]["turn"]["status"], "completed", "{message}");
+                    return text;
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn access_log(home: &Path) -> String {
+    std::fs::read_to_string(home.join("logs/app-server-access.log")).unwrap_or_default()
+}
+
+fn session_logs(home: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(home.join("sessions")) else { return 0 };
+    let mut count = 0;
+    let mut dirs: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+    while let Some(path) = dirs.pop() {
+        if path.is_dir() {
+            dirs.extend(std::fs::read_dir(&path).unwrap().flatten().map(|e| e.path()));
+        } else if path.extension().is_some_and(|e| e == "jsonl") {
+            count += 1;
+        }
+    }
+    count
+}
+
+#[test]
+fn a_client_runs_a_turn_over_websocket_and_the_probes_answer() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = Script::new().reply(Reply::text("Hello over WebSocket.").chunks(4));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let listener = Listener::start(&run, &[]);
+    for path in ["/readyz", "/healthz"] {
+        let (status, _) = listener.raw(&format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+        assert_eq!(status, 200, "{path}");
+    }
+    let (status, _) =
+        listener.raw(&format!("GET /other HTTP/1.1\r\nHost: {}\r\n\r\n", listener.addr));
+    assert_eq!(status, 404);
+
+    let mut client = listener.connect(None);
+    client.initialize();
+    // Before a thread, a malformed frame gets its parse error, as a line would.
+    client.socket.send(Message::text("{not json")).unwrap();
+    let error = client.recv();
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    // A pretty-printed message is one message.
+    let listed = json!({"id": 99, "method": "thread/list", "params": {}});
+    client.socket.send(Message::text(serde_json::to_string_pretty(&listed).unwrap())).unwrap();
+    let answer = client.recv();
+    assert_eq!(answer["id"], 99, "{answer}");
+    assert!(answer["result"]["data"].is_array(), "{answer}");
+
+    let thread_id = client.start_turn(cwd.path(), "say hello");
+    assert_eq!(client.finish_turn(), "Hello over WebSocket.");
+    client.socket.close(None).unwrap();
+    // The server answers the close and ends the connection.
+    while client.socket.read().is_ok() {}
+
+    let out = crate::codecoder(home.path(), &["sessions", "validate", &thread_id]);
+    assert!(out.status.success(), "{}", crate::stdout(&out));
+    let log = access_log(home.path());
+    assert!(log.contains("GET /readyz") && log.contains(" 200 health"), "{log}");
+    assert!(log.contains("101 accepted anonymous"), "{log}");
+    let waited = std::time::Instant::now();
+    while !access_log(home.path()).contains("anonymous closed") {
+        assert!(waited.elapsed() < PATIENCE, "the close was not logged: {log}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn two_clients_are_served_at_once() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = Script::new().reply(Reply::text("Done.")).reply(Reply::text("Done."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let listener = Listener::start(&run, &[]);
+    let mut first = listener.connect(None);
+    let mut second = listener.connect(None);
+    first.initialize();
+    // Each connection has its own handshake.
+    let id = second.next_id;
+    second.send(&json!({"id": id, "method": "thread/list", "params": {}}));
+    let refused = second.recv();
+    assert_eq!(refused["error"]["message"], "Not initialized", "{refused}");
+    second.next_id += 1;
+    second.initialize();
+    let one = first.start_turn(cwd.path(), "first");
+    let two = second.start_turn(cwd.path(), "second");
+    assert_ne!(one, two);
+    assert_eq!(first.finish_turn(), "Done.");
+    assert_eq!(second.finish_turn(), "Done.");
+    assert_eq!(session_logs(home.path()), 2);
+}
+
+#[test]
+fn refused_requests_get_their_status_are_logged_and_start_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let server = FakeModelServer::start(Script::new().reply(Reply::text("Authorized."))).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let token_file = cwd.path().join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    let listener = Listener::start(
+        &run,
+        &["--ws-auth", "capability-token", "--ws-token-file", token_file.to_str().unwrap()],
+    );
+    let bearer = format!("Authorization: Bearer {TOKEN}");
+    let port = listener.addr.port();
+    let cases: Vec<(Vec<String>, u16, &str)> = vec![
+        (vec![bearer.clone(), "Origin: http://127.0.0.1".into()], 403, "Origin"),
+        (vec![bearer.clone(), format!("Host: rebind.example:{port}")], 403, "foreign Host"),
+        (vec![bearer.clone(), format!("Host: 127.0.0.1:{}", port.wrapping_add(1))], 403, "port"),
+        (vec![], 401, "no Authorization header"),
+        (vec!["Authorization: Bearer a-wrong-token-that-is-long-enough-000".into()], 401, "wrong"),
+        (vec!["Authorization: Bearer short".into()], 401, "too short"),
+    ];
+    for (headers, status, why) in &cases {
+        let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+        let (got, answer) = listener.raw(&listener.upgrade(&headers));
+        assert_eq!(got, *status, "{why}: {answer}");
+    }
+    let (status, _) = listener.raw(&format!(
+        "GET /readyz HTTP/1.1\r\nHost: {}\r\nOrigin: https://evil.example\r\n\r\n",
+        listener.addr
+    ));
+    assert_eq!(status, 403, "a probe with an Origin");
+    assert!(server.requests().is_empty());
+    assert_eq!(session_logs(home.path()), 0);
+    let log = access_log(home.path());
+    assert_eq!(log.matches(" refused: ").count(), cases.len() + 1, "{log}");
+    assert!(log.contains(" 403 refused: a request with an Origin header"), "{log}");
+    assert!(log.contains(" 403 refused: a foreign Host header"), "{log}");
+    assert!(log.contains(" 401 refused: wrong token"), "{log}");
+    assert!(!log.contains(TOKEN), "the token reached the log: {log}");
+
+    // The right token opens the connection; a client that sends its hash is let in too.
+    let mut client = listener.connect(Some(TOKEN));
+    client.initialize();
+    client.start_turn(cwd.path(), "hello");
+    assert_eq!(client.finish_turn(), "Authorized.");
+    assert!(access_log(home.path()).contains("101 accepted capability-token"));
+}
+
+#[test]
+fn a_token_given_as_its_sha256_and_a_signed_bearer_token_let_clients_in() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let digest: String =
+        Sha256::digest(TOKEN.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let listener =
+        Listener::start(&run, &["--ws-auth", "capability-token", "--ws-token-sha256", &digest]);
+    listener.connect(Some(TOKEN)).initialize();
+    drop(listener);
+
+    let secret = "the shared secret, thirty-two bytes or more";
+    let secret_file = cwd.path().join("secret");
+    std::fs::write(&secret_file, secret).unwrap();
+    let listener = Listener::start(
+        &run,
+        &[
+            "--ws-auth",
+            "signed-bearer-token",
+            "--ws-shared-secret-file",
+            secret_file.to_str().unwrap(),
+            "--ws-audience",
+            "codecoder",
+        ],
+    );
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let claims = json!({"sub": "remote-tui", "aud": "codecoder", "exp": now.as_secs() + 300});
+    listener.connect(Some(&jwt(&claims, secret))).initialize();
+    let forged = jwt(&claims, "another secret, thirty-two bytes or more");
+    let (status, answer) =
+        listener.raw(&listener.upgrade(&[&format!("Authorization: Bearer {forged}")]));
+    assert_eq!(status, 401, "{answer}");
+    let log = access_log(home.path());
+    assert!(log.contains("101 accepted sub=remote-tui"), "{log}");
+    assert!(log.contains("401 refused: bad JWT signature"), "{log}");
+}
+
+/// An HS256 JWT: HMAC-SHA256 (RFC 2104) over `header.claims`.
+fn jwt(claims: &Value, secret: &str) -> String {
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    let signed = format!(
+        "{}.{}",
+        b64(json!({"alg": "HS256", "typ": "JWT"}).to_string().as_bytes()),
+        b64(claims.to_string().as_bytes())
+    );
+    let mut key = [0u8; 64];
+    key[..secret.len()].copy_from_slice(secret.as_bytes());
+    let inner = Sha256::new()
+        .chain_update(key.map(|b| b ^ 0x36))
+        .chain_update(signed.as_bytes())
+        .finalize();
+    let mac = Sha256::new().chain_update(key.map(|b| b ^ 0x5c)).chain_update(inner).finalize();
+    format!("{signed}.{}", b64(&mac))
+}
+
+#[test]
+fn unsafe_or_impossible_listeners_refuse_to_start() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let short = cwd.path().join("short");
+    std::fs::write(&short, "short\n").unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = format!("ws://{}", taken.local_addr().unwrap());
+    let short = short.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--listen", "ws://0.0.0.0:0"], "--ws-auth capability-token"),
+        (vec!["--listen", &taken], "cannot listen on"),
+        (vec!["--listen", "ws://localhost:0"], "ws://IP:PORT"),
+        (vec!["--listen", "tcp://127.0.0.1:0"], "expected stdio:// or ws://IP:PORT"),
+        (vec!["--listen", "ws://127.0.0.1:0", "--ws-auth", "capability-token"], "--ws-token-file"),
+        (
+            vec![
+                "--listen",
+                "ws://127.0.0.1:0",
+                "--ws-auth",
+                "capability-token",
+                "--ws-token-file",
+                short,
+            ],
+            "shorter than 32 bytes",
+        ),
+        (vec!["--listen", "ws://127.0.0.1:0", "--ws-token-file", short], "need --ws-auth"),
+        (
+            vec!["--listen", "ws://127.0.0.1:0", "--ws-auth", "signed-bearer-token"],
+            "--ws-shared-secret-file",
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut all = vec!["app-server"];
+        all.extend_from_slice(&args);
+        let out = run.command(&all).stdin(Stdio::null()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
