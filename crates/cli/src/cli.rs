@@ -350,6 +350,49 @@ pub(crate) enum Command {
     /// `"agent_servers": { "codecoder": { "command": "codecoder", "args": ["acp"] } }`
     /// (global flags such as `-s workspace-write` or `-c key=value` go before `acp`).
     Acp(AcpArgs),
+    /// Serve sessions over HTTP on this machine, for a browser and for programs.
+    ///
+    /// Prints one line, the URL with a fresh token (`http://127.0.0.1:PORT/?token=…`), and
+    /// writes {url, token, pid, listen} to $CODECODER_HOME/serve.json (mode 0600) until it
+    /// exits. Every request needs the token: a browser opening the URL trades it for an
+    /// HttpOnly, SameSite=Strict cookie; programs send `Authorization: Bearer TOKEN`. Requests
+    /// whose Host is not this server's (127.0.0.1:PORT, localhost:PORT, [::1]:PORT, or an
+    /// --allow-host name) are refused, as are state-changing requests from another Origin or
+    /// without a JSON body. Each request is logged to $CODECODER_HOME/logs/serve-access.log.
+    /// Sessions start in the project a request names (default -C or the current directory),
+    /// with the sandbox and approval policy of the flags and config, as in the TUI. The API is
+    /// described in the codecoder-serve crate's documentation. Ctrl-C stops every session.
+    Serve(ServeArgs),
+}
+
+/// `codecoder serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Where to listen: IP:PORT (port 0 picks a free one) or unix:PATH. An address that is
+    /// not loopback needs `--auth token`, and is plain HTTP.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub(crate) listen: String,
+    /// Confirm the authentication: `token` (the only kind; required for a non-loopback
+    /// --listen, on loopback the token is required anyway).
+    #[arg(long, value_name = "KIND", value_enum)]
+    pub(crate) auth: Option<ServeAuth>,
+    /// Another name the server answers to in the Host header (NAME or NAME:PORT; repeatable),
+    /// such as the host name a tunnel or proxy uses.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) allow_host: Vec<String>,
+    /// The model of new sessions (overrides `model` in config.toml).
+    #[arg(short = 'm', long, value_name = "MODEL")]
+    pub(crate) model: Option<String>,
+    /// The provider id of new sessions (a preset or a `[model_providers.ID]` of config.toml).
+    #[arg(long, value_name = "ID")]
+    pub(crate) provider: Option<String>,
+}
+
+/// `codecoder serve --auth`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ServeAuth {
+    /// The per-run token printed in the URL.
+    Token,
 }
 
 /// `codecoder app-server`.

@@ -17,6 +17,7 @@ mod safety_cmd;
 mod serve_cmd;
 mod sessions;
 mod tui_cmd;
+mod web_cmd;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -72,6 +73,7 @@ fn main() -> ExitCode {
         Some(Command::McpServer(args)) => serve_cmd::run_mcp_server(&args, &cli.global),
         Some(Command::AppServer(args)) => serve_cmd::run_app_server(&args, &cli.global),
         Some(Command::Acp(args)) => serve_cmd::run_acp(&args, &cli.global),
+        Some(Command::Serve(args)) => web_cmd::run(&args, &cli.global),
         Some(Command::Permissions(cli::PermissionsCommand::Check(args))) => {
             safety_cmd::run_permissions_check(&args, &cli.global, &mut out)
         }

@@ -117,7 +117,17 @@ pub struct Server {
     listen: String,
     /// The TCP address to connect to to wake the accept loop (`None` for a unix socket).
     wake: Wake,
-    discovery: PathBuf,
+    /// Declared last: the file goes once everything else has stopped.
+    discovery: Discovery,
+}
+
+/// The discovery file, removed when dropped (the server stopped, or never served).
+struct Discovery(PathBuf);
+
+impl Drop for Discovery {
+    fn drop(&mut self) {
+        let _ = fs_err::remove_file(&self.0);
+    }
 }
 
 /// What every connection thread reads.
@@ -237,7 +247,7 @@ impl Server {
             .append(true)
             .mode(0o600)
             .open(config.home.join(ACCESS_LOG))?;
-        let discovery = config.home.join(DISCOVERY_FILE);
+        let discovery = Discovery(config.home.join(DISCOVERY_FILE));
         let server = Self {
             listener,
             shared: Arc::new(Shared {
@@ -288,15 +298,15 @@ impl Server {
             "listen": self.listen,
         });
         let text = serde_json::to_string_pretty(&body)
-            .map_err(|source| Error::Discovery { path: self.discovery.clone(), source })?;
+            .map_err(|source| Error::Discovery { path: self.discovery.0.clone(), source })?;
         // Written beside and renamed, so a reader never sees half a file; 0600 from creation.
-        let partial = self.discovery.with_extension("json.partial");
+        let partial = self.discovery.0.with_extension("json.partial");
         let _ = fs_err::remove_file(&partial);
         let mut file =
             fs_err::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&partial)?;
         file.write_all(text.as_bytes())?;
         file.sync_all()?;
-        fs_err::rename(&partial, &self.discovery)?;
+        fs_err::rename(&partial, &self.discovery.0)?;
         Ok(())
     }
 
@@ -307,7 +317,6 @@ impl Server {
     /// When the listener fails.
     pub fn serve(self) -> Result<()> {
         let result = self.accept_loop();
-        let _ = fs_err::remove_file(&self.discovery);
         if let Listener::Unix(_, path) = &self.listener {
             let _ = fs_err::remove_file(path);
         }

@@ -29,6 +29,7 @@ mod provider_fallback;
 mod reasoning;
 mod replay;
 mod safety;
+mod serve;
 mod sessions;
 mod shell_snapshot;
 mod skills;

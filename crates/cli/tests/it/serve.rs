@@ -1,0 +1,531 @@
+//! `codecoder serve` end to end, in raw HTTP over TCP against the real binary: the one URL line
+//! and the private discovery file, a taken port and an unprotected address refused at start,
+//! and each security point (token, cookie exchange, Host allowlist, Origin, JSON-only
+//! mutations, security headers, the access log without the token) refused with its status and
+//! nothing changed; then a session started, streamed, approved and resumed through the API.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use codecoder_test_support::{FakeModelServer, Reply, Script};
+use serde_json::{Value, json};
+
+use crate::exec::{Run, openai_env};
+
+/// How long any one answer may take before the test fails.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A running `codecoder serve`.
+struct Served {
+    child: Child,
+    port: u16,
+    token: String,
+    url: String,
+    home: PathBuf,
+}
+
+impl Served {
+    fn start(run: &Run, args: &[&str]) -> Self {
+        let mut command_args = vec!["serve"];
+        command_args.extend_from_slice(args);
+        let mut child = run
+            .command(&command_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut url = String::new();
+        stdout.read_line(&mut url).unwrap();
+        let url = url.trim_end().to_owned();
+        // Anything more on stdout would break a script reading the one line: read it to the end
+        // on a thread and fail if it holds anything.
+        std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = stdout.read_to_string(&mut rest);
+            assert_eq!(rest, "", "more than one line on stdout");
+        });
+        let rest = url.strip_prefix("http://127.0.0.1:").unwrap_or_else(|| panic!("{url}"));
+        let (port, token) = rest.split_once("/?token=").unwrap();
+        Self {
+            child,
+            port: port.parse().unwrap(),
+            token: token.to_owned(),
+            url: url.clone(),
+            home: run.home.to_owned(),
+        }
+    }
+
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Sends `head` (request line and headers, without the final blank line) and `body`.
+    fn raw(&self, head: &str, body: &str) -> Answer {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        let request =
+            format!("{head}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        Answer::parse(&text)
+    }
+
+    /// A request with the right Host and the token as a bearer.
+    fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Answer {
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}",
+            self.host(),
+            self.token
+        );
+        if body.is_some() {
+            head.push_str("\r\nContent-Type: application/json");
+        }
+        self.raw(&head, &body.map(Value::to_string).unwrap_or_default())
+    }
+
+    /// Stops the server as Ctrl-C would; returns its exit code.
+    fn stop(mut self) -> Option<i32> {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap()),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        self.child.wait().unwrap().code()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP answer.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    /// Header names lower-cased.
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn parse(text: &str) -> Self {
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text, ""));
+        let mut lines = head.split("\r\n");
+        let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+        let headers = lines
+            .filter_map(|line| line.split_once(':'))
+            .map(|(name, value)| (name.to_ascii_lowercase(), value.trim().to_owned()))
+            .collect();
+        Self { status, headers, body: body.to_owned() }
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|err| panic!("{err}: {self:?}"))
+    }
+
+    /// The security headers every answer carries.
+    fn assert_hardened(&self) {
+        let csp = self.header("content-security-policy").unwrap_or_else(|| panic!("{self:?}"));
+        assert!(csp.contains("connect-src 'self'"), "{csp}");
+        assert!(csp.contains("default-src 'none'"), "{csp}");
+        assert_eq!(self.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(self.header("referrer-policy"), Some("no-referrer"));
+        assert_eq!(self.header("x-frame-options"), Some("DENY"));
+    }
+}
+
+fn temp_run<'a>(home: &'a Path, cwd: &'a Path) -> Run<'a> {
+    Run { home, cwd, env: Vec::new() }
+}
+
+fn session_files(home: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(home.join("sessions")) else { return 0 };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|ext| ext == "jsonl"))
+        .count()
+}
+
+#[test]
+fn serve_prints_one_url_and_keeps_a_private_discovery_file_while_it_runs() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let served = Served::start(&temp_run(home.path(), cwd.path()), &[]);
+    // 256 bits in hex: far past the 128 the token needs.
+    assert_eq!(served.token.len(), 64, "{}", served.url);
+    assert!(served.token.chars().all(|c| c.is_ascii_hexdigit()));
+    let discovery = home.path().join("serve.json");
+    let mode = std::fs::metadata(&discovery).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&discovery).unwrap()).unwrap();
+    assert_eq!(written["url"], served.url.as_str());
+    assert_eq!(written["token"], served.token.as_str());
+    assert_eq!(written["pid"], served.child.id());
+    assert_eq!(written["listen"], served.host());
+
+    // A second server gets a token of its own.
+    let home2 = tempfile::tempdir().unwrap();
+    let other = Served::start(&temp_run(home2.path(), cwd.path()), &[]);
+    assert_ne!(other.token, served.token);
+    assert_ne!(other.port, served.port);
+
+    assert_eq!(served.stop(), Some(0));
+    assert!(!discovery.exists(), "serve.json outlived the server");
+}
+
+#[test]
+fn a_taken_port_and_an_unprotected_address_are_refused_at_start() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let run = temp_run(home.path(), cwd.path());
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let output = run.run(&["serve", "--listen", &addr], "");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("cannot listen on {addr}")), "{stderr}");
+    assert!(output.stdout.is_empty());
+
+    let output = run.run(&["serve", "--listen", "0.0.0.0:0"], "");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("refusing to listen on 0.0.0.0:0"), "{stderr}");
+    assert!(stderr.contains("--auth token"), "{stderr}");
+    assert!(output.stdout.is_empty());
+    assert!(!home.path().join("serve.json").exists());
+
+    let output = run.run(&["serve", "--listen", "nowhere"], "");
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn a_non_loopback_address_with_explicit_auth_serves_and_says_it_is_plain_http() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let mut child = temp_run(home.path(), cwd.path())
+        .command(&["serve", "--listen", "0.0.0.0:0", "--auth", "token"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("http://127.0.0.1:"), "{line}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("plain HTTP"), "{stderr}");
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+}
+
+#[test]
+fn the_token_is_required_and_a_browser_trades_it_for_a_strict_cookie() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let served = Served::start(&temp_run(home.path(), cwd.path()), &[]);
+    let host = served.host();
+
+    let none = served.raw(&format!("GET /api/sessions HTTP/1.1\r\nHost: {host}"), "");
+    assert_eq!(none.status, 401, "{none:?}");
+    none.assert_hardened();
+    let page = served.raw(&format!("GET / HTTP/1.1\r\nHost: {host}"), "");
+    assert_eq!(page.status, 401);
+    let wrong = served.raw(&format!("GET /?token=0123 HTTP/1.1\r\nHost: {host}"), "");
+    assert_eq!(wrong.status, 401);
+    let wrong_bearer = served.raw(
+        &format!(
+            "GET /api/sessions HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}x",
+            served.token
+        ),
+        "",
+    );
+    assert_eq!(wrong_bearer.status, 401);
+
+    let exchange =
+        served.raw(&format!("GET /?token={} HTTP/1.1\r\nHost: {host}", served.token), "");
+    assert_eq!(exchange.status, 303, "{exchange:?}");
+    assert_eq!(exchange.header("location"), Some("/"));
+    exchange.assert_hardened();
+    let cookie = exchange.header("set-cookie").unwrap();
+    assert!(cookie.ends_with("; HttpOnly; SameSite=Strict; Path=/"), "{cookie}");
+    let pair = cookie.split(';').next().unwrap();
+    assert!(!pair.contains(&served.token), "the cookie is a secret of its own: {cookie}");
+
+    let with_cookie = served.raw(&format!("GET / HTTP/1.1\r\nHost: {host}\r\nCookie: {pair}"), "");
+    assert_eq!(with_cookie.status, 200);
+    with_cookie.assert_hardened();
+    assert!(with_cookie.body.contains("codecoder"));
+    let api =
+        served.raw(&format!("GET /api/sessions HTTP/1.1\r\nHost: {host}\r\nCookie: {pair}"), "");
+    assert_eq!(api.status, 200);
+    assert_eq!(api.json(), json!({"sessions": []}));
+    let bearer = served.call("GET", "/api/sessions", None);
+    assert_eq!(bearer.status, 200);
+    bearer.assert_hardened();
+}
+
+#[test]
+fn a_foreign_host_is_refused_unless_allowed() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let served =
+        Served::start(&temp_run(home.path(), cwd.path()), &["--allow-host", "box.example"]);
+    let port = served.port;
+    let ask = |host: &str| {
+        served.raw(
+            &format!(
+                "GET /api/sessions HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}",
+                served.token
+            ),
+            "",
+        )
+    };
+    // The DNS-rebinding shape: the right token, a foreign name for our address.
+    let rebound = ask(&format!("evil.example:{port}"));
+    assert_eq!(rebound.status, 403, "{rebound:?}");
+    rebound.assert_hardened();
+    assert_eq!(ask(&format!("127.0.0.1:{}", port + 1)).status, 403);
+    assert_eq!(ask(&format!("localhost:{port}")).status, 200);
+    assert_eq!(ask(&format!("[::1]:{port}")).status, 200);
+    assert_eq!(ask(&format!("box.example:{port}")).status, 200);
+    let exchange = served
+        .raw(&format!("GET /?token={} HTTP/1.1\r\nHost: evil.example:{port}", served.token), "");
+    assert_eq!(exchange.status, 403);
+    assert!(exchange.header("set-cookie").is_none());
+}
+
+#[test]
+fn cross_origin_and_non_json_posts_change_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let served = Served::start(&temp_run(home.path(), cwd.path()), &[]);
+    let host = served.host();
+    let token = &served.token;
+    let body = json!({"cwd": cwd.path(), "prompt": "hi"}).to_string();
+
+    let cross = served.raw(
+        &format!(
+            "POST /api/sessions HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\
+             Origin: http://evil.example\r\nContent-Type: application/json"
+        ),
+        &body,
+    );
+    assert_eq!(cross.status, 403, "{cross:?}");
+    cross.assert_hardened();
+    let plain = served.raw(
+        &format!(
+            "POST /api/sessions HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: text/plain"
+        ),
+        &body,
+    );
+    assert_eq!(plain.status, 415, "{plain:?}");
+    let form = served.raw(
+        &format!(
+            "POST /api/sessions HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/x-www-form-urlencoded"
+        ),
+        "cwd=/tmp&prompt=hi",
+    );
+    assert_eq!(form.status, 415);
+    let untyped = served.raw(
+        &format!("POST /api/sessions HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}"),
+        &body,
+    );
+    assert_eq!(untyped.status, 415);
+    let upgrade = served.raw(
+        &format!(
+            "GET /api/sessions/x/events HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\
+             Upgrade: websocket\r\nConnection: Upgrade\r\nOrigin: http://evil.example"
+        ),
+        "",
+    );
+    assert_eq!(upgrade.status, 403);
+
+    assert_eq!(session_files(home.path()), 0, "a refused request started a session");
+    assert_eq!(served.call("GET", "/api/sessions", None).json(), json!({"sessions": []}));
+}
+
+#[test]
+fn every_request_is_logged_and_the_token_never_is() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let served = Served::start(&temp_run(home.path(), cwd.path()), &[]);
+    let host = served.host();
+    served.raw(&format!("GET /?token={} HTTP/1.1\r\nHost: {host}", served.token), "");
+    served.raw("GET /api/sessions HTTP/1.1\r\nHost: evil.example", "");
+    served.call("GET", "/api/sessions?q=x", None);
+    let token = served.token.clone();
+    let home_path = served.home.clone();
+    assert_eq!(served.stop(), Some(0));
+    let log = std::fs::read_to_string(home_path.join("logs/serve-access.log")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 3, "{log}");
+    assert!(!log.contains(&token), "{log}");
+    assert!(lines.iter().any(|line| line.ends_with(" GET /?token=REDACTED 303")), "{log}");
+    assert!(lines.iter().all(|line| line.contains(" 127.0.0.1:")), "{log}");
+    assert!(lines.iter().any(|line| line.ends_with(" GET /api/sessions 403")), "{log}");
+    assert!(lines.iter().any(|line| line.ends_with(" GET /api/sessions?q=x 200")), "{log}");
+}
+
+/// Reads a session's event stream from `after` until `until` holds for an event, and returns
+/// every event read (the stream is dropped then).
+fn read_events(
+    served: &Served,
+    id: &str,
+    after: u64,
+    until: impl Fn(&Value) -> bool,
+) -> Vec<Value> {
+    let mut stream = TcpStream::connect(("127.0.0.1", served.port)).unwrap();
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    write!(
+        stream,
+        "GET /api/sessions/{id}/events?after={after} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n",
+        served.host(),
+        served.token
+    )
+    .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut status = String::new();
+    reader.read_line(&mut status).unwrap();
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    let mut events = Vec::new();
+    let mut last_id = after;
+    for line in reader.lines() {
+        let line = line.unwrap();
+        if let Some(id) = line.strip_prefix("id: ") {
+            last_id = id.parse().unwrap();
+        }
+        if let Some(data) = line.strip_prefix("data: ") {
+            let event: Value = serde_json::from_str(data).unwrap();
+            assert_eq!(event["seq"], last_id, "the id line names the event's seq");
+            let done = until(&event);
+            events.push(event);
+            if done {
+                return events;
+            }
+        }
+    }
+    panic!("the stream ended before the awaited event: {events:#?}");
+}
+
+fn kind(event: &Value) -> &str {
+    event["event"]["kind"]["type"].as_str().unwrap_or_default()
+}
+
+#[test]
+fn a_session_is_started_streamed_approved_once_and_resumed_from_its_cursor() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let work = cwd.path().canonicalize().unwrap();
+    let script = Script::new()
+        .reply(Reply::tool_call("c1", "run_command", json!({"command": "touch approved.txt"})))
+        .reply(Reply::text("Made it.").chunks(3))
+        .reply(Reply::text("Second turn."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    // The server's own flags are every session's policy: untrusted asks for the command.
+    let served =
+        Served::start(&run, &["-a", "untrusted", "-s", "danger-full-access", "-m", "test-model"]);
+
+    let started =
+        served.call("POST", "/api/sessions", Some(&json!({"cwd": work, "prompt": "make a file"})));
+    assert_eq!(started.status, 201, "{started:?}");
+    let started = started.json();
+    let id = started["id"].as_str().unwrap().to_owned();
+    assert_eq!(started["cwd"], work.to_string_lossy().as_ref());
+
+    let first = read_events(&served, &id, 0, |e| kind(e) == "approval_request");
+    let seqs: Vec<u64> = first.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "seq counts from 1 with no gap");
+    assert!(first.iter().all(|e| e["sessionId"] == id.as_str()));
+    assert!(first.iter().any(|e| kind(e) == "turn_started"), "{first:#?}");
+    let asked = first.last().unwrap();
+    let request = &asked["event"]["kind"];
+    assert_eq!(request["view"]["kind"]["type"], "execute", "{request}");
+    assert!(request["summary"].as_str().unwrap().contains("touch approved.txt"), "{request}");
+    assert!(!work.join("approved.txt").exists(), "ran before it was approved");
+
+    // Any client sees what is pending, and the first answer wins.
+    let pending = served.call("GET", &format!("/api/sessions/{id}/pending"), None).json();
+    assert_eq!(pending["approvals"], json!([asked]), "{pending}");
+    let request_id = request["id"].as_str().unwrap();
+    let bad = served.call(
+        "POST",
+        &format!("/api/approvals/{request_id}"),
+        Some(&json!({"decision": "maybe"})),
+    );
+    assert_eq!(bad.status, 400);
+    let yes = served.call(
+        "POST",
+        &format!("/api/approvals/{request_id}"),
+        Some(&json!({"decision": "allow_once"})),
+    );
+    assert_eq!(yes.status, 200, "{yes:?}");
+    let again = served.call(
+        "POST",
+        &format!("/api/approvals/{request_id}"),
+        Some(&json!({"decision": "deny"})),
+    );
+    assert_eq!(again.status, 409, "{again:?}");
+
+    // A reader that reconnects after the last event it saw misses nothing.
+    let after = asked["seq"].as_u64().unwrap();
+    let rest = read_events(&served, &id, after, |e| kind(e) == "turn_done");
+    assert_eq!(rest[0]["seq"], after + 1, "{rest:#?}");
+    assert!(work.join("approved.txt").exists());
+    let finished = rest.iter().find(|e| kind(e) == "tool_finished").unwrap();
+    assert_eq!(finished["event"]["kind"]["view"]["kind"]["type"], "execute");
+    assert!(
+        rest.iter().any(|e| kind(e) == "agent_message" && e["event"]["kind"]["text"] == "Made it.")
+    );
+    assert_eq!(
+        served.call("GET", &format!("/api/sessions/{id}/pending"), None).json(),
+        json!({"approvals": []})
+    );
+
+    // A second turn through the prompt route, read from where the first ended.
+    let done_seq = rest.last().unwrap()["seq"].as_u64().unwrap();
+    let prompted =
+        served.call("POST", &format!("/api/sessions/{id}/prompt"), Some(&json!({"text": "again"})));
+    assert_eq!(prompted.status, 202, "{prompted:?}");
+    let second = read_events(&served, &id, done_seq, |e| kind(e) == "turn_done");
+    assert!(second.iter().any(|e| kind(e) == "turn_started"), "{second:#?}");
+    assert!(second.iter().any(|e| e["event"]["kind"]["text"] == "Second turn."));
+    let cancel = served.call("POST", &format!("/api/sessions/{id}/cancel"), Some(&json!({})));
+    assert_eq!(cancel.status, 202);
+
+    // The index lists it, live, and a search finds it by its title.
+    let listed = served.call("GET", "/api/sessions?q=MAKE%20A", None).json();
+    let sessions = listed["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{listed}");
+    assert_eq!(sessions[0]["id"], id.as_str());
+    assert_eq!(sessions[0]["live"], true);
+    assert_eq!(
+        served.call("GET", "/api/sessions?q=nothing-like-it", None).json(),
+        json!({"sessions": []})
+    );
+    let unknown = served.call("POST", "/api/sessions/nope/prompt", Some(&json!({"text": "x"})));
+    assert_eq!(unknown.status, 404);
+    assert_eq!(served.stop(), Some(0));
+}
