@@ -1,4 +1,5 @@
-//! The routes behind the guard: the page, the session list (the index), starting and driving
+//! The routes behind the guard: the page and its files, the server's facts (`/api/server`:
+//! the project new sessions open on), the session list (the index), starting and driving
 //! hosted sessions, their event streams (server-sent events with a resumable `seq` cursor) and
 //! their pending approvals. The JSON shapes are documented in the crate's docs (lib.rs).
 //!
@@ -22,18 +23,31 @@ use crate::http::{self, Request, Response};
 /// is also how it finds out that its reader left).
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
-/// The page at `/`.
-const PAGE: &str = include_str!("page.html");
+/// The page at `/` and its script and style, embedded: the page works offline and loads
+/// nothing from elsewhere (the CSP allows only this server's own files).
+const STATIC: &[(&str, &str, &str)] = &[
+    ("", "text/html; charset=utf-8", include_str!("web/index.html")),
+    ("app.js", "text/javascript; charset=utf-8", include_str!("web/app.js")),
+    ("app.css", "text/css; charset=utf-8", include_str!("web/app.css")),
+];
 
 /// Answers `request` on `out`; returns the status sent.
 pub(crate) fn route(shared: &Shared, request: &Request, out: &mut dyn Write) -> u16 {
     let segments: Vec<&str> = request.path.trim_matches('/').split('/').collect();
     let response = match (request.method.as_str(), segments.as_slice()) {
-        ("GET", [""]) => Response {
-            status: 200,
-            headers: vec![("Content-Type", "text/html; charset=utf-8".to_owned())],
-            body: PAGE.as_bytes().to_vec(),
-        },
+        ("GET", [name]) if STATIC.iter().any(|(file, ..)| file == name) => {
+            let (_, content_type, text) =
+                STATIC.iter().find(|(file, ..)| file == name).copied().unwrap_or_default();
+            Response {
+                status: 200,
+                headers: vec![("Content-Type", content_type.to_owned())],
+                body: text.as_bytes().to_vec(),
+            }
+        }
+        ("GET", ["api", "server"]) => Response::json(
+            200,
+            &json!({ "cwd": shared.default_cwd, "version": env!("CARGO_PKG_VERSION") }),
+        ),
         ("GET", ["api", "sessions"]) => list(shared, request),
         ("POST", ["api", "sessions"]) => start(shared, request),
         ("POST", ["api", "sessions", id, "prompt"]) => prompt(shared, id, request),

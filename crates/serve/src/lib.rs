@@ -18,6 +18,7 @@
 //!
 //! # API
 //!
+//! - `GET /api/server`: `{cwd, version}`, `cwd` being the project a new session opens on.
 //! - `GET /api/sessions?q=TEXT&cwd=DIR`: `{"sessions": [Summary]}`, newest first, from the
 //!   session index; subagents' logs are not listed. `Summary` is `{id, title, cwd, model,
 //!   provider, createdMs, updatedMs, parent, live}` (`live`: hosted by this server now).

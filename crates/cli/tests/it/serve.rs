@@ -279,6 +279,18 @@ fn the_token_is_required_and_a_browser_trades_it_for_a_strict_cookie() {
         served.raw(&format!("GET /api/sessions HTTP/1.1\r\nHost: {host}\r\nCookie: {pair}"), "");
     assert_eq!(api.status, 200);
     assert_eq!(api.json(), json!({"sessions": []}));
+    // The page and its files come from the binary: nothing from elsewhere.
+    assert!(with_cookie.body.contains("<script src=\"/app.js\""), "{}", with_cookie.body);
+    let script = served.raw(&format!("GET /app.js HTTP/1.1\r\nHost: {host}\r\nCookie: {pair}"), "");
+    assert_eq!(script.status, 200);
+    assert_eq!(script.header("content-type"), Some("text/javascript; charset=utf-8"));
+    script.assert_hardened();
+    for file in [&with_cookie.body, &script.body] {
+        assert!(!file.contains("https://") && !file.contains("http://"), "an outside URL: {file}");
+    }
+    let facts =
+        served.raw(&format!("GET /api/server HTTP/1.1\r\nHost: {host}\r\nCookie: {pair}"), "");
+    assert_eq!(facts.json()["cwd"], cwd.path().canonicalize().unwrap().to_string_lossy().as_ref());
     let bearer = served.call("GET", "/api/sessions", None);
     assert_eq!(bearer.status, 200);
     bearer.assert_hardened();
@@ -528,4 +540,49 @@ fn a_session_is_started_streamed_approved_once_and_resumed_from_its_cursor() {
     let unknown = served.call("POST", "/api/sessions/nope/prompt", Some(&json!({"text": "x"})));
     assert_eq!(unknown.status, 404);
     assert_eq!(served.stop(), Some(0));
+}
+
+#[test]
+fn a_unix_socket_is_private_and_guarded_the_same_way() {
+    use std::os::unix::net::UnixStream;
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let socket = home.path().join("serve.sock");
+    let listen = format!("unix:{}", socket.display());
+    let mut child = temp_run(home.path(), cwd.path())
+        .command(&["serve", "--listen", &listen])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let token = line.trim_end().rsplit_once("?token=").unwrap().1.to_owned();
+    assert_eq!(std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777, 0o600);
+    let ask = |head: &str| {
+        let mut stream = UnixStream::connect(&socket).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        write!(stream, "{head}\r\nConnection: close\r\n\r\n").unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        Answer::parse(&text)
+    };
+    let ok = ask(&format!(
+        "GET /api/sessions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}"
+    ));
+    assert_eq!(ok.status, 200, "{ok:?}");
+    assert_eq!(ask("GET /api/sessions HTTP/1.1\r\nHost: localhost").status, 401);
+    let foreign = ask(&format!(
+        "GET /api/sessions HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer {token}"
+    ));
+    assert_eq!(foreign.status, 403);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert!(!socket.exists(), "the socket outlived the server");
+    assert!(!home.path().join("serve.json").exists());
 }

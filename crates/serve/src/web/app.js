@@ -1,0 +1,136 @@
+// The placeholder page of `codecoder serve`: the session list with search, one hosted
+// session's live transcript from its event stream, its pending approvals, and a composer.
+// Every call goes to this server's own API (same origin, the session cookie); calls are
+// rendered from their `view` (the tool's own description), never from a tool's name.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+let current = null;
+let stream = null;
+let defaultCwd = null;
+
+async function api(method, path, body) {
+  const init = { method, headers: {} };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const answer = await fetch(path, init);
+  const data = await answer.json().catch(() => ({}));
+  if (!answer.ok) throw new Error(data.error || answer.statusText);
+  return data;
+}
+
+function add(parent, tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  parent.appendChild(node);
+  return node;
+}
+
+async function listSessions() {
+  const q = encodeURIComponent($("search").value);
+  const { sessions } = await api("GET", `/api/sessions?q=${q}`);
+  const list = $("sessions");
+  list.replaceChildren();
+  for (const s of sessions) {
+    const item = add(list, "li", s.id === current ? "current" : "", s.title || "(no prompt yet)");
+    add(item, "small", "", `${s.live ? "live · " : ""}${s.cwd}`);
+    item.addEventListener("click", () => open(s));
+  }
+}
+
+function open(session) {
+  current = session.id;
+  if (stream) stream.close();
+  $("transcript").replaceChildren();
+  $("approvals").replaceChildren();
+  $("send").textContent = "Send";
+  listSessions();
+  if (!session.live) {
+    add($("transcript"), "div", "note", "This session is not running in this server.");
+    return;
+  }
+  $("cancel").hidden = false;
+  stream = new EventSource(`/api/sessions/${session.id}/events`);
+  let text = null;
+  stream.onmessage = (message) => {
+    const { event } = JSON.parse(message.data);
+    const kind = event.kind;
+    const view = kind.view || {};
+    switch (kind.type) {
+      case "text_delta":
+        text = text || add($("transcript"), "div", "agent", "");
+        text.textContent += kind.delta;
+        break;
+      case "agent_message":
+        text = text || add($("transcript"), "div", "agent", "");
+        text.textContent = kind.text;
+        text = null;
+        break;
+      case "tool_started":
+        add($("transcript"), "div", "tool", `▸ ${view.title || view.kind?.type || "call"}`);
+        break;
+      case "tool_finished": {
+        const failed = kind.result && kind.result.Err !== undefined;
+        add($("transcript"), "div", failed ? "tool failed" : "tool",
+          `${failed ? "✗" : "✓"} ${view.title || view.kind?.type || "call"}`);
+        break;
+      }
+      case "approval_request":
+        showApproval(kind);
+        break;
+      case "warning":
+        add($("transcript"), "div", "note", kind.message);
+        break;
+      case "turn_done":
+        text = null;
+        $("approvals").replaceChildren();
+        break;
+    }
+  };
+}
+
+function showApproval(request) {
+  const box = add($("approvals"), "div", "approval");
+  add(box, "div", "", request.summary);
+  if (request.reason) add(box, "small", "", request.reason);
+  add(box, "br");
+  for (const [label, decision] of [["Allow once", "allow_once"], ["Allow for the session", "allow_for_session"], ["Deny", "deny"]]) {
+    const button = add(box, "button", "", label);
+    button.type = "button";
+    button.addEventListener("click", async () => {
+      try { await api("POST", `/api/approvals/${request.id}`, { decision }); } catch (err) { add(box, "div", "note", err.message); }
+      box.remove();
+    });
+  }
+}
+
+$("composer").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const text = $("prompt").value.trim();
+  if (!text) return;
+  $("prompt").value = "";
+  try {
+    if (current) {
+      add($("transcript"), "div", "user", text);
+      await api("POST", `/api/sessions/${current}/prompt`, { text });
+    } else {
+      const started = await api("POST", "/api/sessions", { cwd: defaultCwd, prompt: text });
+      open({ id: started.id, live: true });
+      add($("transcript"), "div", "user", text);
+    }
+  } catch (err) {
+    add($("transcript"), "div", "note", err.message);
+  }
+});
+
+$("cancel").addEventListener("click", () => current && api("POST", `/api/sessions/${current}/cancel`, {}));
+$("search").addEventListener("input", () => listSessions());
+
+api("GET", "/api/server").then((server) => {
+  defaultCwd = server.cwd;
+  $("project").textContent = server.cwd;
+});
+listSessions();
