@@ -27,7 +27,7 @@ const INCOMING_FRAMES: usize = 64;
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What the frame writer sends.
-enum Outgoing {
+pub(crate) enum Outgoing {
     /// A JSON-RPC message.
     Text(String),
     /// Bytes the reader's WebSocket wrote (pong and close replies), already framed.
@@ -223,13 +223,24 @@ impl BufRead for FrameReader {
 }
 
 /// The lines `serve` writes: each whole line becomes a text frame.
-struct FrameWriter {
+pub(crate) struct FrameWriter {
     queue: Sender<Outgoing>,
     /// A line written in pieces, until its newline.
     pending: Vec<u8>,
     /// Shut down when the client is dropped, which ends its reader.
     socket: TcpStream,
     not_reading: Arc<AtomicBool>,
+}
+
+impl FrameWriter {
+    #[cfg(test)]
+    pub(crate) fn new(
+        queue: Sender<Outgoing>,
+        socket: TcpStream,
+        not_reading: Arc<AtomicBool>,
+    ) -> Self {
+        Self { queue, pending: Vec::new(), socket, not_reading }
+    }
 }
 
 impl Write for FrameWriter {

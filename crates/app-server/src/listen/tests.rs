@@ -1,6 +1,6 @@
 //! Unit tests of the listener's checks (Origin, Host, auth, the upgrade's headers), the
-//! capability token and the signed bearer token, HMAC-SHA256 against RFC 4231, and the frame
-//! reader's lines.
+//! capability token and the signed bearer token, HMAC-SHA256 against RFC 4231, the frame
+//! reader's lines, and the frame writer dropping a client that does not read.
 
 use std::io::BufRead;
 use std::net::SocketAddr;
@@ -11,7 +11,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::auth::{hmac_sha256, sha256};
-use super::conn::FrameReader;
+use super::conn::{FrameReader, FrameWriter, Outgoing};
 use super::{Verdict, WsAuth, decide, host_allowed, http};
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef-token";
@@ -258,6 +258,41 @@ fn a_head_is_split_from_the_bytes_after_it() {
     assert_eq!(rest, b"\x81\x00");
     assert!(http::read_head(&mut &b"GET / HTTP/1.1\r\n"[..]).unwrap().is_none());
     assert!(http::parse(b"GET / SPDY/3\r\n\r\n").is_none());
+}
+
+#[test]
+fn a_client_whose_queue_is_full_is_dropped() {
+    use std::io::{Read, Write};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server_side, _) = listener.accept().unwrap();
+    let (tx, rx) = crossbeam_channel::bounded(2);
+    let not_reading = Arc::new(AtomicBool::new(false));
+    let mut writer = FrameWriter::new(tx, server_side, Arc::clone(&not_reading));
+    // Lines written in pieces are whole frames.
+    writer.write_all(b"{\"a\":").unwrap();
+    writer.write_all(b"1}\n{\"b\":2}\n").unwrap();
+    let texts: Vec<String> = rx
+        .try_iter()
+        .map(|o| match o {
+            Outgoing::Text(text) => text,
+            Outgoing::Raw(_) => panic!("raw bytes"),
+        })
+        .collect();
+    assert_eq!(texts, ["{\"a\":1}", "{\"b\":2}"]);
+    writer.write_all(b"{\"c\":3}\n{\"d\":4}\n").unwrap();
+    assert!(!not_reading.load(Ordering::SeqCst));
+    // The queue holds two: the third is one too many.
+    let err = writer.write_all(b"{\"e\":5}\n").unwrap_err();
+    assert!(err.to_string().contains("not reading"), "{err}");
+    assert!(not_reading.load(Ordering::SeqCst));
+    // The socket was shut down: the client reads its end.
+    let mut rest = Vec::new();
+    client.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty());
+    drop(rx);
 }
 
 fn tempfile_dir() -> std::path::PathBuf {
