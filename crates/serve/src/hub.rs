@@ -3,6 +3,9 @@
 //! events, numbers them, keeps them for readers that come later or reconnect, and holds the
 //! replies of its pending approvals until a client answers.
 //!
+//! Besides the agent's events, the stream holds one of the server's own: `approvalResolved`,
+//! when a client answered an approval.
+//!
 //! Invariants: an event's `seq` is its position in the session's stream (1, 2, 3, …), so a
 //! reader that resumes `after=N` misses nothing and sees nothing twice; an approval's reply is
 //! taken out of the pending map by the first answer, so a second answer finds nothing (first
@@ -104,15 +107,20 @@ impl Live {
     /// Answers a pending approval; `false` when it is not pending here (answered already,
     /// withdrawn, or another session's).
     fn answer(&self, request_id: &str, decision: &ApprovalDecision) -> bool {
-        let taken = self.lock().pending.remove(request_id);
-        match taken {
-            Some(pending) => {
-                let _ = pending.reply.send(decision.clone());
-                self.changed.notify_all();
-                true
-            }
-            None => false,
-        }
+        let mut state = self.lock();
+        let Some(pending) = state.pending.remove(request_id) else { return false };
+        // Every reader is told, in the stream, before the call goes on: a client that showed
+        // the question takes it down.
+        let seq = state.events.len() as u64 + 1;
+        state.events.push(json!({
+            "seq": seq,
+            "sessionId": self.id,
+            "approvalResolved": { "id": request_id, "decision": decision },
+        }));
+        drop(state);
+        self.changed.notify_all();
+        let _ = pending.reply.send(decision.clone());
+        true
     }
 
     /// Takes one agent event into the stream.

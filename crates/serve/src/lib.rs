@@ -44,7 +44,9 @@
 //! `CallView` its tool wrote: kind, title, paths, changes with diffs, command), `agent_message`,
 //! `tool_output_delta`, `approval_request` (`id`, `view`, `summary`, `permissionKeys`,
 //! `reason`), `ask_user`, `usage`, `warning`, `turn_done`, and the rest of `AgentEventKind`.
-//! A client renders a call from its view, never from the tool's name.
+//! A client renders a call from its view, never from the tool's name. When a client answers
+//! an approval, every reader gets `{seq, sessionId, approvalResolved: {id, decision}}` in the
+//! same stream, before the call goes on.
 //!
 //! Invariants: one request per connection (`Connection: close`), each on a named thread of its
 //! own that the server joins; the discovery file (`serve.json`, mode 0600) exists exactly while

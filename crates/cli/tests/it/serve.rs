@@ -442,6 +442,7 @@ fn read_events(
 }
 
 fn kind(event: &Value) -> &str {
+    // `approvalResolved` records have no agent event: their kind is empty.
     event["event"]["kind"]["type"].as_str().unwrap_or_default()
 }
 
@@ -505,6 +506,14 @@ fn a_session_is_started_streamed_approved_once_and_resumed_from_its_cursor() {
     let after = asked["seq"].as_u64().unwrap();
     let rest = read_events(&served, &id, after, |e| kind(e) == "turn_done");
     assert_eq!(rest[0]["seq"], after + 1, "{rest:#?}");
+    // Every reader learns that the approval was answered, and how, before the call runs.
+    let resolved = rest.iter().position(|e| !e["approvalResolved"].is_null()).unwrap();
+    assert_eq!(
+        rest[resolved]["approvalResolved"],
+        json!({"id": request_id, "decision": {"type": "allow_once"}}),
+    );
+    let ran = rest.iter().position(|e| kind(e) == "tool_started").unwrap();
+    assert!(resolved < ran, "{rest:#?}");
     assert!(work.join("approved.txt").exists());
     let finished = rest.iter().find(|e| kind(e) == "tool_finished").unwrap();
     assert_eq!(finished["event"]["kind"]["view"]["kind"]["type"], "execute");

@@ -56,8 +56,12 @@ function open(session) {
   stream = new EventSource(`/api/sessions/${session.id}/events`);
   let text = null;
   stream.onmessage = (message) => {
-    const { event } = JSON.parse(message.data);
-    const kind = event.kind;
+    const data = JSON.parse(message.data);
+    if (data.approvalResolved) {
+      document.getElementById(`approval-${data.approvalResolved.id}`)?.remove();
+      return;
+    }
+    const kind = data.event.kind;
     const view = kind.view || {};
     switch (kind.type) {
       case "text_delta":
@@ -94,6 +98,7 @@ function open(session) {
 
 function showApproval(request) {
   const box = add($("approvals"), "div", "approval");
+  box.id = `approval-${request.id}`;
   add(box, "div", "", request.summary);
   if (request.reason) add(box, "small", "", request.reason);
   add(box, "br");
