@@ -5,9 +5,10 @@
 //
 // Usage: node drive.mjs SCENARIO, with the workspace as the working directory.
 // Environment: CODECODER_BIN (the binary), CODECODER_TEST_CLAUDE_SDK_JS (the npm prefix holding
-// the SDK), SDK_MODEL (the model option), SLEEP_MARKER (interrupt: the `sleep` argument to wait
-// for), DRIVE_TIMEOUT_MS (a guard against a run that never ends; default 90 s). Everything else
-// in the environment reaches codecoder (CODECODER_HOME, ANTHROPIC_BASE_URL, ...).
+// the SDK), SDK_MODEL (the model option), SDK_OTHER_MODEL (controls: the model switched to),
+// SLEEP_MARKER (interrupt: what the slow command's command line holds, to wait for it),
+// DRIVE_TIMEOUT_MS (a guard against a run that never ends; default 90 s). Everything else in the
+// environment reaches codecoder (CODECODER_HOME, ANTHROPIC_BASE_URL, ...).
 //
 // Prints one line {"sdk":"ts","message":…} per message the SDK yields, then one line
 // {"summary":…} in the shape drive.py prints too, which the Rust test asserts on.

@@ -5,9 +5,9 @@ MCP server, interrupt).
 
 Usage: python drive.py SCENARIO, with the workspace as the working directory.
 Environment: CODECODER_BIN (the binary), SDK_MODEL (the model option), SDK_OTHER_MODEL
-(controls: the model switched to), SLEEP_MARKER (interrupt:
-the `sleep` argument to wait for), DRIVE_TIMEOUT_MS (a guard against a run that never ends;
-default 90 s). The environment reaches codecoder too (the SDK adds its own variables to it).
+(controls: the model switched to), SLEEP_MARKER (interrupt: what the slow command's command line
+holds, to wait for it), DRIVE_TIMEOUT_MS (a guard against a run that never ends; default 90 s).
+The environment reaches codecoder too (the SDK adds its own variables to it).
 
 Prints one line {"sdk":"py","class":…,"message":…} per message the SDK yields, then one line
 {"summary":…} in the shape drive.mjs prints too, which the Rust test asserts on.
