@@ -1,7 +1,7 @@
 //! The routes behind the guard: the page and its files, the server's facts (`/api/server`:
 //! the project new sessions open on), the session list (the index), starting and driving
 //! hosted sessions, their event streams (server-sent events with a resumable `seq` cursor) and
-//! their pending approvals. The JSON shapes are documented in the crate's docs (lib.rs).
+//! their pending approvals and questions. The JSON shapes are documented in the crate's docs (lib.rs).
 //!
 //! Invariants: a route only reads the request and answers; sessions are started and driven
 //! only through `Hub`; a new session's sandbox and approval policy come from the server's own
@@ -12,12 +12,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use codecoder_app::SessionSummary;
-use codecoder_protocol::{AgentCommand, ApprovalDecision, UserInput};
+use codecoder_protocol::{AgentCommand, ApprovalDecision, AskUserAnswer, UserInput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::Shared;
 use crate::http::{self, Request, Response};
+use crate::hub::{Answer, Answered};
 
 /// How long an event stream waits for an event before it sends a keep-alive comment (which
 /// is also how it finds out that its reader left).
@@ -57,11 +58,15 @@ pub(crate) fn route(shared: &Shared, request: &Request, out: &mut dyn Write) -> 
             None => not_hosted(id),
         },
         ("GET", ["api", "sessions", id, "pending"]) => match shared.hub.get(id) {
-            Some(live) => Response::json(200, &json!({ "approvals": live.pending() })),
+            Some(live) => {
+                let (approvals, questions) = live.pending();
+                Response::json(200, &json!({ "approvals": approvals, "questions": questions }))
+            }
             None => not_hosted(id),
         },
         ("GET", ["api", "sessions", id, "events"]) => return events(shared, id, request, out),
         ("POST", ["api", "approvals", id]) => answer(shared, id, request),
+        ("POST", ["api", "questions", id]) => reply(shared, id, request),
         (_, ["api", ..]) | (_, [""]) => Response::error(405, "method not allowed here"),
         _ => Response::error(404, "no such route"),
     };
@@ -212,10 +217,37 @@ fn answer(shared: &Shared, request_id: &str, request: &Request) -> Response {
         }
         Ok(decision) => decision,
     };
-    if shared.hub.answer(request_id, &decision) {
-        Response::json(200, &json!({ "ok": true }))
-    } else {
-        Response::error(409, "no such pending approval: answered already, or withdrawn")
+    match shared.hub.answer(request_id, &Answer::Approval(decision)) {
+        Answered::Taken => Response::json(200, &json!({ "ok": true })),
+        Answered::NotPending => {
+            Response::error(409, "no such pending approval: answered already, or withdrawn")
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplyBody {
+    text: Option<String>,
+    #[serde(default)]
+    decline: bool,
+}
+
+fn reply(shared: &Shared, request_id: &str, request: &Request) -> Response {
+    let reply: ReplyBody = match body(request) {
+        Ok(reply) => reply,
+        Err(response) => return response,
+    };
+    let answer = match (reply.text, reply.decline) {
+        (Some(text), false) => AskUserAnswer::Answer { text },
+        (None, true) => AskUserAnswer::Declined,
+        _ => return Response::error(400, "send {\"text\": ANSWER} or {\"decline\": true}"),
+    };
+    match shared.hub.answer(request_id, &Answer::Question(answer)) {
+        Answered::Taken => Response::json(200, &json!({ "ok": true })),
+        Answered::NotPending => {
+            Response::error(409, "no such pending question: answered already, or withdrawn")
+        }
     }
 }
 

@@ -1,15 +1,15 @@
 //! The sessions this server hosts. Each runs as any front-end's session does (the runtime
 //! assembles it, the kernel's loop runs it); a worker thread per session reads its agent's
 //! events, numbers them, keeps them for readers that come later or reconnect, and holds the
-//! replies of its pending approvals until a client answers.
+//! replies of its pending approvals and questions until a client answers.
 //!
-//! Besides the agent's events, the stream holds one of the server's own: `approvalResolved`,
-//! when a client answered an approval.
+//! Besides the agent's events, the stream holds two of the server's own: `approvalResolved`
+//! and `questionResolved`, when a client answered.
 //!
 //! Invariants: an event's `seq` is its position in the session's stream (1, 2, 3, …), so a
 //! reader that resumes `after=N` misses nothing and sees nothing twice; an approval's reply is
 //! taken out of the pending map by the first answer, so a second answer finds nothing (first
-//! wins); at a turn's end the pending approvals it left are dropped (the kernel already
+//! wins); at a turn's end the pending requests it left are dropped (the kernel already
 //! resolved them as cancelled).
 
 use std::collections::{BTreeMap, HashMap};
@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use codecoder_app::{Overrides, Runtime, SessionRequest, Start};
 use codecoder_protocol::{
-    AgentCommand, AgentEvent, AgentEventKind, ApprovalDecision, Reply, UserInput,
+    AgentCommand, AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, Reply, UserInput,
 };
 use codecoder_stdx::{JoinOnDrop, spawn_named};
 use crossbeam_channel::Sender;
@@ -55,7 +55,31 @@ struct Pending {
     /// The seq of the event that asked.
     seq: u64,
     /// Where the answer goes.
-    reply: Reply<ApprovalDecision>,
+    reply: Waiting,
+}
+
+/// The reply a pending request waits on.
+enum Waiting {
+    Approval(Reply<ApprovalDecision>),
+    Question(Reply<AskUserAnswer>),
+}
+
+/// A client's answer to a pending request.
+#[derive(Debug, Clone)]
+pub(crate) enum Answer {
+    /// To an approval request.
+    Approval(ApprovalDecision),
+    /// To a question.
+    Question(AskUserAnswer),
+}
+
+/// What became of an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answered {
+    /// It was the first: the agent has it.
+    Taken,
+    /// Nothing of that kind with that id is pending (answered already, withdrawn, unknown).
+    NotPending,
 }
 
 /// What `events_after` found.
@@ -92,35 +116,67 @@ impl Live {
         Batch { events, finished: state.closed }
     }
 
-    /// The pending approvals, oldest first: each the event that asked, with its seq.
-    pub(crate) fn pending(&self) -> Vec<Value> {
+    /// The pending requests, oldest first, each the event that asked: approvals and questions.
+    pub(crate) fn pending(&self) -> (Vec<Value>, Vec<Value>) {
         let state = self.lock();
         let mut pending: Vec<&Pending> = state.pending.values().collect();
         pending.sort_by_key(|p| p.seq);
-        pending
+        let event =
+            |p: &Pending| state.events.get(usize::try_from(p.seq).ok()?.checked_sub(1)?).cloned();
+        let approvals = pending
             .iter()
-            .filter_map(|p| state.events.get(usize::try_from(p.seq).ok()?.checked_sub(1)?))
-            .cloned()
-            .collect()
+            .filter(|p| matches!(p.reply, Waiting::Approval(_)))
+            .filter_map(|p| event(p))
+            .collect();
+        let questions = pending
+            .iter()
+            .filter(|p| matches!(p.reply, Waiting::Question(_)))
+            .filter_map(|p| event(p))
+            .collect();
+        (approvals, questions)
     }
 
-    /// Answers a pending approval; `false` when it is not pending here (answered already,
-    /// withdrawn, or another session's).
-    fn answer(&self, request_id: &str, decision: &ApprovalDecision) -> bool {
+    /// Answers a pending request of this session if `answer` is of its kind.
+    fn answer(&self, request_id: &str, answer: &Answer) -> Answered {
         let mut state = self.lock();
-        let Some(pending) = state.pending.remove(request_id) else { return false };
+        let fits = matches!(
+            (state.pending.get(request_id).map(|p| &p.reply), answer),
+            (Some(Waiting::Approval(_)), Answer::Approval(_))
+                | (Some(Waiting::Question(_)), Answer::Question(_))
+        );
+        // An answer of the other kind leaves the request pending for the right one.
+        let Some(pending) = fits.then(|| state.pending.remove(request_id)).flatten() else {
+            return Answered::NotPending;
+        };
         // Every reader is told, in the stream, before the call goes on: a client that showed
-        // the question takes it down.
+        // the request takes it down.
         let seq = state.events.len() as u64 + 1;
-        state.events.push(json!({
-            "seq": seq,
-            "sessionId": self.id,
-            "approvalResolved": { "id": request_id, "decision": decision },
-        }));
+        let resolved = match answer {
+            Answer::Approval(decision) => {
+                json!({ "approvalResolved": { "id": request_id, "decision": decision } })
+            }
+            Answer::Question(answer) => {
+                json!({ "questionResolved": { "id": request_id, "answer": answer } })
+            }
+        };
+        let mut record = json!({ "seq": seq, "sessionId": self.id });
+        if let (Some(record), Some(resolved)) = (record.as_object_mut(), resolved.as_object()) {
+            record.extend(resolved.clone());
+        }
+        state.events.push(record);
         drop(state);
         self.changed.notify_all();
-        let _ = pending.reply.send(decision.clone());
-        true
+        match (pending.reply, answer) {
+            (Waiting::Approval(reply), Answer::Approval(decision)) => {
+                let _ = reply.send(decision.clone());
+            }
+            (Waiting::Question(reply), Answer::Question(answer)) => {
+                let _ = reply.send(answer.clone());
+            }
+            // `fits` held: the kinds match.
+            (Waiting::Approval(_) | Waiting::Question(_), _) => {}
+        }
+        Answered::Taken
     }
 
     /// Takes one agent event into the stream.
@@ -129,6 +185,7 @@ impl Live {
         let turn_done = matches!(kind, AgentEventKind::TurnDone { .. });
         let request_id = match &kind {
             AgentEventKind::ApprovalRequest(request) => Some(request.id.to_string()),
+            AgentEventKind::AskUser(request) => Some(request.id.to_string()),
             _ => None,
         };
         let body = AgentEvent { source: event.source, kind };
@@ -158,15 +215,19 @@ impl Live {
     }
 }
 
-/// Moves an approval request's reply out of its event, so the event can be kept and shown
-/// while the reply waits for an answer. A question's reply stays in its event and is dropped
-/// with it, which the kernel takes as "cancelled": questions are not served yet.
-fn split_reply(kind: AgentEventKind) -> (AgentEventKind, Option<Reply<ApprovalDecision>>) {
+/// Moves a request's reply out of its event (an approval's, a question's), so the event can be
+/// kept and shown while the reply waits for an answer.
+fn split_reply(kind: AgentEventKind) -> (AgentEventKind, Option<Waiting>) {
     match kind {
         AgentEventKind::ApprovalRequest(mut request) => {
             let (placeholder, _) = Reply::pair();
             let reply = std::mem::replace(&mut request.reply, placeholder);
-            (AgentEventKind::ApprovalRequest(request), Some(reply))
+            (AgentEventKind::ApprovalRequest(request), Some(Waiting::Approval(reply)))
+        }
+        AgentEventKind::AskUser(mut request) => {
+            let (placeholder, _) = Reply::pair();
+            let reply = std::mem::replace(&mut request.reply, placeholder);
+            (AgentEventKind::AskUser(request), Some(Waiting::Question(reply)))
         }
         other => (other, None),
     }
@@ -243,10 +304,14 @@ impl Hub {
         Ok(live)
     }
 
-    /// Answers the pending approval `request_id` of whichever session asked it.
-    pub(crate) fn answer(&self, request_id: &str, decision: &ApprovalDecision) -> bool {
+    /// Answers the pending request `request_id` of whichever session asked it.
+    pub(crate) fn answer(&self, request_id: &str, answer: &Answer) -> Answered {
         let sessions: Vec<Arc<Live>> = self.sessions().values().cloned().collect();
-        sessions.iter().any(|live| live.answer(request_id, decision))
+        if sessions.iter().any(|live| live.answer(request_id, answer) == Answered::Taken) {
+            Answered::Taken
+        } else {
+            Answered::NotPending
+        }
     }
 
     /// Tells every agent to stop (running commands are killed, logs closed) and joins the

@@ -30,11 +30,13 @@
 //! - `GET /api/sessions/{id}/events?after=N`: server-sent events, one per agent event with
 //!   `seq` above `N` (or the `Last-Event-ID` header), then each new one as it comes; the
 //!   stream ends when the session stops. Each is `id: SEQ` and `data: Event`.
-//! - `GET /api/sessions/{id}/pending`: `{"approvals": [Event]}`, the approval requests no
-//!   client has answered yet.
+//! - `GET /api/sessions/{id}/pending`: `{"approvals": [Event], "questions": [Event]}`, the
+//!   approval requests and the model's questions (`ask_user`) no client has answered yet.
 //! - `POST /api/approvals/{requestId} {decision}`: answers one; `decision` is
 //!   `"allow_once"`, `"allow_for_session"`, `"deny"` or `{"type": "deny_with_feedback",
 //!   "feedback": TEXT}`. The first answer wins: a later one gets 409.
+//! - `POST /api/questions/{requestId} {text}` or `{decline: true}`: answers a question; the
+//!   first answer wins, as for approvals.
 //!
 //! `Event` is `{seq, sessionId, event}`: `seq` counts the session's events from 1 (a reader
 //! resumes with `after=` the last it saw and misses nothing); `event` is the runtime's
@@ -44,9 +46,9 @@
 //! `CallView` its tool wrote: kind, title, paths, changes with diffs, command), `agent_message`,
 //! `tool_output_delta`, `approval_request` (`id`, `view`, `summary`, `permissionKeys`,
 //! `reason`), `ask_user`, `usage`, `warning`, `turn_done`, and the rest of `AgentEventKind`.
-//! A client renders a call from its view, never from the tool's name. When a client answers
-//! an approval, every reader gets `{seq, sessionId, approvalResolved: {id, decision}}` in the
-//! same stream, before the call goes on.
+//! A client renders a call from its view, never from the tool's name. When a client answers,
+//! every reader gets `{seq, sessionId, approvalResolved: {id, decision}}` (or
+//! `questionResolved: {id, answer}`) in the same stream, before the call goes on.
 //!
 //! Invariants: one request per connection (`Connection: close`), each on a named thread of its
 //! own that the server joins; the discovery file (`serve.json`, mode 0600) exists exactly while

@@ -522,7 +522,7 @@ fn a_session_is_started_streamed_approved_once_and_resumed_from_its_cursor() {
     );
     assert_eq!(
         served.call("GET", &format!("/api/sessions/{id}/pending"), None).json(),
-        json!({"approvals": []})
+        json!({"approvals": [], "questions": []})
     );
 
     // A second turn through the prompt route, read from where the first ended.
@@ -594,4 +594,61 @@ fn a_unix_socket_is_private_and_guarded_the_same_way() {
     assert_eq!(child.wait().unwrap().code(), Some(0));
     assert!(!socket.exists(), "the socket outlived the server");
     assert!(!home.path().join("serve.json").exists());
+}
+
+#[test]
+fn the_models_question_is_pending_for_every_client_and_the_first_answer_wins() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = Script::new()
+        .reply(Reply::tool_call(
+            "q1",
+            "ask_user",
+            json!({"question": "Which color should the button be?", "options": ["red", "blue"]}),
+        ))
+        .reply(Reply::text("Blue it is."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let served = Served::start(&run, &["-m", "test-model"]);
+    let started = served.call("POST", "/api/sessions", Some(&json!({"prompt": "style it"})));
+    assert_eq!(started.status, 201, "{started:?}");
+    let id = started.json()["id"].as_str().unwrap().to_owned();
+
+    let asked = read_events(&served, &id, 0, |e| kind(e) == "ask_user");
+    let question = asked.last().unwrap();
+    assert_eq!(question["event"]["kind"]["question"], "Which color should the button be?");
+    assert_eq!(question["event"]["kind"]["options"], json!(["red", "blue"]));
+    let pending = served.call("GET", &format!("/api/sessions/{id}/pending"), None).json();
+    assert_eq!(pending, json!({"approvals": [], "questions": [question]}));
+    let request_id = question["event"]["kind"]["id"].as_str().unwrap();
+    // An approval's answer does not answer a question.
+    let wrong_kind = served.call(
+        "POST",
+        &format!("/api/approvals/{request_id}"),
+        Some(&json!({"decision": "allow_once"})),
+    );
+    assert_eq!(wrong_kind.status, 409);
+    let answered = served.call(
+        "POST",
+        &format!("/api/questions/{request_id}"),
+        Some(&json!({"text": "blue"})),
+    );
+    assert_eq!(answered.status, 200, "{answered:?}");
+    let late = served.call(
+        "POST",
+        &format!("/api/questions/{request_id}"),
+        Some(&json!({"decline": true})),
+    );
+    assert_eq!(late.status, 409);
+
+    let after = question["seq"].as_u64().unwrap();
+    let rest = read_events(&served, &id, after, |e| kind(e) == "turn_done");
+    assert!(
+        rest.iter().any(|e| e["questionResolved"]
+            == json!({"id": request_id, "answer": {"type": "answer", "text": "blue"}})),
+        "{rest:#?}"
+    );
+    let body = server.requests()[1].raw_body.clone();
+    assert!(body.contains("The user answered: blue"), "{body}");
+    assert_eq!(served.stop(), Some(0));
 }

@@ -57,8 +57,9 @@ function open(session) {
   let text = null;
   stream.onmessage = (message) => {
     const data = JSON.parse(message.data);
-    if (data.approvalResolved) {
-      document.getElementById(`approval-${data.approvalResolved.id}`)?.remove();
+    const resolved = data.approvalResolved || data.questionResolved;
+    if (resolved) {
+      document.getElementById(`approval-${resolved.id}`)?.remove();
       return;
     }
     const kind = data.event.kind;
@@ -85,6 +86,9 @@ function open(session) {
       case "approval_request":
         showApproval(kind);
         break;
+      case "ask_user":
+        showQuestion(kind);
+        break;
       case "warning":
         add($("transcript"), "div", "note", kind.message);
         break;
@@ -110,6 +114,29 @@ function showApproval(request) {
       box.remove();
     });
   }
+}
+
+function showQuestion(request) {
+  const box = add($("approvals"), "div", "approval");
+  box.id = `approval-${request.id}`;
+  add(box, "div", "", request.question);
+  const send = async (body) => {
+    try { await api("POST", `/api/questions/${request.id}`, body); } catch (err) { add(box, "div", "note", err.message); }
+    box.remove();
+  };
+  for (const option of request.options) {
+    const button = add(box, "button", "", option);
+    button.type = "button";
+    button.addEventListener("click", () => send({ text: option }));
+  }
+  const input = add(box, "input");
+  input.placeholder = "Another answer";
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && input.value.trim()) send({ text: input.value.trim() });
+  });
+  const decline = add(box, "button", "", "Decline");
+  decline.type = "button";
+  decline.addEventListener("click", () => send({ decline: true }));
 }
 
 $("composer").addEventListener("submit", async (event) => {
