@@ -71,6 +71,14 @@ pub enum Error {
         /// Why (taken, not an address of this machine).
         source: std::io::Error,
     },
+    /// The listener's unix socket could not be bound.
+    #[error("cannot listen on unix://{path}", path = path.display())]
+    BindUnix {
+        /// The socket's path.
+        path: std::path::PathBuf,
+        /// Why (a server listens there, the folder cannot be made).
+        source: std::io::Error,
+    },
     /// The access log could not be opened.
     #[error("opening the access log")]
     AccessLog {

@@ -1,4 +1,5 @@
-//! `codecoder app-server --listen ws://IP:PORT`: codex's app-server protocol over WebSocket, one
+//! `codecoder app-server --listen ws://IP:PORT` (or `unix://PATH`, WebSocket over a unix socket
+//! as codex's `--remote unix://` speaks it): codex's app-server protocol over WebSocket, one
 //! JSON-RPC message per text frame each way, each connection a client of its own served by the
 //! same `serve` as stdio. `GET /readyz` and `GET /healthz` answer 200 on the same listener.
 //!
@@ -6,8 +7,9 @@
 //! from where, what was answered) to the access log:
 //! - an `Origin` header, whatever its value, is refused (403): browsers always send one, so no
 //!   web page can reach the server, the upgrade included;
-//! - a `Host` that is not the bound address, a loopback address or `localhost` (with the bound
-//!   port, if any) is refused (403): a DNS-rebinding page names its own host;
+//! - on TCP, a `Host` that is not the bound address, a loopback address or `localhost` (with
+//!   the bound port, if any) is refused (403): a DNS-rebinding page names its own host (no
+//!   browser reaches a unix socket, whose access is its file's permissions);
 //! - a WebSocket upgrade without the `--ws-auth` credentials is refused (401).
 //!
 //! Invariants: a non-loopback address without auth is refused before binding; at most
@@ -19,8 +21,10 @@ mod conn;
 mod http;
 
 use std::io::Write;
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,15 +53,21 @@ pub struct ListenConfig {
 
 /// A bound listener, not yet serving: its address can be told before the first client.
 pub struct WsListener {
-    listener: TcpListener,
+    listener: Inner,
     shared: Arc<Shared>,
+}
+
+enum Inner {
+    Tcp(TcpListener),
+    Unix(UnixListener, PathBuf),
 }
 
 /// What every connection reads.
 struct Shared {
     serve: ServeConfig,
     auth: WsAuth,
-    local: SocketAddr,
+    /// The TCP address bound; `None` on a unix socket.
+    local: Option<SocketAddr>,
     log: fs_err::File,
 }
 
@@ -71,50 +81,111 @@ impl WsListener {
         if !addr.ip().is_loopback() && config.auth.is_none() {
             return Err(Error::NonLoopbackWithoutAuth { addr });
         }
-        if let Some(dir) = config.access_log.parent() {
-            fs_err::create_dir_all(dir).map_err(|source| Error::AccessLog { source })?;
-        }
-        let log = fs_err::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&config.access_log)
-            .map_err(|source| Error::AccessLog { source })?;
+        let log = open_log(&config.access_log)?;
         let listener = TcpListener::bind(addr).map_err(|source| Error::Bind { addr, source })?;
         let local = listener.local_addr().map_err(|source| Error::Bind { addr, source })?;
-        let shared = Shared { serve: config.serve, auth: config.auth, local, log };
-        Ok(Self { listener, shared: Arc::new(shared) })
+        let shared = Shared { serve: config.serve, auth: config.auth, local: Some(local), log };
+        Ok(Self { listener: Inner::Tcp(listener), shared: Arc::new(shared) })
     }
 
-    /// The bound address (the port chosen when 0 was asked).
-    pub fn local_addr(&self) -> SocketAddr {
+    /// Binds a unix socket at `path`, readable and writable by its owner only. A folder made
+    /// for it is private (0700); a socket file nobody listens on any more is replaced.
+    ///
+    /// # Errors
+    /// When the access log cannot be opened, or the socket cannot be bound (a server listens
+    /// there, or the path is something else).
+    pub fn bind_unix(path: &Path, config: ListenConfig) -> Result<Self> {
+        let log = open_log(&config.access_log)?;
+        let unix_error = |source| Error::BindUnix { path: path.to_owned(), source };
+        // std's DirBuilder, as fs_err has none outside tokio: the error names the socket's path.
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(unix_error)?;
+        }
+        // A socket file whose server is gone refuses connections: it is left over, not taken.
+        let stale = fs_err::symlink_metadata(path).is_ok_and(|m| {
+            use std::os::unix::fs::FileTypeExt;
+            m.file_type().is_socket()
+        }) && UnixStream::connect(path).is_err();
+        if stale {
+            fs_err::remove_file(path).map_err(unix_error)?;
+        }
+        let listener = UnixListener::bind(path).map_err(unix_error)?;
+        fs_err::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(unix_error)?;
+        let shared = Shared { serve: config.serve, auth: config.auth, local: None, log };
+        Ok(Self { listener: Inner::Unix(listener, path.to_owned()), shared: Arc::new(shared) })
+    }
+
+    /// The bound TCP address (the port chosen when 0 was asked); `None` on a unix socket.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
         self.shared.local
+    }
+
+    /// What clients connect to: `ws://IP:PORT` or `unix://PATH`.
+    pub fn url(&self) -> String {
+        match &self.listener {
+            Inner::Tcp(listener) => listener
+                .local_addr()
+                .map_or_else(|_| "ws://?".to_owned(), |addr| format!("ws://{addr}")),
+            Inner::Unix(_, path) => format!("unix://{}", path.display()),
+        }
     }
 
     /// Serves clients, each on a thread of its own, until the process ends.
     pub fn run(self) {
-        let mut connections: Vec<JoinOnDrop<()>> = Vec::new();
-        for stream in self.listener.incoming() {
-            connections.retain(|connection| !connection.is_finished());
-            let stream = match stream {
-                Ok(stream) => stream,
-                Err(_) => {
-                    // Out of descriptors or a connection reset before it was accepted: wait a
-                    // little rather than spin on the same error.
-                    std::thread::sleep(Duration::from_millis(50));
-                    continue;
-                }
-            };
-            let peer = stream.peer_addr().map_or_else(|_| "?".to_owned(), |a| a.to_string());
-            if connections.len() >= MAX_CONNECTIONS {
-                self.shared.log(&peer, "-", 503, "refused: too many clients");
-                let _ = (&stream).write_all(&http::answer(503, "too many clients\n"));
+        match &self.listener {
+            Inner::Tcp(listener) => accept_loop(&self.shared, || {
+                let (stream, peer) = listener.accept()?;
+                Ok((stream, peer.to_string()))
+            }),
+            Inner::Unix(listener, _) => accept_loop(&self.shared, || {
+                let (stream, _) = listener.accept()?;
+                Ok((stream, "unix".to_owned()))
+            }),
+        }
+    }
+}
+
+fn open_log(path: &Path) -> Result<fs_err::File> {
+    if let Some(dir) = path.parent() {
+        fs_err::create_dir_all(dir).map_err(|source| Error::AccessLog { source })?;
+    }
+    fs_err::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|source| Error::AccessLog { source })
+}
+
+fn accept_loop<S: conn::Socket>(
+    shared: &Arc<Shared>,
+    mut accept: impl FnMut() -> std::io::Result<(S, String)>,
+) {
+    let mut connections: Vec<JoinOnDrop<()>> = Vec::new();
+    loop {
+        let (mut stream, peer) = match accept() {
+            Ok(accepted) => accepted,
+            Err(_) => {
+                // Out of descriptors or a connection reset before it was accepted: wait a
+                // little rather than spin on the same error.
+                std::thread::sleep(Duration::from_millis(50));
                 continue;
             }
-            let shared = Arc::clone(&self.shared);
-            match spawn_named("app-server-ws-conn", move || connection(&stream, &peer, &shared)) {
-                Ok(handle) => connections.push(handle),
-                Err(_) => self.shared.log("?", "-", 503, "refused: no thread for the client"),
-            }
+        };
+        connections.retain(|connection| !connection.is_finished());
+        if connections.len() >= MAX_CONNECTIONS {
+            shared.log(&peer, "-", 503, "refused: too many clients");
+            let _ = stream.write_all(&http::answer(503, "too many clients\n"));
+            continue;
+        }
+        let for_thread = Arc::clone(shared);
+        match spawn_named("app-server-ws-conn", move || connection(stream, &peer, &for_thread)) {
+            Ok(handle) => connections.push(handle),
+            Err(_) => shared.log("?", "-", 503, "refused: no thread for the client"),
         }
     }
 }
@@ -143,7 +214,7 @@ pub(crate) enum Verdict {
 /// Decides a request's fate at `now_s` (Unix seconds).
 pub(crate) fn decide(
     request: &http::Request,
-    local: SocketAddr,
+    local: Option<SocketAddr>,
     auth: &WsAuth,
     now_s: u64,
 ) -> Verdict {
@@ -151,10 +222,14 @@ pub(crate) fn decide(
     if request.header("origin").is_some() {
         return refused(403, "a request with an Origin header (a browser's)");
     }
-    match request.header("host") {
-        None => return refused(403, "no Host header"),
-        Some(host) if !host_allowed(host, local) => return refused(403, "a foreign Host header"),
-        Some(_) => {}
+    if let Some(local) = local {
+        match request.header("host") {
+            None => return refused(403, "no Host header"),
+            Some(host) if !host_allowed(host, local) => {
+                return refused(403, "a foreign Host header");
+            }
+            Some(_) => {}
+        }
     }
     if request.method != "GET" {
         return refused(405, "not a GET");
@@ -215,19 +290,19 @@ pub(crate) fn host_allowed(host: &str, local: SocketAddr) -> bool {
 }
 
 /// One client, from its request's head to its end.
-fn connection(stream: &TcpStream, peer: &str, shared: &Shared) {
+fn connection<S: conn::Socket>(mut stream: S, peer: &str, shared: &Shared) {
     let _ = stream.set_read_timeout(Some(HEAD_TIMEOUT));
-    let (head, rest) = match http::read_head(&mut &*stream) {
+    let (head, rest) = match http::read_head(&mut stream) {
         Ok(Some(head)) => head,
         Ok(None) | Err(_) => {
             shared.log(peer, "-", 400, "refused: no request head");
-            let _ = (&*stream).write_all(&http::answer(400, "no request head\n"));
+            let _ = stream.write_all(&http::answer(400, "no request head\n"));
             return;
         }
     };
     let Some(request) = http::parse(&head) else {
         shared.log(peer, "-", 400, "refused: not HTTP/1.1");
-        let _ = (&*stream).write_all(&http::answer(400, "not an HTTP/1.1 request\n"));
+        let _ = stream.write_all(&http::answer(400, "not an HTTP/1.1 request\n"));
         return;
     };
     let line = format!(
@@ -240,19 +315,19 @@ fn connection(stream: &TcpStream, peer: &str, shared: &Shared) {
     match decide(&request, shared.local, &shared.auth, now_s) {
         Verdict::Health => {
             shared.log(peer, &line, 200, "health");
-            let _ = (&*stream).write_all(&http::answer(200, "ok\n"));
+            let _ = stream.write_all(&http::answer(200, "ok\n"));
         }
         Verdict::Refused { status, why } => {
             shared.log(peer, &line, status, &format!("refused: {why}"));
-            let _ = (&*stream).write_all(&http::answer(status, &format!("{why}\n")));
+            let _ = stream.write_all(&http::answer(status, &format!("{why}\n")));
         }
         Verdict::Upgrade { who, key } => {
-            if (&*stream).write_all(&http::switching_protocols(&key)).is_err() {
+            if stream.write_all(&http::switching_protocols(&key)).is_err() {
                 shared.log(peer, &line, 101, &format!("accepted {who}, gone at once"));
                 return;
             }
             shared.log(peer, &line, 101, &format!("accepted {who}"));
-            let outcome = match conn::serve_websocket(stream, rest, shared.serve.clone()) {
+            let outcome = match conn::serve_websocket(&stream, rest, shared.serve.clone()) {
                 conn::Ended::Closed => "closed".to_owned(),
                 conn::Ended::NotReading => {
                     format!("dropped: not reading ({OUTGOING_FRAMES} messages waiting)")

@@ -398,10 +398,12 @@ pub(crate) enum ServeAuth {
 /// `codecoder app-server`.
 #[derive(Debug, Args)]
 pub(crate) struct AppServerArgs {
-    /// The transport: `stdio://` (JSON lines on stdin and stdout) or `ws://IP:PORT` (WebSocket,
-    /// one message per text frame; port 0 picks a free port, printed on stderr). A WebSocket
-    /// listener answers GET /readyz and /healthz, refuses any request with an Origin header
-    /// (browsers) or a Host other than its address or localhost, and logs every connection to
+    /// The transport: `stdio://` (JSON lines on stdin and stdout), `ws://IP:PORT` (WebSocket,
+    /// one message per text frame; port 0 picks a free port, printed on stderr) or
+    /// `unix://[PATH]` (WebSocket over a unix socket, mode 0600; by default
+    /// $CODECODER_HOME/app-server-control/app-server.sock). A WebSocket listener answers GET
+    /// /readyz and /healthz, refuses any request with an Origin header (browsers) or, on TCP, a
+    /// Host other than its address or localhost, and logs every connection to
     /// $CODECODER_HOME/logs/app-server-access.log. An address that is not loopback needs
     /// --ws-auth.
     #[arg(long, value_name = "URL", default_value = "stdio://")]

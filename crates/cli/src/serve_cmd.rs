@@ -40,34 +40,43 @@ pub(crate) fn run_app_server(
         overrides: global.overrides(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
     };
-    let Some(addr) = listen else {
-        codecoder_app_server::serve(
-            config,
-            Box::new(BufReader::new(io::stdin())),
-            Box::new(io::stdout()),
-        )?;
-        return Ok(ExitCode::SUCCESS);
-    };
     let access_log = home.join("logs").join("app-server-access.log");
-    let listener = codecoder_app_server::listen::WsListener::bind(
-        addr,
-        codecoder_app_server::listen::ListenConfig {
-            serve: config,
-            auth: auth.clone(),
-            access_log: access_log.clone(),
-        },
-    )
+    let listen_config = codecoder_app_server::listen::ListenConfig {
+        serve: config,
+        auth: auth.clone(),
+        access_log: access_log.clone(),
+    };
+    let listener = match listen {
+        Listen::Stdio => {
+            codecoder_app_server::serve(
+                listen_config.serve,
+                Box::new(BufReader::new(io::stdin())),
+                Box::new(io::stdout()),
+            )?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Listen::Tcp(addr) => codecoder_app_server::listen::WsListener::bind(addr, listen_config),
+        Listen::Unix(path) => {
+            let path = path.unwrap_or_else(|| home.join("app-server-control/app-server.sock"));
+            codecoder_app_server::listen::WsListener::bind_unix(&path, listen_config)
+        }
+    }
     .map_err(|err| crate::exec::usage(error_chain(&err)))?;
-    let local = listener.local_addr();
     eprintln!("codecoder app-server (WebSocket)");
-    eprintln!("  listening on: ws://{local}");
-    eprintln!("  readyz: http://{local}/readyz");
-    eprintln!("  healthz: http://{local}/healthz");
+    eprintln!("  listening on: {}", listener.url());
+    if let Some(local) = listener.local_addr() {
+        eprintln!("  readyz: http://{local}/readyz");
+        eprintln!("  healthz: http://{local}/healthz");
+    }
     eprintln!("  access log: {}", access_log.display());
-    if local.ip().is_loopback() {
-        eprintln!("  note: loopback only; from another machine, forward the port over SSH");
-    } else {
-        eprintln!("  note: plain ws:// (no TLS): put it behind a TLS proxy for remote use");
+    match listener.local_addr() {
+        Some(local) if !local.ip().is_loopback() => {
+            eprintln!("  note: plain ws:// (no TLS): put it behind a TLS proxy for remote use");
+        }
+        Some(_) => {
+            eprintln!("  note: loopback only; from another machine, forward the port over SSH");
+        }
+        None => eprintln!("  note: only this machine's users the socket file lets in can connect"),
     }
     if auth.is_none() {
         eprintln!("  note: no --ws-auth: any local program can connect");
@@ -76,18 +85,28 @@ pub(crate) fn run_app_server(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--listen`: `None` for stdio, else the WebSocket address.
-fn parse_listen(listen: &str) -> anyhow::Result<Option<std::net::SocketAddr>> {
+/// Where `--listen` serves.
+enum Listen {
+    Stdio,
+    Tcp(std::net::SocketAddr),
+    /// A unix socket; `None`: the default one in the codecoder home.
+    Unix(Option<std::path::PathBuf>),
+}
+
+fn parse_listen(listen: &str) -> anyhow::Result<Listen> {
     if listen == "stdio://" {
-        return Ok(None);
+        return Ok(Listen::Stdio);
+    }
+    if let Some(path) = listen.strip_prefix("unix://") {
+        return Ok(Listen::Unix((!path.is_empty()).then(|| path.into())));
     }
     let Some(addr) = listen.strip_prefix("ws://") else {
         return Err(crate::exec::usage(format!(
-            "--listen {listen}: expected stdio:// or ws://IP:PORT"
+            "--listen {listen}: expected stdio://, ws://IP:PORT or unix://[PATH]"
         )));
     };
     let addr = addr.strip_suffix('/').unwrap_or(addr);
-    addr.parse().map(Some).map_err(|_| {
+    addr.parse().map(Listen::Tcp).map_err(|_| {
         crate::exec::usage(format!(
             "--listen {listen}: expected ws://IP:PORT with an IP address, such as \
              ws://127.0.0.1:4500 (port 0 picks a free port)"

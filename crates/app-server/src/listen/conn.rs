@@ -10,6 +10,7 @@
 
 use std::io::{self, BufRead, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -25,6 +26,40 @@ pub const OUTGOING_FRAMES: usize = 1024;
 const INCOMING_FRAMES: usize = 64;
 /// How long one write to a client may stall before it is dropped as not reading.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A connected stream a client speaks on: TCP, or a unix socket.
+pub(crate) trait Socket: Read + Write + Send + Sized + 'static {
+    /// Another handle on the same socket.
+    fn try_clone(&self) -> io::Result<Self>;
+    /// Ends both directions, for every handle.
+    fn shutdown(&self) -> io::Result<()>;
+    /// How long a read may wait.
+    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()>;
+    /// How long a write may wait.
+    fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()>;
+}
+
+macro_rules! socket {
+    ($type:ty) => {
+        impl Socket for $type {
+            fn try_clone(&self) -> io::Result<Self> {
+                <$type>::try_clone(self)
+            }
+            fn shutdown(&self) -> io::Result<()> {
+                <$type>::shutdown(self, Shutdown::Both)
+            }
+            fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+                <$type>::set_read_timeout(self, timeout)
+            }
+            fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+                <$type>::set_write_timeout(self, timeout)
+            }
+        }
+    };
+}
+
+socket!(TcpStream);
+socket!(UnixStream);
 
 /// What the frame writer sends.
 pub(crate) enum Outgoing {
@@ -46,8 +81,8 @@ pub(crate) enum Ended {
 
 /// Serves the upgraded `stream` (with `rest`, bytes the client sent after its handshake) until
 /// the client goes.
-pub(crate) fn serve_websocket(
-    stream: &TcpStream,
+pub(crate) fn serve_websocket<S: Socket>(
+    stream: &S,
     rest: Vec<u8>,
     config: crate::ServeConfig,
 ) -> Ended {
@@ -72,7 +107,7 @@ pub(crate) fn serve_websocket(
         read_frames(read_side, rest, pongs, &frames_tx)
     });
     let Ok(reader) = reader else {
-        let _ = stream.shutdown(Shutdown::Both);
+        let _ = stream.shutdown();
         return Ended::Failed("starting the frame reader".to_owned());
     };
     let output = FrameWriter {
@@ -99,18 +134,18 @@ fn websocket_config() -> WebSocketConfig {
 
 /// The reader's socket: reads from the client; what its WebSocket writes (replies to pings and
 /// to a close) goes to the frame writer, so only one thread writes to the socket.
-struct ReadSide {
-    stream: TcpStream,
+struct ReadSide<S> {
+    stream: S,
     replies: Sender<Outgoing>,
 }
 
-impl Read for ReadSide {
+impl<S: Socket> Read for ReadSide<S> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.stream.read(buf)
     }
 }
 
-impl Write for ReadSide {
+impl<S: Socket> Write for ReadSide<S> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // A reply dropped because the queue is full belongs to a client about to be dropped.
         match self.replies.try_send(Outgoing::Raw(buf.to_vec())) {
@@ -124,8 +159,8 @@ impl Write for ReadSide {
     }
 }
 
-fn read_frames(
-    stream: TcpStream,
+fn read_frames<S: Socket>(
+    stream: S,
     rest: Vec<u8>,
     replies: Sender<Outgoing>,
     frames: &Sender<Vec<u8>>,
@@ -152,7 +187,7 @@ fn read_frames(
     }
 }
 
-fn write_frames(stream: TcpStream, messages: &Receiver<Outgoing>, not_reading: &AtomicBool) {
+fn write_frames<S: Socket>(stream: S, messages: &Receiver<Outgoing>, not_reading: &AtomicBool) {
     let mut socket = WebSocket::from_raw_socket(stream, Role::Server, Some(websocket_config()));
     for message in messages {
         let written = match message {
@@ -169,14 +204,14 @@ fn write_frames(stream: TcpStream, messages: &Receiver<Outgoing>, not_reading: &
                 not_reading.store(true, Ordering::SeqCst);
             }
             // Ends the reader too, and with it the server's side of this client.
-            let _ = socket.get_ref().shutdown(Shutdown::Both);
+            let _ = socket.get_ref().shutdown();
             return;
         }
     }
     // Every producer is gone: the server is done with this client.
     let _ = socket.close(None);
     let _ = socket.flush();
-    let _ = socket.get_ref().shutdown(Shutdown::Both);
+    let _ = socket.get_ref().shutdown();
 }
 
 /// The lines `serve` reads: one per text frame.
@@ -223,27 +258,23 @@ impl BufRead for FrameReader {
 }
 
 /// The lines `serve` writes: each whole line becomes a text frame.
-pub(crate) struct FrameWriter {
+pub(crate) struct FrameWriter<S> {
     queue: Sender<Outgoing>,
     /// A line written in pieces, until its newline.
     pending: Vec<u8>,
     /// Shut down when the client is dropped, which ends its reader.
-    socket: TcpStream,
+    socket: S,
     not_reading: Arc<AtomicBool>,
 }
 
-impl FrameWriter {
+impl<S: Socket> FrameWriter<S> {
     #[cfg(test)]
-    pub(crate) fn new(
-        queue: Sender<Outgoing>,
-        socket: TcpStream,
-        not_reading: Arc<AtomicBool>,
-    ) -> Self {
+    pub(crate) fn new(queue: Sender<Outgoing>, socket: S, not_reading: Arc<AtomicBool>) -> Self {
         Self { queue, pending: Vec::new(), socket, not_reading }
     }
 }
 
-impl Write for FrameWriter {
+impl<S: Socket> Write for FrameWriter<S> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.pending.extend_from_slice(buf);
         while let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
@@ -253,7 +284,7 @@ impl Write for FrameWriter {
                 Ok(()) => {}
                 Err(TrySendError::Full(_)) => {
                     self.not_reading.store(true, Ordering::SeqCst);
-                    let _ = self.socket.shutdown(Shutdown::Both);
+                    let _ = self.socket.shutdown();
                     return Err(io::Error::other("the client is not reading: dropped"));
                 }
                 Err(TrySendError::Disconnected(_)) => return Err(io::ErrorKind::BrokenPipe.into()),

@@ -17,8 +17,8 @@ use super::{Verdict, WsAuth, decide, host_allowed, http};
 const TOKEN: &str = "0123456789abcdef0123456789abcdef-token";
 const NOW: u64 = 1_800_000_000;
 
-fn local() -> SocketAddr {
-    "127.0.0.1:4500".parse().unwrap()
+fn local() -> Option<SocketAddr> {
+    Some("127.0.0.1:4500".parse().unwrap())
 }
 
 fn request(headers: &[(&str, &str)]) -> http::Request {
@@ -88,7 +88,7 @@ fn health_probes_answer_without_auth() {
 
 #[test]
 fn hosts_other_than_the_bound_address_or_localhost_are_refused() {
-    let bound = local();
+    let bound = local().unwrap();
     for host in ["127.0.0.1:4500", "localhost:4500", "LOCALHOST", "127.0.0.1", "[::1]:4500"] {
         assert!(host_allowed(host, bound), "{host}");
     }
@@ -104,6 +104,8 @@ fn hosts_other_than_the_bound_address_or_localhost_are_refused() {
     assert_eq!(status(&decide(&request(&headers), local(), &WsAuth::None, NOW)), 403);
     headers.remove(0);
     assert_eq!(status(&decide(&request(&headers), local(), &WsAuth::None, NOW)), 403);
+    // On a unix socket no browser can connect: the Host is not checked.
+    assert_eq!(status(&decide(&request(&headers), None, &WsAuth::None, NOW)), 101);
 }
 
 #[test]

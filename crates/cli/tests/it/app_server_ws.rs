@@ -1,6 +1,7 @@
 //! `codecoder app-server --listen ws://` end to end: the real binary on a loopback port, driven by
 //! tungstenite's client and by raw HTTP requests, against the fake model server — a turn over
-//! WebSocket, two clients at once, the health probes, and each refusal (an Origin header, a
+//! WebSocket (and over a unix socket, as `codex --remote unix://` speaks it), two clients at
+//! once, the health probes, and each refusal (an Origin header, a
 //! foreign Host, no or a wrong token, a short secret, a non-loopback address without auth, a
 //! taken port) with its status, its access-log line, and no session started.
 
@@ -29,30 +30,37 @@ struct Listener {
     addr: SocketAddr,
 }
 
+/// Starts `codecoder app-server ARGS`; returns it and the URL it says it listens on.
+fn spawn_listening(run: &Run, args: &[&str]) -> (Child, String) {
+    let mut child = run
+        .command(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut banner = Vec::new();
+    let url = loop {
+        let Some(Ok(line)) = lines.next() else {
+            panic!("the server ended before listening: {banner:?}");
+        };
+        if let Some(url) = line.trim().strip_prefix("listening on: ") {
+            break url.to_owned();
+        }
+        banner.push(line);
+    };
+    // Read on, so the server never blocks on a full pipe.
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+    (child, url)
+}
+
 impl Listener {
     fn start(run: &Run, extra: &[&str]) -> Self {
         let mut args = vec!["app-server", "--listen", "ws://127.0.0.1:0"];
         args.extend_from_slice(extra);
-        let mut child = run
-            .command(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let mut banner = Vec::new();
-        let addr = loop {
-            let Some(Ok(line)) = lines.next() else {
-                panic!("the server ended before listening: {banner:?}");
-            };
-            if let Some(url) = line.trim().strip_prefix("listening on: ws://") {
-                break url.parse().unwrap();
-            }
-            banner.push(line);
-        };
-        // Read on, so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+        let (child, url) = spawn_listening(run, &args);
+        let addr = url.strip_prefix("ws://").unwrap().parse().unwrap();
         Self { child, addr }
     }
 
@@ -120,13 +128,13 @@ impl Drop for Listener {
 }
 
 /// A codex app-server client over one WebSocket.
-struct Client {
-    socket: WebSocket<TcpStream>,
+struct Client<S: Read + Write = TcpStream> {
+    socket: WebSocket<S>,
     next_id: i64,
     backlog: Vec<Value>,
 }
 
-impl Client {
+impl<S: Read + Write> Client<S> {
     fn send(&mut self, message: &Value) {
         self.socket.send(Message::text(message.to_string())).unwrap();
     }
@@ -415,7 +423,7 @@ fn unsafe_or_impossible_listeners_refuse_to_start() {
         (vec!["--listen", "ws://0.0.0.0:0"], "--ws-auth capability-token"),
         (vec!["--listen", &taken], "cannot listen on"),
         (vec!["--listen", "ws://localhost:0"], "ws://IP:PORT"),
-        (vec!["--listen", "tcp://127.0.0.1:0"], "expected stdio:// or ws://IP:PORT"),
+        (vec!["--listen", "tcp://127.0.0.1:0"], "expected stdio://, ws://IP:PORT or unix://[PATH]"),
         (vec!["--listen", "ws://127.0.0.1:0", "--ws-auth", "capability-token"], "--ws-token-file"),
         (
             vec![
@@ -442,4 +450,44 @@ fn unsafe_or_impossible_listeners_refuse_to_start() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn a_unix_socket_serves_websocket_clients_and_a_stale_one_is_replaced() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::net::UnixStream;
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: Vec::new() };
+    let socket = home.path().join("control/app.sock");
+    let listen = format!("unix://{}", socket.display());
+    let (mut child, url) = spawn_listening(&run, &["app-server", "--listen", &listen]);
+    assert_eq!(url, listen);
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    let dir_mode = std::fs::metadata(socket.parent().unwrap()).unwrap().permissions().mode();
+    assert_eq!(dir_mode & 0o777, 0o700, "{dir_mode:o}");
+    // As codex's client asks: path /rpc, Host localhost.
+    let connect = || {
+        let stream = UnixStream::connect(&socket).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        let (socket, _) = tungstenite::client("ws://localhost/rpc", stream).unwrap();
+        Client { socket, next_id: 1, backlog: Vec::new() }
+    };
+    let mut client = connect();
+    client.initialize();
+    assert!(client.result("thread/list", json!({}))["data"].is_array());
+    // A second server cannot take a socket someone listens on.
+    let out =
+        run.command(&["app-server", "--listen", &listen]).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot listen on unix://"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The killed server left its socket file: the next one replaces it.
+    let (mut child, _) = spawn_listening(&run, &["app-server", "--listen", &listen]);
+    connect().initialize();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(access_log(home.path()).contains("unix GET /rpc"), "{}", access_log(home.path()));
 }
