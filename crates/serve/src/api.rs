@@ -65,6 +65,7 @@ pub(crate) fn route(shared: &Shared, request: &Request, out: &mut dyn Write) -> 
             None => not_hosted(id),
         },
         ("GET", ["api", "sessions", id, "events"]) => return events(shared, id, request, out),
+        ("GET", ["api", "sessions", id, "history"]) => history(shared, id),
         ("POST", ["api", "approvals", id]) => answer(shared, id, request),
         ("POST", ["api", "questions", id]) => reply(shared, id, request),
         (_, ["api", ..]) | (_, [""]) => Response::error(405, "method not allowed here"),
@@ -140,6 +141,52 @@ fn is_subagent(summary: &SessionSummary) -> bool {
         .ok()
         .and_then(|meta| meta.get("parent").cloned())
         .is_some_and(|parent| !parent.is_null())
+}
+
+/// A session's history, replayed from its log by the runtime (the one interpreter of the log):
+/// `{"events": [{seq, event} | {seq, user} | {seq, approval}]}`, `seq` being the record's.
+fn history(shared: &Shared, id: &str) -> Response {
+    use codecoder_app::history::{
+        self, BuiltinViewer, Detail, HistoryEvent, ReplayConfig, Rewound,
+    };
+    let mut warnings = Vec::new();
+    let listed = match codecoder_app::list_sessions(shared.home(), None, None, &mut warnings) {
+        Ok(listed) => listed,
+        Err(err) => return Response::error(500, &format!("reading the session index: {err}")),
+    };
+    let Some(summary) = listed.sessions.iter().find(|s| s.id == id) else {
+        return Response::error(404, &format!("no session {id} in the index"));
+    };
+    let loaded = match history::load(&summary.path) {
+        Ok(loaded) => loaded,
+        Err(err) => return Response::error(500, &format!("reading the session's log: {err}")),
+    };
+    let viewer = BuiltinViewer::new();
+    let config =
+        ReplayConfig { viewer: &viewer, detail: Detail::Conversation, rewound: Rewound::Skip };
+    let mut events = Vec::new();
+    history::replay(&loaded, &config, &mut |replayed| {
+        let seq = replayed.seq;
+        let item = match replayed.event {
+            HistoryEvent::Agent(kind) => {
+                let event = codecoder_protocol::AgentEvent { source: replayed.source, kind };
+                json!({ "seq": seq, "event": event })
+            }
+            HistoryEvent::User(input) => json!({ "seq": seq, "user": input }),
+            HistoryEvent::Approval(approval) => json!({
+                "seq": seq,
+                "approval": {
+                    "callId": approval.call_id,
+                    "decision": approval.decision,
+                    "decidedBy": approval.decided_by,
+                    "permissionKeys": approval.permission_keys,
+                },
+            }),
+            HistoryEvent::Rewind(_) | HistoryEvent::Log(_) => return,
+        };
+        events.push(item);
+    });
+    Response::json(200, &json!({ "id": id, "cwd": summary.cwd, "events": events }))
 }
 
 #[derive(Deserialize)]

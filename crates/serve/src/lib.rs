@@ -30,6 +30,10 @@
 //! - `GET /api/sessions/{id}/events?after=N`: server-sent events, one per agent event with
 //!   `seq` above `N` (or the `Last-Event-ID` header), then each new one as it comes; the
 //!   stream ends when the session stops. Each is `id: SEQ` and `data: Event`.
+//! - `GET /api/sessions/{id}/history`: `{id, cwd, events}`, any indexed session's history
+//!   replayed from its log by the runtime: each `{seq, event}` (the same `AgentEvent` shape as
+//!   the live stream), `{seq, user}` (the person's input) or `{seq, approval: {callId,
+//!   decision, decidedBy, permissionKeys}}`, `seq` being the log record's.
 //! - `GET /api/sessions/{id}/pending`: `{"approvals": [Event], "questions": [Event]}`, the
 //!   approval requests and the model's questions (`ask_user`) no client has answered yet.
 //! - `POST /api/approvals/{requestId} {decision}`: answers one; `decision` is

@@ -536,6 +536,25 @@ fn a_session_is_started_streamed_approved_once_and_resumed_from_its_cursor() {
     let cancel = served.call("POST", &format!("/api/sessions/{id}/cancel"), Some(&json!({})));
     assert_eq!(cancel.status, 202);
 
+    // Its history, replayed from the log by the runtime, has the same events as the stream.
+    let history = served.call("GET", &format!("/api/sessions/{id}/history"), None);
+    assert_eq!(history.status, 200, "{history:?}");
+    let history = history.json();
+    let records = history["events"].as_array().unwrap();
+    let user = records.iter().find(|r| !r["user"].is_null()).unwrap();
+    assert_eq!(
+        user["user"]["content"],
+        json!([{"type": "text", "text": "make a file"}]),
+        "{history:#}"
+    );
+    let approval = records.iter().find(|r| !r["approval"].is_null()).unwrap();
+    assert_eq!(approval["approval"]["decision"], json!({"type": "allow_once"}));
+    let replayed = records.iter().find(|r| kind(r) == "tool_finished").unwrap();
+    assert_eq!(replayed["event"]["kind"]["view"], finished["event"]["kind"]["view"]);
+    assert_eq!(records.iter().filter(|r| kind(r) == "turn_done").count(), 2);
+    let missing = served.call("GET", "/api/sessions/nope/history", None);
+    assert_eq!(missing.status, 404);
+
     // The index lists it, live, and a search finds it by its title.
     let listed = served.call("GET", "/api/sessions?q=MAKE%20A", None).json();
     let sessions = listed["sessions"].as_array().unwrap();

@@ -49,55 +49,79 @@ function open(session) {
   $("send").textContent = "Send";
   listSessions();
   if (!session.live) {
-    add($("transcript"), "div", "note", "This session is not running in this server.");
+    $("cancel").hidden = true;
+    add($("transcript"), "div", "note", "Not running in this server: its history, from the log.");
+    openHistory(session);
     return;
   }
   $("cancel").hidden = false;
   stream = new EventSource(`/api/sessions/${session.id}/events`);
-  let text = null;
-  stream.onmessage = (message) => {
-    const data = JSON.parse(message.data);
-    const resolved = data.approvalResolved || data.questionResolved;
-    if (resolved) {
-      document.getElementById(`approval-${resolved.id}`)?.remove();
-      return;
-    }
-    const kind = data.event.kind;
-    const view = kind.view || {};
-    switch (kind.type) {
-      case "text_delta":
-        text = text || add($("transcript"), "div", "agent", "");
-        text.textContent += kind.delta;
-        break;
-      case "agent_message":
+  stream.onmessage = (message) => show(JSON.parse(message.data));
+}
+
+async function openHistory(session) {
+  try {
+    const { events } = await api("GET", `/api/sessions/${session.id}/history`);
+    for (const record of events) show(record);
+  } catch (err) {
+    add($("transcript"), "div", "note", err.message);
+  }
+}
+
+let text = null;
+
+// One record of the live stream or of the replayed history, rendered from its data.
+function show(data) {
+  const resolved = data.approvalResolved || data.questionResolved;
+  if (resolved) {
+    document.getElementById(`approval-${resolved.id}`)?.remove();
+    return;
+  }
+  if (data.user) {
+    const typed = data.user.content.filter((item) => item.type === "text").map((item) => item.text);
+    add($("transcript"), "div", "user", typed.join("\n"));
+    text = null;
+    return;
+  }
+  if (!data.event) return;
+  const kind = data.event.kind;
+  const view = kind.view || {};
+  switch (kind.type) {
+    case "text_delta":
+      text = text || add($("transcript"), "div", "agent", "");
+      text.textContent += kind.delta;
+      break;
+    case "agent_message":
+    case "step_finished":
+      if (kind.text) {
         text = text || add($("transcript"), "div", "agent", "");
         text.textContent = kind.text;
-        text = null;
-        break;
-      case "tool_started":
-        add($("transcript"), "div", "tool", `▸ ${view.title || view.kind?.type || "call"}`);
-        break;
-      case "tool_finished": {
-        const failed = kind.result && kind.result.Err !== undefined;
-        add($("transcript"), "div", failed ? "tool failed" : "tool",
-          `${failed ? "✗" : "✓"} ${view.title || view.kind?.type || "call"}`);
-        break;
       }
-      case "approval_request":
-        showApproval(kind);
-        break;
-      case "ask_user":
-        showQuestion(kind);
-        break;
-      case "warning":
-        add($("transcript"), "div", "note", kind.message);
-        break;
-      case "turn_done":
-        text = null;
-        $("approvals").replaceChildren();
-        break;
+      text = null;
+      break;
+    case "tool_started":
+      add($("transcript"), "div", "tool", `▸ ${view.title || view.kind?.type || "call"}`);
+      break;
+    case "tool_finished": {
+      const failed = kind.result && kind.result.Err !== undefined;
+      add($("transcript"), "div", failed ? "tool failed" : "tool",
+        `${failed ? "✗" : "✓"} ${view.title || view.kind?.type || "call"}`);
+      break;
     }
-  };
+    case "approval_request":
+      showApproval(kind);
+      break;
+    case "ask_user":
+      showQuestion(kind);
+      break;
+    case "warning":
+      add($("transcript"), "div", "note", kind.message);
+      break;
+    case "turn_done":
+      text = null;
+      $("approvals").replaceChildren();
+      break;
+  }
 }
 
 function showApproval(request) {
