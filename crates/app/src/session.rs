@@ -72,6 +72,8 @@ pub struct SessionRequest {
     /// The built-in tools offered, by our name or Claude Code's (`--tools Bash,Read`); `None`:
     /// all of them.
     pub builtin_tools: Option<Vec<String>>,
+    /// Built-in tools not offered, by our name or Claude Code's (`--disallowedTools Bash`).
+    pub hidden_tools: Vec<String>,
     /// Instructions in place of codecoder's base instructions (Claude Code's `--system-prompt`).
     pub system_prompt: Option<String>,
     /// Instructions added after the rest of the prompt (`--append-system-prompt`).
@@ -456,10 +458,12 @@ impl Runtime {
                 }));
         }
         let mut registry = ToolRegistry::new();
+        let named = |names: &[String], name: &str| {
+            names.iter().any(|n| codecoder_protocol::our_tool_name(n) == name)
+        };
         let offered = |name: &str| {
-            request.builtin_tools.as_ref().is_none_or(|names| {
-                names.iter().any(|n| codecoder_protocol::our_tool_name(n) == name)
-            })
+            request.builtin_tools.as_ref().is_none_or(|names| named(names, name))
+                && !named(&request.hidden_tools, name)
         };
         for tool in codecoder_tools::builtin_tools(tools_config) {
             if offered(tool.name()) {

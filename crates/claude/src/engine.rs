@@ -99,6 +99,10 @@ pub(crate) struct Engine {
     permissions: crate::sdk::Permissions,
     /// `--fallback-model` has been switched to.
     fallback_used: bool,
+    /// Signals to stop on (SIGTERM, SIGHUP, SIGINT: what the SDKs send to end a run).
+    stop: Receiver<i32>,
+    /// The signal the run is stopping for.
+    stopped_by: Option<i32>,
 }
 
 impl Engine {
@@ -107,6 +111,7 @@ impl Engine {
         runtime: Runtime,
         peer: Arc<Peer>,
         notice: Arc<dyn Fn(&str) + Send + Sync>,
+        stop: Receiver<i32>,
     ) -> Result<Self> {
         let mut setup = Setup {
             system_prompt: args.system_prompt.clone(),
@@ -140,6 +145,8 @@ impl Engine {
             switch_model: false,
             permissions: crate::sdk::Permissions::default(),
             fallback_used: false,
+            stop,
+            stopped_by: None,
         })
     }
 
@@ -164,7 +171,12 @@ impl Engine {
         if let Some(session) = self.session {
             let _ = session.agent.shutdown();
         }
-        Ok((u8::from(self.last_error), self.answer))
+        // Stopped by a signal: the shell's code for it (128 + the signal).
+        let code = match self.stopped_by {
+            Some(signal) => u8::try_from(128 + signal).unwrap_or(u8::MAX),
+            None => u8::from(self.last_error),
+        };
+        Ok((code, self.answer))
     }
 
     /// The loop: input and agent events until the input is done and no turn runs.
@@ -180,7 +192,14 @@ impl Engine {
                 .session
                 .as_ref()
                 .map_or_else(crossbeam_channel::never, |session| session.agent.events.clone());
+            let stop = self.stop.clone();
             select! {
+                recv(stop) -> signal => {
+                    if let Ok(signal) = signal {
+                        self.stop_for(signal);
+                        input = crossbeam_channel::never();
+                    }
+                },
                 recv(input) -> item => match item {
                     Ok(item) => self.input(item)?,
                     Err(_) => {
@@ -210,6 +229,18 @@ impl Engine {
         }
     }
 
+    /// A signal: the running turn is cancelled (its processes killed, its end logged) and
+    /// nothing more is read; the run ends when the turn has.
+    fn stop_for(&mut self, signal: i32) {
+        self.stopped_by.get_or_insert(signal);
+        self.input_open = false;
+        self.queue.clear();
+        if let (Some(session), Some(turn)) = (&self.session, &mut self.turn) {
+            turn.interrupted = true;
+            let _ = session.agent.cmd.send(AgentCommand::Cancel);
+        }
+    }
+
     fn input(&mut self, item: Input) -> Result<()> {
         match item {
             Input::Message(message) => self.message(&message),
@@ -219,10 +250,9 @@ impl Engine {
                 Ok(())
             }
             Input::Bad { line, error } => {
-                (self.notice)(&format!(
-                    "codecoder: stdin line {line}: {error}; the line was skipped"
-                ));
-                self.error_result(vec![format!("stdin line {line}: {error}")])
+                let error = format!("stdin line {line}: {error}");
+                (self.notice)(&format!("codecoder: {error}; the line was skipped"));
+                self.refuse(error)
             }
             Input::End(error) => {
                 if let Some(error) = error {
@@ -244,19 +274,21 @@ impl Engine {
                 format!("a `{kind}` message")
             };
             (self.notice)(&format!("codecoder: stdin: {what} is not understood; it was skipped"));
-            return self.error_result(vec![format!("stdin: {what} is not understood")]);
+            return self.refuse(format!("stdin: {what} is not understood"));
         }
         let input = match user_input(message.get("message").unwrap_or(&Value::Null)) {
             Ok(input) => input,
             Err(error) => {
                 (self.notice)(&format!("codecoder: stdin: {error}"));
-                return self.error_result(vec![format!("stdin: {error}")]);
+                return self.refuse(format!("stdin: {error}"));
             }
         };
         if self.args.replay_user_messages {
             let mut echoed = message.clone();
             if let Some(object) = echoed.as_object_mut() {
                 object.insert("session_id".to_owned(), json!(self.session_id()));
+                object.insert("isReplay".to_owned(), json!(true));
+                object.entry("parent_tool_use_id").or_insert(Value::Null);
             }
             self.peer.frame(&echoed).map_err(Error::Output)?;
         }
@@ -329,6 +361,13 @@ impl Engine {
             max_steps: args.max_turns,
             strict_mcp_servers: args.strict_mcp_config,
             builtin_tools: args.tools.clone(),
+            // A bare tool name in --disallowedTools takes the tool away, as in Claude Code.
+            hidden_tools: args
+                .disallowed_tools
+                .iter()
+                .filter(|rule| !rule.contains('('))
+                .cloned()
+                .collect(),
             max_budget_usd: args.max_budget_usd,
             hooks: codecoder_app::FrontendHooks(self.hooks()),
             agents: self.setup.agents.clone(),
@@ -401,9 +440,10 @@ impl Engine {
             .ok_or_else(|| Error::Usage(format!("--continue: no session to continue in {cwd}")))
     }
 
-    /// The SDK answers permission requests (`--permission-prompt-tool stdio`).
+    /// The SDK answers permissions (`--permission-prompt-tool stdio`), except in `dontAsk`.
     fn asks_sdk(&self) -> bool {
         self.args.permission_prompt_tool.as_deref() == Some("stdio")
+            && self.setup.mode != Some(ClaudeMode::DontAsk)
     }
 
     fn init_frame(&self, session: &RunningSession) -> Value {
@@ -430,7 +470,7 @@ impl Engine {
             "mcp_servers": mcp,
             "model": session.model,
             "permissionMode": self.mode_now(session).as_str(),
-            "apiKeySource": "none",
+            "apiKeySource": api_key_source(session),
             "slash_commands": names(&session.catalog.commands),
             "output_style": "default",
             "agents": names(&session.catalog.agents),
@@ -438,7 +478,7 @@ impl Engine {
             "plugins": [],
             "claude_code_version": CLAUDE_PROTOCOL_VERSION,
             "codecoder_version": env!("CARGO_PKG_VERSION"),
-            "uuid": format!("init-{}", session.agent.session_id()),
+            "uuid": self.translator.as_ref().map_or_else(String::new, |t| t.peek_uuid(0)),
         })
     }
 
@@ -462,6 +502,9 @@ impl Engine {
                 if let (Some(session), Some(turn)) = (&self.session, &mut self.turn) {
                     turn.interrupted = true;
                     let _ = session.agent.cmd.send(AgentCommand::Cancel);
+                    // What the turn still waits for from the SDK is withdrawn, as Claude Code
+                    // does: the call it is about is not approved.
+                    self.peer.withdraw_all("the turn was interrupted");
                 }
                 Ok(json!({}))
             }
@@ -513,6 +556,8 @@ impl Engine {
                 };
                 Ok(json!({"mcpServers": list}))
             }
+            // Thinking budgets are the model's configuration (`model_reasoning_effort`).
+            "set_max_thinking_tokens" => Ok(json!({})),
             "" => Err("a control request without a subtype".to_owned()),
             other => Err(format!("unsupported control request subtype: {other}")),
         }
@@ -814,7 +859,7 @@ impl Engine {
                 "contextWindow": window,
             }},
             "permission_denials": std::mem::take(&mut *self.permissions.denials.lock().unwrap_or_else(PoisonError::into_inner)),
-            "uuid": format!("result-{session_id}-{}", turn.started.elapsed().as_nanos()),
+            "uuid": self.translator.as_mut().map_or_else(String::new, Translator::uuid),
         }) else {
             return Value::Null;
         };
@@ -893,6 +938,18 @@ impl Engine {
         Value::Object(std::mem::take(object))
     }
 
+    /// Input that could not be used: during a turn it joins the turn's errors (one `result` per
+    /// turn: the SDKs end a turn at the first); between turns its own error `result` answers it.
+    fn refuse(&mut self, error: String) -> Result<()> {
+        match &mut self.turn {
+            Some(turn) => {
+                turn.errors.push(error);
+                Ok(())
+            }
+            None => self.error_result(vec![error]),
+        }
+    }
+
     /// A `result` for input that could not be run.
     fn error_result(&mut self, errors: Vec<String>) -> Result<()> {
         let result = json!({
@@ -908,7 +965,7 @@ impl Engine {
             "modelUsage": {},
             "permission_denials": [],
             "errors": errors,
-            "uuid": format!("result-error-{}", self.session_id()),
+            "uuid": self.translator.as_mut().map_or_else(String::new, Translator::uuid),
         });
         self.peer.frame(&result).map_err(Error::Output)
     }
@@ -965,6 +1022,19 @@ fn agent_type(name: &str, agent: &Value) -> codecoder_app::AgentType {
         model,
         max_steps: None,
     }
+}
+
+/// Where the session's API key comes from, as Claude Code reports it: the environment
+/// variable that holds it, or `none` (a local server, a key from `codecoder login`).
+fn api_key_source(session: &RunningSession) -> String {
+    let provider = session.config.model_providers.get(&session.provider_id);
+    let var =
+        provider.and_then(|p| p.env_key.clone()).or_else(|| match session.provider_id.as_str() {
+            "anthropic" => Some("ANTHROPIC_API_KEY".to_owned()),
+            "openai" => Some("OPENAI_API_KEY".to_owned()),
+            _ => None,
+        });
+    var.filter(|var| std::env::var_os(var).is_some()).unwrap_or_else(|| "none".to_owned())
 }
 
 /// A flag's JSON: the text itself, or the file it names.

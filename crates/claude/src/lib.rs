@@ -70,6 +70,9 @@ pub struct Streams {
     pub output: Box<dyn Write + Send>,
     /// Notices for the person (stderr).
     pub notice: Arc<dyn Fn(&str) + Send + Sync>,
+    /// Signals that ask the run to stop (their numbers): the running turn is cancelled, its
+    /// processes killed and its end logged before `run` returns `128 + signal`.
+    pub stop: crossbeam_channel::Receiver<i32>,
 }
 
 /// Runs a headless invocation to its end; returns the exit code (0, or 1 after an error
@@ -99,8 +102,13 @@ pub fn run(args: HeadlessArgs, streams: Streams) -> Result<u8> {
     }
     let output_format = args.output;
     let peer = wire::Peer::new(streams.output, output_format == OutputFormat::StreamJson);
-    let engine =
-        engine::Engine::new(args.clone(), runtime, Arc::clone(&peer), Arc::clone(&streams.notice))?;
+    let engine = engine::Engine::new(
+        args.clone(),
+        runtime,
+        Arc::clone(&peer),
+        Arc::clone(&streams.notice),
+        streams.stop.clone(),
+    )?;
     let (code, answer) = match args.input {
         InputFormat::StreamJson => {
             let input =
@@ -171,7 +179,8 @@ pub(crate) fn overrides(args: &HeadlessArgs) -> Result<codecoder_app::Overrides>
         // allowed by a rule: so does codecoder when an SDK answers (`untrusted`). Without one,
         // `never`: the sandbox bounds what runs and what needs a person is refused.
         approval: Some(match mode {
-            Some(ClaudeMode::DontAsk) => codecoder_app::ApprovalMode::Never,
+            // Only what is read-only or allowed by a rule runs; the rest is refused unasked.
+            Some(ClaudeMode::DontAsk) => codecoder_app::ApprovalMode::Untrusted,
             _ if args.permission_prompt_tool.as_deref() == Some("stdio") => {
                 codecoder_app::ApprovalMode::Untrusted
             }

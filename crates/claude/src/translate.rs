@@ -59,17 +59,25 @@ impl Translator {
     /// with a counter, so ids differ across sessions and frames.
     pub(crate) fn uuid(&mut self) -> String {
         self.next_id += 1;
+        self.peek_uuid(0)
+    }
+
+    /// The id `ahead` frames after the last one given, without taking it (`init`, which a
+    /// shared borrow builds, takes a fresh one this way: no frame takes it later since
+    /// `uuid` moves on first).
+    pub(crate) fn peek_uuid(&self, ahead: u64) -> String {
+        let next_id = self.next_id + ahead;
         let seed = self.session_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
             (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
         });
-        let high = seed ^ self.next_id.rotate_left(17);
+        let high = seed ^ next_id.rotate_left(17);
         format!(
             "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
             high >> 32,
             (high >> 16) & 0xffff,
             high & 0xfff,
-            (self.next_id >> 48) & 0xfff,
-            self.next_id & 0xffff_ffff_ffff
+            (next_id >> 48) & 0xfff,
+            next_id & 0xffff_ffff_ffff
         )
     }
 

@@ -16,8 +16,9 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 use serde_json::{Value, json};
 
-/// The longest input line read (the Python SDK's own limit).
-const MAX_LINE: usize = 1 << 20;
+/// The longest input line read: room for images (5 MB each in the Messages API, a third more
+/// in base64) and large answers of in-process MCP tools.
+const MAX_LINE: usize = 256 << 20;
 
 /// One item of the input, in order.
 #[derive(Debug)]
@@ -143,6 +144,17 @@ impl Peer {
         let _ = waiting.send(answer);
     }
 
+    /// Withdraws every request still waiting for the SDK (`control_cancel_request` each), and
+    /// fails it with `reason`: the turn they belong to is being interrupted.
+    pub(crate) fn withdraw_all(&self, reason: &str) {
+        let pending =
+            std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
+        for (id, waiting) in pending {
+            let _ = self.line(&json!({"type": "control_cancel_request", "request_id": id}));
+            let _ = waiting.send(Err(reason.to_owned()));
+        }
+    }
+
     /// The input ended: every request waiting fails, and later ones fail at once.
     fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
@@ -187,7 +199,7 @@ fn read(mut input: Box<dyn BufRead + Send>, peer: &Peer, tx: &Sender<Input>) {
             // The rest of the line is skipped.
             let mut rest = Vec::new();
             let _ = input.read_until(b'\n', &mut rest);
-            let _ = tx.send(Input::Bad { line: number, error: "longer than 1 MiB".to_owned() });
+            let _ = tx.send(Input::Bad { line: number, error: "longer than 256 MiB".to_owned() });
             continue;
         }
         let text = String::from_utf8_lossy(&line);

@@ -228,6 +228,7 @@ pub const CLAUDE_TOOL_NAMES: &[(&str, &str)] = &[
     ("list_dir", "LS"),
     ("web_fetch", "WebFetch"),
     ("agent", "Task"),
+    ("exit_plan_mode", "ExitPlanMode"),
 ];
 
 /// Claude Code tool names that map to one of ours without being its name: `(Claude's, ours)`.
