@@ -16,12 +16,14 @@ use codecoder_protocol::{AgentCommand, ApprovalDecision, AskUserAnswer, UserInpu
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::Shared;
+use tungstenite::Message;
+
 use crate::http::{self, Request, Response};
 use crate::hub::{Answer, Answered};
+use crate::{Connection, Shared};
 
-/// How long an event stream waits for an event before it sends a keep-alive comment (which
-/// is also how it finds out that its reader left).
+/// How long an event stream waits for an event before it sends a keep-alive (an SSE comment,
+/// a WebSocket ping), which is also how it finds out that its reader left.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// The page at `/` and its script and style, embedded: the page works offline and loads
@@ -33,7 +35,7 @@ const STATIC: &[(&str, &str, &str)] = &[
 ];
 
 /// Answers `request` on `out`; returns the status sent.
-pub(crate) fn route(shared: &Shared, request: &Request, out: &mut dyn Write) -> u16 {
+pub(crate) fn route(shared: &Shared, request: &Request, stream: &mut dyn Connection) -> u16 {
     let segments: Vec<&str> = request.path.trim_matches('/').split('/').collect();
     let response = match (request.method.as_str(), segments.as_slice()) {
         ("GET", [name]) if STATIC.iter().any(|(file, ..)| file == name) => {
@@ -64,14 +66,14 @@ pub(crate) fn route(shared: &Shared, request: &Request, out: &mut dyn Write) -> 
             }
             None => not_hosted(id),
         },
-        ("GET", ["api", "sessions", id, "events"]) => return events(shared, id, request, out),
+        ("GET", ["api", "sessions", id, "events"]) => return events(shared, id, request, stream),
         ("GET", ["api", "sessions", id, "history"]) => history(shared, id),
         ("POST", ["api", "approvals", id]) => answer(shared, id, request),
         ("POST", ["api", "questions", id]) => reply(shared, id, request),
         (_, ["api", ..]) | (_, [""]) => Response::error(405, "method not allowed here"),
         _ => Response::error(404, "no such route"),
     };
-    let _ = response.write_to(out);
+    let _ = response.write_to(stream);
     response.status
 }
 
@@ -298,13 +300,65 @@ fn reply(shared: &Shared, request_id: &str, request: &Request) -> Response {
     }
 }
 
-/// Streams a session's events as server-sent events from the cursor on, until the session
-/// stops, the reader leaves or the server stops. Returns the status sent.
-fn events(shared: &Shared, id: &str, request: &Request, out: &mut dyn Write) -> u16 {
+/// Where an event stream goes: server-sent events, or WebSocket text frames (one record
+/// each) after an upgrade.
+enum Sink<'a> {
+    Sse(&'a mut dyn Connection),
+    WebSocket(Box<tungstenite::WebSocket<&'a mut dyn Connection>>),
+}
+
+impl Sink<'_> {
+    /// Sends `events`, the ones after `cursor`, and moves the cursor; `false` when the reader
+    /// is gone.
+    fn send(&mut self, events: &[Value], cursor: &mut u64) -> bool {
+        match self {
+            Self::Sse(out) => {
+                let mut text = String::new();
+                for event in events {
+                    *cursor += 1;
+                    text.push_str(&format!("id: {cursor}\ndata: {event}\n\n"));
+                }
+                out.write_all(text.as_bytes()).and_then(|()| out.flush()).is_ok()
+            }
+            Self::WebSocket(socket) => {
+                for event in events {
+                    *cursor += 1;
+                    if socket.write(Message::text(event.to_string())).is_err() {
+                        return false;
+                    }
+                }
+                socket.flush().is_ok()
+            }
+        }
+    }
+
+    /// Tells the reader the stream is alive (and finds out whether the reader is).
+    fn keep_alive(&mut self) -> bool {
+        match self {
+            Self::Sse(out) => out.write_all(b": keep-alive\n\n").and_then(|()| out.flush()).is_ok(),
+            Self::WebSocket(socket) => socket.send(Message::Ping(Vec::new().into())).is_ok(),
+        }
+    }
+
+    /// Ends the stream as its protocol says.
+    fn close(self) {
+        if let Self::WebSocket(mut socket) = self {
+            let _ = socket.close(None);
+            let _ = socket.flush();
+        }
+    }
+}
+
+/// Streams a session's events from the cursor on, until the session stops, the reader leaves
+/// or the server stops: over a WebSocket when the request asks to upgrade, else as
+/// server-sent events. Returns the status sent.
+fn events(shared: &Shared, id: &str, request: &Request, stream: &mut dyn Connection) -> u16 {
+    let refuse = |stream: &mut dyn Connection, response: Response| {
+        let _ = response.write_to(stream);
+        response.status
+    };
     let Some(live) = shared.hub.get(id) else {
-        let response = not_hosted(id);
-        let _ = response.write_to(out);
-        return response.status;
+        return refuse(stream, not_hosted(id));
     };
     let cursor = request
         .query_param("after")
@@ -313,34 +367,51 @@ fn events(shared: &Shared, id: &str, request: &Request, out: &mut dyn Write) -> 
     let mut cursor = match cursor {
         None => 0,
         Some(Ok(after)) => after,
-        Some(Err(_)) => {
-            let response = Response::error(400, "`after` is not a number");
-            let _ = response.write_to(out);
-            return response.status;
-        }
+        Some(Err(_)) => return refuse(stream, Response::error(400, "`after` is not a number")),
     };
-    if http::write_event_stream_head(out).is_err() {
-        return 200;
-    }
+    let upgrade = request
+        .header("upgrade")
+        .is_some_and(|value| value.trim().eq_ignore_ascii_case("websocket"));
+    let (mut sink, status) = if upgrade {
+        let key = request.header("sec-websocket-key").map(str::trim).unwrap_or_default();
+        if key.is_empty() || request.header("sec-websocket-version").map(str::trim) != Some("13") {
+            return refuse(
+                stream,
+                Response::error(400, "a WebSocket upgrade needs Sec-WebSocket-Key and version 13"),
+            );
+        }
+        if http::write_switching_protocols(stream, key).is_err() {
+            return 101;
+        }
+        let socket = tungstenite::WebSocket::from_raw_socket(
+            stream,
+            tungstenite::protocol::Role::Server,
+            None,
+        );
+        (Sink::WebSocket(Box::new(socket)), 101)
+    } else {
+        if http::write_event_stream_head(stream).is_err() {
+            return 200;
+        }
+        (Sink::Sse(stream), 200)
+    };
     loop {
         let batch = live.events_after(cursor, KEEPALIVE);
-        let mut text = String::new();
-        for event in &batch.events {
-            cursor += 1;
-            text.push_str(&format!("id: {cursor}\ndata: {event}\n\n"));
-        }
-        if text.is_empty() {
+        let alive = if batch.events.is_empty() {
             if batch.finished {
                 break;
             }
-            text.push_str(": keep-alive\n\n");
-        }
-        if out.write_all(text.as_bytes()).and_then(|()| out.flush()).is_err() {
-            break;
+            sink.keep_alive()
+        } else {
+            sink.send(&batch.events, &mut cursor)
+        };
+        if !alive {
+            return status;
         }
         if shared.stop.load(std::sync::atomic::Ordering::SeqCst) && batch.events.is_empty() {
             break;
         }
     }
-    200
+    sink.close();
+    status
 }

@@ -176,9 +176,24 @@ pub(crate) fn write_event_stream_head(out: &mut dyn Write) -> io::Result<()> {
     out.flush()
 }
 
+/// The answer that turns the connection into a WebSocket (RFC 6455's accept key).
+pub(crate) fn write_switching_protocols(out: &mut dyn Write, key: &str) -> io::Result<()> {
+    let accept = tungstenite::handshake::derive_accept_key(key.as_bytes());
+    let mut head = String::from("HTTP/1.1 101 Switching Protocols\r\n");
+    for (name, value) in SECURITY_HEADERS {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!(
+        "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+    ));
+    out.write_all(head.as_bytes())?;
+    out.flush()
+}
+
 /// The reason phrase of the statuses this server sends.
 pub(crate) fn reason(status: u16) -> &'static str {
     match status {
+        101 => "Switching Protocols",
         200 => "OK",
         201 => "Created",
         202 => "Accepted",

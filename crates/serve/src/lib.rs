@@ -27,9 +27,10 @@
 //!   line and config, as the TUI's would be; `201 {id, cwd}`.
 //! - `POST /api/sessions/{id}/prompt {text}`: a turn with this input (queued when one runs).
 //! - `POST /api/sessions/{id}/cancel {}`: cancels the running turn.
-//! - `GET /api/sessions/{id}/events?after=N`: server-sent events, one per agent event with
-//!   `seq` above `N` (or the `Last-Event-ID` header), then each new one as it comes; the
-//!   stream ends when the session stops. Each is `id: SEQ` and `data: Event`.
+//! - `GET /api/sessions/{id}/events?after=N`: every `Event` with `seq` above `N` (or the
+//!   `Last-Event-ID` header), then each new one as it comes, until the session stops: as
+//!   server-sent events (`id: SEQ`, `data: Event`), or, when the request upgrades to a
+//!   WebSocket, one text frame per `Event` (pings keep it alive; a close frame ends it).
 //! - `GET /api/sessions/{id}/history`: `{id, cwd, events}`, any indexed session's history
 //!   replayed from its log by the runtime: each `{seq, event}` (the same `AgentEvent` shape as
 //!   the live stream), `{seq, user}` (the person's input) or `{seq, approval: {callId,
@@ -369,7 +370,7 @@ impl Server {
 }
 
 /// A TCP or unix stream.
-trait Connection: Read + Write + Send {
+pub(crate) trait Connection: Read + Write + Send {
     fn set_timeout(&self, timeout: Duration);
 }
 
@@ -415,7 +416,7 @@ fn handle(shared: &Shared, mut stream: Box<dyn Connection>, peer: &str) {
             let _ = response.write_to(&mut stream);
             response.status
         }
-        Access::Allowed => api::route(shared, &request, &mut stream),
+        Access::Allowed => api::route(shared, &request, &mut *stream),
     };
     shared.log(peer, &request.method, &target, status);
 }

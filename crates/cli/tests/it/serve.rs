@@ -441,6 +441,78 @@ fn read_events(
     panic!("the stream ended before the awaited event: {events:#?}");
 }
 
+/// As `read_events`, over a WebSocket (the page's own origin, as a browser sends it).
+fn read_ws_events(
+    served: &Served,
+    id: &str,
+    after: u64,
+    until: impl Fn(&Value) -> bool,
+) -> Vec<Value> {
+    let mut stream = TcpStream::connect(("127.0.0.1", served.port)).unwrap();
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    write!(
+        stream,
+        "GET /api/sessions/{id}/events?after={after} HTTP/1.1\r\nHost: {host}\r\n\
+         Authorization: Bearer {}\r\nOrigin: http://{host}\r\nUpgrade: websocket\r\n\
+         Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+         Sec-WebSocket-Version: 13\r\n\r\n",
+        served.token,
+        host = served.host(),
+    )
+    .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut head = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if line == "\r\n" {
+            break;
+        }
+        head.push(line.trim_end().to_owned());
+    }
+    assert!(head[0].starts_with("HTTP/1.1 101"), "{head:?}");
+    // RFC 6455's example key and its accept value.
+    assert!(
+        head.contains(&"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=".to_owned()),
+        "{head:?}"
+    );
+    let mut events = Vec::new();
+    loop {
+        let mut start = [0u8; 2];
+        reader.read_exact(&mut start).unwrap();
+        let opcode = start[0] & 0x0f;
+        assert_eq!(start[1] & 0x80, 0, "a server's frames are not masked");
+        let len = match start[1] & 0x7f {
+            126 => {
+                let mut bytes = [0u8; 2];
+                reader.read_exact(&mut bytes).unwrap();
+                u64::from(u16::from_be_bytes(bytes))
+            }
+            127 => {
+                let mut bytes = [0u8; 8];
+                reader.read_exact(&mut bytes).unwrap();
+                u64::from_be_bytes(bytes)
+            }
+            len => u64::from(len),
+        };
+        let mut payload = vec![0u8; usize::try_from(len).unwrap()];
+        reader.read_exact(&mut payload).unwrap();
+        match opcode {
+            1 => {
+                let event: Value = serde_json::from_slice(&payload).unwrap();
+                let done = until(&event);
+                events.push(event);
+                if done {
+                    return events;
+                }
+            }
+            9 => {}
+            8 => panic!("the stream closed before the awaited event: {events:#?}"),
+            other => panic!("unexpected frame {other}"),
+        }
+    }
+}
+
 fn kind(event: &Value) -> &str {
     // `approvalResolved` records have no agent event: their kind is empty.
     event["event"]["kind"]["type"].as_str().unwrap_or_default()
@@ -660,8 +732,10 @@ fn the_models_question_is_pending_for_every_client_and_the_first_answer_wins() {
     );
     assert_eq!(late.status, 409);
 
+    // The rest over a WebSocket, from the same cursor.
     let after = question["seq"].as_u64().unwrap();
-    let rest = read_events(&served, &id, after, |e| kind(e) == "turn_done");
+    let rest = read_ws_events(&served, &id, after, |e| kind(e) == "turn_done");
+    assert_eq!(rest[0]["seq"], after + 1, "{rest:#?}");
     assert!(
         rest.iter().any(|e| e["questionResolved"]
             == json!({"id": request_id, "answer": {"type": "answer", "text": "blue"}})),
