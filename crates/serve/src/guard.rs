@@ -64,7 +64,12 @@ impl Guard {
         {
             return Access::Refused(Response::error(403, "cross-origin request refused"));
         }
-        if self.bearer_ok(request) || self.cookie_ok(request) {
+        // The token in the address is traded for the cookie even when the browser has one, so
+        // the address bar never keeps it.
+        let exchange = request.method == "GET"
+            && request.path == "/"
+            && request.query_param("token").is_some_and(|token| same(&token, &self.token));
+        if !exchange && (self.bearer_ok(request) || self.cookie_ok(request)) {
             if mutating && !is_json(request.header("content-type")) {
                 return Access::Refused(Response::error(
                     415,
@@ -73,10 +78,7 @@ impl Guard {
             }
             return Access::Allowed;
         }
-        if request.method == "GET"
-            && request.path == "/"
-            && request.query_param("token").is_some_and(|token| same(&token, &self.token))
-        {
+        if exchange {
             return Access::Exchange(Response {
                 status: 303,
                 headers: vec![

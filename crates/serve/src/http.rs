@@ -209,6 +209,7 @@ pub(crate) fn reason(status: u16) -> &'static str {
         415 => "Unsupported Media Type",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
+        503 => "Service Unavailable",
         _ => "Status",
     }
 }

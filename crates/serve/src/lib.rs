@@ -94,6 +94,9 @@ pub const DISCOVERY_FILE: &str = "serve.json";
 pub const ACCESS_LOG: &str = "logs/serve-access.log";
 /// How long a connection may take to send its request.
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Connections served at once (each holds a thread); past it a connection is answered 503 at
+/// once, so a flood of idle connections cannot exhaust the process.
+const MAX_CONNECTIONS: usize = 256;
 
 /// How the server is to run.
 #[derive(Debug, Clone)]
@@ -354,6 +357,13 @@ impl Server {
                 Err(_) => continue,
             };
             connections.retain(|connection| !connection.is_finished());
+            if connections.len() >= MAX_CONNECTIONS {
+                let mut stream = stream;
+                let _ =
+                    Response::error(503, "too many connections; retry later").write_to(&mut stream);
+                self.shared.log(&peer, "-", "-", 503);
+                continue;
+            }
             let n = counter.fetch_add(1, Ordering::Relaxed);
             let shared = Arc::clone(&self.shared);
             match spawn_named(format!("serve-conn-{n}"), move || handle(&shared, stream, &peer)) {

@@ -84,6 +84,10 @@ fn the_token_is_exchanged_for_a_strict_cookie_which_then_works() {
         "GET /api/sessions HTTP/1.1\r\nHost: 127.0.0.1:4000\r\nCookie: a=b; codecoder_session_4000={COOKIE}\r\n\r\n"
     ));
     assert!(matches!(guard().check(&with_cookie), Access::Allowed));
+    let again = parse(&format!(
+        "GET /?token={TOKEN} HTTP/1.1\r\nHost: 127.0.0.1:4000\r\nCookie: codecoder_session_4000={COOKIE}\r\n\r\n"
+    ));
+    assert_eq!(status(&guard().check(&again)), 303, "the address bar drops the token every time");
     let token_as_cookie = parse(&format!(
         "GET /api/sessions HTTP/1.1\r\nHost: 127.0.0.1:4000\r\nCookie: codecoder_session_4000={TOKEN}\r\n\r\n"
     ));
