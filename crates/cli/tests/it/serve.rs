@@ -745,3 +745,78 @@ fn the_models_question_is_pending_for_every_client_and_the_first_answer_wins() {
     assert!(body.contains("The user answered: blue"), "{body}");
     assert_eq!(served.stop(), Some(0));
 }
+
+/// Processes whose command line contains `needle`.
+fn processes_running(needle: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.unwrap().path().join("cmdline")).ok())
+        .filter(|cmdline| String::from_utf8_lossy(cmdline).replace('\0', " ").contains(needle))
+        .count()
+}
+
+/// Waits (up to `PATIENCE`) until `done` holds.
+fn eventually(done: impl Fn() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while std::time::Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done()
+}
+
+#[test]
+fn cancel_stops_a_running_command_and_leaves_no_process() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    // A duration no other process on the machine uses, to find ours in /proc.
+    let marker = format!("{}.{}", 70 + std::process::id() % 9, std::process::id() % 1000 + 7);
+    let script = Script::new()
+        .reply(Reply::tool_call("c1", "run_command", json!({"command": format!("sleep {marker}")})))
+        // Only reached if the cancel loses a race with the next request; cut off then.
+        .reply(Reply::text("too late").delay_ms(3000));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let served =
+        Served::start(&run, &["-a", "never", "-s", "danger-full-access", "-m", "test-model"]);
+    let started = served.call("POST", "/api/sessions", Some(&json!({"prompt": "wait"})));
+    assert_eq!(started.status, 201, "{started:?}");
+    let id = started.json()["id"].as_str().unwrap().to_owned();
+    let before = read_events(&served, &id, 0, |e| kind(e) == "tool_started");
+    assert!(eventually(|| processes_running(&format!("sleep {marker}")) > 0), "never started");
+
+    let cancel = served.call("POST", &format!("/api/sessions/{id}/cancel"), Some(&json!({})));
+    assert_eq!(cancel.status, 202, "{cancel:?}");
+    let after = before.last().unwrap()["seq"].as_u64().unwrap();
+    let rest = read_events(&served, &id, after, |e| kind(e) == "turn_done");
+    assert_eq!(rest.last().unwrap()["event"]["kind"]["cancelled"], true, "{rest:#?}");
+    assert!(
+        eventually(|| processes_running(&format!("sleep {marker}")) == 0),
+        "the cancelled command is still running"
+    );
+    assert_eq!(served.stop(), Some(0));
+}
+
+#[test]
+fn stopping_the_server_stops_its_sessions_commands() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let marker = format!("{}.{}", 60 + std::process::id() % 9, std::process::id() % 1000 + 11);
+    let script = Script::new().reply(Reply::tool_call(
+        "c1",
+        "run_command",
+        json!({"command": format!("sleep {marker}")}),
+    ));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let served =
+        Served::start(&run, &["-a", "never", "-s", "danger-full-access", "-m", "test-model"]);
+    let started = served.call("POST", "/api/sessions", Some(&json!({"prompt": "wait"})));
+    let id = started.json()["id"].as_str().unwrap().to_owned();
+    read_events(&served, &id, 0, |e| kind(e) == "tool_started");
+    assert!(eventually(|| processes_running(&format!("sleep {marker}")) > 0), "never started");
+    assert_eq!(served.stop(), Some(0));
+    assert_eq!(processes_running(&format!("sleep {marker}")), 0, "outlived the server");
+}
