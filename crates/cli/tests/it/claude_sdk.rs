@@ -993,6 +993,38 @@ fn an_interrupt_while_a_permission_request_waits_withdraws_it_and_ends_the_turn(
     world.validate(result["session_id"].as_str().unwrap());
 }
 
+#[test]
+fn sigterm_during_a_command_leaves_no_process_and_a_valid_log() {
+    // The SDKs end the process with SIGTERM when it outlives their close of stdin.
+    let marker = format!("{}.{}", 60 + std::process::id() % 9, std::process::id() % 1000);
+    let world = World::new(
+        Script::new()
+            .reply(Reply::tool_call(
+                "toolu_1",
+                "run_command",
+                json!({"command": format!("sleep {marker}")}),
+            ))
+            .when_exhausted(Reply::text("unreachable")),
+    );
+    let mut headless = Headless::start(&world, &["--permission-mode", "bypassPermissions"]);
+    headless.initialize(json!({"hooks": null}));
+    headless.user("sleep a while");
+    headless.next(|f| f["type"] == "assistant");
+    let started = std::time::Instant::now();
+    while sleeping(&marker) == 0 {
+        assert!(started.elapsed() < PATIENCE, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = headless.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let (status, frames, err) = headless.finish();
+    let t = format!("{}\nstderr: {err}", frames_text(&frames));
+    assert_eq!(status.code(), Some(128 + 15), "{t}");
+    assert_eq!(sleeping(&marker), 0, "a process of the command survived: {t}");
+    assert_eq!(world.server.requests().len(), 1, "{t}");
+    world.validate_all();
+}
+
 /// A PreToolUse hook callback (with `on_failure` when given) that answers with an error while
 /// the model runs `touch ran.txt`; returns the world, the turn's result and every frame.
 fn failing_hook(on_failure: Option<&str>) -> (World, Value, String) {
