@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use codecoder_app::SessionSummary;
+use codecoder_app::{SessionSummary, Start};
 use codecoder_protocol::{AgentCommand, ApprovalDecision, AskUserAnswer, UserInput};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -196,14 +196,44 @@ fn history(shared: &Shared, id: &str) -> Response {
 struct StartBody {
     cwd: Option<PathBuf>,
     prompt: Option<String>,
+    /// An indexed session to continue (its own project).
+    resume: Option<String>,
+    /// An indexed session to copy and continue (the original is untouched).
+    fork: Option<String>,
 }
 
 fn start(shared: &Shared, request: &Request) -> Response {
-    let start: StartBody = match body(request) {
+    let body: StartBody = match body(request) {
         Ok(start) => start,
         Err(response) => return response,
     };
-    let cwd = start.cwd.unwrap_or_else(|| shared.default_cwd.clone());
+    let (start, earlier) = match (body.resume, body.fork) {
+        (None, None) => (Start::New, None),
+        (Some(id), None) => (Start::Resume(Some(id.clone())), Some(id)),
+        (None, Some(id)) => (Start::Fork(id.clone()), Some(id)),
+        (Some(_), Some(_)) => return Response::error(400, "give `resume` or `fork`, not both"),
+    };
+    let cwd = match (&earlier, body.cwd) {
+        (None, cwd) => cwd.unwrap_or_else(|| shared.default_cwd.clone()),
+        (Some(_), Some(_)) => {
+            return Response::error(400, "a resumed or forked session keeps its own `cwd`");
+        }
+        // Only a session id the index knows, never a path: a request picks no file.
+        (Some(id), None) => {
+            if matches!(start, Start::Resume(_)) && shared.hub.is_live(id) {
+                return Response::error(409, &format!("session {id} is already hosted here"));
+            }
+            let mut warnings = Vec::new();
+            let listed = codecoder_app::list_sessions(shared.home(), None, None, &mut warnings);
+            let known = listed.ok().and_then(|listed| {
+                listed.sessions.into_iter().find(|s| &s.id == id && s.problem.is_none())
+            });
+            match known {
+                Some(summary) => PathBuf::from(summary.cwd),
+                None => return Response::error(404, &format!("no session {id} in the index")),
+            }
+        }
+    };
     if !cwd.is_absolute() {
         return Response::error(400, "`cwd` must be an absolute path");
     }
@@ -212,9 +242,9 @@ fn start(shared: &Shared, request: &Request) -> Response {
         Ok(_) => return Response::error(400, "`cwd` is not a directory"),
         Err(err) => return Response::error(400, &format!("`cwd`: {err}")),
     };
-    match shared.hub.start(&cwd, start.prompt.filter(|p| !p.trim().is_empty())) {
+    match shared.hub.start(&cwd, start, body.prompt.filter(|p| !p.trim().is_empty())) {
         Ok(live) => Response::json(201, &json!({ "id": live.id, "cwd": live.cwd })),
-        Err(err) if err.is_usage() => Response::error(400, &err.to_string()),
+        Err(err) if err.is_usage() => Response::error(409, &err.to_string()),
         Err(err) => Response::error(500, &err.to_string()),
     }
 }

@@ -262,15 +262,21 @@ impl Hub {
         self.sessions().contains_key(id)
     }
 
-    /// Starts a new session in `cwd` with the server's overrides (sandbox and approval policy
-    /// as the command line and config say, as the TUI's would be), and submits `prompt` first
-    /// when given.
-    pub(crate) fn start(&self, cwd: &std::path::Path, prompt: Option<String>) -> Result<Arc<Live>> {
+    /// Starts a session in `cwd` (new, resumed or forked) with the server's overrides (sandbox
+    /// and approval policy as the command line and config say, as the TUI's would be), and
+    /// submits `prompt` first when given. A resumed log is locked as in any front-end: one
+    /// writer across processes.
+    pub(crate) fn start(
+        &self,
+        cwd: &std::path::Path,
+        start: Start,
+        prompt: Option<String>,
+    ) -> Result<Arc<Live>> {
         let mut overrides = self.overrides.clone();
         overrides.cwd = Some(cwd.to_owned());
         let runtime = Runtime::load(overrides).map_err(Error::Runtime)?;
         let request = SessionRequest {
-            start: Start::New,
+            start,
             interactive: true,
             first_prompt: prompt.clone(),
             ..SessionRequest::new()

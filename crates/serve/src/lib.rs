@@ -22,9 +22,11 @@
 //! - `GET /api/sessions?q=TEXT&cwd=DIR`: `{"sessions": [Summary]}`, newest first, from the
 //!   session index; subagents' logs are not listed. `Summary` is `{id, title, cwd, model,
 //!   provider, createdMs, updatedMs, parent, live}` (`live`: hosted by this server now).
-//! - `POST /api/sessions {cwd?, prompt?}`: starts a session in `cwd` (an existing directory;
-//!   default the server's `-C`), with the sandbox and approval policy of the server's command
-//!   line and config, as the TUI's would be; `201 {id, cwd}`.
+//! - `POST /api/sessions {cwd?, prompt?, resume?, fork?}`: starts a session in `cwd` (an
+//!   existing directory; default the server's `-C`), or continues (`resume`) or copies (`fork`)
+//!   the indexed session of that id in its own project, with the sandbox and approval policy of
+//!   the server's command line and config, as the TUI's would be; `201 {id, cwd}`. A log
+//!   another process holds is refused (409), as is resuming one hosted here already.
 //! - `POST /api/sessions/{id}/prompt {text}`: a turn with this input (queued when one runs).
 //! - `POST /api/sessions/{id}/cancel {}`: cancels the running turn.
 //! - `GET /api/sessions/{id}/events?after=N`: every `Event` with `seq` above `N` (or the
@@ -134,12 +136,16 @@ pub struct Server {
     discovery: Discovery,
 }
 
-/// The discovery file, removed when dropped (the server stopped, or never served).
-struct Discovery(PathBuf);
+/// The discovery file and the token it holds, removed when dropped (the server stopped, or
+/// never served) unless another server has written its own there since.
+struct Discovery(PathBuf, String);
 
 impl Drop for Discovery {
     fn drop(&mut self) {
-        let _ = fs_err::remove_file(&self.0);
+        let ours = fs_err::read_to_string(&self.0).is_ok_and(|text| text.contains(&self.1));
+        if ours {
+            let _ = fs_err::remove_file(&self.0);
+        }
     }
 }
 
@@ -260,7 +266,7 @@ impl Server {
             .append(true)
             .mode(0o600)
             .open(config.home.join(ACCESS_LOG))?;
-        let discovery = Discovery(config.home.join(DISCOVERY_FILE));
+        let discovery = Discovery(config.home.join(DISCOVERY_FILE), token.clone());
         let server = Self {
             listener,
             shared: Arc::new(Shared {

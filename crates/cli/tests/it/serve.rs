@@ -820,3 +820,59 @@ fn stopping_the_server_stops_its_sessions_commands() {
     assert_eq!(served.stop(), Some(0));
     assert_eq!(processes_running(&format!("sleep {marker}")), 0, "outlived the server");
 }
+
+#[test]
+fn a_session_is_resumed_or_forked_by_its_id_and_one_writer_holds() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let work = cwd.path().canonicalize().unwrap();
+    let script = Script::new()
+        .reply(Reply::text("First answer."))
+        .reply(Reply::text("Resumed answer."))
+        .reply(Reply::text("Forked answer."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let first = Served::start(&run, &["-m", "test-model"]);
+    let started = first.call("POST", "/api/sessions", Some(&json!({"prompt": "remember 42"})));
+    let id = started.json()["id"].as_str().unwrap().to_owned();
+    read_events(&first, &id, 0, |e| kind(e) == "turn_done");
+    let again = first.call("POST", "/api/sessions", Some(&json!({"resume": id})));
+    assert_eq!(again.status, 409, "{again:?}");
+
+    // Another server cannot take the log while the first holds it.
+    let second = Served::start(&run, &["-m", "test-model"]);
+    let held = second.call("POST", "/api/sessions", Some(&json!({"resume": id})));
+    assert_eq!(held.status, 409, "{held:?}");
+    assert_eq!(first.stop(), Some(0));
+    let discovery: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join("serve.json")).unwrap())
+            .unwrap();
+    assert_eq!(discovery["token"], second.token.as_str(), "the first left the second's file");
+
+    let resumed = second.call(
+        "POST",
+        "/api/sessions",
+        Some(&json!({"resume": id, "prompt": "what number?"})),
+    );
+    assert_eq!(resumed.status, 201, "{resumed:?}");
+    let resumed = resumed.json();
+    assert_eq!(resumed["id"], id.as_str());
+    assert_eq!(resumed["cwd"], work.to_string_lossy().as_ref());
+    let events = read_events(&second, &id, 0, |e| kind(e) == "turn_done");
+    assert!(events.iter().any(|e| e["event"]["kind"]["text"] == "Resumed answer."));
+    assert!(server.requests()[1].raw_body.contains("remember 42"), "the history went along");
+
+    let forked = second.call("POST", "/api/sessions", Some(&json!({"fork": id, "prompt": "fork"})));
+    assert_eq!(forked.status, 201, "{forked:?}");
+    let fork_id = forked.json()["id"].as_str().unwrap().to_owned();
+    assert_ne!(fork_id, id);
+    read_events(&second, &fork_id, 0, |e| kind(e) == "turn_done");
+
+    let unknown = second.call("POST", "/api/sessions", Some(&json!({"resume": "0000"})));
+    assert_eq!(unknown.status, 404);
+    let by_path = second.call("POST", "/api/sessions", Some(&json!({"resume": "/etc/passwd"})));
+    assert_eq!(by_path.status, 404, "a request names no file");
+    let both = second.call("POST", "/api/sessions", Some(&json!({"resume": id, "cwd": "/tmp"})));
+    assert_eq!(both.status, 400);
+    assert_eq!(second.stop(), Some(0));
+}

@@ -6,6 +6,7 @@
 
 const $ = (id) => document.getElementById(id);
 let current = null;
+let currentLive = false;
 let stream = null;
 let defaultCwd = null;
 
@@ -43,6 +44,7 @@ async function listSessions() {
 
 function open(session) {
   current = session.id;
+  currentLive = session.live;
   if (stream) stream.close();
   $("transcript").replaceChildren();
   $("approvals").replaceChildren();
@@ -169,9 +171,13 @@ $("composer").addEventListener("submit", async (event) => {
   if (!text) return;
   $("prompt").value = "";
   try {
-    if (current) {
+    if (current && currentLive) {
       add($("transcript"), "div", "user", text);
       await api("POST", `/api/sessions/${current}/prompt`, { text });
+    } else if (current) {
+      const resumed = await api("POST", "/api/sessions", { resume: current, prompt: text });
+      open({ id: resumed.id, live: true });
+      add($("transcript"), "div", "user", text);
     } else {
       const started = await api("POST", "/api/sessions", { cwd: defaultCwd, prompt: text });
       open({ id: started.id, live: true });
