@@ -879,7 +879,12 @@ fn an_unknown_control_request_gets_an_error_response_that_names_it() {
         answer["response"]["error"].as_str().unwrap_or_default().contains("frobnicate_everything"),
         "{answer}"
     );
-    // The session goes on.
+    // An answer and a withdrawal for requests nobody made are dropped; the session goes on.
+    headless.send(&json!({
+        "type": "control_response",
+        "response": {"subtype": "success", "request_id": "never_asked", "response": {}},
+    }));
+    headless.send(&json!({"type": "control_cancel_request", "request_id": "never_asked_either"}));
     headless.user("say hi");
     let result = headless.next(|f| f["type"] == "result");
     assert_eq!(result["subtype"], "success", "{result}");
