@@ -53,7 +53,8 @@ pub(crate) fn route(shared: &Shared, request: &Request, stream: &mut dyn Connect
         ),
         ("GET", ["api", "sessions"]) => list(shared, request),
         ("POST", ["api", "sessions"]) => start(shared, request),
-        ("POST", ["api", "sessions", id, "prompt"]) => prompt(shared, id, request),
+        ("POST", ["api", "sessions", id, "prompt"]) => prompt(shared, id, request, false),
+        ("POST", ["api", "sessions", id, "steer"]) => prompt(shared, id, request, true),
         ("POST", ["api", "sessions", id, "cancel"]) => match shared.hub.get(id) {
             Some(live) if live.send(AgentCommand::Cancel) => accepted(),
             Some(_) => Response::error(409, "the session has stopped"),
@@ -255,7 +256,9 @@ struct PromptBody {
     text: String,
 }
 
-fn prompt(shared: &Shared, id: &str, request: &Request) -> Response {
+/// A prompt: a turn of its own (queued while one runs), or with `steer` input added to the
+/// running turn at its next step (a turn of its own when idle).
+fn prompt(shared: &Shared, id: &str, request: &Request, steer: bool) -> Response {
     let prompt: PromptBody = match body(request) {
         Ok(prompt) => prompt,
         Err(response) => return response,
@@ -264,8 +267,16 @@ fn prompt(shared: &Shared, id: &str, request: &Request) -> Response {
         return Response::error(400, "`text` is empty");
     }
     match shared.hub.get(id) {
-        Some(live) if live.send(AgentCommand::Submit(UserInput::text(prompt.text))) => accepted(),
-        Some(_) => Response::error(409, "the session has stopped"),
+        Some(live) => {
+            let input = UserInput::text(prompt.text);
+            let command =
+                if steer { AgentCommand::Steer(input) } else { AgentCommand::Submit(input) };
+            if live.send(command) {
+                accepted()
+            } else {
+                Response::error(409, "the session has stopped")
+            }
+        }
         None => not_hosted(id),
     }
 }

@@ -28,6 +28,8 @@
 //!   the server's command line and config, as the TUI's would be; `201 {id, cwd}`. A log
 //!   another process holds is refused (409), as is resuming one hosted here already.
 //! - `POST /api/sessions/{id}/prompt {text}`: a turn with this input (queued when one runs).
+//! - `POST /api/sessions/{id}/steer {text}`: input added to the running turn at its next step
+//!   (a turn of its own when none runs).
 //! - `POST /api/sessions/{id}/cancel {}`: cancels the running turn.
 //! - `GET /api/sessions/{id}/events?after=N`: every `Event` with `seq` above `N` (or the
 //!   `Last-Event-ID` header), then each new one as it comes, until the session stops: as

@@ -829,7 +829,8 @@ fn a_session_is_resumed_or_forked_by_its_id_and_one_writer_holds() {
     let script = Script::new()
         .reply(Reply::text("First answer."))
         .reply(Reply::text("Resumed answer."))
-        .reply(Reply::text("Forked answer."));
+        .reply(Reply::text("Forked answer."))
+        .reply(Reply::text("Steered answer."));
     let server = FakeModelServer::start(script).unwrap();
     let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
     let first = Served::start(&run, &["-m", "test-model"]);
@@ -866,7 +867,17 @@ fn a_session_is_resumed_or_forked_by_its_id_and_one_writer_holds() {
     assert_eq!(forked.status, 201, "{forked:?}");
     let fork_id = forked.json()["id"].as_str().unwrap().to_owned();
     assert_ne!(fork_id, id);
-    read_events(&second, &fork_id, 0, |e| kind(e) == "turn_done");
+    let forked_turn = read_events(&second, &fork_id, 0, |e| kind(e) == "turn_done");
+    let steer = second.call(
+        "POST",
+        &format!("/api/sessions/{fork_id}/steer"),
+        Some(&json!({"text": "steer me"})),
+    );
+    assert_eq!(steer.status, 202, "{steer:?}");
+    let after = forked_turn.last().unwrap()["seq"].as_u64().unwrap();
+    let steered = read_events(&second, &fork_id, after, |e| kind(e) == "turn_done");
+    assert!(steered.iter().any(|e| e["event"]["kind"]["text"] == "Steered answer."));
+    assert!(server.requests()[3].raw_body.contains("steer me"));
 
     let unknown = second.call("POST", "/api/sessions", Some(&json!({"resume": "0000"})));
     assert_eq!(unknown.status, 404);
