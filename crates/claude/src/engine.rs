@@ -153,9 +153,8 @@ impl Engine {
     /// Runs one prompt (text input) to its result.
     pub(crate) fn run_prompt(mut self, prompt: UserInput) -> Result<(ExitCode, Option<Value>)> {
         self.input_open = false;
-        self.submit(prompt)?;
-        self.follow(&crossbeam_channel::never())?;
-        self.finish()
+        let followed = self.submit(prompt).and_then(|()| self.follow(&crossbeam_channel::never()));
+        self.end(followed)
     }
 
     /// Runs stream-json input until it ends and its turns are done.
@@ -163,8 +162,22 @@ impl Engine {
         mut self,
         input: &Receiver<Input>,
     ) -> Result<(ExitCode, Option<Value>)> {
-        self.follow(input)?;
-        self.finish()
+        let followed = self.follow(input);
+        self.end(followed)
+    }
+
+    /// Ends the run whether it went well or not: a failed run (its output gone, say) still
+    /// shuts its agent down, which cancels the turn and kills its processes, so nothing is left
+    /// running and the session's lock is released.
+    fn end(self, followed: Result<()>) -> Result<(ExitCode, Option<Value>)> {
+        match followed {
+            Ok(()) => self.finish(),
+            Err(err) => {
+                self.peer.withdraw_all("the run is ending");
+                drop(self.finish());
+                Err(err)
+            }
+        }
     }
 
     fn finish(self) -> Result<(ExitCode, Option<Value>)> {

@@ -352,3 +352,33 @@ fn the_sdk_sees_a_call_before_it_is_asked_about_it_and_its_edit_is_what_runs() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_run_and_frees_the_session() {
+    // `codecoder -p … --output-format stream-json | head -1`: the first write after the reader
+    // left fails; the run ends (no agent left waiting), and the session can be resumed.
+    let print = Print::new(Script::new().when_exhausted(Reply::text("a long answer").chunks(5)));
+    let mut child = print
+        .command(&["-p", "hi", "--output-format", "stream-json", "--verbose"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let init: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let id = init["session_id"].as_str().unwrap().to_owned();
+    drop(lines);
+    // A guard against a hang, not a measure.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "codecoder did not exit after its reader left"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let resumed = print.json(&["-p", "again", "--resume", &id]);
+    assert_eq!(resumed["session_id"], id.as_str(), "{resumed}");
+    print.validate(&id);
+}
