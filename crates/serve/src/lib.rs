@@ -199,6 +199,13 @@ impl Server {
         let (listener, port, hosts, url, listen, wake) =
             if let Some(path) = config.listen.strip_prefix("unix:") {
                 let path = PathBuf::from(path);
+                // A socket left by a server that died is replaced; a live one is refused.
+                let stale = fs_err::symlink_metadata(&path)
+                    .is_ok_and(|meta| std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()))
+                    && UnixStream::connect(&path).is_err();
+                if stale {
+                    fs_err::remove_file(&path)?;
+                }
                 let listener = UnixListener::bind(&path)
                     .map_err(|source| Error::Bind { addr: config.listen.clone(), source })?;
                 fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;

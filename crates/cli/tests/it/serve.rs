@@ -649,6 +649,9 @@ fn a_unix_socket_is_private_and_guarded_the_same_way() {
     let cwd = tempfile::tempdir().unwrap();
     let socket = home.path().join("serve.sock");
     let listen = format!("unix:{}", socket.display());
+    // A socket a dead server left behind is replaced.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists());
     let mut child = temp_run(home.path(), cwd.path())
         .command(&["serve", "--listen", &listen])
         .stdin(Stdio::null())
@@ -684,6 +687,12 @@ fn a_unix_socket_is_private_and_guarded_the_same_way() {
     .unwrap();
     assert_eq!(child.wait().unwrap().code(), Some(0));
     assert!(!socket.exists(), "the socket outlived the server");
+
+    // A live one is not taken over.
+    let live = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let output = temp_run(home.path(), cwd.path()).run(&["serve", "--listen", &listen], "");
+    assert_eq!(output.status.code(), Some(2), "{}", String::from_utf8_lossy(&output.stderr));
+    drop(live);
     assert!(!home.path().join("serve.json").exists());
 }
 
