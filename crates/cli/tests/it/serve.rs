@@ -896,3 +896,35 @@ fn a_session_is_resumed_or_forked_by_its_id_and_one_writer_holds() {
     assert_eq!(both.status, 400);
     assert_eq!(second.stop(), Some(0));
 }
+
+#[test]
+fn the_list_leaves_out_subagents_logs() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = Script::new()
+        .reply(Reply::tool_call("t1", "agent", json!({"task": "look around"})))
+        .reply(Reply::text("CHILD-ANSWER: nothing here"))
+        .reply(Reply::text("The subagent found nothing."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let served =
+        Served::start(&run, &["-a", "never", "-s", "danger-full-access", "-m", "test-model"]);
+    let started = served.call("POST", "/api/sessions", Some(&json!({"prompt": "delegate"})));
+    let id = started.json()["id"].as_str().unwrap().to_owned();
+    // The subagent's events come in the same stream, marked by their source.
+    let events = read_events(&served, &id, 0, |e| {
+        kind(e) == "turn_done" && e["event"]["source"]["subagentPath"].is_null()
+    });
+    assert!(events.iter().any(|e| e["event"]["kind"]["text"] == "CHILD-ANSWER: nothing here"
+        && e["event"]["source"]["subagentPath"] == json!(["t1"])));
+    assert!(
+        events.iter().any(|e| e["event"]["kind"]["text"] == "The subagent found nothing."),
+        "{events:#?}"
+    );
+    assert_eq!(session_files(home.path()), 2, "the subagent has a log of its own");
+    let listed = served.call("GET", "/api/sessions", None).json();
+    let ids: Vec<&str> =
+        listed["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [id.as_str()], "{listed}");
+    assert_eq!(served.stop(), Some(0));
+}

@@ -88,6 +88,9 @@ function show(data) {
   if (!data.event) return;
   const kind = data.event.kind;
   const view = kind.view || {};
+  // A subagent's own steps are its business; only what it asks of the person is shown.
+  const fromSubagent = (data.event.source.subagentPath || []).length > 0;
+  if (fromSubagent && kind.type !== "approval_request" && kind.type !== "ask_user") return;
   switch (kind.type) {
     case "text_delta":
       text = text || add($("transcript"), "div", "agent", "");
