@@ -26,6 +26,8 @@ struct Served {
     token: String,
     url: String,
     home: PathBuf,
+    /// What the server wrote to stdout after the URL line.
+    rest: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Served {
@@ -43,12 +45,12 @@ impl Served {
         let mut url = String::new();
         stdout.read_line(&mut url).unwrap();
         let url = url.trim_end().to_owned();
-        // Anything more on stdout would break a script reading the one line: read it to the end
-        // on a thread and fail if it holds anything.
-        std::thread::spawn(move || {
+        // Anything more on stdout would break a script reading the one line: the rest is read
+        // to the end on a thread, and `stop` checks it is empty.
+        let tail = std::thread::spawn(move || {
             let mut rest = String::new();
             let _ = stdout.read_to_string(&mut rest);
-            assert_eq!(rest, "", "more than one line on stdout");
+            rest
         });
         let rest = url.strip_prefix("http://127.0.0.1:").unwrap_or_else(|| panic!("{url}"));
         let (port, token) = rest.split_once("/?token=").unwrap();
@@ -58,6 +60,7 @@ impl Served {
             token: token.to_owned(),
             url: url.clone(),
             home: run.home.to_owned(),
+            rest: Some(tail),
         }
     }
 
@@ -97,7 +100,10 @@ impl Served {
             nix::sys::signal::Signal::SIGTERM,
         )
         .unwrap();
-        self.child.wait().unwrap().code()
+        let code = self.child.wait().unwrap().code();
+        let rest = self.rest.take().unwrap().join().unwrap();
+        assert_eq!(rest, "", "more than one line on stdout");
+        code
     }
 }
 
