@@ -391,7 +391,9 @@ impl Engine {
     /// The SDK's hook callbacks, and its permission callback when it answers permissions.
     fn hooks(&self) -> Vec<codecoder_app::CallbackHook> {
         let mut hooks = self.setup.hooks.clone();
-        if self.asks_sdk() {
+        // Installed with the prompt tool even in dontAsk: the mode may change while the session
+        // runs, and the callback refuses unasked while it is dontAsk.
+        if self.prompt_tool() {
             hooks.push(crate::sdk::can_use_tool(&self.peer, &self.permissions));
         }
         hooks
@@ -404,7 +406,7 @@ impl Engine {
             (self.notice)(&notice.to_string());
         }
         if let Some(mode) = self.setup.mode {
-            apply_mode(&session, mode);
+            apply_mode(&session, mode, self.prompt_tool(), &self.permissions);
         }
         if self.args.max_budget_usd.is_some() && session.pricing.input.is_none() {
             (self.notice)(&format!(
@@ -453,21 +455,30 @@ impl Engine {
             .ok_or_else(|| Error::Usage(format!("--continue: no session to continue in {cwd}")))
     }
 
-    /// The SDK answers permissions (`--permission-prompt-tool stdio`), except in `dontAsk`.
+    /// The SDK answers permissions (`--permission-prompt-tool stdio`), except in `dontAsk`,
+    /// where what no rule allows is refused unasked.
     fn asks_sdk(&self) -> bool {
+        self.prompt_tool() && self.setup.mode != Some(ClaudeMode::DontAsk)
+    }
+
+    /// `--permission-prompt-tool stdio` was given.
+    fn prompt_tool(&self) -> bool {
         self.args.permission_prompt_tool.as_deref() == Some("stdio")
-            && self.setup.mode != Some(ClaudeMode::DontAsk)
     }
 
     fn init_frame(&self, session: &RunningSession) -> Value {
         let names = |items: &[(String, String)]| -> Vec<String> {
             items.iter().map(|(name, _)| name.clone()).collect()
         };
+        // The MCP servers' tools too (they have settled: `submit` waited for them).
+        if let Some(late) = session.tools.late() {
+            late.poll();
+        }
         let tools: Vec<String> = session
             .tools
-            .specs()
+            .all()
             .iter()
-            .map(|spec| codecoder_protocol::claude_tool_name(&spec.name).to_owned())
+            .map(|tool| codecoder_protocol::claude_tool_name(tool.name()).to_owned())
             .collect();
         let mcp: Vec<Value> = session
             .mcp_statuses()
@@ -529,7 +540,7 @@ impl Engine {
                     if matches!(mode, ClaudeMode::BypassPermissions) {
                         return Err("set_permission_mode: bypassPermissions can only be chosen at start (--permission-mode), since it also leaves the sandbox".to_owned());
                     }
-                    apply_mode(session, mode);
+                    apply_mode(session, mode, self.prompt_tool(), &self.permissions);
                 }
                 self.setup.mode = Some(mode);
                 Ok(json!({"mode": mode.as_str()}))
@@ -985,18 +996,32 @@ impl Engine {
 }
 
 /// Sets a Claude mode on a running session.
-fn apply_mode(session: &RunningSession, mode: ClaudeMode) {
+/// Sets a Claude mode on a running session. `prompt_tool`: the SDK answers permissions. The
+/// approval mode follows: `untrusted` where someone decides what is not read-only (the SDK; in
+/// `dontAsk` the refusal), `never` where nobody does (the sandbox bounds what runs).
+fn apply_mode(
+    session: &RunningSession,
+    mode: ClaudeMode,
+    prompt_tool: bool,
+    permissions: &crate::sdk::Permissions,
+) {
+    use codecoder_app::{ApprovalMode, PermissionMode};
     let controls = &session.controls;
-    match mode {
-        ClaudeMode::Default => controls.set_permission_mode(codecoder_app::PermissionMode::Default),
-        ClaudeMode::AcceptEdits => {
-            controls.set_permission_mode(codecoder_app::PermissionMode::AcceptEdits);
-        }
-        ClaudeMode::Plan => controls.set_permission_mode(codecoder_app::PermissionMode::Plan),
-        ClaudeMode::DontAsk => controls.set_approval(codecoder_app::ApprovalMode::Never),
+    let dont_ask = mode == ClaudeMode::DontAsk;
+    permissions.dont_ask.store(dont_ask, std::sync::atomic::Ordering::SeqCst);
+    let permission = match mode {
+        ClaudeMode::AcceptEdits => PermissionMode::AcceptEdits,
+        ClaudeMode::Plan => PermissionMode::Plan,
+        ClaudeMode::Default | ClaudeMode::DontAsk => PermissionMode::Default,
         // Chosen at start only (it leaves the sandbox): the overrides carry it.
-        ClaudeMode::BypassPermissions => {}
-    }
+        ClaudeMode::BypassPermissions => return,
+    };
+    controls.set_permission_mode(permission);
+    controls.set_approval(if dont_ask || prompt_tool {
+        ApprovalMode::Untrusted
+    } else {
+        ApprovalMode::Never
+    });
 }
 
 /// Dollars for `usage` at `pricing` (per million tokens); 0 without prices.

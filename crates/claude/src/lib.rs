@@ -86,6 +86,11 @@ pub fn run(args: HeadlessArgs, streams: Streams) -> Result<u8> {
             "--input-format stream-json needs --output-format stream-json".to_owned(),
         ));
     }
+    if args.print && args.output == OutputFormat::StreamJson && !args.verbose {
+        return Err(Error::Usage(
+            "-p with --output-format stream-json needs --verbose (as Claude Code's)".to_owned(),
+        ));
+    }
     if let Some(tool) = args.permission_prompt_tool.as_deref().filter(|tool| *tool != "stdio") {
         return Err(Error::Usage(format!(
             "--permission-prompt-tool {tool}: codecoder asks only the SDK over stdio (--permission-prompt-tool stdio)"
@@ -123,6 +128,11 @@ pub fn run(args: HeadlessArgs, streams: Streams) -> Result<u8> {
                 streams.input_is_terminal,
             )
             .map_err(Error::Runtime)?;
+            if prompt.trim().is_empty() {
+                return Err(Error::Usage(
+                    "no prompt: give it as an argument or on stdin (-p \"task\")".to_owned(),
+                ));
+            }
             engine.run_prompt(codecoder_protocol::UserInput {
                 content: vec![codecoder_protocol::ContentItem::Text { text: prompt }],
             })?

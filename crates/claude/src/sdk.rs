@@ -140,6 +140,8 @@ pub(crate) struct Permissions {
     pub(crate) denials: Arc<std::sync::Mutex<Vec<Value>>>,
     pub(crate) agent:
         Arc<std::sync::Mutex<Option<crossbeam_channel::Sender<codecoder_protocol::AgentCommand>>>>,
+    /// The mode is `dontAsk`: the callback refuses without asking.
+    pub(crate) dont_ask: Arc<std::sync::atomic::AtomicBool>,
     /// The session's controls, where granted rules go.
     pub(crate) controls: Arc<std::sync::Mutex<Option<codecoder_app::SessionControls>>>,
     /// Asks the run to announce a call (`tool_use`) before the SDK is asked about it; the
@@ -191,6 +193,16 @@ struct CanUseTool {
 
 impl codecoder_hooks::HookCallback for CanUseTool {
     fn call(&self, input: &Value, _timeout: Duration) -> Result<Value, String> {
+        if self.shared.dont_ask.load(std::sync::atomic::Ordering::SeqCst) {
+            let decision = json!({
+                "behavior": "deny",
+                "message": "permission mode dontAsk: only what a rule allows runs",
+            });
+            return Ok(json!({"hookSpecificOutput": {
+                "hookEventName": "PermissionRequest",
+                "decision": decision,
+            }}));
+        }
         let tool_name = input.get("tool_name").cloned().unwrap_or(Value::Null);
         let tool_input = input.get("tool_input").cloned().unwrap_or_else(|| json!({}));
         let tool_use_id = input.get("tool_use_id").cloned().unwrap_or(Value::Null);

@@ -89,10 +89,12 @@ fn flags_it_does_not_know_are_usage_errors_that_name_them() {
         (&["-p", "hi", "--max-turns", "zero"][..], "--max-turns"),
         (&["-p", "hi", "--permission-mode", "yolo"][..], "yolo"),
         (&["--input-format", "stream-json", "--output-format", "json"][..], "stream-json"),
+        (&["-p", "hi", "--output-format", "stream-json"][..], "--verbose"),
         (&["-p", "hi", "--permission-prompt-tool", "mcp__auth__ask"][..], "stdio"),
         (&["-p", "hi", "--session-id", "not-a-uuid"][..], "not-a-uuid"),
         (&["-p", "hi", "--json-schema", "/nonexistent/schema.json"][..], "/nonexistent"),
         (&["-p", "one", "two"][..], "more than one prompt"),
+        (&["-p", ""][..], "no prompt"),
     ] {
         let out = print.run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
@@ -195,7 +197,8 @@ fn tools_and_rules_limit_what_the_model_may_use() {
             .reply(Reply::text("could not")),
     );
     // Only Read and Grep are offered.
-    let out = print.run(&["-p", "x", "--tools", "Read,Grep", "--output-format", "stream-json"]);
+    let out =
+        print.run(&["-p", "x", "--tools", "Read,Grep", "--output-format=stream-json", "--verbose"]);
     let init: Value = stdout(&out)
         .lines()
         .map(|line| serde_json::from_str::<Value>(line).unwrap())
@@ -381,4 +384,30 @@ fn a_reader_that_goes_away_ends_the_run_and_frees_the_session() {
     let resumed = print.json(&["-p", "again", "--resume", &id]);
     assert_eq!(resumed["session_id"], id.as_str(), "{resumed}");
     print.validate(&id);
+}
+
+#[test]
+fn dont_ask_refuses_unasked_what_no_rule_allows() {
+    let script = || {
+        Script::new()
+            .reply(Reply::tool_call("call_1", "run_command", json!({"command": "touch made.txt"})))
+            .reply(Reply::text("finished"))
+    };
+    let print = Print::new(script());
+    let result = print.json(&["-p", "make it", "--permission-mode", "dontAsk"]);
+    assert_eq!(result["result"], "finished", "{result}");
+    assert!(!print.local.cwd.path().join("made.txt").exists(), "dontAsk ran it: {result}");
+    assert_eq!(result["permission_denials"][0]["tool_input"]["command"], "touch made.txt");
+    // Allowed by a rule, it runs.
+    let print = Print::new(script());
+    let result = print.json(&[
+        "-p",
+        "make it",
+        "--permission-mode",
+        "dontAsk",
+        "--allowedTools",
+        "Bash(touch:*)",
+    ]);
+    assert!(print.local.cwd.path().join("made.txt").exists(), "{result}");
+    assert_eq!(result["permission_denials"], json!([]), "{result}");
 }
