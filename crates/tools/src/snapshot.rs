@@ -13,7 +13,9 @@
 //!   (`CODECODER_SANDBOX*`, set by the spawner for each command) and the names the
 //!   secret filter withholds (so a key the profile exports is neither written to disk nor given
 //!   to commands: the command environment policy applies to the profile's variables too);
-//!   `unset` lines for the variables the profile removed;
+//!   `unset` lines for the variables the profile removed; `PATH` is the command environment's
+//!   whole, then the directories the profile added (a profile that resets it, as Debian's
+//!   `/etc/profile` does, must not take a caller's virtualenv or CI tools away);
 //! - the aliases (`alias -p`) and functions (`declare -f`).
 //!
 //! The key (a SHA-256, the file's name) covers everything the script depends on:
@@ -58,6 +60,7 @@
 //!   in it (bash reads a `-c` string one command at a time).
 
 use std::ffi::{OsStr, OsString};
+
 use std::io::Write as _;
 use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
 use std::os::unix::fs::MetadataExt as _;
@@ -69,6 +72,21 @@ use std::time::{Duration, Instant, SystemTime};
 use codecoder_sandbox::{CommandSpec, Confinement, Environment, SpawnConfig};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
 use sha2::{Digest as _, Sha256};
+
+/// `caller`'s PATH, then the directories of `profile`'s that it lacks, in their order.
+fn merged_path(caller: &[u8], profile: &[u8]) -> Vec<u8> {
+    let mut merged = caller.to_vec();
+    let known: Vec<&[u8]> = caller.split(|&b| b == b':').collect();
+    for dir in profile.split(|&b| b == b':') {
+        if !dir.is_empty() && !known.contains(&dir) {
+            if !merged.is_empty() {
+                merged.push(b':');
+            }
+            merged.extend_from_slice(dir);
+        }
+    }
+    merged
+}
 
 #[cfg(test)]
 mod tests;
@@ -476,6 +494,17 @@ shopt -s expand_aliases\n"
         {
             continue;
         }
+        // PATH: the caller's comes first, whole (a CI job's or an SDK's tools, a virtualenv),
+        // then what the profile added; a login profile that resets PATH (Debian's
+        // /etc/profile) must not take the caller's directories away.
+        let merged;
+        let value = match base.iter().find(|(n, _)| n == name) {
+            Some((_, caller)) if name == OsStr::new("PATH") => {
+                merged = merged_path(caller.as_bytes(), value.as_bytes());
+                OsStr::from_bytes(&merged)
+            }
+            _ => value,
+        };
         if base.iter().any(|(n, v)| n == name && v == value) {
             continue;
         }

@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime};
 use codecoder_sandbox::{Confinement, Environment};
 
 use super::{
-    ShellSnapshot, SnapshotConfig, SnapshotStatus, key, profile_stamp, remove_stale, reuse,
-    write_private,
+    MARKER, ShellSnapshot, SnapshotConfig, SnapshotStatus, key, merged_path, profile_stamp,
+    remove_stale, render, reuse, write_private,
 };
 
 fn environment(home: &Path, extra: &[(&str, &str)]) -> Environment {
@@ -165,4 +165,29 @@ fn snapshots_nobody_used_for_three_days_are_removed() {
     let empty = dir.path().join("e.sh");
     fs_err::write(&empty, "").unwrap();
     assert!(!reuse(&empty));
+}
+
+#[test]
+fn a_profile_that_resets_path_keeps_the_callers_directories_first() {
+    assert_eq!(
+        merged_path(b"/venv/bin:/usr/bin", b"/usr/bin:/bin:/opt/nvm/bin"),
+        b"/venv/bin:/usr/bin:/bin:/opt/nvm/bin"
+    );
+    assert_eq!(merged_path(b"", b"/bin"), b"/bin");
+    // A dump whose profile set PATH anew (Debian's /etc/profile does) and added one directory.
+    let base = Environment::Exactly(Arc::from(vec![
+        (OsString::from("PATH"), OsString::from("/ci/tools/bin:/usr/bin")),
+        (OsString::from("HOME"), OsString::from("/home/u")),
+    ]));
+    let dump =
+        format!("{MARKER}\nPATH=/usr/local/bin:/usr/bin:/bin\0HOME=/home/u\0{MARKER}\n{MARKER}\n");
+    let script = String::from_utf8(render(dump.as_bytes(), &base, &|_| true).unwrap()).unwrap();
+    assert!(
+        script.contains("export PATH='/ci/tools/bin:/usr/bin:/usr/local/bin:/bin'"),
+        "{script}"
+    );
+    // A profile that leaves PATH alone exports nothing for it.
+    let dump = format!("{MARKER}\nPATH=/ci/tools/bin:/usr/bin\0HOME=/home/u\0{MARKER}\n{MARKER}\n");
+    let script = String::from_utf8(render(dump.as_bytes(), &base, &|_| true).unwrap()).unwrap();
+    assert!(!script.contains("PATH"), "{script}");
 }
