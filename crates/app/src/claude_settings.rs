@@ -166,3 +166,62 @@ impl ClaudePermissions {
         }
     }
 }
+
+/// Adds `rules` to the `permissions.allow` of the Claude Code settings file that
+/// `destination` names (`userSettings`: `~/.claude/settings.json`, `projectSettings`: the
+/// project's `.claude/settings.json`, `localSettings`: its `.claude/settings.local.json`),
+/// keeping everything else in it; an Agent SDK's "always allow". Returns the file written, or
+/// `None` for a destination that is not a file (`session`, `cliArg`).
+///
+/// # Errors
+/// A file that is not a JSON object, or that cannot be read or written.
+pub fn persist_allow_rules(
+    destination: &str,
+    cwd: &Path,
+    rules: &[String],
+) -> Result<Option<PathBuf>, String> {
+    let root = codecoder_config::project_root(cwd);
+    let path = match destination {
+        "userSettings" => {
+            let Some(home) = std::env::var_os(codecoder_protocol::env::HOME) else {
+                return Err("HOME is not set: no user settings file".to_owned());
+            };
+            PathBuf::from(home).join(".claude").join("settings.json")
+        }
+        "projectSettings" => root.join(".claude").join("settings.json"),
+        "localSettings" => root.join(".claude").join("settings.local.json"),
+        _ => return Ok(None),
+    };
+    let mut settings = match fs_err::read_to_string(&path) {
+        Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
+            .map_err(|err| format!("{}:{}: {err}", path.display(), err.line()))?,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => serde_json::json!({}),
+        Err(err) => return Err(err.to_string()),
+    };
+    let Some(object) = settings.as_object_mut() else {
+        return Err(format!("{}: not a JSON object", path.display()));
+    };
+    let permissions = object.entry("permissions").or_insert_with(|| serde_json::json!({}));
+    let Some(permissions) = permissions.as_object_mut() else {
+        return Err(format!("{}: `permissions` is not an object", path.display()));
+    };
+    let allow = permissions.entry("allow").or_insert_with(|| serde_json::json!([]));
+    let Some(allow) = allow.as_array_mut() else {
+        return Err(format!("{}: `permissions.allow` is not a list", path.display()));
+    };
+    for rule in rules {
+        if !allow.iter().any(|known| known.as_str() == Some(rule)) {
+            allow.push(serde_json::json!(rule));
+        }
+    }
+    if let Some(dir) = path.parent() {
+        fs_err::create_dir_all(dir).map_err(|err| err.to_string())?;
+    }
+    let mut text = serde_json::to_string_pretty(&settings).map_err(|err| err.to_string())?;
+    text.push('\n');
+    // Replaced whole, so a reader never sees half a file.
+    let temporary = path.with_extension("json.tmp");
+    fs_err::write(&temporary, text).map_err(|err| err.to_string())?;
+    fs_err::rename(&temporary, &path).map_err(|err| err.to_string())?;
+    Ok(Some(path))
+}

@@ -18,6 +18,7 @@
 mod checkpoint;
 mod checks;
 mod claude_settings;
+pub use claude_settings::persist_allow_rules;
 mod confined;
 mod error;
 mod exec_output;

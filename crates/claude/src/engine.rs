@@ -423,6 +423,8 @@ impl Engine {
             Some(session.agent.cmd.clone());
         *self.permissions.controls.lock().unwrap_or_else(PoisonError::into_inner) =
             Some(session.controls.clone());
+        *self.permissions.cwd.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(session.cwd.clone());
         self.session = Some(session);
         Ok(())
     }

@@ -142,6 +142,8 @@ pub(crate) struct Permissions {
         Arc<std::sync::Mutex<Option<crossbeam_channel::Sender<codecoder_protocol::AgentCommand>>>>,
     /// The mode is `dontAsk`: the callback refuses without asking.
     pub(crate) dont_ask: Arc<std::sync::atomic::AtomicBool>,
+    /// The session's working directory (its project's settings files are found from it).
+    pub(crate) cwd: Arc<std::sync::Mutex<Option<std::path::PathBuf>>>,
     /// The session's controls, where granted rules go.
     pub(crate) controls: Arc<std::sync::Mutex<Option<codecoder_app::SessionControls>>>,
     /// Asks the run to announce a call (`tool_use`) before the SDK is asked about it; the
@@ -161,8 +163,8 @@ pub(crate) struct Announce {
 const ANNOUNCE_WAIT: Duration = Duration::from_secs(5);
 
 /// The allow rules of `updatedPermissions` (`addRules` with behavior `allow`), in Claude
-/// Code's rule syntax; every destination counts for this session only.
-fn granted_rules(updates: &Value) -> Vec<String> {
+/// Code's rule syntax, each with its destination (`session`, `localSettings`, …).
+fn granted_rules(updates: &Value) -> Vec<(String, String)> {
     let mut rules = Vec::new();
     for update in updates.as_array().map(Vec::as_slice).unwrap_or_default() {
         if update.get("type").and_then(Value::as_str) != Some("addRules")
@@ -170,12 +172,16 @@ fn granted_rules(updates: &Value) -> Vec<String> {
         {
             continue;
         }
+        let destination =
+            update.get("destination").and_then(Value::as_str).unwrap_or("session").to_owned();
         let listed = update.get("rules").and_then(Value::as_array);
         for rule in listed.map(Vec::as_slice).unwrap_or_default() {
             let Some(tool) = rule.get("toolName").and_then(Value::as_str) else { continue };
             match rule.get("ruleContent").and_then(Value::as_str) {
-                Some(content) if !content.is_empty() => rules.push(format!("{tool}({content})")),
-                _ => rules.push(tool.to_owned()),
+                Some(content) if !content.is_empty() => {
+                    rules.push((destination.clone(), format!("{tool}({content})")));
+                }
+                _ => rules.push((destination.clone(), tool.to_owned())),
             }
         }
     }
@@ -245,18 +251,7 @@ impl codecoder_hooks::HookCallback for CanUseTool {
                         decision["updatedInput"] = updated.clone();
                     }
                     if let Some(updates) = answer.get("updatedPermissions") {
-                        let rules = granted_rules(updates);
-                        let controls = self
-                            .shared
-                            .controls
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner);
-                        if !rules.is_empty()
-                            && let Some(controls) = controls.as_ref()
-                            && let Err(err) = controls.allow_rules(&rules)
-                        {
-                            return Err(format!("updatedPermissions: {err}"));
-                        }
+                        self.grant(&granted_rules(updates))?;
                     }
                     decision
                 }
@@ -293,6 +288,33 @@ impl codecoder_hooks::HookCallback for CanUseTool {
         Ok(
             json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}),
         )
+    }
+}
+
+impl CanUseTool {
+    /// Allows `rules` for the rest of the session, and writes those given a settings file as
+    /// their destination there, as Claude Code does ("always allow").
+    fn grant(&self, rules: &[(String, String)]) -> Result<(), String> {
+        if rules.is_empty() {
+            return Ok(());
+        }
+        let all: Vec<String> = rules.iter().map(|(_, rule)| rule.clone()).collect();
+        let controls =
+            self.shared.controls.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(controls) = controls.as_ref() {
+            controls.allow_rules(&all).map_err(|err| format!("updatedPermissions: {err}"))?;
+        }
+        let cwd = self.shared.cwd.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let Some(cwd) = cwd else { return Ok(()) };
+        let mut destinations: Vec<&str> = rules.iter().map(|(d, _)| d.as_str()).collect();
+        destinations.dedup();
+        for destination in destinations {
+            let kept: Vec<String> =
+                rules.iter().filter(|(d, _)| d == destination).map(|(_, r)| r.clone()).collect();
+            codecoder_app::persist_allow_rules(destination, &cwd, &kept)
+                .map_err(|err| format!("updatedPermissions ({destination}): {err}"))?;
+        }
+        Ok(())
     }
 }
 

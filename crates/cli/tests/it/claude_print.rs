@@ -411,3 +411,60 @@ fn dont_ask_refuses_unasked_what_no_rule_allows() {
     assert!(print.local.cwd.path().join("made.txt").exists(), "{result}");
     assert_eq!(result["permission_denials"], json!([]), "{result}");
 }
+
+#[test]
+fn an_always_allow_for_the_user_is_written_to_their_settings_and_holds_in_the_next_run() {
+    let print = Print::new(
+        Script::new()
+            .reply(Reply::tool_call("call_1", "run_command", json!({"command": "touch one.txt"})))
+            .reply(Reply::text("first done"))
+            .reply(Reply::tool_call("call_2", "run_command", json!({"command": "touch two.txt"})))
+            .reply(Reply::text("second done")),
+    );
+    let run = |answer: Option<Value>| -> Vec<Value> {
+        let mut child = print.stream(&["--permission-prompt-tool", "stdio"]);
+        let mut stdin = child.stdin.take().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let init = json!({"type": "control_request", "request_id": "i", "request": {"subtype": "initialize"}});
+        writeln!(stdin, "{init}").unwrap();
+        writeln!(
+            stdin,
+            "{}",
+            json!({"type": "user", "message": {"role": "user", "content": "go"}})
+        )
+        .unwrap();
+        let mut seen = Vec::new();
+        loop {
+            let frame: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            seen.push(frame.clone());
+            if frame["request"]["subtype"] == "can_use_tool" {
+                let response = answer.clone().expect("asked although a rule allows it");
+                let reply = json!({"type": "control_response", "response": {
+                    "subtype": "success", "request_id": frame["request_id"], "response": response,
+                }});
+                writeln!(stdin, "{reply}").unwrap();
+            }
+            if frame["type"] == "result" {
+                break;
+            }
+        }
+        drop(stdin);
+        assert!(child.wait().unwrap().success());
+        seen
+    };
+    let always = json!({"behavior": "allow", "updatedPermissions": [{
+        "type": "addRules",
+        "rules": [{"toolName": "Bash", "ruleContent": "touch:*"}],
+        "behavior": "allow",
+        "destination": "userSettings",
+    }]});
+    run(Some(always));
+    assert!(print.local.cwd.path().join("one.txt").exists());
+    let settings = print.local.home.path().join("user/.claude/settings.json");
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(written["permissions"]["allow"], json!(["Bash(touch:*)"]), "{written}");
+    // The next process reads the user's settings: not asked again.
+    run(None);
+    assert!(print.local.cwd.path().join("two.txt").exists());
+}
