@@ -297,6 +297,10 @@ impl Engine {
             }
         };
         if self.args.replay_user_messages {
+            // The echo carries the session's id: the session starts first if it has not.
+            if self.session.is_none() {
+                self.start_session(&ContentItem::joined_text(&input.content))?;
+            }
             let mut echoed = message.clone();
             if let Some(object) = echoed.as_object_mut() {
                 object.insert("session_id".to_owned(), json!(self.session_id()));
