@@ -761,9 +761,9 @@ fn handshake_rules_and_error_answers() {
     client.check_against_codex();
     assert!(client.finish().success());
 
-    let out = run.run(&["app-server", "--listen", "ws://127.0.0.1:4500"], "");
+    let out = run.run(&["app-server", "--listen", "tcp://127.0.0.1:4500"], "");
     assert_eq!(out.status.code(), Some(2));
-    assert!(crate::stderr(&out).contains("only stdio://"), "{}", crate::stderr(&out));
+    assert!(crate::stderr(&out).contains("expected stdio://"), "{}", crate::stderr(&out));
     let out = run.run(&["app-server", "--help"], "");
     assert!(out.status.success());
     assert!(stdout(&out).contains("thread/start"), "{}", stdout(&out));
