@@ -155,6 +155,29 @@ impl World {
         Some(Drive { summary, transcript })
     }
 
+    /// The run's one result is a success whose text is `text`, and its log is valid.
+    fn succeeded(&self, drive: &Drive, text: &str) -> Value {
+        let t = &drive.transcript;
+        let result = drive.result().clone();
+        assert_eq!(result["subtype"], "success", "{t}");
+        assert_eq!(result["result"], text, "{t}");
+        self.validate(result["session_id"].as_str().unwrap());
+        result
+    }
+
+    /// The MCP server `server` was connected at `init`, and `answer` (its tool's answer)
+    /// reached the model in the last request.
+    fn mcp_answered(&self, drive: &Drive, server: &str, answer: &str) {
+        let t = &drive.transcript;
+        let requests = self.server.requests();
+        let last = &requests.last().unwrap().raw_body;
+        assert!(last.contains(answer), "the answer reached the model: {t}\n{last}");
+        let servers =
+            drive.summary["init"]["mcp_servers"].as_array().unwrap_or_else(|| panic!("{t}"));
+        let found = servers.iter().find(|s| s["name"] == server).unwrap_or_else(|| panic!("{t}"));
+        assert_eq!(found["status"], "connected", "{t}");
+    }
+
     /// Checks the session log of `id` with `codecoder sessions validate`.
     fn validate(&self, id: &str) {
         let out = crate::codecoder(self.home.path(), &["sessions", "validate", id]);
@@ -355,10 +378,7 @@ fn hook(sdk: Sdk) {
     assert!(!world.ws.path().join("hooked.txt").exists(), "the blocked command ran: {t}");
     let reason = format!("blocked by the {} hook", sdk.name());
     assert!(world.request(1).contains(&reason), "{t}");
-    let result = drive.result();
-    assert_eq!(result["subtype"], "success", "{t}");
-    assert_eq!(result["result"], "the hook said no", "{t}");
-    world.validate(result["session_id"].as_str().unwrap());
+    world.succeeded(&drive, "the hook said no");
 }
 
 fn turn_hooks(sdk: Sdk) {
@@ -429,16 +449,8 @@ fn sdk_mcp(sdk: Sdk) {
         "the SDK saw the call under its MCP name: {t}"
     );
     // Its answer reached the model.
-    let requests = world.server.requests();
-    let last = &requests.last().unwrap().raw_body;
-    assert!(last.contains("the sum is 42"), "{t}\n{last}");
-    let servers = drive.summary["init"]["mcp_servers"].as_array().unwrap_or_else(|| panic!("{t}"));
-    let calc = servers.iter().find(|s| s["name"] == "calc").unwrap_or_else(|| panic!("{t}"));
-    assert_eq!(calc["status"], "connected", "{t}");
-    let result = drive.result();
-    assert_eq!(result["subtype"], "success", "{t}");
-    assert_eq!(result["result"], "40 and 2 make 42", "{t}");
-    world.validate(result["session_id"].as_str().unwrap());
+    world.mcp_answered(&drive, "calc", "the sum is 42");
+    world.succeeded(&drive, "40 and 2 make 42");
 }
 
 fn external_mcp(sdk: Sdk) {
@@ -451,16 +463,8 @@ fn external_mcp(sdk: Sdk) {
     let Some(drive) = world.drive(sdk, "external_mcp", &[]) else { return };
     let t = &drive.transcript;
     assert!(drive.list("tool_uses").iter().any(|u| u["name"] == "mcp__echo__echo"), "{t}");
-    let requests = world.server.requests();
-    let last = &requests.last().unwrap().raw_body;
-    assert!(last.contains("echo: ping"), "the server's answer reached the model: {t}\n{last}");
-    let servers = drive.summary["init"]["mcp_servers"].as_array().unwrap_or_else(|| panic!("{t}"));
-    let echo = servers.iter().find(|s| s["name"] == "echo").unwrap_or_else(|| panic!("{t}"));
-    assert_eq!(echo["status"], "connected", "{t}");
-    let result = drive.result();
-    assert_eq!(result["subtype"], "success", "{t}");
-    assert_eq!(result["result"], "it said ping", "{t}");
-    world.validate(result["session_id"].as_str().unwrap());
+    world.mcp_answered(&drive, "echo", "echo: ping");
+    world.succeeded(&drive, "it said ping");
 }
 
 fn interrupt(sdk: Sdk) {
