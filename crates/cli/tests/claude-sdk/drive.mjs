@@ -159,6 +159,23 @@ function sleeping(marker) {
   return n;
 }
 
+// The number of `sleep MARKER` processes themselves: the shells and wrappers that hold the
+// marker in their command lines come and go before the command runs.
+function sleepStarted(marker) {
+  let n = 0;
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      const program = argv[0].split("/").pop();
+      if (program === "sleep" && argv[1] === marker) n += 1;
+    } catch {
+      // The process ended while the directory was read.
+    }
+  }
+  return n;
+}
+
 const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const scenarios = {
@@ -362,11 +379,11 @@ const scenarios = {
         interrupted = true;
         // The tool call is announced before its command runs: wait for the process itself.
         let waited = 0;
-        while (sleeping(marker) === 0 && waited < 20000) {
+        while (sleepStarted(marker) === 0 && waited < 20000) {
           await delay(20);
           waited += 20;
         }
-        summary.notes.sleeping_before_interrupt = sleeping(marker);
+        summary.notes.sleeping_before_interrupt = sleepStarted(marker);
         summary.notes.interrupt_response = (await q.interrupt()) ?? null;
       }
       if (message.type === "result") release();

@@ -169,6 +169,23 @@ def sleeping(marker):
     return n
 
 
+def sleep_started(marker):
+    """The number of `sleep MARKER` processes themselves: the shells and wrappers that hold the
+    marker in their command lines come and go before the command runs."""
+    n = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue  # The process ended while the directory was read.
+        if len(argv) >= 2 and os.path.basename(argv[0]) == b"sleep" and argv[1] == marker.encode():
+            n += 1
+    return n
+
+
 async def plain():
     await run("say hi")
 
@@ -337,10 +354,10 @@ async def interrupt():
                 interrupted = True
                 # The tool call is announced before its command runs: wait for the process.
                 for _ in range(1000):
-                    if sleeping(marker):
+                    if sleep_started(marker):
                         break
                     await asyncio.sleep(0.02)
-                summary["notes"]["sleeping_before_interrupt"] = sleeping(marker)
+                summary["notes"]["sleeping_before_interrupt"] = sleep_started(marker)
                 await client.interrupt()
     summary["notes"]["sleeping_after"] = sleeping(marker)
 
