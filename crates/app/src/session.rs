@@ -133,6 +133,24 @@ pub struct Pricing {
     pub output: Option<f64>,
 }
 
+impl Pricing {
+    /// The prices, when the input and output prices are known (cached input costs as input
+    /// when its own price is not).
+    pub fn prices(&self) -> Option<codecoder_kernel::Prices> {
+        let (input, output) = (self.input?, self.output?);
+        Some(codecoder_kernel::Prices {
+            input,
+            cached_input: self.cached_input.unwrap_or(input),
+            output,
+        })
+    }
+
+    /// Dollars for `usage`, when the prices are known.
+    pub fn cost(&self, usage: &codecoder_protocol::Usage) -> Option<f64> {
+        self.prices().map(|prices| prices.cost(usage))
+    }
+}
+
 /// What can change in a running session from outside the agent: the approval mode and the
 /// permission mode.
 #[derive(Debug, Clone)]
@@ -657,15 +675,8 @@ impl Runtime {
             cached_input: configured.and_then(|m| m.cached_input_price).or(info.cached_input_price),
             output: configured.and_then(|m| m.output_price).or(info.output_price),
         };
-        if let (Some(limit_usd), Some(input), Some(output)) =
-            (request.max_budget_usd, pricing.input, pricing.output)
-        {
-            agent_config.budget = Some(codecoder_kernel::Budget {
-                limit_usd,
-                input,
-                cached_input: pricing.cached_input.unwrap_or(input),
-                output,
-            });
+        if let (Some(limit_usd), Some(prices)) = (request.max_budget_usd, pricing.prices()) {
+            agent_config.budget = Some(codecoder_kernel::Budget { limit_usd, prices });
         }
         let agent = spawn_agent_on(agent_config, deps, writer)?;
         Ok(RunningSession {

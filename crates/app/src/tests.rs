@@ -319,3 +319,17 @@ fn a_models_window_comes_from_config_then_the_server_then_the_catalog() {
     assert_eq!(served.max_output, 4096);
     assert!(served.auto_compact <= 4096, "{served:?}");
 }
+
+#[test]
+fn cost_is_per_million_tokens_and_unknown_without_prices() {
+    let pricing = crate::Pricing { input: Some(3.0), cached_input: Some(0.3), output: Some(15.0) };
+    let usage = codecoder_protocol::Usage {
+        input_tokens: 1_000_000,
+        cached_input_tokens: 500_000,
+        output_tokens: 100_000,
+        reasoning_output_tokens: 0,
+    };
+    let cost = pricing.cost(&usage).unwrap();
+    assert!((cost - (1.5 + 0.15 + 1.5)).abs() < 1e-9, "{cost}");
+    assert_eq!(crate::Pricing::default().cost(&usage), None);
+}

@@ -781,7 +781,7 @@ impl Engine {
 
     fn add_usage(&mut self, usage: Usage) {
         let Some(session) = &self.session else { return };
-        let cost = cost_of(&session.pricing, &usage);
+        let cost = session.pricing.cost(&usage).unwrap_or(0.0);
         self.cost += cost;
         let Some(turn) = &mut self.turn else { return };
         turn.usage += usage;
@@ -859,7 +859,7 @@ impl Engine {
         let model = self.session.as_ref().map(|s| s.model.clone()).unwrap_or_default();
         let pricing = self.session.as_ref().map(|s| s.pricing).unwrap_or_default();
         let window = self.session.as_ref().map_or(0, |s| s.context_window);
-        let turn_cost = cost_of(&pricing, &turn.usage);
+        let turn_cost = pricing.cost(&turn.usage).unwrap_or(0.0);
         if pricing.input.is_none() && !self.priced_note {
             self.priced_note = true;
             (self.notice)(&format!(
@@ -1028,18 +1028,6 @@ fn apply_mode(
     } else {
         ApprovalMode::Never
     });
-}
-
-/// Dollars for `usage` at `pricing` (per million tokens); 0 without prices.
-pub(crate) fn cost_of(pricing: &codecoder_app::Pricing, usage: &Usage) -> f64 {
-    let (Some(input), Some(output)) = (pricing.input, pricing.output) else { return 0.0 };
-    let cached = pricing.cached_input.unwrap_or(input);
-    let fresh = usage.input_tokens.saturating_sub(usage.cached_input_tokens);
-    #[allow(clippy::cast_precision_loss)] // token counts stay far below 2^52
-    let dollars = fresh as f64 * input
-        + usage.cached_input_tokens as f64 * cached
-        + usage.output_tokens as f64 * output;
-    dollars / 1_000_000.0
 }
 
 /// A subagent type of the SDK's `agents` (`{description, prompt, tools?, model?}`); Claude's

@@ -203,18 +203,3 @@ fn frame_ids_are_distinct_uuids() {
         assert_eq!(parts, [8, 4, 4, 4, 12], "{id}");
     }
 }
-
-#[test]
-fn cost_is_per_million_tokens_and_zero_without_prices() {
-    let pricing =
-        codecoder_app::Pricing { input: Some(3.0), cached_input: Some(0.3), output: Some(15.0) };
-    let usage = codecoder_protocol::Usage {
-        input_tokens: 1_000_000,
-        cached_input_tokens: 500_000,
-        output_tokens: 100_000,
-        reasoning_output_tokens: 0,
-    };
-    let cost = crate::engine::cost_of(&pricing, &usage);
-    assert!((cost - (1.5 + 0.15 + 1.5)).abs() < 1e-9, "{cost}");
-    assert_eq!(crate::engine::cost_of(&codecoder_app::Pricing::default(), &usage), 0.0);
-}

@@ -62,21 +62,29 @@ pub struct AgentConfig {
     pub budget: Option<Budget>,
 }
 
-/// A spending limit in dollars, with the model's prices per million tokens. Past the limit no
-/// further request is sent: the turn fails with a message that starts with `BUDGET_REACHED`.
+/// A spending limit in dollars, with the model's prices. Past the limit no further request is
+/// sent: the turn fails with a message that starts with `BUDGET_REACHED`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Budget {
     /// The limit, in dollars, for the whole session in this process.
     pub limit_usd: f64,
-    /// Dollars per million uncached input tokens.
+    /// The model's prices.
+    pub prices: Prices,
+}
+
+/// A model's prices in dollars per million tokens; the one place usage becomes dollars (the
+/// budget, and front-ends' cost figures through the runtime's `Pricing`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prices {
+    /// Uncached input tokens.
     pub input: f64,
-    /// Dollars per million cached input tokens.
+    /// Cached input tokens.
     pub cached_input: f64,
-    /// Dollars per million output tokens.
+    /// Output tokens.
     pub output: f64,
 }
 
-impl Budget {
+impl Prices {
     /// Dollars for `usage`.
     pub fn cost(&self, usage: &codecoder_protocol::Usage) -> f64 {
         let fresh = usage.input_tokens.saturating_sub(usage.cached_input_tokens);

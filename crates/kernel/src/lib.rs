@@ -37,7 +37,7 @@ mod tool;
 mod turn;
 
 pub use agent::{
-    AgentConfig, AgentDeps, AgentHandle, AgentType, BUDGET_REACHED, Budget, ReportedInput,
+    AgentConfig, AgentDeps, AgentHandle, AgentType, BUDGET_REACHED, Budget, Prices, ReportedInput,
     STEP_LIMIT_REACHED, SessionFactory, StepInfo, StepInterceptor, StepVerdict, SubagentConfig,
     spawn_agent, spawn_agent_on,
 };

@@ -462,12 +462,12 @@ impl AgentLoop {
             self.emit(AgentEventKind::Usage { turn, turn_total: turn_state.usage });
             if let Some(budget) = &self.env.config.budget
                 && outcome.wants_more
-                && budget.cost(&self.spent) >= budget.limit_usd
+                && budget.prices.cost(&self.spent) >= budget.limit_usd
             {
                 return Err(Stop::Failed(format!(
                     "{BUDGET_REACHED} of ${} (spent ${:.4})",
                     budget.limit_usd,
-                    budget.cost(&self.spent)
+                    budget.prices.cost(&self.spent)
                 )));
             }
             if !outcome.text.is_empty() {

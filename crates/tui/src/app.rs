@@ -728,16 +728,7 @@ impl App {
 
     /// Dollars so far, when the model's prices are known.
     pub(crate) fn cost(&self) -> Option<f64> {
-        let pricing = &self.info.pricing;
-        let (input, output) = (pricing.input?, pricing.output?);
-        let usage = self.total_usage();
-        let cached = usage.cached_input_tokens.min(usage.input_tokens);
-        #[allow(clippy::cast_precision_loss)] // Token counts are far below 2^52.
-        let dollars = ((usage.input_tokens - cached) as f64 * input
-            + cached as f64 * pricing.cached_input.unwrap_or(input)
-            + usage.output_tokens as f64 * output)
-            / 1_000_000.0;
-        Some(dollars)
+        self.info.pricing.cost(&self.total_usage())
     }
 }
 
