@@ -329,7 +329,8 @@ impl Engine {
         let Some(session) = &self.session else { return Ok(()) };
         // The first request waits for the MCP servers anyway; `init` then says how they are.
         session.wait_for_mcp();
-        let init = self.init_frame(session);
+        let uuid = self.translator.as_mut().map_or_else(String::new, Translator::uuid);
+        let init = self.init_frame(session, uuid);
         self.peer.frame(&init).map_err(Error::Output)?;
         self.turn = Some(Turn::new(input.clone()));
         if session.agent.cmd.send(AgentCommand::Submit(input)).is_err() {
@@ -472,7 +473,7 @@ impl Engine {
         self.args.permission_prompt_tool.as_deref() == Some("stdio")
     }
 
-    fn init_frame(&self, session: &RunningSession) -> Value {
+    fn init_frame(&self, session: &RunningSession, uuid: String) -> Value {
         let names = |items: &[(String, String)]| -> Vec<String> {
             items.iter().map(|(name, _)| name.clone()).collect()
         };
@@ -508,7 +509,7 @@ impl Engine {
             "plugins": [],
             "claude_code_version": CLAUDE_PROTOCOL_VERSION,
             "codecoder_version": env!("CARGO_PKG_VERSION"),
-            "uuid": self.translator.as_ref().map_or_else(String::new, |t| t.peek_uuid(0)),
+            "uuid": uuid,
         })
     }
 

@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 
-use codecoder_protocol::{AgentEvent, AgentEventKind, ToolCall, ToolCallId, ToolError};
+use codecoder_protocol::{AgentEvent, AgentEventKind, ToolCall, ToolCallId};
 use serde_json::{Value, json};
 
 /// Claude's name and input for one of our calls.
@@ -59,14 +59,7 @@ impl Translator {
     /// with a counter, so ids differ across sessions and frames.
     pub(crate) fn uuid(&mut self) -> String {
         self.next_id += 1;
-        self.peek_uuid(0)
-    }
-
-    /// The id `ahead` frames after the last one given, without taking it (`init`, which a
-    /// shared borrow builds, takes a fresh one this way: no frame takes it later since
-    /// `uuid` moves on first).
-    pub(crate) fn peek_uuid(&self, ahead: u64) -> String {
-        let next_id = self.next_id + ahead;
+        let next_id = self.next_id;
         let seed = self.session_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
             (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
         });
@@ -238,7 +231,7 @@ impl Translator {
                         codecoder_app::result_text(result),
                         result.status != codecoder_protocol::ToolResultStatus::Success,
                     ),
-                    Err(err) => (tool_error_text(err), true),
+                    Err(err) => (err.to_string(), true),
                 };
                 let uuid = self.uuid();
                 out.push(json!({
@@ -277,9 +270,4 @@ impl Translator {
         }
         out
     }
-}
-
-/// What a failed call tells the model, as the result's text.
-pub(crate) fn tool_error_text(err: &ToolError) -> String {
-    err.to_string()
 }
