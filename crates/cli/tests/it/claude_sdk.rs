@@ -226,6 +226,13 @@ impl Drive {
     }
 }
 
+/// A script whose model runs `command` (as `toolu_1`), then answers `answer`.
+fn command_then(command: &str, answer: &str) -> Script {
+    Script::new()
+        .reply(Reply::tool_call("toolu_1", "run_command", json!({"command": command})))
+        .reply(Reply::text(answer))
+}
+
 /// A duration no other process on the machine sleeps, to find ours in /proc.
 /// One per SDK, since both SDKs' tests run at once in one test process.
 fn sleep_marker(sdk: Sdk) -> String {
@@ -359,15 +366,7 @@ fn partial(sdk: Sdk) {
 }
 
 fn hook(sdk: Sdk) {
-    let world = World::new(
-        Script::new()
-            .reply(Reply::tool_call(
-                "toolu_1",
-                "run_command",
-                json!({"command": "touch hooked.txt"}),
-            ))
-            .reply(Reply::text("the hook said no")),
-    );
+    let world = World::new(command_then("touch hooked.txt", "the hook said no"));
     let Some(drive) = world.drive(sdk, "hook", &[]) else { return };
     let t = &drive.transcript;
     let calls = drive.list("hook_calls");
@@ -382,11 +381,7 @@ fn hook(sdk: Sdk) {
 }
 
 fn turn_hooks(sdk: Sdk) {
-    let world = World::new(
-        Script::new()
-            .reply(Reply::tool_call("toolu_1", "run_command", json!({"command": "ls"})))
-            .reply(Reply::text("nothing here")),
-    );
+    let world = World::new(command_then("ls", "nothing here"));
     let Some(drive) = world.drive(sdk, "turn_hooks", &[]) else { return };
     let t = &drive.transcript;
     let calls = drive.list("hook_calls");
@@ -405,15 +400,7 @@ fn turn_hooks(sdk: Sdk) {
 }
 
 fn hook_failure(sdk: Sdk) {
-    let world = World::new(
-        Script::new()
-            .reply(Reply::tool_call(
-                "toolu_1",
-                "run_command",
-                json!({"command": "touch failing.txt"}),
-            ))
-            .reply(Reply::text("the turn went on")),
-    );
+    let world = World::new(command_then("touch failing.txt", "the turn went on"));
     let Some(drive) = world.drive(sdk, "hook_failure", &[]) else { return };
     let t = &drive.transcript;
     assert_eq!(drive.list("hook_calls").len(), 1, "{t}");
@@ -664,11 +651,7 @@ fn json_schema(sdk: Sdk) {
 }
 
 fn max_turns(sdk: Sdk) {
-    let world = World::new(
-        Script::new()
-            .reply(Reply::tool_call("toolu_1", "run_command", json!({"command": "ls"})))
-            .reply(Reply::text("unreachable")),
-    );
+    let world = World::new(command_then("ls", "unreachable"));
     let Some(drive) = world.drive_to_error(sdk, "max_turns") else { return };
     let t = &drive.transcript;
     let result = drive.result();
@@ -1037,11 +1020,7 @@ fn sigterm_during_a_command_leaves_no_process_and_a_valid_log() {
 /// A PreToolUse hook callback (with `on_failure` when given) that answers with an error while
 /// the model runs `touch ran.txt`; returns the world, the turn's result and every frame.
 fn failing_hook(on_failure: Option<&str>) -> (World, Value, String) {
-    let world = World::new(
-        Script::new()
-            .reply(Reply::tool_call("toolu_1", "run_command", json!({"command": "touch ran.txt"})))
-            .reply(Reply::text("the turn went on")),
-    );
+    let world = World::new(command_then("touch ran.txt", "the turn went on"));
     let mut headless = Headless::start(&world, &["--permission-mode", "bypassPermissions"]);
     let mut matcher = json!({"matcher": "Bash", "hookCallbackIds": ["hook_0"]});
     if let Some(on_failure) = on_failure {
