@@ -308,6 +308,19 @@ pub struct AgentHandle {
 }
 
 impl AgentHandle {
+    /// A handle over a loop run elsewhere (a session another process hosts): `thread` pumps
+    /// `cmd` to it and its events into `events`, ends with `ShutdownComplete` after `Shutdown`,
+    /// and is joined by `shutdown` and `join` as the kernel's own loop is.
+    pub fn from_parts(
+        cmd: Sender<AgentCommand>,
+        events: Receiver<AgentEvent>,
+        session_id: SessionId,
+        session_path: Option<PathBuf>,
+        thread: JoinOnDrop<()>,
+    ) -> Self {
+        Self { cmd, events, session_id, session_path, thread }
+    }
+
     /// The root session.
     pub fn session_id(&self) -> SessionId {
         self.session_id

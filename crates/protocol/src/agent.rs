@@ -59,18 +59,18 @@ pub enum AgentCommand {
 }
 
 /// Where an event comes from: the session itself or one of its subagents.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventSource {
     /// The session (log) whose agent emitted the event.
     pub session_id: SessionId,
     /// For a subagent: the chain of `agent` tool calls from the root session down to it.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subagent_path: Vec<ToolCallId>,
 }
 
 /// Agent → client. High volume: one per token delta.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentEvent {
     /// Which agent emitted it.
@@ -80,7 +80,7 @@ pub struct AgentEvent {
 }
 
 /// A stream of a running command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputStream {
     /// Standard output.
@@ -90,7 +90,7 @@ pub enum OutputStream {
 }
 
 /// Coarse state for a status line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentStatus {
     /// Waiting for input.
@@ -121,7 +121,7 @@ pub enum TurnOutcome {
 }
 
 /// What happened. Each variant carries the ids a client needs to render it without the log.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentEventKind {
     /// A turn began.
@@ -221,7 +221,7 @@ pub enum AgentEventKind {
         result: Result<ToolResult, ToolError>,
         /// For a call of an MCP server's tool: the `CallToolResult` as the server sent it
         /// (content blocks, `structuredContent`), for clients that show MCP calls as such.
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         mcp_result: Option<serde_json::Value>,
     },
     /// The model stream broke after partial output; the step's request is sent again. What was
@@ -376,6 +376,14 @@ impl<T> Reply<T> {
     }
 }
 
+/// A reply nobody waits on (answering it does nothing): what a request read back from its JSON
+/// carries until the reader gives it a reply of its own.
+impl<T> Default for Reply<T> {
+    fn default() -> Self {
+        Self::pair().0
+    }
+}
+
 impl<T> fmt::Debug for Reply<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Reply")
@@ -402,7 +410,7 @@ pub enum ApprovalDecision {
 }
 
 /// A tool asks for approval before it runs.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRequest {
     /// The request.
@@ -429,7 +437,7 @@ pub struct ApprovalRequest {
 }
 
 /// The model asks the person a question.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AskUserRequest {
     /// The request.

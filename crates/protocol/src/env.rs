@@ -10,6 +10,9 @@ pub const CODECODER_HOME: &str = "CODECODER_HOME";
 /// The user's home directory, used to find the default `CODECODER_HOME`, `~` in paths, and the
 /// credential stores hidden from commands.
 pub const HOME: &str = "HOME";
+/// The token of a `codecoder serve` that `codecoder --remote URL` drives, when the server's
+/// `serve.json` in `CODECODER_HOME` is for another URL (the default of `--remote-token-env`).
+pub const CODECODER_SERVE_TOKEN: &str = "CODECODER_SERVE_TOKEN";
 
 // The system.
 

@@ -5,10 +5,10 @@
 //! name and raw arguments. Invariant: a view is a pure function of the tool and the arguments
 //! (no filesystem access), so the same call always shows the same way, live or replayed.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What a tool call does, as front-ends and the approval policy see it.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallView {
     /// The class of call.
@@ -23,16 +23,16 @@ pub struct CallView {
     /// working directory, or absolute), move destinations included, in call order.
     pub paths: Vec<String>,
     /// For a read: the 1-based line it starts at, when the call gives one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
     /// For an edit: each file it changes, with the change.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<FileChange>,
     /// For a command: the command line.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// For a plan update: the plan as the call states it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<PlanView>,
     /// The call changes nothing outside the conversation.
     pub read_only: bool,
@@ -41,7 +41,7 @@ pub struct CallView {
 }
 
 /// The class of a tool call.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum CallKind {
     /// Reads files.
@@ -73,7 +73,7 @@ pub enum CallKind {
 }
 
 /// One file an edit changes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FileChange {
     /// The file, as the call names it.
@@ -85,7 +85,7 @@ pub struct FileChange {
     pub diff: String,
     /// For a change written as a patch: the lines that named the file, as written
     /// (`*** Update File: a` and `*** Move to: b`), each ending in `\n`; empty otherwise.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub header: String,
     /// The change as replacements of old text by new, for clients that show a diff of two
     /// texts: `old` is `None` for a file written whole.
@@ -93,7 +93,7 @@ pub struct FileChange {
 }
 
 /// What an edit does to a file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ChangeKind {
     /// Creates it (or writes it whole).
@@ -101,7 +101,7 @@ pub enum ChangeKind {
     /// Changes it in place, or moves it to `move_to` with the changes.
     Update {
         /// Where the file goes, when it moves.
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         move_to: Option<String>,
     },
     /// Removes it.
@@ -109,7 +109,7 @@ pub enum ChangeKind {
 }
 
 /// One replacement of an edit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TextEdit {
     /// The text replaced; `None` when the whole file is written.
@@ -119,7 +119,7 @@ pub struct TextEdit {
 }
 
 /// A plan as a call states it.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanView {
     /// Why the plan is what it is, when the call says.
@@ -129,7 +129,7 @@ pub struct PlanView {
 }
 
 /// One step of a plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanStep {
     /// What the step does.
