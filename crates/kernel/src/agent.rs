@@ -48,7 +48,10 @@ pub struct AgentConfig {
     /// After a cancel, how long running tools get to stop before the turn is closed without
     /// them (their threads are joined later, at shutdown). Default 5 s.
     pub cancel_grace: Duration,
-    /// Capacity of the events channel. Default 4096.
+    /// Capacity of the events channel. Default 256. The channel allocates and touches every
+    /// slot when it is made (an `AgentEvent` is about 600 bytes), for as long as the session
+    /// lives, idle or not: 256 slots are 150 KB; a front-end that falls that far behind makes
+    /// the loop wait, and deltas queued meanwhile are merged (`coalesce_deltas`).
     pub event_capacity: usize,
     /// Merge text or reasoning deltas that are already queued into one event (fewer, larger
     /// events; no added latency). Default true.
@@ -119,7 +122,7 @@ impl AgentConfig {
             max_parallel_tools: 8,
             repeated_failure_nudge: 3,
             cancel_grace: Duration::from_secs(5),
-            event_capacity: 4096,
+            event_capacity: 256,
             coalesce_deltas: true,
             progress_interval: Duration::from_millis(500),
             subagents: SubagentConfig::standard(),

@@ -1,5 +1,5 @@
 //! Unit tests of the kernel's small parts: the schema validator, the cancel token, the response
-//! stream's abort, the tool registry.
+//! stream's abort, the tool registry, the standard event channel's footprint.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,9 +9,20 @@ use crossbeam_channel::{after, select};
 use serde_json::json;
 
 use crate::{
-    CancelToken, Error, ResponseEvent, ResponseStream, Tool, ToolContext, ToolKind, ToolOutput,
-    ToolRegistry, validate_schema,
+    AgentConfig, CancelToken, Error, ResponseEvent, ResponseStream, Tool, ToolContext, ToolKind,
+    ToolOutput, ToolRegistry, validate_schema,
 };
+
+#[test]
+fn the_standard_event_channel_stays_small_for_an_idle_session() {
+    // A bounded channel allocates and touches all its slots when it is made, and an idle
+    // session keeps it: a server hosting many sessions pays it for each.
+    let config = AgentConfig::standard("m", "p", "/");
+    let slot = std::mem::size_of::<codecoder_protocol::AgentEvent>() + 8;
+    let bytes = config.event_capacity * slot;
+    assert!(bytes <= 256 * 1024, "{} slots of {slot} bytes: {bytes} bytes", config.event_capacity);
+    assert!(config.event_capacity >= 64, "room for a front-end's short pause");
+}
 
 #[test]
 fn schema_accepts_valid_arguments() {
