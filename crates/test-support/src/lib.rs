@@ -57,7 +57,9 @@ pub use script::{
     ChatReasoningField, ChatUsage, Fault, Inject, Reasoning, Reply, Script, Stall, Step,
     StopReason, StreamError, Text, ToolCall, UntilTools, Usage,
 };
-pub use server::{FakeModelServer, RecordedRequest, SCRIPT_EXHAUSTED, STREAM_TOOLS_REFUSAL};
+pub use server::{
+    FakeModelServer, RecordedRequest, SCRIPT_EXHAUSTED, SEND_STAMP, STREAM_TOOLS_REFUSAL,
+};
 pub use wire::Api;
 
 use std::io;

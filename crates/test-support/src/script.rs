@@ -420,6 +420,10 @@ pub struct Reply {
     /// throughput benchmarks); pauses still flush what came before them.
     #[serde(default, skip_serializing_if = "is_false")]
     pub coalesce: bool,
+    /// Replace `SEND_STAMP` in each event, as it is written, with the wall clock's microseconds
+    /// since the Unix epoch (latency benchmarks: the reader compares it with its own clock).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub stamp: bool,
     /// Pauses before some events.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stalls: Vec<Stall>,
@@ -461,6 +465,7 @@ impl Default for Reply {
             empty_deltas: false,
             endless: false,
             coalesce: false,
+            stamp: false,
             stalls: Vec::new(),
             inject: Vec::new(),
             malformed_before: None,
@@ -682,6 +687,13 @@ impl Reply {
     #[must_use]
     pub fn coalesce(mut self) -> Self {
         self.coalesce = true;
+        self
+    }
+
+    /// Writes the send time into each event in place of `SEND_STAMP` (see `stamp`).
+    #[must_use]
+    pub fn stamped(mut self) -> Self {
+        self.stamp = true;
         self
     }
 

@@ -33,6 +33,10 @@ pub const SCRIPT_EXHAUSTED: &str = "fake model: script exhausted";
 /// The message llama.cpp's server answers a streamed request with tools with.
 pub const STREAM_TOOLS_REFUSAL: &str = "Cannot use tools with stream";
 
+/// What a stamped reply (`Reply::stamped`) replaces in each event with the time it is written:
+/// the wall clock's microseconds since the Unix epoch, in decimal.
+pub const SEND_STAMP: &str = "{send_us}";
+
 /// A request as the server received it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRequest {
@@ -582,8 +586,16 @@ impl Body<'_> {
         self.conn.finish_chunked()
     }
 
-    /// One event, split inside its first multi-byte character when the reply asks for it.
+    /// One event, split inside its first multi-byte character when the reply asks for it, and
+    /// stamped with the time of its write when the reply asks for that.
     fn event(&mut self, reply: &Reply, bytes: &[u8]) -> Result<(), Stop> {
+        let stamped;
+        let bytes = if reply.stamp {
+            stamped = stamp(bytes);
+            &stamped[..]
+        } else {
+            bytes
+        };
         // A UTF-8 lead byte of a multi-byte character is 0b11xx_xxxx.
         let lead = bytes.iter().position(|byte| *byte >= 0xC0);
         match lead {
@@ -595,6 +607,23 @@ impl Body<'_> {
             Some(_) | None => self.piece(bytes),
         }
     }
+}
+
+/// `bytes` with every `SEND_STAMP` replaced by the wall clock's microseconds since the epoch.
+fn stamp(bytes: &[u8]) -> Vec<u8> {
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_micros());
+    let needle = SEND_STAMP.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len() + 8);
+    let mut rest = bytes;
+    while let Some(at) = rest.windows(needle.len()).position(|window| window == needle) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(micros.to_string().as_bytes());
+        rest = &rest[at + needle.len()..];
+    }
+    out.extend_from_slice(rest);
+    out
 }
 
 /// The paths a client asks what a server serves at; requests there are recorded apart and

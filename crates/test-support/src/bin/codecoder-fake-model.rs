@@ -59,6 +59,8 @@ A step is {{\"type\": \"reply\", ...}}, a 200 SSE stream in the API's format:
     empty_deltas    an empty delta before every delta
     endless         repeat the last text delta every pace_ms until the client leaves
     coalesce        gather events into 64 KiB writes (throughput benchmarks)
+    stamp           replace {{send_us}} in each event, as it is written, with the wall clock's
+                    microseconds since the Unix epoch (latency benchmarks)
     stalls          [{{\"before\": EVENT_INDEX, \"ms\": N}}]
     inject          [{{\"before\": EVENT_INDEX, \"raw\": \"bytes written verbatim\"}}]
     malformed_before  EVENT_INDEX: an event with truncated JSON

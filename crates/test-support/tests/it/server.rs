@@ -1,6 +1,6 @@
 //! The server itself: request recording and waiting, keep-alive and `Connection: close`,
 //! chunked request bodies, bad input answered with 400/404/405, client disconnects observed,
-//! the JSON script format, and the binary.
+//! stamped replies, the JSON script format, and the binary.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use codecoder_test_support::{
-    Api, Error, FakeModelServer, Fault, Reply, Script, StopReason, Usage,
+    Api, Error, FakeModelServer, Fault, Reply, SEND_STAMP, Script, StopReason, Usage,
 };
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -168,6 +168,35 @@ fn endless_stream_repeats_the_delta() {
     assert!(deltas >= 35, "{deltas}");
     drop(client);
     server.wait_for_disconnects(1, WAIT).unwrap();
+}
+
+#[test]
+fn a_stamped_reply_carries_each_events_send_time() {
+    let micros =
+        || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros();
+    let chunks = [format!("a{SEND_STAMP};"), format!("b{SEND_STAMP};")];
+    let server =
+        FakeModelServer::start(Script::new().reply(Reply::text_chunks(chunks).stamped())).unwrap();
+    let before = micros();
+    let response = Client::connect(&server).post("/v1/chat/completions", &request_body());
+    let after = micros();
+    let deltas: Vec<String> = response
+        .events()
+        .iter()
+        .filter(|sse| sse.data.starts_with('{'))
+        .filter_map(|sse| sse.json()["choices"][0]["delta"]["content"].as_str().map(str::to_owned))
+        .filter(|content| !content.is_empty())
+        .collect();
+    assert_eq!(deltas.len(), 2, "{deltas:?}");
+    for (delta, letter) in deltas.iter().zip(["a", "b"]) {
+        let stamp: u128 =
+            delta.strip_prefix(letter).unwrap().strip_suffix(';').unwrap().parse().unwrap();
+        assert!(before <= stamp && stamp <= after, "{before} <= {stamp} <= {after}");
+    }
+    // Without `stamped` the placeholder is sent as it is.
+    let plain = FakeModelServer::start(Script::new().reply(Reply::text(SEND_STAMP))).unwrap();
+    let text = Client::connect(&plain).post("/v1/chat/completions", &request_body()).text();
+    assert!(text.contains(SEND_STAMP), "{text}");
 }
 
 #[test]
