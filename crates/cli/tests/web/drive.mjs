@@ -1,0 +1,267 @@
+// Drives the web UI of `codecoder serve` in a real headless Chromium (Debian's `chromium`,
+// through a pinned `puppeteer-core`), as a person would: clicks, typing, a reload.
+//
+// Usage: node drive.mjs SCENARIO URL, URL being the line `codecoder serve` printed (with its
+// token). Scenarios:
+//   main    start a session on the server's project, see the streamed text, approve a command
+//           and see its output, reload while the edit's approval is pending and answer it after
+//           the reload, see the diff; search the list; a phone-sized page without horizontal
+//           overflow.
+//   cancel  start a session whose command sleeps, wait for the sleep process, cancel it from
+//           the page.
+// Environment: CODECODER_TEST_CHROMIUM (the browser), CODECODER_TEST_PUPPETEER (the npm prefix
+// holding puppeteer-core), REPO (the project the server was started in), SLEEP_MARKER (cancel:
+// what the slow command's command line holds), CODECODER_WEB_SCREENSHOTS (a directory: the
+// main views are saved there as PNGs; unset, none are taken), DRIVE_TIMEOUT_MS (default 90 s).
+//
+// Prints one line {"summary": …}, which the Rust test asserts on; `error` is null when every
+// step passed.
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const prefix = process.env.CODECODER_TEST_PUPPETEER;
+const puppeteer = (await import(pathToFileURL(join(prefix, "node_modules/puppeteer-core/lib/esm/puppeteer/puppeteer-core.js")).href)).default;
+
+const [scenario, url] = process.argv.slice(2);
+const shots = process.env.CODECODER_WEB_SCREENSHOTS || "";
+const summary = { scenario, steps: [], notes: {}, console: [], error: null };
+const step = (name) => summary.steps.push(name);
+const timeout = Number(process.env.DRIVE_TIMEOUT_MS || 90000);
+const guard = setTimeout(() => {
+  summary.error = `timed out after ${timeout} ms; steps done: ${summary.steps.join(", ")}`;
+  finish(2);
+}, timeout);
+
+let browser = null;
+async function finish(code) {
+  clearTimeout(guard);
+  process.stdout.write(`${JSON.stringify({ summary })}\n`);
+  try { await browser?.close(); } catch { /* already gone */ }
+  process.exit(code);
+}
+
+function check(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+/// Processes whose command line holds `needle` (read from /proc, as the Rust tests do).
+function processesRunning(needle) {
+  let n = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").replace(/\0/g, " ");
+      if (cmdline.includes(needle) && !cmdline.includes("drive.mjs")) n++;
+    } catch { /* the process ended meanwhile */ }
+  }
+  return n;
+}
+
+async function until(what, predicate, ms = 30000) {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await predicate()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`waited in vain for ${what}`);
+}
+
+async function shot(page, name) {
+  if (!shots) return;
+  await page.screenshot({ path: join(shots, `web-${name}.png`) });
+  step(`screenshot ${name}`);
+}
+
+/// The text of every node matching `selector`.
+const texts = (page, selector) => page.$$eval(selector, (nodes) => nodes.map((n) => n.textContent));
+
+async function waitText(page, selector, text, ms) {
+  await page.waitForFunction(
+    (sel, want) => [...document.querySelectorAll(sel)].some((n) => n.textContent.includes(want)),
+    { timeout: ms || 30000, polling: 50 }, selector, text,
+  );
+}
+
+async function openPage() {
+  browser = await puppeteer.launch({
+    executablePath: process.env.CODECODER_TEST_CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--hide-scrollbars"],
+  });
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1100, height: 760 });
+  page.on("console", (message) => summary.console.push(`${message.type()}: ${message.text()}`));
+  page.on("pageerror", (err) => summary.console.push(`pageerror: ${err.message}`));
+  await page.goto(url, { waitUntil: "domcontentloaded" });
+  summary.notes.address = page.url();
+  check(!page.url().includes("token="), `the address kept the token: ${page.url()}`);
+  await page.waitForFunction(() => document.getElementById("project-name").textContent !== "", { timeout: 15000 });
+  summary.notes.project = await page.$eval("#project-name", (n) => n.textContent);
+  summary.notes.sendLabel = await page.$eval("#send", (n) => n.textContent);
+  step("opened");
+  return page;
+}
+
+async function send(page, text) {
+  await page.click("#prompt");
+  await page.keyboard.type(text);
+  await page.click("#send");
+}
+
+/// The approval box whose text holds `needle`, once it is there.
+async function approval(page, needle) {
+  await waitText(page, ".ask.approval", needle);
+  return page.evaluate((want) => {
+    const box = [...document.querySelectorAll(".ask.approval")].find((n) => n.textContent.includes(want));
+    return {
+      id: box.id,
+      title: box.querySelector(".ask-title")?.textContent,
+      reason: box.querySelector(".reason")?.textContent,
+      added: [...box.querySelectorAll(".diff-add")].map((n) => n.textContent),
+      removed: [...box.querySelectorAll(".diff-del")].map((n) => n.textContent),
+      command: box.querySelector("pre.command")?.textContent || null,
+    };
+  }, needle);
+}
+
+async function noHorizontalOverflow(page) {
+  return page.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    const wide = [...document.querySelectorAll("body *")]
+      .filter((n) => n.getClientRects().length && n.getBoundingClientRect().right > width + 1)
+      .filter((n) => !n.closest("pre, .diff, .output, .command"))
+      .map((n) => `${n.tagName.toLowerCase()}#${n.id}.${n.className}`);
+    return { scrollWidth: document.documentElement.scrollWidth, width, wide: wide.slice(0, 10) };
+  });
+}
+
+async function main() {
+  const page = await openPage();
+  check(summary.notes.sendLabel === "Start a session", `the composer is not ready for a new session: ${summary.notes.sendLabel}`);
+  await send(page, "Make the change, please");
+  step("sent");
+  // The model's text streams in before the command's approval.
+  await waitText(page, ".agent", "Let me look");
+  summary.notes.streamed = (await texts(page, ".agent")).join("\n");
+  summary.notes.reasoningFolded = await page.$eval("details.reasoning", (n) => !n.open && n.textContent.includes("Reasoning"));
+  summary.notes.codeHighlighted = await page.$$eval(".agent pre.code .hl-keyword", (n) => n.length);
+  summary.notes.userBubble = (await texts(page, ".user")).join("\n");
+  step("streamed text");
+  const command = await approval(page, "approved.txt");
+  summary.notes.commandApproval = command;
+  await shot(page, "approval");
+  await page.click(`[id="${command.id}"] button[data-decision="allow_once"]`);
+  await waitText(page, "details.tool pre.output", "made-it");
+  summary.notes.commandCard = await page.evaluate(() => {
+    const card = [...document.querySelectorAll("details.tool")].find((n) => n.textContent.includes("made-it"));
+    return { title: card.querySelector(".title").textContent, badge: card.querySelector(".badge").textContent, output: card.querySelector("pre.output").textContent };
+  });
+  step("command approved and its output seen");
+
+  // The edit's approval: pending while the page reloads.
+  const edit = await approval(page, "notes.txt");
+  summary.notes.editApproval = edit;
+  await page.reload({ waitUntil: "domcontentloaded" });
+  step("reloaded");
+  const again = await approval(page, "notes.txt");
+  summary.notes.editApprovalAfterReload = again;
+  await waitText(page, "details.tool pre.output", "made-it");
+  summary.notes.userBubbleAfterReload = (await texts(page, ".user")).join("\n");
+  await page.click(`[id="${again.id}"] button[data-decision="allow_once"]`);
+  await waitText(page, ".agent", "All done");
+  await page.waitForFunction(() => document.getElementById("cancel").hidden, { timeout: 15000 });
+  summary.notes.editCard = await page.evaluate(() => {
+    const card = [...document.querySelectorAll("details.tool")].find((n) => n.dataset.kind === "edit");
+    return card && {
+      title: card.querySelector(".title").textContent,
+      badge: card.querySelector(".badge").textContent,
+      added: [...card.querySelectorAll(".diff-add")].map((n) => n.textContent),
+      removed: [...card.querySelectorAll(".diff-del")].map((n) => n.textContent),
+    };
+  });
+  summary.notes.pendingLeft = await page.$$eval(".ask", (n) => n.length);
+  summary.notes.usage = await page.$eval("#usage", (n) => n.textContent);
+  step("edit approved after the reload, its diff seen");
+
+  // `@file` completion, where the server offers it.
+  const id = decodeURIComponent(new URL(page.url()).hash.replace(/^#session=/, ""));
+  summary.notes.sessionId = id;
+  summary.notes.filesRoute = await page.evaluate(async (sid) => (await fetch(`/api/sessions/${sid}/files?q=no`)).status, id);
+  if (summary.notes.filesRoute === 200) {
+    await page.click("#prompt");
+    await page.keyboard.type("look at @note");
+    await page.waitForSelector("#completions:not([hidden]) .item", { timeout: 10000 });
+    summary.notes.completions = await texts(page, "#completions .item .name");
+    await page.keyboard.press("Tab");
+    summary.notes.completed = await page.$eval("#prompt", (n) => n.value);
+    await page.$eval("#prompt", (n) => { n.value = ""; });
+    step("@file completion");
+  }
+  summary.notes.commandsRoute = await page.evaluate(async (sid) => (await fetch(`/api/sessions/${sid}/commands`)).status, id);
+  if (summary.notes.commandsRoute === 200) {
+    await page.click("#prompt");
+    await page.keyboard.type("/");
+    await page.waitForSelector("#completions:not([hidden]) .item", { timeout: 10000 });
+    summary.notes.slashCommands = await texts(page, "#completions .item .name");
+    await page.keyboard.press("Escape");
+    await page.$eval("#prompt", (n) => { n.value = ""; });
+    step("slash commands");
+  }
+  await page.$eval("details.tool[data-kind=edit]", (n) => n.scrollIntoView());
+  await shot(page, "transcript");
+
+  // The list: searched, and the session found by its title.
+  await page.click("#search");
+  await page.keyboard.type("no-such-session-title");
+  await waitText(page, "#sessions li", "No session matches");
+  await page.$eval("#search", (n) => { n.value = ""; });
+  await page.type("#search", "change");
+  await page.waitForFunction(() => document.querySelectorAll("#sessions li[data-id]").length === 1, { timeout: 10000 });
+  summary.notes.listed = await texts(page, "#sessions li[data-id] .title");
+  step("search");
+
+  // A phone.
+  await page.setViewport({ width: 375, height: 740, isMobile: true, hasTouch: true, deviceScaleFactor: 1 });
+  await page.goto(new URL("/", page.url()).href, { waitUntil: "domcontentloaded" });
+  await page.waitForSelector("#sessions li[data-id]", { timeout: 15000 });
+  summary.notes.phone = await noHorizontalOverflow(page);
+  summary.notes.phoneVisible = await page.evaluate(() => {
+    const visible = (sel) => {
+      const r = document.querySelector(sel).getBoundingClientRect();
+      return r.width > 0 && r.height > 0 && r.left >= 0 && r.right <= document.documentElement.clientWidth + 1 && r.top < window.innerHeight;
+    };
+    return { list: visible("#sessions li[data-id]"), prompt: visible("#prompt"), send: visible("#send") };
+  });
+  await page.click("#sessions li[data-id]");
+  await waitText(page, ".agent", "All done");
+  summary.notes.phoneSession = await noHorizontalOverflow(page);
+  await shot(page, "phone");
+  step("phone");
+}
+
+async function cancel() {
+  const marker = process.env.SLEEP_MARKER;
+  const page = await openPage();
+  await send(page, "wait a while");
+  await page.waitForFunction(() => [...document.querySelectorAll("details.tool.running")].length > 0, { timeout: 30000 });
+  await until("the sleep process", () => processesRunning(`sleep ${marker}`) > 0);
+  summary.notes.sleepingBeforeCancel = processesRunning(`sleep ${marker}`);
+  summary.notes.cancelVisible = await page.$eval("#cancel", (n) => !n.hidden);
+  await page.click("#cancel");
+  step("cancel clicked");
+  await waitText(page, ".note", "Cancelled.");
+  await page.waitForFunction(() => document.getElementById("cancel").hidden, { timeout: 15000 });
+  summary.notes.card = await page.$eval("details.tool", (n) => ({ classes: n.className, badge: n.querySelector(".badge").textContent }));
+  step("cancelled");
+}
+
+try {
+  if (scenario === "main") await main();
+  else if (scenario === "cancel") await cancel();
+  else throw new Error(`unknown scenario ${scenario}`);
+  await finish(0);
+} catch (err) {
+  summary.error = String(err?.stack || err);
+  await finish(1);
+}
