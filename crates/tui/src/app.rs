@@ -385,6 +385,9 @@ impl App {
                 self.flush_reasoning();
                 self.commit_stream(true);
                 self.writing.retain(|writing| writing.id != call.id);
+                // A call runs once its approval was answered, here or by another client of a
+                // hosted session: a prompt still showing for it is taken down.
+                self.approvals.retain(|request| request.call.id != call.id);
                 self.tools.push(ToolCard::new(call.id, call.name, view, Instant::now()));
             }
             AgentEventKind::ToolOutputDelta { call_id, chunk, .. } => {
@@ -394,6 +397,9 @@ impl App {
             }
             AgentEventKind::ToolFinished { call_id, result, .. } => {
                 self.writing.retain(|writing| writing.id != call_id);
+                // Answered elsewhere (denied, or the question answered): the prompt goes.
+                self.approvals.retain(|request| request.call.id != call_id);
+                self.asks.retain(|request| request.call_id != call_id);
                 let Some(index) = self.tools.iter().position(|c| c.id == call_id) else {
                     // A call refused before it started (a rule, the mode, a hook) has no card:
                     // say what stopped it.

@@ -160,6 +160,36 @@ fn turn_end_drops_open_requests_as_cancelled() {
     assert!(notes(&app.take_history()).iter().any(|n| n.contains("turn cancelled")));
 }
 
+/// In a hosted session another client may answer first: the call then starts (or finishes,
+/// refused) and the prompt still showing for it goes, so the next one is asked.
+#[test]
+fn a_request_answered_elsewhere_is_taken_down_when_its_call_moves_on() {
+    let (mut app, _rx) = app();
+    app.on_agent_event(turn_started());
+    let first = call("c1", "run_command", json!({"command": "git push"}));
+    let (ev, first_reply) = approval(first.clone(), "run `git push`", None);
+    app.on_agent_event(ev);
+    let second = call("c2", "run_command", json!({"command": "git tag v1"}));
+    let (ev, _second_reply) = approval(second.clone(), "run `git tag v1`", None);
+    app.on_agent_event(ev);
+    app.on_agent_event(started(&first));
+    assert!(first_reply.recv().is_err(), "the first prompt was taken down unanswered");
+    assert_eq!(app.approvals.len(), 1);
+    assert_eq!(app.approvals[0].call.id, second.id);
+    let refused = Err(codecoder_protocol::ToolError::PermissionDenied {
+        reason: "the user denied it".to_owned(),
+    });
+    app.on_agent_event(finished(&second, refused));
+    assert!(app.approvals.is_empty());
+
+    let (ev, answer) = ask("Which?", &["a"]);
+    app.on_agent_event(ev);
+    let asking = call("call_ask", "ask_user", json!({"question": "Which?"}));
+    app.on_agent_event(finished(&asking, Err(codecoder_protocol::ToolError::Cancelled)));
+    assert!(app.asks.is_empty());
+    assert!(answer.recv().is_err(), "the question was let go unanswered");
+}
+
 #[test]
 fn questions_take_a_number_text_or_esc() {
     let (mut app, _rx) = app();
