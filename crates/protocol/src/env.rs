@@ -66,6 +66,8 @@ pub const CLAUDE_PLUGIN_ROOT: &str = "CLAUDE_PLUGIN_ROOT";
 
 /// When set to `1`, tests rewrite checked-in expected files (schemas, goldens) instead of failing.
 pub const UPDATE_EXPECT: &str = "UPDATE_EXPECT";
+/// When set to `1`, the serve API's schema test rewrites `crates/serve/api-schema.json`.
+pub const UPDATE_SCHEMA: &str = "CODECODER_UPDATE_SCHEMA";
 /// When set, slow tests run too.
 pub const SLOW_TESTS: &str = "SLOW_TESTS";
 /// A directory where `npm install --prefix` put the pinned npm packages the tests drive: the MCP
@@ -87,6 +89,15 @@ pub const CODECODER_TEST_CLAUDE_SDK_JS: &str = "CODECODER_TEST_CLAUDE_SDK_JS";
 /// (`claude-agent-sdk`); `.ci/run` sets it. Under `CI=true` the tests that need it fail without
 /// it; elsewhere they are skipped.
 pub const CODECODER_TEST_CLAUDE_SDK_PY: &str = "CODECODER_TEST_CLAUDE_SDK_PY";
+/// The Chromium executable the web UI's browser tests drive (Debian's `chromium`); `.ci/run`
+/// sets it. Under `CI=true` the tests that need it fail without it; elsewhere they are skipped.
+pub const CODECODER_TEST_CHROMIUM: &str = "CODECODER_TEST_CHROMIUM";
+/// The npm prefix where `.ci/run` installed the pinned `puppeteer-core` that drives
+/// `CODECODER_TEST_CHROMIUM`; needed with it.
+pub const CODECODER_TEST_PUPPETEER: &str = "CODECODER_TEST_PUPPETEER";
+/// A directory: the web UI's browser test saves its screenshots of the main views there
+/// (`web-*.png`, as in `docs/`); unset, it takes none.
+pub const CODECODER_WEB_SCREENSHOTS: &str = "CODECODER_WEB_SCREENSHOTS";
 /// Set (to `true`) by CI services.
 pub const CI: &str = "CI";
 /// `skip-<backend>` (e.g. `skip-bwrap`): the sandbox escape suite leaves that backend out.

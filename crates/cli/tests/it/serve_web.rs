@@ -1,0 +1,249 @@
+//! The web UI of `codecoder serve` in a real headless browser: Debian's `chromium`, driven by
+//! a pinned `puppeteer-core` (`tests/web/drive.mjs`), against the real binary serving a temp
+//! git repo with the fake model. The page starts a session on the server's project, shows the
+//! streamed text, takes a command's approval and shows its output, keeps a pending approval
+//! across a reload and answers it there, shows the edit's diff, searches the list, fits a
+//! phone's width, and cancels a slow command with nothing left running.
+//!
+//! `.ci/run` installs both and sets `CODECODER_TEST_CHROMIUM` and `CODECODER_TEST_PUPPETEER`;
+//! without them the tests are skipped, or fail under `CI=true`. With
+//! `CODECODER_WEB_SCREENSHOTS=DIR` the driver also saves the main views there (`docs/` holds
+//! the ones the README shows).
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use codecoder_protocol::env;
+use codecoder_test_support::{FakeModelServer, Reply, Script};
+use serde_json::{Value, json};
+
+use crate::exec::{Run, openai_env};
+
+/// How long the whole browser scenario may take.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// The browser and the driver's npm prefix; `None` when they are not installed (the test is
+/// skipped, or fails under `CI=true`).
+#[allow(clippy::print_stderr)]
+fn browser() -> Option<(std::ffi::OsString, std::ffi::OsString)> {
+    let var = |name| std::env::var_os(name).filter(|value| !value.is_empty());
+    match (var(env::CODECODER_TEST_CHROMIUM), var(env::CODECODER_TEST_PUPPETEER)) {
+        (Some(chromium), Some(puppeteer)) => Some((chromium, puppeteer)),
+        _ if std::env::var(env::CI).is_ok_and(|v| v == "true") => panic!(
+            "{} and {} must be set: .ci/run installs chromium and puppeteer-core and sets them",
+            env::CODECODER_TEST_CHROMIUM,
+            env::CODECODER_TEST_PUPPETEER
+        ),
+        _ => {
+            eprintln!(
+                "skipped: {} or {} is not set",
+                env::CODECODER_TEST_CHROMIUM,
+                env::CODECODER_TEST_PUPPETEER
+            );
+            None
+        }
+    }
+}
+
+/// A git repo holding `notes.txt` (`hello`, `world`).
+fn temp_repo() -> tempfile::TempDir {
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(repo.path().join("notes.txt"), "hello\nworld\n").unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "notes.txt"],
+        &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"],
+    ] {
+        let status = Command::new("git").args(args).current_dir(repo.path()).status().unwrap();
+        assert!(status.success(), "git {args:?}");
+    }
+    repo
+}
+
+/// `codecoder serve` with `args`, started in `run.cwd`; its URL line.
+fn serve(run: &Run, args: &[&str]) -> (Child, String) {
+    let mut command_args = vec!["serve"];
+    command_args.extend_from_slice(args);
+    let mut child = run
+        .command(&command_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut url).unwrap();
+    let url = url.trim_end().to_owned();
+    assert!(url.starts_with("http://127.0.0.1:") && url.contains("/?token="), "{url}");
+    (child, url)
+}
+
+/// Stops the server as Ctrl-C does and waits for it.
+fn stop(mut child: Child) {
+    let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    let deadline = Instant::now() + PATIENCE;
+    while Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    panic!("the server did not stop");
+}
+
+/// Runs the driver's `scenario` against `url`; its summary, which must have no error.
+fn drive(
+    (chromium, puppeteer): &(std::ffi::OsString, std::ffi::OsString),
+    scenario: &str,
+    url: &str,
+    extra: &[(&str, &str)],
+) -> Value {
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web/drive.mjs");
+    let home = tempfile::tempdir().unwrap();
+    let mut command = Command::new("node");
+    command
+        .arg(driver)
+        .arg(scenario)
+        .arg(url)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env(env::CODECODER_TEST_CHROMIUM, chromium)
+        .env(env::CODECODER_TEST_PUPPETEER, puppeteer)
+        .env("DRIVE_TIMEOUT_MS", PATIENCE.as_millis().to_string());
+    if let Some(dir) = std::env::var_os(env::CODECODER_WEB_SCREENSHOTS) {
+        command.env(env::CODECODER_WEB_SCREENSHOTS, dir);
+    }
+    for (key, value) in extra {
+        command.env(key, value);
+    }
+    let output = command.stderr(Stdio::inherit()).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let summary = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find_map(|line| line.get("summary").cloned())
+        .unwrap_or_else(|| panic!("no summary from the driver: {stdout}"));
+    assert_eq!(summary["error"], Value::Null, "the browser scenario failed: {summary:#}");
+    assert!(output.status.success(), "{summary:#}");
+    summary
+}
+
+#[test]
+fn the_page_runs_a_session_with_approvals_across_a_reload_and_fits_a_phone() {
+    let Some(browser) = browser() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let repo = temp_repo();
+    let script = Script::new()
+        .reply(
+            Reply::text("Let me look first.\n\n```rust\nfn main() { let x = 1; }\n```")
+                .chunks(4)
+                .reasoning("The person wants a change.")
+                .and_tool_call(
+                    "c1",
+                    "run_command",
+                    json!({"command": "touch approved.txt && echo made-it"}),
+                ),
+        )
+        .reply(Reply::tool_call(
+            "c2",
+            "edit",
+            json!({"path": "notes.txt", "old_string": "world", "new_string": "there"}),
+        ))
+        .reply(Reply::text("All done: **notes.txt** says `there`."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
+    // `untrusted` asks for the command and the edit, as it would in the TUI.
+    let (child, url) =
+        serve(&run, &["-a", "untrusted", "-s", "danger-full-access", "-m", "test-model"]);
+    let summary = drive(&browser, "main", &url, &[]);
+    stop(child);
+    let notes = &summary["notes"];
+    let t = format!("{summary:#}");
+
+    // The page opened on the server's project, the token gone from the address.
+    let repo_path = std::fs::canonicalize(repo.path()).unwrap();
+    assert_eq!(notes["project"], json!(repo_path.to_str().unwrap()), "{t}");
+    assert!(!notes["address"].as_str().unwrap().contains("token"), "{t}");
+    // The streamed text, rendered: markdown with highlighted code, the reasoning folded.
+    assert!(notes["streamed"].as_str().unwrap().contains("Let me look first."), "{t}");
+    assert!(notes["codeHighlighted"].as_u64() > Some(0), "{t}");
+    assert_eq!(notes["reasoningFolded"], true, "{t}");
+    assert_eq!(notes["userBubble"], "Make the change, please", "{t}");
+    // The command's approval showed the command and why the person was asked.
+    let command = &notes["commandApproval"];
+    assert_eq!(command["command"], "$ touch approved.txt && echo made-it", "{t}");
+    assert!(command["reason"].as_str().unwrap().contains("untrusted"), "{t}");
+    assert_eq!(notes["commandCard"]["output"], "made-it\n", "{t}");
+    assert!(notes["commandCard"]["badge"].as_str().unwrap().starts_with("exit 0"), "{t}");
+    // The edit's approval, with its diff, was the same request after the reload.
+    assert_eq!(notes["editApproval"]["removed"], json!(["-world\n"]), "{t}");
+    assert_eq!(notes["editApproval"]["added"], json!(["+there\n"]), "{t}");
+    assert_eq!(notes["editApprovalAfterReload"]["id"], notes["editApproval"]["id"], "{t}");
+    assert_eq!(notes["userBubbleAfterReload"], "Make the change, please", "{t}");
+    assert_eq!(notes["editCard"]["title"], "Edit notes.txt", "{t}");
+    assert_eq!(notes["editCard"]["added"], json!(["+there\n"]), "{t}");
+    assert_eq!(notes["pendingLeft"], 0, "{t}");
+    // Both calls ran, each once approved.
+    assert!(repo.path().join("approved.txt").exists(), "{t}");
+    assert_eq!(std::fs::read_to_string(repo.path().join("notes.txt")).unwrap(), "hello\nthere\n");
+    // Completion where the server offers it.
+    if notes["filesRoute"] == 200 {
+        assert!(notes["completions"].as_array().unwrap().contains(&json!("notes.txt")), "{t}");
+        assert_eq!(notes["completed"], "look at @notes.txt ", "{t}");
+    }
+    if notes["commandsRoute"] == 200 {
+        assert!(notes["slashCommands"].as_array().is_some_and(|c| !c.is_empty()), "{t}");
+    }
+    // The list found the session by its title.
+    assert_eq!(notes["listed"].as_array().unwrap().len(), 1, "{t}");
+    assert!(notes["listed"][0].as_str().unwrap().starts_with("Make the change"), "{t}");
+    // A phone: nothing wider than the screen, the list and the composer on it.
+    for view in ["phone", "phoneSession"] {
+        assert_eq!(notes[view]["scrollWidth"], 375, "{t}");
+        assert_eq!(notes[view]["wide"], json!([]), "{t}");
+    }
+    assert_eq!(notes["phoneVisible"], json!({"list": true, "prompt": true, "send": true}), "{t}");
+}
+
+#[test]
+fn the_page_cancels_a_slow_command_and_leaves_no_process() {
+    let Some(browser) = browser() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let repo = temp_repo();
+    // A duration no other process on the machine uses, to find ours in /proc.
+    let marker = format!("{}.{}", 50 + std::process::id() % 9, std::process::id() % 1000 + 13);
+    let script = Script::new()
+        .reply(Reply::tool_call("c1", "run_command", json!({"command": format!("sleep {marker}")})))
+        // Only reached if the cancel loses a race with the next request; cut off then.
+        .reply(Reply::text("too late").delay_ms(3000));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
+    let (child, url) =
+        serve(&run, &["-a", "never", "-s", "danger-full-access", "-m", "test-model"]);
+    let summary = drive(&browser, "cancel", &url, &[("SLEEP_MARKER", &marker)]);
+    let t = format!("{summary:#}");
+    assert!(summary["notes"]["sleepingBeforeCancel"].as_u64() >= Some(1), "{t}");
+    assert_eq!(summary["notes"]["cancelVisible"], true, "{t}");
+    assert!(summary["notes"]["card"]["classes"].as_str().unwrap().contains("cancelled"), "{t}");
+    let deadline = Instant::now() + PATIENCE;
+    while sleeping(&marker) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(sleeping(&marker), 0, "the cancelled command is still running: {t}");
+    stop(child);
+}
+
+/// Processes running `sleep MARKER`.
+fn sleeping(marker: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.unwrap().path().join("cmdline")).ok())
+        .filter(|cmdline| {
+            String::from_utf8_lossy(cmdline).replace('\0', " ").contains(&format!("sleep {marker}"))
+        })
+        .count()
+}
