@@ -114,6 +114,11 @@ impl Error {
         )
     }
 
+    /// True when an undo or rewind found no turn whose files it could restore.
+    pub fn is_nothing_to_undo(&self) -> bool {
+        matches!(self, Self::Session(codecoder_session::Error::NothingToUndo { .. }))
+    }
+
     pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
         let context = context.into();
         move |source| Self::Io { context, source }
