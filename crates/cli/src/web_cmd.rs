@@ -20,6 +20,7 @@ pub(crate) fn run(args: &ServeArgs, global: &GlobalArgs) -> anyhow::Result<ExitC
         overrides: runtime.overrides().clone(),
         home: runtime.home().to_owned(),
         default_cwd: runtime.cwd().to_owned(),
+        max_events: codecoder_serve::MAX_KEPT_EVENTS,
     };
     drop(runtime);
     let server = match codecoder_serve::Server::bind(config) {

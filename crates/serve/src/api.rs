@@ -1,30 +1,46 @@
 //! The routes behind the guard: the page and its files, the server's facts (`/api/server`:
-//! the project new sessions open on), the session list (the index), starting and driving
-//! hosted sessions, their event streams (server-sent events with a resumable `seq` cursor) and
-//! their pending approvals and questions. The JSON shapes are documented in the crate's docs (lib.rs).
+//! the project new sessions open on), the projects and the session list (the index), starting,
+//! driving and closing hosted sessions (prompts and slash commands, undo, rewind, the
+//! permission mode), `@file` completion, their event streams (server-sent events or a WebSocket
+//! with a resumable `seq` cursor), their pending approvals and questions, and the API's own
+//! schema. The JSON shapes are the types of `types.rs`.
 //!
 //! Invariants: a route only reads the request and answers; sessions are started and driven
 //! only through `Hub`; a new session's sandbox and approval policy come from the server's own
-//! command line and config, never from a request.
+//! command line and config, never from a request (a request may pick the model, the reasoning
+//! effort and a permission mode, none of which relaxes them); a path in an answer is relative
+//! to a session's directory, and no request names a file outside it.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use codecoder_app::{SessionSummary, Start};
-use codecoder_protocol::{AgentCommand, ApprovalDecision, AskUserAnswer, UserInput};
-use serde::Deserialize;
+use codecoder_app::{PermissionMode, RewindOutcome, RewindRequest, SessionSummary, Start};
+use codecoder_protocol::{
+    AgentCommand, ApprovalDecision, AskUserAnswer, ReasoningEffort, UserInput,
+};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use tungstenite::Message;
 
 use crate::http::{self, Request, Response};
-use crate::hub::{Answer, Answered};
+use crate::hub::{Answer, Answered, Live, SessionChoices};
+use crate::types::{
+    AnswerBody, CommandInfo, CommandKind, CommandRan, Commands, Empty, ErrorBody, Files, History,
+    Mode, Pending, Project, Projects, PromptBody, ReplyBody, RewindBody, ServerInfo, SessionInfo,
+    SessionList, StartBody, Started, UndoBody,
+};
 use crate::{Connection, Shared};
 
 /// How long an event stream waits for an event before it sends a keep-alive (an SSE comment,
 /// a WebSocket ping), which is also how it finds out that its reader left.
 const KEEPALIVE: Duration = Duration::from_secs(15);
+
+/// Paths `/files` answers with at most.
+const MAX_FILE_ANSWERS: usize = 50;
+/// Files `/files` looks at at most (a huge tree is answered from its first part).
+const MAX_FILES_WALKED: usize = 200_000;
 
 /// The page at `/` and its script and style, embedded: the page works offline and loads
 /// nothing from elsewhere (the CSP allows only this server's own files).
@@ -47,23 +63,66 @@ pub(crate) fn route(shared: &Shared, request: &Request, stream: &mut dyn Connect
                 body: text.as_bytes().to_vec(),
             }
         }
-        ("GET", ["api", "server"]) => Response::json(
+        ("GET", ["api", "schema"]) => Response::json(200, &crate::types::schema()),
+        ("GET", ["api", "server"]) => typed(
             200,
-            &json!({ "cwd": shared.default_cwd, "version": env!("CARGO_PKG_VERSION") }),
+            &ServerInfo {
+                cwd: shared.default_cwd.clone(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            },
         ),
+        ("GET", ["api", "projects"]) => projects(shared),
         ("GET", ["api", "sessions"]) => list(shared, request),
         ("POST", ["api", "sessions"]) => start(shared, request),
+        ("GET", ["api", "sessions", id]) => session(shared, id),
         ("POST", ["api", "sessions", id, "prompt"]) => prompt(shared, id, request, false),
         ("POST", ["api", "sessions", id, "steer"]) => prompt(shared, id, request, true),
-        ("POST", ["api", "sessions", id, "cancel"]) => match shared.hub.get(id) {
-            Some(live) if live.send(AgentCommand::Cancel) => accepted(),
-            Some(_) => Response::error(409, "the session has stopped"),
+        ("POST", ["api", "sessions", id, "cancel"]) => {
+            match (body::<Empty>(request), shared.hub.get(id)) {
+                (Err(response), _) => response,
+                (Ok(_), Some(live)) if live.send(AgentCommand::Cancel) => accepted(),
+                (Ok(_), Some(_)) => Response::error(409, "the session has stopped"),
+                (Ok(_), None) => not_hosted(id),
+            }
+        }
+        ("POST", ["api", "sessions", id, "close"]) => match body::<Empty>(request) {
+            Err(response) => response,
+            Ok(_) if shared.hub.close(id) => typed(200, &crate::types::Ok { ok: true }),
+            Ok(_) => not_hosted(id),
+        },
+        ("POST", ["api", "sessions", id, "undo"]) => {
+            match (body::<UndoBody>(request), shared.hub.get(id)) {
+                (Err(response), _) => response,
+                (Ok(undo), Some(live)) => rewind(shared, &live, None, undo.force),
+                (Ok(_), None) => not_hosted(id),
+            }
+        }
+        ("POST", ["api", "sessions", id, "rewind"]) => {
+            match (body::<RewindBody>(request), shared.hub.get(id)) {
+                (Err(response), _) => response,
+                (Ok(back), Some(live)) => rewind(shared, &live, Some(back.turns), back.force),
+                (Ok(_), None) => not_hosted(id),
+            }
+        }
+        ("POST", ["api", "sessions", id, "mode"]) => {
+            match (body::<Mode>(request), shared.hub.get(id)) {
+                (Err(response), _) => response,
+                (Ok(mode), Some(live)) => {
+                    live.controls.set_permission_mode(mode.permission_mode);
+                    typed(200, &Mode { permission_mode: live.permission_mode() })
+                }
+                (Ok(_), None) => not_hosted(id),
+            }
+        }
+        ("GET", ["api", "sessions", id, "files"]) => files(shared, id, request),
+        ("GET", ["api", "sessions", id, "commands"]) => match shared.hub.get(id) {
+            Some(live) => typed(200, &commands(&live)),
             None => not_hosted(id),
         },
         ("GET", ["api", "sessions", id, "pending"]) => match shared.hub.get(id) {
             Some(live) => {
                 let (approvals, questions) = live.pending();
-                Response::json(200, &json!({ "approvals": approvals, "questions": questions }))
+                typed(200, &Pending { approvals, questions })
             }
             None => not_hosted(id),
         },
@@ -78,8 +137,16 @@ pub(crate) fn route(shared: &Shared, request: &Request, stream: &mut dyn Connect
     response.status
 }
 
+/// A JSON answer from one of the API's types.
+fn typed<T: Serialize>(status: u16, body: &T) -> Response {
+    match serde_json::to_value(body) {
+        Ok(value) => Response::json(status, &value),
+        Err(err) => Response::error(500, &format!("encoding the answer: {err}")),
+    }
+}
+
 fn accepted() -> Response {
-    Response::json(202, &json!({ "ok": true }))
+    typed(202, &crate::types::Ok { ok: true })
 }
 
 fn not_hosted(id: &str) -> Response {
@@ -93,42 +160,113 @@ fn body<T: for<'de> Deserialize<'de>>(request: &Request) -> Result<T, Response> 
         .map_err(|err| Response::error(400, &format!("invalid JSON body: {err}")))
 }
 
+/// The index's sessions, subagents' logs and unreadable ones left out, newest first.
+fn indexed(shared: &Shared, cwd: Option<&str>) -> Result<Vec<SessionSummary>, Response> {
+    // Notes about the index (rebuilt, kept in memory) have no place in the answer.
+    let mut warnings = Vec::new();
+    match codecoder_app::list_sessions(shared.home(), cwd, None, &mut warnings) {
+        Ok(listed) => Ok(listed
+            .sessions
+            .into_iter()
+            .filter(|s| s.problem.is_none())
+            .filter(|s| !is_subagent(s))
+            .collect()),
+        Err(err) => Err(Response::error(500, &format!("reading the session index: {err}"))),
+    }
+}
+
 fn list(shared: &Shared, request: &Request) -> Response {
     let cwd = request.query_param("cwd").filter(|cwd| !cwd.is_empty());
     let query = request.query_param("q").unwrap_or_default().to_lowercase();
-    // Notes about the index (rebuilt, kept in memory) have no place in the answer.
-    let mut warnings = Vec::new();
-    let listed =
-        match codecoder_app::list_sessions(shared.home(), cwd.as_deref(), None, &mut warnings) {
-            Ok(listed) => listed,
-            Err(err) => return Response::error(500, &format!("reading the session index: {err}")),
-        };
-    let sessions: Vec<Value> = listed
-        .sessions
-        .iter()
-        .filter(|s| s.problem.is_none())
+    let listed = match indexed(shared, cwd.as_deref()) {
+        Ok(listed) => listed,
+        Err(response) => return response,
+    };
+    let sessions = listed
+        .into_iter()
         .filter(|s| {
             query.is_empty()
                 || s.title.to_lowercase().contains(&query)
                 || s.id.starts_with(&query)
                 || s.cwd.to_lowercase().contains(&query)
         })
-        .filter(|s| !is_subagent(s))
-        .map(|s| {
-            json!({
-                "id": s.id,
-                "title": s.title,
-                "cwd": s.cwd,
-                "model": s.model,
-                "provider": s.provider,
-                "createdMs": s.created_ms,
-                "updatedMs": s.updated_ms,
-                "parent": s.parent,
-                "live": shared.hub.is_live(&s.id),
-            })
+        .map(|s| crate::types::SessionSummary {
+            live: shared.hub.is_live(&s.id),
+            id: s.id,
+            title: s.title,
+            cwd: s.cwd,
+            model: s.model,
+            provider: s.provider,
+            created_ms: s.created_ms,
+            updated_ms: s.updated_ms,
+            parent: s.parent,
         })
         .collect();
-    Response::json(200, &json!({ "sessions": sessions }))
+    typed(200, &SessionList { sessions })
+}
+
+/// The directories the index knows, newest first, after the server's own (`-C`).
+fn projects(shared: &Shared) -> Response {
+    let listed = match indexed(shared, None) {
+        Ok(listed) => listed,
+        Err(response) => return response,
+    };
+    let own = shared.default_cwd.to_string_lossy().into_owned();
+    let mut projects = vec![Project { cwd: own, sessions: 0, updated_ms: None }];
+    for summary in listed {
+        match projects.iter_mut().find(|p| p.cwd == summary.cwd) {
+            Some(project) => {
+                project.sessions += 1;
+                project.updated_ms = project.updated_ms.max(Some(summary.updated_ms));
+            }
+            None => projects.push(Project {
+                cwd: summary.cwd,
+                sessions: 1,
+                updated_ms: Some(summary.updated_ms),
+            }),
+        }
+    }
+    projects[1..].sort_by(|a, b| b.updated_ms.cmp(&a.updated_ms).then_with(|| a.cwd.cmp(&b.cwd)));
+    typed(200, &Projects { projects })
+}
+
+/// One session: what the runtime started it with when it is hosted here, else the index's.
+fn session(shared: &Shared, id: &str) -> Response {
+    let summary = match indexed(shared, None) {
+        Ok(listed) => listed.into_iter().find(|s| s.id == id),
+        Err(response) => return response,
+    };
+    let info = match (shared.hub.get(id), summary) {
+        (Some(live), summary) => {
+            let modes = live.controls.modes();
+            SessionInfo {
+                id: live.id.clone(),
+                cwd: live.cwd.clone(),
+                title: summary.map(|s| s.title).unwrap_or_default(),
+                live: true,
+                model: live.model.clone(),
+                provider: live.provider.clone(),
+                context_window: Some(live.context_window),
+                permission_mode: Some(live.permission_mode()),
+                approval: Some(modes.approval),
+                sandbox: Some(modes.sandbox),
+            }
+        }
+        (None, Some(summary)) => SessionInfo {
+            id: summary.id,
+            cwd: summary.cwd,
+            title: summary.title,
+            live: false,
+            model: summary.model,
+            provider: summary.provider,
+            context_window: None,
+            permission_mode: None,
+            approval: None,
+            sandbox: None,
+        },
+        (None, None) => return Response::error(404, &format!("no session {id} in the index")),
+    };
+    typed(200, &info)
 }
 
 /// Whether a log is a subagent's: its `session_meta` (the first line) names a parent call.
@@ -189,18 +327,7 @@ fn history(shared: &Shared, id: &str) -> Response {
         };
         events.push(item);
     });
-    Response::json(200, &json!({ "id": id, "cwd": summary.cwd, "events": events }))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StartBody {
-    cwd: Option<PathBuf>,
-    prompt: Option<String>,
-    /// An indexed session to continue (its own project).
-    resume: Option<String>,
-    /// An indexed session to copy and continue (the original is untouched).
-    fork: Option<String>,
+    typed(200, &History { id: id.to_owned(), cwd: summary.cwd.clone(), events })
 }
 
 fn start(shared: &Shared, request: &Request) -> Response {
@@ -208,6 +335,14 @@ fn start(shared: &Shared, request: &Request) -> Response {
         Ok(start) => start,
         Err(response) => return response,
     };
+    if let Some(effort) = &body.effort
+        && effort.parse::<ReasoningEffort>().is_err()
+    {
+        return Response::error(
+            400,
+            &format!("`effort` {effort:?} is not one of none, minimal, low, medium, high, xhigh"),
+        );
+    }
     let (start, earlier) = match (body.resume, body.fork) {
         (None, None) => (Start::New, None),
         (Some(id), None) => (Start::Resume(Some(id.clone())), Some(id)),
@@ -243,21 +378,22 @@ fn start(shared: &Shared, request: &Request) -> Response {
         Ok(_) => return Response::error(400, "`cwd` is not a directory"),
         Err(err) => return Response::error(400, &format!("`cwd`: {err}")),
     };
-    match shared.hub.start(&cwd, start, body.prompt.filter(|p| !p.trim().is_empty())) {
-        Ok(live) => Response::json(201, &json!({ "id": live.id, "cwd": live.cwd })),
+    let choices = SessionChoices {
+        prompt: body.prompt.filter(|p| !p.trim().is_empty()),
+        model: body.model.filter(|m| !m.trim().is_empty()),
+        effort: body.effort,
+        permission_mode: body.permission_mode,
+    };
+    match shared.hub.start(&cwd, start, choices) {
+        Ok(live) => typed(201, &Started { id: live.id.clone(), cwd: live.cwd.clone() }),
         Err(err) if err.is_usage() => Response::error(409, &err.to_string()),
         Err(err) => Response::error(500, &err.to_string()),
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PromptBody {
-    text: String,
-}
-
 /// A prompt: a turn of its own (queued while one runs), or with `steer` input added to the
-/// running turn at its next step (a turn of its own when idle).
+/// running turn at its next step (a turn of its own when idle). A prompt starting with `/name`
+/// is a slash command.
 fn prompt(shared: &Shared, id: &str, request: &Request, steer: bool) -> Response {
     let prompt: PromptBody = match body(request) {
         Ok(prompt) => prompt,
@@ -266,25 +402,211 @@ fn prompt(shared: &Shared, id: &str, request: &Request, steer: bool) -> Response
     if prompt.text.trim().is_empty() {
         return Response::error(400, "`text` is empty");
     }
-    match shared.hub.get(id) {
-        Some(live) => {
-            let input = UserInput::text(prompt.text);
-            let command =
-                if steer { AgentCommand::Steer(input) } else { AgentCommand::Submit(input) };
-            if live.send(command) {
-                accepted()
+    let Some(live) = shared.hub.get(id) else {
+        return not_hosted(id);
+    };
+    let text = prompt.text;
+    let trimmed = text.trim();
+    // `//…` is text that starts with a slash, as in the TUI.
+    let input = if !steer && trimmed.starts_with('/') && !trimmed.starts_with("//") {
+        let (name, arg) = match trimmed[1..].split_once(char::is_whitespace) {
+            Some((name, arg)) => (name, arg.trim()),
+            None => (&trimmed[1..], ""),
+        };
+        match live.commands.iter().find(|(known, ..)| known == name).map(|(_, _, kind)| *kind) {
+            Some("builtin") => return builtin(shared, &live, name, arg),
+            // A skill is activated as `$name` activates it, with the rest as its arguments.
+            Some("skill") => format!("${name} {arg}").trim_end().to_owned(),
+            // A custom prompt is expanded by the runtime from the text as typed.
+            Some(_) => text.clone(),
+            None => {
+                return Response::error(
+                    400,
+                    &format!(
+                        "unknown command /{name}: GET /api/sessions/{id}/commands lists them \
+                         (start the text with // to send it as it is)"
+                    ),
+                );
+            }
+        }
+    } else {
+        text.clone()
+    };
+    let input = UserInput::text(input);
+    let command = if steer { AgentCommand::Steer(input) } else { AgentCommand::Submit(input) };
+    if live.send(command) { accepted() } else { Response::error(409, "the session has stopped") }
+}
+
+/// Runs one of the server's own slash commands (`hub::BUILTIN_COMMANDS`).
+fn builtin(shared: &Shared, live: &Live, name: &str, arg: &str) -> Response {
+    let ran = |rewound, permission_mode| CommandRan {
+        command: name.to_owned(),
+        rewound,
+        permission_mode,
+    };
+    match name {
+        "undo" => match arg {
+            "" | "force" => rewind(shared, live, None, arg == "force"),
+            other => {
+                Response::error(400, &format!("/undo takes `force` or nothing, not `{other}`"))
+            }
+        },
+        "rewind" => {
+            let mut words = arg.split_whitespace();
+            let turns = words.next().and_then(|n| n.parse::<u32>().ok());
+            let force = match words.next() {
+                None => false,
+                Some("force") => true,
+                Some(_) => return Response::error(400, "usage: /rewind N [force]"),
+            };
+            match turns {
+                Some(turns) if words.next().is_none() => rewind(shared, live, Some(turns), force),
+                _ => Response::error(400, "usage: /rewind N [force]"),
+            }
+        }
+        "compact" => {
+            let focus = (!arg.is_empty()).then(|| arg.to_owned());
+            if live.send(AgentCommand::Compact { focus }) {
+                typed(202, &ran(None, None))
             } else {
                 Response::error(409, "the session has stopped")
             }
         }
-        None => not_hosted(id),
+        "plan" => {
+            let mode = if arg == "off" { PermissionMode::Default } else { PermissionMode::Plan };
+            live.controls.set_permission_mode(mode);
+            if !arg.is_empty() && arg != "off" {
+                let sent = live.send(AgentCommand::Submit(UserInput::text(arg.to_owned())));
+                if !sent {
+                    return Response::error(409, "the session has stopped");
+                }
+            }
+            typed(200, &ran(None, Some(live.permission_mode())))
+        }
+        other => Response::error(400, &format!("unknown command /{other}")),
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AnswerBody {
-    decision: Value,
+/// `/undo` (`turns: None`: the files of the newest turn not undone yet) or `/rewind N` (the
+/// conversation and the files back to before the Nth newest prompt), as the TUI does: the
+/// runtime restores the files and the session's agent logs the `rewind` record.
+fn rewind(shared: &Shared, live: &Live, turns: Option<u32>, force: bool) -> Response {
+    if live.running() {
+        return Response::error(409, "a turn is running: cancel it first");
+    }
+    let Some(log) = &live.log else {
+        return Response::error(409, "this session keeps no log: nothing to restore");
+    };
+    let turn = match turns {
+        None => None,
+        Some(0) => return Response::error(400, "`turns` is at least 1"),
+        Some(turns) => {
+            let points = match codecoder_app::rewind_points(log) {
+                Ok(points) => points,
+                Err(err) => return Response::error(500, &err.to_string()),
+            };
+            let Some(index) = points.len().checked_sub(turns as usize) else {
+                return Response::error(
+                    409,
+                    &format!("only {} prompt(s) can be rewound past", points.len()),
+                );
+            };
+            Some(points[index].turn)
+        }
+    };
+    let request = RewindRequest { turn, conversation: turn.is_some(), files: true, force };
+    match codecoder_app::rewind(shared.home(), log, &request) {
+        Ok(RewindOutcome::Conflicts(paths)) => typed(
+            409,
+            &ErrorBody {
+                error: "nothing restored: these files changed outside codecoder since; send \
+                        `force: true` to restore them anyway (losing those changes)"
+                    .to_owned(),
+                conflicts: Some(paths.iter().map(|p| relative(p, &live.cwd)).collect()),
+            },
+        ),
+        Ok(RewindOutcome::Done { record, .. }) => {
+            if live.send(AgentCommand::Rewind(record.clone())) {
+                typed(200, &record)
+            } else {
+                Response::error(409, "the session has stopped")
+            }
+        }
+        Err(err) if err.is_usage() || err.is_nothing_to_undo() => {
+            Response::error(409, &err.to_string())
+        }
+        Err(err) => Response::error(500, &err.to_string()),
+    }
+}
+
+/// `path` relative to `cwd` when it is inside it.
+fn relative(path: &Path, cwd: &str) -> String {
+    path.strip_prefix(cwd).unwrap_or(path).to_string_lossy().into_owned()
+}
+
+/// The slash commands of a hosted session.
+fn commands(live: &Live) -> Commands {
+    let commands = live
+        .commands
+        .iter()
+        .map(|(name, description, kind)| CommandInfo {
+            name: name.clone(),
+            description: description.clone(),
+            kind: match *kind {
+                "builtin" => CommandKind::Builtin,
+                "skill" => CommandKind::Skill,
+                _ => CommandKind::Prompt,
+            },
+        })
+        .collect();
+    Commands { commands }
+}
+
+/// Paths under a session's directory for `@file` completion: `.gitignore` (and `.ignore`)
+/// respected, hidden files left out; those whose file name holds the query first, then those
+/// whose path does, then those that hold its letters in order; shorter paths first.
+fn files(shared: &Shared, id: &str, request: &Request) -> Response {
+    let cwd = match shared.hub.get(id) {
+        Some(live) => PathBuf::from(&live.cwd),
+        None => match indexed(shared, None) {
+            Ok(listed) => match listed.into_iter().find(|s| s.id == id) {
+                Some(summary) => PathBuf::from(summary.cwd),
+                None => return Response::error(404, &format!("no session {id} in the index")),
+            },
+            Err(response) => return response,
+        },
+    };
+    let query = request.query_param("q").unwrap_or_default().trim().to_lowercase();
+    let mut ranked: Vec<(u8, String)> = Vec::new();
+    let walk = ignore::WalkBuilder::new(&cwd).require_git(false).build();
+    for entry in walk.flatten().take(MAX_FILES_WALKED) {
+        if !entry.file_type().is_some_and(|kind| kind.is_file()) {
+            continue;
+        }
+        let Ok(path) = entry.path().strip_prefix(&cwd) else { continue };
+        let path = path.to_string_lossy().replace('\\', "/");
+        let lower = path.to_lowercase();
+        let name = lower.rsplit('/').next().unwrap_or(&lower);
+        let rank = if query.is_empty() || name.contains(&query) {
+            0
+        } else if lower.contains(&query) {
+            1
+        } else if is_subsequence(&lower, &query) {
+            2
+        } else {
+            continue;
+        };
+        ranked.push((rank, path));
+    }
+    ranked.sort_by(|a, b| (a.0, a.1.len(), &a.1).cmp(&(b.0, b.1.len(), &b.1)));
+    let files = ranked.into_iter().take(MAX_FILE_ANSWERS).map(|(_, path)| path).collect();
+    typed(200, &Files { files })
+}
+
+/// Whether `needle`'s characters appear in `haystack` in order.
+fn is_subsequence(haystack: &str, needle: &str) -> bool {
+    let mut rest = haystack.chars();
+    needle.chars().all(|wanted| rest.any(|c| c == wanted))
 }
 
 fn answer(shared: &Shared, request_id: &str, request: &Request) -> Response {
@@ -308,19 +630,15 @@ fn answer(shared: &Shared, request_id: &str, request: &Request) -> Response {
         Ok(decision) => decision,
     };
     match shared.hub.answer(request_id, &Answer::Approval(decision)) {
-        Answered::Taken => Response::json(200, &json!({ "ok": true })),
+        Answered::Taken => accepted_now(),
         Answered::NotPending => {
             Response::error(409, "no such pending approval: answered already, or withdrawn")
         }
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ReplyBody {
-    text: Option<String>,
-    #[serde(default)]
-    decline: bool,
+fn accepted_now() -> Response {
+    typed(200, &crate::types::Ok { ok: true })
 }
 
 fn reply(shared: &Shared, request_id: &str, request: &Request) -> Response {
@@ -334,7 +652,7 @@ fn reply(shared: &Shared, request_id: &str, request: &Request) -> Response {
         _ => return Response::error(400, "send {\"text\": ANSWER} or {\"decline\": true}"),
     };
     match shared.hub.answer(request_id, &Answer::Question(answer)) {
-        Answered::Taken => Response::json(200, &json!({ "ok": true })),
+        Answered::Taken => accepted_now(),
         Answered::NotPending => {
             Response::error(409, "no such pending question: answered already, or withdrawn")
         }
@@ -349,21 +667,21 @@ enum Sink<'a> {
 }
 
 impl Sink<'_> {
-    /// Sends `events`, the ones after `cursor`, and moves the cursor; `false` when the reader
-    /// is gone.
+    /// Sends `events`, the ones after `cursor`, and moves the cursor to the last one's `seq`
+    /// (a `gap` moves it past the events it names); `false` when the reader is gone.
     fn send(&mut self, events: &[Value], cursor: &mut u64) -> bool {
         match self {
             Self::Sse(out) => {
                 let mut text = String::new();
                 for event in events {
-                    *cursor += 1;
+                    *cursor = event["seq"].as_u64().unwrap_or(*cursor + 1);
                     text.push_str(&format!("id: {cursor}\ndata: {event}\n\n"));
                 }
                 out.write_all(text.as_bytes()).and_then(|()| out.flush()).is_ok()
             }
             Self::WebSocket(socket) => {
                 for event in events {
-                    *cursor += 1;
+                    *cursor = event["seq"].as_u64().unwrap_or(*cursor + 1);
                     if socket.write(Message::text(event.to_string())).is_err() {
                         return false;
                     }

@@ -30,6 +30,18 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// The unix socket's directory is writable by others.
+    #[error(
+        "refusing to put the socket in {dir}, which other users may write to (mode {mode:o}): \
+         use a directory only you can write to (serve creates a missing one with mode 0700), \
+         such as $XDG_RUNTIME_DIR or ~/.codecoder"
+    )]
+    SharedSocketDir {
+        /// The directory.
+        dir: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
     /// The OS's random source failed.
     #[error("cannot draw a token from the OS's random source: {message}")]
     Random {
@@ -63,7 +75,10 @@ impl Error {
     /// unprotected non-loopback address, a taken port, a runtime usage error.
     pub fn is_usage(&self) -> bool {
         match self {
-            Self::BadListen { .. } | Self::Unprotected { .. } | Self::Bind { .. } => true,
+            Self::BadListen { .. }
+            | Self::Unprotected { .. }
+            | Self::Bind { .. }
+            | Self::SharedSocketDir { .. } => true,
             Self::Runtime(err) => err.is_usage(),
             Self::Random { .. } | Self::Io(_) | Self::Discovery { .. } | Self::Thread { .. } => {
                 false

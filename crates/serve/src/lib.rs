@@ -69,6 +69,7 @@ mod error;
 mod guard;
 mod http;
 mod hub;
+mod types;
 
 #[cfg(test)]
 mod tests;
@@ -87,6 +88,7 @@ use codecoder_stdx::{Clock, JoinOnDrop, SystemClock, format_utc_ms, spawn_named}
 use fs_err::os::unix::fs::OpenOptionsExt;
 
 pub use error::{Error, Result};
+pub use hub::MAX_KEPT_EVENTS;
 
 use crate::guard::{Access, Guard};
 use crate::http::{ReadError, Response};
@@ -117,6 +119,9 @@ pub struct Config {
     pub home: PathBuf,
     /// The project a new session opens on when a request names none (`-C`).
     pub default_cwd: PathBuf,
+    /// Events kept in memory per hosted session (the newest; `MAX_KEPT_EVENTS` unless a test
+    /// asks for fewer). A reader further behind is told of the gap and reloads the history.
+    pub max_events: usize,
 }
 
 /// Where the server listens.
@@ -199,6 +204,7 @@ impl Server {
         let (listener, port, hosts, url, listen, wake) =
             if let Some(path) = config.listen.strip_prefix("unix:") {
                 let path = PathBuf::from(path);
+                private_socket_dir(&path)?;
                 // A socket left by a server that died is replaced; a live one is refused.
                 let stale = fs_err::symlink_metadata(&path)
                     .is_ok_and(|meta| std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()))
@@ -280,7 +286,7 @@ impl Server {
             listener,
             shared: Arc::new(Shared {
                 guard: Guard::new(token.clone(), cookie, port, hosts),
-                hub: Hub::new(config.overrides),
+                hub: Hub::new(config.overrides, config.max_events),
                 home: config.home,
                 default_cwd: config.default_cwd,
                 access_log: Mutex::new(access_log),
@@ -408,6 +414,34 @@ impl Connection for TcpStream {
 impl Connection for UnixStream {
     fn set_timeout(&self, timeout: Duration) {
         let _ = self.set_read_timeout(Some(timeout));
+    }
+}
+
+/// Makes sure only this user can reach a socket at `path` through its directory: a missing
+/// directory is created 0700 (and its missing parents); an existing one that others may write
+/// to is refused, since another user could swap the socket there for one of their own.
+fn private_socket_dir(path: &Path) -> Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    match fs_err::metadata(&dir) {
+        Ok(meta) => {
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o022 != 0 {
+                return Err(Error::SharedSocketDir { dir, mode });
+            }
+            Ok(())
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            use std::os::unix::fs::DirBuilderExt;
+            // fs_err has no DirBuilder (the mode is set at creation): the error names the path here.
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir).map_err(|err| {
+                std::io::Error::new(err.kind(), format!("creating {}: {err}", dir.display()))
+            })?;
+            Ok(())
+        }
+        Err(err) => Err(err.into()),
     }
 }
 

@@ -131,3 +131,50 @@ fn secrets_compare_equal_only_when_equal() {
     assert!(!same("abd", "abc"));
     assert!(!same("ab", "abc"));
 }
+
+/// The checked-in `api-schema.json` is what the types generate (regenerate with
+/// `CODECODER_UPDATE_SCHEMA=1 cargo test -p codecoder-serve schema`).
+#[test]
+fn the_api_schema_file_is_up_to_date() {
+    use codecoder_protocol::env;
+    let actual = serde_json::to_string_pretty(&crate::types::schema()).unwrap() + "\n";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("api-schema.json");
+    if std::env::var_os(env::UPDATE_SCHEMA).is_some()
+        || std::env::var_os(env::UPDATE_EXPECT).is_some()
+    {
+        fs_err::write(&path, &actual).unwrap();
+        return;
+    }
+    let expected = fs_err::read_to_string(&path).unwrap_or_default();
+    assert!(
+        expected == actual,
+        "{} is stale: run `CODECODER_UPDATE_SCHEMA=1 cargo test -p codecoder-serve schema` and commit it",
+        path.display()
+    );
+}
+
+#[test]
+fn the_schema_names_every_route_with_its_shapes() {
+    let schema = crate::types::schema();
+    let routes = schema["routes"].as_array().unwrap();
+    let find = |method: &str, path: &str| {
+        routes
+            .iter()
+            .find(|r| r["method"] == method && r["path"] == path)
+            .unwrap_or_else(|| panic!("{method} {path} missing"))
+    };
+    assert_eq!(
+        find("POST", "/api/sessions/{id}/rewind")["request"]["$ref"],
+        "#/definitions/RewindBody"
+    );
+    assert_eq!(find("GET", "/api/projects")["response"]["$ref"], "#/definitions/Projects");
+    let definitions = schema["definitions"].as_object().unwrap();
+    let start = &definitions["StartBody"]["properties"];
+    for field in ["cwd", "prompt", "resume", "fork", "model", "effort", "permissionMode"] {
+        assert!(start.get(field).is_some(), "StartBody lacks {field}: {start:#}");
+    }
+    let item = &definitions["StreamItem"]["properties"];
+    for field in ["seq", "sessionId", "event", "approvalResolved", "questionResolved", "gap"] {
+        assert!(item.get(field).is_some(), "StreamItem lacks {field}: {item:#}");
+    }
+}
