@@ -26,6 +26,9 @@ use serde_json::Value;
 
 use crate::thread::{Control, Internal, Worker};
 use crate::types::{
+    Account, AccountReadResponse, ConfigReadParams, ConfigReadResponse,
+    ConfigRequirementsReadResponse, ConfigSnapshot, EmptyListResponse, Model, ModelListResponse,
+    ReasoningEffortOption, SkillsListEntry, SkillsListResponse, ThreadLoadedListResponse,
     ApprovalDecision, ApprovalResponse, AskForApproval, ClientRequest, InitializeParams,
     InitializeResponse, RequestId, SandboxMode, SandboxPolicy, ServerNotification,
     ServerRequestResolvedNotification, Thread, ThreadListParams, ThreadListResponse,
@@ -57,9 +60,28 @@ struct LoadedThread {
     response: ThreadStartResponse,
     /// The session's tools, which describe the calls its log replays.
     tools: Arc<dyn Viewer + Send + Sync>,
+    /// What the session runs with; a turn that asks for others resumes it with them first.
+    settings: Settings,
+    /// Which load of the thread this is: a worker's `Closed` names its own, so the worker of an
+    /// earlier load, ending after a reload, does not unload the later one.
+    generation: u64,
     /// Joined on drop.
     _worker: JoinOnDrop<()>,
 }
+
+/// What a loaded thread's session runs with, as far as a turn may change it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Settings {
+    model: String,
+    provider: String,
+    /// The reasoning effort asked for (or configured); `None`: the model's default.
+    effort: Option<String>,
+    cwd: String,
+    sandbox: SandboxMode,
+}
+
+/// The reasoning efforts a client may ask for, weakest first.
+const EFFORTS: [&str; 6] = ["none", "minimal", "low", "medium", "high", "xhigh"];
 
 /// What the model is told when the client did not opt into questions.
 const NO_QUESTIONS: &str = "the app driving this session (through codecoder app-server) does not \
@@ -87,6 +109,10 @@ pub(crate) struct Server {
     threads: HashMap<String, LoadedThread>,
     pending: HashMap<RequestId, Pending>,
     next_request: i64,
+    next_generation: u64,
+    /// The modes the server's own settings resolve to (read at `initialize`): no thread's
+    /// sandbox is looser than this one.
+    limits: codecoder_app::Modes,
     out: Sender<WriterMsg>,
     internal_tx: Sender<Internal>,
 }
@@ -104,6 +130,13 @@ impl Server {
             threads: HashMap::new(),
             pending: HashMap::new(),
             next_request: 0,
+            next_generation: 0,
+            // Until `initialize` reads the server's settings, nothing is started anyway.
+            limits: codecoder_app::Modes {
+                sandbox: codecoder_app::SandboxMode::ReadOnly,
+                approval: ApprovalMode::OnRequest,
+                bypass: false,
+            },
             out,
             internal_tx,
         }
@@ -176,6 +209,14 @@ impl Server {
             "turn/start" => ClientRequest::TurnStart(params(raw)?),
             "turn/interrupt" => ClientRequest::TurnInterrupt(params(raw)?),
             "thread/compact/start" => ClientRequest::ThreadCompactStart(params(raw)?),
+            "thread/loaded/list" => ClientRequest::ThreadLoadedList(params(raw)?),
+            "account/read" => ClientRequest::AccountRead(params(raw)?),
+            "model/list" => ClientRequest::ModelList(params(raw)?),
+            "config/read" => ClientRequest::ConfigRead(params(raw)?),
+            "configRequirements/read" => ClientRequest::ConfigRequirementsRead(params(raw)?),
+            "hooks/list" => ClientRequest::HooksList(params(raw)?),
+            "skills/list" => ClientRequest::SkillsList(params(raw)?),
+            "collaborationMode/list" => ClientRequest::CollaborationModeList(params(raw)?),
             _ => {
                 return Err(RpcError::new(METHOD_NOT_FOUND, format!("method not found: {method}")));
             }
@@ -195,7 +236,130 @@ impl Server {
             (ClientRequest::ThreadCompactStart(params), true) => {
                 self.thread_compact_start(&params.thread_id)
             }
+            (ClientRequest::ThreadLoadedList(_), true) => ok(&ThreadLoadedListResponse {
+                data: self.threads.keys().cloned().collect(),
+                next_cursor: None,
+            }),
+            (ClientRequest::AccountRead(_), true) => ok(&AccountReadResponse {
+                account: Some(Account::ApiKey),
+                requires_openai_auth: false,
+            }),
+            (ClientRequest::ModelList(_), true) => self.model_list(),
+            (ClientRequest::ConfigRead(params), true) => self.config_read(params),
+            (ClientRequest::ConfigRequirementsRead(_), true) => {
+                ok(&ConfigRequirementsReadResponse { requirements: None })
+            }
+            (ClientRequest::HooksList(_) | ClientRequest::CollaborationModeList(_), true) => {
+                ok(&EmptyListResponse::default())
+            }
+            (ClientRequest::SkillsList(params), true) => ok(&SkillsListResponse {
+                data: params
+                    .cwds
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|cwd| SkillsListEntry { cwd, skills: Vec::new(), errors: Vec::new() })
+                    .collect(),
+            }),
         }
+    }
+
+    /// The configured model first, then the catalog's models of the server's provider.
+    fn model_list(&self) -> Result<Value, RpcError> {
+        let runtime = Runtime::load(self.config.overrides.clone()).map_err(app_error)?;
+        let choices = runtime.model_choices();
+        let data = choices
+            .models
+            .iter()
+            .enumerate()
+            .map(|(n, choice)| {
+                let efforts: &[&str] = if choice.reasoning { &EFFORTS[1..] } else { &["none"] };
+                let default_effort = match &choices.reasoning_effort {
+                    Some(effort) if n == 0 => effort.clone(),
+                    _ if choice.reasoning => "medium".to_owned(),
+                    _ => "none".to_owned(),
+                };
+                Model {
+                    id: choice.id.clone(),
+                    model: choice.id.clone(),
+                    display_name: choice.id.clone(),
+                    description: match choice.context_window {
+                        Some(tokens) => format!("{} · context {tokens} tokens", choices.provider),
+                        None => format!("{} · context window unknown", choices.provider),
+                    },
+                    hidden: false,
+                    is_default: n == 0,
+                    supported_reasoning_efforts: efforts
+                        .iter()
+                        .map(|effort| ReasoningEffortOption {
+                            reasoning_effort: (*effort).to_owned(),
+                            description: format!("{effort} reasoning"),
+                        })
+                        .collect(),
+                    default_reasoning_effort: default_effort,
+                    input_modalities: vec!["text".to_owned(), "image".to_owned()],
+                }
+            })
+            .collect();
+        ok(&ModelListResponse { data, next_cursor: None })
+    }
+
+    /// The settings a thread started now (in `cwd`) runs with.
+    fn config_read(&self, params: ConfigReadParams) -> Result<Value, RpcError> {
+        let mut overrides = self.config.overrides.clone();
+        if let Some(cwd) = params.cwd {
+            overrides.cwd = Some(PathBuf::from(cwd));
+        }
+        let runtime = Runtime::load(overrides).map_err(app_error)?;
+        let choices = runtime.model_choices();
+        let context_window = choices.models.first().and_then(|choice| choice.context_window);
+        ok(&ConfigReadResponse {
+            config: ConfigSnapshot {
+                model: Some(choices.model),
+                model_provider: Some(choices.provider),
+                model_reasoning_effort: choices.reasoning_effort,
+                model_context_window: context_window,
+                approval_policy: Some(ask_for_approval(self.limits.approval)),
+                sandbox_mode: Some(self.ceiling()),
+            },
+            origins: serde_json::Map::new(),
+            layers: params.include_layers.unwrap_or(false).then(Vec::new),
+        })
+    }
+
+    /// The loosest sandbox the server lets a thread run under: its own.
+    fn ceiling(&self) -> SandboxMode {
+        if self.limits.bypass {
+            return SandboxMode::DangerFullAccess;
+        }
+        match self.limits.sandbox {
+            codecoder_app::SandboxMode::ReadOnly => SandboxMode::ReadOnly,
+            codecoder_app::SandboxMode::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+            codecoder_app::SandboxMode::DangerFullAccess => SandboxMode::DangerFullAccess,
+        }
+    }
+
+    /// `asked`, unless it is looser than the server's own sandbox: then the server's, and the
+    /// client is told with a `warning`.
+    fn within_limits(&self, asked: SandboxMode, thread_id: Option<&str>) -> SandboxMode {
+        let rank = |mode: SandboxMode| match mode {
+            SandboxMode::ReadOnly => 0,
+            SandboxMode::WorkspaceWrite => 1,
+            SandboxMode::DangerFullAccess => 2,
+        };
+        let ceiling = self.ceiling();
+        if rank(asked) <= rank(ceiling) {
+            return asked;
+        }
+        self.notify(ServerNotification::Warning(WarningNotification {
+            thread_id: thread_id.map(str::to_owned),
+            message: format!(
+                "this server allows at most the {} sandbox (its own setting); the thread runs \
+                 under it, not {}",
+                sandbox_name(ceiling),
+                sandbox_name(asked)
+            ),
+        }));
+        ceiling
     }
 
     fn initialize(&mut self, params: InitializeParams) -> Result<Value, RpcError> {
@@ -206,6 +370,11 @@ impl Server {
             self.send(WriterMsg::OptOut(methods));
         }
         let home = codecoder_app::home().map_err(app_error)?;
+        // A configuration that does not load fails each thread's start with its error; until
+        // then the strictest limits hold.
+        if let Ok(runtime) = Runtime::load(self.config.overrides.clone()) {
+            self.limits = runtime.modes(true);
+        }
         ok(&InitializeResponse {
             user_agent: format!("codecoder/{}", self.config.version),
             codex_home: home.to_string_lossy().into_owned(),
@@ -215,8 +384,8 @@ impl Server {
     }
 
     fn thread_start(&mut self, params: ThreadStartParams) -> Result<Value, RpcError> {
-        let overrides =
-            self.overrides(params.cwd.as_deref(), params.approval_policy, params.sandbox);
+        let sandbox = params.sandbox.map(|asked| self.within_limits(asked, None));
+        let overrides = self.overrides(params.cwd.as_deref(), params.approval_policy, sandbox);
         let request = SessionRequest {
             start: Start::New,
             model: params.model,
@@ -252,7 +421,8 @@ impl Server {
         }
         let summary = summary_of(&params.thread_id);
         let cwd = params.cwd.clone().or_else(|| summary.as_ref().map(|s| s.cwd.clone()));
-        let overrides = self.overrides(cwd.as_deref(), params.approval_policy, params.sandbox);
+        let sandbox = params.sandbox.map(|asked| self.within_limits(asked, None));
+        let overrides = self.overrides(cwd.as_deref(), params.approval_policy, sandbox);
         let request = SessionRequest {
             start: Start::Resume(Some(params.thread_id)),
             model: params.model,
@@ -266,7 +436,8 @@ impl Server {
     fn thread_fork(&mut self, params: ThreadResumeParams) -> Result<Value, RpcError> {
         let summary = summary_of(&params.thread_id);
         let cwd = params.cwd.clone().or_else(|| summary.as_ref().map(|s| s.cwd.clone()));
-        let overrides = self.overrides(cwd.as_deref(), params.approval_policy, params.sandbox);
+        let sandbox = params.sandbox.map(|asked| self.within_limits(asked, None));
+        let overrides = self.overrides(cwd.as_deref(), params.approval_policy, sandbox);
         let request = SessionRequest {
             start: Start::Fork(params.thread_id),
             model: params.model,
@@ -281,7 +452,8 @@ impl Server {
         ok(&response)
     }
 
-    /// The server's overrides with a thread's own on top.
+    /// The server's overrides with a thread's own on top (`sandbox` already within the
+    /// server's limits).
     fn overrides(
         &self,
         cwd: Option<&str>,
@@ -293,18 +465,14 @@ impl Server {
             overrides.cwd = Some(PathBuf::from(cwd));
         }
         if approval.is_some() || sandbox.is_some() {
+            // `--full-auto` and `--yolo` set both modes: the thread's sandbox is then named, the
+            // server's own when the client asks only for an approval policy.
             overrides.full_auto = false;
             overrides.bypass = false;
+            overrides.sandbox = Some(app_sandbox(sandbox.unwrap_or_else(|| self.ceiling())));
         }
         if let Some(approval) = approval {
             overrides.approval = Some(approval_mode(approval));
-        }
-        if let Some(sandbox) = sandbox {
-            overrides.sandbox = Some(match sandbox {
-                SandboxMode::ReadOnly => codecoder_app::SandboxMode::ReadOnly,
-                SandboxMode::WorkspaceWrite => codecoder_app::SandboxMode::WorkspaceWrite,
-                SandboxMode::DangerFullAccess => codecoder_app::SandboxMode::DangerFullAccess,
-            });
         }
         overrides
     }
@@ -318,6 +486,8 @@ impl Server {
     ) -> Result<ThreadStartResponse, RpcError> {
         let runtime = Runtime::load(overrides).map_err(app_error)?;
         let session = runtime.start(request).map_err(app_error)?;
+        let configured_effort =
+            runtime.loaded().config.model_reasoning_effort.map(|effort| effort.as_str().to_owned());
         let thread_id = session.agent.session_id().to_string();
         for notice in runtime.notices().iter().chain(&session.notices) {
             self.notify(ServerNotification::Warning(WarningNotification {
@@ -371,9 +541,23 @@ impl Server {
                 }
             },
         };
+        let settings = Settings {
+            model: session.model.clone(),
+            provider: session.provider_id.clone(),
+            effort: request.reasoning_effort.clone().or(configured_effort),
+            cwd: cwd.clone(),
+            sandbox: match response.sandbox {
+                SandboxPolicy::ReadOnly => SandboxMode::ReadOnly,
+                SandboxPolicy::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+                SandboxPolicy::DangerFullAccess => SandboxMode::DangerFullAccess,
+            },
+        };
+        let generation = self.next_generation;
+        self.next_generation += 1;
         let (control_tx, control_rx) = crossbeam_channel::bounded::<Control>(4);
         let worker = Worker::new(
             thread_id.clone(),
+            generation,
             cwd,
             session.context_window,
             self.out.clone(),
@@ -396,6 +580,8 @@ impl Server {
                 active_turn: None,
                 response: response.clone(),
                 tools,
+                settings,
+                generation,
                 _worker: worker,
             },
         );
@@ -431,7 +617,15 @@ impl Server {
         let mut rest = sessions
             .into_iter()
             .filter(|s| s.problem.is_none())
-            .filter(|s| params.model_providers.as_ref().is_none_or(|p| p.contains(&s.provider)))
+            // An empty list is no filter, as in codex.
+            .filter(|s| {
+                params
+                    .model_providers
+                    .as_ref()
+                    .is_none_or(|p| p.is_empty() || p.contains(&s.provider))
+            })
+            // A subagent's log is part of its parent's thread, not a thread of its own.
+            .filter(|s| !codecoder_app::is_subagent_log(s))
             // Newest first: (updated, id) descending, so the next page holds what sorts below
             // the cursor. A cursor stays valid while threads are added or touched.
             .filter(|s| after.as_ref().is_none_or(|(ms, id)| (s.updated_ms, &s.id) < (*ms, id)));
@@ -464,7 +658,7 @@ impl Server {
 
     fn turn_start(&mut self, params: TurnStartParams) -> Result<Value, RpcError> {
         let thread =
-            self.threads.get_mut(&params.thread_id).ok_or_else(|| not_loaded(&params.thread_id))?;
+            self.threads.get(&params.thread_id).ok_or_else(|| not_loaded(&params.thread_id))?;
         if let Some(turn) = &thread.active_turn {
             return Err(RpcError::invalid_request(format!(
                 "a turn is already running in this thread: {turn}"
@@ -473,6 +667,36 @@ impl Server {
         if params.input.is_empty() {
             return Err(RpcError::invalid_params("invalid params: `input` is empty"));
         }
+        if let Some(effort) = params.effort.as_deref().filter(|e| !EFFORTS.contains(e)) {
+            return Err(RpcError::invalid_params(format!(
+                "invalid params: `effort`: {effort} is not one of {}",
+                EFFORTS.join(", ")
+            )));
+        }
+        let current = thread.settings.clone();
+        let approval = params.approval_policy.unwrap_or(thread.response.approval_policy);
+        let ephemeral = thread.response.thread.ephemeral;
+        let wanted = Settings {
+            model: params.model.clone().unwrap_or_else(|| current.model.clone()),
+            provider: current.provider.clone(),
+            effort: params.effort.clone().or_else(|| current.effort.clone()),
+            cwd: params.cwd.clone().unwrap_or_else(|| current.cwd.clone()),
+            sandbox: params.sandbox_policy.map_or(current.sandbox, |policy| {
+                self.within_limits(sandbox_mode(policy), Some(&params.thread_id))
+            }),
+        };
+        if wanted != current {
+            if ephemeral {
+                return Err(RpcError::invalid_params(
+                    "invalid params: an ephemeral thread keeps its model, effort, cwd and \
+                     sandbox (its session has no log to resume with others)",
+                ));
+            }
+            self.reload(&params.thread_id, &wanted, approval, current)?;
+        }
+        let thread =
+            self.threads.get_mut(&params.thread_id).ok_or_else(|| not_loaded(&params.thread_id))?;
+        thread.response.approval_policy = approval;
         let cwd = PathBuf::from(&thread.response.cwd);
         let content = params
             .input
@@ -498,6 +722,40 @@ impl Server {
                 error: None,
             },
         })
+    }
+
+    /// Resumes a loaded, idle thread's session with other settings: its agent is shut down
+    /// (releasing the log), then the log is resumed with `wanted`. When that fails the thread is
+    /// loaded again with `previous`, and the error answered.
+    fn reload(
+        &mut self,
+        thread_id: &str,
+        wanted: &Settings,
+        approval: AskForApproval,
+        previous: Settings,
+    ) -> Result<(), RpcError> {
+        // Dropping the entry ends its worker, which shuts the agent down and is joined.
+        drop(self.threads.remove(thread_id));
+        let start = |server: &mut Self, settings: &Settings| {
+            let overrides =
+                server.overrides(Some(&settings.cwd), Some(approval), Some(settings.sandbox));
+            let request = SessionRequest {
+                start: Start::Resume(Some(thread_id.to_owned())),
+                model: Some(settings.model.clone()),
+                provider: Some(settings.provider.clone()),
+                reasoning_effort: settings.effort.clone(),
+                interactive: true,
+                ..SessionRequest::new()
+            };
+            server.load(overrides, &request, summary_of(thread_id).as_ref())
+        };
+        match start(self, wanted) {
+            Ok(_) => Ok(()),
+            Err(err) => {
+                let _ = start(self, &previous);
+                Err(err)
+            }
+        }
     }
 
     fn thread_compact_start(&mut self, thread_id: &str) -> Result<Value, RpcError> {
@@ -568,9 +826,11 @@ impl Server {
                     turn,
                 }));
             }
-            Internal::Closed { thread_id } => {
-                self.threads.remove(&thread_id);
-                self.pending.retain(|_, pending| pending.thread_id != thread_id);
+            Internal::Closed { thread_id, generation } => {
+                if self.threads.get(&thread_id).is_some_and(|t| t.generation == generation) {
+                    self.threads.remove(&thread_id);
+                    self.pending.retain(|_, pending| pending.thread_id != thread_id);
+                }
             }
         }
     }
@@ -673,6 +933,38 @@ fn app_error(err: codecoder_app::Error) -> RpcError {
         INTERNAL_ERROR
     };
     RpcError::new(code, message)
+}
+
+fn ask_for_approval(approval: ApprovalMode) -> AskForApproval {
+    match approval {
+        ApprovalMode::Untrusted => AskForApproval::Untrusted,
+        ApprovalMode::OnRequest => AskForApproval::OnRequest,
+        ApprovalMode::Never => AskForApproval::Never,
+    }
+}
+
+fn app_sandbox(sandbox: SandboxMode) -> codecoder_app::SandboxMode {
+    match sandbox {
+        SandboxMode::ReadOnly => codecoder_app::SandboxMode::ReadOnly,
+        SandboxMode::WorkspaceWrite => codecoder_app::SandboxMode::WorkspaceWrite,
+        SandboxMode::DangerFullAccess => codecoder_app::SandboxMode::DangerFullAccess,
+    }
+}
+
+fn sandbox_mode(policy: SandboxPolicy) -> SandboxMode {
+    match policy {
+        SandboxPolicy::ReadOnly => SandboxMode::ReadOnly,
+        SandboxPolicy::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+        SandboxPolicy::DangerFullAccess => SandboxMode::DangerFullAccess,
+    }
+}
+
+fn sandbox_name(sandbox: SandboxMode) -> &'static str {
+    match sandbox {
+        SandboxMode::ReadOnly => "read-only",
+        SandboxMode::WorkspaceWrite => "workspace-write",
+        SandboxMode::DangerFullAccess => "danger-full-access",
+    }
 }
 
 fn approval_mode(approval: AskForApproval) -> ApprovalMode {

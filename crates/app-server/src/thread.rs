@@ -70,12 +70,15 @@ pub(crate) enum Internal {
     Closed {
         /// The thread.
         thread_id: String,
+        /// Which load of the thread the worker served.
+        generation: u64,
     },
 }
 
 /// The worker of one loaded thread: its translation and where the translation goes.
 pub(crate) struct Worker {
     translator: Translator,
+    generation: u64,
     out: Sender<WriterMsg>,
     internal: Sender<Internal>,
 }
@@ -83,12 +86,14 @@ pub(crate) struct Worker {
 impl Worker {
     pub(crate) fn new(
         thread_id: String,
+        generation: u64,
         cwd: String,
         context_window: u64,
         out: Sender<WriterMsg>,
         internal: Sender<Internal>,
     ) -> Self {
-        Self { translator: Translator::new(thread_id, cwd, context_window, "item_"), out, internal }
+        let translator = Translator::new(thread_id, cwd, context_window, "item_");
+        Self { translator, generation, out, internal }
     }
 
     /// Runs until the dispatcher says `Shutdown` (or is gone) or the agent stops.
@@ -129,7 +134,9 @@ impl Worker {
         // Cancels whatever runs (its processes are killed), closes the log and joins the agent;
         // requests that arrive meanwhile are dropped unanswered, which cancels them.
         let _ = agent.shutdown();
-        let _ = self.internal.send(Internal::Closed { thread_id: self.thread_id().to_owned() });
+        let closed =
+            Internal::Closed { thread_id: self.thread_id().to_owned(), generation: self.generation };
+        let _ = self.internal.send(closed);
     }
 
     fn thread_id(&self) -> &str {

@@ -7,9 +7,11 @@
 //! test fails when the checked-in file differs.
 //!
 //! One file per side of the protocol: `client` (the client's requests and their results),
+//! `info` (what a client reads about the server: account, models, configuration),
 //! `thread` (threads, turns, items), `notification` and `server_request` (what the server sends).
 
 mod client;
+mod info;
 mod notification;
 mod server_request;
 mod thread;
@@ -20,6 +22,12 @@ pub use client::{
     ThreadCompactStartResponse, ThreadForkParams, ThreadListParams, ThreadListResponse,
     ThreadResumeParams, ThreadStartParams, ThreadStartResponse, TurnInterruptParams,
     TurnInterruptResponse, TurnStartParams, TurnStartResponse, UserInput,
+};
+pub use info::{
+    Account, AccountReadResponse, ConfigReadParams, ConfigReadResponse,
+    ConfigRequirementsReadResponse, ConfigSnapshot, CwdsParams, EmptyListResponse, Model,
+    ModelListParams, ModelListResponse, NoParams, ReasoningEffortOption, SkillsListEntry,
+    SkillsListResponse, ThreadLoadedListResponse,
 };
 pub use notification::{
     CompactedNotification, DeltaNotification, ErrorNotification,
@@ -103,6 +111,22 @@ struct Results {
     turn_interrupt: TurnInterruptResponse,
     #[serde(rename = "thread/compact/start")]
     thread_compact_start: ThreadCompactStartResponse,
+    #[serde(rename = "thread/loaded/list")]
+    thread_loaded_list: ThreadLoadedListResponse,
+    #[serde(rename = "account/read")]
+    account_read: AccountReadResponse,
+    #[serde(rename = "model/list")]
+    model_list: ModelListResponse,
+    #[serde(rename = "config/read")]
+    config_read: ConfigReadResponse,
+    #[serde(rename = "configRequirements/read")]
+    config_requirements_read: ConfigRequirementsReadResponse,
+    #[serde(rename = "hooks/list")]
+    hooks_list: EmptyListResponse,
+    #[serde(rename = "skills/list")]
+    skills_list: SkillsListResponse,
+    #[serde(rename = "collaborationMode/list")]
+    collaboration_mode_list: EmptyListResponse,
     #[serde(rename = "item/commandExecution/requestApproval")]
     command_execution_request_approval: ApprovalResponse,
     #[serde(rename = "item/fileChange/requestApproval")]

@@ -64,7 +64,7 @@ pub use codecoder_kernel::{
 pub use codecoder_policy::{
     ApprovalMode, ChainPolicy, Modes, PermissionMode, PermissionSwitch, SandboxMode,
 };
-pub use codecoder_sandbox::{kill_all, protect_process, run_stage_if_requested};
+pub use codecoder_sandbox::{kill_all, protect_process, run_stage_if_requested, spawn_detached};
 /// The file reads and writes of the built-in tools, for a front-end whose client holds the
 /// files (an editor's buffers).
 pub use codecoder_tools::FileAccess;
@@ -81,6 +81,7 @@ pub use headless::{
 pub use host::{SessionListing, git_diff, init_agents_md};
 pub use image::{image_type, read_image};
 pub use jsonl::{ExecEventEncoder, result_text};
+pub use models::{ModelChoice, ModelChoices};
 pub use mcp::{McpServerEntry, add_mcp_server, mcp_server_config, remove_mcp_server};
 pub use mcp_spec::{
     MCP_SECRET_MASK, McpAddFlags, McpListing, McpTransport, describe_mcp_server,
@@ -98,6 +99,7 @@ pub use session::{
 };
 pub use sessions::{
     Forked, SessionList, SessionLog, SessionSummary, ValidLog, Validation, fork_session,
+    is_subagent_log,
     list_sessions, reindex_sessions, remove_session, sessions_dir, validate_session,
 };
 pub use settings::{Setting, config_schema, store_api_key, trust_project};

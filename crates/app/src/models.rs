@@ -173,3 +173,75 @@ fn listing_url(provider: &ProviderConfig) -> String {
         _ => format!("{}/models", provider.base_url.trim_end_matches('/')),
     }
 }
+
+/// A model a front-end's picker offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelChoice {
+    /// The id sessions take (`SessionRequest::model`).
+    pub id: String,
+    /// Its context window, where known.
+    pub context_window: Option<u64>,
+    /// Whether it takes a reasoning effort.
+    pub reasoning: bool,
+}
+
+/// What a picker shows without asking a server: the configured model and effort, and the
+/// models of the configured provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelChoices {
+    /// The provider id.
+    pub provider: String,
+    /// The model a session that names none runs with.
+    pub model: String,
+    /// The configured reasoning effort, if any.
+    pub reasoning_effort: Option<String>,
+    /// The configured model first, then the catalog's models of the provider (a cloud preset's;
+    /// a local server is not asked, so only the configured model is offered for it).
+    pub models: Vec<ModelChoice>,
+}
+
+impl Runtime {
+    /// The models a front-end's picker offers (`model/list`), from the configuration and the
+    /// catalog only: no request is sent.
+    pub fn model_choices(&self) -> ModelChoices {
+        let config = &self.loaded.config;
+        let provider_id = self
+            .overrides
+            .provider
+            .clone()
+            .or_else(|| config.model_provider.clone())
+            .unwrap_or_else(|| DEFAULT_PROVIDER.to_owned());
+        let model = self
+            .overrides
+            .model
+            .clone()
+            .or_else(|| config.model.clone())
+            .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+        let choice = |id: &str| {
+            let info = codecoder_providers::model_info(id);
+            let own = config.models.get(id).and_then(|m| m.context_window);
+            ModelChoice {
+                id: id.to_owned(),
+                context_window: own.or(info.known.then_some(info.context_window)),
+                reasoning: info.reasoning,
+            }
+        };
+        let mut models = vec![choice(&model)];
+        if let Ok(provider) = crate::provider::resolve_provider(&provider_id, config)
+            && codecoder_providers::is_cloud(&provider)
+        {
+            models.extend(
+                catalog_listing(&provider)
+                    .iter()
+                    .filter(|entry| entry.id != model)
+                    .map(|entry| choice(&entry.id)),
+            );
+        }
+        ModelChoices {
+            provider: provider_id,
+            model,
+            reasoning_effort: config.model_reasoning_effort.map(|e| e.as_str().to_owned()),
+            models,
+        }
+    }
+}

@@ -249,6 +249,18 @@ fn env_policy(toml: Option<&codecoder_config::ShellEnvironmentPolicyToml>) -> En
     policy
 }
 
+impl crate::Runtime {
+    /// The sandbox and approval modes a session of this runtime starts under when its
+    /// front-end asks for none of its own: what a protocol server allows its clients at most.
+    pub fn modes(&self, interactive: bool) -> Modes {
+        let config = &self.loaded.config;
+        let preference =
+            config.sandbox.as_ref().and_then(|s| s.backend).unwrap_or(BackendPreference::Auto);
+        let backend = codecoder_sandbox::probe(preference).backend.is_some();
+        resolve_modes(&self.overrides, &self.loaded, interactive, backend, None, &mut Vec::new())
+    }
+}
+
 fn resolve_modes(
     args: &Overrides,
     loaded: &LoadedConfig,

@@ -30,6 +30,25 @@ pub struct SessionList {
     pub dir: PathBuf,
 }
 
+/// Whether a listed log is a subagent's (its `session_meta` names the parent call that started
+/// it), which lists of sessions for people leave out: its events reach its parent's front-end
+/// marked by their source. Only logs the index gives a parent (forks and subagents) are read,
+/// their first line only.
+pub fn is_subagent_log(summary: &SessionSummary) -> bool {
+    if summary.parent.is_none() {
+        return false;
+    }
+    let Ok(file) = fs_err::File::open(&summary.path) else { return false };
+    let mut first = String::new();
+    if std::io::BufRead::read_line(&mut std::io::BufReader::new(file), &mut first).is_err() {
+        return false;
+    }
+    serde_json::from_str::<serde_json::Value>(&first)
+        .ok()
+        .and_then(|meta| meta.get("parent").cloned())
+        .is_some_and(|parent| !parent.is_null())
+}
+
 /// The index of `store`, up to date with its logs.
 fn refreshed_index(store: &SessionStore, warnings: &mut Vec<Notice>) -> Result<Index> {
     let mut index = Index::open(store)?;

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::types::{Thread, Turn};
+use crate::types::{ConfigReadParams, CwdsParams, ModelListParams, NoParams, Thread, Turn};
 
 /// Every request a client may send, as `{id, method, params}`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -37,6 +37,35 @@ pub enum ClientRequest {
     /// `turn/started`, a `contextCompaction` item, `thread/compacted` and `turn/completed`.
     #[serde(rename = "thread/compact/start")]
     ThreadCompactStart(ThreadCompactStartParams),
+    /// The ids of the threads loaded in this connection; answered with
+    /// `ThreadLoadedListResponse`.
+    #[serde(rename = "thread/loaded/list")]
+    ThreadLoadedList(NoParams),
+    /// The account model requests use; answered with `AccountReadResponse` (an API key's,
+    /// needing no login).
+    #[serde(rename = "account/read")]
+    AccountRead(NoParams),
+    /// The models of the server's provider (its catalog, not asked over the network); answered
+    /// with `ModelListResponse`.
+    #[serde(rename = "model/list")]
+    ModelList(ModelListParams),
+    /// The settings a thread started now runs with; answered with `ConfigReadResponse`.
+    #[serde(rename = "config/read")]
+    ConfigRead(ConfigReadParams),
+    /// Administrator requirements; answered with `ConfigRequirementsReadResponse` (none).
+    #[serde(rename = "configRequirements/read")]
+    ConfigRequirementsRead(NoParams),
+    /// Hooks the client could show; answered with `EmptyListResponse` (the server runs its
+    /// own).
+    #[serde(rename = "hooks/list")]
+    HooksList(CwdsParams),
+    /// Skills the client could insert; answered with `SkillsListResponse` (one empty entry per
+    /// directory: the server offers its skills to the model itself).
+    #[serde(rename = "skills/list")]
+    SkillsList(CwdsParams),
+    /// Collaboration mode presets; answered with `EmptyListResponse` (none).
+    #[serde(rename = "collaborationMode/list")]
+    CollaborationModeList(NoParams),
 }
 
 /// The methods of `ClientRequest`.
@@ -49,6 +78,14 @@ pub const CLIENT_METHODS: &[&str] = &[
     "turn/start",
     "turn/interrupt",
     "thread/compact/start",
+    "thread/loaded/list",
+    "account/read",
+    "model/list",
+    "config/read",
+    "configRequirements/read",
+    "hooks/list",
+    "skills/list",
+    "collaborationMode/list",
 ];
 
 /// Who the client is.
@@ -270,6 +307,22 @@ pub struct TurnStartParams {
     /// A new approval policy for this turn and the ones after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_policy: Option<AskForApproval>,
+    /// Another model for this turn and the ones after it (the thread's session is resumed
+    /// with it before the turn starts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Another reasoning effort (`none`, `minimal`, `low`, `medium`, `high`, `xhigh`) for this
+    /// turn and the ones after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+    /// Another working directory for this turn and the ones after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Another sandbox for this turn and the ones after it, never looser than the server's own
+    /// (a looser one is tightened to it, with a `warning`). Other fields of codex's policy
+    /// objects (`writableRoots`, `networkAccess`) are not taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_policy: Option<SandboxPolicy>,
 }
 
 /// `turn/start` result.
