@@ -64,7 +64,7 @@ pub use codecoder_kernel::{
 pub use codecoder_policy::{
     ApprovalMode, ChainPolicy, Modes, PermissionMode, PermissionSwitch, SandboxMode,
 };
-pub use codecoder_sandbox::{kill_all, protect_process, run_stage_if_requested};
+pub use codecoder_sandbox::{kill_all, protect_process, run_stage_if_requested, spawn_detached};
 /// The file reads and writes of the built-in tools, for a front-end whose client holds the
 /// files (an editor's buffers).
 pub use codecoder_tools::FileAccess;

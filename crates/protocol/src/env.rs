@@ -18,6 +18,9 @@ pub const CODECODER_SERVE_TOKEN: &str = "CODECODER_SERVE_TOKEN";
 
 /// Where programs are looked up (the sandbox finds `bwrap` on it).
 pub const PATH: &str = "PATH";
+/// The user's browser command(s), `:`-separated, each run with the URL (`%s` in it stands for
+/// the URL): `codecoder serve --open`.
+pub const BROWSER: &str = "BROWSER";
 /// The user's shell, named in the prompt's environment section.
 pub const SHELL: &str = "SHELL";
 /// A writable temporary directory: a writable root of the sandbox unless excluded.

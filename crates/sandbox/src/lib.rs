@@ -628,6 +628,39 @@ impl Drop for Child {
     }
 }
 
+/// Starts `program` with `args` detached from this process, for a program the person keeps
+/// using after codecoder exits (a browser opening a URL): stdin, stdout and stderr are
+/// `/dev/null`, it runs in a process group of its own, and it is neither tracked, killed nor
+/// waited for. A `/bin/sh` in between starts it in the background and exits at once (that shell
+/// is reaped here), so the program is adopted by init and leaves no zombie behind.
+///
+/// # Errors
+/// When the shell cannot be started or fails.
+pub fn spawn_detached(program: &std::ffi::OsStr, args: &[std::ffi::OsString]) -> Result<()> {
+    #[allow(clippy::disallowed_methods)] // This crate is the one place allowed to spawn processes.
+    let mut command = std::process::Command::new("/bin/sh");
+    command
+        .arg("-c")
+        .arg("\"$@\" </dev/null >/dev/null 2>&1 &")
+        .arg("sh")
+        .arg(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let status = command
+        .status()
+        .map_err(|source| Error::Spawn { program: "/bin/sh".to_owned(), source })?;
+    if status.success() {
+        return Ok(());
+    }
+    Err(Error::Spawn {
+        program: program.to_string_lossy().into_owned(),
+        source: std::io::Error::other(format!("the shell starting it failed ({status})")),
+    })
+}
+
 /// SIGKILLs every process group this process started that may still be alive. For a last-resort
 /// exit (a second Ctrl-C) that will not run the `Child` drop guards.
 pub fn kill_all() {
