@@ -360,8 +360,20 @@ pub(crate) enum Command {
     /// --allow-host name) are refused, as are state-changing requests from another Origin or
     /// without a JSON body. Each request is logged to $CODECODER_HOME/logs/serve-access.log.
     /// Sessions start in the project a request names (default -C or the current directory),
-    /// with the sandbox and approval policy of the flags and config, as in the TUI. The API is
-    /// described in the codecoder-serve crate's documentation. Ctrl-C stops every session.
+    /// with the sandbox and approval policy of the flags and config, as in the TUI; a request
+    /// may choose a session's model, reasoning effort and permission mode (default,
+    /// acceptEdits, plan), never a weaker sandbox or approval policy. The API (sessions,
+    /// prompts and slash commands, steer, cancel, undo, rewind, plan mode, approvals,
+    /// questions, the event stream) is described by its JSON Schema at GET /api/schema. Each
+    /// session keeps its newest 20,000 events in memory for readers that reconnect; one
+    /// further behind is told of the gap and reloads the history.
+    ///
+    /// With --listen unix:PATH, a missing directory of the socket is created with mode 0700,
+    /// and an existing one that other users may write to is refused. --open opens the URL in
+    /// the browser ($BROWSER, else xdg-open or open) and only warns when none can be started.
+    /// Ctrl-C or SIGTERM cancels every hosted session's turn, kills its commands, closes its
+    /// log, removes serve.json and exits 0; a second signal kills them at once (exit 128 +
+    /// the signal).
     Serve(ServeArgs),
 }
 
@@ -386,6 +398,13 @@ pub(crate) struct ServeArgs {
     /// The provider id of new sessions (a preset or a `[model_providers.ID]` of config.toml).
     #[arg(long, value_name = "ID")]
     pub(crate) provider: Option<String>,
+    /// Open the URL in the browser once the server listens ($BROWSER, else xdg-open, or open
+    /// on macOS); a browser that cannot be started is a warning, never an error.
+    #[arg(long)]
+    pub(crate) open: bool,
+    /// Events kept in memory per hosted session (tests use a small number to see the gap).
+    #[arg(long, value_name = "N", hide = true)]
+    pub(crate) max_events: Option<usize>,
 }
 
 /// `codecoder serve --auth`.
