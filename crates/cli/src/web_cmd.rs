@@ -1,13 +1,20 @@
 //! `codecoder serve`: binds the local HTTP server (`codecoder_serve`), prints its URL with the
-//! token as the one line on stdout, and serves until Ctrl-C or TERM, which stop every hosted
-//! session and remove `$CODECODER_HOME/serve.json`.
+//! token as the one line on stdout, optionally opens it in the browser (`--open`), and serves
+//! until Ctrl-C or TERM, which stop every hosted session (turns cancelled, commands killed,
+//! logs closed) and remove `$CODECODER_HOME/serve.json`; the server then exits 0, as it does
+//! when stopped any other way. A second signal while it stops kills every command at once and
+//! exits 128 + the signal, as the Claude headless mode does.
 //!
-//! Invariant: stdout gets exactly the URL line; notices and the plain-HTTP warning go to stderr.
+//! Invariant: stdout gets exactly the URL line; notices, the plain-HTTP warning and a browser
+//! that could not be started go to stderr; the browser is detached and never fails the server.
 
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use codecoder_protocol::env;
 
 use crate::cli::{GlobalArgs, ServeArgs};
 
@@ -20,7 +27,7 @@ pub(crate) fn run(args: &ServeArgs, global: &GlobalArgs) -> anyhow::Result<ExitC
         overrides: runtime.overrides().clone(),
         home: runtime.home().to_owned(),
         default_cwd: runtime.cwd().to_owned(),
-        max_events: codecoder_serve::MAX_KEPT_EVENTS,
+        max_events: args.max_events.unwrap_or(codecoder_serve::MAX_KEPT_EVENTS).max(1),
     };
     drop(runtime);
     let server = match codecoder_serve::Server::bind(config) {
@@ -49,8 +56,16 @@ pub(crate) fn run(args: &ServeArgs, global: &GlobalArgs) -> anyhow::Result<ExitC
     .context("installing the signal handler")?;
     let handle = signals.handle();
     let watcher = codecoder_stdx::spawn_named("serve-signals", move || {
-        if signals.forever().next().is_some() {
-            stopper.stop();
+        let mut seen = 0;
+        for signal in signals.forever() {
+            seen += 1;
+            if seen == 1 {
+                stopper.stop();
+            } else {
+                // The person insists: whatever still runs is killed without waiting.
+                codecoder_app::kill_all();
+                std::process::exit(128 + signal);
+            }
         }
     })?;
     let mut stdout = std::io::stdout();
@@ -58,10 +73,64 @@ pub(crate) fn run(args: &ServeArgs, global: &GlobalArgs) -> anyhow::Result<ExitC
         handle.close();
         return Err(err.into());
     }
+    if args.open {
+        open_in_browser(server.url());
+    }
 
     let served = server.serve();
     handle.close();
     let _ = watcher.join();
     served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Opens `url` in the person's browser, detached: the first `$BROWSER` command that exists
+/// (`:`-separated, `%s` standing for the URL, else the URL last), else `xdg-open` (`open` on
+/// macOS). Says on stderr why when none could be started; never fails.
+fn open_in_browser(url: &str) {
+    let browser = std::env::var(env::BROWSER).unwrap_or_default();
+    let mut candidates: Vec<Vec<String>> = browser
+        .split(':')
+        .map(|command| command.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .filter(|words| !words.is_empty())
+        .collect();
+    let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+    candidates.push(vec![opener.to_owned()]);
+    let path = std::env::var_os(env::PATH).unwrap_or_default();
+    for words in candidates {
+        let Some(program) = find_program(&words[0], &path) else { continue };
+        let mut args: Vec<OsString> = Vec::new();
+        let mut placed = false;
+        for word in &words[1..] {
+            placed |= word.contains("%s");
+            args.push(word.replace("%s", url).into());
+        }
+        if !placed {
+            args.push(url.into());
+        }
+        match codecoder_app::spawn_detached(program.as_os_str(), &args) {
+            Ok(()) => return,
+            Err(err) => eprintln!("codecoder serve: --open: {err}"),
+        }
+    }
+    let tried = if browser.is_empty() {
+        format!("$BROWSER is not set and {opener} was not found")
+    } else {
+        format!("neither $BROWSER ({browser}) nor {opener} could be found")
+    };
+    eprintln!("codecoder serve: --open: {tried}; open the URL above yourself");
+}
+
+/// `name` as a path when it names a file, or the first executable file of that name on `path`.
+fn find_program(name: &str, path: &OsStr) -> Option<PathBuf> {
+    let executable = |candidate: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        fs_err::metadata(candidate)
+            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    };
+    if name.contains('/') {
+        let candidate = PathBuf::from(name);
+        return executable(&candidate).then_some(candidate);
+    }
+    std::env::split_paths(path).map(|dir| dir.join(name)).find(|candidate| executable(candidate))
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use codecoder_app::{PermissionMode, RewindOutcome, RewindRequest, SessionSummary, Start};
 use codecoder_protocol::{
-    AgentCommand, ApprovalDecision, AskUserAnswer, ReasoningEffort, UserInput,
+    AgentCommand, ApprovalDecision, AskUserAnswer, ReasoningEffort, RewindRecord, UserInput,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -37,6 +37,8 @@ use crate::{Connection, Shared};
 /// a WebSocket ping), which is also how it finds out that its reader left.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
+/// How long an undo or rewind waits for the session's agent to log its record.
+const REWIND_LOGGED: Duration = Duration::from_secs(5);
 /// Paths `/files` answers with at most.
 const MAX_FILE_ANSWERS: usize = 50;
 /// Files `/files` looks at at most (a huge tree is answered from its first part).
@@ -93,14 +95,16 @@ pub(crate) fn route(shared: &Shared, request: &Request, stream: &mut dyn Connect
         ("POST", ["api", "sessions", id, "undo"]) => {
             match (body::<UndoBody>(request), shared.hub.get(id)) {
                 (Err(response), _) => response,
-                (Ok(undo), Some(live)) => rewind(shared, &live, None, undo.force),
+                (Ok(undo), Some(live)) => answered(rewind(shared, &live, None, undo.force)),
                 (Ok(_), None) => not_hosted(id),
             }
         }
         ("POST", ["api", "sessions", id, "rewind"]) => {
             match (body::<RewindBody>(request), shared.hub.get(id)) {
                 (Err(response), _) => response,
-                (Ok(back), Some(live)) => rewind(shared, &live, Some(back.turns), back.force),
+                (Ok(back), Some(live)) => {
+                    answered(rewind(shared, &live, Some(back.turns), back.force))
+                }
                 (Ok(_), None) => not_hosted(id),
             }
         }
@@ -446,7 +450,10 @@ fn builtin(shared: &Shared, live: &Live, name: &str, arg: &str) -> Response {
     };
     match name {
         "undo" => match arg {
-            "" | "force" => rewind(shared, live, None, arg == "force"),
+            "" | "force" => match rewind(shared, live, None, arg == "force") {
+                Ok(record) => typed(200, &ran(Some(record), None)),
+                Err(response) => response,
+            },
             other => {
                 Response::error(400, &format!("/undo takes `force` or nothing, not `{other}`"))
             }
@@ -460,7 +467,12 @@ fn builtin(shared: &Shared, live: &Live, name: &str, arg: &str) -> Response {
                 Some(_) => return Response::error(400, "usage: /rewind N [force]"),
             };
             match turns {
-                Some(turns) if words.next().is_none() => rewind(shared, live, Some(turns), force),
+                Some(turns) if words.next().is_none() => {
+                    match rewind(shared, live, Some(turns), force) {
+                        Ok(record) => typed(200, &ran(Some(record), None)),
+                        Err(response) => response,
+                    }
+                }
                 _ => Response::error(400, "usage: /rewind N [force]"),
             }
         }
@@ -490,33 +502,38 @@ fn builtin(shared: &Shared, live: &Live, name: &str, arg: &str) -> Response {
 /// `/undo` (`turns: None`: the files of the newest turn not undone yet) or `/rewind N` (the
 /// conversation and the files back to before the Nth newest prompt), as the TUI does: the
 /// runtime restores the files and the session's agent logs the `rewind` record.
-fn rewind(shared: &Shared, live: &Live, turns: Option<u32>, force: bool) -> Response {
+fn rewind(
+    shared: &Shared,
+    live: &Live,
+    turns: Option<u32>,
+    force: bool,
+) -> Result<RewindRecord, Response> {
     if live.running() {
-        return Response::error(409, "a turn is running: cancel it first");
+        return Err(Response::error(409, "a turn is running: cancel it first"));
     }
     let Some(log) = &live.log else {
-        return Response::error(409, "this session keeps no log: nothing to restore");
+        return Err(Response::error(409, "this session keeps no log: nothing to restore"));
     };
     let turn = match turns {
         None => None,
-        Some(0) => return Response::error(400, "`turns` is at least 1"),
+        Some(0) => return Err(Response::error(400, "`turns` is at least 1")),
         Some(turns) => {
             let points = match codecoder_app::rewind_points(log) {
                 Ok(points) => points,
-                Err(err) => return Response::error(500, &err.to_string()),
+                Err(err) => return Err(Response::error(500, &err.to_string())),
             };
             let Some(index) = points.len().checked_sub(turns as usize) else {
-                return Response::error(
+                return Err(Response::error(
                     409,
                     &format!("only {} prompt(s) can be rewound past", points.len()),
-                );
+                ));
             };
             Some(points[index].turn)
         }
     };
     let request = RewindRequest { turn, conversation: turn.is_some(), files: true, force };
     match codecoder_app::rewind(shared.home(), log, &request) {
-        Ok(RewindOutcome::Conflicts(paths)) => typed(
+        Ok(RewindOutcome::Conflicts(paths)) => Err(typed(
             409,
             &ErrorBody {
                 error: "nothing restored: these files changed outside codecoder since; send \
@@ -524,19 +541,38 @@ fn rewind(shared: &Shared, live: &Live, turns: Option<u32>, force: bool) -> Resp
                     .to_owned(),
                 conflicts: Some(paths.iter().map(|p| relative(p, &live.cwd)).collect()),
             },
-        ),
+        )),
         Ok(RewindOutcome::Done { record, .. }) => {
-            if live.send(AgentCommand::Rewind(record.clone())) {
-                typed(200, &record)
-            } else {
-                Response::error(409, "the session has stopped")
+            let before = rewinds_logged(log);
+            if !live.send(AgentCommand::Rewind(record.clone())) {
+                return Err(Response::error(409, "the session has stopped"));
             }
+            // The answer waits for the agent to log the record, so the next undo or rewind
+            // reads a log that has it (the kernel says nothing when it logs one).
+            let deadline = std::time::Instant::now() + REWIND_LOGGED;
+            while rewinds_logged(log) <= before && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Ok(record)
         }
         Err(err) if err.is_usage() || err.is_nothing_to_undo() => {
-            Response::error(409, &err.to_string())
+            Err(Response::error(409, &err.to_string()))
         }
-        Err(err) => Response::error(500, &err.to_string()),
+        Err(err) => Err(Response::error(500, &err.to_string())),
     }
+}
+
+/// A rewind's answer: the `rewind` record, or the refusal.
+fn answered(rewound: Result<RewindRecord, Response>) -> Response {
+    match rewound {
+        Ok(record) => typed(200, &record),
+        Err(response) => response,
+    }
+}
+
+/// The `rewind` records in a log.
+fn rewinds_logged(log: &Path) -> usize {
+    fs_err::read_to_string(log).map_or(0, |text| text.matches("\"type\":\"rewind\"").count())
 }
 
 /// `path` relative to `cwd` when it is inside it.

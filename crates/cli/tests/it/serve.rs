@@ -834,6 +834,17 @@ fn stopping_the_server_stops_its_sessions_commands() {
     assert!(eventually(|| processes_running(&format!("sleep {marker}")) > 0), "never started");
     assert_eq!(served.stop(), Some(0));
     assert_eq!(processes_running(&format!("sleep {marker}")), 0, "outlived the server");
+    assert!(!home.path().join("serve.json").exists(), "serve.json outlived the server");
+    // The log ends as a cancelled turn does: the call answered, the step and the turn closed.
+    let log = std::fs::read_dir(home.path().join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|ext| ext == "jsonl"))
+        .unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "turn_end", "{text}");
+    assert!(text.contains("\"type\":\"tool_result\""), "{text}");
 }
 
 #[test]
@@ -933,4 +944,419 @@ fn the_list_leaves_out_subagents_logs() {
         listed["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
     assert_eq!(ids, [id.as_str()], "{listed}");
     assert_eq!(served.stop(), Some(0));
+}
+
+/// Starts a session through the API and returns its id.
+fn start_session(served: &Served, body: &Value) -> String {
+    let started = served.call("POST", "/api/sessions", Some(body));
+    assert_eq!(started.status, 201, "{started:?}");
+    started.json()["id"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_session_is_described_switched_between_modes_and_closed() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let own = cwd.path().canonicalize().unwrap().to_string_lossy().into_owned();
+    let elsewhere = other.path().canonicalize().unwrap().to_string_lossy().into_owned();
+    let script = Script::new().reply(Reply::text("Planned.")).reply(Reply::text("Elsewhere."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let served = Served::start(&run, &["-m", "test-model", "-a", "on-request"]);
+
+    // The server's own project comes first even before it has a session.
+    let projects = served.call("GET", "/api/projects", None).json();
+    assert_eq!(projects, json!({"projects": [{"cwd": own, "sessions": 0, "updatedMs": null}]}));
+
+    let bad_effort =
+        served.call("POST", "/api/sessions", Some(&json!({"effort": "enormous", "prompt": "x"})));
+    assert_eq!(bad_effort.status, 400, "{bad_effort:?}");
+    let bypass = served.call(
+        "POST",
+        "/api/sessions",
+        Some(&json!({"permissionMode": "bypassPermissions", "prompt": "x"})),
+    );
+    assert_eq!(bypass.status, 400, "a request never bypasses the server's policy: {bypass:?}");
+    assert_eq!(session_files(home.path()), 0);
+
+    let id = start_session(
+        &served,
+        &json!({"prompt": "plan it", "model": "other-model", "effort": "low", "permissionMode": "plan"}),
+    );
+    read_events(&served, &id, 0, |e| kind(e) == "turn_done");
+    let body: Value = serde_json::from_str(&server.requests()[0].raw_body).unwrap();
+    assert_eq!(body["model"], "other-model", "the session's own model");
+    assert_eq!(body["reasoning"]["effort"], "low", "{body:#}");
+    let info = served.call("GET", &format!("/api/sessions/{id}"), None);
+    assert_eq!(info.status, 200, "{info:?}");
+    let info = info.json();
+    assert_eq!(info["id"], id.as_str());
+    assert_eq!(info["cwd"], own.as_str());
+    assert_eq!(info["live"], true);
+    assert_eq!(info["model"], "other-model");
+    assert_eq!(info["permissionMode"], "plan");
+    assert_eq!(info["approval"], "on-request", "the server's approval policy: {info}");
+    assert!(info["sandbox"].is_string(), "{info}");
+    assert!(info["contextWindow"].as_u64().unwrap() > 0, "{info}");
+    assert_eq!(info["title"], "plan it");
+
+    let mode = served.call(
+        "POST",
+        &format!("/api/sessions/{id}/mode"),
+        Some(&json!({"permissionMode": "acceptEdits"})),
+    );
+    assert_eq!(mode.status, 200, "{mode:?}");
+    assert_eq!(mode.json(), json!({"permissionMode": "acceptEdits"}));
+    let refused = served.call(
+        "POST",
+        &format!("/api/sessions/{id}/mode"),
+        Some(&json!({"permissionMode": "bypassPermissions"})),
+    );
+    assert_eq!(refused.status, 400);
+    let info = served.call("GET", &format!("/api/sessions/{id}"), None).json();
+    assert_eq!(info["permissionMode"], "acceptEdits");
+
+    // A session elsewhere makes a project of its own, newest after the server's.
+    let there = start_session(&served, &json!({"prompt": "over there", "cwd": other.path()}));
+    read_events(&served, &there, 0, |e| kind(e) == "turn_done");
+    let projects = served.call("GET", "/api/projects", None).json();
+    let listed: Vec<(&str, u64)> = projects["projects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["cwd"].as_str().unwrap(), p["sessions"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(listed, [(own.as_str(), 1), (elsewhere.as_str(), 1)], "{projects}");
+
+    // Closing stops hosting it: its stream ends, its log is free, the index still knows it.
+    let closed = served.call("POST", &format!("/api/sessions/{id}/close"), Some(&json!({})));
+    assert_eq!(closed.status, 200, "{closed:?}");
+    let info = served.call("GET", &format!("/api/sessions/{id}"), None).json();
+    assert_eq!(info["live"], false, "{info}");
+    assert_eq!(info["permissionMode"], Value::Null);
+    assert_eq!(info["model"], "other-model");
+    let again = served.call("POST", &format!("/api/sessions/{id}/close"), Some(&json!({})));
+    assert_eq!(again.status, 404);
+    let prompt =
+        served.call("POST", &format!("/api/sessions/{id}/prompt"), Some(&json!({"text": "x"})));
+    assert_eq!(prompt.status, 404);
+    let resumed = served.call("POST", "/api/sessions", Some(&json!({"resume": id})));
+    assert_eq!(resumed.status, 201, "the closed session's log is unlocked: {resumed:?}");
+    assert_eq!(served.call("GET", "/api/sessions/nope", None).status, 404);
+
+    let schema = served.call("GET", "/api/schema", None);
+    assert_eq!(schema.status, 200);
+    let schema = schema.json();
+    let checked_in: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../serve/api-schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(schema, checked_in, "GET /api/schema serves the checked-in schema");
+    assert_eq!(served.stop(), Some(0));
+}
+
+#[test]
+fn files_for_completion_respect_gitignore_and_slash_commands_list_and_run() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let root = cwd.path();
+    std::fs::create_dir_all(root.join("src/deep")).unwrap();
+    std::fs::create_dir_all(root.join("target")).unwrap();
+    std::fs::create_dir_all(root.join(".claude/commands")).unwrap();
+    std::fs::write(root.join(".gitignore"), "target/\n*.log\n").unwrap();
+    for file in ["src/main.rs", "src/deep/mainly.txt", "README.md", "target/main.o", "app.log"] {
+        std::fs::write(root.join(file), "x\n").unwrap();
+    }
+    std::fs::write(
+        root.join(".claude/commands/review.md"),
+        "---\ndescription: Review the change\n---\nReview this: $ARGUMENTS\n",
+    )
+    .unwrap();
+    let script = Script::new().reply(Reply::text("Hello.")).reply(Reply::text("Reviewed."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: root, env: openai_env(&server) };
+    let served = Served::start(&run, &["-m", "test-model"]);
+    let id = start_session(&served, &json!({"prompt": "hi"}));
+    read_events(&served, &id, 0, |e| kind(e) == "turn_done");
+
+    let files = served.call("GET", &format!("/api/sessions/{id}/files?q=main"), None).json();
+    assert_eq!(files, json!({"files": ["src/main.rs", "src/deep/mainly.txt"]}));
+    let all = served.call("GET", &format!("/api/sessions/{id}/files"), None).json();
+    let all: Vec<&str> =
+        all["files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    assert!(all.contains(&"README.md") && all.contains(&"src/main.rs"), "{all:?}");
+    assert!(!all.iter().any(|f| f.starts_with("target/") || f.ends_with(".log")), "{all:?}");
+    let fuzzy = served.call("GET", &format!("/api/sessions/{id}/files?q=smr"), None).json();
+    assert_eq!(fuzzy["files"][0], "src/main.rs", "{fuzzy}");
+
+    let commands = served.call("GET", &format!("/api/sessions/{id}/commands"), None).json();
+    let commands = commands["commands"].as_array().unwrap();
+    for builtin in ["undo", "rewind", "compact", "plan"] {
+        assert!(
+            commands.iter().any(|c| c["name"] == builtin && c["kind"] == "builtin"),
+            "{commands:#?}"
+        );
+    }
+    let review = commands.iter().find(|c| c["name"] == "review").unwrap();
+    assert_eq!(review["kind"], "prompt");
+    assert_eq!(review["description"], "Review the change");
+
+    let prompt = |text: &str| {
+        served.call("POST", &format!("/api/sessions/{id}/prompt"), Some(&json!({"text": text})))
+    };
+    let unknown = prompt("/frobnicate now");
+    assert_eq!(unknown.status, 400);
+    assert!(unknown.json()["error"].as_str().unwrap().contains("/frobnicate"), "{unknown:?}");
+    let plan = prompt("/plan");
+    assert_eq!(plan.status, 200, "{plan:?}");
+    assert_eq!(plan.json(), json!({"command": "plan", "permissionMode": "plan"}));
+    let off = prompt("/plan off");
+    assert_eq!(off.json()["permissionMode"], "default");
+    let info = served.call("GET", &format!("/api/sessions/{id}"), None).json();
+    assert_eq!(info["permissionMode"], "default");
+
+    // A custom prompt is expanded by the runtime into what the model gets.
+    let before = read_events(&served, &id, 0, |e| kind(e) == "turn_done");
+    let after = before.last().unwrap()["seq"].as_u64().unwrap();
+    assert_eq!(prompt("/review the parser").status, 202);
+    read_events(&served, &id, after, |e| kind(e) == "turn_done");
+    let body = server.requests()[1].raw_body.clone();
+    assert!(body.contains("Review this: the parser"), "{body}");
+    assert_eq!(served.stop(), Some(0));
+}
+
+#[test]
+fn undo_and_rewind_take_files_and_the_conversation_back() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let root = cwd.path();
+    let status = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(root)
+        .env("HOME", home.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let script = Script::new()
+        .reply(Reply::tool_call("c1", "write_file", json!({"path": "a.txt", "content": "v1\n"})))
+        .reply(Reply::text("Wrote a."))
+        .reply(Reply::tool_call(
+            "c2",
+            "edit",
+            json!({"path": "a.txt", "old_string": "v1", "new_string": "v2"}),
+        ))
+        .reply(Reply::text("Changed a."))
+        .reply(Reply::text("After."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: root, env: openai_env(&server) };
+    let served = Served::start(&run, &["-a", "never", "-s", "workspace-write", "-m", "test-model"]);
+    let id = start_session(&served, &json!({"prompt": "first change"}));
+    let first = read_events(&served, &id, 0, |e| kind(e) == "turn_done");
+    let seq = first.last().unwrap()["seq"].as_u64().unwrap();
+    let undo_none =
+        served.call("POST", &format!("/api/sessions/{id}/rewind"), Some(&json!({"turns": 3})));
+    assert_eq!(undo_none.status, 409, "{undo_none:?}");
+    let prompt = |text: &str| {
+        served.call("POST", &format!("/api/sessions/{id}/prompt"), Some(&json!({"text": text})))
+    };
+    assert_eq!(prompt("second change").status, 202);
+    let second = read_events(&served, &id, seq, |e| kind(e) == "turn_done");
+    let seq = second.last().unwrap()["seq"].as_u64().unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "v2\n");
+
+    // Back past the last prompt: its file change and its messages are gone.
+    let rewound =
+        served.call("POST", &format!("/api/sessions/{id}/rewind"), Some(&json!({"turns": 1})));
+    assert_eq!(rewound.status, 200, "{rewound:?}");
+    let rewound = rewound.json();
+    assert_eq!(rewound["turn"], 2, "{rewound}");
+    assert_eq!(rewound["conversation"], true);
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "v1\n");
+
+    // `/undo` as a prompt: the first turn's file goes too.
+    let undone = prompt("/undo");
+    assert_eq!(undone.status, 200, "{undone:?}");
+    let undone = undone.json();
+    assert_eq!(undone["command"], "undo");
+    assert_eq!(undone["rewound"]["turn"], 1, "{undone}");
+    assert!(!root.join("a.txt").exists());
+    let nothing = served.call("POST", &format!("/api/sessions/{id}/undo"), Some(&json!({})));
+    assert_eq!(nothing.status, 409, "{nothing:?}");
+
+    // The next request carries the first prompt and not the rewound one.
+    assert_eq!(prompt("after").status, 202);
+    read_events(&served, &id, seq, |e| kind(e) == "turn_done" && e["seq"].as_u64() > Some(seq));
+    let body = server.requests().last().unwrap().raw_body.clone();
+    assert!(body.contains("first change") && body.contains("after"), "{body}");
+    assert!(!body.contains("second change"), "the rewound prompt was sent again: {body}");
+    assert_eq!(served.stop(), Some(0));
+}
+
+#[test]
+fn a_running_turn_refuses_undo_and_a_plan_review_is_answered_as_a_question() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = Script::new()
+        .reply(Reply::tool_call("p1", "exit_plan_mode", json!({"plan": "1. read\n2. write"})))
+        .reply(Reply::text("Carrying it out."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let served = Served::start(&run, &["-m", "test-model"]);
+    let id = start_session(&served, &json!({"prompt": "plan first", "permissionMode": "plan"}));
+    let asked = read_events(&served, &id, 0, |e| kind(e) == "ask_user");
+    let review = asked.last().unwrap();
+    assert_eq!(review["event"]["kind"]["options"], json!(["Approve", "Keep planning"]));
+    assert!(review["event"]["kind"]["question"].as_str().unwrap().contains("2. write"));
+    // The turn waits for the review: undo and rewind are refused meanwhile.
+    let undo = served.call("POST", &format!("/api/sessions/{id}/undo"), Some(&json!({})));
+    assert_eq!(undo.status, 409, "{undo:?}");
+    assert!(undo.json()["error"].as_str().unwrap().contains("turn is running"), "{undo:?}");
+    let pending = served.call("GET", &format!("/api/sessions/{id}/pending"), None).json();
+    assert_eq!(pending["questions"][0], *review);
+    let request_id = review["event"]["kind"]["id"].as_str().unwrap();
+    let approved = served.call(
+        "POST",
+        &format!("/api/questions/{request_id}"),
+        Some(&json!({"text": "Approve"})),
+    );
+    assert_eq!(approved.status, 200, "{approved:?}");
+    let seq = review["seq"].as_u64().unwrap();
+    read_events(&served, &id, seq, |e| kind(e) == "turn_done");
+    let info = served.call("GET", &format!("/api/sessions/{id}"), None).json();
+    assert_eq!(info["permissionMode"], "default", "an approved plan leaves plan mode: {info}");
+    assert_eq!(served.stop(), Some(0));
+}
+
+#[test]
+fn a_reader_behind_the_kept_events_is_told_of_the_gap() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = Script::new()
+        .reply(Reply::text_chunks(["one ", "two ", "three ", "four ", "five ", "six"]));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let served = Served::start(&run, &["-m", "test-model", "--max-events", "4"]);
+    let id = start_session(&served, &json!({"prompt": "count"}));
+    // Read until the turn ends, from the start: the oldest are gone by then.
+    let mut items = read_events(&served, &id, 0, |e| kind(e) == "turn_done");
+    let mut guard = 0;
+    while items.first().is_some_and(|first| first["gap"].is_null()) && guard < 50 {
+        // The reader was fast enough to see the first events: read again from the start.
+        items = read_events(&served, &id, 0, |e| kind(e) == "turn_done");
+        guard += 1;
+    }
+    let gap = &items[0];
+    assert_eq!(gap["sessionId"], id.as_str());
+    assert_eq!(gap["gap"]["from"], 1, "{items:#?}");
+    let to = gap["gap"]["to"].as_u64().unwrap();
+    assert_eq!(gap["seq"], to);
+    assert_eq!(items[1]["seq"], to + 1, "the stream goes on right after the gap");
+    assert!(items.len() <= 5, "at most 4 events kept: {items:#?}");
+    // A reader within what is kept gets no gap.
+    let last = items.last().unwrap()["seq"].as_u64().unwrap();
+    let recent = read_events(&served, &id, last - 2, |e| kind(e) == "turn_done");
+    assert_eq!(recent[0]["seq"], last - 1, "{recent:#?}");
+    // The history still has it all.
+    let history = served.call("GET", &format!("/api/sessions/{id}/history"), None).json();
+    assert!(history["events"].as_array().unwrap().iter().any(|e| e["user"].is_object()));
+    assert_eq!(served.stop(), Some(0));
+}
+
+#[test]
+fn a_unix_socket_directory_is_made_private_or_refused_when_shared() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let run = temp_run(home.path(), cwd.path());
+    let dir = home.path().join("run/serve");
+    let socket = dir.join("s.sock");
+    let mut child = run
+        .command(&["serve", "--listen", &format!("unix:{}", socket.display())])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("http://localhost/?token="), "{line}");
+    assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+
+    let shared = home.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let output = run.run(&["serve", "--listen", &format!("unix:{}/s.sock", shared.display())], "");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("other users may write to"), "{stderr}");
+    assert!(stderr.contains(&shared.display().to_string()), "{stderr}");
+    assert!(output.stdout.is_empty());
+    assert!(!shared.join("s.sock").exists());
+    assert!(!home.path().join("serve.json").exists());
+}
+
+#[test]
+fn open_starts_the_browser_with_the_url_or_warns_when_there_is_none() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let record = bin.path().join("opened");
+    let browser = bin.path().join("browser");
+    std::fs::write(
+        &browser,
+        format!("#!/bin/sh\necho \"$@\" > {}.part\nmv {0}.part {0}\n", record.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = Run {
+        home: home.path(),
+        cwd: cwd.path(),
+        env: vec![("BROWSER".into(), format!("/nonexistent/browser:{}", browser.display()))],
+    };
+    let served = Served::start(&run, &["--open"]);
+    assert!(eventually(|| record.exists()), "the browser was never started");
+    assert_eq!(std::fs::read_to_string(&record).unwrap().trim_end(), served.url);
+    assert_eq!(served.stop(), Some(0));
+
+    // No browser at all: a warning, and the server serves anyway.
+    let empty = tempfile::tempdir().unwrap();
+    let run = Run {
+        home: home.path(),
+        cwd: cwd.path(),
+        env: vec![
+            ("BROWSER".into(), "/nonexistent/browser".into()),
+            ("PATH".into(), empty.path().display().to_string()),
+        ],
+    };
+    let mut child = run
+        .command(&["serve", "--open"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("http://127.0.0.1:"), "{line}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("--open") && stderr.contains("open the URL above yourself"),
+        "{stderr}"
+    );
 }
