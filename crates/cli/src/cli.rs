@@ -34,6 +34,9 @@ pub(crate) struct Cli {
     /// Options of the interactive UI (no subcommand).
     #[command(flatten)]
     pub(crate) tui: TuiArgs,
+    /// Driving a session of a running `codecoder serve` (`--remote`).
+    #[command(flatten)]
+    pub(crate) remote: RemoteArgs,
     #[command(subcommand)]
     pub(crate) command: Option<Command>,
 }
@@ -60,6 +63,28 @@ pub(crate) struct TuiOptions {
     /// Write frame statistics (frames, frame times, event batches) as JSON to FILE at exit.
     #[arg(long, value_name = "FILE", hide = true)]
     pub(crate) stats_file: Option<PathBuf>,
+}
+
+/// `--remote URL`: the interactive UI (no subcommand, or `resume`) on a session that a running
+/// `codecoder serve` hosts.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct RemoteArgs {
+    /// Drive a session of the `codecoder serve` at URL (http://HOST:PORT) in the interactive UI,
+    /// with no subcommand or with `resume`: new, resumed and forked sessions run in the server
+    /// under its sandbox and approval policy, and stay there when the UI leaves. The token comes
+    /// from $CODECODER_HOME/serve.json when it is that server's, else from the variable
+    /// --remote-token-env names; never from the command line.
+    #[arg(long = "remote", value_name = "URL", global = true)]
+    pub(crate) url: Option<String>,
+    /// The environment variable holding the server's token, for a server whose serve.json is
+    /// not in this CODECODER_HOME.
+    #[arg(
+        long = "remote-token-env",
+        value_name = "VAR",
+        global = true,
+        default_value = codecoder_protocol::env::CODECODER_SERVE_TOKEN
+    )]
+    pub(crate) token_env: String,
 }
 
 /// `codecoder resume`.

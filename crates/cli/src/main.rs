@@ -13,6 +13,7 @@ mod exec;
 mod mcp_cmd;
 mod models_cmd;
 mod plugin_cmd;
+mod remote;
 mod safety_cmd;
 mod serve_cmd;
 mod sessions;
@@ -50,6 +51,7 @@ fn main() -> ExitCode {
     // another thread; a lock held for the whole run would deadlock them.
     let mut out = io::BufWriter::new(io::stdout());
     let result = match cli.command {
+        _ if cli.remote.url.is_some() => run_remote(&cli),
         None => tui_cmd::run(&cli.global, &cli.tui.options, cli.tui.prompt.clone(), None, false),
         Some(Command::Resume(args)) => match (&args.session, args.last) {
             (_, true) => tui_cmd::run(&cli.global, &args.options, None, Some(None), false),
@@ -95,6 +97,28 @@ fn main() -> ExitCode {
             }
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `--remote URL`: the UI (no subcommand, or `resume`) on a session a `codecoder serve` hosts;
+/// any other subcommand with it is a usage error.
+fn run_remote(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let remote = &cli.remote;
+    match &cli.command {
+        None => {
+            remote::run(remote, &cli.global, &cli.tui.options, cli.tui.prompt.clone(), None, false)
+        }
+        Some(Command::Resume(args)) => match (&args.session, args.last) {
+            (_, true) => remote::run(remote, &cli.global, &args.options, None, Some(None), false),
+            (Some(id), false) => {
+                remote::run(remote, &cli.global, &args.options, None, Some(Some(id.clone())), false)
+            }
+            (None, false) => remote::run(remote, &cli.global, &args.options, None, None, true),
+        },
+        Some(_) => Err(exec::usage(
+            "--remote drives the interactive UI (no subcommand, or `resume`); other commands run \
+             here, or call the server's HTTP API",
+        )),
     }
 }
 

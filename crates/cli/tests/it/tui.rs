@@ -16,7 +16,7 @@ const ROWS: u16 = 40;
 const COLS: u16 = 100;
 
 /// A codecoder process in a pseudo-terminal and the emulated screen it draws on.
-struct Pty {
+pub(crate) struct Pty {
     screen: Arc<Mutex<vt100::Parser>>,
     /// Everything the program printed, for failure messages.
     raw: Arc<Mutex<Vec<u8>>>,
@@ -26,7 +26,7 @@ struct Pty {
 }
 
 impl Pty {
-    fn spawn(home: &Path, cwd: &Path, env: &[(String, String)], args: &[&str]) -> Pty {
+    pub(crate) fn spawn(home: &Path, cwd: &Path, env: &[(String, String)], args: &[&str]) -> Pty {
         let pair = native_pty_system()
             .openpty(PtySize { rows: ROWS, cols: COLS, pixel_width: 0, pixel_height: 0 })
             .unwrap();
@@ -80,14 +80,14 @@ impl Pty {
         Pty { screen, raw, writer, child, _reader: reader_thread }
     }
 
-    fn send(&self, bytes: &str) {
+    pub(crate) fn send(&self, bytes: &str) {
         let mut writer = self.writer.lock().unwrap();
         writer.write_all(bytes.as_bytes()).unwrap();
         writer.flush().unwrap();
     }
 
     /// Types text one key at a time (as a person would: no paste).
-    fn type_text(&self, text: &str) {
+    pub(crate) fn type_text(&self, text: &str) {
         for c in text.chars() {
             self.send(&c.to_string());
             std::thread::sleep(Duration::from_millis(5));
@@ -95,7 +95,7 @@ impl Pty {
     }
 
     /// The visible screen plus the scrollback, as text.
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut parser = self.screen.lock().unwrap();
         parser.set_scrollback(usize::MAX);
         let back = parser.screen().scrollback();
@@ -121,11 +121,11 @@ impl Pty {
         all
     }
 
-    fn visible(&self) -> String {
+    pub(crate) fn visible(&self) -> String {
         self.screen.lock().unwrap().screen().contents()
     }
 
-    fn wait_for(&self, needle: &str, what: &str) {
+    pub(crate) fn wait_for(&self, needle: &str, what: &str) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
             if self.text().contains(needle) {
@@ -140,7 +140,7 @@ impl Pty {
         );
     }
 
-    fn wait_visible(&self, needle: &str, what: &str) {
+    pub(crate) fn wait_visible(&self, needle: &str, what: &str) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
             if self.visible().contains(needle) {
@@ -153,11 +153,11 @@ impl Pty {
 
     /// Waits for the idle status line: "ready" followed by the model's details, which no
     /// dialog text ("ready to carry it out?") can be mistaken for.
-    fn wait_idle(&self, what: &str) {
+    pub(crate) fn wait_idle(&self, what: &str) {
         self.wait_visible("ready  ", what);
     }
 
-    fn wait_exit(&mut self) -> portable_pty::ExitStatus {
+    pub(crate) fn wait_exit(&mut self) -> portable_pty::ExitStatus {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().unwrap() {

@@ -1,0 +1,304 @@
+//! `codecoder --remote URL` end to end: the real `codecoder serve` on the fake model, and the
+//! real UI in a pseudo-terminal driving one of its sessions (the token found in the shared
+//! `serve.json`). A prompt gets its answer, an approval is answered from the UI and the command
+//! runs, another client answering first takes the UI's prompt down, a plain HTTP client sees
+//! the same session's events, and the session stays hosted after the UI leaves. Then the ways
+//! to fail: no token, a wrong one, a token on the command line, no server, another command.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use codecoder_test_support::{FakeModelServer, Reply, Script};
+use serde_json::{Value, json};
+
+use crate::exec::{Run, openai_env};
+use crate::tui::Pty;
+
+/// How long any one wait may take before the test fails.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A running `codecoder serve`.
+struct Served {
+    child: Child,
+    port: u16,
+    token: String,
+}
+
+impl Served {
+    fn start(run: &Run, args: &[&str]) -> Self {
+        let mut command_args = vec!["serve"];
+        command_args.extend_from_slice(args);
+        let mut child = run
+            .command(&command_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let rest =
+            line.trim().strip_prefix("http://127.0.0.1:").unwrap_or_else(|| panic!("{line}"));
+        let (port, token) = rest.split_once("/?token=").unwrap();
+        Self { child, port: port.parse().unwrap(), token: token.to_owned() }
+    }
+
+    fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// A request as a second client would send it: `(status, body)`.
+    fn call(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        let body = body.map(Value::to_string).unwrap_or_default();
+        let request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.port,
+            self.token,
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    }
+
+    /// The session's stream as server-sent events, read from the start until `turns` turns
+    /// ended: each item's JSON.
+    fn events_until_turns(&self, id: &str, turns: usize) -> Vec<Value> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        let request = format!(
+            "GET /api/sessions/{id}/events?after=0 HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\
+             Authorization: Bearer {}\r\nAccept: text/event-stream\r\n\r\n",
+            self.port, self.token
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut items = Vec::new();
+        let mut line = String::new();
+        while items.iter().filter(|item| kind(item) == "turn_done").count() < turns {
+            line.clear();
+            assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended: {items:?}");
+            if let Some(data) = line.trim_end().strip_prefix("data: ") {
+                items.push(serde_json::from_str::<Value>(data).unwrap());
+            }
+        }
+        items
+    }
+
+    /// The one session the server lists.
+    fn only_session(&self) -> Value {
+        let (status, listed) = self.call("GET", "/api/sessions", None);
+        assert_eq!(status, 200, "{listed}");
+        let sessions = listed["sessions"].as_array().unwrap();
+        assert_eq!(sessions.len(), 1, "{listed}");
+        sessions[0].clone()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `type` of a stream item's agent event (empty for the server's own items).
+fn kind(item: &Value) -> &str {
+    item["event"]["kind"]["type"].as_str().unwrap_or_default()
+}
+
+/// Waits until `done` gives something, or fails saying `what`.
+fn eventually<T>(what: &str, done: impl Fn() -> Option<T>) -> T {
+    let deadline = Instant::now() + PATIENCE;
+    while Instant::now() < deadline {
+        if let Some(found) = done() {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn command_call(id: &str, marker: &str) -> Reply {
+    // Not `echo`: untrusted mode runs known read-only commands without asking.
+    let command = format!("python3 -c \"print('{marker}')\"");
+    Reply::tool_call(id, "run_command", json!({ "command": command }))
+}
+
+#[test]
+fn the_ui_drives_a_hosted_session_and_other_clients_see_and_answer_it() {
+    let script = Script::new()
+        .reply(command_call("call_1", "remote-first-output").with_text("Running it."))
+        .reply(Reply::text("The first command printed its **marker**."))
+        .reply(command_call("call_2", "remote-second-output"))
+        .reply(Reply::text("The second one ran too."));
+    let model = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&model) };
+    // Every command is asked about: the approvals reach the UI through the server.
+    let served = Served::start(&run, &["-a", "untrusted"]);
+
+    // The UI's process has no provider settings: everything runs in the server.
+    let mut pty = Pty::spawn(home.path(), cwd.path(), &[], &["--remote", &served.base()]);
+    pty.wait_for("remote session on", "the notice naming the server");
+    pty.wait_visible("ask anything", "the input prompt");
+    pty.type_text("please run the command");
+    pty.send("\r");
+    pty.wait_for("› please run the command", "the prompt in the transcript");
+    pty.wait_visible("[y] allow once", "the approval, asked in the server");
+    let session = served.only_session();
+    let id = session["id"].as_str().unwrap().to_owned();
+    assert_eq!(session["live"], true, "{session}");
+    let (_, pending) = served.call("GET", &format!("/api/sessions/{id}/pending"), None);
+    assert_eq!(pending["approvals"].as_array().unwrap().len(), 1, "{pending}");
+
+    pty.send("y");
+    pty.wait_for("│ remote-first-output", "the command's output, run by the server");
+    pty.wait_for("The first command printed its marker.", "the answer");
+    pty.wait_idle("the idle status line");
+
+    // Another client answers the next approval first: the UI's prompt goes and it says so.
+    pty.type_text("and the second");
+    pty.send("\r");
+    pty.wait_visible("[y] allow once", "the second approval");
+    let request = eventually("the second approval to be pending", || {
+        let (_, pending) = served.call("GET", &format!("/api/sessions/{id}/pending"), None);
+        pending["approvals"][0]["event"]["kind"]["id"].as_str().map(str::to_owned)
+    });
+    let (status, answer) = served.call(
+        "POST",
+        &format!("/api/approvals/{request}"),
+        Some(&json!({"decision": "allow_once"})),
+    );
+    assert_eq!(status, 200, "{answer}");
+    pty.wait_for("another client answered first: allow once", "the note in the UI");
+    pty.wait_for("│ remote-second-output", "the second command's output");
+    pty.wait_for("The second one ran too.", "the second answer");
+    pty.wait_idle("the idle status line after the second turn");
+    assert!(
+        !pty.visible().contains("[y] allow once"),
+        "the prompt was taken down:\n{}",
+        pty.visible()
+    );
+
+    // A plain HTTP client reads the same session's events from the start.
+    let items = served.events_until_turns(&id, 2);
+    let text: String = items
+        .iter()
+        .filter(|item| kind(item) == "text_delta")
+        .filter_map(|item| item["event"]["kind"]["delta"].as_str())
+        .collect();
+    assert!(text.contains("The first command printed its **marker**."), "{text}");
+    let outputs: Vec<String> = items
+        .iter()
+        .filter(|item| kind(item) == "tool_finished")
+        .map(|item| item["event"]["kind"]["result"].to_string())
+        .collect();
+    assert!(outputs.iter().any(|o| o.contains("remote-first-output")), "{outputs:?}");
+    assert!(outputs.iter().any(|o| o.contains("remote-second-output")), "{outputs:?}");
+    let resolved: Vec<&Value> =
+        items.iter().filter_map(|item| item.get("approvalResolved")).collect();
+    assert_eq!(resolved.len(), 2, "both answers, the UI's and the other client's: {items:?}");
+
+    // Leaving the UI leaves the session to the server and its other clients.
+    pty.send("\x03");
+    pty.wait_visible("press Ctrl+C again to quit", "the quit hint");
+    pty.send("\x03");
+    let status = pty.wait_exit();
+    assert!(status.success(), "exit status {status:?}");
+    assert_eq!(served.only_session()["live"], true);
+    let (status, _) = served.call(
+        "POST",
+        &format!("/api/sessions/{id}/prompt"),
+        Some(&json!({"text": "still here?"})),
+    );
+    assert_eq!(status, 202);
+}
+
+/// Runs `codecoder ARGS` on pipes with `home` and `env`: (exit code, stderr).
+fn refused(home: &Path, env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String) {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_codecoder"));
+    command
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("CODECODER_HOME", home)
+        .stdin(Stdio::null());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let out = command.output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn a_missing_wrong_or_misplaced_token_and_a_server_not_running_are_clear_errors() {
+    let model = FakeModelServer::start(Script::new()).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&model) };
+    let served = Served::start(&run, &[]);
+    let url = served.base();
+    // Another home: its serve.json (none) is not this server's.
+    let elsewhere = tempfile::tempdir().unwrap();
+
+    let (code, stderr) = refused(elsewhere.path(), &[], &["--remote", &url]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("no token for"), "{stderr}");
+    assert!(stderr.contains("$CODECODER_SERVE_TOKEN"), "{stderr}");
+
+    let (code, stderr) =
+        refused(elsewhere.path(), &[("CODECODER_SERVE_TOKEN", "0123abcd")], &["--remote", &url]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("refused the token"), "{stderr}");
+    assert!(!stderr.contains(&served.token), "{stderr}");
+
+    // The right token in a variable of the person's choosing gets past the server's guard (and
+    // then needs a terminal).
+    let (code, stderr) = refused(
+        elsewhere.path(),
+        &[("MY_SERVE_TOKEN", &served.token)],
+        &["--remote", &url, "--remote-token-env", "MY_SERVE_TOKEN"],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("needs a terminal"), "{stderr}");
+
+    // The same home's serve.json gives the token; `localhost` is the same server.
+    let localhost = url.replace("127.0.0.1", "localhost");
+    let (code, stderr) = refused(home.path(), &[], &["--remote", &localhost]);
+    assert!(stderr.contains("needs a terminal"), "{code:?} {stderr}");
+
+    let with_token = format!("{url}/?token={}", served.token);
+    let (code, stderr) = refused(home.path(), &[], &["--remote", &with_token]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("does not go on the command line"), "{stderr}");
+
+    let (code, stderr) = refused(home.path(), &[], &["--remote", &url, "exec", "hello"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--remote drives the interactive UI"), "{stderr}");
+
+    let (code, stderr) = refused(home.path(), &[], &["--remote", &url, "-s", "read-only"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--sandbox cannot be used with --remote"), "{stderr}");
+
+    let port = served.port;
+    let token = served.token.clone();
+    drop(served);
+    let (code, stderr) = refused(
+        elsewhere.path(),
+        &[("CODECODER_SERVE_TOKEN", &token)],
+        &["--remote", &format!("http://127.0.0.1:{port}")],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("no codecoder serve answers at"), "{stderr}");
+}
