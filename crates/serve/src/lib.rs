@@ -18,15 +18,37 @@
 //!
 //! # API
 //!
+//! Every shape below is a type of `types.rs`; `GET /api/schema` serves the JSON Schema
+//! generated from them (checked in as `api-schema.json`, kept current by a unit test).
+//!
+//! - `GET /api/schema`: that schema, with a table of the routes and their bodies and answers.
 //! - `GET /api/server`: `{cwd, version}`, `cwd` being the project a new session opens on.
+//! - `GET /api/projects`: `{"projects": [{cwd, sessions, updatedMs}]}`, the server's own
+//!   directory first (even with no session), then the index's directories, newest first.
+//! - `GET /api/sessions/{id}`: `{id, cwd, title, live, model, provider, contextWindow,
+//!   permissionMode, approval, sandbox}`: a hosted session's facts as the runtime started it
+//!   (the last four `null` for one that is not hosted).
+//! - `POST /api/sessions/{id}/close {}`: stops hosting it (agent shut down, log unlocked).
+//! - `POST /api/sessions/{id}/undo {force?}`, `.../rewind {turns, force?}`: as the TUI's
+//!   `/undo` and `/rewind N`: the files (and, for a rewind, the conversation) back to before
+//!   the newest turn or the `turns`th newest prompt; answers the `rewind` record; 409 while a
+//!   turn runs, when nothing is left, or with `conflicts` (files changed outside codecoder).
+//! - `POST /api/sessions/{id}/mode {permissionMode}`: `default`, `acceptEdits` or `plan`.
+//! - `GET /api/sessions/{id}/files?q=TEXT`: at most 50 paths for `@file` completion.
+//! - `GET /api/sessions/{id}/commands`: the slash commands a prompt may start with: the
+//!   server's own (`undo`, `rewind`, `compact`, `plan`), skills, custom prompts. A prompt
+//!   `/name ARGS` runs a built-in here, activates a skill as `$name ARGS` does, or is expanded
+//!   by the runtime as a custom prompt; an unknown name is 400.
 //! - `GET /api/sessions?q=TEXT&cwd=DIR`: `{"sessions": [Summary]}`, newest first, from the
 //!   session index; subagents' logs are not listed. `Summary` is `{id, title, cwd, model,
 //!   provider, createdMs, updatedMs, parent, live}` (`live`: hosted by this server now).
-//! - `POST /api/sessions {cwd?, prompt?, resume?, fork?}`: starts a session in `cwd` (an
-//!   existing directory; default the server's `-C`), or continues (`resume`) or copies (`fork`)
-//!   the indexed session of that id in its own project, with the sandbox and approval policy of
-//!   the server's command line and config, as the TUI's would be; `201 {id, cwd}`. A log
-//!   another process holds is refused (409), as is resuming one hosted here already.
+//! - `POST /api/sessions {cwd?, prompt?, resume?, fork?, model?, effort?, permissionMode?}`:
+//!   starts a session in `cwd` (an existing directory; default the server's `-C`), or
+//!   continues (`resume`) or copies (`fork`) the indexed session of that id in its own
+//!   project, with the sandbox and approval policy of the server's command line and config, as
+//!   the TUI's would be (the model, reasoning effort and permission mode a request picks apply
+//!   to that session only and relax neither); `201 {id, cwd}`. A log another process holds is
+//!   refused (409), as is resuming one hosted here already.
 //! - `POST /api/sessions/{id}/prompt {text}`: a turn with this input (queued when one runs).
 //! - `POST /api/sessions/{id}/steer {text}`: input added to the running turn at its next step
 //!   (a turn of its own when none runs).
@@ -57,12 +79,17 @@
 //! `reason`), `ask_user`, `usage`, `warning`, `turn_done`, and the rest of `AgentEventKind`.
 //! A client renders a call from its view, never from the tool's name. When a client answers,
 //! every reader gets `{seq, sessionId, approvalResolved: {id, decision}}` (or
-//! `questionResolved: {id, answer}`) in the same stream, before the call goes on.
+//! `questionResolved: {id, answer}`) in the same stream, before the call goes on. A plan
+//! review (plan mode's `exit_plan_mode`) is an `ask_user` whose options are `Approve` and
+//! `Keep planning`, answered at `/api/questions/{id}`. A session keeps its newest
+//! `Config::max_events` items; a reader whose cursor is older first gets `{seq, sessionId,
+//! gap: {from, to}}` (reload `/history`), then the stream from `to + 1`.
 //!
 //! Invariants: one request per connection (`Connection: close`), each on a named thread of its
 //! own that the server joins; the discovery file (`serve.json`, mode 0600) exists exactly while
 //! the server runs; stopping the server stops every hosted session (their commands are killed,
-//! their logs closed) before `serve` returns.
+//! their logs closed) before `serve` returns; a unix socket's directory is private (made
+//! 0700 when missing, refused when others may write to it).
 
 mod api;
 mod error;
