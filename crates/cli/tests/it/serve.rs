@@ -1076,7 +1076,17 @@ fn files_for_completion_respect_gitignore_and_slash_commands_list_and_run() {
         "---\ndescription: Review the change\n---\nReview this: $ARGUMENTS\n",
     )
     .unwrap();
-    let script = Script::new().reply(Reply::text("Hello.")).reply(Reply::text("Reviewed."));
+    std::fs::create_dir_all(root.join(".claude/skills/notes")).unwrap();
+    std::fs::write(
+        root.join(".claude/skills/notes/SKILL.md"),
+        "---\nname: notes\ndescription: Takes notes.\n---\nWrite notes about $ARGUMENTS.\n",
+    )
+    .unwrap();
+    let script = Script::new()
+        .reply(Reply::text("Hello."))
+        .reply(Reply::text("Reviewed."))
+        .reply(Reply::text("Noted."))
+        .reply(Reply::text("The summary of it all."));
     let server = FakeModelServer::start(script).unwrap();
     let run = Run { home: home.path(), cwd: root, env: openai_env(&server) };
     let served = Served::start(&run, &["-m", "test-model"]);
@@ -1101,6 +1111,8 @@ fn files_for_completion_respect_gitignore_and_slash_commands_list_and_run() {
             "{commands:#?}"
         );
     }
+    let notes = commands.iter().find(|c| c["name"] == "notes").unwrap();
+    assert_eq!(notes["kind"], "skill", "{commands:#?}");
     let review = commands.iter().find(|c| c["name"] == "review").unwrap();
     assert_eq!(review["kind"], "prompt");
     assert_eq!(review["description"], "Review the change");
@@ -1123,9 +1135,24 @@ fn files_for_completion_respect_gitignore_and_slash_commands_list_and_run() {
     let before = read_events(&served, &id, 0, |e| kind(e) == "turn_done");
     let after = before.last().unwrap()["seq"].as_u64().unwrap();
     assert_eq!(prompt("/review the parser").status, 202);
-    read_events(&served, &id, after, |e| kind(e) == "turn_done");
+    let reviewed = read_events(&served, &id, after, |e| kind(e) == "turn_done");
     let body = server.requests()[1].raw_body.clone();
     assert!(body.contains("Review this: the parser"), "{body}");
+
+    // A skill is activated as `$name` would, with the rest as its arguments.
+    let after = reviewed.last().unwrap()["seq"].as_u64().unwrap();
+    assert_eq!(prompt("/notes the lexer").status, 202);
+    let noted = read_events(&served, &id, after, |e| kind(e) == "turn_done");
+    let body = server.requests()[2].raw_body.clone();
+    assert!(body.contains("Write notes about the lexer"), "{body}");
+
+    // `/compact` runs on the server: a compaction of its own.
+    let after = noted.last().unwrap()["seq"].as_u64().unwrap();
+    let compact = prompt("/compact");
+    assert_eq!(compact.status, 202, "{compact:?}");
+    assert_eq!(compact.json(), json!({"command": "compact"}));
+    let compacted = read_events(&served, &id, after, |e| kind(e) == "turn_done");
+    assert!(compacted.iter().any(|e| kind(e) == "compacted"), "{compacted:#?}");
     assert_eq!(served.stop(), Some(0));
 }
 
