@@ -142,8 +142,17 @@ impl Live {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Sends a command to the agent; `false` when it has stopped.
+    /// Sends a command to the agent; `false` when it has stopped. Input and a compaction
+    /// start a turn: the session counts as running from here, before `turn_started` comes, so
+    /// an undo sent meanwhile is refused rather than ignored by a busy agent.
     pub(crate) fn send(&self, command: AgentCommand) -> bool {
+        let starts_turn = matches!(
+            command,
+            AgentCommand::Submit(_) | AgentCommand::Steer(_) | AgentCommand::Compact { .. }
+        );
+        if starts_turn {
+            self.lock().running = true;
+        }
         self.cmd.send(command).is_ok()
     }
 
