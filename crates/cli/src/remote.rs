@@ -221,20 +221,21 @@ impl RemoteHost {
         (names("skill"), names("prompt"))
     }
 
-    /// A session id the server knows, from an id or a unique prefix (empty: the newest of the
+    /// A session the server knows, from an id or a unique prefix (empty: the newest of the
     /// directory).
-    fn resolve(&self, query: &str) -> anyhow::Result<String> {
+    fn resolve(&self, query: &str) -> anyhow::Result<Listed> {
         let listed = self.list(query.is_empty())?;
         if query.is_empty() {
             return listed
-                .first()
-                .map(|s| s.id.clone())
+                .into_iter()
+                .next()
                 .context("no earlier session of this directory on the server");
         }
-        let matching: Vec<&Listed> = listed.iter().filter(|s| s.id.starts_with(query)).collect();
-        match matching.as_slice() {
-            [one] => Ok(one.id.clone()),
-            [] => anyhow::bail!("the server knows no session {query}"),
+        let mut matching: Vec<Listed> =
+            listed.into_iter().filter(|s| s.id.starts_with(query)).collect();
+        match matching.len() {
+            1 => Ok(matching.remove(0)),
+            0 => anyhow::bail!("the server knows no session {query}"),
             _ => anyhow::bail!("{query} is the start of more than one session id; give more of it"),
         }
     }
@@ -255,6 +256,7 @@ impl RemoteHost {
                     id: s.get("id")?.as_str()?.to_owned(),
                     title: s.get("title").and_then(Value::as_str).unwrap_or_default().to_owned(),
                     updated_ms: s.get("updatedMs").and_then(Value::as_u64).unwrap_or_default(),
+                    live: s.get("live").and_then(Value::as_bool).unwrap_or_default(),
                     model: s.get("model").and_then(Value::as_str).unwrap_or_default().to_owned(),
                     provider: s
                         .get("provider")
@@ -279,6 +281,8 @@ struct Listed {
     id: String,
     title: String,
     updated_ms: u64,
+    /// Hosted by the server now.
+    live: bool,
     model: String,
     provider: String,
 }
@@ -327,14 +331,26 @@ impl Host for RemoteHost {
             self.reasoning_effort.clone_from(&request.reasoning_effort);
         }
         let mut body = json!({});
+        // A session the server hosts already is joined as it runs, not started again.
+        let mut joined = None;
         match &request.session {
             SessionChoice::New => {
                 if let Some(cwd) = &self.cwd {
                     body["cwd"] = json!(cwd);
                 }
             }
-            SessionChoice::Resume(query) => body["resume"] = json!(self.resolve(query)?),
-            SessionChoice::Fork(query) => body["fork"] = json!(self.resolve(query)?),
+            SessionChoice::Resume(query) => {
+                let found = self.resolve(query)?;
+                if found.live {
+                    joined = Some(found.id);
+                } else {
+                    body["resume"] = json!(found.id);
+                }
+            }
+            SessionChoice::Fork(query) => body["fork"] = json!(self.resolve(query)?.id),
+        }
+        if let Some(id) = joined {
+            return self.join(&id);
         }
         if let Some(model) = &self.model {
             body["model"] = json!(model);
@@ -358,50 +374,7 @@ impl Host for RemoteHost {
             SessionChoice::New => Vec::new(),
             SessionChoice::Resume(_) | SessionChoice::Fork(_) => self.history(&id, session_id)?,
         };
-        // The session's facts; a server without the route gives what its list says.
-        let facts = self.client.get(&format!("/api/sessions/{id}")).ok();
-        let fact = |key: &str| {
-            facts.as_ref().and_then(|f| f.get(key)).and_then(Value::as_str).map(str::to_owned)
-        };
-        let (model, provider) = match (fact("model"), fact("provider")) {
-            (Some(model), Some(provider)) => (model, provider),
-            _ => {
-                let listed = self.list(false).unwrap_or_default();
-                let entry = listed.into_iter().find(|s| s.id == id);
-                (
-                    entry.as_ref().map(|s| s.model.clone()).unwrap_or_default(),
-                    entry.map(|s| s.provider).unwrap_or_default(),
-                )
-            }
-        };
-        let context_window = facts
-            .as_ref()
-            .and_then(|f| f.get("contextWindow"))
-            .and_then(Value::as_u64)
-            .unwrap_or_default();
-        if let Some(mode) = fact("permissionMode") {
-            self.permission_mode = Some(mode);
-        }
-        let agent = stream::attach(Arc::clone(&self.client), &id)?;
-        self.running = Some(Running {
-            id,
-            cwd: cwd.clone(),
-            approval: fact("approval"),
-            sandbox: fact("sandbox"),
-        });
-        let info = SessionInfo {
-            session_id,
-            model,
-            provider,
-            context_window,
-            cwd,
-            pricing: codecoder_app::Pricing::default(),
-        };
-        let notices = vec![format!(
-            "remote session on {} (leaving the UI leaves it running there)",
-            self.client.url().base()
-        )];
-        Ok(Session { agent, info, history, notices })
+        self.follow(id, session_id, cwd, history, Vec::new(), false)
     }
 
     fn sessions(&mut self) -> anyhow::Result<Vec<SessionSummary>> {
@@ -449,6 +422,80 @@ impl Host for RemoteHost {
 }
 
 impl RemoteHost {
+    /// Joins session `id`, which the server hosts already: its past is the stream's own
+    /// events since the server took it (an approval still pending among them is asked here
+    /// too), so nothing shows twice.
+    fn join(&mut self, id: &str) -> anyhow::Result<Session> {
+        let session_id: SessionId =
+            id.parse().map_err(|_| anyhow::anyhow!("the server named a session `{id}`"))?;
+        let facts = self.client.get(&format!("/api/sessions/{id}"))?;
+        let cwd = facts.get("cwd").and_then(Value::as_str).map(PathBuf::from).unwrap_or_default();
+        let notice = "joined a session the server runs already: what happened since it took the \
+                      session is shown again"
+            .to_owned();
+        self.follow(id.to_owned(), session_id, cwd, Vec::new(), vec![notice], true)
+    }
+
+    /// Follows hosted session `id` from the start of its stream, with `history` (its past as
+    /// replayed from the log) shown first; `joining` when it ran before this client came.
+    fn follow(
+        &mut self,
+        id: String,
+        session_id: SessionId,
+        cwd: PathBuf,
+        history: Vec<Replayed>,
+        mut notices: Vec<String>,
+        joining: bool,
+    ) -> anyhow::Result<Session> {
+        // The session's facts; a server without the route gives what its list says.
+        let facts = self.client.get(&format!("/api/sessions/{id}")).ok();
+        let fact = |key: &str| {
+            facts.as_ref().and_then(|f| f.get(key)).and_then(Value::as_str).map(str::to_owned)
+        };
+        let (model, provider) = match (fact("model"), fact("provider")) {
+            (Some(model), Some(provider)) => (model, provider),
+            _ => {
+                let listed = self.list(false).unwrap_or_default();
+                let entry = listed.into_iter().find(|s| s.id == id);
+                (
+                    entry.as_ref().map(|s| s.model.clone()).unwrap_or_default(),
+                    entry.map(|s| s.provider).unwrap_or_default(),
+                )
+            }
+        };
+        let context_window = facts
+            .as_ref()
+            .and_then(|f| f.get("contextWindow"))
+            .and_then(Value::as_u64)
+            .unwrap_or_default();
+        if let Some(mode) = fact("permissionMode") {
+            self.permission_mode = Some(mode);
+        }
+        let agent = stream::attach(Arc::clone(&self.client), &id, joining)?;
+        self.running = Some(Running {
+            id,
+            cwd: cwd.clone(),
+            approval: fact("approval"),
+            sandbox: fact("sandbox"),
+        });
+        let info = SessionInfo {
+            session_id,
+            model,
+            provider,
+            context_window,
+            cwd,
+            pricing: codecoder_app::Pricing::default(),
+        };
+        notices.insert(
+            0,
+            format!(
+                "remote session on {} (leaving the UI leaves it running there)",
+                self.client.url().base()
+            ),
+        );
+        Ok(Session { agent, info, history, notices })
+    }
+
     /// `Ok` when the session's directory is on this machine (a loopback server's).
     fn local(&self, cwd: &Path) -> anyhow::Result<()> {
         if self.client.url().is_loopback() && cwd.is_dir() {

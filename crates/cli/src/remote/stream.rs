@@ -52,8 +52,9 @@ enum Note {
     Approval { id: String, answer: Receiver<ApprovalDecision> },
     /// A question went to the UI; its answer comes on `answer`.
     Question { id: String, answer: Receiver<AskUserAnswer> },
-    /// A client answered request `id` (this one or another): `what` says how.
-    Resolved { id: String, what: String },
+    /// A client answered request `id` (this one or another): `what` says how. `quiet` when it
+    /// came with what the server sent at once on joining (answered before the UI was there).
+    Resolved { id: String, what: String, quiet: bool },
 }
 
 /// Why the stream could not be opened.
@@ -66,8 +67,9 @@ enum Refused {
 }
 
 /// Starts following hosted session `id`: the stream is opened here (so a refusal is the
-/// caller's error), then read on a thread of its own.
-pub(crate) fn attach(client: Arc<Client>, id: &str) -> anyhow::Result<AgentHandle> {
+/// caller's error), then read on a thread of its own. `joining`: the session ran before this
+/// client came, and what the server sends at once is its past.
+pub(crate) fn attach(client: Arc<Client>, id: &str, joining: bool) -> anyhow::Result<AgentHandle> {
     let session_id: SessionId = id
         .parse()
         .map_err(|_| anyhow::anyhow!("the server named a session `{id}` that is not an id"))?;
@@ -87,6 +89,7 @@ pub(crate) fn attach(client: Arc<Client>, id: &str) -> anyhow::Result<AgentHandl
         client: Arc::clone(&client),
         id: id.to_owned(),
         cursor: 0,
+        caught_up: !joining,
         events: events_tx.clone(),
         notes: notes_tx,
         stop: Arc::clone(&stop),
@@ -161,6 +164,9 @@ struct Reader {
     id: String,
     /// The last `seq` passed on.
     cursor: u64,
+    /// Past what the server sent at once when a running session was joined (a read found
+    /// nothing more waiting); from the start for a session this client started.
+    caught_up: bool,
     events: Sender<AgentEvent>,
     notes: Sender<Note>,
     stop: Arc<AtomicBool>,
@@ -221,7 +227,10 @@ impl Reader {
                     if matches!(
                         err.kind(),
                         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
+                    ) =>
+                {
+                    self.caught_up = true;
+                }
                 Err(tungstenite::Error::ConnectionClosed | tungstenite::Error::AlreadyClosed) => {
                     return Ended::Closed;
                 }
@@ -292,6 +301,14 @@ impl Reader {
             }
             return self.events.send(event).is_ok();
         }
+        if let Some(gap) = item.get("gap") {
+            let (from, to) = (&gap["from"], &gap["to"]);
+            return self.warn(format!(
+                "the server no longer keeps events {from} to {to} of this session; its log has \
+                 them (`codecoder sessions show {}`)",
+                self.id
+            ));
+        }
         let resolved = item
             .get("approvalResolved")
             .map(|resolved| (resolved, describe(resolved.get("decision"))))
@@ -301,7 +318,8 @@ impl Reader {
         if let Some((resolved, what)) = resolved
             && let Some(id) = resolved.get("id").and_then(Value::as_str)
         {
-            let _ = self.notes.send(Note::Resolved { id: id.to_owned(), what });
+            let quiet = !self.caught_up;
+            let _ = self.notes.send(Note::Resolved { id: id.to_owned(), what, quiet });
         }
         true
     }
@@ -429,13 +447,13 @@ impl Session {
         match note {
             Note::Approval { id, answer } => self.approvals.push((id, answer)),
             Note::Question { id, answer } => self.questions.push((id, answer)),
-            Note::Resolved { id, what } => {
+            Note::Resolved { id, what, quiet } => {
                 // Still waiting here: another client answered first. Dropping the receiver
                 // lets the UI's answer, if it comes, go nowhere.
                 let before = self.approvals.len() + self.questions.len();
                 self.approvals.retain(|(pending, _)| *pending != id);
                 self.questions.retain(|(pending, _)| *pending != id);
-                if self.approvals.len() + self.questions.len() < before {
+                if self.approvals.len() + self.questions.len() < before && !quiet {
                     self.warn(format!("another client answered first: {what}"));
                 }
             }

@@ -140,7 +140,8 @@ fn the_ui_drives_a_hosted_session_and_other_clients_see_and_answer_it() {
         .reply(command_call("call_1", "remote-first-output").with_text("Running it."))
         .reply(Reply::text("The first command printed its **marker**."))
         .reply(command_call("call_2", "remote-second-output"))
-        .reply(Reply::text("The second one ran too."));
+        .reply(Reply::text("The second one ran too."))
+        .reply(Reply::text("Joined and answered."));
     let model = FakeModelServer::start(script).unwrap();
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
@@ -217,12 +218,21 @@ fn the_ui_drives_a_hosted_session_and_other_clients_see_and_answer_it() {
     let status = pty.wait_exit();
     assert!(status.success(), "exit status {status:?}");
     assert_eq!(served.only_session()["live"], true);
-    let (status, _) = served.call(
-        "POST",
-        &format!("/api/sessions/{id}/prompt"),
-        Some(&json!({"text": "still here?"})),
-    );
-    assert_eq!(status, 202);
+
+    // Joined again: the session as it ran in the server, then on from where it is.
+    let mut pty =
+        Pty::spawn(home.path(), cwd.path(), &[], &["--remote", &served.base(), "resume", &id[..8]]);
+    pty.wait_for("│ remote-first-output", "the first command, from the server's stream");
+    pty.wait_for("The second one ran too.", "the last answer, from the server's stream");
+    pty.wait_idle("the idle status line");
+    pty.type_text("still there?");
+    pty.send("\r");
+    pty.wait_for("Joined and answered.", "the answer in the joined session");
+    pty.wait_idle("the idle status line after it");
+    pty.type_text("/quit");
+    pty.send("\r");
+    assert!(pty.wait_exit().success());
+    assert_eq!(served.only_session()["id"], id.as_str(), "no other session was started");
 }
 
 /// Runs `codecoder ARGS` on pipes with `home` and `env`: (exit code, stderr).
