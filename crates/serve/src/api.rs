@@ -89,7 +89,7 @@ pub(crate) fn route(shared: &Shared, request: &Request, stream: &mut dyn Connect
         }
         ("POST", ["api", "sessions", id, "close"]) => match body::<Empty>(request) {
             Err(response) => response,
-            Ok(_) if shared.hub.close(id) => typed(200, &crate::types::Ok { ok: true }),
+            Ok(_) if shared.hub.close(id) => typed(200, &crate::types::Accepted { ok: true }),
             Ok(_) => not_hosted(id),
         },
         ("POST", ["api", "sessions", id, "undo"]) => {
@@ -150,7 +150,7 @@ fn typed<T: Serialize>(status: u16, body: &T) -> Response {
 }
 
 fn accepted() -> Response {
-    typed(202, &crate::types::Ok { ok: true })
+    typed(202, &crate::types::Accepted { ok: true })
 }
 
 fn not_hosted(id: &str) -> Response {
@@ -674,7 +674,7 @@ fn answer(shared: &Shared, request_id: &str, request: &Request) -> Response {
 }
 
 fn accepted_now() -> Response {
-    typed(200, &crate::types::Ok { ok: true })
+    typed(200, &crate::types::Accepted { ok: true })
 }
 
 fn reply(shared: &Shared, request_id: &str, request: &Request) -> Response {

@@ -25,7 +25,7 @@ pub(crate) struct ErrorBody {
 
 /// `{ok: true}`: accepted (202) or done (200).
 #[derive(Debug, Serialize, JsonSchema)]
-pub(crate) struct Ok {
+pub(crate) struct Accepted {
     /// Always true.
     pub(crate) ok: bool,
 }
@@ -404,21 +404,21 @@ pub(crate) fn schema() -> Value {
             path: "/api/sessions/{id}/steer",
             summary: "input added to the running turn at its next step (202)",
             request: Some(of(generator.subschema_for::<PromptBody>())),
-            response: of(generator.subschema_for::<Ok>()),
+            response: of(generator.subschema_for::<Accepted>()),
         },
         Route {
             method: "POST",
             path: "/api/sessions/{id}/cancel",
             summary: "cancel the running turn (202)",
             request: Some(of(generator.subschema_for::<Empty>())),
-            response: of(generator.subschema_for::<Ok>()),
+            response: of(generator.subschema_for::<Accepted>()),
         },
         Route {
             method: "POST",
             path: "/api/sessions/{id}/close",
             summary: "stop hosting the session: its agent shut down, its log unlocked",
             request: Some(of(generator.subschema_for::<Empty>())),
-            response: of(generator.subschema_for::<Ok>()),
+            response: of(generator.subschema_for::<Accepted>()),
         },
         Route {
             method: "POST",
@@ -481,14 +481,14 @@ pub(crate) fn schema() -> Value {
             path: "/api/approvals/{requestId}",
             summary: "answer an approval request (409 when answered already)",
             request: Some(of(generator.subschema_for::<AnswerBody>())),
-            response: of(generator.subschema_for::<Ok>()),
+            response: of(generator.subschema_for::<Accepted>()),
         },
         Route {
             method: "POST",
             path: "/api/questions/{requestId}",
             summary: "answer a question or a plan review (409 when answered already)",
             request: Some(of(generator.subschema_for::<ReplyBody>())),
-            response: of(generator.subschema_for::<Ok>()),
+            response: of(generator.subschema_for::<Accepted>()),
         },
     ];
     let routes: Vec<Value> = routes
