@@ -24,6 +24,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use anyhow::Context;
 use codecoder_app::history::{HistoryEvent, Replayed};
@@ -192,6 +193,8 @@ struct Running {
     cwd: PathBuf,
     approval: Option<String>,
     sandbox: Option<String>,
+    /// The last `seq` of its stream the UI was given.
+    cursor: Arc<AtomicU64>,
 }
 
 impl RemoteHost {
@@ -341,9 +344,15 @@ impl Host for RemoteHost {
             }
             SessionChoice::Resume(query) => {
                 let found = self.resolve(query)?;
-                if found.live {
-                    joined = Some(found.id);
-                } else {
+                let switching = request.model.is_some() || request.reasoning_effort.is_some();
+                if found.live && switching {
+                    // A model is chosen when a session starts: the server lets this one go
+                    // (its log closed) and resumes it with the model.
+                    self.client.post(&format!("/api/sessions/{}/close", found.id), &json!({}))?;
+                } else if found.live {
+                    joined = Some(found.id.clone());
+                }
+                if !found.live || switching {
                     body["resume"] = json!(found.id);
                 }
             }
@@ -374,7 +383,7 @@ impl Host for RemoteHost {
             SessionChoice::New => Vec::new(),
             SessionChoice::Resume(_) | SessionChoice::Fork(_) => self.history(&id, session_id)?,
         };
-        self.follow(id, session_id, cwd, history, Vec::new(), false)
+        self.follow(id, session_id, cwd, history, Arc::default(), false)
     }
 
     fn sessions(&mut self) -> anyhow::Result<Vec<SessionSummary>> {
@@ -430,22 +439,28 @@ impl RemoteHost {
             id.parse().map_err(|_| anyhow::anyhow!("the server named a session `{id}`"))?;
         let facts = self.client.get(&format!("/api/sessions/{id}"))?;
         let cwd = facts.get("cwd").and_then(Value::as_str).map(PathBuf::from).unwrap_or_default();
-        let notice = "joined a session the server runs already: what happened since it took the \
-                      session is shown again"
-            .to_owned();
-        self.follow(id.to_owned(), session_id, cwd, Vec::new(), vec![notice], true)
+        // The session this UI was just following goes on where it left off: the screen has
+        // its past already.
+        if let Some(running) = &self.running
+            && running.id == id
+        {
+            let cursor = Arc::clone(&running.cursor);
+            return self.follow(id.to_owned(), session_id, cwd, Vec::new(), cursor, false);
+        }
+        self.follow(id.to_owned(), session_id, cwd, Vec::new(), Arc::default(), true)
     }
 
-    /// Follows hosted session `id` from the start of its stream, with `history` (its past as
-    /// replayed from the log) shown first; `joining` when it ran before this client came.
+    /// Follows hosted session `id` after `cursor`'s `seq`, with `history` (its past as replayed
+    /// from the log) shown first; `joined` when it ran before this client came (its stream
+    /// from the start is its past).
     fn follow(
         &mut self,
         id: String,
         session_id: SessionId,
         cwd: PathBuf,
         history: Vec<Replayed>,
-        mut notices: Vec<String>,
-        joining: bool,
+        cursor: Arc<AtomicU64>,
+        joined: bool,
     ) -> anyhow::Result<Session> {
         // The session's facts; a server without the route gives what its list says.
         let facts = self.client.get(&format!("/api/sessions/{id}")).ok();
@@ -471,12 +486,13 @@ impl RemoteHost {
         if let Some(mode) = fact("permissionMode") {
             self.permission_mode = Some(mode);
         }
-        let agent = stream::attach(Arc::clone(&self.client), &id, joining)?;
+        let agent = stream::attach(Arc::clone(&self.client), &id, Arc::clone(&cursor), joined)?;
         self.running = Some(Running {
             id,
             cwd: cwd.clone(),
             approval: fact("approval"),
             sandbox: fact("sandbox"),
+            cursor,
         });
         let info = SessionInfo {
             session_id,
@@ -486,13 +502,17 @@ impl RemoteHost {
             cwd,
             pricing: codecoder_app::Pricing::default(),
         };
-        notices.insert(
-            0,
-            format!(
-                "remote session on {} (leaving the UI leaves it running there)",
-                self.client.url().base()
-            ),
-        );
+        let mut notices = vec![format!(
+            "remote session on {} (leaving the UI leaves it running there)",
+            self.client.url().base()
+        )];
+        if joined {
+            notices.push(
+                "joined a session the server runs already: what happened since it took the \
+                 session is shown again"
+                    .to_owned(),
+            );
+        }
         Ok(Session { agent, info, history, notices })
     }
 

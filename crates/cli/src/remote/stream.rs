@@ -19,7 +19,7 @@
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -66,14 +66,21 @@ enum Refused {
     Failed(ApiError),
 }
 
-/// Starts following hosted session `id`: the stream is opened here (so a refusal is the
-/// caller's error), then read on a thread of its own. `joining`: the session ran before this
-/// client came, and what the server sends at once is its past.
-pub(crate) fn attach(client: Arc<Client>, id: &str, joining: bool) -> anyhow::Result<AgentHandle> {
+/// Starts following hosted session `id` after `cursor`'s `seq`, which the reader moves on as
+/// it passes events to the UI (so following the same session again goes on from there): the
+/// stream is opened here (so a refusal is the caller's error), then read on a thread of its
+/// own. `joining`: the session ran before this client came, and what the server sends at once
+/// is its past.
+pub(crate) fn attach(
+    client: Arc<Client>,
+    id: &str,
+    cursor: Arc<AtomicU64>,
+    joining: bool,
+) -> anyhow::Result<AgentHandle> {
     let session_id: SessionId = id
         .parse()
         .map_err(|_| anyhow::anyhow!("the server named a session `{id}` that is not an id"))?;
-    let socket = match connect(&client, id, 0) {
+    let socket = match connect(&client, id, cursor.load(Ordering::SeqCst)) {
         Ok(socket) => socket,
         Err(Refused::NotHosted(message) | Refused::Failed(ApiError { message, .. })) => {
             anyhow::bail!("following session {id}: {message}")
@@ -88,7 +95,7 @@ pub(crate) fn attach(client: Arc<Client>, id: &str, joining: bool) -> anyhow::Re
     let reader = Reader {
         client: Arc::clone(&client),
         id: id.to_owned(),
-        cursor: 0,
+        cursor,
         caught_up: !joining,
         events: events_tx.clone(),
         notes: notes_tx,
@@ -162,8 +169,8 @@ fn connect(client: &Client, id: &str, after: u64) -> Result<WebSocket<TcpStream>
 struct Reader {
     client: Arc<Client>,
     id: String,
-    /// The last `seq` passed on.
-    cursor: u64,
+    /// The last `seq` passed on (shared with the host, read when it follows the session again).
+    cursor: Arc<AtomicU64>,
     /// Past what the server sent at once when a running session was joined (a read found
     /// nothing more waiting); from the start for a session this client started.
     caught_up: bool,
@@ -248,7 +255,7 @@ impl Reader {
             if self.stop.load(Ordering::SeqCst) {
                 return Err("the UI left".to_owned());
             }
-            match connect(&self.client, &self.id, self.cursor) {
+            match connect(&self.client, &self.id, self.cursor.load(Ordering::SeqCst)) {
                 Ok(socket) => return Ok(socket),
                 Err(Refused::NotHosted(message)) => return Err(message),
                 Err(Refused::Failed(err)) if Instant::now() >= deadline => {
@@ -270,12 +277,13 @@ impl Reader {
             Ok(item) => item,
             Err(err) => return self.warn(format!("an unreadable item in the event stream: {err}")),
         };
-        let seq = item.get("seq").and_then(Value::as_u64).unwrap_or(self.cursor + 1);
-        if seq <= self.cursor {
+        let seen = self.cursor.load(Ordering::SeqCst);
+        let seq = item.get("seq").and_then(Value::as_u64).unwrap_or(seen + 1);
+        if seq <= seen {
             // Seen before the connection was opened again.
             return true;
         }
-        self.cursor = seq;
+        self.cursor.store(seq, Ordering::SeqCst);
         if let Some(event) = item.get("event") {
             let mut event = match serde_json::from_value::<AgentEvent>(event.clone()) {
                 Ok(event) => event,
