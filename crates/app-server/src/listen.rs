@@ -14,18 +14,21 @@
 //!
 //! Invariants: a non-loopback address without auth is refused before binding; at most
 //! `MAX_CONNECTIONS` clients are served at once (more are answered 503); a client's queue is
-//! bounded (see `conn`).
+//! bounded (see `conn`). A stop (`StopHandle::stop`, a signal's) ends every connection, so each
+//! one's agents are shut down (running turns cancelled, their commands killed) and joined,
+//! before `run` returns; a unix socket's file is removed then.
 
 mod auth;
 mod conn;
 mod http;
 
 use std::io::Write;
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use codecoder_stdx::{Clock, JoinOnDrop, SystemClock, format_utc_ms, spawn_named};
@@ -55,6 +58,33 @@ pub struct ListenConfig {
 pub struct WsListener {
     listener: Inner,
     shared: Arc<Shared>,
+    stopping: Arc<AtomicBool>,
+}
+
+/// Stops a running listener from another thread (the signal handler's).
+#[derive(Debug, Clone)]
+pub struct StopHandle {
+    stopping: Arc<AtomicBool>,
+    /// Where to connect to wake the accept loop.
+    wake: Wake,
+}
+
+#[derive(Debug, Clone)]
+enum Wake {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+impl StopHandle {
+    /// Makes `run` end its connections and return. The accept loop, blocked in `accept`, is
+    /// woken by a connection of this handle's own, which it drops.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        match &self.wake {
+            Wake::Tcp(addr) => drop(TcpStream::connect(addr)),
+            Wake::Unix(path) => drop(UnixStream::connect(path)),
+        }
+    }
 }
 
 enum Inner {
@@ -85,7 +115,8 @@ impl WsListener {
         let listener = TcpListener::bind(addr).map_err(|source| Error::Bind { addr, source })?;
         let local = listener.local_addr().map_err(|source| Error::Bind { addr, source })?;
         let shared = Shared { serve: config.serve, auth: config.auth, local: Some(local), log };
-        Ok(Self { listener: Inner::Tcp(listener), shared: Arc::new(shared) })
+        let stopping = Arc::new(AtomicBool::new(false));
+        Ok(Self { listener: Inner::Tcp(listener), shared: Arc::new(shared), stopping })
     }
 
     /// Binds a unix socket at `path`, readable and writable by its owner only. A folder made
@@ -117,7 +148,9 @@ impl WsListener {
         fs_err::set_permissions(path, std::fs::Permissions::from_mode(0o600))
             .map_err(unix_error)?;
         let shared = Shared { serve: config.serve, auth: config.auth, local: None, log };
-        Ok(Self { listener: Inner::Unix(listener, path.to_owned()), shared: Arc::new(shared) })
+        let stopping = Arc::new(AtomicBool::new(false));
+        let listener = Inner::Unix(listener, path.to_owned());
+        Ok(Self { listener, shared: Arc::new(shared), stopping })
     }
 
     /// The bound TCP address (the port chosen when 0 was asked); `None` on a unix socket.
@@ -135,17 +168,44 @@ impl WsListener {
         }
     }
 
-    /// Serves clients, each on a thread of its own, until the process ends.
+    /// What stops `run` from another thread.
+    pub fn stop_handle(&self) -> StopHandle {
+        let wake = match &self.listener {
+            Inner::Tcp(_) => {
+                let mut addr = self
+                    .shared
+                    .local
+                    .unwrap_or_else(|| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0));
+                // A listener on every address is reached on loopback.
+                if addr.ip().is_unspecified() {
+                    addr.set_ip(match addr {
+                        SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                        SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+                    });
+                }
+                Wake::Tcp(addr)
+            }
+            Inner::Unix(_, path) => Wake::Unix(path.clone()),
+        };
+        StopHandle { stopping: Arc::clone(&self.stopping), wake }
+    }
+
+    /// Serves clients, each on a thread of its own, until stopped (`stop_handle`): then every
+    /// connection is ended and joined (its agents shut down) and a unix socket's file removed.
     pub fn run(self) {
         match &self.listener {
-            Inner::Tcp(listener) => accept_loop(&self.shared, || {
+            Inner::Tcp(listener) => accept_loop(&self.shared, &self.stopping, || {
                 let (stream, peer) = listener.accept()?;
                 Ok((stream, peer.to_string()))
             }),
-            Inner::Unix(listener, _) => accept_loop(&self.shared, || {
-                let (stream, _) = listener.accept()?;
-                Ok((stream, "unix".to_owned()))
-            }),
+            Inner::Unix(listener, path) => {
+                accept_loop(&self.shared, &self.stopping, || {
+                    let (stream, _) = listener.accept()?;
+                    Ok((stream, "unix".to_owned()))
+                });
+                // No client can reach a stopped server: its address goes with it.
+                let _ = fs_err::remove_file(path);
+            }
         }
     }
 }
@@ -161,12 +221,16 @@ fn open_log(path: &Path) -> Result<fs_err::File> {
         .map_err(|source| Error::AccessLog { source })
 }
 
+/// Accepts clients until `stopping` is set, then shuts every connection's socket down (which
+/// ends its `serve`, shutting its agents down) and joins them all.
 fn accept_loop<S: conn::Socket>(
     shared: &Arc<Shared>,
+    stopping: &AtomicBool,
     mut accept: impl FnMut() -> std::io::Result<(S, String)>,
 ) {
-    let mut connections: Vec<JoinOnDrop<()>> = Vec::new();
-    loop {
+    // Each connection's thread, and a handle on its socket to end it with.
+    let mut connections: Vec<(JoinOnDrop<()>, Arc<S>)> = Vec::new();
+    while !stopping.load(Ordering::SeqCst) {
         let (mut stream, peer) = match accept() {
             Ok(accepted) => accepted,
             Err(_) => {
@@ -176,18 +240,36 @@ fn accept_loop<S: conn::Socket>(
                 continue;
             }
         };
-        connections.retain(|connection| !connection.is_finished());
+        if stopping.load(Ordering::SeqCst) {
+            break;
+        }
+        connections.retain(|(connection, _)| !connection.is_finished());
         if connections.len() >= MAX_CONNECTIONS {
             shared.log(&peer, "-", 503, "refused: too many clients");
             let _ = stream.write_all(&http::answer(503, "too many clients\n"));
             continue;
         }
+        let Ok(socket) = stream.try_clone().map(Arc::new) else {
+            shared.log(&peer, "-", 503, "refused: the socket could not be cloned");
+            continue;
+        };
         let for_thread = Arc::clone(shared);
-        match spawn_named("app-server-ws-conn", move || connection(stream, &peer, &for_thread)) {
-            Ok(handle) => connections.push(handle),
+        let ender = Arc::clone(&socket);
+        let serve = move || {
+            connection(stream, &peer, &for_thread);
+            // The loop's handle keeps the socket open: the client is told the end here.
+            let _ = ender.shutdown();
+        };
+        match spawn_named("app-server-ws-conn", serve) {
+            Ok(handle) => connections.push((handle, socket)),
             Err(_) => shared.log("?", "-", 503, "refused: no thread for the client"),
         }
     }
+    // Every connection is ended first, then joined, so their agents shut down side by side.
+    for (_, socket) in &connections {
+        let _ = socket.shutdown();
+    }
+    connections.clear();
 }
 
 impl Shared {

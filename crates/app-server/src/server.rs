@@ -26,15 +26,16 @@ use serde_json::Value;
 
 use crate::thread::{Control, Internal, Worker};
 use crate::types::{
-    Account, AccountReadResponse, ConfigReadParams, ConfigReadResponse,
-    ConfigRequirementsReadResponse, ConfigSnapshot, EmptyListResponse, Model, ModelListResponse,
-    ReasoningEffortOption, SkillsListEntry, SkillsListResponse, ThreadLoadedListResponse,
-    ApprovalDecision, ApprovalResponse, AskForApproval, ClientRequest, InitializeParams,
-    InitializeResponse, RequestId, SandboxMode, SandboxPolicy, ServerNotification,
-    ServerRequestResolvedNotification, Thread, ThreadListParams, ThreadListResponse,
-    ThreadResumeParams, ThreadStartParams, ThreadStartResponse, ThreadStartedNotification,
-    ThreadStatus, ToolRequestUserInputResponse, Turn, TurnInterruptParams, TurnInterruptResponse,
-    TurnStartParams, TurnStartResponse, TurnStatus, UserInput, WarningNotification,
+    Account, AccountReadResponse, ApprovalDecision, ApprovalResponse, AskForApproval,
+    ClientRequest, ConfigReadParams, ConfigReadResponse, ConfigRequirementsReadResponse,
+    ConfigSnapshot, EmptyListResponse, InitializeParams, InitializeResponse, Model,
+    ModelListResponse, ReasoningEffortOption, RequestId, SandboxMode, SandboxPolicy,
+    ServerNotification, ServerRequestResolvedNotification, SkillsListEntry, SkillsListResponse,
+    Thread, ThreadListParams, ThreadListResponse, ThreadLoadedListResponse, ThreadResumeParams,
+    ThreadStartParams, ThreadStartResponse, ThreadStartedNotification, ThreadStatus,
+    ThreadUnsubscribeResponse, ToolRequestUserInputResponse, Turn, TurnInterruptParams,
+    TurnInterruptResponse, TurnStartParams, TurnStartResponse, TurnStatus, UserInput,
+    WarningNotification,
 };
 use crate::wire::{INTERNAL_ERROR, Incoming, METHOD_NOT_FOUND, RpcError, params, to_value};
 use crate::writer::WriterMsg;
@@ -217,6 +218,7 @@ impl Server {
             "hooks/list" => ClientRequest::HooksList(params(raw)?),
             "skills/list" => ClientRequest::SkillsList(params(raw)?),
             "collaborationMode/list" => ClientRequest::CollaborationModeList(params(raw)?),
+            "thread/unsubscribe" => ClientRequest::ThreadUnsubscribe(params(raw)?),
             _ => {
                 return Err(RpcError::new(METHOD_NOT_FOUND, format!("method not found: {method}")));
             }
@@ -245,6 +247,9 @@ impl Server {
                 requires_openai_auth: false,
             }),
             (ClientRequest::ModelList(_), true) => self.model_list(),
+            (ClientRequest::ThreadUnsubscribe(params), true) => {
+                self.thread_unsubscribe(&params.thread_id)
+            }
             (ClientRequest::ConfigRead(params), true) => self.config_read(params),
             (ClientRequest::ConfigRequirementsRead(_), true) => {
                 ok(&ConfigRequirementsReadResponse { requirements: None })
@@ -261,6 +266,17 @@ impl Server {
                     .collect(),
             }),
         }
+    }
+
+    /// Unloads the thread: dropping its entry ends its worker, which shuts the agent down
+    /// (cancelling a running turn) and is joined; its open requests are withdrawn.
+    fn thread_unsubscribe(&mut self, thread_id: &str) -> Result<Value, RpcError> {
+        let Some(thread) = self.threads.remove(thread_id) else {
+            return ok(&ThreadUnsubscribeResponse { status: "notLoaded".to_owned() });
+        };
+        drop(thread);
+        self.pending.retain(|_, pending| pending.thread_id != thread_id);
+        ok(&ThreadUnsubscribeResponse { status: "unsubscribed".to_owned() })
     }
 
     /// The configured model first, then the catalog's models of the server's provider.

@@ -134,8 +134,10 @@ impl Worker {
         // Cancels whatever runs (its processes are killed), closes the log and joins the agent;
         // requests that arrive meanwhile are dropped unanswered, which cancels them.
         let _ = agent.shutdown();
-        let closed =
-            Internal::Closed { thread_id: self.thread_id().to_owned(), generation: self.generation };
+        let closed = Internal::Closed {
+            thread_id: self.thread_id().to_owned(),
+            generation: self.generation,
+        };
         let _ = self.internal.send(closed);
     }
 

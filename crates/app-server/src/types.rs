@@ -27,7 +27,7 @@ pub use info::{
     Account, AccountReadResponse, ConfigReadParams, ConfigReadResponse,
     ConfigRequirementsReadResponse, ConfigSnapshot, CwdsParams, EmptyListResponse, Model,
     ModelListParams, ModelListResponse, NoParams, ReasoningEffortOption, SkillsListEntry,
-    SkillsListResponse, ThreadLoadedListResponse,
+    SkillsListResponse, ThreadLoadedListResponse, ThreadUnsubscribeResponse,
 };
 pub use notification::{
     CompactedNotification, DeltaNotification, ErrorNotification,
@@ -127,6 +127,8 @@ struct Results {
     skills_list: SkillsListResponse,
     #[serde(rename = "collaborationMode/list")]
     collaboration_mode_list: EmptyListResponse,
+    #[serde(rename = "thread/unsubscribe")]
+    thread_unsubscribe: ThreadUnsubscribeResponse,
     #[serde(rename = "item/commandExecution/requestApproval")]
     command_execution_request_approval: ApprovalResponse,
     #[serde(rename = "item/fileChange/requestApproval")]

@@ -81,7 +81,32 @@ pub(crate) fn run_app_server(
     if auth.is_none() {
         eprintln!("  note: no --ws-auth: any local program can connect");
     }
+    // SIGTERM, SIGINT or SIGHUP stops the listener: every client's running turn is cancelled,
+    // its agents shut down (their commands killed) and the socket file removed before the
+    // process exits. A second signal kills what runs and exits at once.
+    let stop = listener.stop_handle();
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGHUP,
+    ])?;
+    let signals_handle = signals.handle();
+    // Detached: it waits for signals for as long as the process lives.
+    std::thread::Builder::new().name("app-server-signals".to_owned()).spawn(move || {
+        let mut seen = 0;
+        for signal in signals.forever() {
+            seen += 1;
+            if seen == 1 {
+                eprintln!("codecoder app-server: stopping (signal {signal})");
+                stop.stop();
+            } else {
+                codecoder_app::kill_all();
+                std::process::exit(128 + signal);
+            }
+        }
+    })?;
     listener.run();
+    signals_handle.close();
     Ok(ExitCode::SUCCESS)
 }
 

@@ -55,6 +55,11 @@ pub struct Script {
     /// recorded apart from the model requests (`FakeModelServer::discovery_requests`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub discovery: std::collections::BTreeMap<String, serde_json::Value>,
+    /// What every request whose body holds a text gets (a client's side request, such as
+    /// codex's task-title request), without taking a step of the queue: the first pair whose
+    /// text the body holds answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub when_request_contains: Vec<(String, Step)>,
 }
 
 /// A step given while a request lacks some tools (`Script::until_tools`).
@@ -109,6 +114,14 @@ impl Script {
             names: names.into_iter().map(Into::into).collect(),
             step: Box::new(step.into()),
         });
+        self
+    }
+
+    /// Answers every request whose body holds `text` with `step`, leaving the queue to the
+    /// others.
+    #[must_use]
+    pub fn when_request_contains(mut self, text: impl Into<String>, step: impl Into<Step>) -> Self {
+        self.when_request_contains.push((text.into(), step.into()));
         self
     }
 

@@ -95,6 +95,7 @@ impl FakeModelServer {
                 until_tools: script.until_tools,
                 refuse_streamed_tools: script.refuse_streamed_tools,
                 when_streamed_tools: script.when_streamed_tools.map(|step| *step),
+                when_request_contains: script.when_request_contains,
                 discovery: script.discovery,
                 discovery_requests: Vec::new(),
                 requests: Vec::new(),
@@ -218,6 +219,7 @@ struct State {
     until_tools: Option<UntilTools>,
     refuse_streamed_tools: bool,
     when_streamed_tools: Option<Step>,
+    when_request_contains: Vec<(String, Step)>,
     discovery: std::collections::BTreeMap<String, Value>,
     discovery_requests: Vec<RecordedRequest>,
     requests: Vec<RecordedRequest>,
@@ -270,9 +272,16 @@ impl Shared {
             .filter(|until| until.names.iter().any(|name| !offered.contains(&name.as_str())));
         let waiting_step = waiting.map(|until| (*until.step).clone());
         let streamed = request.body.get("stream") == Some(&Value::Bool(true));
+        let side_step = state
+            .when_request_contains
+            .iter()
+            .find(|(text, _)| request.raw_body.contains(text.as_str()))
+            .map(|(_, step)| step.clone());
         state.requests.push(request);
         let n = state.requests.len();
-        let step = if take_step && streamed && !no_tools && state.refuse_streamed_tools {
+        let step = if let (true, Some(step)) = (take_step, side_step) {
+            Some(step)
+        } else if take_step && streamed && !no_tools && state.refuse_streamed_tools {
             let mut fault = Fault::status(500);
             fault.body = Some(serde_json::json!({"error": {
                 "code": 500,

@@ -28,7 +28,7 @@ const INCOMING_FRAMES: usize = 64;
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A connected stream a client speaks on: TCP, or a unix socket.
-pub(crate) trait Socket: Read + Write + Send + Sized + 'static {
+pub(crate) trait Socket: Read + Write + Send + Sync + Sized + 'static {
     /// Another handle on the same socket.
     fn try_clone(&self) -> io::Result<Self>;
     /// Ends both directions, for every handle.

@@ -66,6 +66,10 @@ pub enum ClientRequest {
     /// Collaboration mode presets; answered with `EmptyListResponse` (none).
     #[serde(rename = "collaborationMode/list")]
     CollaborationModeList(NoParams),
+    /// Stops following a thread: a thread belongs to its connection, so it is unloaded (its
+    /// agent shut down, a running turn cancelled); answered with `ThreadUnsubscribeResponse`.
+    #[serde(rename = "thread/unsubscribe")]
+    ThreadUnsubscribe(ThreadCompactStartParams),
 }
 
 /// The methods of `ClientRequest`.
@@ -86,6 +90,7 @@ pub const CLIENT_METHODS: &[&str] = &[
     "hooks/list",
     "skills/list",
     "collaborationMode/list",
+    "thread/unsubscribe",
 ];
 
 /// Who the client is.

@@ -189,3 +189,12 @@ pub struct ThreadLoadedListResponse {
 /// `configRequirements/read`'s absent ones).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct NoParams {}
+
+/// `thread/unsubscribe` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadUnsubscribeResponse {
+    /// `unsubscribed` (the thread was unloaded: its agent shut down, a running turn
+    /// cancelled) or `notLoaded`.
+    pub status: String,
+}

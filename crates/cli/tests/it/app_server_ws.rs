@@ -491,3 +491,328 @@ fn a_unix_socket_serves_websocket_clients_and_a_stale_one_is_replaced() {
     child.wait().unwrap();
     assert!(access_log(home.path()).contains("unix GET /rpc"), "{}", access_log(home.path()));
 }
+
+impl<S: Read + Write> Client<S> {
+    /// Reads until `turn/completed`, accepting every approval request; returns every message
+    /// read, the last one `turn/completed`.
+    fn accepting_turn(&mut self) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let message = self.recv();
+            seen.push(message.clone());
+            let method = message["method"].as_str().unwrap_or_default();
+            if method.ends_with("/requestApproval") {
+                self.send(&json!({"id": message["id"], "result": {"decision": "accept"}}));
+            }
+            if method == "turn/completed" {
+                return seen;
+            }
+        }
+    }
+}
+
+#[test]
+fn a_turns_model_effort_cwd_and_sandbox_apply_to_it_within_the_servers_own_sandbox() {
+    let home = tempfile::tempdir().unwrap();
+    let first_cwd = tempfile::tempdir().unwrap();
+    let second_cwd = tempfile::tempdir().unwrap();
+    let script = Script::new()
+        .reply(Reply::tool_call("c1", "run_command", json!({"command": "touch made-here.txt"})))
+        .reply(Reply::text("Made it in the other directory."))
+        .reply(Reply::text("Still the same settings."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: first_cwd.path(), env: openai_env(&server) };
+    // The server allows at most workspace-write.
+    let listener = Listener::start(&run, &["-s", "workspace-write"]);
+    let mut client = listener.connect(None);
+    client.initialize();
+
+    // A thread asking for more than the server allows gets the server's sandbox, and is told.
+    let loose = client.result("thread/start", json!({"sandbox": "danger-full-access"}));
+    assert_eq!(loose["sandbox"], json!({"type": "workspaceWrite"}), "{loose}");
+    let warning = client.recv();
+    assert_eq!(warning["method"], "warning", "{warning}");
+    assert!(
+        warning["params"]["message"].as_str().unwrap().contains("at most the workspace-write"),
+        "{warning}"
+    );
+
+    let started = client.result(
+        "thread/start",
+        json!({"cwd": first_cwd.path(), "approvalPolicy": "on-request", "sandbox": "read-only"}),
+    );
+    let thread_id = started["thread"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(started["sandbox"], json!({"type": "readOnly"}), "{started}");
+    assert_eq!(started["model"], "gpt-5", "{started}");
+    // codex's TUI sends its policy objects whole: their other fields are accepted.
+    client.result(
+        "turn/start",
+        json!({
+            "threadId": thread_id,
+            "input": [{"type": "text", "text": "make a file"}],
+            "model": "gpt-5-mini",
+            "effort": "high",
+            "cwd": second_cwd.path(),
+            "sandboxPolicy": {"type": "dangerFullAccess"},
+            "approvalPolicy": "untrusted",
+        }),
+    );
+    let messages = client.accepting_turn();
+    let completed = messages.last().unwrap();
+    assert_eq!(completed["params"]["turn"]["status"], "completed", "{completed}");
+    assert!(
+        messages.iter().any(|m| m["method"] == "warning"
+            && m["params"]["message"].as_str().unwrap().contains("not danger-full-access")),
+        "{messages:#?}"
+    );
+    // The command ran in the turn's directory.
+    assert!(second_cwd.path().join("made-here.txt").exists());
+    assert!(!first_cwd.path().join("made-here.txt").exists());
+    // The request went out with the turn's model and effort.
+    let requests = server.requests();
+    assert_eq!(requests[0].body["model"], "gpt-5-mini", "{}", requests[0].raw_body);
+    assert_eq!(requests[0].body["reasoning"]["effort"], "high", "{}", requests[0].raw_body);
+    // The loaded thread runs with them from now on, the sandbox within the server's.
+    let resumed = client.result("thread/resume", json!({"threadId": thread_id}));
+    assert_eq!(resumed["model"], "gpt-5-mini", "{resumed}");
+    assert_eq!(resumed["sandbox"], json!({"type": "workspaceWrite"}), "{resumed}");
+    assert_eq!(resumed["approvalPolicy"], "untrusted", "{resumed}");
+    assert_eq!(
+        std::fs::canonicalize(resumed["cwd"].as_str().unwrap()).unwrap(),
+        std::fs::canonicalize(second_cwd.path()).unwrap()
+    );
+    // A turn that names no settings keeps them.
+    client.result(
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "again"}]}),
+    );
+    assert_eq!(client.finish_turn(), "Still the same settings.");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[2].body["model"], "gpt-5-mini");
+    // An effort no model has is refused before anything changes.
+    let id = client.next_id;
+    client.next_id += 1;
+    client.send(&json!({"id": id, "method": "turn/start", "params": {
+        "threadId": thread_id, "input": [{"type": "text", "text": "x"}], "effort": "extreme"}}));
+    let refused = client.recv();
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    // One log holds both turns.
+    let out = crate::codecoder(home.path(), &["sessions", "validate", &thread_id]);
+    assert!(out.status.success(), "{}", crate::stdout(&out));
+}
+
+#[test]
+fn thread_list_leaves_out_subagent_logs() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = Script::new()
+        .reply(Reply::tool_call("t1", "agent", json!({"task": "look around"})))
+        .reply(Reply::text("CHILD-ANSWER: nothing here"))
+        .reply(Reply::text("The subagent found nothing."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let listener = Listener::start(&run, &["-a", "never", "-s", "danger-full-access"]);
+    let mut client = listener.connect(None);
+    client.initialize();
+    let thread_id = client.start_turn(cwd.path(), "delegate");
+    assert_eq!(client.finish_turn(), "The subagent found nothing.");
+    assert_eq!(session_logs(home.path()), 2, "the subagent has a log of its own");
+    let listed = client.result("thread/list", json!({"modelProviders": []}));
+    let ids: Vec<&str> =
+        listed["data"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [thread_id.as_str()], "{listed}");
+}
+
+#[test]
+fn a_signal_stops_the_listener_its_turns_and_their_commands_and_removes_the_socket() {
+    use std::os::unix::net::UnixStream;
+    for signal in ["TERM", "INT"] {
+        let home = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        // A duration no other process on the machine uses, to find ours in /proc.
+        let marker = format!(
+            "{}.{}{}",
+            60 + std::process::id() % 9,
+            std::process::id() % 1000,
+            signal.len()
+        );
+        let script = Script::new().reply(Reply::tool_call(
+            "c1",
+            "run_command",
+            json!({"command": format!("sleep {marker}")}),
+        ));
+        let server = FakeModelServer::start(script).unwrap();
+        let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+        let socket = home.path().join("app.sock");
+        let listen = format!("unix://{}", socket.display());
+        let (mut child, _) = spawn_listening(&run, &["app-server", "--listen", &listen]);
+        let stream = UnixStream::connect(&socket).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        let (websocket, _) = tungstenite::client("ws://localhost/rpc", stream).unwrap();
+        let mut client = Client { socket: websocket, next_id: 1, backlog: Vec::new() };
+        client.initialize();
+        let thread_id = client.start_turn(cwd.path(), "sleep");
+        let needle = format!("sleep {marker}");
+        let waited = std::time::Instant::now();
+        while crate::app_server::processes_running(&needle) == 0 {
+            assert!(waited.elapsed() < PATIENCE, "the command never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let pid = child.id().to_string();
+        let sent = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let waited = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(waited.elapsed() < PATIENCE, "SIG{signal}: the server did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "SIG{signal}: {status:?}");
+        assert_eq!(crate::app_server::processes_running(&needle), 0, "SIG{signal}: it survived");
+        assert!(!socket.exists(), "SIG{signal}: the socket file is left");
+        // The turn was closed in the log before the process ended.
+        let out = crate::codecoder(home.path(), &["sessions", "validate", &thread_id]);
+        assert!(out.status.success(), "SIG{signal}: {}", crate::stdout(&out));
+    }
+}
+
+/// A tmux server of the test's own (its socket in a temp dir), killed on drop.
+struct Tmux {
+    socket: std::path::PathBuf,
+}
+
+impl Tmux {
+    fn command(&self) -> std::process::Command {
+        let mut command = std::process::Command::new("tmux");
+        command.arg("-S").arg(&self.socket).env_remove("TMUX");
+        command
+    }
+
+    /// The pane's text, wrapped lines joined.
+    fn pane(&self) -> String {
+        let out = self.command().args(["capture-pane", "-p", "-J", "-t", "codex"]).output();
+        out.map(|out| String::from_utf8_lossy(&out.stdout).into_owned()).unwrap_or_default()
+    }
+
+    /// Waits until the pane shows `text`; returns the pane. `why` names what is waited for.
+    fn wait_for(&self, text: &str, why: &str, log: &Path) -> String {
+        let waited = std::time::Instant::now();
+        loop {
+            let pane = self.pane();
+            if pane.contains(text) {
+                return pane;
+            }
+            assert!(
+                waited.elapsed() < PATIENCE,
+                "{why}: `{text}` never showed:\n{pane}\ncodex's stderr:\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let status = self.command().args(["send-keys", "-t", "codex"]).args(keys).status();
+        assert!(status.unwrap().success(), "send-keys {keys:?}");
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.command().arg("kill-server").status();
+    }
+}
+
+/// Whether tmux runs here: without it the test is skipped with a note, except under CI.
+#[allow(clippy::print_stderr)] // Says why a test is skipped.
+fn tmux_available() -> bool {
+    let works =
+        std::process::Command::new("tmux").arg("-V").output().is_ok_and(|out| out.status.success());
+    match works {
+        true => true,
+        false if std::env::var(codecoder_protocol::env::CI).is_ok_and(|v| v == "true") => {
+            panic!("tmux is not installed: .ci/run installs it")
+        }
+        false => {
+            eprintln!("skipped: tmux is not installed");
+            false
+        }
+    }
+}
+
+/// codex's own TUI (the `@openai/codex` package the SDK tests install), attached with
+/// `codex --remote unix://…` in tmux, starts against the server (its account, models and
+/// configuration reads answered), sends a prompt, shows the streamed reply and a command that
+/// needs approval, and approving it in the TUI runs the command.
+#[test]
+fn codex_tui_attached_with_remote_runs_a_turn_and_an_approved_command() {
+    let Some(npm) = crate::npm_dir() else { return };
+    if !tmux_available() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let codex_home = tempfile::tempdir().unwrap();
+    let script = Script::new()
+        .reply(
+            Reply::tool_call(
+                "c1",
+                "run_command",
+                json!({"command": "touch approved-in-codex.txt"}),
+            )
+            .with_text("I will make the file."),
+        )
+        .reply(Reply::text("The file is there now, made through codex remote.").chunks(5))
+        // codex names the task with a side thread of its own (started, run, unsubscribed).
+        .when_request_contains("task title", Reply::text("Make the file"));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let socket = home.path().join("app.sock");
+    let listen = format!("unix://{}", socket.display());
+    let (mut child, _) = spawn_listening(&run, &["app-server", "--listen", &listen]);
+
+    // Offline and quiet: no update check, no analytics.
+    std::fs::write(
+        codex_home.path().join("config.toml"),
+        "check_for_update_on_startup = false\n\n[analytics]\nenabled = false\n",
+    )
+    .unwrap();
+    let errors = codex_home.path().join("codex.err");
+    let codex = npm.join("node_modules/@openai/codex/bin/codex.js");
+    let line = format!("node '{}' --remote '{listen}' 2> '{}'", codex.display(), errors.display());
+    let tmux = Tmux { socket: codex_home.path().join("tmux.sock") };
+    let started = tmux
+        .command()
+        .args(["new-session", "-d", "-s", "codex", "-x", "160", "-y", "50"])
+        .arg(&line)
+        .current_dir(cwd.path())
+        .env("HOME", codex_home.path())
+        .env("CODEX_HOME", codex_home.path())
+        .status()
+        .unwrap();
+    assert!(started.success());
+
+    // The composer is up once the thread started: the footer names the server's model.
+    tmux.wait_for("gpt-5", "codex's composer", &errors);
+    tmux.keys(&["-l", "please make the file"]);
+    tmux.wait_for("please make the file", "the typed prompt", &errors);
+    tmux.keys(&["Enter"]);
+    let pane = tmux.wait_for("Would you like to run", "the approval", &errors);
+    assert!(pane.contains("touch approved-in-codex.txt"), "{pane}");
+    assert!(!cwd.path().join("approved-in-codex.txt").exists(), "it ran before the approval");
+    tmux.keys(&["y"]);
+    tmux.wait_for("The file is there now, made through codex remote.", "the reply", &errors);
+    assert!(cwd.path().join("approved-in-codex.txt").exists(), "the approved command did not run");
+    let turn_requests =
+        server.requests().iter().filter(|r| !r.raw_body.contains("task title")).count();
+    assert_eq!(turn_requests, 2);
+    drop(tmux);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
