@@ -946,3 +946,63 @@ fn the_context_window_a_local_server_reports_reaches_the_token_usage() {
     assert!(!usage.is_empty(), "{:?}", methods(&messages));
     assert_eq!(usage[0]["params"]["tokenUsage"]["modelContextWindow"], 12_288);
 }
+
+/// What codex's TUI reads while it starts (`codex --remote`) is answered, in the shapes of
+/// codex's own schema: no login is needed (an API key's account), the models are the catalog's
+/// for the server's provider with the configured one first, the configuration is the server's.
+#[test]
+fn what_codex_tui_reads_at_start_is_answered_in_codex_shapes() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let server = FakeModelServer::start(Script::new()).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let mut client = Client::start(&run);
+    client.initialize();
+
+    let account = client.result("account/read", json!({}));
+    assert_eq!(account, json!({"account": {"type": "apiKey"}, "requiresOpenaiAuth": false}));
+    let models =
+        client.result("model/list", json!({"cursor": null, "limit": null, "includeHidden": true}));
+    let data = models["data"].as_array().unwrap();
+    assert_eq!(data[0]["id"], "gpt-5", "{models}");
+    assert_eq!(data[0]["isDefault"], true, "{models}");
+    assert!(data.iter().skip(1).all(|m| m["isDefault"] == false), "{models}");
+    assert!(data.iter().any(|m| m["id"] == "gpt-5-mini"), "{models}");
+    assert!(data.iter().all(|m| !m["id"].as_str().unwrap().starts_with("claude")), "{models}");
+    let efforts: Vec<&str> = data[0]["supportedReasoningEfforts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["reasoningEffort"].as_str().unwrap())
+        .collect();
+    assert!(efforts.contains(&"high"), "{efforts:?}");
+    assert!(data[0]["description"].as_str().unwrap().contains("400000"), "{models}");
+
+    let config = client.result("config/read", json!({"includeLayers": true, "cwd": "."}));
+    assert_eq!(config["config"]["model"], "gpt-5", "{config}");
+    assert_eq!(config["config"]["model_provider"], "openai", "{config}");
+    assert_eq!(config["config"]["sandbox_mode"], "danger-full-access", "{config}");
+    assert_eq!(config["layers"], json!([]), "{config}");
+    let requirements = client.result("configRequirements/read", Value::Null);
+    assert_eq!(requirements, json!({"requirements": null}));
+    assert_eq!(client.result("hooks/list", json!({"cwds": [cwd.path()]})), json!({"data": []}));
+    let skills = client.result("skills/list", json!({"cwds": [cwd.path()], "forceReload": true}));
+    assert_eq!(skills["data"][0]["skills"], json!([]), "{skills}");
+    assert_eq!(skills["data"][0]["cwd"], json!(cwd.path()), "{skills}");
+    // An experimental method: codex's generated schema has no type for it, so it is sent raw.
+    let id = client.next_id;
+    client.next_id += 1;
+    client.send(&json!({"id": id, "method": "collaborationMode/list", "params": {}}));
+    assert_eq!(client.answer_to(&json!(id))["result"], json!({"data": []}));
+
+    assert_eq!(client.result("thread/loaded/list", json!({}))["data"], json!([]));
+    let started = client.result("thread/start", json!({"cwd": cwd.path()}));
+    let thread_id = started["thread"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(client.result("thread/loaded/list", json!({}))["data"], json!([thread_id]));
+    let dropped = client.result("thread/unsubscribe", json!({"threadId": thread_id}));
+    assert_eq!(dropped, json!({"status": "unsubscribed"}));
+    let again = client.result("thread/unsubscribe", json!({"threadId": thread_id}));
+    assert_eq!(again, json!({"status": "notLoaded"}));
+    assert_eq!(client.result("thread/loaded/list", json!({}))["data"], json!([]));
+    client.check_against_codex();
+}

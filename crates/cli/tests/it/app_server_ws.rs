@@ -747,15 +747,21 @@ fn tmux_available() -> bool {
 }
 
 /// codex's own TUI (the `@openai/codex` package the SDK tests install), attached with
-/// `codex --remote unix://…` in tmux, starts against the server (its account, models and
-/// configuration reads answered), sends a prompt, shows the streamed reply and a command that
-/// needs approval, and approving it in the TUI runs the command.
+/// `codex --remote` in tmux — over a unix socket, and over `ws://` with a capability token —
+/// starts against the server (its account, models and configuration reads answered), sends a
+/// prompt, shows the streamed reply and a command that needs approval, and approving it in the
+/// TUI runs the command.
 #[test]
 fn codex_tui_attached_with_remote_runs_a_turn_and_an_approved_command() {
     let Some(npm) = crate::npm_dir() else { return };
     if !tmux_available() {
         return;
     }
+    drive_codex_tui(&npm, false);
+    drive_codex_tui(&npm, true);
+}
+
+fn drive_codex_tui(npm: &Path, over_tcp: bool) {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
     let codex_home = tempfile::tempdir().unwrap();
@@ -773,9 +779,20 @@ fn codex_tui_attached_with_remote_runs_a_turn_and_an_approved_command() {
         .when_request_contains("task title", Reply::text("Make the file"));
     let server = FakeModelServer::start(script).unwrap();
     let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let token_file = home.path().join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
     let socket = home.path().join("app.sock");
-    let listen = format!("unix://{}", socket.display());
-    let (mut child, _) = spawn_listening(&run, &["app-server", "--listen", &listen]);
+    let unix = format!("unix://{}", socket.display());
+    let listen: Vec<&str> = if over_tcp {
+        let token = token_file.to_str().unwrap();
+        vec!["--listen", "ws://127.0.0.1:0", "--ws-auth", "capability-token"]
+            .into_iter()
+            .chain(["--ws-token-file", token])
+            .collect()
+    } else {
+        vec!["--listen", &unix]
+    };
+    let (mut child, url) = spawn_listening(&run, &[&["app-server"][..], &listen[..]].concat());
 
     // Offline and quiet: no update check, no analytics.
     std::fs::write(
@@ -785,7 +802,9 @@ fn codex_tui_attached_with_remote_runs_a_turn_and_an_approved_command() {
     .unwrap();
     let errors = codex_home.path().join("codex.err");
     let codex = npm.join("node_modules/@openai/codex/bin/codex.js");
-    let line = format!("node '{}' --remote '{listen}' 2> '{}'", codex.display(), errors.display());
+    let auth = if over_tcp { " --remote-auth-token-env CODEX_REMOTE_TOKEN" } else { "" };
+    let line =
+        format!("node '{}' --remote '{url}'{auth} 2> '{}'", codex.display(), errors.display());
     let tmux = Tmux { socket: codex_home.path().join("tmux.sock") };
     let started = tmux
         .command()
@@ -794,6 +813,7 @@ fn codex_tui_attached_with_remote_runs_a_turn_and_an_approved_command() {
         .current_dir(cwd.path())
         .env("HOME", codex_home.path())
         .env("CODEX_HOME", codex_home.path())
+        .env("CODEX_REMOTE_TOKEN", TOKEN)
         .status()
         .unwrap();
     assert!(started.success());
@@ -812,6 +832,8 @@ fn codex_tui_attached_with_remote_runs_a_turn_and_an_approved_command() {
     let turn_requests =
         server.requests().iter().filter(|r| !r.raw_body.contains("task title")).count();
     assert_eq!(turn_requests, 2);
+    let who = if over_tcp { "accepted capability-token" } else { "accepted anonymous" };
+    assert!(access_log(home.path()).contains(who), "{}", access_log(home.path()));
     drop(tmux);
     child.kill().unwrap();
     child.wait().unwrap();
