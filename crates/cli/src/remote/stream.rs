@@ -60,9 +60,10 @@ enum Note {
 /// Why the stream could not be opened.
 #[derive(Debug)]
 enum Refused {
-    /// The server does not host the session (any more).
-    NotHosted(String),
-    /// Anything else: no server, a refused token, a broken connection.
+    /// Trying again cannot help: nothing listens there any more, the server does not host the
+    /// session (any more), or it refuses the token (another run of the server).
+    Final(String),
+    /// Anything else (a broken connection, a timeout): worth trying again.
     Failed(ApiError),
 }
 
@@ -82,7 +83,7 @@ pub(crate) fn attach(
         .map_err(|_| anyhow::anyhow!("the server named a session `{id}` that is not an id"))?;
     let socket = match connect(&client, id, cursor.load(Ordering::SeqCst)) {
         Ok(socket) => socket,
-        Err(Refused::NotHosted(message) | Refused::Failed(ApiError { message, .. })) => {
+        Err(Refused::Final(message) | Refused::Failed(ApiError { message, .. })) => {
             anyhow::bail!("following session {id}: {message}")
         }
     };
@@ -135,7 +136,10 @@ fn connect(client: &Client, id: &str, after: u64) -> Result<WebSocket<TcpStream>
         .next()
         .ok_or_else(|| failed(format!("{} has no address", url.host)))?;
     let stream =
-        TcpStream::connect_timeout(&addr, HANDSHAKE_TIMEOUT).map_err(|err| not_running(&err))?;
+        TcpStream::connect_timeout(&addr, HANDSHAKE_TIMEOUT).map_err(|err| match err.kind() {
+            std::io::ErrorKind::ConnectionRefused => Refused::Final(client::not_running(url, &err)),
+            _ => not_running(&err),
+        })?;
     let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
     let _ = stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT));
     let path = format!("/api/sessions/{id}/events?after={after}");
@@ -155,8 +159,8 @@ fn connect(client: &Client, id: &str, after: u64) -> Result<WebSocket<TcpStream>
             let status = response.status().as_u16();
             let body = response.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default();
             let refusal = client.refusal("GET", &path, status, &body);
-            if status == 404 {
-                Err(Refused::NotHosted(refusal.message))
+            if matches!(status, 401 | 403 | 404) {
+                Err(Refused::Final(refusal.message))
             } else {
                 Err(Refused::Failed(refusal))
             }
@@ -257,7 +261,7 @@ impl Reader {
             }
             match connect(&self.client, &self.id, self.cursor.load(Ordering::SeqCst)) {
                 Ok(socket) => return Ok(socket),
-                Err(Refused::NotHosted(message)) => return Err(message),
+                Err(Refused::Final(message)) => return Err(message),
                 Err(Refused::Failed(err)) if Instant::now() >= deadline => {
                     return Err(format!(
                         "the connection to the server broke ({broke}) and could not be opened \
@@ -356,7 +360,7 @@ fn warning(source: &EventSource, message: String) -> AgentEvent {
 struct Session {
     client: Arc<Client>,
     id: String,
-    /// Where warnings go; `None` once the reader ended, so the UI sees the channel close.
+    /// Where warnings go; taken at `Shutdown` to send `ShutdownComplete` last.
     events: Option<Sender<AgentEvent>>,
     source: EventSource,
     /// Requests shown in the UI and not answered yet, by request id.
@@ -375,9 +379,8 @@ enum Picked {
 impl Session {
     /// Serves the UI's commands and answers until `Shutdown` or until the UI drops the handle.
     fn run(mut self, cmd: &Receiver<AgentCommand>, notes: &Receiver<Note>) {
-        let mut reader_alive = true;
         loop {
-            match self.pick(cmd, reader_alive.then_some(notes)) {
+            match self.pick(cmd, notes) {
                 Picked::Command(Some(AgentCommand::Shutdown)) => {
                     if let Some(events) = self.events.take() {
                         let _ = events.send(AgentEvent {
@@ -390,11 +393,10 @@ impl Session {
                 Picked::Command(None) => return,
                 Picked::Command(Some(command)) => self.forward(command),
                 Picked::Note(Some(note)) => self.note(note),
-                Picked::Note(None) => {
-                    // The stream ended: with the last sender gone the UI sees the agent stop.
-                    reader_alive = false;
-                    self.events = None;
-                }
+                // The stream ended: as a kernel loop that stopped, this thread ends, so the UI
+                // sees the events close and its commands fail (the UI keeps a command sender
+                // of its own, so it does not wait for this one to close).
+                Picked::Note(None) => return,
                 Picked::Approval(index, answer) => {
                     let (id, _) = self.approvals.remove(index);
                     if let Some(decision) = answer {
@@ -412,7 +414,7 @@ impl Session {
     }
 
     /// Waits for the next command, note or answer (a closed channel counts: `None`).
-    fn pick(&self, cmd: &Receiver<AgentCommand>, notes: Option<&Receiver<Note>>) -> Picked {
+    fn pick(&self, cmd: &Receiver<AgentCommand>, notes: &Receiver<Note>) -> Picked {
         /// What each of the select's operations (numbered from 0 as added) receives from.
         #[derive(Clone, Copy)]
         enum Target {
@@ -425,10 +427,8 @@ impl Session {
         let mut targets = Vec::new();
         select.recv(cmd);
         targets.push(Target::Command);
-        if let Some(notes) = notes {
-            select.recv(notes);
-            targets.push(Target::Note);
-        }
+        select.recv(notes);
+        targets.push(Target::Note);
         for (at, (_, answer)) in self.approvals.iter().enumerate() {
             select.recv(answer);
             targets.push(Target::Approval(at));
@@ -438,12 +438,12 @@ impl Session {
             targets.push(Target::Question(at));
         }
         let operation = select.select();
-        match (targets.get(operation.index()).copied(), notes) {
-            (Some(Target::Note), Some(notes)) => Picked::Note(operation.recv(notes).ok()),
-            (Some(Target::Approval(at)), _) if at < self.approvals.len() => {
+        match targets.get(operation.index()).copied() {
+            Some(Target::Note) => Picked::Note(operation.recv(notes).ok()),
+            Some(Target::Approval(at)) if at < self.approvals.len() => {
                 Picked::Approval(at, operation.recv(&self.approvals[at].1).ok())
             }
-            (Some(Target::Question(at)), _) if at < self.questions.len() => {
+            Some(Target::Question(at)) if at < self.questions.len() => {
                 Picked::Question(at, operation.recv(&self.questions[at].1).ok())
             }
             // The command channel is operation 0, and the others were matched above.

@@ -323,7 +323,10 @@ fn the_stream_resumes_from_its_cursor_and_answers_go_to_the_api() {
     let AgentEventKind::Warning { message } = next(&handle.events) else { panic!() };
     assert!(message.contains("closed the session's event stream"), "{message}");
     assert!(handle.events.recv_timeout(Duration::from_secs(20)).is_err(), "the channel closed");
+    // The UI keeps a command sender of its own and joins the handle when its events close.
+    let ui_cmd = handle.cmd.clone();
     handle.join().unwrap();
+    assert!(ui_cmd.send(AgentCommand::Cancel).is_err(), "nothing takes commands any more");
 }
 
 /// An approval another client answered first is let go with a note, and the UI's own late

@@ -247,6 +247,47 @@ fn the_ui_drives_a_hosted_session_and_other_clients_see_and_answer_it() {
     assert_eq!(served.only_session()["id"], id.as_str(), "no other session was started");
 }
 
+/// The model's question is answered in the UI and reaches the model through the server; a
+/// server that stops while the UI follows it is said, and the UI stays usable to leave.
+#[test]
+fn a_question_is_answered_from_the_ui_and_a_stopped_server_is_said() {
+    let script = Script::new()
+        .reply(Reply::tool_call(
+            "call_ask",
+            "ask_user",
+            json!({"question": "Which color should the button be?", "options": ["red", "blue"]}),
+        ))
+        .reply(Reply::text("Blue it is."));
+    let model = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&model) };
+    let mut served = Served::start(&run, &[]);
+
+    let mut pty = Pty::spawn(home.path(), cwd.path(), &[], &["--remote", &served.base()]);
+    pty.wait_visible("ask anything", "the input prompt");
+    pty.type_text("pick a color");
+    pty.send("\r");
+    pty.wait_visible("Which color should the button be?", "the model's question");
+    pty.send("2");
+    pty.wait_for("Blue it is.", "the answer after the question");
+    pty.wait_idle("the idle status line");
+    let requests = model.requests();
+    let last = requests.last().unwrap().body.to_string();
+    assert!(last.contains("blue"), "the answer reached the model: {last}");
+
+    // Stopped as Ctrl-C stops it: the stream ends with a close frame.
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(served.child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    assert!(served.child.wait().unwrap().success());
+    pty.wait_for("closed the session's event stream", "the note that the server went away");
+    pty.wait_for("the agent stopped", "the UI without an agent");
+    pty.send("\x03");
+    pty.wait_visible("press Ctrl+C again to quit", "the quit hint");
+    pty.send("\x03");
+    assert!(pty.wait_exit().success());
+}
+
 /// Runs `codecoder ARGS` on pipes with `home` and `env`: (exit code, stderr).
 fn refused(home: &Path, env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String) {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_codecoder"));
