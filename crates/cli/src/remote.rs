@@ -70,7 +70,15 @@ pub(crate) fn run(
         ));
     }
     let cwd = match &global.cd {
-        Some(dir) => Some(fs_err::canonicalize(dir)?),
+        Some(dir) if url.is_loopback() => Some(fs_err::canonicalize(dir)?),
+        // A directory on the server's machine, which the server checks.
+        Some(dir) if dir.is_absolute() => Some(dir.clone()),
+        Some(dir) => {
+            return Err(usage(format!(
+                "-C with a server on another machine takes an absolute path there (got `{}`)",
+                dir.display()
+            )));
+        }
         // A loopback server shares this machine's paths: the session opens here, as a local
         // one would. Elsewhere the server's own directory is the default.
         None if url.is_loopback() => Some(std::env::current_dir()?),

@@ -354,6 +354,12 @@ fn a_missing_wrong_or_misplaced_token_and_a_server_not_running_are_clear_errors(
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("--sandbox cannot be used with --remote"), "{stderr}");
 
+    let out = crate::codecoder(home.path(), &["--help"]);
+    let help = crate::stdout(&out);
+    assert!(help.contains("--remote <URL>"), "{help}");
+    assert!(help.contains("never from the command line"), "{help}");
+    assert!(help.contains("[default: CODECODER_SERVE_TOKEN]"), "{help}");
+
     let port = served.port;
     let token = served.token.clone();
     drop(served);
