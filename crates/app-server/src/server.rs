@@ -28,14 +28,15 @@ use crate::thread::{Control, Internal, Worker};
 use crate::types::{
     Account, AccountReadResponse, ApprovalDecision, ApprovalResponse, AskForApproval,
     ClientRequest, ConfigReadParams, ConfigReadResponse, ConfigRequirementsReadResponse,
-    ConfigSnapshot, EmptyListResponse, InitializeParams, InitializeResponse, Model,
-    ModelListResponse, ReasoningEffortOption, RequestId, SandboxMode, SandboxPolicy,
-    ServerNotification, ServerRequestResolvedNotification, SkillsListEntry, SkillsListResponse,
-    Thread, ThreadListParams, ThreadListResponse, ThreadLoadedListResponse, ThreadResumeParams,
+    ConfigSnapshot, EmptyListResponse, ExperimentalFeatureListResponse, InitializeParams,
+    InitializeResponse, Model, ModelListResponse, PluginListResponse, ReasoningEffortOption,
+    RequestId, SandboxMode, SandboxPolicy, ServerNotification, ServerRequestResolvedNotification,
+    SkillsListEntry, SkillsListResponse, Thread, ThreadListParams, ThreadListResponse,
+    ThreadLoadedListResponse, ThreadReadParams, ThreadReadResponse, ThreadResumeParams,
     ThreadStartParams, ThreadStartResponse, ThreadStartedNotification, ThreadStatus,
-    ThreadUnsubscribeResponse, ToolRequestUserInputResponse, Turn, TurnInterruptParams,
-    TurnInterruptResponse, TurnStartParams, TurnStartResponse, TurnStatus, UserInput,
-    WarningNotification,
+    ThreadTurnsListParams, ThreadTurnsListResponse, ThreadUnsubscribeResponse,
+    ToolRequestUserInputResponse, Turn, TurnInterruptParams, TurnInterruptResponse,
+    TurnStartParams, TurnStartResponse, TurnStatus, UserInput, WarningNotification,
 };
 use crate::wire::{INTERNAL_ERROR, Incoming, METHOD_NOT_FOUND, RpcError, params, to_value};
 use crate::writer::WriterMsg;
@@ -219,6 +220,10 @@ impl Server {
             "skills/list" => ClientRequest::SkillsList(params(raw)?),
             "collaborationMode/list" => ClientRequest::CollaborationModeList(params(raw)?),
             "thread/unsubscribe" => ClientRequest::ThreadUnsubscribe(params(raw)?),
+            "thread/read" => ClientRequest::ThreadRead(params(raw)?),
+            "thread/turns/list" => ClientRequest::ThreadTurnsList(params(raw)?),
+            "plugin/list" => ClientRequest::PluginList(params(raw)?),
+            "experimentalFeature/list" => ClientRequest::ExperimentalFeatureList(params(raw)?),
             _ => {
                 return Err(RpcError::new(METHOD_NOT_FOUND, format!("method not found: {method}")));
             }
@@ -250,6 +255,12 @@ impl Server {
             (ClientRequest::ThreadUnsubscribe(params), true) => {
                 self.thread_unsubscribe(&params.thread_id)
             }
+            (ClientRequest::ThreadRead(params), true) => self.thread_read(&params),
+            (ClientRequest::ThreadTurnsList(params), true) => self.thread_turns_list(&params),
+            (ClientRequest::PluginList(_), true) => ok(&PluginListResponse::default()),
+            (ClientRequest::ExperimentalFeatureList(_), true) => {
+                ok(&ExperimentalFeatureListResponse::default())
+            }
             (ClientRequest::ConfigRead(params), true) => self.config_read(params),
             (ClientRequest::ConfigRequirementsRead(_), true) => {
                 ok(&ConfigRequirementsReadResponse { requirements: None })
@@ -265,6 +276,79 @@ impl Server {
                     .map(|cwd| SkillsListEntry { cwd, skills: Vec::new(), errors: Vec::new() })
                     .collect(),
             }),
+        }
+    }
+
+    /// A loaded thread as `thread/resume` would answer it (its turns when asked for), else the
+    /// index's summary of a stored one.
+    fn thread_read(&self, params: &ThreadReadParams) -> Result<Value, RpcError> {
+        let mut loaded = self.threads.iter().filter(|(id, _)| id.starts_with(&params.thread_id));
+        if let (Some((id, thread)), None) = (loaded.next(), loaded.next()) {
+            let mut read = thread.response.thread.clone();
+            read.status = self.status(id);
+            if let (true, Some(path)) = (params.include_turns, &read.path) {
+                read.turns =
+                    crate::history::turns(Path::new(path), &read.id, &read.cwd, &*thread.tools);
+            }
+            return ok(&ThreadReadResponse { thread: read });
+        }
+        let summary = summary_of(&params.thread_id).ok_or_else(|| {
+            RpcError::invalid_params(format!(
+                "invalid params: `threadId`: no thread {}",
+                params.thread_id
+            ))
+        })?;
+        ok(&ThreadReadResponse { thread: self.stored_thread(&summary) })
+    }
+
+    /// A page of a loaded thread's turns, newest first unless `asc` is asked; the cursor is
+    /// the number of turns the earlier pages held.
+    fn thread_turns_list(&self, params: &ThreadTurnsListParams) -> Result<Value, RpcError> {
+        let thread =
+            self.threads.get(&params.thread_id).ok_or_else(|| not_loaded(&params.thread_id))?;
+        let response = &thread.response.thread;
+        let mut turns = match &response.path {
+            Some(path) => {
+                crate::history::turns(Path::new(path), &response.id, &response.cwd, &*thread.tools)
+            }
+            None => Vec::new(),
+        };
+        if params.sort_direction.as_deref() != Some("asc") {
+            turns.reverse();
+        }
+        let skip = match &params.cursor {
+            None => 0,
+            Some(cursor) => cursor.parse::<usize>().map_err(|_| {
+                RpcError::invalid_params(format!(
+                    "invalid params: `cursor`: not a cursor: {cursor}"
+                ))
+            })?,
+        };
+        let limit = params.limit.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let total = turns.len();
+        let data: Vec<Turn> = turns.into_iter().skip(skip).take(limit).collect();
+        let end = skip + data.len();
+        let next_cursor = (end < total).then(|| end.to_string());
+        ok(&ThreadTurnsListResponse { data, next_cursor })
+    }
+
+    /// A stored thread, as `thread/list` shows it.
+    fn stored_thread(&self, s: &SessionSummary) -> Thread {
+        Thread {
+            id: s.id.clone(),
+            preview: preview(&s.title),
+            model_provider: s.provider.clone(),
+            created_at: secs(s.created_ms),
+            updated_at: secs(s.updated_ms),
+            path: Some(s.path.to_string_lossy().into_owned()),
+            cwd: s.cwd.clone(),
+            cli_version: self.config.version.clone(),
+            source: "appServer".to_owned(),
+            ephemeral: false,
+            session_id: s.id.clone(),
+            project_id: None,
+            status: self.status(&s.id),
+            turns: Vec::new(),
         }
     }
 
@@ -650,25 +734,7 @@ impl Server {
             (Some(_), Some(last)) => Some(format!("{}:{}", last.updated_ms, last.id)),
             _ => None,
         };
-        let data = page
-            .iter()
-            .map(|s| Thread {
-                id: s.id.clone(),
-                preview: preview(&s.title),
-                model_provider: s.provider.clone(),
-                created_at: secs(s.created_ms),
-                updated_at: secs(s.updated_ms),
-                path: Some(s.path.to_string_lossy().into_owned()),
-                cwd: s.cwd.clone(),
-                cli_version: self.config.version.clone(),
-                source: "appServer".to_owned(),
-                ephemeral: false,
-                session_id: s.id.clone(),
-                project_id: None,
-                status: self.status(&s.id),
-                turns: Vec::new(),
-            })
-            .collect();
+        let data = page.iter().map(|s| self.stored_thread(s)).collect();
         ok(&ThreadListResponse { data, next_cursor })
     }
 

@@ -25,9 +25,11 @@ pub use client::{
 };
 pub use info::{
     Account, AccountReadResponse, ConfigReadParams, ConfigReadResponse,
-    ConfigRequirementsReadResponse, ConfigSnapshot, CwdsParams, EmptyListResponse, Model,
-    ModelListParams, ModelListResponse, NoParams, ReasoningEffortOption, SkillsListEntry,
-    SkillsListResponse, ThreadLoadedListResponse, ThreadUnsubscribeResponse,
+    ConfigRequirementsReadResponse, ConfigSnapshot, CwdsParams, EmptyListResponse,
+    ExperimentalFeatureListResponse, Model, ModelListParams, ModelListResponse, NoParams,
+    PluginListResponse, ReasoningEffortOption, SkillsListEntry, SkillsListResponse,
+    ThreadLoadedListResponse, ThreadReadParams, ThreadReadResponse, ThreadTurnsListParams,
+    ThreadTurnsListResponse, ThreadUnsubscribeResponse,
 };
 pub use notification::{
     CompactedNotification, DeltaNotification, ErrorNotification,
@@ -129,6 +131,14 @@ struct Results {
     collaboration_mode_list: EmptyListResponse,
     #[serde(rename = "thread/unsubscribe")]
     thread_unsubscribe: ThreadUnsubscribeResponse,
+    #[serde(rename = "thread/read")]
+    thread_read: ThreadReadResponse,
+    #[serde(rename = "thread/turns/list")]
+    thread_turns_list: ThreadTurnsListResponse,
+    #[serde(rename = "plugin/list")]
+    plugin_list: PluginListResponse,
+    #[serde(rename = "experimentalFeature/list")]
+    experimental_feature_list: ExperimentalFeatureListResponse,
     #[serde(rename = "item/commandExecution/requestApproval")]
     command_execution_request_approval: ApprovalResponse,
     #[serde(rename = "item/fileChange/requestApproval")]

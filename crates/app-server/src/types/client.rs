@@ -3,7 +3,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::types::{ConfigReadParams, CwdsParams, ModelListParams, NoParams, Thread, Turn};
+use crate::types::{
+    ConfigReadParams, CwdsParams, ModelListParams, NoParams, Thread, ThreadReadParams,
+    ThreadTurnsListParams, Turn,
+};
 
 /// Every request a client may send, as `{id, method, params}`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -70,6 +73,21 @@ pub enum ClientRequest {
     /// agent shut down, a running turn cancelled); answered with `ThreadUnsubscribeResponse`.
     #[serde(rename = "thread/unsubscribe")]
     ThreadUnsubscribe(ThreadCompactStartParams),
+    /// A thread's summary (and, loaded, its turns) without loading it; answered with
+    /// `ThreadReadResponse`.
+    #[serde(rename = "thread/read")]
+    ThreadRead(ThreadReadParams),
+    /// Plugins the client could install; answered with `PluginListResponse` (none).
+    #[serde(rename = "plugin/list")]
+    PluginList(CwdsParams),
+    /// Experimental features the client could switch; answered with
+    /// `ExperimentalFeatureListResponse` (none).
+    #[serde(rename = "experimentalFeature/list")]
+    ExperimentalFeatureList(NoParams),
+    /// A loaded thread's turns from its log, a page at a time; answered with
+    /// `ThreadTurnsListResponse`.
+    #[serde(rename = "thread/turns/list")]
+    ThreadTurnsList(ThreadTurnsListParams),
 }
 
 /// The methods of `ClientRequest`.
@@ -91,6 +109,10 @@ pub const CLIENT_METHODS: &[&str] = &[
     "skills/list",
     "collaborationMode/list",
     "thread/unsubscribe",
+    "thread/read",
+    "plugin/list",
+    "experimentalFeature/list",
+    "thread/turns/list",
 ];
 
 /// Who the client is.

@@ -198,3 +198,70 @@ pub struct ThreadUnsubscribeResponse {
     /// cancelled) or `notLoaded`.
     pub status: String,
 }
+
+/// `plugin/list` result: no plugins (codecoder's plugins are its own, installed on the server).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginListResponse {
+    /// None.
+    pub marketplaces: Vec<serde_json::Value>,
+    /// None.
+    pub marketplace_load_errors: Vec<serde_json::Value>,
+    /// None.
+    pub featured_plugin_ids: Vec<String>,
+}
+
+/// `experimentalFeature/list` result: none to switch.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExperimentalFeatureListResponse {
+    /// None.
+    pub data: Vec<serde_json::Value>,
+    /// Always `null`.
+    pub next_cursor: Option<String>,
+}
+
+/// `thread/read` params.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadReadParams {
+    /// The thread (session id or a unique prefix of it).
+    pub thread_id: String,
+    /// Also its turns, read back from its log (a loaded thread's only).
+    #[serde(default)]
+    pub include_turns: bool,
+}
+
+/// `thread/read` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadReadResponse {
+    /// The thread, without loading it.
+    pub thread: crate::types::Thread,
+}
+
+/// `thread/turns/list` params.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadTurnsListParams {
+    /// The loaded thread.
+    pub thread_id: String,
+    /// Where the previous page ended (its `nextCursor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// Turns per page (all when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// `asc` (oldest first) or `desc` (newest first, the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sort_direction: Option<String>,
+}
+
+/// `thread/turns/list` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadTurnsListResponse {
+    /// The page of turns, read back from the thread's log.
+    pub data: Vec<crate::types::Turn>,
+    /// The cursor of the next page; `null` on the last one.
+    pub next_cursor: Option<String>,
+}

@@ -999,10 +999,22 @@ fn what_codex_tui_reads_at_start_is_answered_in_codex_shapes() {
     let started = client.result("thread/start", json!({"cwd": cwd.path()}));
     let thread_id = started["thread"]["id"].as_str().unwrap().to_owned();
     assert_eq!(client.result("thread/loaded/list", json!({}))["data"], json!([thread_id]));
+    let read = client.result("thread/read", json!({"threadId": thread_id, "includeTurns": true}));
+    assert_eq!(read["thread"]["id"], thread_id.as_str(), "{read}");
+    assert_eq!(read["thread"]["status"], json!({"type": "idle"}), "{read}");
+    let turns = client.result("thread/turns/list", json!({"threadId": thread_id, "limit": 1}));
+    assert_eq!(turns, json!({"data": [], "nextCursor": null}));
+    let plugins = client.result("plugin/list", json!({"cwds": [cwd.path()]}));
+    assert_eq!(plugins["marketplaces"], json!([]), "{plugins}");
+    let features = client.result("experimentalFeature/list", json!({"limit": 100}));
+    assert_eq!(features["data"], json!([]), "{features}");
     let dropped = client.result("thread/unsubscribe", json!({"threadId": thread_id}));
     assert_eq!(dropped, json!({"status": "unsubscribed"}));
     let again = client.result("thread/unsubscribe", json!({"threadId": thread_id}));
     assert_eq!(again, json!({"status": "notLoaded"}));
     assert_eq!(client.result("thread/loaded/list", json!({}))["data"], json!([]));
+    // A thread no longer loaded is read from the index.
+    let stored = client.result("thread/read", json!({"threadId": thread_id}));
+    assert_eq!(stored["thread"]["status"], json!({"type": "notLoaded"}), "{stored}");
     client.check_against_codex();
 }

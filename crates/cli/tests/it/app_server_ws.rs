@@ -590,6 +590,16 @@ fn a_turns_model_effort_cwd_and_sandbox_apply_to_it_within_the_servers_own_sandb
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
     assert_eq!(requests[2].body["model"], "gpt-5-mini");
+    // Both turns are in the thread's log, newest first, a page at a time.
+    let page = client.result("thread/turns/list", json!({"threadId": thread_id, "limit": 1}));
+    assert_eq!(page["data"].as_array().unwrap().len(), 1, "{page}");
+    assert_eq!(page["nextCursor"], "1", "{page}");
+    let text_of = |turn: &Value| turn["items"].to_string();
+    assert!(text_of(&page["data"][0]).contains("Still the same settings."), "{page}");
+    let rest = client
+        .result("thread/turns/list", json!({"threadId": thread_id, "cursor": "1", "limit": 5}));
+    assert_eq!(rest["nextCursor"], Value::Null, "{rest}");
+    assert!(text_of(&rest["data"][0]).contains("Made it in the other directory."), "{rest}");
     // An effort no model has is refused before anything changes.
     let id = client.next_id;
     client.next_id += 1;
