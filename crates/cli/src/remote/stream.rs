@@ -6,7 +6,9 @@
 //! it on; a request (approval, question) gets a local reply whose receiver goes to the other
 //! thread first. `remote-session` (the handle's own thread) forwards the UI's commands to their
 //! routes, posts each answer the UI gives to `/api/approvals/{id}` or `/api/questions/{id}`, and
-//! after `Shutdown` sends `ShutdownComplete` and joins the reader.
+//! after `Shutdown` sends `ShutdownComplete` and joins the reader. When the stream ends for good
+//! (the session or the server stopped, the connection is lost) the reader says why and the
+//! session thread ends too, as a kernel loop that stopped: the UI sees its events close.
 //!
 //! Invariants:
 //! - The stream is read from a cursor (`after=` the last `seq` seen), so a connection that
