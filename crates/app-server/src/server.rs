@@ -36,7 +36,8 @@ use crate::types::{
     ThreadStartParams, ThreadStartResponse, ThreadStartedNotification, ThreadStatus,
     ThreadTurnsListParams, ThreadTurnsListResponse, ThreadUnsubscribeResponse,
     ToolRequestUserInputResponse, Turn, TurnInterruptParams, TurnInterruptResponse,
-    TurnStartParams, TurnStartResponse, TurnStatus, UserInput, WarningNotification,
+    TurnStartParams, TurnStartResponse, TurnStatus, TurnSteerParams, TurnSteerResponse, UserInput,
+    WarningNotification,
 };
 use crate::wire::{INTERNAL_ERROR, Incoming, METHOD_NOT_FOUND, RpcError, params, to_value};
 use crate::writer::WriterMsg;
@@ -222,6 +223,14 @@ impl Server {
             "thread/unsubscribe" => ClientRequest::ThreadUnsubscribe(params(raw)?),
             "thread/read" => ClientRequest::ThreadRead(params(raw)?),
             "thread/turns/list" => ClientRequest::ThreadTurnsList(params(raw)?),
+            "turn/steer" => ClientRequest::TurnSteer(params(raw)?),
+            "config/batchWrite" | "config/value/write" => {
+                return Err(RpcError::invalid_request(
+                    "codecoder app-server does not change its configuration for a client: a \
+                     model, effort or policy chosen applies to this thread's turns from the \
+                     next one",
+                ));
+            }
             "plugin/list" => ClientRequest::PluginList(params(raw)?),
             "experimentalFeature/list" => ClientRequest::ExperimentalFeatureList(params(raw)?),
             _ => {
@@ -257,6 +266,7 @@ impl Server {
             }
             (ClientRequest::ThreadRead(params), true) => self.thread_read(&params),
             (ClientRequest::ThreadTurnsList(params), true) => self.thread_turns_list(&params),
+            (ClientRequest::TurnSteer(params), true) => self.turn_steer(params),
             (ClientRequest::PluginList(_), true) => ok(&PluginListResponse::default()),
             (ClientRequest::ExperimentalFeatureList(_), true) => {
                 ok(&ExperimentalFeatureListResponse::default())
@@ -838,6 +848,32 @@ impl Server {
                 Err(err)
             }
         }
+    }
+
+    fn turn_steer(&mut self, params: TurnSteerParams) -> Result<Value, RpcError> {
+        let thread =
+            self.threads.get(&params.thread_id).ok_or_else(|| not_loaded(&params.thread_id))?;
+        if thread.active_turn.as_deref() != Some(params.expected_turn_id.as_str()) {
+            return Err(RpcError::invalid_params(format!(
+                "invalid params: `expectedTurnId`: turn {} is not running in this thread",
+                params.expected_turn_id
+            )));
+        }
+        if params.input.is_empty() {
+            return Err(RpcError::invalid_params("invalid params: `input` is empty"));
+        }
+        let cwd = PathBuf::from(&thread.response.cwd);
+        let content = params
+            .input
+            .iter()
+            .map(|item| content_item(item, &cwd))
+            .collect::<Result<Vec<_>, _>>()?;
+        let control = Control::Steer {
+            input: codecoder_protocol::UserInput { content },
+            items: params.input,
+        };
+        thread.control.send(control).map_err(|_| not_loaded(&params.thread_id))?;
+        ok(&TurnSteerResponse { turn_id: params.expected_turn_id })
     }
 
     fn thread_compact_start(&mut self, thread_id: &str) -> Result<Value, RpcError> {

@@ -28,6 +28,13 @@ pub(crate) enum Control {
         /// The input as the client sent it, for the `userMessage` item.
         items: Vec<UserInput>,
     },
+    /// Add input to the running turn.
+    Steer {
+        /// The input for the agent.
+        input: codecoder_protocol::UserInput,
+        /// The input as the client sent it, for its `userMessage` item.
+        items: Vec<UserInput>,
+    },
     /// Compact the conversation now, as a turn with this id.
     Compact {
         /// The id the turn will have.
@@ -107,6 +114,10 @@ impl Worker {
                             self.translator
                                 .end_turn(TurnStatus::Failed, Some("the agent stopped".into()));
                         }
+                    }
+                    Ok(Control::Steer { input, items }) => {
+                        self.translator.user_message(items);
+                        let _ = agent.cmd.send(AgentCommand::Steer(input));
                     }
                     Ok(Control::Compact { turn_id }) => {
                         self.translator.begin_turn(turn_id, Vec::new());

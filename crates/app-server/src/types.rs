@@ -21,7 +21,8 @@ pub use client::{
     InitializeParams, InitializeResponse, SandboxMode, SandboxPolicy, ThreadCompactStartParams,
     ThreadCompactStartResponse, ThreadForkParams, ThreadListParams, ThreadListResponse,
     ThreadResumeParams, ThreadStartParams, ThreadStartResponse, TurnInterruptParams,
-    TurnInterruptResponse, TurnStartParams, TurnStartResponse, UserInput,
+    TurnInterruptResponse, TurnStartParams, TurnStartResponse, TurnSteerParams, TurnSteerResponse,
+    UserInput,
 };
 pub use info::{
     Account, AccountReadResponse, ConfigReadParams, ConfigReadResponse,
@@ -135,6 +136,8 @@ struct Results {
     thread_read: ThreadReadResponse,
     #[serde(rename = "thread/turns/list")]
     thread_turns_list: ThreadTurnsListResponse,
+    #[serde(rename = "turn/steer")]
+    turn_steer: TurnSteerResponse,
     #[serde(rename = "plugin/list")]
     plugin_list: PluginListResponse,
     #[serde(rename = "experimentalFeature/list")]

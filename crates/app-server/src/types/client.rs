@@ -88,6 +88,10 @@ pub enum ClientRequest {
     /// `ThreadTurnsListResponse`.
     #[serde(rename = "thread/turns/list")]
     ThreadTurnsList(ThreadTurnsListParams),
+    /// Adds input to the running turn (the model sees it at its next step); answered with
+    /// `TurnSteerResponse`, the input then shown as a `userMessage` item.
+    #[serde(rename = "turn/steer")]
+    TurnSteer(TurnSteerParams),
 }
 
 /// The methods of `ClientRequest`.
@@ -113,6 +117,7 @@ pub const CLIENT_METHODS: &[&str] = &[
     "plugin/list",
     "experimentalFeature/list",
     "thread/turns/list",
+    "turn/steer",
 ];
 
 /// Who the client is.
@@ -385,3 +390,23 @@ pub struct ThreadCompactStartResponse {}
 /// `turn/interrupt` result: empty.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct TurnInterruptResponse {}
+
+/// `turn/steer` params.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnSteerParams {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn the client believes runs; refused when another (or none) does.
+    pub expected_turn_id: String,
+    /// What the person added.
+    pub input: Vec<UserInput>,
+}
+
+/// `turn/steer` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnSteerResponse {
+    /// The running turn, which takes the input.
+    pub turn_id: String,
+}

@@ -1018,3 +1018,51 @@ fn what_codex_tui_reads_at_start_is_answered_in_codex_shapes() {
     assert_eq!(stored["thread"]["status"], json!({"type": "notLoaded"}), "{stored}");
     client.check_against_codex();
 }
+
+/// Input typed while a turn runs (`turn/steer`, as codex's TUI sends it) reaches the model in
+/// that turn and shows as a `userMessage` item; a steer naming another turn is refused.
+#[test]
+fn input_steers_the_running_turn() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = Script::new()
+        .reply(Reply::text("Working on it.").delay_ms(1500))
+        .reply(Reply::text("Noted the addition."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let mut client = Client::start(&run);
+    client.initialize();
+    let started = client.result("thread/start", json!({"cwd": cwd.path()}));
+    let thread_id = started["thread"]["id"].as_str().unwrap().to_owned();
+    let turn = client.result(
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "start"}]}),
+    );
+    let turn_id = turn["turn"]["id"].as_str().unwrap().to_owned();
+    let refused = client.error(
+        "turn/steer",
+        json!({"threadId": thread_id, "expectedTurnId": "another", "input": [
+            {"type": "text", "text": "x"}]}),
+    );
+    assert_eq!(refused["code"], -32602, "{refused}");
+    let steered = client.result(
+        "turn/steer",
+        json!({"threadId": thread_id, "expectedTurnId": turn_id, "input": [
+            {"type": "text", "text": "also mention the weather"}]}),
+    );
+    assert_eq!(steered, json!({"turnId": turn_id}));
+    let messages = client.turn(|_| "accept");
+    assert_eq!(messages.last().unwrap()["params"]["turn"]["status"], "completed");
+    let users: Vec<&Value> = with_method(&messages, "item/completed")
+        .into_iter()
+        .map(|m| &m["params"]["item"])
+        .filter(|item| item["type"] == "userMessage")
+        .collect();
+    assert!(users.iter().any(|item| item["content"][0]["text"] == "also mention the weather"));
+    let requests = server.requests();
+    assert!(
+        requests.last().unwrap().raw_body.contains("also mention the weather"),
+        "the steer never reached the model"
+    );
+    client.check_against_codex();
+}
