@@ -24,7 +24,6 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 use anyhow::Context;
 use codecoder_app::history::{HistoryEvent, Replayed};
@@ -35,6 +34,7 @@ use serde_json::{Value, json};
 use crate::cli::{GlobalArgs, RemoteArgs, TuiOptions};
 use crate::exec::usage;
 use crate::remote::client::{Client, ServerUrl};
+use crate::remote::stream::Followed;
 
 /// Runs the UI on a session of the server at `remote.url`: a new one, or `resume`d (`Some(None)`:
 /// the newest of the directory); `pick` opens the session picker at once.
@@ -189,7 +189,8 @@ pub(crate) struct RemoteHost {
     model: Option<String>,
     /// The reasoning effort chosen with `/model`, kept likewise.
     reasoning_effort: Option<String>,
-    /// The permission mode asked for at start, then the running session's.
+    /// The permission mode asked for at start, then the last one the server said: new sessions
+    /// start in it.
     permission_mode: Option<String>,
     /// The running session's facts as the server gives them.
     running: Option<Running>,
@@ -201,8 +202,8 @@ struct Running {
     cwd: PathBuf,
     approval: Option<String>,
     sandbox: Option<String>,
-    /// The last `seq` of its stream the UI was given.
-    cursor: Arc<AtomicU64>,
+    /// Its stream's cursor and its permission mode, kept up to date by the reader.
+    followed: Arc<Followed>,
 }
 
 impl RemoteHost {
@@ -409,7 +410,8 @@ impl Host for RemoteHost {
 
     fn cycle_permission_mode(&mut self) -> anyhow::Result<String> {
         let Some(running) = &self.running else { anyhow::bail!("no session is running") };
-        let next = match self.permission_mode.as_deref() {
+        let now = running.followed.permission_mode().or_else(|| self.permission_mode.clone());
+        let next = match now.as_deref() {
             Some("acceptEdits") => "plan",
             Some("plan") => "default",
             _ => "acceptEdits",
@@ -419,12 +421,15 @@ impl Host for RemoteHost {
             &json!({ "permissionMode": next }),
         )?;
         let mode = answer.get("permissionMode").and_then(Value::as_str).unwrap_or(next).to_owned();
+        running.followed.set_permission_mode(Some(mode.clone()));
+        // The sessions started next keep it, as a local UI's do.
         self.permission_mode = Some(mode.clone());
         Ok(mode)
     }
 
     fn permission_mode(&self) -> Option<String> {
-        self.permission_mode.clone()
+        let running = self.running.as_ref().and_then(|running| running.followed.permission_mode());
+        running.or_else(|| self.permission_mode.clone())
     }
 
     fn diff(&mut self, cwd: &Path) -> anyhow::Result<String> {
@@ -452,8 +457,8 @@ impl RemoteHost {
         if let Some(running) = &self.running
             && running.id == id
         {
-            let cursor = Arc::clone(&running.cursor);
-            return self.follow(id.to_owned(), session_id, cwd, Vec::new(), cursor, false);
+            let followed = Arc::clone(&running.followed);
+            return self.follow(id.to_owned(), session_id, cwd, Vec::new(), followed, false);
         }
         self.follow(id.to_owned(), session_id, cwd, Vec::new(), Arc::default(), true)
     }
@@ -467,7 +472,7 @@ impl RemoteHost {
         session_id: SessionId,
         cwd: PathBuf,
         history: Vec<Replayed>,
-        cursor: Arc<AtomicU64>,
+        followed: Arc<Followed>,
         joined: bool,
     ) -> anyhow::Result<Session> {
         // The session's facts; a server without the route gives what its list says.
@@ -492,15 +497,16 @@ impl RemoteHost {
             .and_then(Value::as_u64)
             .unwrap_or_default();
         if let Some(mode) = fact("permissionMode") {
+            followed.set_permission_mode(Some(mode.clone()));
             self.permission_mode = Some(mode);
         }
-        let agent = stream::attach(Arc::clone(&self.client), &id, Arc::clone(&cursor), joined)?;
+        let agent = stream::attach(Arc::clone(&self.client), &id, Arc::clone(&followed), joined)?;
         self.running = Some(Running {
             id,
             cwd: cwd.clone(),
             approval: fact("approval"),
             sandbox: fact("sandbox"),
-            cursor,
+            followed,
         });
         let info = SessionInfo {
             session_id,

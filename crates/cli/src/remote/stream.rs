@@ -20,15 +20,15 @@
 //! - Leaving the UI detaches: the session goes on in the server for its other clients.
 
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use codecoder_app::AgentHandle;
 use codecoder_protocol::{
-    AgentCommand, AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, ContentItem,
-    EventSource, Reply, SessionId,
+    AgentCommand, AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, CallKind,
+    ContentItem, EventSource, Reply, SessionId,
 };
 use codecoder_stdx::spawn_named;
 use crossbeam_channel::{Receiver, Select, Sender};
@@ -69,21 +69,40 @@ enum Refused {
     Failed(ApiError),
 }
 
-/// Starts following hosted session `id` after `cursor`'s `seq`, which the reader moves on as
-/// it passes events to the UI (so following the same session again goes on from there): the
-/// stream is opened here (so a refusal is the caller's error), then read on a thread of its
-/// own. `joining`: the session ran before this client came, and what the server sends at once
-/// is its past.
+/// What the reader keeps up to date for the host while it follows a session.
+#[derive(Debug, Default)]
+pub(crate) struct Followed {
+    /// The last `seq` passed to the UI: following the same session again goes on from there.
+    pub(crate) cursor: AtomicU64,
+    /// The session's permission mode as the server last said (it changes on its own when a plan
+    /// is approved). A mutex because the UI thread reads it while the reader writes it; held
+    /// only to copy the value in or out.
+    pub(crate) permission_mode: Mutex<Option<String>>,
+}
+
+impl Followed {
+    pub(crate) fn permission_mode(&self) -> Option<String> {
+        self.permission_mode.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    pub(crate) fn set_permission_mode(&self, mode: Option<String>) {
+        *self.permission_mode.lock().unwrap_or_else(PoisonError::into_inner) = mode;
+    }
+}
+
+/// Starts following hosted session `id` after `followed`'s cursor: the stream is opened here
+/// (so a refusal is the caller's error), then read on a thread of its own. `joining`: the
+/// session ran before this client came, and what the server sends at once is its past.
 pub(crate) fn attach(
     client: Arc<Client>,
     id: &str,
-    cursor: Arc<AtomicU64>,
+    followed: Arc<Followed>,
     joining: bool,
 ) -> anyhow::Result<AgentHandle> {
     let session_id: SessionId = id
         .parse()
         .map_err(|_| anyhow::anyhow!("the server named a session `{id}` that is not an id"))?;
-    let socket = match connect(&client, id, cursor.load(Ordering::SeqCst)) {
+    let socket = match connect(&client, id, followed.cursor.load(Ordering::SeqCst)) {
         Ok(socket) => socket,
         Err(Refused::Final(message) | Refused::Failed(ApiError { message, .. })) => {
             anyhow::bail!("following session {id}: {message}")
@@ -98,7 +117,7 @@ pub(crate) fn attach(
     let reader = Reader {
         client: Arc::clone(&client),
         id: id.to_owned(),
-        cursor,
+        followed,
         caught_up: !joining,
         events: events_tx.clone(),
         notes: notes_tx,
@@ -175,8 +194,8 @@ fn connect(client: &Client, id: &str, after: u64) -> Result<WebSocket<TcpStream>
 struct Reader {
     client: Arc<Client>,
     id: String,
-    /// The last `seq` passed on (shared with the host, read when it follows the session again).
-    cursor: Arc<AtomicU64>,
+    /// The cursor and the permission mode, shared with the host.
+    followed: Arc<Followed>,
     /// Past what the server sent at once when a running session was joined (a read found
     /// nothing more waiting); from the start for a session this client started.
     caught_up: bool,
@@ -261,7 +280,7 @@ impl Reader {
             if self.stop.load(Ordering::SeqCst) {
                 return Err("the UI left".to_owned());
             }
-            match connect(&self.client, &self.id, self.cursor.load(Ordering::SeqCst)) {
+            match connect(&self.client, &self.id, self.followed.cursor.load(Ordering::SeqCst)) {
                 Ok(socket) => return Ok(socket),
                 Err(Refused::Final(message)) => return Err(message),
                 Err(Refused::Failed(err)) if Instant::now() >= deadline => {
@@ -283,13 +302,13 @@ impl Reader {
             Ok(item) => item,
             Err(err) => return self.warn(format!("an unreadable item in the event stream: {err}")),
         };
-        let seen = self.cursor.load(Ordering::SeqCst);
+        let seen = self.followed.cursor.load(Ordering::SeqCst);
         let seq = item.get("seq").and_then(Value::as_u64).unwrap_or(seen + 1);
         if seq <= seen {
             // Seen before the connection was opened again.
             return true;
         }
-        self.cursor.store(seq, Ordering::SeqCst);
+        self.followed.cursor.store(seq, Ordering::SeqCst);
         if let Some(event) = item.get("event") {
             let mut event = match serde_json::from_value::<AgentEvent>(event.clone()) {
                 Ok(event) => event,
@@ -313,7 +332,21 @@ impl Reader {
             if let Some(note) = note {
                 let _ = self.notes.send(note);
             }
-            return self.events.send(event).is_ok();
+            // A question answered (a plan review among them) or a turn's end may have changed
+            // the permission mode in the server.
+            let mode_may_change = match &event.kind {
+                AgentEventKind::ToolFinished { view, .. } => view.kind == CallKind::Ask,
+                AgentEventKind::TurnDone { .. } => true,
+                _ => false,
+            };
+            let sent = self.events.send(event).is_ok();
+            if mode_may_change
+                && let Ok(facts) = self.client.get(&format!("/api/sessions/{}", self.id))
+            {
+                let mode = facts.get("permissionMode").and_then(Value::as_str).map(str::to_owned);
+                self.followed.set_permission_mode(mode);
+            }
+            return sent;
         }
         if let Some(gap) = item.get("gap") {
             let (from, to) = (&gap["from"], &gap["to"]);

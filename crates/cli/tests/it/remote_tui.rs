@@ -288,6 +288,46 @@ fn a_question_is_answered_from_the_ui_and_a_stopped_server_is_said() {
     assert!(pty.wait_exit().success());
 }
 
+/// Plan mode on a hosted session: Shift+Tab switches the server's session into it, the plan
+/// review is answered from the UI, and the status line follows the server out of plan mode.
+#[test]
+fn a_plan_is_reviewed_from_the_ui_and_the_mode_follows_the_server() {
+    let plan = "# Plan\n\n1. Add `notes.txt`\n";
+    let script = Script::new()
+        .reply(Reply::tool_call("call_1", "exit_plan_mode", json!({"plan": plan})))
+        .reply(Reply::tool_call(
+            "call_2",
+            "write_file",
+            json!({"path": "notes.txt", "content": "ok"}),
+        ))
+        .reply(Reply::text("Done with the plan."));
+    let model = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&model) };
+    let served = Served::start(&run, &["-s", "danger-full-access"]);
+
+    let mut pty = Pty::spawn(home.path(), cwd.path(), &[], &["--remote", &served.base()]);
+    pty.wait_visible("ask anything", "the input prompt");
+    pty.send("\x1b[Z");
+    pty.wait_visible("⏵⏵ accept edits", "acceptEdits in the status line");
+    pty.send("\x1b[Z");
+    pty.wait_visible("⏸ plan mode", "plan mode in the status line");
+    pty.type_text("plan the fix");
+    pty.send("\r");
+    pty.wait_visible("Plan — ready to carry it out?", "the plan review");
+    pty.send("1");
+    pty.wait_for("Done with the plan.", "the answer after the approved plan ran");
+    pty.wait_visible("⏵⏵ accept edits", "the mode before plan mode, back, as the server says");
+    assert_eq!(std::fs::read_to_string(cwd.path().join("notes.txt")).unwrap(), "ok");
+    let id = served.only_session()["id"].as_str().unwrap().to_owned();
+    let (_, facts) = served.call("GET", &format!("/api/sessions/{id}"), None);
+    assert_eq!(facts["permissionMode"], "acceptEdits", "{facts}");
+    pty.type_text("/quit");
+    pty.send("\r");
+    assert!(pty.wait_exit().success());
+}
+
 /// Runs `codecoder ARGS` on pipes with `home` and `env`: (exit code, stderr).
 fn refused(home: &Path, env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String) {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_codecoder"));
