@@ -238,3 +238,48 @@ fn questions_are_spelled_as_codex_and_answers_read_back() {
     }
     assert_eq!(crate::server::question_answer(None, "q"), AskUserAnswer::Declined);
 }
+
+/// `thread/start` and `turn/start` exactly as codex 0.163's TUI sends them (`codex --remote`):
+/// the fields this server does not take are ignored, nulls are absent values, and a sandbox
+/// policy object's other fields (`writableRoots`, `networkAccess`) are accepted.
+#[test]
+fn codex_tuis_thread_and_turn_starts_are_read() {
+    let thread: ThreadStartParams = params(json!({
+        "model": null, "modelProvider": null, "cwd": null, "runtimeWorkspaceRoots": null,
+        "approvalPolicy": "on-request", "approvalsReviewer": "user", "sandbox": "read-only",
+        "permissions": null, "config": {}, "serviceName": null, "baseInstructions": null,
+        "developerInstructions": null, "personality": null, "multiAgentMode": null,
+        "ephemeral": false, "historyMode": "paginated", "sessionStartSource": null,
+        "threadSource": "user", "projectId": null, "daybreakEnabled": null, "environments": null,
+        "dynamicTools": [{"type": "namespace", "name": "codex_tui"}]
+    }))
+    .unwrap();
+    assert_eq!(thread.sandbox, Some(crate::types::SandboxMode::ReadOnly));
+    assert_eq!(thread.approval_policy, Some(crate::types::AskForApproval::OnRequest));
+    assert_eq!(thread.cwd, None);
+    let turn: TurnStartParams = params(json!({
+        "threadId": "t", "disabledPluginIds": null, "clientUserMessageId": "u",
+        "input": [{"type": "text", "text": "hello there", "text_elements": []}],
+        "turnTrigger": "user", "parentTurnId": null, "rootTurnId": null, "toolOutput": null,
+        "responsesapiClientMetadata": null, "additionalContext": null, "environments": null,
+        "cwd": "/w", "runtimeWorkspaceRoots": [], "approvalPolicy": "on-request",
+        "approvalsReviewer": "user",
+        "sandboxPolicy": {"type": "workspaceWrite", "writableRoots": ["/w"], "networkAccess": false},
+        "permissions": null, "model": "gpt-5", "serviceTier": "default", "serviceTierForTurn": null,
+        "effort": "high", "summary": null, "personality": null, "outputSchema": null,
+        "collaborationMode": null, "multiAgentMode": null, "cyberAccessProgram": null
+    }))
+    .unwrap();
+    assert_eq!(turn.input, [UserInput::Text { text: "hello there".into() }]);
+    assert_eq!(turn.sandbox_policy, Some(crate::types::SandboxPolicy::WorkspaceWrite));
+    assert_eq!(turn.model.as_deref(), Some("gpt-5"));
+    assert_eq!(turn.effort.as_deref(), Some("high"));
+    assert_eq!(turn.cwd.as_deref(), Some("/w"));
+    // A policy this server has no such sandbox for is refused, naming the field.
+    let err = params::<TurnStartParams>(json!({
+        "threadId": "t", "input": [], "sandboxPolicy": {"type": "externalSandbox"}
+    }))
+    .unwrap_err();
+    assert_eq!(err.code, INVALID_PARAMS);
+    assert!(err.message.contains("sandboxPolicy"), "{}", err.message);
+}

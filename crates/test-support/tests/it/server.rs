@@ -339,3 +339,29 @@ fn oversized_body_is_refused_with_400() {
     assert_eq!(response.status, 400);
     assert!(response.text().contains("body longer than"), "{}", response.text());
 }
+
+#[test]
+fn a_request_holding_a_text_gets_its_own_step_and_leaves_the_queue() {
+    let script = Script::new()
+        .reply(Reply::text("first of the queue"))
+        .reply(Reply::text("second of the queue"))
+        .when_request_contains("task title", Reply::text("A title"));
+    let server = FakeModelServer::start(script).unwrap();
+    let mut client = Client::connect(&server);
+    let text = |client: &mut Client, prompt: &str| {
+        let body = json!({"model": "m", "stream": false, "input": prompt});
+        String::from_utf8(client.post("/v1/chat/completions", &body).body).unwrap()
+    };
+    assert!(text(&mut client, "hello").contains("first of the queue"));
+    assert!(text(&mut client, "write a task title").contains("A title"));
+    assert!(text(&mut client, "the task title again").contains("A title"));
+    assert!(text(&mut client, "go on").contains("second of the queue"));
+    assert_eq!(server.requests().len(), 4);
+    // The JSON form says the same.
+    let parsed = Script::from_json(
+        r#"{"when_request_contains": [["task title", {"type": "reply", "text": "A title"}]]}"#,
+    )
+    .unwrap();
+    assert_eq!(parsed.when_request_contains.len(), 1);
+    assert_eq!(parsed.when_request_contains[0].0, "task title");
+}
