@@ -352,14 +352,21 @@ pub(crate) enum Command {
     /// for editors and other programs that drive the agent.
     ///
     /// Methods: initialize (first), thread/start, thread/resume, thread/fork, thread/list
-    /// (cursor paging), thread/compact/start, turn/start, turn/interrupt. The server sends item, delta, token-usage,
-    /// compaction and error notifications, and asks the client to approve commands
-    /// (item/commandExecution/requestApproval) and file changes (item/fileChange/requestApproval)
-    /// with accept, acceptForSession, decline or cancel. The `-c`, `-p`, `-C`, `-s`, `-a` flags
-    /// are the defaults of every thread; a thread's own params win. The JSON Schema is
+    /// (cursor paging), thread/read, thread/turns/list, thread/loaded/list, thread/unsubscribe,
+    /// thread/compact/start, turn/start, turn/steer, turn/interrupt, and what codex's TUI reads
+    /// as it starts (account/read: an API key's account, no login; model/list: the catalog's
+    /// models of the provider; config/read and empty hook, skill and plugin lists). The server
+    /// sends item, delta, token-usage, compaction and error notifications, and asks the client
+    /// to approve commands (item/commandExecution/requestApproval) and file changes
+    /// (item/fileChange/requestApproval) with accept, acceptForSession, decline or cancel. The
+    /// `-c`, `-p`, `-C`, `-s`, `-a` flags are the defaults of every thread; a thread's or a
+    /// turn's own params win, except that no thread's sandbox is looser than the server's `-s`
+    /// (workspace-write by default). The JSON Schema is
     /// crates/app-server/schema/app-server.schema.json. Ends when stdin closes, after every
-    /// thread's agent has stopped. With --listen ws://IP:PORT, codex app-server clients (such
-    /// as `codex --remote ws://IP:PORT`) connect over WebSocket, each one a client of its own.
+    /// thread's agent has stopped. With --listen ws://IP:PORT or unix://, codex app-server
+    /// clients (such as codex's own TUI: `codex --remote ws://IP:PORT`) connect over WebSocket,
+    /// each one a client of its own; SIGTERM or Ctrl-C then cancels every running turn, stops
+    /// the agents, removes the socket file and exits 0.
     #[command(name = "app-server")]
     AppServer(AppServerArgs),
     /// Serve the Agent Client Protocol (ACP v1) on stdin/stdout, for editors such as Zed.
