@@ -54,6 +54,9 @@ pub use checkpoint::{
     RewindOutcome, RewindPoint, RewindRequest, SessionCheckpoints, UndoOutcome, rewind,
     rewind_points,
 };
+/// What a rewind restored, inside `RewindOutcome::Done`: a front-end whose session runs elsewhere
+/// (`--remote`) builds it from the server's answer.
+pub use codecoder_session::checkpoint::RewindReport;
 pub use checks::PermissionCheck;
 pub use codecoder_apply_patch::run as run_apply_patch;
 /// A running call's cancel token, for a front-end's `FileAccess` that waits on its client.

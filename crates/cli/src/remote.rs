@@ -86,6 +86,7 @@ pub(crate) fn run(
     };
     let mut host = RemoteHost {
         client,
+        home: home.filter(|_| url.is_loopback()),
         cwd,
         model: options.model.clone(),
         reasoning_effort: None,
@@ -183,6 +184,9 @@ pub(crate) fn find_token(
 /// The UI's `Host` over a `codecoder serve`.
 pub(crate) struct RemoteHost {
     client: Arc<Client>,
+    /// This machine's codecoder home, for a loopback server (whose session logs may be in it:
+    /// `/undo` and `/rewind` read the turns from the log, as a local UI does).
+    home: Option<PathBuf>,
     /// Where new sessions open (`None`: the server's own directory).
     cwd: Option<PathBuf>,
     /// The model asked for (`-m`, `/model`), kept for the sessions that follow.
@@ -441,6 +445,53 @@ impl Host for RemoteHost {
         self.local(cwd)?;
         Ok(codecoder_app::init_agents_md(cwd)?)
     }
+
+    fn rewind_points(&mut self, log: &Path) -> anyhow::Result<Vec<codecoder_app::RewindPoint>> {
+        Ok(codecoder_app::rewind_points(log)?)
+    }
+
+    /// `/undo` and `/rewind N` through the server (`POST /undo`, `/rewind {turns}`), which
+    /// restores the files and has its agent log the record before it answers.
+    fn rewind(
+        &mut self,
+        log: &Path,
+        request: &codecoder_app::RewindRequest,
+    ) -> anyhow::Result<codecoder_app::RewindOutcome> {
+        let Some(running) = &self.running else { anyhow::bail!("no session is running") };
+        let (route, body) = match request.turn {
+            None => ("undo", json!({ "force": request.force })),
+            Some(turn) => {
+                if !(request.conversation && request.files) {
+                    anyhow::bail!(
+                        "a remote session goes back in the conversation and the files together: \
+                         `/rewind N` or `/rewind N both`"
+                    );
+                }
+                let points = codecoder_app::rewind_points(log)?;
+                let Some(at) = points.iter().position(|point| point.turn == turn) else {
+                    anyhow::bail!("no prompt of turn {turn} to go back to");
+                };
+                ("rewind", json!({ "turns": points.len() - at, "force": request.force }))
+            }
+        };
+        let answer = match self.client.post(&format!("/api/sessions/{}/{route}", running.id), &body)
+        {
+            Ok(answer) => answer,
+            Err(err) if err.status == Some(409) && !err.conflicts.is_empty() => {
+                return Ok(codecoder_app::RewindOutcome::Conflicts(
+                    err.conflicts.iter().map(PathBuf::from).collect(),
+                ));
+            }
+            Err(err) => return Err(err.into()),
+        };
+        let record: codecoder_protocol::RewindRecord =
+            serde_json::from_value(answer).context("the server's answer is not a rewind record")?;
+        let report = record.files.then(|| codecoder_app::RewindReport {
+            restored: record.restored.iter().map(PathBuf::from).collect(),
+            skipped: record.skipped.iter().map(PathBuf::from).collect(),
+        });
+        Ok(codecoder_app::RewindOutcome::Done { record, report })
+    }
 }
 
 impl RemoteHost {
@@ -500,7 +551,13 @@ impl RemoteHost {
             followed.set_permission_mode(Some(mode.clone()));
             self.permission_mode = Some(mode);
         }
-        let agent = stream::attach(Arc::clone(&self.client), &id, Arc::clone(&followed), joined)?;
+        let agent = stream::attach(
+            Arc::clone(&self.client),
+            &id,
+            Arc::clone(&followed),
+            joined,
+            self.local_log(&id),
+        )?;
         self.running = Some(Running {
             id,
             cwd: cwd.clone(),
@@ -528,6 +585,14 @@ impl RemoteHost {
             );
         }
         Ok(Session { agent, info, history, notices })
+    }
+
+    /// The log of session `id` when it is in this machine's home (a loopback server sharing the
+    /// home): read only, for the turns `/rewind` offers; the server writes it.
+    fn local_log(&self, id: &str) -> Option<PathBuf> {
+        let home = self.home.as_deref()?;
+        let listed = codecoder_app::list_sessions(home, None, None, &mut Vec::new()).ok()?;
+        listed.sessions.into_iter().find(|s| s.id == id).map(|s| s.path)
     }
 
     /// `Ok` when the session's directory is on this machine (a loopback server's).

@@ -95,6 +95,8 @@ pub(crate) struct ApiError {
     pub(crate) status: Option<u16>,
     /// What went wrong, for the person.
     pub(crate) message: String,
+    /// The files an undo or rewind would overwrite, when that is why it was refused.
+    pub(crate) conflicts: Vec<String>,
 }
 
 impl fmt::Display for ApiError {
@@ -161,20 +163,25 @@ impl Client {
         path: &str,
         answer: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     ) -> Result<Value, ApiError> {
-        let response = answer
-            .map_err(|err| ApiError { status: None, message: not_running(&self.url, &err) })?;
+        let response = answer.map_err(|err| ApiError {
+            status: None,
+            message: not_running(&self.url, &err),
+            conflicts: Vec::new(),
+        })?;
         let status = response.status().as_u16();
         let mut text = String::new();
         response.into_body().into_reader().take(BODY_LIMIT).read_to_string(&mut text).map_err(
             |err| ApiError {
                 status: Some(status),
                 message: format!("reading the answer to {method} {path}: {err}"),
+                conflicts: Vec::new(),
             },
         )?;
         if (200..300).contains(&status) {
             return serde_json::from_str(&text).map_err(|err| ApiError {
                 status: Some(status),
                 message: format!("the answer to {method} {path} is not JSON: {err}"),
+                conflicts: Vec::new(),
             });
         }
         Err(self.refusal(method, path, status, &text))
@@ -196,6 +203,13 @@ impl Client {
             403 => format!("the server at {base} refused the request: {said}"),
             _ => format!("{said} ({method} {path}: {status})"),
         };
-        ApiError { status: Some(status), message }
+        let conflicts = serde_json::from_str::<Value>(body)
+            .ok()
+            .and_then(|body| body.get("conflicts").and_then(Value::as_array).cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|path| path.as_str().map(str::to_owned))
+            .collect();
+        ApiError { status: Some(status), message, conflicts }
     }
 }

@@ -20,6 +20,7 @@
 //! - Leaving the UI detaches: the session goes on in the server for its other clients.
 
 use std::net::{TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -92,12 +93,14 @@ impl Followed {
 
 /// Starts following hosted session `id` after `followed`'s cursor: the stream is opened here
 /// (so a refusal is the caller's error), then read on a thread of its own. `joining`: the
-/// session ran before this client came, and what the server sends at once is its past.
+/// session ran before this client came, and what the server sends at once is its past. `log`:
+/// the session's log when this machine can read it (the handle's `session_path`).
 pub(crate) fn attach(
     client: Arc<Client>,
     id: &str,
     followed: Arc<Followed>,
     joining: bool,
+    log: Option<PathBuf>,
 ) -> anyhow::Result<AgentHandle> {
     let session_id: SessionId = id
         .parse()
@@ -142,13 +145,15 @@ pub(crate) fn attach(
         drop(reader);
     })
     .context("starting the session thread")?;
-    Ok(AgentHandle::from_parts(cmd_tx, events_rx, session_id, None, thread))
+    Ok(AgentHandle::from_parts(cmd_tx, events_rx, session_id, log, thread))
 }
 
 /// Opens the event stream of session `id` after `after`, as a WebSocket.
 fn connect(client: &Client, id: &str, after: u64) -> Result<WebSocket<TcpStream>, Refused> {
     let url = client.url();
-    let failed = |message: String| Refused::Failed(ApiError { status: None, message });
+    let failed = |message: String| {
+        Refused::Failed(ApiError { status: None, message, conflicts: Vec::new() })
+    };
     let not_running = |err: &dyn std::fmt::Display| failed(client::not_running(url, err));
     let bare = url.host.trim_start_matches('[').trim_end_matches(']');
     let addr = (bare, url.port)
@@ -534,10 +539,9 @@ impl Session {
                 };
                 (format!("/api/sessions/{session}/prompt"), json!({ "text": text }), "compacting")
             }
-            AgentCommand::Rewind(_) => {
-                self.warn("rewinding is not available in a remote session".to_owned());
-                return;
-            }
+            // The server's own agent logged the rewind before it answered `/undo` or
+            // `/rewind`; the UI sends the record on as it would to a local agent.
+            AgentCommand::Rewind(_) => return,
             // Handled by `run`.
             AgentCommand::Shutdown => return,
         };

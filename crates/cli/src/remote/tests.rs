@@ -302,7 +302,8 @@ fn the_stream_resumes_from_its_cursor_and_answers_go_to_the_api() {
         ],
         |_| 200,
     );
-    let handle = stream::attach(client(server.port), &session, Arc::default(), false).unwrap();
+    let handle =
+        stream::attach(client(server.port), &session, Arc::default(), false, None).unwrap();
     assert_eq!(handle.session_id(), session_id);
     let first_stream = format!("/api/sessions/{session}/events?after=0");
     assert!(matches!(server.seen.recv().unwrap(), Seen::Stream(t) if t.ends_with(&first_stream)));
@@ -355,7 +356,8 @@ fn an_answer_from_elsewhere_wins_and_shutdown_detaches() {
         }],
         |_| 409,
     );
-    let handle = stream::attach(client(server.port), &session, Arc::default(), false).unwrap();
+    let handle =
+        stream::attach(client(server.port), &session, Arc::default(), false, None).unwrap();
     let AgentEventKind::ApprovalRequest(first) = next(&handle.events) else { panic!() };
     // The note comes from the session thread, the next request from the reader: either first.
     let (mut note, mut second) = (None, None);

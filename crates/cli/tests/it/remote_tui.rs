@@ -328,6 +328,70 @@ fn a_plan_is_reviewed_from_the_ui_and_the_mode_follows_the_server() {
     assert!(pty.wait_exit().success());
 }
 
+/// `/rewind` and `/undo` on a hosted session: the turns listed from the log (the server shares
+/// this home), files and conversation taken back by the server, the next request without the
+/// rewound turn.
+#[test]
+fn rewind_and_undo_go_through_the_server() {
+    let script = Script::new()
+        .reply(Reply::tool_call("c1", "write_file", json!({"path": "a.txt", "content": "v1\n"})))
+        .reply(Reply::text("Wrote a."))
+        .reply(Reply::tool_call(
+            "c2",
+            "edit",
+            json!({"path": "a.txt", "old_string": "v1", "new_string": "v2"}),
+        ))
+        .reply(Reply::text("Changed a."))
+        .reply(Reply::tool_call("c3", "write_file", json!({"path": "c.txt", "content": "c\n"})))
+        .reply(Reply::text("Wrote c."));
+    let model = FakeModelServer::start(script).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&model) };
+    let served = Served::start(&run, &["-a", "never"]);
+
+    let mut pty = Pty::spawn(home.path(), cwd.path(), &[], &["--remote", &served.base()]);
+    pty.wait_visible("ask anything", "the input prompt");
+    pty.type_text("the first prompt");
+    pty.send("\r");
+    pty.wait_for("Wrote a.", "the first answer");
+    pty.wait_idle("idle after turn 1");
+    pty.type_text("the second prompt");
+    pty.send("\r");
+    pty.wait_for("Changed a.", "the second answer");
+    pty.wait_idle("idle after turn 2");
+    assert_eq!(std::fs::read_to_string(cwd.path().join("a.txt")).unwrap(), "v2\n");
+
+    pty.type_text("/rewind");
+    pty.send("\r");
+    pty.wait_for("2  › the second prompt · files changed since", "turn 2 in the list");
+    pty.type_text("/rewind 2");
+    pty.send("\r");
+    pty.wait_for("conversation rewound to before turn 2", "the rewind report");
+    pty.wait_for("restored 1 file(s) as they were before turn 2", "the file restored");
+    assert_eq!(std::fs::read_to_string(cwd.path().join("a.txt")).unwrap(), "v1\n");
+    pty.wait_visible("› the second prompt", "the prompt back in the editor");
+    for _ in "the second prompt".chars() {
+        pty.send("\x7f");
+    }
+    pty.type_text("the third prompt");
+    pty.send("\r");
+    pty.wait_for("Wrote c.", "the answer after the rewind");
+    pty.wait_idle("idle after turn 3");
+    let last = model.requests().last().unwrap().raw_body.clone();
+    assert!(last.contains("the third prompt"), "{last}");
+    assert!(!last.contains("the second prompt"), "turn 2 is gone: {last}");
+    assert!(cwd.path().join("c.txt").exists());
+
+    pty.type_text("/undo");
+    pty.send("\r");
+    pty.wait_for("restored 1 file(s) as they were before turn 3", "the undo report");
+    assert!(!cwd.path().join("c.txt").exists(), "the last turn's file is undone");
+    pty.type_text("/quit");
+    pty.send("\r");
+    assert!(pty.wait_exit().success());
+}
+
 /// Runs `codecoder ARGS` on pipes with `home` and `env`: (exit code, stderr).
 fn refused(home: &Path, env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String) {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_codecoder"));
