@@ -637,7 +637,8 @@ fn thread_list_leaves_out_subagent_logs() {
 #[test]
 fn a_signal_stops_the_listener_its_turns_and_their_commands_and_removes_the_socket() {
     use std::os::unix::net::UnixStream;
-    for signal in ["TERM", "INT"] {
+    // SIGTERM to a unix socket's server, SIGINT to a TCP one.
+    for (signal, over_tcp) in [("TERM", false), ("INT", true)] {
         let home = tempfile::tempdir().unwrap();
         let cwd = tempfile::tempdir().unwrap();
         // A duration no other process on the machine uses, to find ours in /proc.
@@ -655,14 +656,25 @@ fn a_signal_stops_the_listener_its_turns_and_their_commands_and_removes_the_sock
         let server = FakeModelServer::start(script).unwrap();
         let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
         let socket = home.path().join("app.sock");
-        let listen = format!("unix://{}", socket.display());
-        let (mut child, _) = spawn_listening(&run, &["app-server", "--listen", &listen]);
-        let stream = UnixStream::connect(&socket).unwrap();
-        stream.set_read_timeout(Some(PATIENCE)).unwrap();
-        let (websocket, _) = tungstenite::client("ws://localhost/rpc", stream).unwrap();
-        let mut client = Client { socket: websocket, next_id: 1, backlog: Vec::new() };
-        client.initialize();
-        let thread_id = client.start_turn(cwd.path(), "sleep");
+        let unix = format!("unix://{}", socket.display());
+        let listen = if over_tcp { "ws://127.0.0.1:0" } else { unix.as_str() };
+        let (mut child, url) = spawn_listening(&run, &["app-server", "--listen", listen]);
+        // The client stays connected (and its turn running) until the signal.
+        let (thread_id, _client): (String, Box<dyn std::any::Any>) = if over_tcp {
+            let stream = TcpStream::connect(url.strip_prefix("ws://").unwrap()).unwrap();
+            stream.set_read_timeout(Some(PATIENCE)).unwrap();
+            let (websocket, _) = tungstenite::client(url.as_str(), stream).unwrap();
+            let mut client = Client { socket: websocket, next_id: 1, backlog: Vec::new() };
+            client.initialize();
+            (client.start_turn(cwd.path(), "sleep"), Box::new(client))
+        } else {
+            let stream = UnixStream::connect(&socket).unwrap();
+            stream.set_read_timeout(Some(PATIENCE)).unwrap();
+            let (websocket, _) = tungstenite::client("ws://localhost/rpc", stream).unwrap();
+            let mut client = Client { socket: websocket, next_id: 1, backlog: Vec::new() };
+            client.initialize();
+            (client.start_turn(cwd.path(), "sleep"), Box::new(client))
+        };
         let needle = format!("sleep {marker}");
         let waited = std::time::Instant::now();
         while crate::app_server::processes_running(&needle) == 0 {
