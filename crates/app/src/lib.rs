@@ -54,9 +54,6 @@ pub use checkpoint::{
     RewindOutcome, RewindPoint, RewindRequest, SessionCheckpoints, UndoOutcome, rewind,
     rewind_points,
 };
-/// What a rewind restored, inside `RewindOutcome::Done`: a front-end whose session runs elsewhere
-/// (`--remote`) builds it from the server's answer.
-pub use codecoder_session::checkpoint::RewindReport;
 pub use checks::PermissionCheck;
 pub use codecoder_apply_patch::run as run_apply_patch;
 /// A running call's cancel token, for a front-end's `FileAccess` that waits on its client.
@@ -68,6 +65,9 @@ pub use codecoder_policy::{
     ApprovalMode, ChainPolicy, Modes, PermissionMode, PermissionSwitch, SandboxMode,
 };
 pub use codecoder_sandbox::{kill_all, protect_process, run_stage_if_requested, spawn_detached};
+/// What a rewind restored, inside `RewindOutcome::Done`: a front-end whose session runs elsewhere
+/// (`--remote`) builds it from the server's answer.
+pub use codecoder_session::checkpoint::RewindReport;
 /// The file reads and writes of the built-in tools, for a front-end whose client holds the
 /// files (an editor's buffers).
 pub use codecoder_tools::FileAccess;
