@@ -10,6 +10,10 @@
 //! 2); a server that is not there or refuses the token fails the start with a sentence that
 //! says so (exit 1).
 //!
+//! `/undo` and `/rewind` are the server's routes (it restores the files and its agent logs the
+//! record); the turns `/rewind` offers are read from the session's log, which this machine has
+//! only when a loopback server shares its home.
+//!
 //! Invariants: the server's sandbox and approval policy are the session's (the flags that set
 //! them locally are refused with `--remote`); paths (`/diff`, `/init`, `@` completion) are
 //! this machine's only when the server is on its loopback.
@@ -117,7 +121,8 @@ pub(crate) fn run(
 }
 
 /// The safety flags decide a local session's policy; a hosted one runs under the server's,
-/// which a client never changes (`--permission-mode` is the exception: it only asks for more).
+/// which a client never changes (`--permission-mode` is asked of the server, which applies it
+/// within its own policy, as it does a Shift+Tab).
 fn refuse_local_policy(global: &GlobalArgs) -> anyhow::Result<()> {
     let safety = &global.safety;
     let given = [
