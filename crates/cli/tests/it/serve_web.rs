@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use codecoder_protocol::env;
-use codecoder_test_support::{FakeModelServer, Reply, Script};
+use codecoder_test_support::{FakeModelServer, Reply, Script, Usage};
 use serde_json::{Value, json};
 
 use crate::exec::{Run, openai_env};
@@ -95,6 +95,7 @@ fn stop(mut child: Child) {
 }
 
 /// Runs the driver's `scenario` against `url`; its summary, which must have no error.
+#[allow(clippy::print_stderr)]
 fn drive(
     (chromium, puppeteer): &(std::ffi::OsString, std::ffi::OsString),
     scenario: &str,
@@ -127,6 +128,8 @@ fn drive(
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .find_map(|line| line.get("summary").cloned())
         .unwrap_or_else(|| panic!("no summary from the driver: {stdout}"));
+    // Shown with `--nocapture`: what the page showed, step by step.
+    eprintln!("{scenario}: {summary}");
     assert_eq!(summary["error"], Value::Null, "the browser scenario failed: {summary:#}");
     assert!(output.status.success(), "{summary:#}");
     summary
@@ -153,7 +156,7 @@ fn the_page_runs_a_session_with_approvals_across_a_reload_and_fits_a_phone() {
             "edit",
             json!({"path": "notes.txt", "old_string": "world", "new_string": "there"}),
         ))
-        .reply(Reply::text("All done: **notes.txt** says `there`."));
+        .reply(Reply::text("All done: **notes.txt** says `there`.").usage(Usage::tokens(1500, 40)));
     let server = FakeModelServer::start(script).unwrap();
     let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
     // `untrusted` asks for the command and the edit, as it would in the TUI.
@@ -187,6 +190,8 @@ fn the_page_runs_a_session_with_approvals_across_a_reload_and_fits_a_phone() {
     assert_eq!(notes["editCard"]["title"], "Edit notes.txt", "{t}");
     assert_eq!(notes["editCard"]["added"], json!(["+there\n"]), "{t}");
     assert_eq!(notes["pendingLeft"], 0, "{t}");
+    // The turn's tokens, from the usage events, and the context the last request took.
+    assert!(notes["usage"].as_str().unwrap().starts_with("1.5k in · 40 out · context 1.5k"), "{t}");
     // Both calls ran, each once approved.
     assert!(repo.path().join("approved.txt").exists(), "{t}");
     assert_eq!(std::fs::read_to_string(repo.path().join("notes.txt")).unwrap(), "hello\nthere\n");
@@ -246,4 +251,44 @@ fn sleeping(marker: &str) -> usize {
             String::from_utf8_lossy(cmdline).replace('\0', " ").contains(&format!("sleep {marker}"))
         })
         .count()
+}
+
+#[test]
+fn the_page_starts_in_plan_mode_sends_a_plan_back_and_approves_the_next() {
+    let Some(browser) = browser() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let repo = temp_repo();
+    let script = Script::new()
+        .reply(Reply::tool_call(
+            "p1",
+            "exit_plan_mode",
+            json!({"plan": "# The plan\n\n1. Read notes.txt\n2. Change `world`"}),
+        ))
+        .reply(Reply::tool_call(
+            "p2",
+            "exit_plan_mode",
+            json!({"plan": "1. Read notes.txt\n2. Change `world`\n3. Add a test"}),
+        ))
+        .reply(Reply::text("Carrying out the plan."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
+    let (child, url) =
+        serve(&run, &["-a", "on-request", "-s", "workspace-write", "-m", "test-model"]);
+    let summary = drive(&browser, "plan", &url, &[]);
+    stop(child);
+    let notes = &summary["notes"];
+    let t = format!("{summary:#}");
+    assert_eq!(notes["firstPlan"]["items"], json!(["Read notes.txt", "Change world"]), "{t}");
+    assert_eq!(notes["firstPlan"]["buttons"], json!(["Approve", "Keep planning"]), "{t}");
+    assert_eq!(notes["secondPlan"], json!(["Read notes.txt", "Change world", "Add a test"]), "{t}");
+    assert_eq!(notes["reviewsLeft"], 0, "{t}");
+    // Approved, the plan took the session out of plan mode.
+    assert_eq!(notes["planMode"], false, "{t}");
+    // The model was asked in plan mode, got the feedback, then the approval.
+    let requests = server.requests();
+    let bodies: Vec<&str> = requests.iter().map(|r| r.raw_body.as_str()).collect();
+    assert_eq!(bodies.len(), 3, "{t}");
+    assert!(bodies[0].contains("exit_plan_mode"), "plan mode was not on: {}", bodies[0]);
+    assert!(bodies[1].contains("Also add a test"), "{}", bodies[1]);
+    assert!(bodies[2].contains("The user approved the plan"), "{}", bodies[2]);
 }

@@ -9,6 +9,7 @@
 //           overflow.
 //   cancel  start a session whose command sleeps, wait for the sleep process, cancel it from
 //           the page.
+//   plan    start a session in plan mode, send its plan back with feedback, approve the next.
 // Environment: CODECODER_TEST_CHROMIUM (the browser), CODECODER_TEST_PUPPETEER (the npm prefix
 // holding puppeteer-core), REPO (the project the server was started in), SLEEP_MARKER (cancel:
 // what the slow command's command line holds), CODECODER_WEB_SCREENSHOTS (a directory: the
@@ -256,8 +257,34 @@ async function cancel() {
   step("cancelled");
 }
 
+async function plan() {
+  const page = await openPage();
+  await page.click("#plan-mode");
+  await send(page, "Plan the change");
+  await page.waitForSelector(".ask.plan-review", { timeout: 30000 });
+  summary.notes.firstPlan = await page.$eval(".ask.plan-review", (box) => ({
+    title: box.querySelector(".ask-title").textContent,
+    items: [...box.querySelectorAll(".plan li")].map((n) => n.textContent),
+    buttons: [...box.querySelectorAll("button")].map((n) => n.textContent),
+  }));
+  summary.notes.head = await page.$eval("#session-head", (n) => n.textContent);
+  await shot(page, "plan");
+  await page.type(".ask.plan-review textarea.feedback", "Also add a test");
+  await page.click(".ask.plan-review button:not(.primary)");
+  step("kept planning with feedback");
+  await waitText(page, ".ask.plan-review .plan li", "Add a test");
+  summary.notes.secondPlan = await page.$$eval(".ask.plan-review .plan li", (n) => n.map((li) => li.textContent));
+  await page.click(".ask.plan-review button.primary");
+  step("approved");
+  await waitText(page, ".agent", "Carrying out the plan");
+  await page.waitForFunction(() => document.getElementById("cancel").hidden, { timeout: 15000 });
+  summary.notes.reviewsLeft = await page.$$eval(".ask", (n) => n.length);
+  summary.notes.planMode = await page.$eval("#plan-mode", (n) => n.checked);
+}
+
 try {
   if (scenario === "main") await main();
+  else if (scenario === "plan") await plan();
   else if (scenario === "cancel") await cancel();
   else throw new Error(`unknown scenario ${scenario}`);
   await finish(0);

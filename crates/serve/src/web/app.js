@@ -237,7 +237,7 @@ function resetSession() {
   if (state.stream) state.stream.close();
   clearTimeout(state.reconnectTimer);
   Object.assign(state, {
-    stream: null, lastSeq: 0, running: false, firstStreamTurn: null, contextWindow: null,
+    stream: null, lastSeq: 0, running: false, firstStreamTurn: null, contextWindow: null, buffer: null,
     lastInput: 0, commands: null, sentPrompts: [],
   });
   for (const map of [state.cards, state.asks, state.decisions, state.texts, state.reasoning, state.turnBoxes, state.userByTurn]) map.clear();
@@ -401,8 +401,12 @@ function rememberInputs(records) {
   }
 }
 
+// What the person typed: the input's text items, without the context hooks added to it.
 function inputText(input) {
-  return (input.content || []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
+  return (input.content || [])
+    .filter((c) => c.type === "text" && !c.text.startsWith("<hook-context>"))
+    .map((c) => c.text)
+    .join("\n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -418,16 +422,16 @@ function connect() {
     if (state.current !== id) return;
     let record;
     try { record = JSON.parse(message.data); } catch { return; }
-    if (record.gap) {
-      // The server no longer holds some events after our cursor: start over from the log.
-      openSession(id, true);
-      return;
-    }
     if (typeof record.seq === "number") {
       if (record.seq <= state.lastSeq) return;
       state.lastSeq = record.seq;
     }
-    show(record, false);
+    if (record.gap) {
+      recoverFromGap(id, record.gap);
+      return;
+    }
+    if (state.buffer) state.buffer.push(record);
+    else show(record, false);
   };
   source.onerror = () => {
     if (state.current !== id) return;
@@ -451,6 +455,32 @@ function connect() {
       if (state.current === id) connect();
     }, 1000);
   };
+}
+
+// The server no longer keeps the events the gap names: the transcript is drawn again from the
+// log's history, and the stream goes on after the gap, its events merged into the history's
+// turns (the calls by their id; text already logged is not added twice).
+async function recoverFromGap(id, gap) {
+  state.lastSeq = Math.max(state.lastSeq, gap.to);
+  state.buffer = [];
+  let replay = null;
+  try {
+    replay = await api("GET", `/api/sessions/${id}/history`);
+  } catch (err) {
+    note(err.message);
+  }
+  if (state.current !== id) return;
+  $("transcript").replaceChildren();
+  for (const map of [state.cards, state.texts, state.reasoning, state.turnBoxes]) map.clear();
+  state.firstStreamTurn = "gap";
+  if (replay) {
+    rememberInputs(replay.events);
+    for (const record of replay.events) show(record, true);
+  }
+  const buffered = state.buffer;
+  state.buffer = null;
+  for (const record of buffered) show(record, false);
+  refreshPending();
 }
 
 async function refreshPending() {
@@ -532,23 +562,22 @@ function show(record, fromHistory) {
       let text = state.userByTurn.get(kind.turn);
       if (text !== undefined && !fromHistory && state.sentPrompts[0] === text) state.sentPrompts.shift();
       if (text === undefined && !fromHistory && state.sentPrompts.length) text = state.sentPrompts.shift();
-      if (text === undefined && !fromHistory) {
-        text = "";
-        lookUpInput(kind.turn);
-      }
-      if (text !== undefined) userBubble(box, text, kind.turn);
+      if (text === undefined && !fromHistory) lookUpInput(kind.turn);
+      if (text && !box.querySelector(".user")) userBubble(box, text, kind.turn);
       if (!fromHistory) {
         setRunning(true);
         setStatus("working");
+        scheduleList();
       }
       break;
     }
     case "reasoning_delta": {
       let entry = state.reasoning.get(key);
+      if (entry?.fromHistory && !fromHistory) break;
       if (!entry) {
         const details = add(turnBox(kind.turn, fromHistory), "details", "reasoning");
         add(details, "summary", "", "Reasoning");
-        entry = { node: add(details, "div", "reasoning-text"), text: "" };
+        entry = { node: add(details, "div", "reasoning-text"), text: "", fromHistory };
         state.reasoning.set(key, entry);
       }
       entry.text += kind.delta;
@@ -557,6 +586,7 @@ function show(record, fromHistory) {
     }
     case "text_delta": {
       const entry = agentText(key, kind.turn, fromHistory);
+      if (entry.fromHistory && !fromHistory) break;
       entry.text += kind.delta;
       renderSoon(entry);
       break;
@@ -627,7 +657,10 @@ function show(record, fromHistory) {
       else if (kind.cancelled || kind.outcome?.type === "cancelled") note("Cancelled.", box);
       else if (kind.outcome?.type === "interrupted") note("Interrupted (the process stopped).", box);
       if (kind.usage) showUsage(kind.usage);
-      if (!fromHistory) scheduleList();
+      if (!fromHistory) {
+        scheduleList();
+        refreshInfo();
+      }
       break;
     }
     case "shutdown_complete":
@@ -643,6 +676,21 @@ function show(record, fromHistory) {
   if (!fromHistory) scrollDown();
 }
 
+// The session's facts after a turn (its permission mode may have changed: a plan approved).
+async function refreshInfo() {
+  const id = state.current;
+  try {
+    const info = await api("GET", `/api/sessions/${id}`);
+    if (state.current !== id) return;
+    if (info.contextWindow) state.contextWindow = info.contextWindow;
+    if (info.permissionMode) $("plan-mode").checked = info.permissionMode === "plan";
+    showHead(info);
+    showUsage(null);
+  } catch {
+    // The facts shown stay as they were.
+  }
+}
+
 async function lookUpInput(turn) {
   const id = state.current;
   try {
@@ -650,8 +698,8 @@ async function lookUpInput(turn) {
     if (state.current !== id) return;
     rememberInputs(replay.events);
     const text = state.userByTurn.get(turn);
-    const bubble = state.turnBoxes.get(turn)?.querySelector(".user");
-    if (bubble && text) bubble.textContent = text;
+    const box = state.turnBoxes.get(turn);
+    if (box && text && !box.querySelector(".user")) box.prepend(userBubble(box, text, turn));
   } catch {
     // The bubble stays empty.
   }
@@ -666,7 +714,7 @@ function userBubble(box, text, turn) {
 function agentText(key, turn, fromHistory) {
   let entry = state.texts.get(key);
   if (!entry) {
-    entry = { node: add(turnBox(turn, fromHistory), "div", "agent markdown"), text: "", pending: false };
+    entry = { node: add(turnBox(turn, fromHistory), "div", "agent markdown"), text: "", pending: false, fromHistory };
     state.texts.set(key, entry);
   }
   return entry;
@@ -738,8 +786,9 @@ function renderView(parent, view, call) {
   }
   for (const change of view.changes || []) renderDiff(parent, change);
   if (view.plan) {
+    // A plan under review (an `ask`) shows its whole text in the review; an update shows why.
+    if (view.plan.explanation && kind === "plan") setMarkdown(add(parent, "div", "markdown plan-explanation"), view.plan.explanation);
     const list = add(parent, "ul", "plan-steps");
-    if (view.plan.explanation) add(parent, "div", "plan-explanation", view.plan.explanation);
     for (const step of view.plan.steps) add(list, "li", `plan-${step.status}`, step.text);
   }
   if (kind === "mcp") {
@@ -834,6 +883,7 @@ function describeAnswer(answer) {
 function askBox(id, className) {
   const box = add($("prompts"), "div", `ask ${className}`);
   box.id = `ask-${id}`;
+  box.shownAt = Date.now();
   box.settle = (text) => {
     state.asks.delete(id);
     box.remove();
@@ -847,7 +897,9 @@ function resolveAsk(id, how) {
   const box = state.asks.get(id);
   if (!box) return;
   // A tool card exists only once the call runs: the decision is shown on it then.
-  const told = box.dataset.answeredHere ? how : `${how} (answered elsewhere)`;
+  // A request answered while the page was catching up was not seen here: no "elsewhere" then.
+  const seen = Date.now() - box.shownAt > 1000;
+  const told = box.dataset.answeredHere || !seen ? how : `${how} (by another client)`;
   state.decisions.set(box.dataset.call, told);
   state.cards.get(box.dataset.call)?.decided(told);
   box.settle("");
@@ -956,7 +1008,14 @@ async function submit(steer) {
         note(`Steered: ${text}`, turnBox(null)).classList.add("steer");
       } else {
         state.sentPrompts.push(text);
-        await api("POST", `/api/sessions/${state.current}/prompt`, { text });
+        let answer;
+        try {
+          answer = await api("POST", `/api/sessions/${state.current}/prompt`, { text });
+        } catch (err) {
+          state.sentPrompts.splice(state.sentPrompts.indexOf(text), 1);
+          throw err;
+        }
+        if (answer.command) commandRan(text, answer);
       }
     } else {
       const body = state.current ? { resume: state.current, prompt: text } : { cwd: state.project || state.serverCwd, prompt: text };
@@ -978,6 +1037,17 @@ async function submit(steer) {
     input.value = text;
     note(err.message).classList.add("error");
   }
+}
+
+// A built-in slash command the server ran at once (no turn of its own): said in the transcript.
+// After an undo or a rewind the turns taken back stay on the page, marked by the note; the
+// log's history (a reload of a session not hosted here) leaves them out.
+function commandRan(text, ran) {
+  const at = state.sentPrompts.indexOf(text);
+  if (at >= 0) state.sentPrompts.splice(at, 1);
+  if (ran.permissionMode) $("plan-mode").checked = ran.permissionMode === "plan";
+  const what = ran.rewound ? "the conversation and files were taken back" : ran.permissionMode ? `${ran.permissionMode} mode` : "done";
+  note(`/${ran.command}: ${what}.`, turnBox(null)).classList.add("steer");
 }
 
 const completion = { items: [], index: 0, start: 0, kind: null, timer: null };
