@@ -292,3 +292,30 @@ fn the_page_starts_in_plan_mode_sends_a_plan_back_and_approves_the_next() {
     assert!(bodies[1].contains("Also add a test"), "{}", bodies[1]);
     assert!(bodies[2].contains("The user approved the plan"), "{}", bodies[2]);
 }
+
+#[test]
+fn a_page_reloaded_past_the_events_the_server_keeps_draws_them_from_the_log_once() {
+    let Some(browser) = browser() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let repo = temp_repo();
+    let script = Script::new()
+        .reply(Reply::text("First answer.").chunks(6))
+        .reply(Reply::tool_call("g1", "run_command", json!({"command": "touch gap.txt"})))
+        .reply(Reply::text("Second answer."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
+    let (child, url) = serve(
+        &run,
+        &["-a", "untrusted", "-s", "danger-full-access", "-m", "test-model", "--max-events", "8"],
+    );
+    let summary = drive(&browser, "gap", &url, &[]);
+    stop(child);
+    let notes = &summary["notes"];
+    let t = format!("{summary:#}");
+    assert_eq!(notes["gapSeen"], true, "the server kept every event: no gap to read: {t}");
+    assert_eq!(notes["sameRequest"], true, "{t}");
+    assert_eq!(notes["users"], json!(["first", "second"]), "{t}");
+    assert_eq!(notes["agents"], json!(["First answer.", "Second answer."]), "{t}");
+    assert_eq!(notes["cards"], json!(["Run `touch gap.txt`"]), "{t}");
+    assert!(repo.path().join("gap.txt").exists(), "{t}");
+}

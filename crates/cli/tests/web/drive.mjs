@@ -10,6 +10,8 @@
 //   cancel  start a session whose command sleeps, wait for the sleep process, cancel it from
 //           the page.
 //   plan    start a session in plan mode, send its plan back with feedback, approve the next.
+//   gap     two turns in a server that keeps fewer events than that; reload while the second
+//           waits for an approval: the page draws the rest from the log, nothing twice.
 // Environment: CODECODER_TEST_CHROMIUM (the browser), CODECODER_TEST_PUPPETEER (the npm prefix
 // holding puppeteer-core), REPO (the project the server was started in), SLEEP_MARKER (cancel:
 // what the slow command's command line holds), CODECODER_WEB_SCREENSHOTS (a directory: the
@@ -282,8 +284,34 @@ async function plan() {
   summary.notes.planMode = await page.$eval("#plan-mode", (n) => n.checked);
 }
 
+async function gap() {
+  const page = await openPage();
+  await send(page, "first");
+  await waitText(page, ".agent", "First answer.");
+  await page.waitForFunction(() => document.getElementById("cancel").hidden, { timeout: 15000 });
+  await send(page, "second");
+  const asked = await approval(page, "gap.txt");
+  // The server keeps fewer events than the session has had: the reloaded page is told of a gap.
+  await page.reload({ waitUntil: "domcontentloaded" });
+  step("reloaded");
+  const again = await approval(page, "gap.txt");
+  summary.notes.sameRequest = asked.id === again.id;
+  await page.click(`[id="${again.id}"] button[data-decision="allow_once"]`);
+  await waitText(page, ".agent", "Second answer.");
+  summary.notes.users = await texts(page, ".user");
+  summary.notes.agents = await texts(page, ".agent");
+  summary.notes.cards = await texts(page, "details.tool .title");
+  summary.notes.gapSeen = await page.evaluate(async () => {
+    const id = decodeURIComponent(location.hash.replace(/^#session=/, ""));
+    const text = await (await fetch(`/api/sessions/${id}/events?after=0`, { signal: AbortSignal.timeout(1500) }).catch(() => null))?.body?.getReader().read().then((r) => new TextDecoder().decode(r.value)).catch(() => "");
+    return String(text || "").includes('"gap"');
+  });
+  step("answered after the gap");
+}
+
 try {
   if (scenario === "main") await main();
+  else if (scenario === "gap") await gap();
   else if (scenario === "plan") await plan();
   else if (scenario === "cancel") await cancel();
   else throw new Error(`unknown scenario ${scenario}`);
