@@ -493,6 +493,11 @@ impl Translator {
             Some(mut open) => {
                 open.asked = true;
                 open.written = false;
+                // Asked again after it ran (the sandbox blocked it; approved, it runs outside):
+                // the blocked attempt's output is not the command's, the next run's is.
+                if let ThreadItem::CommandExecution { aggregated_output, .. } = &mut open.item {
+                    *aggregated_output = None;
+                }
                 self.refresh(&mut open, &request.view);
                 let ids = (open.item.id().to_owned(), open.started_at_ms);
                 self.tools.insert(request.call.id.clone(), open);

@@ -449,3 +449,41 @@ fn a_refusal_the_person_gave_is_declined_and_a_policy_deny_too() {
         completed(&outputs(&mut translator)).iter().map(|item| item["status"].clone()).collect();
     assert_eq!(statuses, [json!("declined"), json!("declined"), json!("failed")]);
 }
+
+#[test]
+fn a_command_run_again_outside_the_sandbox_shows_the_second_runs_output() {
+    let mut translator = translator();
+    let command = call("c1", "run_command", json!({"command": "touch x"}));
+    let view = CallView {
+        kind: CallKind::Execute,
+        command: Some("touch x".to_owned()),
+        ..CallView::default()
+    };
+    let chunk = |text: &str| {
+        root(AgentEventKind::ToolOutputDelta {
+            call_id: command.id.clone(),
+            stream: codecoder_protocol::OutputStream::Stderr,
+            chunk: text.to_owned(),
+        })
+    };
+    translator.event(started(&command, view.clone()));
+    translator.event(chunk("touch: Read-only file system\n"));
+    // The sandbox blocked it: the person is asked to run it outside.
+    let (reply, _answer) = codecoder_protocol::Reply::pair();
+    translator.event(root(AgentEventKind::ApprovalRequest(ApprovalRequest {
+        id: AgentRequestId::new(),
+        turn: TurnId::FIRST,
+        step: StepId::FIRST,
+        call: command.clone(),
+        view: view.clone(),
+        summary: "touch x".to_owned(),
+        permission_keys: Vec::new(),
+        reason: Some("the sandbox blocked it".to_owned()),
+        reply,
+    })));
+    translator.event(chunk("made it\n"));
+    translator.event(finished(&command, view, success(&command, "[sandbox] blocked, then ran")));
+    let items = completed(&outputs(&mut translator));
+    assert_eq!(items[0]["aggregatedOutput"], "made it\n");
+    assert_eq!(items[0]["status"], "completed");
+}
