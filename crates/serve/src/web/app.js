@@ -367,6 +367,11 @@ async function openSession(id, live, sentPrompt) {
   let info = null;
   try {
     info = await api("GET", `/api/sessions/${id}`);
+    if (typeof info.live === "boolean" && info.live !== live) {
+      live = info.live;
+      state.live = live;
+      updateComposer();
+    }
     state.contextWindow = info.contextWindow ?? null;
     if (info.permissionMode) $("plan-mode").checked = info.permissionMode === "plan";
   } catch {
