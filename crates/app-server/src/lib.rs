@@ -2,9 +2,11 @@
 //! `"jsonrpc"` field, one message per line on stdio, or per text frame over WebSocket
 //! (`listen`) — over the runtime's sessions. Threads are
 //! sessions of the log (`thread/start`, `thread/resume`, `thread/fork`, `thread/list` with
-//! cursor paging); `turn/start` and `turn/interrupt` drive the session's agent; the agent's
-//! events become item, delta, token-usage and compaction notifications; approvals become server
-//! requests the client answers.
+//! cursor paging); `turn/start`, `turn/steer` and `turn/interrupt` drive the session's agent
+//! (a turn naming another model, effort, cwd or sandbox resumes the session with them first);
+//! the agent's events become item, delta, token-usage and compaction notifications; approvals
+//! become server requests the client answers. What codex's TUI reads as it starts (account,
+//! models, configuration, lists) is answered from the runtime (`types/info.rs`).
 //!
 //! Threads of the server: a reader (`app-server-reader`, lines from the client), the dispatcher
 //! (the caller's thread: handshake, loaded threads, open requests), a writer
@@ -14,7 +16,7 @@
 //! Invariants: the crate never prints (it writes only to the `output` it is given); every turn
 //! runs in the kernel's agent loop, this crate only translates; when the client closes its
 //! input, every thread's agent is shut down (running commands killed) and joined before `serve`
-//! returns.
+//! returns; no thread runs under a looser sandbox than the server's own settings give.
 
 mod history;
 pub mod listen;
