@@ -131,6 +131,13 @@ fn drive(
     // Shown with `--nocapture`: what the page showed, step by step.
     eprintln!("{scenario}: {summary}");
     assert_eq!(summary["error"], Value::Null, "the browser scenario failed: {summary:#}");
+    let errors: Vec<&Value> = summary["console"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|line| line.as_str().is_some_and(|line| line.starts_with("pageerror")))
+        .collect();
+    assert!(errors.is_empty(), "the page's script failed: {summary:#}");
     assert!(output.status.success(), "{summary:#}");
     summary
 }
@@ -142,7 +149,9 @@ fn the_page_runs_a_session_with_approvals_across_a_reload_and_fits_a_phone() {
     let repo = temp_repo();
     let script = Script::new()
         .reply(
-            Reply::text("Let me look first.\n\n```rust\nfn main() { let x = 1; }\n```")
+            Reply::text(
+                "Let me look first. <img src=x onerror=alert(1)>\n\n```rust\nfn main() { let x = 1; }\n```",
+            )
                 .chunks(4)
                 .reasoning("The person wants a change.")
                 .and_tool_call(
@@ -172,7 +181,11 @@ fn the_page_runs_a_session_with_approvals_across_a_reload_and_fits_a_phone() {
     assert_eq!(notes["project"], json!(repo_path.to_str().unwrap()), "{t}");
     assert!(!notes["address"].as_str().unwrap().contains("token"), "{t}");
     // The streamed text, rendered: markdown with highlighted code, the reasoning folded.
-    assert!(notes["streamed"].as_str().unwrap().contains("Let me look first."), "{t}");
+    assert!(
+        notes["streamed"].as_str().unwrap().contains("Let me look first. <img src=x onerror"),
+        "{t}"
+    );
+    assert_eq!(notes["injected"], 0, "the model's markup became elements: {t}");
     assert!(notes["codeHighlighted"].as_u64() > Some(0), "{t}");
     assert_eq!(notes["reasoningFolded"], true, "{t}");
     assert_eq!(notes["userBubble"], "Make the change, please", "{t}");
@@ -234,6 +247,7 @@ fn the_page_cancels_a_slow_command_and_leaves_no_process() {
     assert!(summary["notes"]["sleepingBeforeCancel"].as_u64() >= Some(1), "{t}");
     assert_eq!(summary["notes"]["cancelVisible"], true, "{t}");
     assert!(summary["notes"]["card"]["classes"].as_str().unwrap().contains("cancelled"), "{t}");
+    assert!(summary["steps"].as_array().unwrap().contains(&json!("steered")), "{t}");
     let deadline = Instant::now() + PATIENCE;
     while sleeping(&marker) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));

@@ -150,6 +150,8 @@ async function main() {
   summary.notes.reasoningFolded = await page.$eval("details.reasoning", (n) => !n.open && n.textContent.includes("Reasoning"));
   summary.notes.codeHighlighted = await page.$$eval(".agent pre.code .hl-keyword", (n) => n.length);
   summary.notes.userBubble = (await texts(page, ".user")).join("\n");
+  // Markup in the model's text is shown as text, never made into elements.
+  summary.notes.injected = await page.$$eval("#transcript img, #transcript script, #transcript [onerror]", (n) => n.length);
   step("streamed text");
   const command = await approval(page, "approved.txt");
   summary.notes.commandApproval = command;
@@ -251,6 +253,11 @@ async function cancel() {
   await until("the sleep process", () => processesRunning(`sleep ${marker}`) > 0);
   summary.notes.sleepingBeforeCancel = processesRunning(`sleep ${marker}`);
   summary.notes.cancelVisible = await page.$eval("#cancel", (n) => !n.hidden);
+  // Steering while the command runs: the text goes to the turn's next step.
+  await page.type("#prompt", "also list the files");
+  await page.click("#steer");
+  await waitText(page, ".note.steer", "also list the files");
+  step("steered");
   await page.click("#cancel");
   step("cancel clicked");
   await waitText(page, ".note", "Cancelled.");
