@@ -772,7 +772,15 @@ impl Server {
             model: params.model.clone().unwrap_or_else(|| current.model.clone()),
             provider: current.provider.clone(),
             effort: params.effort.clone().or_else(|| current.effort.clone()),
-            cwd: params.cwd.clone().unwrap_or_else(|| current.cwd.clone()),
+            // Resolved as the runtime resolves it, so the same directory spelled otherwise
+            // (relative, through a symlink) does not resume the session.
+            cwd: params.cwd.as_deref().map_or_else(
+                || current.cwd.clone(),
+                |cwd| {
+                    let joined = Path::new(&current.cwd).join(cwd);
+                    fs_err::canonicalize(&joined).unwrap_or(joined).to_string_lossy().into_owned()
+                },
+            ),
             sandbox: params.sandbox_policy.map_or(current.sandbox, |policy| {
                 self.within_limits(sandbox_mode(policy), Some(&params.thread_id))
             }),
