@@ -22,7 +22,11 @@ use serde_json::{Value, json};
 use crate::exec::{Run, openai_env};
 
 /// How long the whole browser scenario may take.
-const PATIENCE: Duration = Duration::from_secs(120);
+const PATIENCE: Duration = Duration::from_secs(180);
+
+/// One browser at a time: the tests of this binary run in parallel, and several Chromiums at
+/// once on a small machine make every step slow.
+static ONE_BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The browser and the driver's npm prefix; `None` when they are not installed (the test is
 /// skipped, or fails under `CI=true`).
@@ -102,6 +106,7 @@ fn drive(
     url: &str,
     extra: &[(&str, &str)],
 ) -> Value {
+    let _one = ONE_BROWSER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web/drive.mjs");
     let home = tempfile::tempdir().unwrap();
     let mut command = Command::new("node");

@@ -15,7 +15,7 @@
 // Environment: CODECODER_TEST_CHROMIUM (the browser), CODECODER_TEST_PUPPETEER (the npm prefix
 // holding puppeteer-core), REPO (the project the server was started in), SLEEP_MARKER (cancel:
 // what the slow command's command line holds), CODECODER_WEB_SCREENSHOTS (a directory: the
-// main views are saved there as PNGs; unset, none are taken), DRIVE_TIMEOUT_MS (default 90 s).
+// main views are saved there as PNGs; unset, none are taken), DRIVE_TIMEOUT_MS (default 180 s).
 //
 // Prints one line {"summary": …}, which the Rust test asserts on; `error` is null when every
 // step passed.
@@ -30,7 +30,7 @@ const [scenario, url] = process.argv.slice(2);
 const shots = process.env.CODECODER_WEB_SCREENSHOTS || "";
 const summary = { scenario, steps: [], notes: {}, console: [], error: null };
 const step = (name) => summary.steps.push(name);
-const timeout = Number(process.env.DRIVE_TIMEOUT_MS || 90000);
+const timeout = Number(process.env.DRIVE_TIMEOUT_MS || 180000);
 const guard = setTimeout(() => {
   summary.error = `timed out after ${timeout} ms; steps done: ${summary.steps.join(", ")}`;
   finish(2);
@@ -61,7 +61,7 @@ function processesRunning(needle) {
   return n;
 }
 
-async function until(what, predicate, ms = 30000) {
+async function until(what, predicate, ms = 60000) {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
     if (await predicate()) return;
@@ -82,7 +82,7 @@ const texts = (page, selector) => page.$$eval(selector, (nodes) => nodes.map((n)
 async function waitText(page, selector, text, ms) {
   await page.waitForFunction(
     (sel, want) => [...document.querySelectorAll(sel)].some((n) => n.textContent.includes(want)),
-    { timeout: ms || 30000, polling: 50 }, selector, text,
+    { timeout: ms || 60000, polling: 50 }, selector, text,
   );
 }
 
@@ -90,16 +90,19 @@ async function openPage() {
   browser = await puppeteer.launch({
     executablePath: process.env.CODECODER_TEST_CHROMIUM,
     headless: true,
+    timeout: 90000,
     args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--hide-scrollbars"],
   });
   const page = await browser.newPage();
+  page.setDefaultTimeout(60000);
+  page.setDefaultNavigationTimeout(60000);
   await page.setViewport({ width: 1100, height: 760 });
   page.on("console", (message) => summary.console.push(`${message.type()}: ${message.text()}`));
   page.on("pageerror", (err) => summary.console.push(`pageerror: ${err.message}`));
   await page.goto(url, { waitUntil: "domcontentloaded" });
   summary.notes.address = page.url();
   check(!page.url().includes("token="), `the address kept the token: ${page.url()}`);
-  await page.waitForFunction(() => document.getElementById("project-name").textContent !== "", { timeout: 15000 });
+  await page.waitForFunction(() => document.getElementById("project-name").textContent !== "", { timeout: 60000 });
   summary.notes.project = await page.$eval("#project-name", (n) => n.textContent);
   summary.notes.sendLabel = await page.$eval("#send", (n) => n.textContent);
   step("opened");
@@ -175,7 +178,7 @@ async function main() {
   summary.notes.userBubbleAfterReload = (await texts(page, ".user")).join("\n");
   await page.click(`[id="${again.id}"] button[data-decision="allow_once"]`);
   await waitText(page, ".agent", "All done");
-  await page.waitForFunction(() => document.getElementById("cancel").hidden, { timeout: 15000 });
+  await page.waitForFunction(() => document.getElementById("cancel").hidden, { timeout: 60000 });
   summary.notes.editCard = await page.evaluate(() => {
     const card = [...document.querySelectorAll("details.tool")].find((n) => n.dataset.kind === "edit");
     return card && {
@@ -196,7 +199,7 @@ async function main() {
   if (summary.notes.filesRoute === 200) {
     await page.click("#prompt");
     await page.keyboard.type("look at @note");
-    await page.waitForSelector("#completions:not([hidden]) .item", { timeout: 10000 });
+    await page.waitForSelector("#completions:not([hidden]) .item", { timeout: 60000 });
     summary.notes.completions = await texts(page, "#completions .item .name");
     await page.keyboard.press("Tab");
     summary.notes.completed = await page.$eval("#prompt", (n) => n.value);
@@ -207,7 +210,7 @@ async function main() {
   if (summary.notes.commandsRoute === 200) {
     await page.click("#prompt");
     await page.keyboard.type("/");
-    await page.waitForSelector("#completions:not([hidden]) .item", { timeout: 10000 });
+    await page.waitForSelector("#completions:not([hidden]) .item", { timeout: 60000 });
     summary.notes.slashCommands = await texts(page, "#completions .item .name");
     await page.keyboard.press("Escape");
     await page.$eval("#prompt", (n) => { n.value = ""; });
@@ -222,14 +225,14 @@ async function main() {
   await waitText(page, "#sessions li", "No session matches");
   await page.$eval("#search", (n) => { n.value = ""; });
   await page.type("#search", "change");
-  await page.waitForFunction(() => document.querySelectorAll("#sessions li[data-id]").length === 1, { timeout: 10000 });
+  await page.waitForFunction(() => document.querySelectorAll("#sessions li[data-id]").length === 1, { timeout: 60000 });
   summary.notes.listed = await texts(page, "#sessions li[data-id] .title");
   step("search");
 
   // A phone.
   await page.setViewport({ width: 375, height: 740, isMobile: true, hasTouch: true, deviceScaleFactor: 1 });
   await page.goto(new URL("/", page.url()).href, { waitUntil: "domcontentloaded" });
-  await page.waitForSelector("#sessions li[data-id]", { timeout: 15000 });
+  await page.waitForSelector("#sessions li[data-id]", { timeout: 60000 });
   summary.notes.phone = await noHorizontalOverflow(page);
   summary.notes.phoneVisible = await page.evaluate(() => {
     const visible = (sel) => {
@@ -249,7 +252,7 @@ async function cancel() {
   const marker = process.env.SLEEP_MARKER;
   const page = await openPage();
   await send(page, "wait a while");
-  await page.waitForFunction(() => [...document.querySelectorAll("details.tool.running")].length > 0, { timeout: 30000 });
+  await page.waitForFunction(() => [...document.querySelectorAll("details.tool.running")].length > 0, { timeout: 60000 });
   await until("the sleep process", () => processesRunning(`sleep ${marker}`) > 0);
   summary.notes.sleepingBeforeCancel = processesRunning(`sleep ${marker}`);
   summary.notes.cancelVisible = await page.$eval("#cancel", (n) => !n.hidden);
@@ -261,7 +264,7 @@ async function cancel() {
   await page.click("#cancel");
   step("cancel clicked");
   await waitText(page, ".note", "Cancelled.");
-  await page.waitForFunction(() => document.getElementById("cancel").hidden, { timeout: 15000 });
+  await page.waitForFunction(() => document.getElementById("cancel").hidden, { timeout: 60000 });
   summary.notes.card = await page.$eval("details.tool", (n) => ({ classes: n.className, badge: n.querySelector(".badge").textContent }));
   step("cancelled");
 }
@@ -270,7 +273,7 @@ async function plan() {
   const page = await openPage();
   await page.click("#plan-mode");
   await send(page, "Plan the change");
-  await page.waitForSelector(".ask.plan-review", { timeout: 30000 });
+  await page.waitForSelector(".ask.plan-review", { timeout: 60000 });
   summary.notes.firstPlan = await page.$eval(".ask.plan-review", (box) => ({
     title: box.querySelector(".ask-title").textContent,
     items: [...box.querySelectorAll(".plan li")].map((n) => n.textContent),
@@ -286,7 +289,7 @@ async function plan() {
   await page.click(".ask.plan-review button.primary");
   step("approved");
   await waitText(page, ".agent", "Carrying out the plan");
-  await page.waitForFunction(() => document.getElementById("cancel").hidden, { timeout: 15000 });
+  await page.waitForFunction(() => document.getElementById("cancel").hidden, { timeout: 60000 });
   summary.notes.reviewsLeft = await page.$$eval(".ask", (n) => n.length);
   summary.notes.planMode = await page.$eval("#plan-mode", (n) => n.checked);
 }
@@ -295,7 +298,7 @@ async function gap() {
   const page = await openPage();
   await send(page, "first");
   await waitText(page, ".agent", "First answer.");
-  await page.waitForFunction(() => document.getElementById("cancel").hidden, { timeout: 15000 });
+  await page.waitForFunction(() => document.getElementById("cancel").hidden, { timeout: 60000 });
   await send(page, "second");
   const asked = await approval(page, "gap.txt");
   // The server keeps fewer events than the session has had: the reloaded page is told of a gap.
@@ -310,7 +313,7 @@ async function gap() {
   summary.notes.cards = await texts(page, "details.tool .title");
   summary.notes.gapSeen = await page.evaluate(async () => {
     const id = decodeURIComponent(location.hash.replace(/^#session=/, ""));
-    const text = await (await fetch(`/api/sessions/${id}/events?after=0`, { signal: AbortSignal.timeout(1500) }).catch(() => null))?.body?.getReader().read().then((r) => new TextDecoder().decode(r.value)).catch(() => "");
+    const text = await (await fetch(`/api/sessions/${id}/events?after=0`, { signal: AbortSignal.timeout(20000) }).catch(() => null))?.body?.getReader().read().then((r) => new TextDecoder().decode(r.value)).catch(() => "");
     return String(text || "").includes('"gap"');
   });
   step("answered after the gap");
