@@ -3,7 +3,8 @@
 //! git repo with the fake model. The page starts a session on the server's project, shows the
 //! streamed text, takes a command's approval and shows its output, keeps a pending approval
 //! across a reload and answers it there, shows the edit's diff, searches the list, fits a
-//! phone's width, and cancels a slow command with nothing left running.
+//! phone's width, and cancels a slow command with nothing left running; a plan sent back and
+//! approved, a question answered, and a page reloaded past the events the server keeps.
 //!
 //! `.ci/run` installs both and sets `CODECODER_TEST_CHROMIUM` and `CODECODER_TEST_PUPPETEER`;
 //! without them the tests are skipped, or fail under `CI=true`. With
@@ -337,4 +338,31 @@ fn a_page_reloaded_past_the_events_the_server_keeps_draws_them_from_the_log_once
     assert_eq!(notes["agents"], json!(["First answer.", "Second answer."]), "{t}");
     assert_eq!(notes["cards"], json!(["Run `touch gap.txt`"]), "{t}");
     assert!(repo.path().join("gap.txt").exists(), "{t}");
+}
+
+#[test]
+fn the_page_shows_the_models_question_and_sends_a_typed_answer() {
+    let Some(browser) = browser() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let repo = temp_repo();
+    let script = Script::new()
+        .reply(Reply::tool_call(
+            "q1",
+            "ask_user",
+            json!({"question": "Which color should the button be?", "options": ["red", "blue"]}),
+        ))
+        .reply(Reply::text("Green it is."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
+    let (child, url) = serve(&run, &["-m", "test-model"]);
+    let summary = drive(&browser, "question", &url, &[]);
+    stop(child);
+    let notes = &summary["notes"];
+    let t = format!("{summary:#}");
+    assert_eq!(notes["question"]["text"], "Which color should the button be?", "{t}");
+    assert_eq!(notes["question"]["buttons"], json!(["red", "blue", "Decline"]), "{t}");
+    assert_eq!(notes["questionsLeft"], 0, "{t}");
+    let requests = server.requests();
+    let last = &requests.last().unwrap().raw_body;
+    assert!(last.contains("green, please"), "the answer did not reach the model: {last}");
 }

@@ -10,6 +10,7 @@
 //   cancel  start a session whose command sleeps, wait for the sleep process, cancel it from
 //           the page.
 //   plan    start a session in plan mode, send its plan back with feedback, approve the next.
+//   question  the model's question, answered in the page's own words.
 //   gap     two turns in a server that keeps fewer events than that; reload while the second
 //           waits for an approval: the page draws the rest from the log, nothing twice.
 // Environment: CODECODER_TEST_CHROMIUM (the browser), CODECODER_TEST_PUPPETEER (the npm prefix
@@ -319,8 +320,24 @@ async function gap() {
   step("answered after the gap");
 }
 
+async function question() {
+  const page = await openPage();
+  await send(page, "style it");
+  await waitText(page, ".ask.question", "Which color");
+  summary.notes.question = await page.$eval(".ask.question", (box) => ({
+    text: box.querySelector(".markdown").textContent,
+    buttons: [...box.querySelectorAll("button")].map((n) => n.textContent),
+  }));
+  await page.type(".ask.question input.feedback", "green, please");
+  await page.keyboard.press("Enter");
+  step("answered");
+  await waitText(page, ".agent", "Green it is.");
+  summary.notes.questionsLeft = await page.$$eval(".ask", (n) => n.length);
+}
+
 try {
   if (scenario === "main") await main();
+  else if (scenario === "question") await question();
   else if (scenario === "gap") await gap();
   else if (scenario === "plan") await plan();
   else if (scenario === "cancel") await cancel();
