@@ -365,4 +365,24 @@ fn the_page_shows_the_models_question_and_sends_a_typed_answer() {
     let requests = server.requests();
     let last = &requests.last().unwrap().raw_body;
     assert!(last.contains("green, please"), "the answer did not reach the model: {last}");
+
+    // The renderer escapes first: markup stays text, only http(s) links become links.
+    let md = |key: &str| notes["markdown"][key].as_str().unwrap().to_owned();
+    assert_eq!(md("tags"), "<p>&lt;b&gt;x&lt;/b&gt; &lt;script&gt;alert(1)&lt;/script&gt;</p>");
+    assert!(!md("scriptLink").contains("<a"), "{}", md("scriptLink"));
+    assert_eq!(
+        md("link"),
+        r#"<p><a href="https://x.test/" target="_blank" rel="noopener noreferrer">a</a></p>"#
+    );
+    assert!(!md("quoteInLink").contains(r#""onmouseover"#), "{}", md("quoteInLink"));
+    assert_eq!(md("inline"), "<p><strong>b</strong> <em>i</em> <code>c &lt;d&gt;</code></p>");
+    let code = md("code");
+    for class in ["hl-keyword", "hl-string", "hl-comment"] {
+        assert!(code.contains(class), "{code}");
+    }
+    assert!(code.starts_with(r#"<pre class="code" data-lang="js">"#), "{code}");
+    assert_eq!(
+        md("list"),
+        r#"<ul><li>one</li><li class="task">☑ two</li></ul><ol><li>three</li></ol>"#
+    );
 }

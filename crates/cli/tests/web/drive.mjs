@@ -333,6 +333,19 @@ async function question() {
   step("answered");
   await waitText(page, ".agent", "Green it is.");
   summary.notes.questionsLeft = await page.$$eval(".ask", (n) => n.length);
+  // The page's Markdown renderer and highlighter, called as the page calls them.
+  summary.notes.markdown = await page.evaluate(async () => {
+    const { markdown } = await import("/app.js");
+    return {
+      tags: markdown("<b>x</b> <script>alert(1)</script>"),
+      scriptLink: markdown("[a](javascript:alert(1))"),
+      link: markdown("[a](https://x.test/)"),
+      quoteInLink: markdown('[a](https://x.test/"onmouseover=alert(1))'),
+      inline: markdown("**b** *i* `c <d>`"),
+      code: markdown('```js\nconst a = "s"; // c\n```'),
+      list: markdown("- one\n- [x] two\n\n1. three"),
+    };
+  });
 }
 
 try {
