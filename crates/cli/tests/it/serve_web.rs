@@ -67,8 +67,21 @@ fn temp_repo() -> tempfile::TempDir {
     repo
 }
 
+/// A running `codecoder serve`, killed if a test fails before it is stopped (its stderr is the
+/// test's: a server left running would hold the test run's output open).
+struct Served(Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// `codecoder serve` with `args`, started in `run.cwd`; its URL line.
-fn serve(run: &Run, args: &[&str]) -> (Child, String) {
+fn serve(run: &Run, args: &[&str]) -> (Served, String) {
     let mut command_args = vec!["serve"];
     command_args.extend_from_slice(args);
     let mut child = run
@@ -78,15 +91,18 @@ fn serve(run: &Run, args: &[&str]) -> (Child, String) {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let served = Served(child);
     let mut url = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut url).unwrap();
+    BufReader::new(stdout).read_line(&mut url).unwrap();
     let url = url.trim_end().to_owned();
     assert!(url.starts_with("http://127.0.0.1:") && url.contains("/?token="), "{url}");
-    (child, url)
+    (served, url)
 }
 
 /// Stops the server as Ctrl-C does and waits for it.
-fn stop(mut child: Child) {
+fn stop(mut served: Served) {
+    let child = &mut served.0;
     let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
     let deadline = Instant::now() + PATIENCE;
     while Instant::now() < deadline {
@@ -95,8 +111,7 @@ fn stop(mut child: Child) {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let _ = child.kill();
-    panic!("the server did not stop");
+    panic!("the server did not stop on SIGINT");
 }
 
 /// Runs the driver's `scenario` against `url`; its summary, which must have no error.

@@ -80,11 +80,16 @@ async function shot(page, name) {
 /// The text of every node matching `selector`.
 const texts = (page, selector) => page.$$eval(selector, (nodes) => nodes.map((n) => n.textContent));
 
+/// Waits until a node matching `selector` holds `text`; the texts of all of them then.
 async function waitText(page, selector, text, ms) {
-  await page.waitForFunction(
-    (sel, want) => [...document.querySelectorAll(sel)].some((n) => n.textContent.includes(want)),
+  const handle = await page.waitForFunction(
+    (sel, want) => {
+      const all = [...document.querySelectorAll(sel)].map((n) => n.textContent);
+      return all.some((t) => t.includes(want)) && all;
+    },
     { timeout: ms || 60000, polling: 50 }, selector, text,
   );
+  return handle.jsonValue();
 }
 
 async function openPage() {
@@ -149,16 +154,18 @@ async function main() {
   await send(page, "Make the change, please");
   step("sent");
   // The model's text streams in before the command's approval.
+  summary.notes.streamed = (await waitText(page, ".agent", "Let me look")).join("\n");
+  step("streamed text");
+  const command = await approval(page, "approved.txt");
+  summary.notes.commandApproval = command;
+  // The approval comes from the stream: the turn is drawn from it by now (a session opened
+  // while its turn starts shows the log's copy of the turn until the stream's arrives).
   await waitText(page, ".agent", "Let me look");
-  summary.notes.streamed = (await texts(page, ".agent")).join("\n");
   summary.notes.reasoningFolded = await page.$eval("details.reasoning", (n) => !n.open && n.textContent.includes("Reasoning"));
   summary.notes.codeHighlighted = await page.$$eval(".agent pre.code .hl-keyword", (n) => n.length);
   summary.notes.userBubble = (await texts(page, ".user")).join("\n");
   // Markup in the model's text is shown as text, never made into elements.
   summary.notes.injected = await page.$$eval("#transcript img, #transcript script, #transcript [onerror]", (n) => n.length);
-  step("streamed text");
-  const command = await approval(page, "approved.txt");
-  summary.notes.commandApproval = command;
   await shot(page, "approval");
   await page.click(`[id="${command.id}"] button[data-decision="allow_once"]`);
   await waitText(page, "details.tool pre.output", "made-it");
