@@ -62,6 +62,7 @@ pub use crate::env_policy::{
     command_environment,
 };
 pub use crate::hint::denial_hint;
+pub use crate::piped::{PipedChild, spawn_piped};
 pub use crate::policy::{FsAccess, SandboxPolicy, default_hidden_paths};
 pub use crate::seatbelt::seatbelt_profile;
 pub use crate::stage::{STAGE_MARKER, run_stage_if_requested};
@@ -73,6 +74,7 @@ mod collect;
 pub mod env;
 mod env_policy;
 mod hint;
+mod piped;
 mod policy;
 mod seatbelt;
 #[cfg(target_os = "linux")]

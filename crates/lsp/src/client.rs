@@ -1,0 +1,352 @@
+//! One language server: spawned through the sandbox, spoken to over stdio with JSON-RPC, its
+//! messages read by one named thread (`lsp-reader-NAME`).
+//!
+//! Invariants:
+//! - Every request has a deadline: a server that hangs costs the caller at most that long, and
+//!   a server that exits fails every pending request at once.
+//! - The reader thread owns the stdout; it answers the server's own requests (configuration,
+//!   capability registration, progress) with empty results so that no server waits on us.
+//! - Dropping a `Client` asks the server to shut down (briefly), then kills its process group
+//!   and joins the reader.
+
+use std::collections::HashMap;
+use std::io::BufReader;
+use std::path::Path;
+use std::process::ChildStdin;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use codecoder_sandbox::{CommandSpec, PipedChild, SpawnConfig};
+use codecoder_stdx::{JoinOnDrop, spawn_named};
+use serde_json::{Value, json};
+
+use crate::framing::{read_frame, write_frame};
+use crate::{Error, Result, ServerConfig, path_to_uri};
+
+/// How long `shutdown` may take when the client is dropped.
+const SHUTDOWN_WAIT: Duration = Duration::from_millis(200);
+
+/// Diagnostics the server last published for one document.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Published {
+    /// Bumped on every publish for the document.
+    pub(crate) generation: u64,
+    /// The document version the server said it analysed, when it says.
+    pub(crate) version: Option<i64>,
+    /// The diagnostics, as the server sent them.
+    pub(crate) diagnostics: Vec<Value>,
+}
+
+/// State the reader thread and callers share. The mutexes are held only to read or update a
+/// map, never across IO or a wait on another lock; the condition variable wakes callers waiting
+/// for a publish or for a response.
+struct Shared {
+    stdin: Mutex<Option<ChildStdin>>,
+    responses: Mutex<HashMap<i64, std::result::Result<Value, String>>>,
+    published: Mutex<HashMap<String, Published>>,
+    changed: Condvar,
+    dead: AtomicBool,
+}
+
+impl Shared {
+    fn send(&self, message: &Value) -> bool {
+        let Ok(body) = serde_json::to_vec(message) else { return false };
+        let Ok(mut stdin) = self.stdin.lock() else { return false };
+        match stdin.as_mut() {
+            Some(pipe) => write_frame(pipe, &body).is_ok(),
+            None => false,
+        }
+    }
+
+    fn wake(&self) {
+        self.changed.notify_all();
+    }
+}
+
+/// A running language server.
+pub(crate) struct Client {
+    name: String,
+    shared: Arc<Shared>,
+    next_id: AtomicI64,
+    versions: Mutex<HashMap<String, i64>>,
+    // The child goes before the reader: killing it ends the reader's stream, so the join that
+    // follows returns.
+    child: Option<PipedChild>,
+    reader: Option<JoinOnDrop<()>>,
+}
+
+impl Client {
+    /// Starts the server for `root` and runs the `initialize` handshake within `timeout`.
+    pub(crate) fn start(
+        server: &ServerConfig,
+        root: &Path,
+        spawn: &SpawnConfig,
+        timeout: Duration,
+    ) -> Result<Client> {
+        let mut spec = CommandSpec::new(&server.command, &server.args);
+        spec.cwd = Some(root.to_path_buf());
+        spec.env = server.env.iter().map(|(key, value)| (key.into(), value.into())).collect();
+        let mut child = codecoder_sandbox::spawn_piped(&spec, spawn)
+            .map_err(|source| Error::Spawn { server: server.name.clone(), source })?;
+        let stdin = child.take_stdin();
+        let stdout = child.take_stdout();
+        let shared = Arc::new(Shared {
+            stdin: Mutex::new(stdin),
+            responses: Mutex::new(HashMap::new()),
+            published: Mutex::new(HashMap::new()),
+            changed: Condvar::new(),
+            dead: AtomicBool::new(false),
+        });
+        let reader = match stdout {
+            Some(stdout) => {
+                let shared = Arc::clone(&shared);
+                Some(
+                    spawn_named(format!("lsp-reader-{}", server.name), move || {
+                        read_loop(&shared, BufReader::new(stdout));
+                    })
+                    .map_err(Error::Thread)?,
+                )
+            }
+            None => None,
+        };
+        let client = Client {
+            name: server.name.clone(),
+            shared,
+            next_id: AtomicI64::new(1),
+            versions: Mutex::new(HashMap::new()),
+            child: Some(child),
+            reader,
+        };
+        let root_uri = path_to_uri(root);
+        let params = json!({
+            "processId": std::process::id(),
+            "rootUri": root_uri,
+            "rootPath": root.to_string_lossy(),
+            "workspaceFolders": [{ "uri": root_uri, "name": root.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default() }],
+            "initializationOptions": server.initialization_options.clone().unwrap_or(Value::Null),
+            "capabilities": {
+                "textDocument": {
+                    "synchronization": { "didSave": true },
+                    "publishDiagnostics": { "relatedInformation": false, "versionSupport": true },
+                    "hover": { "contentFormat": ["markdown", "plaintext"] },
+                    "definition": { "linkSupport": false },
+                    "implementation": { "linkSupport": false },
+                    "references": {},
+                    "documentSymbol": { "hierarchicalDocumentSymbolSupport": true },
+                    "callHierarchy": {}
+                },
+                "workspace": { "symbol": {}, "workspaceFolders": true, "configuration": true },
+                "general": { "positionEncodings": ["utf-16"] }
+            }
+        });
+        let result = client.request("initialize", params, timeout)?;
+        drop(result);
+        client.notify("initialized", json!({}));
+        Ok(client)
+    }
+
+    /// The server's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the server's process is gone (or its stream ended).
+    pub(crate) fn is_dead(&self) -> bool {
+        self.shared.dead.load(Ordering::SeqCst)
+    }
+
+    /// Sends a notification (lost silently when the server is gone: the next request says so).
+    pub(crate) fn notify(&self, method: &str, params: Value) {
+        self.shared.send(&json!({ "jsonrpc": "2.0", "method": method, "params": params }));
+    }
+
+    /// Sends a request and waits for its answer until `timeout`.
+    pub(crate) fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value> {
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        if self.is_dead() || !self.shared.send(&message) {
+            return Err(Error::Exited { server: self.name.clone() });
+        }
+        let deadline = Instant::now() + timeout;
+        let mut responses = self.shared.responses.lock().map_err(|_| Error::Poisoned)?;
+        loop {
+            if let Some(answer) = responses.remove(&id) {
+                return answer.map_err(|message| Error::Response {
+                    server: self.name.clone(),
+                    method: method.to_owned(),
+                    message,
+                });
+            }
+            if self.is_dead() {
+                return Err(Error::Exited { server: self.name.clone() });
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Error::Timeout {
+                    server: self.name.clone(),
+                    method: method.to_owned(),
+                    millis: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                });
+            }
+            responses = match self.shared.changed.wait_timeout(responses, deadline - now) {
+                Ok((guard, _)) => guard,
+                Err(_) => return Err(Error::Poisoned),
+            };
+        }
+    }
+
+    /// Tells the server the document's text: `didOpen` the first time, then a whole-text
+    /// `didChange` and a `didSave`. Returns the version sent.
+    pub(crate) fn sync(&self, path: &Path, language_id: &str, text: &str) -> i64 {
+        let uri = path_to_uri(path);
+        let previous = self.versions.lock().ok().and_then(|mut versions| {
+            let previous = versions.get(&uri).copied();
+            versions.insert(uri.clone(), previous.unwrap_or(0) + 1);
+            previous
+        });
+        match previous {
+            None => {
+                self.notify(
+                    "textDocument/didOpen",
+                    json!({ "textDocument": { "uri": uri, "languageId": language_id, "version": 1, "text": text } }),
+                );
+                1
+            }
+            Some(previous) => {
+                let version = previous + 1;
+                self.notify(
+                    "textDocument/didChange",
+                    json!({ "textDocument": { "uri": uri, "version": version }, "contentChanges": [{ "text": text }] }),
+                );
+                self.notify(
+                    "textDocument/didSave",
+                    json!({ "textDocument": { "uri": uri }, "text": text }),
+                );
+                version
+            }
+        }
+    }
+
+    /// Whether the document is open on the server.
+    pub(crate) fn is_open(&self, path: &Path) -> bool {
+        self.versions.lock().is_ok_and(|versions| versions.contains_key(&path_to_uri(path)))
+    }
+
+    /// The generation of the document's last publish (0: none yet).
+    pub(crate) fn generation(&self, path: &Path) -> u64 {
+        let uri = path_to_uri(path);
+        self.shared
+            .published
+            .lock()
+            .ok()
+            .and_then(|published| published.get(&uri).map(|p| p.generation))
+            .unwrap_or(0)
+    }
+
+    /// Waits until the server publishes diagnostics for `path` after generation `after` (and
+    /// for `version` or later, when the server says which version it analysed), or `deadline`.
+    /// `None` when nothing came in time or the server is gone.
+    pub(crate) fn wait_published(
+        &self,
+        path: &Path,
+        after: u64,
+        version: i64,
+        deadline: Instant,
+    ) -> Option<Published> {
+        let uri = path_to_uri(path);
+        let mut published = self.shared.published.lock().ok()?;
+        loop {
+            if let Some(entry) = published.get(&uri)
+                && entry.generation > after
+                && entry.version.is_none_or(|analysed| analysed >= version)
+            {
+                return Some(entry.clone());
+            }
+            if self.is_dead() {
+                return None;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            published = self.shared.changed.wait_timeout(published, deadline - now).ok()?.0;
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if !self.is_dead() {
+            let _ = self.request("shutdown", Value::Null, SHUTDOWN_WAIT);
+            self.notify("exit", Value::Null);
+        }
+        if let Ok(mut stdin) = self.shared.stdin.lock() {
+            stdin.take();
+        }
+        drop(self.child.take());
+        drop(self.reader.take());
+    }
+}
+
+/// The reader thread: routes responses to their callers, stores published diagnostics and
+/// answers the server's requests, until the stream ends.
+fn read_loop(shared: &Shared, mut reader: BufReader<std::process::ChildStdout>) {
+    while let Ok(Some(body)) = read_frame(&mut reader) {
+        let Ok(message) = serde_json::from_slice::<Value>(&body) else { continue };
+        let method = message.get("method").and_then(Value::as_str);
+        let id = message.get("id");
+        match (method, id) {
+            (Some(method), Some(id)) => {
+                let result = match method {
+                    "workspace/configuration" => {
+                        let items = message
+                            .pointer("/params/items")
+                            .and_then(Value::as_array)
+                            .map_or(0, Vec::len);
+                        Value::Array(vec![Value::Null; items])
+                    }
+                    _ => Value::Null,
+                };
+                shared.send(&json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+            }
+            (Some("textDocument/publishDiagnostics"), None) => {
+                let Some(params) = message.get("params") else { continue };
+                let Some(uri) = params.get("uri").and_then(Value::as_str) else { continue };
+                if let Ok(mut published) = shared.published.lock() {
+                    let entry = published.entry(uri.to_owned()).or_default();
+                    entry.generation += 1;
+                    entry.version = params.get("version").and_then(Value::as_i64);
+                    entry.diagnostics = params
+                        .get("diagnostics")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                }
+                shared.wake();
+            }
+            (Some(_), None) => {}
+            (None, Some(id)) => {
+                let Some(id) = id.as_i64() else { continue };
+                let answer = match message.get("error") {
+                    Some(error) => Err(error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("error")
+                        .to_owned()),
+                    None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+                };
+                if let Ok(mut responses) = shared.responses.lock() {
+                    responses.insert(id, answer);
+                }
+                shared.wake();
+            }
+            (None, None) => {}
+        }
+    }
+    shared.dead.store(true, Ordering::SeqCst);
+    // Take both locks in turn so a waiter between its check and its wait sees the wake.
+    drop(shared.responses.lock());
+    drop(shared.published.lock());
+    shared.wake();
+}

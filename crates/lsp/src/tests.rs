@@ -1,0 +1,63 @@
+//! Unit tests: framing, URIs, roots, the diagnostics' rendering.
+
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use crate::framing::{read_frame, write_frame};
+use crate::{path_to_uri, render_diagnostics, root_of, uri_to_path};
+
+#[test]
+fn frames_round_trip_and_a_missing_length_is_an_error() {
+    let mut wire = Vec::new();
+    write_frame(&mut wire, br#"{"a":1}"#).unwrap();
+    write_frame(&mut wire, b"{}").unwrap();
+    let mut reader = BufReader::new(wire.as_slice());
+    assert_eq!(read_frame(&mut reader).unwrap().unwrap(), br#"{"a":1}"#);
+    assert_eq!(read_frame(&mut reader).unwrap().unwrap(), b"{}");
+    assert!(read_frame(&mut reader).unwrap().is_none());
+    let mut bad = BufReader::new(&b"Content-Type: x\r\n\r\n{}"[..]);
+    assert!(read_frame(&mut bad).is_err());
+}
+
+#[test]
+fn uris_escape_and_come_back() {
+    let path = Path::new("/tmp/a b/ü.py");
+    let uri = path_to_uri(path);
+    assert_eq!(uri, "file:///tmp/a%20b/%C3%BC.py");
+    assert_eq!(uri_to_path(&uri), Some(PathBuf::from("/tmp/a b/ü.py")));
+    assert_eq!(uri_to_path("https://x"), None);
+}
+
+#[test]
+fn the_root_is_the_nearest_marker_else_the_fallback() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("p");
+    fs_err::create_dir_all(project.join("src")).unwrap();
+    fs_err::write(project.join("pyproject.toml"), "").unwrap();
+    let markers = vec!["pyproject.toml".to_owned()];
+    assert_eq!(root_of(&project.join("src/m.py"), &markers, dir.path()), project);
+    assert_eq!(
+        root_of(&dir.path().join("x.py"), &markers, Path::new("/fallback")),
+        PathBuf::from("/fallback")
+    );
+}
+
+#[test]
+fn diagnostics_show_errors_first_and_are_capped() {
+    let diagnostics = vec![
+        json!({ "range": { "start": { "line": 0, "character": 0 } }, "severity": 2, "message": "unused" }),
+        json!({ "range": { "start": { "line": 4, "character": 2 } }, "severity": 1, "message": "bad type", "code": "reportX" }),
+        json!({ "range": { "start": { "line": 9, "character": 0 } }, "severity": 1, "message": "second" }),
+    ];
+    let text = render_diagnostics("m.py", "pyright", &diagnostics, 2);
+    assert_eq!(
+        text,
+        "Diagnostics for m.py (pyright): 2 error(s), 1 other(s)\n  m.py:5:3: error: bad type [reportX]\n  m.py:10:1: error: second\n  … and 1 more"
+    );
+    assert_eq!(
+        render_diagnostics("m.py", "pyright", &[], 2),
+        "Diagnostics for m.py (pyright): none."
+    );
+}
