@@ -366,7 +366,8 @@ fn the_page_shows_the_models_question_and_sends_a_typed_answer() {
             "ask_user",
             json!({"question": "Which color should the button be?", "options": ["red", "blue"]}),
         ))
-        .reply(Reply::text("Green it is."));
+        .reply(Reply::text("Green it is."))
+        .reply(Reply::text("A green border too."));
     let server = FakeModelServer::start(script).unwrap();
     let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
     let (child, url) = serve(&run, &["-m", "test-model"]);
@@ -378,8 +379,15 @@ fn the_page_shows_the_models_question_and_sends_a_typed_answer() {
     assert_eq!(notes["question"]["buttons"], json!(["red", "blue", "Decline"]), "{t}");
     assert_eq!(notes["questionsLeft"], 0, "{t}");
     let requests = server.requests();
-    let last = &requests.last().unwrap().raw_body;
-    assert!(last.contains("green, please"), "the answer did not reach the model: {last}");
+    assert!(requests[1].raw_body.contains("green, please"), "the answer did not reach the model");
+    // Closed, the session was drawn from its log; resumed, its next turn came live.
+    assert_eq!(notes["closed"], 200, "{t}");
+    assert_eq!(notes["fromLog"]["users"], json!(["style it"]), "{t}");
+    assert_eq!(notes["fromLog"]["agents"], json!(["Green it is."]), "{t}");
+    assert_eq!(notes["fromLog"]["send"], "Resume with this", "{t}");
+    assert_eq!(notes["resumed"]["users"], json!(["style it", "and the border?"]), "{t}");
+    assert_eq!(notes["resumed"]["send"], "Send", "{t}");
+    assert!(requests[2].raw_body.contains("Green it is."), "the resumed turn lost the history");
 
     // The renderer escapes first: markup stays text, only http(s) links become links.
     let md = |key: &str| notes["markdown"][key].as_str().unwrap().to_owned();

@@ -10,7 +10,8 @@
 //   cancel  start a session whose command sleeps, wait for the sleep process, cancel it from
 //           the page.
 //   plan    start a session in plan mode, send its plan back with feedback, approve the next.
-//   question  the model's question, answered in the page's own words.
+//   question  the model's question, answered in the page's own words; the session closed,
+//             shown from its log and resumed from the composer.
 //   gap     two turns in a server that keeps fewer events than that; reload while the second
 //           waits for an approval: the page draws the rest from the log, nothing twice.
 // Environment: CODECODER_TEST_CHROMIUM (the browser), CODECODER_TEST_PUPPETEER (the npm prefix
@@ -340,6 +341,19 @@ async function question() {
   step("answered");
   await waitText(page, ".agent", "Green it is.");
   summary.notes.questionsLeft = await page.$$eval(".ask", (n) => n.length);
+  // Closed by the server, the session is shown from its log and resumed from the composer.
+  summary.notes.closed = await page.evaluate(async () => {
+    const id = decodeURIComponent(location.hash.replace(/^#session=/, ""));
+    const answer = await fetch(`/api/sessions/${id}/close`, { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" });
+    return answer.status;
+  });
+  await page.reload({ waitUntil: "domcontentloaded" });
+  await waitText(page, "#session-head", "not running here");
+  summary.notes.fromLog = { users: await texts(page, ".user"), agents: await waitText(page, ".agent", "Green it is."), send: await page.$eval("#send", (n) => n.textContent) };
+  await send(page, "and the border?");
+  await waitText(page, ".agent", "A green border too.");
+  summary.notes.resumed = { users: await texts(page, ".user"), send: await page.$eval("#send", (n) => n.textContent) };
+  step("resumed");
   // The page's Markdown renderer and highlighter, called as the page calls them.
   summary.notes.markdown = await page.evaluate(async () => {
     const { markdown } = await import("/app.js");
