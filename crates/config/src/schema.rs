@@ -115,6 +115,75 @@ pub struct ConfigToml {
     /// codex: a `command` (stdio) or a `url` (streamable HTTP).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub mcp_servers: BTreeMap<String, McpServerToml>,
+    /// Language servers (`[lsp.NAME]`, over the presets `rust-analyzer`, `pyright`,
+    /// `basedpyright`, `pylsp`, `typescript-language-server`, `gopls`, `clangd`) and their
+    /// settings (`[lsp] enabled = false` turns them all off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lsp: Option<LspToml>,
+    /// Formatters run on a file after each edit (`[formatters.NAME] command = ["ruff",
+    /// "format", "$FILE"], extensions = ["py"]`); none by default.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub formatters: BTreeMap<String, FormatterToml>,
+}
+
+/// `[lsp]`: settings, and the servers by name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LspToml {
+    /// False: no language server is started and the `lsp` tool is not offered (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// How long an edit waits for a server's diagnostics, in milliseconds (default 1000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics_wait_ms: Option<u64>,
+    /// How long a server may take to start, in milliseconds (default 10000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_timeout_ms: Option<u64>,
+    /// How long the `lsp` tool waits for an answer, in milliseconds (default 10000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_timeout_ms: Option<u64>,
+    /// The servers (`[lsp.NAME]`); a preset's name changes that preset's fields.
+    #[serde(flatten)]
+    pub servers: BTreeMap<String, LspServerToml>,
+}
+
+/// One language server (`[lsp.NAME]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LspServerToml {
+    /// The program, looked up in `PATH` (never downloaded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// File extensions it serves, without the dot (`["py"]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Vec<String>>,
+    /// Files whose nearest directory is the server's root (`["pyproject.toml", ".git"]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root_markers: Option<Vec<String>>,
+    /// Variables set for it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Sent as the `initialize` request's `initializationOptions`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initialization_options: Option<serde_json::Value>,
+    /// False: not started (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+}
+
+/// One formatter (`[formatters.NAME]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FormatterToml {
+    /// The program and its arguments; `$FILE` is replaced by the edited file's path.
+    pub command: Vec<String>,
+    /// File extensions it formats, without the dot.
+    pub extensions: Vec<String>,
+    /// False: not run (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
 }
 
 /// One MCP server (`[mcp_servers.NAME]`).

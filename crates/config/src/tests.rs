@@ -363,3 +363,29 @@ fn tool_call_format_reads_from_file_and_override_and_refuses_unknown_forms() {
     assert!(err.contains("config.toml") && err.contains(":4"), "{err}");
     assert!(err.contains("unknown variant `xml`") && err.contains("hermes"), "{err}");
 }
+
+#[test]
+fn language_servers_and_formatters_parse_and_their_errors_name_file_and_line() {
+    let f = fixture();
+    let path = f.home.join("config.toml");
+    write(
+        &path,
+        "[lsp]\nenabled = true\ndiagnostics_wait_ms = 500\n[lsp.pyright]\ncommand = \"/opt/pyright-langserver\"\nargs = [\"--stdio\"]\nextensions = [\"py\"]\ninitialization_options = { a = 1 }\n[formatters.ruff]\ncommand = [\"ruff\", \"format\", \"$FILE\"]\nextensions = [\"py\"]\n",
+    );
+    let loaded = load(&f.options(None, &[])).unwrap();
+    let lsp = loaded.config.lsp.unwrap();
+    assert_eq!(lsp.enabled, Some(true));
+    assert_eq!(lsp.diagnostics_wait_ms, Some(500));
+    let pyright = &lsp.servers["pyright"];
+    assert_eq!(pyright.command.as_deref(), Some("/opt/pyright-langserver"));
+    assert_eq!(pyright.initialization_options, Some(serde_json::json!({ "a": 1 })));
+    assert_eq!(loaded.config.formatters["ruff"].command, ["ruff", "format", "$FILE"]);
+
+    write(&path, "model = \"m\"\n[lsp.pyright]\ncomand = \"x\"\n");
+    let err = load(&f.options(None, &[])).unwrap_err();
+    assert!(err.to_string().starts_with(&format!("{}:", path.display())), "{err}");
+    assert!(err.to_string().contains("comand"), "{err}");
+    write(&path, "model = \"m\"\n[formatters.ruff]\ncommand = \"ruff\"\nextensions = [\"py\"]\n");
+    let err = load(&f.options(None, &[])).unwrap_err();
+    assert!(err.to_string().starts_with(&format!("{}:3:", path.display())), "{err}");
+}
