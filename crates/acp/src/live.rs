@@ -181,7 +181,8 @@ impl Translator {
             | AgentEventKind::Compacted { .. }
             | AgentEventKind::Status(_)
             | AgentEventKind::Usage { .. }
-            | AgentEventKind::ShutdownComplete => Vec::new(),
+            | AgentEventKind::ShutdownComplete
+            | AgentEventKind::UserPrompt { .. } => Vec::new(),
         }
     }
 

@@ -425,7 +425,8 @@ impl Translator {
             AgentEventKind::StepStarted { .. }
             | AgentEventKind::Status(_)
             | AgentEventKind::Usage { .. }
-            | AgentEventKind::ShutdownComplete => {}
+            | AgentEventKind::ShutdownComplete
+            | AgentEventKind::UserPrompt { .. } => {}
         }
     }
 

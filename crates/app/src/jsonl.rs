@@ -395,7 +395,8 @@ impl ExecEventEncoder {
             | AgentEventKind::ApprovalRequest(_)
             | AgentEventKind::AskUser(_)
             | AgentEventKind::Usage { .. }
-            | AgentEventKind::ShutdownComplete => {}
+            | AgentEventKind::ShutdownComplete
+            | AgentEventKind::UserPrompt { .. } => {}
         }
     }
 }

@@ -173,7 +173,8 @@ fn write_agent_event(kind: &AgentEventKind, ts: u64, out: &mut dyn Write) -> Res
         | AgentEventKind::Usage { .. }
         | AgentEventKind::Warning { .. }
         | AgentEventKind::HookMessage { .. }
-        | AgentEventKind::ShutdownComplete => {}
+        | AgentEventKind::ShutdownComplete
+        | AgentEventKind::UserPrompt { .. } => {}
     }
     Ok(())
 }

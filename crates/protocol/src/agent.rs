@@ -302,6 +302,15 @@ pub enum AgentEventKind {
     },
     /// The agent stopped after `Shutdown`; no event follows.
     ShutdownComplete,
+    /// A prompt some client sent to a session several clients share (`codecoder serve`), as a
+    /// client of that server passes it to its UI. The kernel never emits it: a front-end knows
+    /// its own input.
+    UserPrompt {
+        /// What was sent.
+        input: UserInput,
+        /// Added to the running turn rather than a turn of its own.
+        steer: bool,
+    },
 }
 
 /// Why a tool call produced no result. Shown to the model as an error result it can act on.

@@ -173,7 +173,7 @@ fn indexed(shared: &Shared, cwd: Option<&str>) -> Result<Vec<SessionSummary>, Re
             .sessions
             .into_iter()
             .filter(|s| s.problem.is_none())
-            .filter(|s| !is_subagent(s))
+            .filter(|s| !codecoder_app::is_subagent_log(s))
             .collect()),
         Err(err) => Err(Response::error(500, &format!("reading the session index: {err}"))),
     }
@@ -271,21 +271,6 @@ fn session(shared: &Shared, id: &str) -> Response {
         (None, None) => return Response::error(404, &format!("no session {id} in the index")),
     };
     typed(200, &info)
-}
-
-/// Whether a log is a subagent's: its `session_meta` (the first line) names a parent call.
-/// Only logs the index gives a parent (forks and subagents) are read.
-fn is_subagent(summary: &SessionSummary) -> bool {
-    if summary.parent.is_none() {
-        return false;
-    }
-    let Ok(file) = fs_err::File::open(&summary.path) else { return false };
-    let mut first = String::new();
-    let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(file), &mut first);
-    serde_json::from_str::<Value>(&first)
-        .ok()
-        .and_then(|meta| meta.get("parent").cloned())
-        .is_some_and(|parent| !parent.is_null())
 }
 
 /// A session's history, replayed from its log by the runtime (the one interpreter of the log):

@@ -30,7 +30,7 @@ use crossbeam_channel::Sender;
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
-use crate::types::{Gap, Resolved, StreamItem};
+use crate::types::{Gap, Resolved, StreamItem, UserItem};
 
 /// The events kept in memory per hosted session by default: the newest ones; older ones are
 /// read from the log (`/history`).
@@ -150,9 +150,26 @@ impl Live {
             command,
             AgentCommand::Submit(_) | AgentCommand::Steer(_) | AgentCommand::Compact { .. }
         );
-        if starts_turn {
-            self.lock().running = true;
+        // A prompt is in the stream before what it starts, so every reader (another browser,
+        // a remote TUI, one that joins later) sees who asked what.
+        let user = match &command {
+            AgentCommand::Submit(input) => Some((input, false)),
+            AgentCommand::Steer(input) => Some((input, true)),
+            _ => None,
+        };
+        {
+            let mut state = self.lock();
+            if starts_turn {
+                state.running = true;
+            }
+            if let Some((input, steer)) = user {
+                let seq = state.next_seq();
+                let input = serde_json::to_value(input).unwrap_or(Value::Null);
+                let record = self.item(seq, |item| item.user = Some(UserItem { input, steer }));
+                state.append(record, self.max_events);
+            }
         }
+        self.changed.notify_all();
         self.cmd.send(command).is_ok()
     }
 
@@ -257,6 +274,7 @@ impl Live {
             approval_resolved: None,
             question_resolved: None,
             gap: None,
+            user: None,
         };
         fill(&mut item);
         serde_json::to_value(&item)

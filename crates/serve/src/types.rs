@@ -249,7 +249,7 @@ pub(crate) struct Pending {
 }
 
 /// One item of `GET /api/sessions/{id}/events` (an SSE `data:` line or a WebSocket text frame):
-/// exactly one of `event`, `approvalResolved`, `questionResolved`, `gap`.
+/// exactly one of `event`, `user`, `approvalResolved`, `questionResolved`, `gap`.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct StreamItem {
@@ -276,6 +276,18 @@ pub(crate) struct StreamItem {
     /// `/api/sessions/{id}/history`; the stream goes on after `to` (this item's `seq`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) gap: Option<Gap>,
+    /// A prompt some client sent (`steer`: added to the running turn), before what it starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) user: Option<UserItem>,
+}
+
+/// A prompt in the stream.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct UserItem {
+    /// The runtime's `UserInput`: `{content: [{type: "text", text} | {type: "image", …}]}`.
+    pub(crate) input: Value,
+    /// Sent as steering for the running turn rather than as a turn of its own.
+    pub(crate) steer: bool,
 }
 
 /// A request's answer, as every reader is told.

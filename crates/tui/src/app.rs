@@ -366,6 +366,14 @@ impl App {
             // The text streamed; `StepFinished` shows a step's text that did not.
             AgentEventKind::AgentMessage { .. } => {}
             AgentEventKind::ShutdownComplete => {}
+            // Another client's prompt to a shared session: shown as the person's own would be.
+            AgentEventKind::UserPrompt { input, .. } => {
+                let text = input_text(&input);
+                if !text.trim().is_empty() {
+                    self.flush_live();
+                    self.push(Cell::User { text, queued: false });
+                }
+            }
             AgentEventKind::CallProgress { call_id, name, view, .. } => {
                 match self.writing.iter_mut().find(|writing| writing.id == call_id) {
                     Some(writing) => writing.view = view,

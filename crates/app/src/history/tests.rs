@@ -191,7 +191,8 @@ mod live {
                 | AgentEventKind::AskUser(_)
                 | AgentEventKind::Warning { .. }
                 | AgentEventKind::HookMessage { .. }
-                | AgentEventKind::ShutdownComplete => continue,
+                | AgentEventKind::ShutdownComplete
+                | AgentEventKind::UserPrompt { .. } => continue,
             };
             out.push(seen);
         }

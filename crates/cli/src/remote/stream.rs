@@ -19,6 +19,7 @@
 //!   the call starts or finishes, so nothing waits on it.
 //! - Leaving the UI detaches: the session goes on in the server for its other clients.
 
+use std::collections::VecDeque;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,7 +30,7 @@ use anyhow::Context;
 use codecoder_app::AgentHandle;
 use codecoder_protocol::{
     AgentCommand, AgentEvent, AgentEventKind, ApprovalDecision, AskUserAnswer, CallKind,
-    ContentItem, EventSource, Reply, SessionId,
+    ContentItem, EventSource, Reply, SessionId, UserInput,
 };
 use codecoder_stdx::spawn_named;
 use crossbeam_channel::{Receiver, Select, Sender};
@@ -79,6 +80,10 @@ pub(crate) struct Followed {
     /// is approved). A mutex because the UI thread reads it while the reader writes it; held
     /// only to copy the value in or out.
     pub(crate) permission_mode: Mutex<Option<String>>,
+    /// The prompts this client sent whose `user` item the stream has not brought back yet:
+    /// the UI showed them when they were typed, so their echo is not shown again. A mutex
+    /// because the session thread adds while the reader takes; held only to push or pop.
+    sent: Mutex<VecDeque<String>>,
 }
 
 impl Followed {
@@ -88,6 +93,21 @@ impl Followed {
 
     pub(crate) fn set_permission_mode(&self, mode: Option<String>) {
         *self.permission_mode.lock().unwrap_or_else(PoisonError::into_inner) = mode;
+    }
+
+    pub(crate) fn sent(&self) -> std::sync::MutexGuard<'_, VecDeque<String>> {
+        self.sent.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a prompt the stream brings is the echo of the oldest one this client sent (a
+    /// slash command's echo is its expansion, so any text matches a sent `/name`).
+    pub(crate) fn is_own_echo(&self, text: &str) -> bool {
+        let mut sent = self.sent();
+        let own = sent.front().is_some_and(|first| first == text || first.starts_with('/'));
+        if own {
+            sent.pop_front();
+        }
+        own
     }
 }
 
@@ -120,7 +140,7 @@ pub(crate) fn attach(
     let reader = Reader {
         client: Arc::clone(&client),
         id: id.to_owned(),
-        followed,
+        followed: Arc::clone(&followed),
         caught_up: !joining,
         events: events_tx.clone(),
         notes: notes_tx,
@@ -133,6 +153,7 @@ pub(crate) fn attach(
     let session = Session {
         client,
         id: id.to_owned(),
+        followed,
         events: Some(events_tx),
         source,
         approvals: Vec::new(),
@@ -353,6 +374,18 @@ impl Reader {
             }
             return sent;
         }
+        if let Some(user) = item.get("user") {
+            let input = match serde_json::from_value::<UserInput>(user["input"].clone()) {
+                Ok(input) => input,
+                Err(err) => return self.warn(format!("a prompt this client cannot read: {err}")),
+            };
+            if self.followed.is_own_echo(&text_of(&input.content)) {
+                return true;
+            }
+            let steer = user["steer"].as_bool().unwrap_or(false);
+            let kind = AgentEventKind::UserPrompt { input, steer };
+            return self.events.send(AgentEvent { source: self.source.clone(), kind }).is_ok();
+        }
         if let Some(gap) = item.get("gap") {
             let (from, to) = (&gap["from"], &gap["to"]);
             return self.warn(format!(
@@ -400,6 +433,8 @@ fn warning(source: &EventSource, message: String) -> AgentEvent {
 struct Session {
     client: Arc<Client>,
     id: String,
+    /// Where the prompts it sends are noted, for the reader to know their echo.
+    followed: Arc<Followed>,
     /// Where warnings go; taken at `Shutdown` to send `ShutdownComplete` last.
     events: Option<Sender<AgentEvent>>,
     source: EventSource,
@@ -545,7 +580,18 @@ impl Session {
             // Handled by `run`.
             AgentCommand::Shutdown => return,
         };
+        let prompt = body.get("text").and_then(Value::as_str).map(str::to_owned);
+        // Noted before it is sent: the echo may come back before the answer does.
+        let noted = prompt.is_some_and(|text| {
+            !text.starts_with("/compact") && {
+                self.followed.sent().push_back(text);
+                true
+            }
+        });
         if let Err(err) = self.client.post(&route, &body) {
+            if noted {
+                self.followed.sent().pop_back();
+            }
             self.warn(format!("{what}: {err}"));
         }
     }

@@ -381,3 +381,15 @@ fn an_answer_from_elsewhere_wins_and_shutdown_detaches() {
     let posts = server.seen.try_iter().filter(|seen| matches!(seen, Seen::Post(..))).count();
     assert_eq!(posts, 1);
 }
+
+#[test]
+fn a_prompt_this_client_sent_is_known_by_its_echo_and_others_are_not() {
+    let followed = stream::Followed::default();
+    followed.sent().push_back("first".to_owned());
+    followed.sent().push_back("/review src".to_owned());
+    assert!(!followed.is_own_echo("from elsewhere"), "another client's prompt is shown");
+    assert!(followed.is_own_echo("first"));
+    // A slash command comes back expanded.
+    assert!(followed.is_own_echo("Review the code in src carefully."));
+    assert!(!followed.is_own_echo("first"), "each sent prompt is matched once");
+}

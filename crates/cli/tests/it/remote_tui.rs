@@ -141,6 +141,7 @@ fn the_ui_drives_a_hosted_session_and_other_clients_see_and_answer_it() {
         .reply(Reply::text("The first command printed its **marker**."))
         .reply(command_call("call_2", "remote-second-output"))
         .reply(Reply::text("The second one ran too."))
+        .reply(Reply::text("Answered the browser."))
         .reply(Reply::text("Joined and answered."));
     let model = FakeModelServer::start(script).unwrap();
     let home = tempfile::tempdir().unwrap();
@@ -224,6 +225,17 @@ fn the_ui_drives_a_hosted_session_and_other_clients_see_and_answer_it() {
     let (_, facts) = served.call("GET", &format!("/api/sessions/{id}"), None);
     assert_eq!(facts["model"], "gpt-5-mini", "{facts}");
     assert_eq!(facts["live"], true, "{facts}");
+
+    // A prompt another client sends shows in the UI as the person's own would, with its answer.
+    let (status, sent) = served.call(
+        "POST",
+        &format!("/api/sessions/{id}/prompt"),
+        Some(&json!({"text": "a prompt from the browser"})),
+    );
+    assert_eq!(status, 202, "{sent}");
+    pty.wait_for("› a prompt from the browser", "the other client's prompt in the transcript");
+    pty.wait_for("Answered the browser.", "its answer");
+    pty.wait_idle("the idle status line after the other client's turn");
 
     // Leaving the UI leaves the session to the server and its other clients.
     pty.send("\x03");

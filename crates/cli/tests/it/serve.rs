@@ -1294,6 +1294,47 @@ fn a_reader_behind_the_kept_events_is_told_of_the_gap() {
 }
 
 #[test]
+fn every_reader_sees_each_prompt_before_the_turn_it_starts() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = Script::new().reply(Reply::text("first answer")).reply(Reply::text("second"));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let served = Served::start(&run, &["-m", "test-model"]);
+    let id = start_session(&served, &json!({"prompt": "from the browser"}));
+    let first = read_events(&served, &id, 0, |e| kind(e) == "turn_done");
+    // Another client prompts the same session; a reader that joins later sees both prompts.
+    let sent = served.call(
+        "POST",
+        &format!("/api/sessions/{id}/prompt"),
+        Some(&json!({"text": "from a terminal"})),
+    );
+    assert_eq!(sent.status, 202, "{sent:?}");
+    let after = first.last().unwrap()["seq"].as_u64().unwrap();
+    read_events(&served, &id, after, |e| kind(e) == "turn_done");
+    let all = read_ws_events(&served, &id, 0, |e| {
+        kind(e) == "turn_done" && e["seq"].as_u64() > Some(after)
+    });
+    let prompts: Vec<(usize, &str)> = all
+        .iter()
+        .enumerate()
+        .filter_map(|(at, e)| Some((at, e["user"]["input"]["content"][0]["text"].as_str()?)))
+        .collect();
+    let texts: Vec<&str> = prompts.iter().map(|(_, text)| *text).collect();
+    assert_eq!(texts, ["from the browser", "from a terminal"], "{all:#?}");
+    for (at, _) in prompts {
+        assert_eq!(all[at]["user"]["steer"], false);
+        let next_turn = all[at..].iter().position(|e| kind(e) == "turn_started");
+        let next_prompt = all[at + 1..].iter().position(|e| e["user"].is_object());
+        assert!(
+            next_turn.is_some_and(|turn| next_prompt.is_none_or(|prompt| turn <= prompt)),
+            "each prompt comes before the turn it starts: {all:#?}"
+        );
+    }
+    assert_eq!(served.stop(), Some(0));
+}
+
+#[test]
 fn a_unix_socket_directory_is_made_private_or_refused_when_shared() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();

@@ -573,6 +573,7 @@ pub(crate) fn tags(events: &[AgentEvent]) -> Vec<String> {
                 other => format!("turn_done {other:?} cancelled={cancelled}"),
             },
             AgentEventKind::ShutdownComplete => "shutdown_complete".to_owned(),
+            AgentEventKind::UserPrompt { steer, .. } => format!("user_prompt steer={steer}"),
             AgentEventKind::CallProgress { call_id, .. } => format!("progress {call_id}"),
             AgentEventKind::Compacted { trigger, summarized, .. } => {
                 format!("compacted {trigger} summarized={summarized}")
