@@ -226,6 +226,7 @@ const state = {
   turnBoxes: new Map(), // turn -> container node
   userByTurn: new Map(), // turn -> input text, from the history
   sentPrompts: [], // prompts this page sent that have no turn yet
+  sentSteers: [], // steering this page sent, not yet seen in the stream
   firstStreamTurn: null,
   contextWindow: null,
   lastInput: 0,
@@ -238,7 +239,7 @@ function resetSession() {
   clearTimeout(state.reconnectTimer);
   Object.assign(state, {
     stream: null, lastSeq: 0, running: false, firstStreamTurn: null, contextWindow: null, buffer: null,
-    lastInput: 0, commands: null, sentPrompts: [],
+    lastInput: 0, commands: null, sentPrompts: [], sentSteers: [],
   });
   for (const map of [state.cards, state.asks, state.decisions, state.texts, state.reasoning, state.turnBoxes, state.userByTurn]) map.clear();
   $("transcript").replaceChildren();
@@ -533,7 +534,18 @@ function show(record, fromHistory) {
     resolveAsk(resolved.id, record.approvalResolved ? describeDecision(resolved.decision) : describeAnswer(resolved.answer));
     return;
   }
-  if (record.user) return; // shown with its turn (see `rememberInputs`)
+  if (record.user) {
+    // The history's input is shown with its turn (see `rememberInputs`). A stream that tells of
+    // prompts (`{input, steer}`) says here what was steered with (by another client, or before
+    // a reload); a prompt of a turn is shown with its `turn_started`.
+    const input = record.user.input;
+    if (fromHistory || !input || !record.user.steer) return;
+    const text = inputText(input);
+    const own = state.sentSteers.indexOf(text);
+    if (own >= 0) state.sentSteers.splice(own, 1);
+    else note(`Steered: ${text}`, turnBox(null)).classList.add("steer");
+    return;
+  }
   if (record.approval) {
     if (record.approval.decidedBy !== "mode") {
       state.decisions.set(record.approval.callId, `${describeDecision(record.approval.decision)} (${record.approval.decidedBy})`);
@@ -1009,6 +1021,7 @@ async function submit(steer) {
   try {
     if (state.current && state.live) {
       if (steer) {
+        state.sentSteers.push(text);
         await api("POST", `/api/sessions/${state.current}/steer`, { text });
         note(`Steered: ${text}`, turnBox(null)).classList.add("steer");
       } else {
