@@ -275,6 +275,30 @@ impl Sandbox {
         args: &[OsString],
         cwd: Option<&Path>,
     ) -> Wrapped {
+        self.wrap_as(program, args, cwd, false)
+    }
+
+    /// As [`Sandbox::wrap`], for a command whose stdin is a PTY it must take as its controlling
+    /// terminal: the stage always runs (under bubblewrap too, whose `--new-session` leaves the
+    /// command without a terminal) and takes it right before the exec. `taken` in the result
+    /// says whether the stage does it; otherwise the spawner must (Seatbelt).
+    pub(crate) fn wrap_tty(
+        &self,
+        program: &OsString,
+        args: &[OsString],
+        cwd: Option<&Path>,
+    ) -> (Wrapped, bool) {
+        let taken = !matches!(self.backend, Backend::Seatbelt(_));
+        (self.wrap_as(program, args, cwd, true), taken)
+    }
+
+    fn wrap_as(
+        &self,
+        program: &OsString,
+        args: &[OsString],
+        cwd: Option<&Path>,
+        tty: bool,
+    ) -> Wrapped {
         let mut env_vars = vec![(env::CODECODER_SANDBOX.into(), self.backend.name().into())];
         if !self.policy.network {
             env_vars.push((env::CODECODER_SANDBOX_NETWORK_DISABLED.into(), "1".into()));
@@ -290,6 +314,7 @@ impl Sandbox {
             protected: if landlock { self.policy.protected_subpaths() } else { Vec::new() },
             hidden: if landlock { self.policy.existing_hidden_paths() } else { Vec::new() },
             no_namespaces: self.no_namespaces,
+            tty,
             command,
         };
         let mut stage_argv = vec![self.stage_exe.clone().into_os_string(), STAGE_MARKER.into()];
@@ -306,7 +331,9 @@ impl Sandbox {
                 // execs the command) when handed the compiled program on a descriptor: that
                 // saves exec'ing the stage, a third of bwrap's added time. Without the
                 // descriptor (pipe creation failed), the stage does it.
-                match seccomp_fd(self.policy.network) {
+                // A terminal is taken by the stage, so a PTY session always goes through it.
+                let fd = if tty { None } else { seccomp_fd(self.policy.network) };
+                match fd {
                     Some(fd) => {
                         argv.push("--seccomp".into());
                         argv.push(std::os::fd::AsRawFd::as_raw_fd(&fd).to_string().into());

@@ -64,6 +64,7 @@ pub use crate::env_policy::{
 pub use crate::hint::denial_hint;
 pub use crate::piped::{PipedChild, spawn_piped};
 pub use crate::policy::{FsAccess, SandboxPolicy, default_hidden_paths};
+pub use crate::pty::{PtyInput, spawn_pty};
 pub use crate::seatbelt::seatbelt_profile;
 pub use crate::stage::{STAGE_MARKER, run_stage_if_requested};
 pub use crate::tree::live_group_members;
@@ -76,6 +77,7 @@ mod env_policy;
 mod hint;
 mod piped;
 mod policy;
+mod pty;
 mod seatbelt;
 #[cfg(target_os = "linux")]
 mod seccomp;

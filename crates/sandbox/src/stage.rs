@@ -52,6 +52,10 @@ pub(crate) struct StageArgs {
     pub(crate) hidden: Vec<PathBuf>,
     /// Never use the mount namespace (tests of the fallback).
     pub(crate) no_namespaces: bool,
+    /// The command's stdin is a terminal (a PTY session) that it takes as its controlling
+    /// terminal in a session of its own, so the terminal's Ctrl-C reaches the command's group and
+    /// not the wrappers around it.
+    pub(crate) tty: bool,
     pub(crate) command: Vec<OsString>,
 }
 
@@ -73,6 +77,9 @@ impl StageArgs {
         ];
         if self.no_namespaces {
             out.push("--no-namespaces".into());
+        }
+        if self.tty {
+            out.push("--tty".into());
         }
         for (flag, paths) in [
             ("--write", &self.writable_roots),
@@ -99,6 +106,7 @@ impl StageArgs {
             protected: Vec::new(),
             hidden: Vec::new(),
             no_namespaces: false,
+            tty: false,
             command: Vec::new(),
         };
         let mut args = args.into_iter();
@@ -113,6 +121,10 @@ impl StageArgs {
             }
             if flag == "--no-namespaces" {
                 parsed.no_namespaces = true;
+                continue;
+            }
+            if flag == "--tty" {
+                parsed.tty = true;
                 continue;
             }
             let Some(value) = args.next() else {
@@ -189,6 +201,10 @@ fn confine_and_exec(stage: &StageArgs) -> Result<std::convert::Infallible, Strin
             .map_err(|err| format!("setting PR_SET_NO_NEW_PRIVS: {err}"))?;
     }
     crate::seccomp::install(stage.network)?;
+    if stage.tty {
+        crate::pty::take_terminal()
+            .map_err(|err| format!("taking the terminal on stdin: {err}"))?;
+    }
     let argv = stage
         .command
         .iter()

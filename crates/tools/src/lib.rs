@@ -9,6 +9,9 @@
 //! adapter that implements the kernel's `Tool`. The split exists so that tests and the argument
 //! fuzzer can run a tool without a kernel; the kernel path and the test path run the same code.
 //!
+//! Edit tools get `ToolsConfig::after_edit` run after each successful change (`after_edit`):
+//! formatters and a language server's diagnostics join their result.
+//!
 //! Invariants:
 //! - No input makes a tool panic: arguments are checked against the tool's schema, then parsed
 //!   into a typed struct; every failure is a `ToolError` or an `is_error` output that tells the
@@ -18,6 +21,7 @@
 //! - Processes are spawned only through `codecoder_sandbox`; background jobs belong to the tool
 //!   set and are killed (whole process group) when the last tool of the set is dropped.
 
+mod after_edit;
 mod ask;
 mod edit;
 mod env;
@@ -33,6 +37,7 @@ mod search;
 mod shell;
 mod snapshot;
 mod text;
+mod unified_exec;
 mod web;
 
 use std::path::PathBuf;
@@ -43,6 +48,7 @@ use codecoder_kernel::{InputReader, Tool, ToolContext, ToolKind, ToolOutput};
 use codecoder_protocol::{CallKind, CallView, ToolError};
 use serde_json::Value;
 
+pub use crate::after_edit::AfterEdit;
 pub use crate::env::{CallEnv, StandaloneEnv};
 pub use crate::files::FileAccess;
 use crate::jobs::JobTable;
@@ -53,6 +59,8 @@ pub use crate::plan_mode::{
 pub use crate::snapshot::{
     NameFilter, SNAPSHOT_TIMEOUT, ShellSnapshot, SnapshotConfig, SnapshotStatus,
 };
+pub use crate::unified_exec::SessionInfo;
+use crate::unified_exec::SessionTable;
 
 /// What the built-in tools need to know. No `Default`: build it with `ToolsConfig::standard`
 /// and change fields.
@@ -96,6 +104,11 @@ pub struct ToolsConfig {
     pub spill_limit: u64,
     /// Background jobs running at once. Default 16.
     pub max_jobs: usize,
+    /// `exec_command` sessions running at once. Default 8.
+    pub max_sessions: usize,
+    /// An `exec_command` session no call touched for this long is ended at the next session
+    /// call. Default 30 minutes.
+    pub session_idle_timeout: Duration,
     /// `read_file`'s default line count. Default 2,000.
     pub read_line_limit: usize,
     /// `read_file`'s output cap in bytes. Default 256 KiB.
@@ -120,6 +133,9 @@ pub struct ToolsConfig {
     /// Where the file tools read and write text when not the disk (an ACP client's buffers).
     /// Default `None`: the local filesystem.
     pub file_access: Option<Arc<dyn FileAccess>>,
+    /// Run after each successful `write_file`, `edit` and `apply_patch` on the paths they
+    /// changed; its text joins the result (formatters, diagnostics). Default `None`.
+    pub after_edit: Option<Arc<dyn AfterEdit>>,
 }
 
 /// A shared, changeable `Escalation`.
@@ -175,6 +191,8 @@ impl ToolsConfig {
             blobs: None,
             spill_limit: 256 * 1024 * 1024,
             max_jobs: 16,
+            max_sessions: 8,
+            session_idle_timeout: Duration::from_secs(30 * 60),
             read_line_limit: 2000,
             read_byte_limit: 256 * 1024,
             image_limit: 5 * 1024 * 1024,
@@ -185,6 +203,7 @@ impl ToolsConfig {
             environment: codecoder_sandbox::Environment::Inherited,
             escalation: EscalationSetting::new(Escalation::Never),
             file_access: None,
+            after_edit: None,
         }
     }
 }
@@ -192,8 +211,10 @@ impl ToolsConfig {
 /// The built-in tools, in the order the model sees them. The background-job table is shared by
 /// `run_command`, `job_output` and `job_kill`; its jobs die when the last of them is dropped.
 pub fn builtin_tools(config: ToolsConfig) -> Vec<Arc<dyn Tool>> {
+    let (after_edit, cwd) = (config.after_edit.clone(), config.cwd.clone());
     builtins(config)
         .into_iter()
+        .map(|builtin| after_edit::wrap(builtin, after_edit.as_ref(), &cwd))
         .map(|builtin| Arc::new(Adapter(builtin)) as Arc<dyn Tool>)
         .collect()
 }
@@ -211,7 +232,7 @@ pub fn exit_plan_mode_builtin(permission: codecoder_policy::PermissionSwitch) ->
 
 /// The same tools as `Builtin`s, for running them without a kernel (tests, fuzzing).
 pub fn builtins(config: ToolsConfig) -> Vec<Arc<dyn Builtin>> {
-    let shared = Arc::new(Shared { config, jobs: JobTable::new() });
+    let shared = Arc::new(Shared { config, jobs: JobTable::new(), sessions: SessionTable::new() });
     vec![
         Arc::new(read::ReadFile { shared: Arc::clone(&shared), index: read::LineIndex::default() }),
         Arc::new(edit::WriteFile(Arc::clone(&shared))),
@@ -223,6 +244,8 @@ pub fn builtins(config: ToolsConfig) -> Vec<Arc<dyn Builtin>> {
         Arc::new(shell::RunCommand(Arc::clone(&shared))),
         Arc::new(jobs::JobOutput(Arc::clone(&shared))),
         Arc::new(jobs::JobKill(Arc::clone(&shared))),
+        Arc::new(unified_exec::ExecCommand(Arc::clone(&shared))),
+        Arc::new(unified_exec::WriteStdin(Arc::clone(&shared))),
         Arc::new(plan::UpdatePlan),
         Arc::new(ask::AskUser),
         Arc::new(web::WebFetch(shared)),
@@ -233,6 +256,7 @@ pub fn builtins(config: ToolsConfig) -> Vec<Arc<dyn Builtin>> {
 pub(crate) struct Shared {
     pub(crate) config: ToolsConfig,
     pub(crate) jobs: JobTable,
+    pub(crate) sessions: SessionTable,
 }
 
 /// A built-in tool: the kernel's `Tool` minus the `ToolContext`, so it can run without a kernel.

@@ -418,6 +418,23 @@ impl Spill {
     }
 }
 
+/// The spec for `SHELL -lc COMMAND` in `cwd` (relative to the session's), as `run_command`
+/// runs it: `exec_command`'s sessions start their commands the same way.
+pub(crate) fn shell_spec(
+    config: &ToolsConfig,
+    command: &str,
+    cwd: Option<&str>,
+) -> Result<CommandSpec, ToolError> {
+    let args = Args {
+        command: command.to_owned(),
+        cwd: cwd.map(str::to_owned),
+        timeout_ms: None,
+        env: std::collections::BTreeMap::new(),
+        background: false,
+    };
+    command_spec(config, &args)
+}
+
 /// The spec for `SHELL -lc COMMAND` (or `SHELL -c '. SNAPSHOT<newline>COMMAND'` while the
 /// session's shell snapshot is ready), with the call's cwd and environment checked.
 fn command_spec(config: &ToolsConfig, args: &Args) -> Result<CommandSpec, ToolError> {

@@ -16,6 +16,7 @@ fn sample() -> StageArgs {
         protected: vec![PathBuf::from("/w s/.git")],
         hidden: vec![PathBuf::from(OsString::from_vec(b"/home/\xffodd".to_vec()))],
         no_namespaces: true,
+        tty: true,
         command: vec!["sh".into(), "-c".into(), "echo -- --write x".into()],
     }
 }
@@ -24,7 +25,8 @@ fn sample() -> StageArgs {
 fn arguments_round_trip() {
     let args = sample();
     assert_eq!(StageArgs::parse(args.encode()), Ok(args));
-    let plain = StageArgs { landlock: false, network: true, no_namespaces: false, ..sample() };
+    let plain =
+        StageArgs { landlock: false, network: true, no_namespaces: false, tty: false, ..sample() };
     assert_eq!(StageArgs::parse(plain.encode()), Ok(plain));
 }
 

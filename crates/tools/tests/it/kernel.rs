@@ -129,6 +129,8 @@ fn a_turn_that_writes_reads_edits_searches_and_runs() {
             "run_command",
             "job_output",
             "job_kill",
+            "exec_command",
+            "write_stdin",
             "update_plan",
             "ask_user",
             "web_fetch"

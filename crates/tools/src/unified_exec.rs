@@ -1,0 +1,544 @@
+//! Interactive command sessions, with codex's tool names and arguments:
+//! `exec_command {cmd, workdir?, tty?, yield_time_ms?, max_output_tokens?}` starts `cmd` the way
+//! `run_command` does (the session's shell, sandbox and command environment) and returns what it
+//! printed within `yield_time_ms`, with its exit code when it ended then, or a session id while
+//! it runs; `write_stdin {session_id, chars, yield_time_ms?, max_output_tokens?}` types `chars`
+//! into the session's terminal (empty `chars` only polls; control characters such as `\u0003`
+//! for Ctrl-C work) and returns the output since the last call.
+//!
+//! Invariants:
+//! - With `tty: true` the process keeps one PTY across calls (`codecoder_sandbox::spawn_pty`);
+//!   without it, stdin is `/dev/null` and `write_stdin` only polls.
+//! - Every session dies with its tool set: dropping the `SessionTable` kills every session's
+//!   whole process tree (the sandbox's `Child` guarantees); so do a cancelled call on it, its
+//!   end, and codecoder's own death (each session's owner thread spawned its process, which dies
+//!   with that thread).
+//! - At most `ToolsConfig::max_sessions` run at once; one left alone longer than
+//!   `ToolsConfig::session_idle_timeout` is ended the next time a session tool is called.
+//! - A session's unread output is capped like a command's (head and tail kept), so a chatty
+//!   process never grows memory; an ended session is removed once its last output was read.
+//! - `exec_command` is approved like `run_command` (the same `shell:` permission key and
+//!   command view); `write_stdin` is read-only to the approval chain: it reaches only a session
+//!   whose command line was approved.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use codecoder_kernel::{ToolKind, ToolOutput};
+use codecoder_protocol::{CallKind, CallView, ContentItem, ToolError, first_line};
+use codecoder_sandbox::{PtyInput, SpawnConfig, Wait};
+use codecoder_stdx::{JoinOnDrop, spawn_named};
+use crossbeam_channel::{Receiver, Sender, select};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::env::CallEnv;
+use crate::shell::{End, command_exit, describe, shell_spec, start_child, wait_child};
+use crate::text::Capped;
+use crate::{Builtin, Shared, ToolsConfig, failed, invalid, parse_args, str_arg};
+
+/// `exec_command`'s wait when the call gives none (codex's default).
+const EXEC_YIELD: Duration = Duration::from_secs(10);
+/// `write_stdin`'s wait when the call gives none (codex's default).
+const WRITE_YIELD: Duration = Duration::from_millis(250);
+/// The longest wait a call may ask for.
+const MAX_YIELD: Duration = Duration::from_secs(30);
+/// Bytes per token when `max_output_tokens` caps the output.
+const BYTES_PER_TOKEN: usize = 4;
+
+/// The interactive sessions of one tool set.
+pub(crate) struct SessionTable {
+    // A Mutex because calls of `exec_command` and `write_stdin` run on different tool worker
+    // threads. It is held only to look up, insert or take out a session: never across a channel
+    // operation, a write to a terminal, or a join.
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    next_id: u64,
+    sessions: BTreeMap<u64, Session>,
+}
+
+struct Session {
+    command: String,
+    started: Instant,
+    /// The terminal's writing end (`tty: true` only). A Mutex because two `write_stdin` calls
+    /// may run at once; held only for one write.
+    input: Option<Arc<Mutex<PtyInput>>>,
+    state: Arc<Mutex<State>>,
+    /// A message (or the disconnect, at the end) each time `state` changes.
+    changed: Receiver<()>,
+    // Field order matters: `kill` drops (terminating the process tree) before the owner thread
+    // is joined by its handle's drop.
+    kill: Option<Sender<()>>,
+    _thread: JoinOnDrop<()>,
+}
+
+struct State {
+    pid: u32,
+    unread: Capped,
+    end: Option<Result<End, ToolError>>,
+    last_used: Instant,
+}
+
+/// A live session as `/ps` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// The id `write_stdin` takes.
+    pub id: u64,
+    /// The command line.
+    pub command: String,
+    /// The leader's pid.
+    pub pid: u32,
+    /// Whether it runs on a terminal.
+    pub tty: bool,
+    /// Seconds since it started.
+    pub seconds: u64,
+}
+
+impl SessionTable {
+    pub(crate) fn new() -> Self {
+        Self { inner: Mutex::new(Inner { next_id: 1, sessions: BTreeMap::new() }) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The sessions still running, oldest first.
+    pub(crate) fn list(&self) -> Vec<SessionInfo> {
+        let inner = self.lock();
+        inner
+            .sessions
+            .iter()
+            .filter_map(|(&id, session)| {
+                let state = lock_state(&session.state);
+                state.end.is_none().then(|| SessionInfo {
+                    id,
+                    command: session.command.clone(),
+                    pid: state.pid,
+                    tty: session.input.is_some(),
+                    seconds: session.started.elapsed().as_secs(),
+                })
+            })
+            .collect()
+    }
+
+    /// Ends session `id` (its whole process tree) and forgets it; false when there is none.
+    pub(crate) fn stop(&self, id: u64) -> bool {
+        let session = self.lock().sessions.remove(&id);
+        session.is_some()
+    }
+
+    /// Ends the sessions left alone longer than the idle timeout.
+    fn sweep(&self, config: &ToolsConfig) {
+        let idle: Vec<Session> = {
+            let mut inner = self.lock();
+            let ids: Vec<u64> = inner
+                .sessions
+                .iter()
+                .filter(|(_, session)| {
+                    lock_state(&session.state).last_used.elapsed() > config.session_idle_timeout
+                })
+                .map(|(&id, _)| id)
+                .collect();
+            ids.iter().filter_map(|id| inner.sessions.remove(id)).collect()
+        };
+        drop(idle);
+    }
+
+    /// Starts `cmd` as a session; returns its id.
+    fn start(
+        &self,
+        config: &ToolsConfig,
+        cmd: &str,
+        workdir: Option<&str>,
+        tty: bool,
+    ) -> Result<u64, ToolError> {
+        self.sweep(config);
+        let running = self.list().len();
+        if running >= config.max_sessions {
+            return Err(failed(format!(
+                "{running} command sessions are running, the most allowed: end one first (send \
+                 it `exit` or Ctrl-C with write_stdin, or let it finish)"
+            )));
+        }
+        let spec = shell_spec(config, cmd, workdir)?;
+        let started = Instant::now();
+        let state = Arc::new(Mutex::new(State {
+            pid: 0,
+            unread: Capped::new(config.output_limit),
+            end: None,
+            last_used: started,
+        }));
+        let (kill_tx, kill_rx) = crossbeam_channel::bounded::<()>(0);
+        let (changed_tx, changed) = crossbeam_channel::bounded::<()>(1);
+        let (ready_tx, ready) = crossbeam_channel::bounded(1);
+        let id = {
+            let mut inner = self.lock();
+            let id = inner.next_id;
+            inner.next_id += 1;
+            id
+        };
+        let thread_state = Arc::clone(&state);
+        let thread_config = config.clone();
+        // The thread spawns the process itself: the process dies with the thread that started
+        // it (the sandbox's parent-death signal), so this thread must live as long as it.
+        let thread = spawn_named(format!("exec-session-{id}"), move || {
+            let spawned = if tty {
+                let spawn_config = SpawnConfig {
+                    kill_grace: thread_config.kill_grace,
+                    confinement: thread_config.confinement.clone(),
+                    environment: thread_config.environment.clone(),
+                    ..SpawnConfig::standard()
+                };
+                codecoder_sandbox::spawn_pty(&spec, &spawn_config)
+                    .map(|(child, input)| (child, Some(input)))
+                    .map_err(|err| failed(err.to_string()))
+            } else {
+                start_child(&thread_config, &spec).map(|child| (child, None))
+            };
+            let (child, input) = match spawned {
+                Ok(spawned) => spawned,
+                Err(err) => {
+                    let _ = ready_tx.send(Err(err));
+                    return;
+                }
+            };
+            lock_state(&thread_state).pid = child.pid();
+            let _ = ready_tx.send(Ok(input));
+            let wait = Wait::new().kill_on(&kill_rx);
+            let end = wait_child(child, started, &wait, &mut |chunk| {
+                lock_state(&thread_state).unread.push(&chunk.bytes);
+                let _ = changed_tx.try_send(());
+            });
+            lock_state(&thread_state).end = Some(end);
+            // Dropping `changed_tx` wakes every waiter for the last time.
+        })
+        .map_err(|err| failed(format!("could not start a thread: {err}")))?;
+        let input = match ready.recv() {
+            Ok(Ok(input)) => input,
+            Ok(Err(err)) => return Err(err),
+            Err(_) => return Err(failed("the session's thread ended before its process started")),
+        };
+        self.lock().sessions.insert(
+            id,
+            Session {
+                command: cmd.to_owned(),
+                started,
+                input: input.map(|input| Arc::new(Mutex::new(input))),
+                state,
+                changed,
+                kill: Some(kill_tx),
+                _thread: thread,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Writes `chars` to session `id`'s terminal.
+    fn write(&self, id: u64, chars: &str) -> Result<(), ToolError> {
+        let input = {
+            let inner = self.lock();
+            let Some(session) = inner.sessions.get(&id) else {
+                return Err(unknown_session(id, &inner));
+            };
+            lock_state(&session.state).last_used = Instant::now();
+            session.input.clone()
+        };
+        if chars.is_empty() {
+            return Ok(());
+        }
+        let Some(input) = input else {
+            return Err(failed(format!(
+                "session {id} has no terminal (it was started without `tty: true`), so its \
+                 stdin is closed: poll it with empty `chars`, or start the command again with \
+                 `tty: true`"
+            )));
+        };
+        let mut input = input.lock().unwrap_or_else(PoisonError::into_inner);
+        // A session that ended has no reader left: the write fails with EIO, which the read
+        // that follows explains.
+        let _ = input.write(chars.as_bytes());
+        Ok(())
+    }
+
+    /// Waits up to `yield_time` for session `id` to end (or the call to be cancelled, which
+    /// ends the session), then takes its unread output. An ended session is forgotten.
+    fn collect(
+        &self,
+        env: &dyn CallEnv,
+        id: u64,
+        yield_time: Duration,
+        max_output_tokens: Option<u64>,
+    ) -> Result<ToolOutput, ToolError> {
+        let (state, changed, started, command) = {
+            let inner = self.lock();
+            let Some(session) = inner.sessions.get(&id) else {
+                return Err(unknown_session(id, &inner));
+            };
+            (
+                Arc::clone(&session.state),
+                session.changed.clone(),
+                session.started,
+                session.command.clone(),
+            )
+        };
+        let deadline = crossbeam_channel::at(Instant::now() + yield_time);
+        let mut changed = changed;
+        loop {
+            if lock_state(&state).end.is_some() {
+                break;
+            }
+            select! {
+                recv(changed) -> message => {
+                    if message.is_err() {
+                        changed = crossbeam_channel::never();
+                    }
+                },
+                recv(env.cancel().signal()) -> _ => {
+                    self.stop(id);
+                    return Err(ToolError::Cancelled);
+                },
+                recv(deadline) -> _ => break,
+            }
+        }
+        let (unread, end) = {
+            let mut state = lock_state(&state);
+            state.last_used = Instant::now();
+            let limit = state.unread.limit();
+            (std::mem::replace(&mut state.unread, Capped::new(limit)), state.end.clone())
+        };
+        if end.is_some() {
+            // Joins its thread; the process tree is already gone.
+            self.stop(id);
+        }
+        let end = end.transpose()?;
+        Ok(report(id, &command, started, &unread, end.as_ref(), max_output_tokens))
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let mut sessions = std::mem::take(&mut self.sessions);
+        // Signal every session first so that their grace periods run at once, then join them.
+        for session in sessions.values_mut() {
+            session.kill.take();
+        }
+        drop(sessions);
+    }
+}
+
+fn lock_state(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn unknown_session(id: u64, inner: &Inner) -> ToolError {
+    let ids: Vec<String> = inner.sessions.keys().map(u64::to_string).collect();
+    let known = if ids.is_empty() { "none".to_owned() } else { ids.join(", ") };
+    failed(format!(
+        "there is no command session {id} (it ended and its output was read, or it never \
+         existed; sessions running: {known})"
+    ))
+}
+
+/// The model's view of a session after a call: wall time, exit code or session id, output.
+fn report(
+    id: u64,
+    command: &str,
+    started: Instant,
+    unread: &Capped,
+    end: Option<&End>,
+    max_output_tokens: Option<u64>,
+) -> ToolOutput {
+    let mut output = unread.render();
+    if let Some(tokens) = max_output_tokens {
+        let limit = usize::try_from(tokens).unwrap_or(usize::MAX).saturating_mul(BYTES_PER_TOKEN);
+        if output.len() > limit {
+            let mut capped = Capped::new(limit);
+            capped.push(output.as_bytes());
+            output = capped.render();
+        }
+    }
+    let wall = started.elapsed().as_secs_f64();
+    let mut text = format!("Wall time: {wall:.4} seconds\n");
+    let (exit, is_error) = match end {
+        Some(end) => {
+            let exit = command_exit(end);
+            match exit.code {
+                Some(code) => text.push_str(&format!("Process exited with code {code}\n")),
+                None => {
+                    let (words, _) = describe(end, None);
+                    text.push_str(&format!("Process ended: {words}\n"));
+                }
+            }
+            (Some(exit), describe(end, None).1)
+        }
+        None => {
+            text.push_str(&format!(
+                "Process running with session ID {id} (`{}`)\n",
+                first_line(command, 80)
+            ));
+            (None, false)
+        }
+    };
+    text.push_str(&format!("Original token count: {}\n", unread.total().div_ceil(4)));
+    text.push_str("Output:\n");
+    text.push_str(&output);
+    ToolOutput { content: vec![ContentItem::Text { text }], is_error, exit }
+}
+
+/// A wait given in milliseconds, capped at `MAX_YIELD`.
+fn yield_time(ms: Option<u64>, default: Duration) -> Duration {
+    ms.map_or(default, Duration::from_millis).min(MAX_YIELD)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExecArgs {
+    cmd: String,
+    workdir: Option<String>,
+    #[serde(default)]
+    tty: bool,
+    yield_time_ms: Option<u64>,
+    max_output_tokens: Option<u64>,
+}
+
+pub(crate) struct ExecCommand(pub(crate) Arc<Shared>);
+
+impl Builtin for ExecCommand {
+    fn name(&self) -> &'static str {
+        "exec_command"
+    }
+    fn description(&self) -> &'static str {
+        "Runs a command in a shell (as run_command does, in the same sandbox) and returns its \
+         output after `yield_time_ms`, or sooner when it exits. If it is still running, the \
+         result gives a session ID: send it input, or poll it with empty `chars`, with \
+         write_stdin. With `tty: true` it runs on a terminal: use that for REPLs, prompts \
+         (passwords included), and anything interactive; Ctrl-C is `\\u0003`, end of input \
+         `\\u0004`. Sessions end with the conversation."
+    }
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "cmd": { "type": "string", "minLength": 1, "description": "Shell command to execute." },
+                "workdir": { "type": "string", "description": "The working directory to run it in; the session's when absent." },
+                "tty": { "type": "boolean", "description": "Whether to run it on a terminal (a PTY), so that write_stdin can type into it. Default false." },
+                "yield_time_ms": { "type": "integer", "minimum": 0, "description": "How long to wait for output before returning (default 10000, at most 30000)." },
+                "max_output_tokens": { "type": "integer", "minimum": 1, "description": "The most output tokens to return; the middle of longer output is elided." }
+            },
+            "required": ["cmd"],
+            "additionalProperties": false
+        })
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::Exec
+    }
+    fn permission_keys(&self, args: &Value) -> Vec<String> {
+        vec![format!("shell:{}", str_arg(args, "cmd"))]
+    }
+    fn summary(&self, args: &Value) -> String {
+        format!("run `{}`", str_arg(args, "cmd"))
+    }
+    fn view(&self, args: &Value) -> CallView {
+        let command = str_arg(args, "cmd");
+        CallView {
+            kind: CallKind::Execute,
+            title: format!("Run `{command}`"),
+            detail: format!("$ {}", first_line(command, 200)),
+            command: Some(command.to_owned()),
+            ..CallView::default()
+        }
+    }
+    fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: ExecArgs = parse_args(args)?;
+        if args.cmd.trim().is_empty() {
+            return Err(invalid("`cmd` is empty"));
+        }
+        if env.cancel().is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        env.before_command();
+        let sessions = &self.0.sessions;
+        let id = sessions.start(&self.0.config, &args.cmd, args.workdir.as_deref(), args.tty)?;
+        let wait = yield_time(args.yield_time_ms, EXEC_YIELD);
+        sessions.collect(env, id, wait, args.max_output_tokens)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    session_id: u64,
+    #[serde(default)]
+    chars: String,
+    yield_time_ms: Option<u64>,
+    max_output_tokens: Option<u64>,
+}
+
+pub(crate) struct WriteStdin(pub(crate) Arc<Shared>);
+
+impl Builtin for WriteStdin {
+    fn name(&self) -> &'static str {
+        "write_stdin"
+    }
+    fn description(&self) -> &'static str {
+        "Writes characters to a running exec_command session's terminal and returns the output \
+         since the last call, after `yield_time_ms`. Empty `chars` only polls. End a line with \
+         `\\n`; Ctrl-C is `\\u0003`."
+    }
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "session_id": { "type": "integer", "minimum": 1, "description": "The session ID exec_command returned." },
+                "chars": { "type": "string", "description": "Bytes to write to its stdin; may be empty to poll." },
+                "yield_time_ms": { "type": "integer", "minimum": 0, "description": "How long to wait for output before returning (default 250, at most 30000)." },
+                "max_output_tokens": { "type": "integer", "minimum": 1, "description": "The most output tokens to return; the middle of longer output is elided." }
+            },
+            "required": ["session_id"],
+            "additionalProperties": false
+        })
+    }
+    fn kind(&self) -> ToolKind {
+        // The session's command line was approved when it started; what is typed into it is
+        // that approved program's input.
+        ToolKind::ReadOnly
+    }
+    fn summary(&self, args: &Value) -> String {
+        let id = args.get("session_id").map(Value::to_string).unwrap_or_default();
+        match str_arg(args, "chars") {
+            "" => format!("poll session {id}"),
+            chars => format!("write {chars:?} to session {id}"),
+        }
+    }
+    fn view(&self, args: &Value) -> CallView {
+        let id = args.get("session_id").map(Value::to_string).unwrap_or_default();
+        let chars = str_arg(args, "chars");
+        let title = if chars.is_empty() {
+            format!("Poll session {id}")
+        } else {
+            format!("Write to session {id}")
+        };
+        CallView {
+            kind: CallKind::Execute,
+            title,
+            detail: format!("{chars:?}"),
+            ..CallView::default()
+        }
+    }
+    fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: WriteArgs = parse_args(args)?;
+        let sessions = &self.0.sessions;
+        sessions.sweep(&self.0.config);
+        sessions.write(args.session_id, &args.chars)?;
+        let wait = yield_time(args.yield_time_ms, WRITE_YIELD);
+        sessions.collect(env, args.session_id, wait, args.max_output_tokens)
+    }
+}
+
+#[cfg(test)]
+mod tests;
