@@ -1,0 +1,112 @@
+//! What runs after a file tool changed files (`write_file`, `edit`, `apply_patch`): the
+//! product's [`AfterEdit`] (formatters, then the language servers' diagnostics), whose text is
+//! added to the tool's result.
+//!
+//! Invariants: it runs only after a successful change (an error result is returned as it is),
+//! on the absolute paths the call's view names; its text joins the result's first text item, so
+//! every front-end that shows the result shows it; it cannot fail the edit.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use codecoder_kernel::{InputReader, ToolKind, ToolOutput};
+use codecoder_protocol::{CallView, ContentItem, ToolError};
+use serde_json::Value;
+
+use crate::{Builtin, CallEnv};
+
+/// Called after an edit tool changed files.
+pub trait AfterEdit: Send + Sync + std::fmt::Debug {
+    /// Does what follows an edit of `paths` (absolute; a deleted file may be among them) and
+    /// returns what to add to the result (empty: nothing). Bounded in time; never fails.
+    fn after_edit(&self, paths: &[PathBuf]) -> String;
+}
+
+/// `builtin` with `hook` run after its successful calls, when it is an edit tool; else
+/// `builtin` as it is.
+pub(crate) fn wrap(
+    builtin: Arc<dyn Builtin>,
+    hook: Option<&Arc<dyn AfterEdit>>,
+    cwd: &std::path::Path,
+) -> Arc<dyn Builtin> {
+    match hook {
+        Some(hook) if builtin.kind() == ToolKind::Edit => Arc::new(WithAfterEdit {
+            inner: builtin,
+            hook: Arc::clone(hook),
+            cwd: cwd.to_path_buf(),
+        }),
+        Some(_) | None => builtin,
+    }
+}
+
+struct WithAfterEdit {
+    inner: Arc<dyn Builtin>,
+    hook: Arc<dyn AfterEdit>,
+    cwd: PathBuf,
+}
+
+impl Builtin for WithAfterEdit {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn description(&self) -> &'static str {
+        self.inner.description()
+    }
+    fn schema(&self) -> Value {
+        self.inner.schema()
+    }
+    fn kind(&self) -> ToolKind {
+        self.inner.kind()
+    }
+    fn permission_keys(&self, args: &Value) -> Vec<String> {
+        self.inner.permission_keys(args)
+    }
+    fn summary(&self, args: &Value) -> String {
+        self.inner.summary(args)
+    }
+    fn view(&self, args: &Value) -> CallView {
+        self.inner.view(args)
+    }
+    fn offered(&self) -> bool {
+        self.inner.offered()
+    }
+    fn check(&self, args: &Value) -> Result<(), String> {
+        self.inner.check(args)
+    }
+    fn input_reader(&self) -> Option<Box<dyn InputReader>> {
+        self.inner.input_reader()
+    }
+    fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
+        let view = self.inner.view(&args);
+        let mut output = self.inner.run(env, args)?;
+        if output.is_error {
+            return Ok(output);
+        }
+        let mut paths: Vec<PathBuf> = Vec::new();
+        let named = view.paths.iter().chain(view.changes.iter().map(|change| &change.path));
+        for path in named.filter(|path| !path.is_empty()) {
+            let path = self.cwd.join(path);
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+        let note = self.hook.after_edit(&paths);
+        if note.is_empty() {
+            return Ok(output);
+        }
+        match output.content.iter_mut().find_map(|item| match item {
+            ContentItem::Text { text } => Some(text),
+            _ => None,
+        }) {
+            Some(text) => {
+                if !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push('\n');
+                text.push_str(&note);
+            }
+            None => output.content.push(ContentItem::Text { text: note }),
+        }
+        Ok(output)
+    }
+}
