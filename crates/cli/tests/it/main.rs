@@ -26,6 +26,7 @@ mod models;
 mod plan;
 mod plugins;
 mod provider_fallback;
+mod pty;
 mod reasoning;
 mod remote_tui;
 mod replay;

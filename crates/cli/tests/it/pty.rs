@@ -1,0 +1,228 @@
+//! Interactive command sessions end to end (`exec_command`, `write_stdin`), the model scripted
+//! by the fake server and `codecoder exec` running in its default sandbox (workspace-write):
+//! a real Python REPL on a terminal (a line answered, a loop interrupted with Ctrl-C, a
+//! password read with `getpass`, `exit()`), a PTY process kept inside the writable roots, and
+//! no process left behind after a cancel or a `kill -9` of codecoder.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use codecoder_test_support::{FakeModelServer, Reply, Script};
+use serde_json::{Value, json};
+
+use crate::app_server::processes_running;
+use crate::exec::openai_env;
+use crate::stderr;
+
+/// How long a condition the test waits for may take on a loaded machine.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A codecoder home and a workspace.
+struct World {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    workspace: PathBuf,
+}
+
+impl World {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let world = Self { home: root.join("home"), workspace: root.join("workspace"), _dir: dir };
+        std::fs::create_dir_all(&world.home).unwrap();
+        std::fs::create_dir_all(&world.workspace).unwrap();
+        world
+    }
+
+    fn exec(&self, server: &FakeModelServer, prompt: &str) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_codecoder"));
+        command
+            .args(["exec", prompt])
+            .current_dir(&self.workspace)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("CODECODER_HOME", &self.home)
+            .envs(openai_env(server))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    }
+
+    fn run(&self, server: &FakeModelServer, prompt: &str) -> Output {
+        self.exec(server, prompt).output().unwrap()
+    }
+}
+
+/// The Python running these tests, by its real path (a version manager's shim may need a HOME
+/// the test does not give).
+fn python() -> String {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 is on PATH");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+fn write(id: &str, chars: &str, yield_ms: u64) -> Reply {
+    Reply::tool_call(
+        id,
+        "write_stdin",
+        json!({"session_id": 1, "chars": chars, "yield_time_ms": yield_ms}),
+    )
+}
+
+/// The text of every tool result the model was sent, in order.
+fn tool_results(server: &FakeModelServer) -> Vec<String> {
+    let requests = server.requests();
+    let last = requests.last().expect("a request");
+    let body: Value = serde_json::from_str(&last.raw_body).unwrap();
+    body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == "function_call_output")
+        .map(|item| match &item["output"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_python_repl_on_a_terminal_answers_is_interrupted_reads_a_password_and_exits() {
+    let world = World::new();
+    let python = python();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call(
+                "c1",
+                "exec_command",
+                json!({"cmd": format!("{python} -q -i"), "tty": true, "yield_time_ms": 2000}),
+            ))
+            .reply(write("c2", "print('ans', 6*7)\n", 2000))
+            .reply(write("c3", "import time\nwhile True:\n    time.sleep(0.01)\n\n", 1000))
+            .reply(write("c4", "\u{3}", 2000))
+            .reply(write("c5", "import getpass; pw = getpass.getpass('Secret: ')\n", 2000))
+            .reply(write("c6", "hunter2\n", 1000))
+            .reply(write("c7", "print('len', len(pw), pw[::-1])\n", 2000))
+            .reply(write("c8", "exit()\n", 30000))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let out = world.run(&server, "drive python");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = tool_results(&server);
+    assert_eq!(results.len(), 8, "{results:#?}");
+    assert!(results[0].contains("Process running with session ID 1"), "{results:#?}");
+    // Output that came after a call's wait shows in the next call's result, so the checks look
+    // at everything up to the call that must have seen it.
+    let upto = |n: usize| results[..=n].join("\n");
+    assert!(upto(1).contains("ans 42"), "{results:#?}");
+    assert!(upto(3).contains("KeyboardInterrupt"), "{results:#?}");
+    assert!(upto(4).contains("Secret: "), "{results:#?}");
+    // The password was read (its reverse printed) but never echoed by the terminal.
+    assert!(upto(6).contains("len 7 2retnuh"), "{results:#?}");
+    assert!(!upto(6).contains("hunter2"), "{results:#?}");
+    assert!(results[7].contains("Process exited with code 0"), "{results:#?}");
+}
+
+#[test]
+fn a_process_on_a_terminal_cannot_write_outside_the_writable_roots() {
+    let world = World::new();
+    let outside = Path::new("/var/tmp").join(format!("codecoder-pty-{}", std::process::id()));
+    let inside = world.workspace.join("inside.txt");
+    let cmd = format!(
+        "touch {} && echo outside-written; touch {} && echo inside-written",
+        outside.display(),
+        inside.display()
+    );
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call(
+                "c1",
+                "exec_command",
+                json!({"cmd": cmd, "tty": true, "yield_time_ms": 30000}),
+            ))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let out = world.run(&server, "write");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = tool_results(&server);
+    assert!(!outside.exists(), "{results:#?}");
+    assert!(!results[0].contains("outside-written"), "{results:#?}");
+    assert!(inside.exists(), "{results:#?}");
+    assert!(results[0].contains("inside-written"), "{results:#?}");
+}
+
+/// A `sleep` duration no other process on the machine uses, to find this test's in /proc.
+fn marker(salt: u32) -> String {
+    format!("{}.{}{salt}", 70 + std::process::id() % 9, std::process::id() % 1000)
+}
+
+/// Starts `codecoder exec` whose model opens a terminal session running two sleepers
+/// (`sleep MARKER`, one in the background), and waits until both run.
+fn start_sleepers(world: &World, marker: &str) -> (FakeModelServer, Child) {
+    let cmd = format!("sleep {marker} & sleep {marker}; wait");
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call(
+                "c1",
+                "exec_command",
+                json!({"cmd": cmd, "tty": true, "yield_time_ms": 30000}),
+            ))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let child = world.exec(&server, "sleep").spawn().unwrap();
+    let needle = format!("sleep {marker}");
+    let waited = Instant::now();
+    while processes_running(&needle) < 2 {
+        assert!(waited.elapsed() < PATIENCE, "the sleepers never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (server, child)
+}
+
+/// Waits until no `sleep MARKER` is left; false if some still run after `PATIENCE`.
+fn all_gone(marker: &str) -> bool {
+    let needle = format!("sleep {marker}");
+    let waited = Instant::now();
+    while processes_running(&needle) > 0 {
+        if waited.elapsed() > PATIENCE {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+fn signal(child: &Child, signal: &str) {
+    let sent =
+        Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status();
+    assert!(sent.unwrap().success());
+}
+
+#[test]
+fn a_cancel_kills_the_terminal_sessions_whole_tree() {
+    let world = World::new();
+    let marker = marker(1);
+    let (_server, mut child) = start_sleepers(&world, &marker);
+    // Exec's first Ctrl-C cancels the turn: the waiting exec_command call ends its session.
+    signal(&child, "INT");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(all_gone(&marker), "a sleeper outlived the cancel");
+}
+
+#[test]
+fn a_killed_codecoder_leaves_no_process_behind() {
+    let world = World::new();
+    let marker = marker(2);
+    let (_server, mut child) = start_sleepers(&world, &marker);
+    signal(&child, "KILL");
+    let _ = child.wait();
+    assert!(all_gone(&marker), "a sleeper outlived codecoder");
+}
