@@ -436,6 +436,14 @@ impl Runtime {
         // Output over the cap is kept whole, as a blob beside the session logs.
         tools_config.spill_dir = Some(store.blobs().dir().join("spill"));
         tools_config.blobs = Some(store.blobs());
+        // `[shell]`'s bounds on exec_command's sessions.
+        let shell_toml = config.shell.as_ref();
+        if let Some(max) = shell_toml.and_then(|shell| shell.max_sessions) {
+            tools_config.max_sessions = max;
+        }
+        if let Some(secs) = shell_toml.and_then(|shell| shell.session_idle_timeout_secs) {
+            tools_config.session_idle_timeout = std::time::Duration::from_secs(secs);
+        }
         tools_config.file_access.clone_from(&request.file_access);
         // No single output may take more than a quarter of the window: past that, the model
         // sees a head and a tail (commands) or the first part with how to read on (files), and

@@ -499,6 +499,14 @@ pub struct ShellToml {
     /// (default true).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<bool>,
+    /// `exec_command` sessions (interactive commands, on a terminal or not) running at once
+    /// (default 8).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_sessions: Option<usize>,
+    /// Seconds an `exec_command` session may go without a call on it before it is ended
+    /// (default 1800).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_idle_timeout_secs: Option<u64>,
 }
 
 /// `[agent]`.

@@ -226,3 +226,21 @@ fn a_killed_codecoder_leaves_no_process_behind() {
     let _ = child.wait();
     assert!(all_gone(&marker), "a sleeper outlived codecoder");
 }
+
+#[test]
+fn the_number_of_sessions_is_bounded_by_the_configuration() {
+    let world = World::new();
+    let sleeper = json!({"cmd": "sleep 1000", "yield_time_ms": 0});
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("c1", "exec_command", sleeper.clone()))
+            .reply(Reply::tool_call("c2", "exec_command", sleeper))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let out = world.exec(&server, "two").args(["-c", "shell.max_sessions=1"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = tool_results(&server);
+    assert!(results[0].contains("Process running with session ID 1"), "{results:#?}");
+    assert!(results[1].contains("1 command sessions are running, the most allowed"), "{results:#?}");
+}
