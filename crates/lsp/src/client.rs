@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use codecoder_sandbox::{CommandSpec, PipedChild, SpawnConfig};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
+use crossbeam_channel::Sender;
 use serde_json::{Value, json};
 
 use crate::framing::{read_frame, write_frame};
@@ -64,6 +65,50 @@ impl Shared {
     }
 }
 
+/// One spawn asked of the spawner thread, with where its answer goes.
+type SpawnRequest = (CommandSpec, Sender<codecoder_sandbox::Result<PipedChild>>);
+
+/// The thread servers are spawned from (`lsp-spawner`), living as long as the session's
+/// `CodeIntel`: a child dies with the thread that started it (`PR_SET_PDEATHSIG`, and
+/// bubblewrap's `--die-with-parent`), and the tool threads that first need a server end after
+/// their call.
+pub(crate) struct Spawner {
+    // The sender goes first: dropping it ends the thread's loop, then the handle joins it.
+    requests: Option<Sender<SpawnRequest>>,
+    thread: Option<JoinOnDrop<()>>,
+}
+
+impl Spawner {
+    /// Starts the thread; servers it spawns get `config`.
+    pub(crate) fn start(config: SpawnConfig) -> std::io::Result<Spawner> {
+        let (requests, incoming) = crossbeam_channel::bounded::<SpawnRequest>(1);
+        let thread = spawn_named("lsp-spawner", move || {
+            for (spec, reply) in incoming {
+                let _ = reply.send(codecoder_sandbox::spawn_piped(&spec, &config));
+            }
+        })?;
+        Ok(Spawner { requests: Some(requests), thread: Some(thread) })
+    }
+
+    /// Spawns `spec` on the thread; `Err(None)` when the thread is gone.
+    fn spawn(
+        &self,
+        spec: CommandSpec,
+    ) -> std::result::Result<PipedChild, Option<codecoder_sandbox::Error>> {
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        let requests = self.requests.as_ref().ok_or(None)?;
+        requests.send((spec, reply)).map_err(|_| None)?;
+        answer.recv().map_err(|_| None)?.map_err(Some)
+    }
+}
+
+impl Drop for Spawner {
+    fn drop(&mut self) {
+        drop(self.requests.take());
+        drop(self.thread.take());
+    }
+}
+
 /// A running language server.
 pub(crate) struct Client {
     name: String,
@@ -81,14 +126,16 @@ impl Client {
     pub(crate) fn start(
         server: &ServerConfig,
         root: &Path,
-        spawn: &SpawnConfig,
+        spawner: &Spawner,
         timeout: Duration,
     ) -> Result<Client> {
         let mut spec = CommandSpec::new(&server.command, &server.args);
         spec.cwd = Some(root.to_path_buf());
         spec.env = server.env.iter().map(|(key, value)| (key.into(), value.into())).collect();
-        let mut child = codecoder_sandbox::spawn_piped(&spec, spawn)
-            .map_err(|source| Error::Spawn { server: server.name.clone(), source })?;
+        let mut child = spawner.spawn(spec).map_err(|source| match source {
+            Some(source) => Error::Spawn { server: server.name.clone(), source },
+            None => Error::Exited { server: server.name.clone() },
+        })?;
         let stdin = child.take_stdin();
         let stdout = child.take_stdout();
         let shared = Arc::new(Shared {
@@ -120,7 +167,9 @@ impl Client {
         };
         let root_uri = path_to_uri(root);
         let params = json!({
-            "processId": std::process::id(),
+            // No process id: a server watches the id it is given and exits when it sees no
+            // such process, and inside the sandbox's pid namespace it would not see ours.
+            "processId": Value::Null,
             "rootUri": root_uri,
             "rootPath": root.to_string_lossy(),
             "workspaceFolders": [{ "uri": root_uri, "name": root.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default() }],

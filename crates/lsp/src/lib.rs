@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use codecoder_sandbox::SpawnConfig;
 use serde_json::Value;
 
-use crate::client::Client;
+use crate::client::{Client, Spawner};
 pub use crate::format::FormatterConfig;
 pub use crate::tool::LspTool;
 
@@ -241,6 +241,8 @@ pub struct CodeIntel {
     /// Servers by (name, root). Held only to look up or insert; a start runs under it, bounded
     /// by `start_timeout`, so that two edits of the same language start one server.
     slots: Mutex<HashMap<(String, PathBuf), Slot>>,
+    /// Started with the first server (a session with none has no thread for it).
+    spawner: Mutex<Option<Spawner>>,
 }
 
 impl std::fmt::Debug for CodeIntel {
@@ -254,7 +256,7 @@ impl std::fmt::Debug for CodeIntel {
 impl CodeIntel {
     /// A session's code intelligence; starts nothing.
     pub fn new(config: LspConfig) -> Self {
-        Self { config, slots: Mutex::new(HashMap::new()) }
+        Self { config, slots: Mutex::new(HashMap::new()), spawner: Mutex::new(None) }
     }
 
     /// The settings.
@@ -347,7 +349,14 @@ impl CodeIntel {
         }
         let mut resolved = server.clone();
         resolved.command = binary.to_string_lossy().into_owned();
-        match Client::start(&resolved, &root, &self.config.spawn, self.config.start_timeout) {
+        let mut spawner = self.spawner.lock().map_err(|_| Error::Poisoned.to_string())?;
+        if spawner.is_none() {
+            let started = Spawner::start(self.config.spawn.clone())
+                .map_err(|err| format!("{} did not start: {}", server.name, Error::Thread(err)))?;
+            *spawner = Some(started);
+        }
+        let Some(spawner) = spawner.as_ref() else { return Err(Error::Poisoned.to_string()) };
+        match Client::start(&resolved, &root, spawner, self.config.start_timeout) {
             Ok(client) => {
                 let client = Arc::new(client);
                 slots.insert(key, Slot::Running(Arc::clone(&client)));
