@@ -340,6 +340,7 @@ impl Runtime {
             writeln!(out, "  (none: the defaults of the modes decide)")?;
         }
         crate::mcp::doctor(loaded, cwd, out)?;
+        crate::lsp::doctor(&loaded.config, cwd, out)?;
         for warning in &interactive.warnings {
             writeln!(out, "warning: {warning}")?;
         }

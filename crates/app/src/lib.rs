@@ -27,6 +27,7 @@ pub mod history;
 mod host;
 mod image;
 mod jsonl;
+mod lsp;
 mod mcp;
 mod mcp_spec;
 mod models;

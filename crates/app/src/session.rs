@@ -445,6 +445,20 @@ impl Runtime {
             tools_config.session_idle_timeout = std::time::Duration::from_secs(secs);
         }
         tools_config.file_access.clone_from(&request.file_access);
+        // Language servers (started on the first file of their language, stopped when the tools
+        // holding them go) and formatters, run after each edit.
+        let lsp_config = crate::lsp::lsp_config(
+            config,
+            &cwd,
+            safety.confinement.clone(),
+            safety.command_env.environment(),
+            &mut notices,
+        );
+        let code_intel = (!lsp_config.servers.is_empty() || !lsp_config.formatters.is_empty())
+            .then(|| Arc::new(codecoder_lsp::CodeIntel::new(lsp_config)));
+        if let Some(code_intel) = &code_intel {
+            tools_config.after_edit = Some(Arc::new(crate::lsp::LspHook(Arc::clone(code_intel))));
+        }
         // No single output may take more than a quarter of the window: past that, the model
         // sees a head and a tail (commands) or the first part with how to read on (files), and
         // a command's whole output stays in a blob it can page through with read_file.
@@ -495,6 +509,11 @@ impl Runtime {
             if offered(tool.name()) {
                 registry.register(tool)?;
             }
+        }
+        if let Some(code_intel) = code_intel.filter(|intel| intel.any_available())
+            && offered("lsp")
+        {
+            registry.register(Arc::new(codecoder_lsp::LspTool::new(code_intel)))?;
         }
         registry.register(codecoder_tools::exit_plan_mode_tool(safety.permission.clone()))?;
         // Skills (the `skill` tool when any is installed) and subagents (the `agent` tool, its
