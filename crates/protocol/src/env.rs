@@ -79,6 +79,10 @@ pub const SLOW_TESTS: &str = "SLOW_TESTS";
 /// `@openai/codex-sdk`); `.ci/run` sets it. Under `CI=true` the tests that need it fail without
 /// it; elsewhere they are skipped.
 pub const CODECODER_TEST_NPM: &str = "CODECODER_TEST_NPM";
+/// The npm prefix where `.ci/run` installed a pinned language server for the tests (pyright:
+/// `node_modules/.bin/pyright-langserver`). Under `CI=true` the tests that need it fail without
+/// it; elsewhere they are skipped.
+pub const CODECODER_TEST_LSP: &str = "CODECODER_TEST_LSP";
 /// A directory where `.ci/llama-server-env.sh` installed a real local model server for the tests:
 /// `venv/` (llama-cpp-python with its server extra) and `model-path`, a file naming the
 /// SmolLM2-135M-Instruct GGUF; `.ci/run` sets it. Under `CI=true` the tests that need it fail

@@ -18,6 +18,7 @@ mod hooks;
 mod llama_cpp;
 mod local;
 mod lock;
+mod lsp;
 mod many_sessions;
 mod mcp;
 mod mcp_add;
