@@ -677,6 +677,7 @@ function show(record, fromHistory) {
       if (!fromHistory) {
         scheduleList();
         refreshInfo();
+        loadProjects(); // the counts of sessions per project
       }
       break;
     }
