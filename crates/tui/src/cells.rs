@@ -23,6 +23,8 @@ pub(crate) use codecoder_protocol::truncate;
 
 /// Output lines a tool card shows (the tail).
 const OUTPUT_TAIL: usize = 5;
+/// Lines of an edit's after-edit notes (diagnostics, formatters) shown on its card.
+const AFTER_EDIT_LINES: usize = 8;
 /// Diff lines a card shows before "… N more lines".
 const DIFF_HEAD: usize = 40;
 /// Spinner frames.
@@ -454,6 +456,23 @@ impl ToolCard {
                 if shown_output || !ok {
                     let style = if *ok { dim() } else { Style::default().fg(Color::Red) };
                     for line in tail_lines(body, OUTPUT_TAIL) {
+                        out.push(Line::styled(format!("  │ {}", truncate(line, 500)), style));
+                    }
+                }
+                // An edit's result goes on, after a blank line, with what followed the change
+                // (a formatter's note, the language server's diagnostics): shown under the diff,
+                // errors in red.
+                if *ok
+                    && self.view.kind == CallKind::Edit
+                    && let Some((_, after)) = body.split_once("\n\n")
+                {
+                    let notes = after.lines().filter(|line| !line.trim().is_empty());
+                    for line in notes.take(AFTER_EDIT_LINES) {
+                        let style = if line.contains(": error: ") {
+                            Style::default().fg(Color::Red)
+                        } else {
+                            dim()
+                        };
                         out.push(Line::styled(format!("  │ {}", truncate(line, 500)), style));
                     }
                 }

@@ -453,3 +453,18 @@ fn a_call_asked_about_is_no_longer_shown_as_being_written() {
     assert!(!asked.contains("Writing"), "{asked}");
     assert!(asked.contains("+hello"), "{asked}");
 }
+
+#[test]
+fn card_edit_with_diagnostics() {
+    let cell = finished(
+        "edit",
+        json!({"path": "calc.py", "old_string": "return a + b", "new_string": "return str(a + b)"}),
+        "Edited `calc.py`: replaced 1 occurrence at line 2.\n\nDiagnostics for calc.py (pyright): 1 error(s), 0 other(s)\n  calc.py:2:12: error: Type \"str\" is not assignable to return type \"int\" [reportReturnType]",
+        true,
+    );
+    let text = cell_text(&cell, 100);
+    assert!(text.contains("│ Diagnostics for calc.py (pyright): 1 error(s), 0 other(s)"), "{text}");
+    assert!(text.contains("│   calc.py:2:12: error: Type \"str\""), "{text}");
+    assert!(!text.contains("Edited `calc.py`"), "{text}");
+    insta::assert_snapshot!(text);
+}
