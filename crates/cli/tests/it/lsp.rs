@@ -266,3 +266,46 @@ fn doctor_lists_the_language_servers_found_or_not() {
     assert!(text.contains("  gopls (go): "), "{text}");
     assert!(text.contains("  upper (txt): true $FILE"), "{text}");
 }
+
+/// Whether a process whose command line holds `needle` is alive.
+fn process_with(needle: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline"))
+            .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(needle))
+    })
+}
+
+#[test]
+fn a_server_that_never_answers_is_a_note_after_its_startup_timeout_and_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = dir.path().canonicalize().unwrap().join("hangs");
+    let marker = format!("700.{}", std::process::id());
+    std::fs::write(&server, format!("#!/bin/sh\nexec sleep {marker}\n")).unwrap();
+    std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let world = world(
+        &format!(
+            "[lsp]\nstartup_timeout_ms = 300\n[lsp.pyright]\ncommand = {:?}\n",
+            server.to_string_lossy()
+        ),
+        &[("calc.py", "x = 1\n")],
+    );
+    let bodies = exec(
+        &world,
+        Script::new()
+            .reply(Reply::tool_call(
+                "c1",
+                "edit",
+                json!({ "path": "calc.py", "old_string": "x = 1", "new_string": "x = 2" }),
+            ))
+            .reply(Reply::text("done")),
+    );
+    assert!(
+        bodies[0].contains(
+            "Diagnostics for calc.py: unavailable (pyright did not start: pyright did not answer initialize within 300 ms)"
+        ),
+        "{}",
+        bodies[0]
+    );
+    assert_eq!(std::fs::read_to_string(world.workspace.join("calc.py")).unwrap(), "x = 2\n");
+    assert!(!process_with(&format!("sleep {marker}")), "the server outlived the session");
+}
