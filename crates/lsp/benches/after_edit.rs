@@ -39,10 +39,16 @@ fn main() {
         times.push(start.elapsed());
         assert!(note.is_empty());
     }
-    println!("no server for the file: median {:?}, max {:?} (nothing started, no wait)", median(&mut times), times.last().unwrap());
+    println!(
+        "no server for the file: median {:?}, max {:?} (nothing started, no wait)",
+        median(&mut times),
+        times.last().unwrap()
+    );
 
     let Some(bin) = pyright() else {
-        println!("pyright: not found (set CODECODER_TEST_LSP or put pyright-langserver on PATH); the warm case is skipped");
+        println!(
+            "pyright: not found (set CODECODER_TEST_LSP or put pyright-langserver on PATH); the warm case is skipped"
+        );
         return;
     };
     println!("pyright: {}", bin.display());
@@ -66,7 +72,11 @@ fn main() {
     fs_err::write(&file, GOOD).unwrap();
     let first = Instant::now();
     let note = intel.after_edit(std::slice::from_ref(&file));
-    println!("first edit (starts pyright, first analysis): {:?}: {}", first.elapsed(), note.lines().next().unwrap_or(""));
+    println!(
+        "first edit (starts pyright, first analysis): {:?}: {}",
+        first.elapsed(),
+        note.lines().next().unwrap_or("")
+    );
     let mut harness = Vec::new();
     for run in 0..runs {
         fs_err::write(&file, if run % 2 == 0 { BAD } else { GOOD }).unwrap();
@@ -130,7 +140,9 @@ impl Bare {
             "processId": null, "rootUri": uri, "workspaceFolders": [{ "uri": uri, "name": "bench" }],
             "capabilities": { "textDocument": { "publishDiagnostics": { "versionSupport": true } }, "workspace": { "configuration": true } }
         } }));
-        bare.until(|message| message.get("id") == Some(&json!(1)) && message.get("method").is_none());
+        bare.until(|message| {
+            message.get("id") == Some(&json!(1)) && message.get("method").is_none()
+        });
         bare.send(&json!({ "jsonrpc": "2.0", "method": "initialized", "params": {} }));
         bare
     }
@@ -161,8 +173,13 @@ impl Bare {
             self.stdout.read_exact(&mut body).unwrap();
             let message: Value = serde_json::from_slice(&body).unwrap();
             if let (Some(id), Some(method)) = (message.get("id"), message.get("method")) {
-                let items = message.pointer("/params/items").and_then(Value::as_array).map_or(0, Vec::len);
-                let result = if method == "workspace/configuration" { Value::Array(vec![Value::Null; items]) } else { Value::Null };
+                let items =
+                    message.pointer("/params/items").and_then(Value::as_array).map_or(0, Vec::len);
+                let result = if method == "workspace/configuration" {
+                    Value::Array(vec![Value::Null; items])
+                } else {
+                    Value::Null
+                };
                 self.send(&json!({ "jsonrpc": "2.0", "id": id, "result": result }));
                 continue;
             }
@@ -176,7 +193,10 @@ impl Bare {
         self.until(|message| {
             message.get("method").and_then(Value::as_str) == Some("textDocument/publishDiagnostics")
                 && message.pointer("/params/uri").and_then(Value::as_str) == Some(uri)
-                && message.pointer("/params/version").and_then(Value::as_i64).is_none_or(|v| v >= version)
+                && message
+                    .pointer("/params/version")
+                    .and_then(Value::as_i64)
+                    .is_none_or(|v| v >= version)
         });
     }
 

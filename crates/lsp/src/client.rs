@@ -1,5 +1,7 @@
 //! One language server: spawned through the sandbox, spoken to over stdio with JSON-RPC, its
-//! messages read by one named thread (`lsp-reader-NAME`).
+//! messages read by one named thread (`lsp-reader-NAME`) and written by another
+//! (`lsp-writer-NAME`, from a bounded queue, so that a server that stops reading blocks no
+//! caller).
 //!
 //! Invariants:
 //! - Every request has a deadline: a server that hangs costs the caller at most that long, and
@@ -19,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use codecoder_sandbox::{CommandSpec, PipedChild, SpawnConfig};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 use serde_json::{Value, json};
 
 use crate::framing::{read_frame, write_frame};
@@ -27,6 +29,10 @@ use crate::{Error, Result, ServerConfig, path_to_uri};
 
 /// How long `shutdown` may take when the client is dropped.
 const SHUTDOWN_WAIT: Duration = Duration::from_millis(200);
+
+/// Messages queued for the writer thread. A server that stops reading fills the pipe, then this
+/// queue; past that a message is dropped and the server taken for stuck (no caller blocks).
+const WRITE_QUEUE: usize = 256;
 
 /// Diagnostics the server last published for one document.
 #[derive(Debug, Clone, Default)]
@@ -43,7 +49,8 @@ pub(crate) struct Published {
 /// map, never across IO or a wait on another lock; the condition variable wakes callers waiting
 /// for a publish or for a response.
 struct Shared {
-    stdin: Mutex<Option<ChildStdin>>,
+    /// The writer thread's queue; `None` once the client is dropped.
+    outgoing: Mutex<Option<Sender<Vec<u8>>>>,
     responses: Mutex<HashMap<i64, std::result::Result<Value, String>>>,
     published: Mutex<HashMap<String, Published>>,
     changed: Condvar,
@@ -53,9 +60,9 @@ struct Shared {
 impl Shared {
     fn send(&self, message: &Value) -> bool {
         let Ok(body) = serde_json::to_vec(message) else { return false };
-        let Ok(mut stdin) = self.stdin.lock() else { return false };
-        match stdin.as_mut() {
-            Some(pipe) => write_frame(pipe, &body).is_ok(),
+        let Ok(outgoing) = self.outgoing.lock() else { return false };
+        match outgoing.as_ref() {
+            Some(queue) => queue.try_send(body).is_ok(),
             None => false,
         }
     }
@@ -119,6 +126,7 @@ pub(crate) struct Client {
     // follows returns.
     child: Option<PipedChild>,
     reader: Option<JoinOnDrop<()>>,
+    writer: Option<JoinOnDrop<()>>,
 }
 
 impl Client {
@@ -138,8 +146,18 @@ impl Client {
         })?;
         let stdin = child.take_stdin();
         let stdout = child.take_stdout();
+        let (outgoing, queue) = crossbeam_channel::bounded::<Vec<u8>>(WRITE_QUEUE);
+        let writer = match stdin {
+            Some(stdin) => Some(
+                spawn_named(format!("lsp-writer-{}", server.name), move || {
+                    write_loop(stdin, &queue)
+                })
+                .map_err(Error::Thread)?,
+            ),
+            None => None,
+        };
         let shared = Arc::new(Shared {
-            stdin: Mutex::new(stdin),
+            outgoing: Mutex::new(Some(outgoing)),
             responses: Mutex::new(HashMap::new()),
             published: Mutex::new(HashMap::new()),
             changed: Condvar::new(),
@@ -164,6 +182,7 @@ impl Client {
             versions: Mutex::new(HashMap::new()),
             child: Some(child),
             reader,
+            writer,
         };
         let root_uri = path_to_uri(root);
         let params = json!({
@@ -330,11 +349,23 @@ impl Drop for Client {
             let _ = self.request("shutdown", Value::Null, SHUTDOWN_WAIT);
             self.notify("exit", Value::Null);
         }
-        if let Ok(mut stdin) = self.shared.stdin.lock() {
-            stdin.take();
+        // The queue's sender goes first (the writer's loop ends), then the child (a write
+        // blocked on its full pipe fails, its output ends), then both threads are joined.
+        if let Ok(mut outgoing) = self.shared.outgoing.lock() {
+            outgoing.take();
         }
         drop(self.child.take());
         drop(self.reader.take());
+        drop(self.writer.take());
+    }
+}
+
+/// The writer thread: writes each queued message until the queue closes or the pipe breaks.
+fn write_loop(mut stdin: ChildStdin, queue: &Receiver<Vec<u8>>) {
+    for body in queue {
+        if write_frame(&mut stdin, &body).is_err() {
+            return;
+        }
     }
 }
 

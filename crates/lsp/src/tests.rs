@@ -61,3 +61,49 @@ fn diagnostics_show_errors_first_and_are_capped() {
         "Diagnostics for m.py (pyright): none."
     );
 }
+
+#[test]
+fn the_lsp_tool_refuses_arguments_that_name_no_position_or_symbol() {
+    use codecoder_kernel::Tool as _;
+    let dir = tempfile::tempdir().unwrap();
+    let intel = std::sync::Arc::new(crate::CodeIntel::new(crate::LspConfig::standard(dir.path())));
+    let tool = crate::LspTool::new(intel);
+    let check = |args: serde_json::Value| tool.check(&args);
+    assert_eq!(
+        check(json!({ "operation": "workspaceSymbol" })),
+        Err("workspaceSymbol needs `symbol` (the name to search for)".to_owned())
+    );
+    assert_eq!(
+        check(json!({ "operation": "documentSymbol" })),
+        Err("documentSymbol needs `path`".to_owned())
+    );
+    assert_eq!(
+        check(json!({ "operation": "definition", "path": "a.py", "line": 3 })),
+        Err("give `line` and `column` together".to_owned())
+    );
+    assert_eq!(
+        check(json!({ "operation": "references", "line": 3, "column": 1 })),
+        Err("a position needs `path` with `line` and `column`".to_owned())
+    );
+    assert_eq!(
+        check(json!({ "operation": "hover", "path": "a.py" })),
+        Err("hover needs `path`, `line` and `column`, or `symbol`".to_owned())
+    );
+    assert_eq!(check(json!({ "operation": "definition", "symbol": "greet" })), Ok(()));
+    assert_eq!(
+        check(json!({ "operation": "incomingCalls", "path": "a.py", "line": 1, "column": 5 })),
+        Ok(())
+    );
+    assert_eq!(check(json!({ "operation": "workspaceSymbol", "symbol": "greet" })), Ok(()));
+}
+
+#[test]
+fn a_file_no_server_serves_costs_nothing_and_says_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let intel = crate::CodeIntel::new(crate::LspConfig::standard(dir.path()));
+    let file = dir.path().join("notes.txt");
+    fs_err::write(&file, "x").unwrap();
+    assert_eq!(intel.after_edit(&[file, dir.path().join("deleted.py")]), "");
+    // Nothing was started for it.
+    assert!(intel.states().iter().all(|(_, state)| !matches!(state, crate::ServerState::Running)));
+}
