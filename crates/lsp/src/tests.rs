@@ -107,3 +107,111 @@ fn a_file_no_server_serves_costs_nothing_and_says_nothing() {
     // Nothing was started for it.
     assert!(intel.states().iter().all(|(_, state)| !matches!(state, crate::ServerState::Running)));
 }
+
+/// A language server in Python: answers `initialize`; on a document's open or change it
+/// publishes one warning and one error (`publish`), publishes nothing (`silent`), or exits
+/// (`crash`).
+const FAKE_SERVER: &str = r#"
+import json, sys
+def read():
+    length = None
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.exit(0)
+        line = line.strip()
+        if not line:
+            break
+        key, value = line.split(b":", 1)
+        if key.lower() == b"content-length":
+            length = int(value)
+    return json.loads(sys.stdin.buffer.read(length))
+def send(message):
+    body = json.dumps(message).encode()
+    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    sys.stdout.buffer.flush()
+mode = sys.argv[1]
+while True:
+    message = read()
+    method = message.get("method")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {}}})
+    elif method == "shutdown":
+        send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+    elif method in ("textDocument/didOpen", "textDocument/didChange"):
+        if mode == "silent":
+            continue
+        if mode == "crash":
+            sys.exit(3)
+        document = message["params"]["textDocument"]
+        at = lambda line: {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 1}}
+        send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {
+            "uri": document["uri"], "version": document["version"],
+            "diagnostics": [
+                {"range": at(0), "severity": 2, "message": "unused"},
+                {"range": at(1), "severity": 1, "message": "broken", "code": "E1"}]}})
+"#;
+
+fn fake_intel(dir: &Path, mode: &str) -> crate::CodeIntel {
+    let script = dir.join("fake_server.py");
+    fs_err::write(&script, FAKE_SERVER).unwrap();
+    let mut config = crate::LspConfig::standard(dir);
+    // Only the silent server runs into the wait; the others end it early, however loaded the
+    // machine is.
+    config.diagnostics_wait =
+        std::time::Duration::from_millis(if mode == "silent" { 300 } else { 30_000 });
+    config.servers = vec![crate::ServerConfig {
+        name: "fake".to_owned(),
+        command: "python3".to_owned(),
+        args: vec![script.to_string_lossy().into_owned(), mode.to_owned()],
+        extensions: vec!["fk".to_owned()],
+        root_markers: Vec::new(),
+        env: Vec::new(),
+        initialization_options: None,
+        configured: true,
+    }];
+    crate::CodeIntel::new(config)
+}
+
+#[test]
+fn a_fake_server_s_diagnostics_join_the_edit_errors_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let intel = fake_intel(&root, "publish");
+    let file = root.join("a.fk");
+    fs_err::write(&file, "one\ntwo\n").unwrap();
+    let expected = "Diagnostics for a.fk (fake): 1 error(s), 1 other(s)\n  a.fk:2:1: error: broken [E1]\n  a.fk:1:1: warning: unused";
+    assert_eq!(intel.after_edit(std::slice::from_ref(&file)), expected);
+    // The second edit is a change of the open document, answered the same way.
+    assert_eq!(intel.after_edit(std::slice::from_ref(&file)), expected);
+}
+
+#[test]
+fn a_silent_server_costs_the_wait_then_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let intel = fake_intel(&root, "silent");
+    let file = root.join("a.fk");
+    fs_err::write(&file, "one\n").unwrap();
+    assert_eq!(
+        intel.after_edit(std::slice::from_ref(&file)),
+        "Diagnostics for a.fk: fake published none within 300 ms."
+    );
+}
+
+#[test]
+fn a_server_that_crashes_is_a_note_and_is_not_restarted() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let intel = fake_intel(&root, "crash");
+    let file = root.join("a.fk");
+    fs_err::write(&file, "one\n").unwrap();
+    assert_eq!(
+        intel.after_edit(std::slice::from_ref(&file)),
+        "Diagnostics for a.fk: unavailable (fake exited)."
+    );
+    assert_eq!(
+        intel.after_edit(std::slice::from_ref(&file)),
+        "Diagnostics for a.fk: unavailable (fake exited; it is not restarted in this session)."
+    );
+}
