@@ -264,6 +264,9 @@ async function cancel() {
   await page.waitForFunction(() => [...document.querySelectorAll("details.tool.running")].length > 0, { timeout: 60000 });
   await until("the sleep process", () => processesRunning(`sleep ${marker}`) > 0);
   summary.notes.sleepingBeforeCancel = processesRunning(`sleep ${marker}`);
+  // The page shows Cancel once the stream has told it of the running turn (the log's copy
+  // of the turn, drawn first, does not).
+  await page.waitForSelector("#cancel:not([hidden])");
   summary.notes.cancelVisible = await page.$eval("#cancel", (n) => !n.hidden);
   // Steering while the command runs: the text goes to the turn's next step.
   await page.type("#prompt", "also list the files");
@@ -300,6 +303,8 @@ async function plan() {
   await waitText(page, ".agent", "Carrying out the plan");
   await page.waitForFunction(() => document.getElementById("cancel").hidden, { timeout: 60000 });
   summary.notes.reviewsLeft = await page.$$eval(".ask", (n) => n.length);
+  // The page asks the server for the session's mode after the turn.
+  await page.waitForFunction(() => !document.getElementById("plan-mode").checked).catch(() => null);
   summary.notes.planMode = await page.$eval("#plan-mode", (n) => n.checked);
 }
 

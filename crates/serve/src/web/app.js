@@ -227,6 +227,8 @@ const state = {
   userByTurn: new Map(), // turn -> input text, from the history
   sentPrompts: [], // prompts this page sent that have no turn yet
   sentSteers: [], // steering this page sent, not yet seen in the stream
+  streamPrompts: [], // prompts the stream told of, for the next turns
+  runningTurn: null, // the turn the stream is in
   firstStreamTurn: null,
   contextWindow: null,
   lastInput: 0,
@@ -239,7 +241,7 @@ function resetSession() {
   clearTimeout(state.reconnectTimer);
   Object.assign(state, {
     stream: null, lastSeq: 0, running: false, firstStreamTurn: null, contextWindow: null, buffer: null,
-    lastInput: 0, commands: null, sentPrompts: [], sentSteers: [],
+    lastInput: 0, commands: null, sentPrompts: [], sentSteers: [], streamPrompts: [], runningTurn: null,
   });
   for (const map of [state.cards, state.asks, state.decisions, state.texts, state.reasoning, state.turnBoxes, state.userByTurn]) map.clear();
   $("transcript").replaceChildren();
@@ -535,15 +537,24 @@ function show(record, fromHistory) {
     return;
   }
   if (record.user) {
-    // The history's input is shown with its turn (see `rememberInputs`). A stream that tells of
-    // prompts (`{input, steer}`) says here what was steered with (by another client, or before
-    // a reload); a prompt of a turn is shown with its `turn_started`.
+    // The history's input is shown with its turn (see `rememberInputs`). The stream tells of
+    // each prompt (`{input, steer}`, whichever client sent it) before what it starts: one sent
+    // while no turn runs names the next turn (shown with its `turn_started`); one sent during
+    // a turn joins that turn at its next step, and is shown there now, as is steering.
     const input = record.user.input;
-    if (fromHistory || !input || !record.user.steer) return;
+    if (fromHistory || !input) return;
     const text = inputText(input);
-    const own = state.sentSteers.indexOf(text);
-    if (own >= 0) state.sentSteers.splice(own, 1);
-    else note(`Steered: ${text}`, turnBox(null)).classList.add("steer");
+    const sent = state.sentPrompts.indexOf(text);
+    if (sent >= 0) state.sentPrompts.splice(sent, 1);
+    if (record.user.steer) {
+      const own = state.sentSteers.indexOf(text);
+      if (own >= 0) state.sentSteers.splice(own, 1);
+      else note(`Steered: ${text}`, turnBox(state.runningTurn)).classList.add("steer");
+    } else if (state.running && state.runningTurn !== null) {
+      userBubble(turnBox(state.runningTurn, false), text);
+    } else {
+      state.streamPrompts.push(text);
+    }
     return;
   }
   if (record.approval) {
@@ -577,8 +588,15 @@ function show(record, fromHistory) {
     case "turn_started": {
       const box = turnBox(kind.turn, fromHistory);
       let text = state.userByTurn.get(kind.turn);
-      if (text !== undefined && !fromHistory && state.sentPrompts[0] === text) state.sentPrompts.shift();
-      if (text === undefined && !fromHistory && state.sentPrompts.length) text = state.sentPrompts.shift();
+      if (!fromHistory) {
+        // The stream's own word on the prompt first; this page's record of what it sent for a
+        // server whose stream does not carry prompts.
+        const streamed = state.streamPrompts.shift();
+        if (text === undefined) text = streamed;
+        if (text !== undefined && state.sentPrompts[0] === text) state.sentPrompts.shift();
+        if (text === undefined && state.sentPrompts.length) text = state.sentPrompts.shift();
+        state.runningTurn = kind.turn;
+      }
       if (text === undefined && !fromHistory) lookUpInput(kind.turn);
       if (text && !box.querySelector(".user")) userBubble(box, text, kind.turn);
       if (!fromHistory) {
@@ -1024,7 +1042,7 @@ async function submit(steer) {
       if (steer) {
         state.sentSteers.push(text);
         await api("POST", `/api/sessions/${state.current}/steer`, { text });
-        note(`Steered: ${text}`, turnBox(null)).classList.add("steer");
+        note(`Steered: ${text}`, turnBox(state.runningTurn)).classList.add("steer");
       } else {
         state.sentPrompts.push(text);
         let answer;
