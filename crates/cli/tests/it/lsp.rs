@@ -2,8 +2,8 @@
 //! server scripting the calls, and a real pyright (installed by `.ci/run` into the npm prefix
 //! `CODECODER_TEST_LSP` names; under `CI=true` a missing install fails the tests that need it,
 //! elsewhere they are skipped with a note). An edit that introduces a type error gets the
-//! diagnostic in the same tool result; `lsp` answers definition and references on a fixture
-//! project; a server that exits at once is a note, not a hang or a failed edit; a formatter
+//! diagnostic in the same tool result; `lsp` answers definition, references (by position and
+//! by name), hover, document symbols and callers on a fixture project; a server that exits at once is a note, not a hang or a failed edit; a formatter
 //! runs and its effect is noted; `doctor` lists the servers.
 
 use std::os::unix::fs::PermissionsExt as _;
@@ -146,9 +146,13 @@ fn lsp_answers_definition_and_references_on_a_fixture_project() {
                 json!({ "operation": "hover", "path": "main.py", "line": 3, "column": 7 }),
             ))
             .reply(Reply::tool_call("c4", "lsp", json!({ "operation": "definition", "line": 3 })))
+            .reply(Reply::tool_call("c5", "lsp", json!({ "operation": "references", "symbol": "greet" })))
+            .reply(Reply::tool_call("c6", "lsp", json!({ "operation": "documentSymbol", "path": "main.py" })))
+            .reply(Reply::tool_call("c7", "lsp", json!({ "operation": "documentSymbol", "path": "greeting.py" })))
+            .reply(Reply::tool_call("c8", "lsp", json!({ "operation": "incomingCalls", "path": "greeting.py", "line": 1, "column": 5 })))
             .reply(Reply::text("done")),
     );
-    assert_eq!(bodies.len(), 4);
+    assert_eq!(bodies.len(), 8);
     let definition = &bodies[0];
     assert!(
         definition.contains("1 definition(s):\ngreeting.py:1:5: def greet(name: str) -> str:"),
@@ -164,6 +168,14 @@ fn lsp_answers_definition_and_references_on_a_fixture_project() {
     // A position needs all of path, line and column: refused with what to give.
     let invalid = &bodies[3];
     assert!(invalid.contains("give `line` and `column` together"), "{invalid}");
+    // By name: the references of the definition `workspace/symbol` finds.
+    assert_eq!(bodies[4], *references);
+    assert_eq!(
+        bodies[6],
+        "Symbols of greeting.py:\nfunction greet (line 1)\n  variable name (line 1)"
+    );
+    let callers = &bodies[7];
+    assert!(callers.starts_with("1 caller(s):\n(module) main.py: main.py:"), "{callers}");
 }
 
 #[test]
