@@ -112,7 +112,7 @@ fn median(times: &mut [Duration]) -> Duration {
 }
 
 fn pyright() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("CODECODER_TEST_LSP") {
+    if let Some(dir) = std::env::var_os(codecoder_protocol::env::CODECODER_TEST_LSP) {
         return Some(PathBuf::from(dir).join("node_modules/.bin/pyright-langserver"));
     }
     let path = std::env::var_os("PATH")?;
