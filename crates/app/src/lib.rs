@@ -75,6 +75,9 @@ pub use codecoder_tools::FileAccess;
 pub use codecoder_tools::{
     EXIT_PLAN_MODE, PLAN_APPROVE, PLAN_EDITED_PREFIX, PLAN_KEEP_PLANNING, plan_steps,
 };
+/// The interactive command sessions (`exec_command`) running in this process, for `/ps` and
+/// `/stop N`.
+pub use codecoder_tools::{SessionInfo as ExecSessionInfo, live_sessions, stop_session};
 pub use confined::{ConfinedCommand, Stream};
 pub use error::{Error, Result};
 pub use exec_output::ExecOutput;

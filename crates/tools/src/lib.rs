@@ -59,8 +59,8 @@ pub use crate::plan_mode::{
 pub use crate::snapshot::{
     NameFilter, SNAPSHOT_TIMEOUT, ShellSnapshot, SnapshotConfig, SnapshotStatus,
 };
-pub use crate::unified_exec::SessionInfo;
 use crate::unified_exec::SessionTable;
+pub use crate::unified_exec::{SessionInfo, live_sessions, stop_session};
 
 /// What the built-in tools need to know. No `Default`: build it with `ToolsConfig::standard`
 /// and change fields.
@@ -256,7 +256,7 @@ pub fn builtins(config: ToolsConfig) -> Vec<Arc<dyn Builtin>> {
 pub(crate) struct Shared {
     pub(crate) config: ToolsConfig,
     pub(crate) jobs: JobTable,
-    pub(crate) sessions: SessionTable,
+    pub(crate) sessions: Arc<SessionTable>,
 }
 
 /// A built-in tool: the kernel's `Tool` minus the `ToolContext`, so it can run without a kernel.

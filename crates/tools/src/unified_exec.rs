@@ -22,7 +22,8 @@
 //!   whose command line was approved.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use codecoder_kernel::{ToolKind, ToolOutput};
@@ -57,8 +58,38 @@ pub(crate) struct SessionTable {
 
 #[derive(Default)]
 struct Inner {
-    next_id: u64,
     sessions: BTreeMap<u64, Session>,
+}
+
+/// Session ids are unique in the process (a subagent's tool set has a table of its own), so
+/// `/stop N` names one session whichever table holds it. They start at 1.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Every live table, for `/ps` and `/stop` (`live_sessions`, `stop_session`): a global because
+/// the person's view of the processes spans every tool set of the process. Weak, so a table
+/// still dies with its tool set; the lock is held only to register or copy the list.
+fn tables() -> &'static Mutex<Vec<Weak<SessionTable>>> {
+    static TABLES: OnceLock<Mutex<Vec<Weak<SessionTable>>>> = OnceLock::new();
+    TABLES.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+fn live_tables() -> Vec<Arc<SessionTable>> {
+    let mut tables = tables().lock().unwrap_or_else(PoisonError::into_inner);
+    tables.retain(|table| table.strong_count() > 0);
+    tables.iter().filter_map(Weak::upgrade).collect()
+}
+
+/// The `exec_command` sessions running in this process, by id.
+pub fn live_sessions() -> Vec<SessionInfo> {
+    let mut sessions: Vec<SessionInfo> =
+        live_tables().iter().flat_map(|table| table.list()).collect();
+    sessions.sort_by_key(|session| session.id);
+    sessions
+}
+
+/// Ends session `id` (its whole process tree) wherever it runs; false when there is none.
+pub fn stop_session(id: u64) -> bool {
+    live_tables().iter().any(|table| table.stop(id))
 }
 
 struct Session {
@@ -99,8 +130,11 @@ pub struct SessionInfo {
 }
 
 impl SessionTable {
-    pub(crate) fn new() -> Self {
-        Self { inner: Mutex::new(Inner { next_id: 1, sessions: BTreeMap::new() }) }
+    /// A table, registered for `live_sessions` and `stop_session`.
+    pub(crate) fn new() -> Arc<Self> {
+        let table = Arc::new(Self { inner: Mutex::new(Inner { sessions: BTreeMap::new() }) });
+        tables().lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(&table));
+        table
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -176,12 +210,7 @@ impl SessionTable {
         let (kill_tx, kill_rx) = crossbeam_channel::bounded::<()>(0);
         let (changed_tx, changed) = crossbeam_channel::bounded::<()>(1);
         let (ready_tx, ready) = crossbeam_channel::bounded(1);
-        let id = {
-            let mut inner = self.lock();
-            let id = inner.next_id;
-            inner.next_id += 1;
-            id
-        };
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let thread_state = Arc::clone(&state);
         let thread_config = config.clone();
         // The thread spawns the process itself: the process dies with the thread that started

@@ -41,7 +41,7 @@ pub(crate) use plan::{is_plan_review, mode_badge};
 const LIVE_TAIL_BYTES: usize = 4096;
 
 /// The slash commands, with their help text.
-pub(crate) const COMMANDS: [(&str, &str); 15] = [
+pub(crate) const COMMANDS: [(&str, &str); 17] = [
     ("/help", "show keys and commands"),
     ("/model", "show the model, or `/model NAME [EFFORT]` to switch (resumes this session)"),
     ("/provider", "show the provider, or `/provider ID` to switch"),
@@ -55,6 +55,8 @@ pub(crate) const COMMANDS: [(&str, &str); 15] = [
     ("/undo", "restore the files the last turn changed (`/undo force`: even if changed since)"),
     ("/rewind", "go back to before an earlier prompt: files, conversation or both"),
     ("/compact", "summarise the conversation to free context (`/compact FOCUS` to steer it)"),
+    ("/ps", "list the model's running command sessions (exec_command)"),
+    ("/stop", "end a command session and everything it started (`/stop N`)"),
     ("/quit", "leave (also Ctrl+C twice on empty input, or Ctrl+D)"),
     ("/exit", "leave"),
 ];
@@ -646,6 +648,20 @@ impl App {
                 }
                 self.send(AgentCommand::Compact { focus });
             }
+            "/ps" => {
+                let text = process_list(&codecoder_app::live_sessions());
+                self.note(NoteKind::Info, text);
+            }
+            "/stop" => match arg.parse::<u64>() {
+                Ok(id) if codecoder_app::stop_session(id) => {
+                    self.note(NoteKind::Info, format!("command session {id} ended"));
+                }
+                Ok(id) => self.note(
+                    NoteKind::Warning,
+                    format!("there is no running command session {id} (see /ps)"),
+                ),
+                Err(_) => self.note(NoteKind::Warning, "usage: /stop N (N from /ps)"),
+            },
             "/undo" => crate::rewind::slash_undo(self, arg),
             "/rewind" => crate::rewind::slash_rewind(self, arg),
             "/quit" | "/exit" => self.effects.push(Effect::Quit),
@@ -757,6 +773,25 @@ fn input_text(input: &UserInput) -> String {
         })
         .collect();
     parts.join("\n")
+}
+
+/// `/ps`'s text: one line per running command session, or a line saying there is none.
+pub(crate) fn process_list(sessions: &[codecoder_app::ExecSessionInfo]) -> String {
+    if sessions.is_empty() {
+        return "no command sessions are running".to_owned();
+    }
+    let mut lines = vec!["command sessions (end one with /stop N):".to_owned()];
+    for session in sessions {
+        let terminal = if session.tty { ", on a terminal" } else { "" };
+        lines.push(format!(
+            "  {}  `{}` (pid {}{terminal}, {} s)",
+            session.id,
+            truncate(&session.command, 80),
+            session.pid,
+            session.seconds
+        ));
+    }
+    lines.join("\n")
 }
 
 #[cfg(test)]

@@ -127,3 +127,20 @@ fn a_cancel_ends_the_whole_tree() {
     let missing = fresh.call("write_stdin", json!({"session_id": id})).unwrap_err();
     assert!(missing.to_string().contains("no command session"), "{missing}");
 }
+
+#[test]
+fn live_sessions_lists_a_running_session_and_stop_session_ends_it() {
+    let fixture = fixture(|_| {});
+    let started = fixture
+        .call("exec_command", json!({"cmd": "sleep 986.375", "tty": true, "yield_time_ms": 0}))
+        .unwrap();
+    let id = session_id(&started);
+    let listed = crate::live_sessions();
+    let session = listed.iter().find(|session| session.id == id).unwrap();
+    assert_eq!(session.command, "sleep 986.375");
+    assert!(session.tty);
+    assert!(crate::stop_session(id));
+    assert!(!crate::live_sessions().iter().any(|session| session.id == id));
+    assert_eq!(sleepers("986.375"), 0);
+    assert!(!crate::stop_session(id));
+}

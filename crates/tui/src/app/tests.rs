@@ -761,3 +761,26 @@ fn a_resumed_session_shows_its_replay_as_it_ran_and_counts_its_tokens() {
     assert_eq!(app.total_usage(), Usage::default());
     assert_eq!(app.context_tokens, 0);
 }
+
+#[test]
+fn ps_lists_command_sessions_and_stop_names_what_it_could_not_end() {
+    let sessions = [codecoder_app::ExecSessionInfo {
+        id: 3,
+        command: "python3 -i".to_owned(),
+        pid: 4242,
+        tty: true,
+        seconds: 12,
+    }];
+    let text = super::process_list(&sessions);
+    assert_eq!(
+        text,
+        "command sessions (end one with /stop N):\n  3  `python3 -i` (pid 4242, on a terminal, 12 s)"
+    );
+    assert_eq!(super::process_list(&[]), "no command sessions are running");
+    let (mut app, _rx) = app();
+    app.slash("/stop 987654321");
+    app.slash("/stop soon");
+    let texts = notes(&app.take_history());
+    assert!(texts[0].contains("no running command session 987654321"), "{texts:?}");
+    assert!(texts[1].contains("usage: /stop N"), "{texts:?}");
+}
