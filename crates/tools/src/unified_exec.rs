@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use codecoder_kernel::{ToolKind, ToolOutput};
-use codecoder_protocol::{CallKind, CallView, ContentItem, ToolError, first_line};
+use codecoder_protocol::{CallKind, CallView, ContentItem, OutputStream, ToolError, first_line};
 use codecoder_sandbox::{PtyInput, SpawnConfig, Wait};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
 use crossbeam_channel::{Receiver, Sender, select};
@@ -340,6 +340,11 @@ impl SessionTable {
             let limit = state.unread.limit();
             (std::mem::replace(&mut state.unread, Capped::new(limit)), state.end.clone())
         };
+        // The client sees what the call read as the call's output (the TUI's card, exec
+        // --json's aggregated output), as `run_command`'s stream.
+        if !unread.is_empty() {
+            env.output(OutputStream::Stdout, unread.render());
+        }
         if end.is_some() {
             // Joins its thread; the process tree is already gone.
             self.stop(id);

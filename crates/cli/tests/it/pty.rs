@@ -244,3 +244,35 @@ fn the_number_of_sessions_is_bounded_by_the_configuration() {
     assert!(results[0].contains("Process running with session ID 1"), "{results:#?}");
     assert!(results[1].contains("1 command sessions are running, the most allowed"), "{results:#?}");
 }
+
+#[test]
+fn exec_json_shows_a_session_as_a_command_item() {
+    let world = World::new();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call(
+                "c1",
+                "exec_command",
+                json!({"cmd": "echo from-the-terminal", "tty": true, "yield_time_ms": 30000}),
+            ))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let out = world.exec(&server, "echo").arg("--json").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    lines.iter().for_each(crate::exec::check_json_line);
+    let item = lines
+        .iter()
+        .filter(|line| line["type"] == "item.completed")
+        .map(|line| &line["item"])
+        .find(|item| item["type"] == "command_execution")
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert_eq!(item["command"], "echo from-the-terminal");
+    assert_eq!(item["exit_code"], 0);
+    assert_eq!(item["status"], "completed");
+    assert!(item["aggregated_output"].as_str().unwrap().contains("from-the-terminal"), "{item}");
+}
