@@ -74,11 +74,14 @@ pub(crate) struct RemoteArgs {
     /// under its sandbox and approval policy, and stay there when the UI leaves. The token comes
     /// from $CODECODER_HOME/serve.json when it is that server's, else from the variable
     /// --remote-token-env names; never from the command line.
-    #[arg(long = "remote", value_name = "URL", global = true)]
+    // Its own id: a global argument's id is shared with every subcommand's, and `mcp add`
+    // has a `url` of its own.
+    #[arg(id = "remote", long = "remote", value_name = "URL", global = true)]
     pub(crate) url: Option<String>,
     /// The environment variable holding the server's token, for a server whose serve.json is
     /// not in this CODECODER_HOME.
     #[arg(
+        id = "remote_token_env",
         long = "remote-token-env",
         value_name = "VAR",
         global = true,
