@@ -316,7 +316,7 @@ fn foreground(
 /// `ToolsConfig::spill_dir` (when set) so the model can read or grep what was elided. The file
 /// is started only when the cap is first exceeded (with everything kept so far, which is then
 /// all of it), and stops growing at `spill_limit`.
-struct Spill {
+pub(crate) struct Spill {
     dir: Option<PathBuf>,
     blobs: Option<codecoder_session::BlobStore>,
     limit: u64,
@@ -326,7 +326,7 @@ struct Spill {
 }
 
 impl Spill {
-    fn new(config: &ToolsConfig) -> Self {
+    pub(crate) fn new(config: &ToolsConfig) -> Self {
         Self {
             dir: config.spill_dir.clone(),
             blobs: config.blobs.clone(),
@@ -338,7 +338,7 @@ impl Spill {
     }
 
     /// Called before `bytes` are pushed to `output`.
-    fn push(&mut self, output: &Capped, bytes: &[u8]) {
+    pub(crate) fn push(&mut self, output: &Capped, bytes: &[u8]) {
         use std::io::Write as _;
         if self.error.is_some() {
             return;
@@ -385,7 +385,7 @@ impl Spill {
     }
 
     /// A note for the model naming the file, if one was written.
-    fn finish(self) -> Option<String> {
+    pub(crate) fn finish(self) -> Option<String> {
         use std::io::Write as _;
         if let Some(err) = self.error {
             return Some(format!("(the full output could not be saved: {err})"));

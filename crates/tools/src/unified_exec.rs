@@ -35,7 +35,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::env::CallEnv;
-use crate::shell::{End, command_exit, describe, shell_spec, start_child, wait_child};
+use crate::shell::{End, Spill, command_exit, describe, shell_spec, start_child, wait_child};
 use crate::text::Capped;
 use crate::{Builtin, Shared, ToolsConfig, failed, invalid, parse_args, str_arg};
 
@@ -110,6 +110,9 @@ struct Session {
 struct State {
     pid: u32,
     unread: Capped,
+    /// The whole of the unread output once it passed the cap (`run_command`'s spill file, a
+    /// blob once read), so the elided middle stays readable.
+    spill: Spill,
     end: Option<Result<End, ToolError>>,
     last_used: Instant,
 }
@@ -204,6 +207,7 @@ impl SessionTable {
         let state = Arc::new(Mutex::new(State {
             pid: 0,
             unread: Capped::new(config.output_limit),
+            spill: Spill::new(config),
             end: None,
             last_used: started,
         }));
@@ -240,7 +244,11 @@ impl SessionTable {
             let _ = ready_tx.send(Ok(input));
             let wait = Wait::new().kill_on(&kill_rx);
             let end = wait_child(child, started, &wait, &mut |chunk| {
-                lock_state(&thread_state).unread.push(&chunk.bytes);
+                let mut guard = lock_state(&thread_state);
+                let state = &mut *guard;
+                state.spill.push(&state.unread, &chunk.bytes);
+                state.unread.push(&chunk.bytes);
+                drop(guard);
                 let _ = changed_tx.try_send(());
             });
             lock_state(&thread_state).end = Some(end);
@@ -298,6 +306,7 @@ impl SessionTable {
     /// ends the session), then takes its unread output. An ended session is forgotten.
     fn collect(
         &self,
+        config: &ToolsConfig,
         env: &dyn CallEnv,
         id: u64,
         yield_time: Duration,
@@ -334,11 +343,15 @@ impl SessionTable {
                 recv(deadline) -> _ => break,
             }
         }
-        let (unread, end) = {
+        let (unread, spill, end) = {
             let mut state = lock_state(&state);
             state.last_used = Instant::now();
             let limit = state.unread.limit();
-            (std::mem::replace(&mut state.unread, Capped::new(limit)), state.end.clone())
+            (
+                std::mem::replace(&mut state.unread, Capped::new(limit)),
+                std::mem::replace(&mut state.spill, Spill::new(config)),
+                state.end.clone(),
+            )
         };
         // The client sees what the call read as the call's output (the TUI's card, exec
         // --json's aggregated output), as `run_command`'s stream.
@@ -350,7 +363,11 @@ impl SessionTable {
             self.stop(id);
         }
         let end = end.transpose()?;
-        Ok(report(id, &command, started, &unread, end.as_ref(), max_output_tokens))
+        let mut result = report(id, &command, started, &unread, end.as_ref(), max_output_tokens);
+        if let Some(note) = spill.finish() {
+            result.content.push(ContentItem::Text { text: note });
+        }
+        Ok(result)
     }
 }
 
@@ -499,7 +516,7 @@ impl Builtin for ExecCommand {
         let sessions = &self.0.sessions;
         let id = sessions.start(&self.0.config, &args.cmd, args.workdir.as_deref(), args.tty)?;
         let wait = yield_time(args.yield_time_ms, EXEC_YIELD);
-        sessions.collect(env, id, wait, args.max_output_tokens)
+        sessions.collect(&self.0.config, env, id, wait, args.max_output_tokens)
     }
 }
 
@@ -570,7 +587,7 @@ impl Builtin for WriteStdin {
         sessions.sweep(&self.0.config);
         sessions.write(args.session_id, &args.chars)?;
         let wait = yield_time(args.yield_time_ms, WRITE_YIELD);
-        sessions.collect(env, args.session_id, wait, args.max_output_tokens)
+        sessions.collect(&self.0.config, env, args.session_id, wait, args.max_output_tokens)
     }
 }
 

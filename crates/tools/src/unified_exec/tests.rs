@@ -144,3 +144,25 @@ fn live_sessions_lists_a_running_session_and_stop_session_ends_it() {
     assert_eq!(sleepers("986.375"), 0);
     assert!(!crate::stop_session(id));
 }
+
+#[test]
+fn output_over_the_cap_is_spilled_whole_to_a_file() {
+    let spill = tempfile::tempdir().unwrap();
+    let spill_dir = spill.path().to_owned();
+    let fixture = fixture(|config| {
+        config.output_limit = 1000;
+        config.spill_dir = Some(spill_dir);
+    });
+    let done = fixture
+        .call(
+            "exec_command",
+            json!({"cmd": "head -c 5000 /dev/zero | tr '\\0' x; echo; echo END", "yield_time_ms": 30000}),
+        )
+        .unwrap();
+    assert!(done.contains("END"), "{done}");
+    assert!(done.contains("The full output is in"), "{done}");
+    let files: Vec<_> = fs_err::read_dir(spill.path()).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1, "{done}");
+    let whole = fs_err::read_to_string(files[0].path()).unwrap();
+    assert_eq!(whole, format!("{}\nEND\n", "x".repeat(5000)));
+}
