@@ -8,6 +8,7 @@
 use std::fmt;
 
 use crossbeam_channel::{Receiver, Sender};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{RequestId, SessionId, StepId, ToolCallId, TurnId};
@@ -16,7 +17,7 @@ use crate::usage::Usage;
 use crate::view::CallView;
 
 /// What the person typed or attached.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserInput {
     /// Text and images, in order.
@@ -59,7 +60,7 @@ pub enum AgentCommand {
 }
 
 /// Where an event comes from: the session itself or one of its subagents.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EventSource {
     /// The session (log) whose agent emitted the event.
@@ -70,7 +71,7 @@ pub struct EventSource {
 }
 
 /// Agent → client. High volume: one per token delta.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentEvent {
     /// Which agent emitted it.
@@ -80,7 +81,7 @@ pub struct AgentEvent {
 }
 
 /// A stream of a running command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputStream {
     /// Standard output.
@@ -90,7 +91,7 @@ pub enum OutputStream {
 }
 
 /// Coarse state for a status line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentStatus {
     /// Waiting for input.
@@ -104,7 +105,7 @@ pub enum AgentStatus {
 }
 
 /// How a turn ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum TurnOutcome {
     /// The model finished without asking for more tools.
@@ -121,7 +122,7 @@ pub enum TurnOutcome {
 }
 
 /// What happened. Each variant carries the ids a client needs to render it without the log.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentEventKind {
     /// A turn began.
@@ -314,7 +315,7 @@ pub enum AgentEventKind {
 }
 
 /// Why a tool call produced no result. Shown to the model as an error result it can act on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolError {
     /// No tool has that name.
@@ -400,7 +401,7 @@ impl<T> fmt::Debug for Reply<T> {
 }
 
 /// A person's answer to an approval request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ApprovalDecision {
     /// Run this call.
@@ -419,7 +420,7 @@ pub enum ApprovalDecision {
 }
 
 /// A tool asks for approval before it runs.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRequest {
     /// The request.
@@ -446,7 +447,7 @@ pub struct ApprovalRequest {
 }
 
 /// The model asks the person a question.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AskUserRequest {
     /// The request.
@@ -463,7 +464,7 @@ pub struct AskUserRequest {
 }
 
 /// A person's answer to a question.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AskUserAnswer {
     /// The answer text.

@@ -5,10 +5,11 @@
 //! name and raw arguments. Invariant: a view is a pure function of the tool and the arguments
 //! (no filesystem access), so the same call always shows the same way, live or replayed.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What a tool call does, as front-ends and the approval policy see it.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CallView {
     /// The class of call.
@@ -41,7 +42,7 @@ pub struct CallView {
 }
 
 /// The class of a tool call.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum CallKind {
     /// Reads files.
@@ -73,7 +74,7 @@ pub enum CallKind {
 }
 
 /// One file an edit changes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FileChange {
     /// The file, as the call names it.
@@ -93,7 +94,7 @@ pub struct FileChange {
 }
 
 /// What an edit does to a file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ChangeKind {
     /// Creates it (or writes it whole).
@@ -109,7 +110,7 @@ pub enum ChangeKind {
 }
 
 /// One replacement of an edit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TextEdit {
     /// The text replaced; `None` when the whole file is written.
@@ -119,7 +120,7 @@ pub struct TextEdit {
 }
 
 /// A plan as a call states it.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanView {
     /// Why the plan is what it is, when the call says.
@@ -129,7 +130,7 @@ pub struct PlanView {
 }
 
 /// One step of a plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanStep {
     /// What the step does.
