@@ -1,13 +1,19 @@
 //! The API's request bodies and answers as types: the routes decode and encode through them,
 //! and `schema()` generates from them the JSON Schema checked in at `api-schema.json` and
 //! served at `GET /api/schema`, with the table of routes naming each one's body and answer.
+//! Items the routes build as JSON (stream and history items, which carry the runtime's
+//! `AgentEvent`) are described through the protocol's types; the one place serde writes what
+//! the derived schema does not say (the `status` event kind) is rewritten after generation.
 //!
 //! Invariants: field names are camelCase; a request body refuses unknown fields; the checked-in
 //! file is exactly what `schema()` writes (a unit test fails on drift).
 
 use std::path::PathBuf;
 
-use codecoder_protocol::{ApprovalMode, PermissionMode, RewindRecord, SandboxMode};
+use codecoder_protocol::{
+    AgentEvent, ApprovalDecision, ApprovalMode, AskUserAnswer, PermissionMode, RewindRecord,
+    SandboxMode, ToolCallId, UserInput,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -265,6 +271,7 @@ pub(crate) struct StreamItem {
     /// answer `{"text": "Approve"}`, `{"text": "Approve edited plan:\nPLAN"}`, or any other
     /// text as feedback (plan mode stays on).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<AgentEvent>")]
     pub(crate) event: Option<Value>,
     /// A client answered an approval request.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -285,6 +292,7 @@ pub(crate) struct StreamItem {
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct UserItem {
     /// The runtime's `UserInput`: `{content: [{type: "text", text} | {type: "image", …}]}`.
+    #[schemars(with = "UserInput")]
     pub(crate) input: Value,
     /// Sent as steering for the running turn rather than as a turn of its own.
     pub(crate) steer: bool,
@@ -297,9 +305,11 @@ pub(crate) struct Resolved {
     pub(crate) id: String,
     /// An approval's decision (`{"type": "allow_once"}`, …).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<ApprovalDecision>")]
     pub(crate) decision: Option<Value>,
     /// A question's answer (`{"type": "answer", "text": …}` or `{"type": "declined"}`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<AskUserAnswer>")]
     pub(crate) answer: Option<Value>,
 }
 
@@ -322,7 +332,41 @@ pub(crate) struct History {
     /// The log replayed: `{seq, event}` (an `AgentEvent`, as in the stream), `{seq, user}`
     /// (the person's input) or `{seq, approval: {callId, decision, decidedBy,
     /// permissionKeys}}`, `seq` being the log record's.
+    #[schemars(with = "Vec<HistoryItem>")]
     pub(crate) events: Vec<Value>,
+}
+
+/// One item of a session's history: exactly one of `event`, `user`, `approval`. The route
+/// builds these as JSON straight from the replay; this type only describes them.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct HistoryItem {
+    /// The log record's `seq`.
+    pub(crate) seq: u64,
+    /// What the agent did: an `AgentEvent` as in the stream, never a request (nothing in a
+    /// history waits for an answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) event: Option<AgentEvent>,
+    /// The person's input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) user: Option<UserInput>,
+    /// An approval decision about a call, as logged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) approval: Option<HistoryApproval>,
+}
+
+/// An approval decision of a session's history.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct HistoryApproval {
+    /// The call decided about.
+    pub(crate) call_id: ToolCallId,
+    /// What was decided.
+    pub(crate) decision: ApprovalDecision,
+    /// Who decided (`user`, `rule`, `mode`, `hook`, `policy`, `session-grant`, `cancel`,
+    /// `call-approval`).
+    pub(crate) decided_by: String,
+    /// The keys a session grant covers.
+    pub(crate) permission_keys: Vec<String>,
 }
 
 /// `POST /api/approvals/{requestId}`.
@@ -515,6 +559,8 @@ pub(crate) fn schema() -> Value {
             })
         })
         .collect();
+    let mut definitions = generator.take_definitions(true);
+    describe_status_as_sent(&mut definitions);
     // Keys sorted, so the text is the same whether or not serde_json keeps insertion order.
     codecoder_protocol::sorted_json(serde_json::json!({
         "$schema": "http://json-schema.org/draft-07/schema#",
@@ -522,6 +568,43 @@ pub(crate) fn schema() -> Value {
         "description": "Every route needs the token (Authorization: Bearer T, or the cookie the page trades it for); a POST needs Content-Type: application/json; errors are ErrorBody with a 4xx or 5xx status.",
         "error": error,
         "routes": routes,
-        "definitions": generator.take_definitions(true),
+        "definitions": definitions,
     }))
+}
+
+/// Rewrites the `status` variant of `AgentEventKind` to the shape serde writes: a unit variant
+/// (`AgentStatus`) inside an internally tagged one goes out as its name for a key holding
+/// `null` (`{"type": "status", "thinking": null}`), where the derived schema would ask for a
+/// string and an object at once. The names and their descriptions come from `AgentStatus`'s
+/// own definition, so a new status shows up here without an edit.
+fn describe_status_as_sent(definitions: &mut serde_json::Map<String, Value>) {
+    let statuses: Vec<Value> = definitions
+        .get("AgentStatus")
+        .and_then(|status| status.get("oneOf"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|status| {
+            let name = status.get("const")?.as_str()?;
+            let mut schema = serde_json::json!({ "type": "null" });
+            if let Some(description) = status.get("description") {
+                schema["description"] = description.clone();
+            }
+            Some(serde_json::json!({
+                "properties": { name: schema },
+                "required": [name],
+            }))
+        })
+        .collect();
+    let variants = definitions.get_mut("AgentEventKind").and_then(|kind| kind.get_mut("oneOf"));
+    let Some(variants) = variants.and_then(Value::as_array_mut) else { return };
+    for variant in variants {
+        if variant.pointer("/properties/type/const").and_then(Value::as_str) != Some("status") {
+            continue;
+        }
+        if let Some(variant) = variant.as_object_mut() {
+            variant.remove("allOf");
+            variant.insert("oneOf".to_owned(), Value::Array(statuses.clone()));
+        }
+    }
 }
