@@ -121,6 +121,8 @@ pub(crate) struct Client {
     name: String,
     shared: Arc<Shared>,
     next_id: AtomicI64,
+    /// Whether a document was synced yet (the first waits for the server's first analysis).
+    synced: AtomicBool,
     versions: Mutex<HashMap<String, i64>>,
     // The child goes before the reader: killing it ends the reader's stream, so the join that
     // follows returns.
@@ -179,6 +181,7 @@ impl Client {
             name: server.name.clone(),
             shared,
             next_id: AtomicI64::new(1),
+            synced: AtomicBool::new(false),
             versions: Mutex::new(HashMap::new()),
             child: Some(child),
             reader,
@@ -294,6 +297,11 @@ impl Client {
                 version
             }
         }
+    }
+
+    /// True the first time it is asked: the server has not analysed anything yet.
+    pub(crate) fn first_sync(&self) -> bool {
+        !self.synced.swap(true, Ordering::SeqCst)
     }
 
     /// Whether the document is open on the server.

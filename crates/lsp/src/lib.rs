@@ -186,7 +186,8 @@ pub struct LspConfig {
     pub servers: Vec<ServerConfig>,
     /// Formatters run after an edit, before diagnostics are asked for.
     pub formatters: Vec<FormatterConfig>,
-    /// How long an edit waits for a server's diagnostics. Default 1 s.
+    /// How long an edit waits for a server's diagnostics. Default 1 s. The first file a
+    /// server is given may take up to `start_timeout` (its first analysis).
     pub diagnostics_wait: Duration,
     /// How long a server may take to start (`initialize`). Default 10 s.
     pub start_timeout: Duration,
@@ -306,8 +307,34 @@ impl CodeIntel {
         std::env::split_paths(path)
             .map(|dir| dir.join(command))
             .find(|candidate| is_executable(candidate))
+            .filter(|found| !is_idle_rustup_proxy(found, command, rustup_home().as_deref()))
     }
+}
 
+/// rustup's home: `RUSTUP_HOME`, else `~/.rustup`.
+fn rustup_home() -> Option<PathBuf> {
+    std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".rustup")))
+}
+
+/// Whether `found` is rustup's proxy for `command` (a link to `rustup`) while no toolchain
+/// under `rustup_home` has the component: the proxy would only print an error and exit.
+pub(crate) fn is_idle_rustup_proxy(
+    found: &Path,
+    command: &str,
+    rustup_home: Option<&Path>,
+) -> bool {
+    let Ok(target) = fs_err::read_link(found) else { return false };
+    if target.file_name().is_none_or(|name| name != "rustup") {
+        return false;
+    }
+    let Some(toolchains) = rustup_home.map(|home| home.join("toolchains")) else { return false };
+    let Ok(entries) = fs_err::read_dir(&toolchains) else { return true };
+    !entries.flatten().any(|toolchain| is_executable(&toolchain.path().join("bin").join(command)))
+}
+
+impl CodeIntel {
     /// The server for `path`: the first configured for its extension whose binary is found.
     /// `Ok(None)`: none is configured or found (no note for an absent preset).
     fn server_for(
@@ -413,10 +440,17 @@ impl CodeIntel {
             Ok(text) => text,
             Err(err) => return Some(format!("Diagnostics for {shown}: unavailable ({err}).")),
         };
+        // A server's first analysis (indexing, loading the standard library) belongs to its
+        // start: the first file synced may take the start's bound.
+        let wait = if client.first_sync() {
+            self.config.diagnostics_wait.max(self.config.start_timeout)
+        } else {
+            self.config.diagnostics_wait
+        };
         let before = client.generation(path);
         let version = client.sync(path, language_id(path), &text);
-        let deadline = Instant::now() + self.config.diagnostics_wait;
-        let millis = self.config.diagnostics_wait.as_millis();
+        let deadline = Instant::now() + wait;
+        let millis = wait.as_millis();
         match client.wait_published(path, before, version, deadline) {
             Some(published) => Some(render_diagnostics(
                 &shown,

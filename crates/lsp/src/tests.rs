@@ -109,8 +109,7 @@ fn a_file_no_server_serves_costs_nothing_and_says_nothing() {
 }
 
 /// A language server in Python: answers `initialize`; on a document's open or change it
-/// publishes one warning and one error (`publish`), publishes nothing (`silent`), or exits
-/// (`crash`).
+/// publishes one warning and one error (`publish`; `silent`: on open only), or exits (`crash`).
 const FAKE_SERVER: &str = r#"
 import json, sys
 def read():
@@ -139,7 +138,7 @@ while True:
     elif method == "shutdown":
         send({"jsonrpc": "2.0", "id": message["id"], "result": None})
     elif method in ("textDocument/didOpen", "textDocument/didChange"):
-        if mode == "silent":
+        if mode == "silent" and method == "textDocument/didChange":
             continue
         if mode == "crash":
             sys.exit(3)
@@ -160,6 +159,7 @@ fn fake_intel(dir: &Path, mode: &str) -> crate::CodeIntel {
     // machine is.
     config.diagnostics_wait =
         std::time::Duration::from_millis(if mode == "silent" { 300 } else { 30_000 });
+
     config.servers = vec![crate::ServerConfig {
         name: "fake".to_owned(),
         command: "python3".to_owned(),
@@ -193,6 +193,8 @@ fn a_silent_server_costs_the_wait_then_a_note() {
     let intel = fake_intel(&root, "silent");
     let file = root.join("a.fk");
     fs_err::write(&file, "one\n").unwrap();
+    // The first file waits for the server's first analysis (the start's bound), which comes.
+    assert!(intel.after_edit(std::slice::from_ref(&file)).contains("1 error(s)"));
     assert_eq!(
         intel.after_edit(std::slice::from_ref(&file)),
         "Diagnostics for a.fk: fake published none within 300 ms."
@@ -214,4 +216,24 @@ fn a_server_that_crashes_is_a_note_and_is_not_restarted() {
         intel.after_edit(std::slice::from_ref(&file)),
         "Diagnostics for a.fk: unavailable (fake exited; it is not restarted in this session)."
     );
+}
+
+#[test]
+fn a_rustup_proxy_counts_only_when_a_toolchain_has_the_component() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let (bin, home) = (dir.path().join("bin"), dir.path().join("rustup"));
+    let toolchain = home.join("toolchains/stable/bin");
+    fs_err::create_dir_all(&bin).unwrap();
+    fs_err::create_dir_all(&toolchain).unwrap();
+    fs_err::write(bin.join("rustup"), "").unwrap();
+    std::os::unix::fs::symlink("rustup", bin.join("rust-analyzer")).unwrap();
+    let proxy = bin.join("rust-analyzer");
+    assert!(crate::is_idle_rustup_proxy(&proxy, "rust-analyzer", Some(&home)));
+    let component = toolchain.join("rust-analyzer");
+    fs_err::write(&component, "").unwrap();
+    fs_err::set_permissions(&component, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(!crate::is_idle_rustup_proxy(&proxy, "rust-analyzer", Some(&home)));
+    // Not a proxy: a binary of its own.
+    assert!(!crate::is_idle_rustup_proxy(&component, "rust-analyzer", Some(&home)));
 }
