@@ -110,6 +110,7 @@ impl Index {
     /// `warnings`). Fails only when the sessions directory cannot be created.
     pub fn open(store: &SessionStore) -> Result<Self> {
         let path = store.index_path();
+        store.create_sessions_dir()?;
         fs_err::create_dir_all(path.parent().unwrap_or(&store.sessions_dir()))?;
         remove_database(&store.sessions_dir().join(LEGACY_INDEX));
         match open_file(&path) {

@@ -11,6 +11,7 @@
 //! being written is a torn tail and is left out).
 
 use std::fs::OpenOptions;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use codecoder_protocol::{
@@ -76,6 +77,19 @@ impl SessionStore {
         &self.home
     }
 
+    /// Creates the sessions directory, private to its user (0700, and so are the parents it
+    /// creates, the home among them): it holds every transcript, tool output and the index. One
+    /// that exists is left as it is.
+    pub(crate) fn create_sessions_dir(&self) -> Result<()> {
+        let dir = self.sessions_dir();
+        if dir.is_dir() {
+            return Ok(());
+        }
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())).into()
+        })
+    }
+
     /// The directory of the logs.
     pub fn sessions_dir(&self) -> PathBuf {
         self.home.join("sessions")
@@ -115,9 +129,11 @@ impl SessionStore {
     }
 
     fn create_with_meta(&self, meta: SessionMeta, config: WriterConfig) -> Result<SessionWriter> {
-        fs_err::create_dir_all(self.sessions_dir())?;
+        self.create_sessions_dir()?;
         let path = self.path_of(meta.session_id);
-        let file = OpenOptions::new().append(true).create_new(true).open(&path).map_err(|e| {
+        // A transcript is its user's alone (commands, file contents, answers).
+        let file = OpenOptions::new().append(true).create_new(true).mode(0o600).open(&path);
+        let file = file.map_err(|e| {
             std::io::Error::new(e.kind(), format!("creating {}: {e}", path.display()))
         })?;
         let lock = LogLock::acquire(&file, &path)?;

@@ -441,3 +441,24 @@ fn fork_keeps_records_of_unknown_types() {
     );
     assert!(!fork.trace.needs_repair());
 }
+
+#[test]
+fn logs_are_private_to_their_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    // A home the store creates is private with everything in it; one that exists keeps its mode.
+    let fresh = home.path().join("fresh-home");
+    let store = SessionStore::new(&fresh);
+    let writer = store.create(new_session("/w"), config(1_000)).unwrap();
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&fresh), 0o700);
+    assert_eq!(mode(&store.sessions_dir()), 0o700);
+    assert_eq!(mode(writer.path().unwrap()), 0o600, "the log itself");
+    let (_shared, store) = temp_store();
+    std::fs::set_permissions(store.home(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let writer = store.create(new_session("/w"), config(1_000)).unwrap();
+    assert_eq!(mode(store.home()), 0o755, "an existing home is left as it is");
+    assert_eq!(mode(&store.sessions_dir()), 0o700);
+    assert_eq!(mode(writer.path().unwrap()), 0o600);
+}
