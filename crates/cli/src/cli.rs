@@ -389,7 +389,9 @@ pub(crate) enum Command {
     ///
     /// Prints one line, the URL with a fresh token (`http://127.0.0.1:PORT/?token=…`), and
     /// writes {url, token, pid, listen} to $CODECODER_HOME/serve.json (mode 0600) until it
-    /// exits. Every request needs the token: a browser opening the URL trades it for an
+    /// exits (unless another live server owns that file: it is left alone, and this server's
+    /// URL is only the printed line). Keep the URL private; it is valid until the server
+    /// stops. Every request needs the token: a browser opening the URL trades it for an
     /// HttpOnly, SameSite=Strict cookie; programs send `Authorization: Bearer TOKEN`. Requests
     /// whose Host is not this server's (127.0.0.1:PORT, localhost:PORT, [::1]:PORT, or an
     /// --allow-host name) are refused, as are state-changing requests from another Origin or
@@ -405,7 +407,9 @@ pub(crate) enum Command {
     ///
     /// With --listen unix:PATH, a missing directory of the socket is created with mode 0700,
     /// and an existing one that other users may write to is refused. --open opens the URL in
-    /// the browser ($BROWSER, else xdg-open or open) and only warns when none can be started.
+    /// the browser ($BROWSER, else xdg-open or open) through a redirect page only you can
+    /// read ($CODECODER_HOME/serve-open-PID.html, removed at exit), so the token is never in
+    /// the browser's command line; it only warns when no browser can be started.
     /// Ctrl-C or SIGTERM cancels every hosted session's turn, kills its commands, closes its
     /// log, removes serve.json and exits 0; a second signal kills them at once (exit 128 +
     /// the signal).
@@ -415,8 +419,8 @@ pub(crate) enum Command {
 /// `codecoder serve`.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
-    /// Where to listen: IP:PORT (port 0 picks a free one) or unix:PATH. An address that is
-    /// not loopback needs `--auth token`, and is plain HTTP.
+    /// Where to listen: IP:PORT or localhost:PORT (port 0 picks a free one) or unix:PATH. An
+    /// address that is not loopback needs `--auth token`, and is plain HTTP.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
     pub(crate) listen: String,
     /// Confirm the authentication: `token` (the only kind; required for a non-loopback
@@ -434,7 +438,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "ID")]
     pub(crate) provider: Option<String>,
     /// Open the URL in the browser once the server listens ($BROWSER, else xdg-open, or open
-    /// on macOS); a browser that cannot be started is a warning, never an error.
+    /// on macOS), through a private redirect file so the token is not in the browser's
+    /// command line; a browser that cannot be started is a warning, never an error.
     #[arg(long)]
     pub(crate) open: bool,
     /// Events kept in memory per hosted session (tests use a small number to see the gap).

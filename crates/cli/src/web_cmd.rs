@@ -5,8 +5,11 @@
 //! when stopped any other way. A second signal while it stops kills every command at once and
 //! exits 128 + the signal, as the Claude headless mode does.
 //!
-//! Invariant: stdout gets exactly the URL line; notices, the plain-HTTP warning and a browser
-//! that could not be started go to stderr; the browser is detached and never fails the server.
+//! Invariants: stdout gets exactly the URL line; notices, the plain-HTTP warning, the accepted
+//! Host names, another server owning `serve.json` and a browser that could not be started go
+//! to stderr; the browser is detached and never fails the server. The token never reaches a
+//! command line: `--open` hands the browser a `file://` redirect page readable by the user
+//! only (`$CODECODER_HOME/serve-open-PID.html`), removed when the server exits.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
@@ -30,6 +33,7 @@ pub(crate) fn run(args: &ServeArgs, global: &GlobalArgs) -> anyhow::Result<ExitC
         max_events: args.max_events.unwrap_or(codecoder_serve::MAX_KEPT_EVENTS).max(1),
     };
     drop(runtime);
+    let home = config.home.clone();
     let server = match codecoder_serve::Server::bind(config) {
         Ok(server) => server,
         Err(err) if err.is_usage() => return Err(crate::exec::usage(err.to_string())),
@@ -45,7 +49,24 @@ pub(crate) fn run(args: &ServeArgs, global: &GlobalArgs) -> anyhow::Result<ExitC
              travel unencrypted; put a TLS proxy or an SSH tunnel in front of it",
             server.listen()
         );
+        eprintln!(
+            "codecoder serve: requests are answered only when their Host is one of {}; add \
+             another name or address of this machine with --allow-host NAME",
+            server.hosts().join(", ")
+        );
     }
+    if let Some(other) = server.other_server() {
+        eprintln!(
+            "codecoder serve: {} belongs to the server at {} (pid {}), which still runs, and is \
+             left to it; this server's URL is only the line printed on stdout",
+            home.join(codecoder_serve::DISCOVERY_FILE).display(),
+            other.url,
+            other.pid
+        );
+    }
+    // Where `--open` puts the redirect page; removed on every way out, the forced one included.
+    let page_path = home.join(format!("serve-open-{}.html", std::process::id()));
+    let forced_page = args.open.then(|| page_path.clone());
     // The handler is in place before the URL is out, so a client that stops the server as
     // soon as it has read the URL still gets a clean exit.
     let stopper = server.stopper();
@@ -64,6 +85,9 @@ pub(crate) fn run(args: &ServeArgs, global: &GlobalArgs) -> anyhow::Result<ExitC
             } else {
                 // The person insists: whatever still runs is killed without waiting.
                 codecoder_app::kill_all();
+                if let Some(page) = &forced_page {
+                    let _ = fs_err::remove_file(page);
+                }
                 std::process::exit(128 + signal);
             }
         }
@@ -73,15 +97,81 @@ pub(crate) fn run(args: &ServeArgs, global: &GlobalArgs) -> anyhow::Result<ExitC
         handle.close();
         return Err(err.into());
     }
-    if args.open {
-        open_in_browser(server.url());
-    }
+    let _page = if args.open {
+        match OpenPage::write(page_path, server.url()) {
+            Ok(page) => {
+                open_in_browser(&page.file_url());
+                Some(page)
+            }
+            Err(err) => {
+                eprintln!("codecoder serve: --open: {err}; open the URL above yourself");
+                None
+            }
+        }
+    } else {
+        None
+    };
 
     let served = server.serve();
     handle.close();
     let _ = watcher.join();
     served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The page `--open` hands the browser: it sends it on to the tokened URL, so the token is in
+/// a file only this user can read rather than in the browser's command line, which every
+/// local user can see. Removed when dropped (the server has stopped).
+struct OpenPage(PathBuf);
+
+impl OpenPage {
+    /// Writes the page at `path`, mode 0600 from creation (a file left there is replaced).
+    fn write(path: PathBuf, url: &str) -> std::io::Result<Self> {
+        use fs_err::os::unix::fs::OpenOptionsExt;
+        let attribute = url
+            .replace('&', "&amp;")
+            .replace('"', "&quot;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        let script = serde_json::to_string(url)
+            .map_err(std::io::Error::other)?
+            .replace('<', "\\u003c")
+            .replace('>', "\\u003e");
+        let page = format!(
+            "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
+             <meta http-equiv=\"refresh\" content=\"0;url={attribute}\">\
+             <script>location.replace({script});</script></head></html>\n"
+        );
+        match fs_err::remove_file(&path) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => return Err(err),
+            _ => {}
+        }
+        let mut file =
+            fs_err::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
+        let page_file = Self(path);
+        file.write_all(page.as_bytes())?;
+        Ok(page_file)
+    }
+
+    /// The page as a `file://` URL, its path percent-encoded where a URL needs it.
+    fn file_url(&self) -> String {
+        use std::os::unix::ffi::OsStrExt;
+        let mut url = String::from("file://");
+        for &byte in self.0.as_os_str().as_bytes() {
+            if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
+                url.push(char::from(byte));
+            } else {
+                url.push_str(&format!("%{byte:02X}"));
+            }
+        }
+        url
+    }
+}
+
+impl Drop for OpenPage {
+    fn drop(&mut self) {
+        let _ = fs_err::remove_file(&self.0);
+    }
 }
 
 /// Opens `url` in the person's browser, detached: the first `$BROWSER` command that exists

@@ -364,6 +364,14 @@ fn start(shared: &Shared, request: &Request) -> Response {
     }
     let cwd = match fs_err::canonicalize(&cwd) {
         Ok(cwd) if cwd.is_dir() => cwd,
+        // A resumed or forked session's directory comes from its log, not the request: say so
+        // rather than blame a `cwd` the request never sent.
+        _ if earlier.is_some() => {
+            return Response::error(
+                400,
+                &format!("the session's project directory {} no longer exists", cwd.display()),
+            );
+        }
         Ok(_) => return Response::error(400, "`cwd` is not a directory"),
         Err(err) => return Response::error(400, &format!("`cwd`: {err}")),
     };

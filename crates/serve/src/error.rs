@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     /// The `--listen` value is neither `HOST:PORT` nor `unix:PATH`.
-    #[error("--listen {value}: expected 127.0.0.1:PORT, [::1]:PORT or unix:PATH")]
+    #[error("--listen {value}: expected 127.0.0.1:PORT, localhost:PORT, [::1]:PORT or unix:PATH")]
     BadListen {
         /// What was given.
         value: String,

@@ -87,7 +87,9 @@
 //!
 //! Invariants: one request per connection (`Connection: close`), each on a named thread of its
 //! own that the server joins; the discovery file (`serve.json`, mode 0600) exists exactly while
-//! the server runs; stopping the server stops every hosted session (their commands are killed,
+//! the server that wrote it runs, and a server started while another live one owns it leaves
+//! it alone (a stale one, whose process is gone or whose address answers no more, is
+//! replaced); stopping the server stops every hosted session (their commands are killed,
 //! their logs closed) before `serve` returns; a unix socket's directory is private (made
 //! 0700 when missing, refused when others may write to it).
 
@@ -134,7 +136,7 @@ const MAX_CONNECTIONS: usize = 256;
 /// How the server is to run.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// `--listen`: `HOST:PORT` (port 0: a free one) or `unix:PATH`.
+    /// `--listen`: `HOST:PORT` (port 0: a free one; `localhost` is `127.0.0.1`) or `unix:PATH`.
     pub listen: String,
     /// `--auth token` was given: the only way a non-loopback address is accepted.
     pub auth_explicit: bool,
@@ -166,20 +168,81 @@ pub struct Server {
     listen: String,
     /// The TCP address to connect to to wake the accept loop (`None` for a unix socket).
     wake: Wake,
+    /// The `Host` values requests may carry.
+    hosts: Vec<String>,
+    /// The live server whose discovery file this one left alone, if any.
+    other: Option<OtherServer>,
     /// Declared last: the file goes once everything else has stopped.
     discovery: Discovery,
 }
 
+/// Another running server that owns the discovery file of this home: this one neither
+/// overwrites nor removes it, so local clients keep finding the server that was there first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherServer {
+    /// Its address, without the token (`http://127.0.0.1:PORT/`).
+    pub url: String,
+    /// Its process id.
+    pub pid: u32,
+}
+
 /// The discovery file and the token it holds, removed when dropped (the server stopped, or
-/// never served) unless another server has written its own there since.
-struct Discovery(PathBuf, String);
+/// never served) when this server wrote it and no other server has written its own since.
+struct Discovery {
+    path: PathBuf,
+    token: String,
+    /// Whether this server wrote the file (false while another live server owns it).
+    owned: bool,
+}
 
 impl Drop for Discovery {
     fn drop(&mut self) {
-        let ours = fs_err::read_to_string(&self.0).is_ok_and(|text| text.contains(&self.1));
-        if ours {
-            let _ = fs_err::remove_file(&self.0);
+        if !self.owned {
+            return;
         }
+        let ours = fs_err::read_to_string(&self.path).is_ok_and(|text| text.contains(&self.token));
+        if ours {
+            let _ = fs_err::remove_file(&self.path);
+        }
+    }
+}
+
+/// The live server a discovery file names, or `None` when the file is missing, unreadable or
+/// stale: its process is gone, or nothing answers at its address any more (its pid reused).
+fn live_owner(path: &Path) -> Option<OtherServer> {
+    let text = fs_err::read_to_string(path).ok()?;
+    let written: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let pid = u32::try_from(written.get("pid")?.as_u64()?).ok()?;
+    if pid == std::process::id() {
+        return None;
+    }
+    // Where /proc exists, a missing entry is a dead process; elsewhere the address decides.
+    if Path::new("/proc/self").exists() && !Path::new(&format!("/proc/{pid}")).exists() {
+        return None;
+    }
+    let listen = written.get("listen")?.as_str()?;
+    let answers = if let Some(socket) = listen.strip_prefix("unix:") {
+        UnixStream::connect(socket).is_ok()
+    } else {
+        let mut addr: SocketAddr = listen.parse().ok()?;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(loopback_like(addr.ip()));
+        }
+        TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok()
+    };
+    if !answers {
+        return None;
+    }
+    let url = written.get("url")?.as_str()?;
+    let url = url.split_once("?token=").map_or(url, |(address, _)| address).to_owned();
+    Some(OtherServer { url, pid })
+}
+
+/// The loopback address of `ip`'s family.
+fn loopback_like(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => IpAddr::from([127, 0, 0, 1]),
+        IpAddr::V6(_) => IpAddr::from([0, 0, 0, 0, 0, 0, 0, 1]),
     }
 }
 
@@ -228,71 +291,69 @@ impl Server {
             guard::fresh_secret().map_err(|err| Error::Random { message: err.to_string() })?;
         let cookie =
             guard::fresh_secret().map_err(|err| Error::Random { message: err.to_string() })?;
-        let (listener, port, hosts, url, listen, wake) =
-            if let Some(path) = config.listen.strip_prefix("unix:") {
-                let path = PathBuf::from(path);
-                private_socket_dir(&path)?;
-                // A socket left by a server that died is replaced; a live one is refused.
-                let stale = fs_err::symlink_metadata(&path)
-                    .is_ok_and(|meta| std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()))
-                    && UnixStream::connect(&path).is_err();
-                if stale {
-                    fs_err::remove_file(&path)?;
+        let (listener, port, hosts, url, listen, wake) = if let Some(path) =
+            config.listen.strip_prefix("unix:")
+        {
+            let path = PathBuf::from(path);
+            private_socket_dir(&path)?;
+            // A socket left by a server that died is replaced; a live one is refused.
+            let stale = fs_err::symlink_metadata(&path)
+                .is_ok_and(|meta| std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()))
+                && UnixStream::connect(&path).is_err();
+            if stale {
+                fs_err::remove_file(&path)?;
+            }
+            let listener = UnixListener::bind(&path)
+                .map_err(|source| Error::Bind { addr: config.listen.clone(), source })?;
+            fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+            let hosts = vec!["localhost".to_owned()];
+            let url = format!("http://localhost/?token={token}");
+            (
+                Listener::Unix(listener, path.clone()),
+                0,
+                hosts,
+                url,
+                config.listen.clone(),
+                Wake::Unix(path),
+            )
+        } else {
+            let bad = || Error::BadListen { value: config.listen.clone() };
+            let addr: SocketAddr = match config.listen.strip_prefix("localhost:") {
+                Some(port) => {
+                    SocketAddr::from(([127, 0, 0, 1], port.parse::<u16>().map_err(|_| bad())?))
                 }
-                let listener = UnixListener::bind(&path)
-                    .map_err(|source| Error::Bind { addr: config.listen.clone(), source })?;
-                fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-                let hosts = vec!["localhost".to_owned()];
-                let url = format!("http://localhost/?token={token}");
-                (
-                    Listener::Unix(listener, path.clone()),
-                    0,
-                    hosts,
-                    url,
-                    config.listen.clone(),
-                    Wake::Unix(path),
-                )
-            } else {
-                let addr: SocketAddr = config
-                    .listen
-                    .parse()
-                    .map_err(|_| Error::BadListen { value: config.listen.clone() })?;
-                if !addr.ip().is_loopback() && !config.auth_explicit {
-                    return Err(Error::Unprotected { addr: addr.to_string() });
-                }
-                let listener = TcpListener::bind(addr)
-                    .map_err(|source| Error::Bind { addr: addr.to_string(), source })?;
-                let local = listener.local_addr()?;
-                let port = local.port();
-                let mut hosts = vec![
-                    format!("127.0.0.1:{port}"),
-                    format!("localhost:{port}"),
-                    format!("[::1]:{port}"),
-                ];
-                if !local.ip().is_loopback() && !local.ip().is_unspecified() {
-                    hosts.push(host_port(local.ip(), port));
-                }
-                let url = format!("http://{}/?token={token}", host_port(local.ip(), port))
-                    .replace("http://0.0.0.0:", "http://127.0.0.1:")
-                    .replace("http://[::]:", "http://[::1]:");
-                let wake_ip = if local.ip().is_unspecified() {
-                    match local.ip() {
-                        IpAddr::V4(_) => IpAddr::from([127, 0, 0, 1]),
-                        IpAddr::V6(_) => IpAddr::from([0, 0, 0, 0, 0, 0, 0, 1]),
-                    }
-                } else {
-                    local.ip()
-                };
-                let listen = local.to_string();
-                (
-                    Listener::Tcp(listener),
-                    port,
-                    hosts,
-                    url,
-                    listen,
-                    Wake::Tcp(SocketAddr::new(wake_ip, port)),
-                )
+                None => config.listen.parse().map_err(|_| bad())?,
             };
+            if !addr.ip().is_loopback() && !config.auth_explicit {
+                return Err(Error::Unprotected { addr: addr.to_string() });
+            }
+            let listener = TcpListener::bind(addr)
+                .map_err(|source| Error::Bind { addr: addr.to_string(), source })?;
+            let local = listener.local_addr()?;
+            let port = local.port();
+            let mut hosts = vec![
+                format!("127.0.0.1:{port}"),
+                format!("localhost:{port}"),
+                format!("[::1]:{port}"),
+            ];
+            if !local.ip().is_loopback() && !local.ip().is_unspecified() {
+                hosts.push(host_port(local.ip(), port));
+            }
+            let url = format!("http://{}/?token={token}", host_port(local.ip(), port))
+                .replace("http://0.0.0.0:", "http://127.0.0.1:")
+                .replace("http://[::]:", "http://[::1]:");
+            let wake_ip =
+                if local.ip().is_unspecified() { loopback_like(local.ip()) } else { local.ip() };
+            let listen = local.to_string();
+            (
+                Listener::Tcp(listener),
+                port,
+                hosts,
+                url,
+                listen,
+                Wake::Tcp(SocketAddr::new(wake_ip, port)),
+            )
+        };
         let mut hosts = hosts;
         for name in &config.allowed_hosts {
             hosts.push(if name.contains(':') || port == 0 {
@@ -308,11 +369,13 @@ impl Server {
             .append(true)
             .mode(0o600)
             .open(config.home.join(ACCESS_LOG))?;
-        let discovery = Discovery(config.home.join(DISCOVERY_FILE), token.clone());
+        let path = config.home.join(DISCOVERY_FILE);
+        let other = live_owner(&path);
+        let discovery = Discovery { path, token: token.clone(), owned: other.is_none() };
         let server = Self {
             listener,
             shared: Arc::new(Shared {
-                guard: Guard::new(token.clone(), cookie, port, hosts),
+                guard: Guard::new(token.clone(), cookie, port, hosts.clone()),
                 hub: Hub::new(config.overrides, config.max_events),
                 home: config.home,
                 default_cwd: config.default_cwd,
@@ -323,9 +386,13 @@ impl Server {
             token,
             listen,
             wake,
+            hosts,
+            other,
             discovery,
         };
-        server.write_discovery()?;
+        if server.discovery.owned {
+            server.write_discovery()?;
+        }
         Ok(server)
     }
 
@@ -344,6 +411,18 @@ impl Server {
         &self.listen
     }
 
+    /// The `Host` values a request may carry (`127.0.0.1:PORT`, `localhost:PORT`, `[::1]:PORT`,
+    /// the `--allow-host` names).
+    pub fn hosts(&self) -> &[String] {
+        &self.hosts
+    }
+
+    /// The live server that owns `serve.json` in this home, when one did at start: this server
+    /// then wrote no discovery file, and its URL is only the one `url` returns.
+    pub fn other_server(&self) -> Option<&OtherServer> {
+        self.other.as_ref()
+    }
+
     /// A handle that stops `serve` from another thread.
     pub fn stopper(&self) -> Stopper {
         Stopper { shared: Arc::clone(&self.shared), wake: self.wake.clone() }
@@ -359,15 +438,15 @@ impl Server {
             "listen": self.listen,
         });
         let text = serde_json::to_string_pretty(&body)
-            .map_err(|source| Error::Discovery { path: self.discovery.0.clone(), source })?;
+            .map_err(|source| Error::Discovery { path: self.discovery.path.clone(), source })?;
         // Written beside and renamed, so a reader never sees half a file; 0600 from creation.
-        let partial = self.discovery.0.with_extension("json.partial");
+        let partial = self.discovery.path.with_extension("json.partial");
         let _ = fs_err::remove_file(&partial);
         let mut file =
             fs_err::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&partial)?;
         file.write_all(text.as_bytes())?;
         file.sync_all()?;
-        fs_err::rename(&partial, &self.discovery.0)?;
+        fs_err::rename(&partial, &self.discovery.path)?;
         Ok(())
     }
 

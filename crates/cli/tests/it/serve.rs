@@ -241,7 +241,125 @@ fn a_non_loopback_address_with_explicit_auth_serves_and_says_it_is_plain_http() 
     let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("plain HTTP"), "{stderr}");
+    let port =
+        line.trim_end().strip_prefix("http://127.0.0.1:").unwrap().split('/').next().unwrap();
+    let hint = stderr.lines().find(|l| l.contains("--allow-host NAME")).unwrap_or_else(|| {
+        panic!("no word of the accepted Host names: {stderr}");
+    });
+    assert!(hint.contains(&format!("localhost:{port}")), "{hint}");
     assert_eq!(output.status.code(), Some(0), "{stderr}");
+}
+
+#[test]
+fn localhost_is_a_listen_address() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let served = Served::start(&temp_run(home.path(), cwd.path()), &["--listen", "localhost:0"]);
+    let answer = served.call("GET", "/api/server", None);
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(served.stop(), Some(0));
+}
+
+/// `codecoder serve ARGS` with stderr captured: the child and the URL line.
+fn spawn_serve(run: &Run, args: &[&str]) -> (Child, String) {
+    let mut command_args = vec!["serve"];
+    command_args.extend_from_slice(args);
+    let mut child = run
+        .command(&command_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    (child, line.trim_end().to_owned())
+}
+
+/// Stops a `spawn_serve` child as Ctrl-C would: its exit code and stderr.
+fn terminate(child: Child) -> (Option<i32>, String) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let output = child.wait_with_output().unwrap();
+    (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+fn discovery_token(home: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(home.join("serve.json")).ok()?;
+    let written: Value = serde_json::from_str(&text).unwrap();
+    Some(written["token"].as_str().unwrap().to_owned())
+}
+
+#[test]
+fn a_second_server_leaves_a_live_servers_discovery_file_and_replaces_a_stale_one() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let run = temp_run(home.path(), cwd.path());
+    let first = Served::start(&run, &[]);
+    let (second, url) = spawn_serve(&run, &[]);
+    assert!(url.starts_with("http://127.0.0.1:") && !url.ends_with(&first.token), "{url}");
+    assert_eq!(discovery_token(home.path()).as_deref(), Some(first.token.as_str()));
+    let (code, stderr) = terminate(second);
+    assert_eq!(code, Some(0), "{stderr}");
+    let address = format!("http://127.0.0.1:{}/", first.port);
+    assert!(
+        stderr.contains("serve.json belongs to the server at")
+            && stderr.contains(&address)
+            && stderr.contains(&format!("pid {}", first.child.id()))
+            && stderr.contains("only the line printed"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&first.token), "{stderr}");
+    assert_eq!(
+        discovery_token(home.path()).as_deref(),
+        Some(first.token.as_str()),
+        "the second removed the live server's file at exit"
+    );
+    assert_eq!(first.stop(), Some(0));
+    assert!(!home.path().join("serve.json").exists());
+
+    // A file naming a process that is gone, or one that cannot be read, is replaced.
+    for stale in [
+        r#"{"url": "http://127.0.0.1:9/?token=old", "token": "old", "pid": 2147483647, "listen": "127.0.0.1:9"}"#,
+        "not json",
+    ] {
+        std::fs::write(home.path().join("serve.json"), stale).unwrap();
+        let (child, url) = spawn_serve(&run, &[]);
+        let token = url.split_once("?token=").unwrap().1.to_owned();
+        assert_eq!(discovery_token(home.path()), Some(token));
+        let (code, stderr) = terminate(child);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(!stderr.contains("belongs to"), "{stderr}");
+        assert!(!home.path().join("serve.json").exists());
+    }
+}
+
+#[test]
+fn resuming_a_session_whose_directory_is_gone_says_so() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let gone = project.path().canonicalize().unwrap();
+    let server = FakeModelServer::start(Script::new().reply(Reply::text("Done."))).unwrap();
+    let run = Run { home: home.path(), cwd: cwd.path(), env: openai_env(&server) };
+    let served = Served::start(&run, &["-m", "test-model"]);
+    let id = start_session(&served, &json!({"cwd": gone.to_string_lossy(), "prompt": "hello"}));
+    read_events(&served, &id, 0, |e| kind(e) == "turn_done");
+    let closed = served.call("POST", &format!("/api/sessions/{id}/close"), Some(&json!({})));
+    assert_eq!(closed.status, 200, "{closed:?}");
+    drop(project);
+    assert!(!gone.exists());
+    let resumed = served.call("POST", "/api/sessions", Some(&json!({"resume": id})));
+    assert_eq!(resumed.status, 400, "{resumed:?}");
+    let message = resumed.json()["error"].as_str().unwrap().to_owned();
+    assert_eq!(
+        message,
+        format!("the session's project directory {} no longer exists", gone.display())
+    );
+    assert_eq!(served.stop(), Some(0));
 }
 
 #[test]
@@ -870,11 +988,11 @@ fn a_session_is_resumed_or_forked_by_its_id_and_one_writer_holds() {
     let second = Served::start(&run, &["-m", "test-model"]);
     let held = second.call("POST", "/api/sessions", Some(&json!({"resume": id})));
     assert_eq!(held.status, 409, "{held:?}");
-    assert_eq!(first.stop(), Some(0));
     let discovery: Value =
         serde_json::from_str(&std::fs::read_to_string(home.path().join("serve.json")).unwrap())
             .unwrap();
-    assert_eq!(discovery["token"], second.token.as_str(), "the first left the second's file");
+    assert_eq!(discovery["token"], first.token.as_str(), "the second took the first's file");
+    assert_eq!(first.stop(), Some(0));
 
     let resumed = second.call(
         "POST",
@@ -1392,8 +1510,19 @@ fn open_starts_the_browser_with_the_url_or_warns_when_there_is_none() {
     };
     let served = Served::start(&run, &["--open"]);
     assert!(eventually(|| record.exists()), "the browser was never started");
-    assert_eq!(std::fs::read_to_string(&record).unwrap().trim_end(), served.url);
+    // The browser's command line, which every local user can read, holds a private page's
+    // address, never the token.
+    let opened = std::fs::read_to_string(&record).unwrap().trim_end().to_owned();
+    assert!(!opened.contains(&served.token), "{opened}");
+    let page = home.path().join(format!("serve-open-{}.html", served.child.id()));
+    assert_eq!(opened, format!("file://{}", page.display()));
+    let mode = std::fs::metadata(&page).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let text = std::fs::read_to_string(&page).unwrap();
+    assert!(text.contains("http-equiv=\"refresh\""), "{text}");
+    assert!(text.contains(&format!("location.replace(\"{}\")", served.url)), "{text}");
     assert_eq!(served.stop(), Some(0));
+    assert!(!page.exists(), "the page outlived the server");
 
     // No browser at all: a warning, and the server serves anyway.
     let empty = tempfile::tempdir().unwrap();
