@@ -5,7 +5,7 @@
 //! no process left behind after a cancel or a `kill -9` of codecoder.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use codecoder_test_support::{FakeModelServer, Reply, Script};
@@ -49,10 +49,6 @@ impl World {
             .stderr(Stdio::piped());
         command
     }
-
-    fn run(&self, server: &FakeModelServer, prompt: &str) -> Output {
-        self.exec(server, prompt).output().unwrap()
-    }
 }
 
 /// The Python running these tests, by its real path (a version manager's shim may need a HOME
@@ -90,8 +86,18 @@ fn tool_results(server: &FakeModelServer) -> Vec<String> {
         .collect()
 }
 
+/// The sandbox backends a terminal session is tried under, and no sandbox.
+const MODES: [&[&str]; 3] =
+    [&["-c", "sandbox.backend=\"bwrap\""], &["-c", "sandbox.backend=\"landlock\""], &["--yolo"]];
+
 #[test]
 fn a_python_repl_on_a_terminal_answers_is_interrupted_reads_a_password_and_exits() {
+    for mode in MODES {
+        python_repl(mode);
+    }
+}
+
+fn python_repl(mode: &[&str]) {
     let world = World::new();
     let python = python();
     let server = FakeModelServer::start(
@@ -111,25 +117,31 @@ fn a_python_repl_on_a_terminal_answers_is_interrupted_reads_a_password_and_exits
             .reply(Reply::text("done")),
     )
     .unwrap();
-    let out = world.run(&server, "drive python");
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = world.exec(&server, "drive python").args(mode).output().unwrap();
+    assert!(out.status.success(), "{mode:?}: {}", stderr(&out));
     let results = tool_results(&server);
-    assert_eq!(results.len(), 8, "{results:#?}");
-    assert!(results[0].contains("Process running with session ID 1"), "{results:#?}");
+    assert_eq!(results.len(), 8, "{mode:?}: {results:#?}");
+    assert!(results[0].contains("Process running with session ID 1"), "{mode:?}: {results:#?}");
     // Output that came after a call's wait shows in the next call's result, so the checks look
     // at everything up to the call that must have seen it.
     let upto = |n: usize| results[..=n].join("\n");
-    assert!(upto(1).contains("ans 42"), "{results:#?}");
-    assert!(upto(3).contains("KeyboardInterrupt"), "{results:#?}");
-    assert!(upto(4).contains("Secret: "), "{results:#?}");
+    assert!(upto(1).contains("ans 42"), "{mode:?}: {results:#?}");
+    assert!(upto(3).contains("KeyboardInterrupt"), "{mode:?}: {results:#?}");
+    assert!(upto(4).contains("Secret: "), "{mode:?}: {results:#?}");
     // The password was read (its reverse printed) but never echoed by the terminal.
-    assert!(upto(6).contains("len 7 2retnuh"), "{results:#?}");
-    assert!(!upto(6).contains("hunter2"), "{results:#?}");
-    assert!(results[7].contains("Process exited with code 0"), "{results:#?}");
+    assert!(upto(6).contains("len 7 2retnuh"), "{mode:?}: {results:#?}");
+    assert!(!upto(6).contains("hunter2"), "{mode:?}: {results:#?}");
+    assert!(results[7].contains("Process exited with code 0"), "{mode:?}: {results:#?}");
 }
 
 #[test]
 fn a_process_on_a_terminal_cannot_write_outside_the_writable_roots() {
+    for mode in &MODES[..2] {
+        confined_writes(mode);
+    }
+}
+
+fn confined_writes(mode: &[&str]) {
     let world = World::new();
     let outside = Path::new("/var/tmp").join(format!("codecoder-pty-{}", std::process::id()));
     let inside = world.workspace.join("inside.txt");
@@ -148,13 +160,13 @@ fn a_process_on_a_terminal_cannot_write_outside_the_writable_roots() {
             .reply(Reply::text("done")),
     )
     .unwrap();
-    let out = world.run(&server, "write");
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = world.exec(&server, "write").args(mode).output().unwrap();
+    assert!(out.status.success(), "{mode:?}: {}", stderr(&out));
     let results = tool_results(&server);
-    assert!(!outside.exists(), "{results:#?}");
-    assert!(!results[0].contains("outside-written"), "{results:#?}");
-    assert!(inside.exists(), "{results:#?}");
-    assert!(results[0].contains("inside-written"), "{results:#?}");
+    assert!(!outside.exists(), "{mode:?}: {results:#?}");
+    assert!(!results[0].contains("outside-written"), "{mode:?}: {results:#?}");
+    assert!(inside.exists(), "{mode:?}: {results:#?}");
+    assert!(results[0].contains("inside-written"), "{mode:?}: {results:#?}");
 }
 
 /// A `sleep` duration no other process on the machine uses, to find this test's in /proc.
@@ -200,8 +212,7 @@ fn all_gone(marker: &str) -> bool {
 }
 
 fn signal(child: &Child, signal: &str) {
-    let sent =
-        Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status();
+    let sent = Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status();
     assert!(sent.unwrap().success());
 }
 
@@ -242,7 +253,10 @@ fn the_number_of_sessions_is_bounded_by_the_configuration() {
     assert!(out.status.success(), "{}", stderr(&out));
     let results = tool_results(&server);
     assert!(results[0].contains("Process running with session ID 1"), "{results:#?}");
-    assert!(results[1].contains("1 command sessions are running, the most allowed"), "{results:#?}");
+    assert!(
+        results[1].contains("1 command sessions are running, the most allowed"),
+        "{results:#?}"
+    );
 }
 
 #[test]
