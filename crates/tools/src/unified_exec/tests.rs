@@ -166,3 +166,28 @@ fn output_over_the_cap_is_spilled_whole_to_a_file() {
     let whole = fs_err::read_to_string(files[0].path()).unwrap();
     assert_eq!(whole, format!("{}\nEND\n", "x".repeat(5000)));
 }
+
+#[test]
+fn an_idle_session_is_ended_at_the_next_session_call() {
+    let fixture = fixture(|config| config.session_idle_timeout = std::time::Duration::ZERO);
+    let started = fixture
+        .call("exec_command", json!({"cmd": "sleep 985.625", "tty": true, "yield_time_ms": 0}))
+        .unwrap();
+    let id = session_id(&started);
+    fixture.call("exec_command", json!({"cmd": "true", "yield_time_ms": 30000})).unwrap();
+    assert_eq!(sleepers("985.625"), 0);
+    let err = fixture.call("write_stdin", json!({"session_id": id})).unwrap_err();
+    assert!(err.to_string().contains("no command session"), "{err}");
+}
+
+#[test]
+fn dropping_the_tools_ends_every_session() {
+    let fixture = fixture(|_| {});
+    for _ in 0..2 {
+        fixture
+            .call("exec_command", json!({"cmd": "sleep 984.875", "tty": true, "yield_time_ms": 0}))
+            .unwrap();
+    }
+    drop(fixture);
+    assert_eq!(sleepers("984.875"), 0);
+}
