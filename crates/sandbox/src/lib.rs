@@ -169,6 +169,10 @@ pub struct SpawnConfig {
     /// (the command environment policy's, [`command_environment`]). The spec's variables and
     /// the sandbox's own go on top of it.
     pub environment: Environment,
+    /// Whether the child gets SIGKILL when the thread that spawns it ends (`die_with_parent`):
+    /// for a child owned by a thread of its own (an interactive session), so it dies with
+    /// codecoder even on `kill -9`. Default false.
+    pub die_with_thread: bool,
 }
 
 impl SpawnConfig {
@@ -180,6 +184,7 @@ impl SpawnConfig {
             output_capacity: 64,
             confinement: Confinement::Unconfined,
             environment: Environment::Inherited,
+            die_with_thread: false,
         }
     }
 }
@@ -275,6 +280,9 @@ pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
         command.env(key, value);
     }
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    if config.die_with_thread {
+        die_with_parent(&mut command);
+    }
     let spawned = command.spawn();
     // The child has its copy of the descriptor (or failed to start); ours goes.
     drop(inherited);

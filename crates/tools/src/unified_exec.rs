@@ -35,7 +35,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::env::CallEnv;
-use crate::shell::{End, Spill, command_exit, describe, shell_spec, start_child, wait_child};
+use crate::shell::{End, Spill, command_exit, describe, shell_spec, wait_child};
 use crate::text::Capped;
 use crate::{Builtin, Shared, ToolsConfig, failed, invalid, parse_args, str_arg};
 
@@ -220,19 +220,20 @@ impl SessionTable {
         // The thread spawns the process itself: the process dies with the thread that started
         // it (the sandbox's parent-death signal), so this thread must live as long as it.
         let thread = spawn_named(format!("exec-session-{id}"), move || {
+            let spawn_config = SpawnConfig {
+                kill_grace: thread_config.kill_grace,
+                confinement: thread_config.confinement.clone(),
+                environment: thread_config.environment.clone(),
+                die_with_thread: true,
+                ..SpawnConfig::standard()
+            };
             let spawned = if tty {
-                let spawn_config = SpawnConfig {
-                    kill_grace: thread_config.kill_grace,
-                    confinement: thread_config.confinement.clone(),
-                    environment: thread_config.environment.clone(),
-                    ..SpawnConfig::standard()
-                };
                 codecoder_sandbox::spawn_pty(&spec, &spawn_config)
                     .map(|(child, input)| (child, Some(input)))
-                    .map_err(|err| failed(err.to_string()))
             } else {
-                start_child(&thread_config, &spec).map(|child| (child, None))
-            };
+                codecoder_sandbox::spawn(&spec, &spawn_config).map(|child| (child, None))
+            }
+            .map_err(|err| failed(err.to_string()));
             let (child, input) = match spawned {
                 Ok(spawned) => spawned,
                 Err(err) => {

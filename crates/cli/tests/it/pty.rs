@@ -174,21 +174,26 @@ fn marker(salt: u32) -> String {
     format!("{}.{}{salt}", 70 + std::process::id() % 9, std::process::id() % 1000)
 }
 
-/// Starts `codecoder exec` whose model opens a terminal session running two sleepers
-/// (`sleep MARKER`, one in the background), and waits until both run.
-fn start_sleepers(world: &World, marker: &str) -> (FakeModelServer, Child) {
+/// Starts `codecoder exec` whose model opens a session (on a terminal or not) running two
+/// sleepers (`sleep MARKER`, one in the background), and waits until both run.
+fn start_sleepers(
+    world: &World,
+    marker: &str,
+    tty: bool,
+    mode: &[&str],
+) -> (FakeModelServer, Child) {
     let cmd = format!("sleep {marker} & sleep {marker}; wait");
     let server = FakeModelServer::start(
         Script::new()
             .reply(Reply::tool_call(
                 "c1",
                 "exec_command",
-                json!({"cmd": cmd, "tty": true, "yield_time_ms": 30000}),
+                json!({"cmd": cmd, "tty": tty, "yield_time_ms": 30000}),
             ))
             .reply(Reply::text("done")),
     )
     .unwrap();
-    let child = world.exec(&server, "sleep").spawn().unwrap();
+    let child = world.exec(&server, "sleep").args(mode).spawn().unwrap();
     let needle = format!("sleep {marker}");
     let waited = Instant::now();
     while processes_running(&needle) < 2 {
@@ -220,7 +225,7 @@ fn signal(child: &Child, signal: &str) {
 fn a_cancel_kills_the_terminal_sessions_whole_tree() {
     let world = World::new();
     let marker = marker(1);
-    let (_server, mut child) = start_sleepers(&world, &marker);
+    let (_server, mut child) = start_sleepers(&world, &marker, true, &[]);
     // Exec's first Ctrl-C cancels the turn: the waiting exec_command call ends its session.
     signal(&child, "INT");
     let status = child.wait().unwrap();
@@ -230,12 +235,17 @@ fn a_cancel_kills_the_terminal_sessions_whole_tree() {
 
 #[test]
 fn a_killed_codecoder_leaves_no_process_behind() {
-    let world = World::new();
-    let marker = marker(2);
-    let (_server, mut child) = start_sleepers(&world, &marker);
-    signal(&child, "KILL");
-    let _ = child.wait();
-    assert!(all_gone(&marker), "a sleeper outlived codecoder");
+    // Unconfined, a terminal session's leader dies with codecoder's thread and the terminal's
+    // hangup takes its group; sandboxed, the sandbox's pid namespace goes with its wrapper.
+    let sandboxed: &[&str] = &[];
+    for (salt, tty, mode) in [(2, true, sandboxed), (3, false, sandboxed), (4, true, &["--yolo"])] {
+        let world = World::new();
+        let marker = marker(salt);
+        let (_server, mut child) = start_sleepers(&world, &marker, tty, mode);
+        signal(&child, "KILL");
+        let _ = child.wait();
+        assert!(all_gone(&marker), "tty {tty} {mode:?}: a sleeper outlived codecoder");
+    }
 }
 
 #[test]
