@@ -1,7 +1,8 @@
 //! The built-in tools (seed L3, issue 5): `read_file`, `write_file`, `edit`, `apply_patch`,
 //! `list_dir`, `glob`,
-//! `grep`, `run_command` with background jobs (`job_output`, `job_kill`), `update_plan`,
-//! `ask_user` and `web_fetch`; and `exit_plan_mode` (`exit_plan_mode_tool`), registered by
+//! `grep`, `run_command` with background jobs (`job_output`, `job_kill`), the interactive
+//! sessions of `exec_command` and `write_stdin` (`unified_exec`), `update_plan`, `ask_user` and
+//! `web_fetch`; and `exit_plan_mode` (`exit_plan_mode_tool`), registered by
 //! the product beside them and offered only in plan mode. The product calls `builtin_tools(config)` and registers the result
 //! in the kernel's `ToolRegistry`.
 //!
