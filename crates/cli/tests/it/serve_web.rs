@@ -1,10 +1,12 @@
 //! The web UI of `codecoder serve` in a real headless browser: Debian's `chromium`, driven by
 //! a pinned `puppeteer-core` (`tests/web/drive.mjs`), against the real binary serving a temp
 //! git repo with the fake model. The page starts a session on the server's project, shows the
-//! streamed text, takes a command's approval and shows its output, keeps a pending approval
-//! across a reload and answers it there, shows the edit's diff, searches the list, fits a
-//! phone's width, and cancels a slow command with nothing left running; a plan sent back and
-//! approved, a question answered, and a page reloaded past the events the server keeps.
+//! streamed text with the transcript kept at its end, takes a command's approval and shows its
+//! output, keeps a pending approval across a reload and answers it there, shows the edit's
+//! diff, searches the list, opens a session named by the address's hash, fits a phone's
+//! width, and cancels a slow command with nothing left running; a plan sent back and approved,
+//! a question answered, and a page reloaded mid-turn (within and past the events the server
+//! keeps) with no request said withdrawn.
 //!
 //! `.ci/run` installs both and sets `CODECODER_TEST_CHROMIUM` and `CODECODER_TEST_PUPPETEER`;
 //! without them the tests are skipped, or fail under `CI=true`. With
@@ -168,19 +170,19 @@ fn the_page_runs_a_session_with_approvals_across_a_reload_and_fits_a_phone() {
     let Some(browser) = browser() else { return };
     let home = tempfile::tempdir().unwrap();
     let repo = temp_repo();
+    // Longer than the screen: the transcript must follow it to its end.
+    let lines: Vec<String> =
+        (1..=60).map(|n| format!("Line {n} of a reply longer than the screen.")).collect();
+    let first = format!(
+        "Let me look first. <img src=x onerror=alert(1)>\n\n```rust\nfn main() {{ let x = 1; }}\n```\n\n{}",
+        lines.join("\n\n")
+    );
     let script = Script::new()
-        .reply(
-            Reply::text(
-                "Let me look first. <img src=x onerror=alert(1)>\n\n```rust\nfn main() { let x = 1; }\n```",
-            )
-                .chunks(4)
-                .reasoning("The person wants a change.")
-                .and_tool_call(
-                    "c1",
-                    "run_command",
-                    json!({"command": "touch approved.txt && echo made-it"}),
-                ),
-        )
+        .reply(Reply::text(first).chunks(4).reasoning("The person wants a change.").and_tool_call(
+            "c1",
+            "run_command",
+            json!({"command": "touch approved.txt && echo made-it"}),
+        ))
         .reply(Reply::tool_call(
             "c2",
             "edit",
@@ -224,6 +226,13 @@ fn the_page_runs_a_session_with_approvals_across_a_reload_and_fits_a_phone() {
     assert_eq!(notes["editCard"]["title"], "Edit notes.txt", "{t}");
     assert_eq!(notes["editCard"]["added"], json!(["+there\n"]), "{t}");
     assert_eq!(notes["pendingLeft"], 0, "{t}");
+    assert_eq!(notes["withdrawn"], json!([]), "{t}");
+    // A reply longer than the screen, an approval box below it, a reloaded page: the
+    // transcript shows its end.
+    assert_eq!(notes["endAtApproval"]["atEnd"], true, "{t}");
+    assert_eq!(notes["endAfterReload"]["atEnd"], true, "{t}");
+    // Only the address's hash changed: the page opened that session.
+    assert_eq!(notes["openedByHash"], "Send", "{t}");
     // The turn's tokens, from the usage events, and the context the last request took.
     assert!(notes["usage"].as_str().unwrap().starts_with("1.5k in · 40 out · context 1.5k"), "{t}");
     // Both calls ran, each once approved.
@@ -348,11 +357,41 @@ fn a_page_reloaded_past_the_events_the_server_keeps_draws_them_from_the_log_once
     let notes = &summary["notes"];
     let t = format!("{summary:#}");
     assert_eq!(notes["gapSeen"], true, "the server kept every event: no gap to read: {t}");
+    two_turns_across_a_reload(&summary, repo.path());
+}
+
+#[test]
+fn a_page_reloaded_while_the_second_turn_waits_says_no_request_was_withdrawn() {
+    let Some(browser) = browser() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let repo = temp_repo();
+    let script = Script::new()
+        .reply(Reply::text("First answer.").chunks(6))
+        .reply(Reply::tool_call("g1", "run_command", json!({"command": "touch gap.txt"})))
+        .reply(Reply::text("Second answer."));
+    let server = FakeModelServer::start(script).unwrap();
+    let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
+    // Every event kept: the reloaded page's stream replays the first turn's end while the
+    // second's approval is pending.
+    let (child, url) =
+        serve(&run, &["-a", "untrusted", "-s", "danger-full-access", "-m", "test-model"]);
+    let summary = drive(&browser, "gap", &url, &[]);
+    stop(child);
+    assert_eq!(summary["notes"]["gapSeen"], false, "{summary:#}");
+    two_turns_across_a_reload(&summary, repo.path());
+}
+
+/// The `gap` scenario's page: each turn once, the approval the same request after the reload,
+/// and no request said withdrawn.
+fn two_turns_across_a_reload(summary: &Value, repo: &Path) {
+    let notes = &summary["notes"];
+    let t = format!("{summary:#}");
     assert_eq!(notes["sameRequest"], true, "{t}");
     assert_eq!(notes["users"], json!(["first", "second"]), "{t}");
     assert_eq!(notes["agents"], json!(["First answer.", "Second answer."]), "{t}");
     assert_eq!(notes["cards"], json!(["Run `touch gap.txt`"]), "{t}");
-    assert!(repo.path().join("gap.txt").exists(), "{t}");
+    assert_eq!(notes["withdrawn"], json!([]), "{t}");
+    assert!(repo.join("gap.txt").exists(), "{t}");
 }
 
 #[test]
@@ -407,5 +446,11 @@ fn the_page_shows_the_models_question_and_sends_a_typed_answer() {
     assert_eq!(
         md("list"),
         r#"<ul><li>one</li><li class="task">☑ two</li></ul><ol><li>three</li></ol>"#
+    );
+    // A table: its cells escaped and rendered inline, `\|` a bar in a cell.
+    assert_eq!(
+        md("table"),
+        "<table><thead><tr><th>a</th><th>b</th></tr></thead><tbody><tr><td>&lt;x&gt;</td>\
+         <td><code>c | d</code></td></tr></tbody></table><p>after</p>"
     );
 }

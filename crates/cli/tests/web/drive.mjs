@@ -3,17 +3,19 @@
 //
 // Usage: node drive.mjs SCENARIO URL, URL being the line `codecoder serve` printed (with its
 // token). Scenarios:
-//   main    start a session on the server's project, see the streamed text, approve a command
-//           and see its output, reload while the edit's approval is pending and answer it after
-//           the reload, see the diff; search the list; a phone-sized page without horizontal
-//           overflow.
+//   main    start a session on the server's project, see the streamed text (the transcript
+//           kept at its end), approve a command and see its output, reload while the edit's
+//           approval is pending (opened at the end) and answer it after the reload, see the
+//           diff; search the list; a session opened by the address's hash alone; a phone-sized
+//           page without horizontal overflow.
 //   cancel  start a session whose command sleeps, wait for the sleep process, cancel it from
 //           the page.
 //   plan    start a session in plan mode, send its plan back with feedback, approve the next.
 //   question  the model's question, answered in the page's own words; the session closed,
 //             shown from its log and resumed from the composer.
-//   gap     two turns in a server that keeps fewer events than that; reload while the second
-//           waits for an approval: the page draws the rest from the log, nothing twice.
+//   gap     two turns; reload while the second waits for an approval (in a server that keeps
+//           fewer events than that, the page draws the rest from the log): nothing twice, no
+//           request said withdrawn.
 // Environment: CODECODER_TEST_CHROMIUM (the browser), CODECODER_TEST_PUPPETEER (the npm prefix
 // holding puppeteer-core), REPO (the project the server was started in), SLEEP_MARKER (cancel:
 // what the slow command's command line holds), CODECODER_WEB_SCREENSHOTS (a directory: the
@@ -138,6 +140,20 @@ async function approval(page, needle) {
   }, needle);
 }
 
+/// Whether the transcript shows its end (waited for a while: content renders on a frame).
+async function atEnd(page) {
+  const measure = () => page.$eval("#transcript", (t) => ({ scrollTop: t.scrollTop, clientHeight: t.clientHeight, scrollHeight: t.scrollHeight }));
+  const end = (m) => m.scrollHeight > m.clientHeight && Math.abs(m.scrollTop + m.clientHeight - m.scrollHeight) <= 2;
+  let m = await measure();
+  for (const deadline = Date.now() + 5000; !end(m) && Date.now() < deadline; m = await measure()) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return { atEnd: end(m), ...m };
+}
+
+/// The notes that say a request was withdrawn.
+const withdrawn = (page) => page.$$eval(".note", (n) => n.filter((x) => x.textContent.includes("withdrawn")).map((x) => x.textContent));
+
 async function noHorizontalOverflow(page) {
   return page.evaluate(() => {
     const width = document.documentElement.clientWidth;
@@ -159,6 +175,8 @@ async function main() {
   step("streamed text");
   const command = await approval(page, "approved.txt");
   summary.notes.commandApproval = command;
+  // The long reply and the approval box below it: the transcript still shows its end.
+  summary.notes.endAtApproval = await atEnd(page);
   // The approval comes from the stream: the turn is drawn from it by now (a session opened
   // while its turn starts shows the log's copy of the turn until the stream's arrives).
   await waitText(page, ".agent", "Let me look");
@@ -184,6 +202,7 @@ async function main() {
   const again = await approval(page, "notes.txt");
   summary.notes.editApprovalAfterReload = again;
   await waitText(page, "details.tool pre.output", "made-it");
+  summary.notes.endAfterReload = await atEnd(page);
   summary.notes.userBubbleAfterReload = (await texts(page, ".user")).join("\n");
   await page.click(`[id="${again.id}"] button[data-decision="allow_once"]`);
   await waitText(page, ".agent", "All done");
@@ -198,6 +217,7 @@ async function main() {
     };
   });
   summary.notes.pendingLeft = await page.$$eval(".ask", (n) => n.length);
+  summary.notes.withdrawn = await withdrawn(page);
   summary.notes.usage = await page.$eval("#usage", (n) => n.textContent);
   step("edit approved after the reload, its diff seen");
 
@@ -242,6 +262,12 @@ async function main() {
   await page.setViewport({ width: 375, height: 740, isMobile: true, hasTouch: true, deviceScaleFactor: 1 });
   await page.goto(new URL("/", page.url()).href, { waitUntil: "domcontentloaded" });
   await page.waitForSelector("#sessions li[data-id]", { timeout: 60000 });
+  // Only the hash changed: the page opens that session.
+  await page.evaluate((sid) => { location.hash = `#session=${encodeURIComponent(sid)}`; }, id);
+  await waitText(page, ".agent", "All done");
+  summary.notes.openedByHash = await page.$eval("#send", (n) => n.textContent);
+  await page.click("#new-session");
+  step("opened by the hash");
   summary.notes.phone = await noHorizontalOverflow(page);
   summary.notes.phoneVisible = await page.evaluate(() => {
     const visible = (sel) => {
@@ -250,7 +276,8 @@ async function main() {
     };
     return { list: visible("#sessions li[data-id]"), prompt: visible("#prompt"), send: visible("#send") };
   });
-  await page.click("#sessions li[data-id]");
+  // In the page, at once: the list is drawn again as the opened session's events come in.
+  await page.$eval("#sessions li[data-id]", (n) => n.click());
   await waitText(page, ".agent", "All done");
   summary.notes.phoneSession = await noHorizontalOverflow(page);
   await shot(page, "phone");
@@ -315,13 +342,22 @@ async function gap() {
   await page.waitForFunction(() => document.getElementById("cancel").hidden, { timeout: 60000 });
   await send(page, "second");
   const asked = await approval(page, "gap.txt");
-  // The server keeps fewer events than the session has had: the reloaded page is told of a gap.
+  // The reloaded page's stream comes late, as on a slow network: the pending requests are
+  // shown before it replays the first turn's end.
+  await page.setRequestInterception(true);
+  page.on("request", (request) => {
+    if (request.url().includes("/events")) setTimeout(() => request.continue().catch(() => null), 800);
+    else request.continue().catch(() => null);
+  });
+  // A server that keeps fewer events than the session has had tells the reloaded page of a gap.
   await page.reload({ waitUntil: "domcontentloaded" });
   step("reloaded");
   const again = await approval(page, "gap.txt");
   summary.notes.sameRequest = asked.id === again.id;
   await page.click(`[id="${again.id}"] button[data-decision="allow_once"]`);
   await waitText(page, ".agent", "Second answer.");
+  await page.waitForFunction(() => document.getElementById("cancel").hidden, { timeout: 60000 });
+  summary.notes.withdrawn = await withdrawn(page);
   summary.notes.users = await texts(page, ".user");
   summary.notes.agents = await texts(page, ".agent");
   summary.notes.cards = await texts(page, "details.tool .title");
@@ -370,6 +406,7 @@ async function question() {
       inline: markdown("**b** *i* `c <d>`"),
       code: markdown('```js\nconst a = "s"; // c\n```'),
       list: markdown("- one\n- [x] two\n\n1. three"),
+      table: markdown("| a | b |\n|---|:-:|\n| <x> | `c \\| d` |\nafter"),
     };
   });
 }

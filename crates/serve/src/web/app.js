@@ -6,7 +6,8 @@
 // model and tool text reaches the page only through `textContent` or through `markdown()` /
 // `highlight()`, which escape it before adding their own tags; a call is rendered from its
 // `view` (the description its tool wrote), never from the tool's name; the stream is read with
-// a cursor (`after`), so a reconnect neither loses nor repeats an event.
+// a cursor (`after`), so a reconnect neither loses nor repeats an event; the transcript follows
+// new content while the reader is at its end (`follow`), and never moves when they scrolled up.
 
 const $ = (id) => document.getElementById(id);
 
@@ -114,8 +115,8 @@ export function highlight(code, lang) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Markdown: headings, paragraphs, lists, quotes, rules, fenced code (highlighted), inline code,
-// bold, italic and http(s) links. The text is escaped first; only the tags added here are HTML.
+// Markdown: headings, paragraphs, lists, quotes, rules, tables, fenced code (highlighted), inline
+// code, bold, italic and http(s) links. The text is escaped first; only the tags added here are HTML.
 
 function inline(text) {
   const codes = [];
@@ -131,6 +132,13 @@ function inline(text) {
       '<a href="$2" target="_blank" rel="noopener noreferrer">$1</a>');
   return html.replace(/\u0000(\d+)\u0000/g, (_, i) => `<code>${codes[Number(i)]}</code>`);
 }
+
+// The cells of a table row: `| a | b |` (the outer bars optional; `\|` is a bar in a cell).
+function cells(line) {
+  return line.trim().replace(/^\|/, "").replace(/(^|[^\\])\|$/, "$1").split(/(?<!\\)\|/).map((c) => c.trim().replace(/\\\|/g, "|"));
+}
+
+const TABLE_RULE = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
 
 export function markdown(source) {
   const lines = String(source).replace(/\r\n/g, "\n").split("\n");
@@ -155,6 +163,16 @@ export function markdown(source) {
       for (i++; i < lines.length && !lines[i].trim().startsWith(fence[1]); i++) code.push(lines[i]);
       const lang = fence[2] || "";
       html += `<pre class="code"${lang ? ` data-lang="${escapeHtml(lang)}"` : ""}><code>${highlight(code.join("\n"), lang)}</code></pre>`;
+      continue;
+    }
+    if (line.includes("|") && TABLE_RULE.test(lines[i + 1] || "") && cells(lines[i + 1]).length === cells(line).length) {
+      flush();
+      closeList();
+      const row = (cols, tag) => `<tr>${cols.map((c) => `<${tag}>${inline(c)}</${tag}>`).join("")}</tr>`;
+      html += `<table><thead>${row(cells(line), "th")}</thead><tbody>`;
+      for (i += 2; i < lines.length && lines[i].includes("|") && lines[i].trim(); i++) html += row(cells(lines[i]), "td");
+      html += "</tbody></table>";
+      i--;
       continue;
     }
     const heading = line.match(/^(#{1,6})\s+(.*)$/);
@@ -234,6 +252,7 @@ const state = {
   lastInput: 0,
   commands: null,
   features: { files: true, commands: true, mode: true },
+  follow: true, // the reader is at the transcript's end: new content keeps them there
 };
 
 function resetSession() {
@@ -249,6 +268,7 @@ function resetSession() {
   $("session-head").replaceChildren();
   $("usage").textContent = "";
   setStatus("");
+  follow(true);
 }
 
 function setStatus(text) {
@@ -471,13 +491,20 @@ function connect() {
 async function recoverFromGap(id, gap) {
   state.lastSeq = Math.max(state.lastSeq, gap.to);
   state.buffer = [];
+  const shown = [...state.asks.values()];
   let replay = null;
+  let pending = null;
   try {
-    replay = await api("GET", `/api/sessions/${id}/history`);
+    [replay, pending] = await Promise.all([api("GET", `/api/sessions/${id}/history`), api("GET", `/api/sessions/${id}/pending`).catch(() => null)]);
   } catch (err) {
     note(err.message);
   }
   if (state.current !== id) return;
+  // A request shown before the gap and no longer pending was answered in it: it goes quietly.
+  if (pending) {
+    const ids = new Set([...pending.approvals, ...pending.questions].map((r) => r.event?.kind?.id));
+    for (const box of shown) if (!ids.has(box.askId)) box.settle("");
+  }
   $("transcript").replaceChildren();
   for (const map of [state.cards, state.texts, state.reasoning, state.turnBoxes]) map.clear();
   state.firstStreamTurn = "gap";
@@ -489,6 +516,28 @@ async function recoverFromGap(id, gap) {
   state.buffer = null;
   for (const record of buffered) show(record, false);
   refreshPending();
+}
+
+// A turn ended: the requests it made that are still shown were withdrawn. A request of this
+// turn goes now; one whose turn is not known (a subagent's) goes if the server no longer has
+// it pending. A later turn's request stays (a reloaded page's stream replays earlier turns'
+// ends while it is pending).
+async function settleEnded(turn) {
+  const unknown = [];
+  for (const box of [...state.asks.values()]) {
+    if (box.turn === turn) box.settle("withdrawn: the turn ended");
+    else if (box.turn === undefined) unknown.push(box);
+  }
+  if (!unknown.length) return;
+  const id = state.current;
+  try {
+    const { approvals, questions } = await api("GET", `/api/sessions/${id}/pending`);
+    const pending = new Set([...approvals, ...questions].map((r) => r.event?.kind?.id));
+    if (state.current !== id) return;
+    for (const box of unknown) if (box.isConnected && !pending.has(box.askId)) box.settle("withdrawn: the turn ended");
+  } catch {
+    // The boxes stay until the stream resolves them.
+  }
 }
 
 async function refreshPending() {
@@ -524,9 +573,18 @@ function note(text, parent) {
   return add(parent || $("transcript"), "div", "note", text);
 }
 
-function scrollDown() {
-  const t = $("transcript");
-  if (t.scrollHeight - t.scrollTop - t.clientHeight < 200) t.scrollTop = t.scrollHeight;
+// The transcript stays at its end while the reader is there: content added (a streamed reply, a
+// session opened) or the transcript made shorter (an approval box opening below it) scrolls it
+// down. Scrolled up, it stays put and a button offers the new content.
+function follow(on) {
+  state.follow = on;
+  $("to-end").hidden = true;
+  if (on) $("transcript").scrollTop = $("transcript").scrollHeight;
+}
+
+function contentChanged() {
+  if (state.follow) follow(true);
+  else $("to-end").hidden = false;
 }
 
 // One record of the live stream (`fromHistory` false) or of the replayed log, rendered.
@@ -685,7 +743,7 @@ function show(record, fromHistory) {
     case "turn_done": {
       if (!fromHistory) {
         setRunning(false);
-        for (const box of [...state.asks.values()]) box.settle("withdrawn: the turn ended");
+        settleEnded(kind.turn);
       }
       const box = turnBox(kind.turn, fromHistory);
       if (kind.outcome?.type === "failed") note(`The turn failed: ${kind.outcome.message}`, box).classList.add("error");
@@ -709,7 +767,6 @@ function show(record, fromHistory) {
     default:
       break;
   }
-  if (!fromHistory) scrollDown();
 }
 
 // The session's facts after a turn (its permission mode may have changed: a plan approved).
@@ -916,9 +973,11 @@ function describeAnswer(answer) {
   return "answered";
 }
 
-function askBox(id, className) {
+function askBox(id, className, request, fromSubagent) {
   const box = add($("prompts"), "div", `ask ${className}`);
   box.id = `ask-${id}`;
+  box.askId = id;
+  if (!fromSubagent && typeof request.turn === "number") box.turn = request.turn;
   box.shownAt = Date.now();
   box.settle = (text) => {
     state.asks.delete(id);
@@ -956,7 +1015,7 @@ async function answer(box, path, body) {
 
 function showApproval(request, fromSubagent) {
   if (state.asks.has(request.id)) return;
-  const box = askBox(request.id, "approval");
+  const box = askBox(request.id, "approval", request, fromSubagent);
   box.dataset.call = request.call?.id || "";
   add(box, "div", "ask-title", `${fromSubagent ? "A subagent asks: " : ""}Allow ${request.summary}?`);
   const view = add(box, "div", "view");
@@ -991,7 +1050,7 @@ function isPlanReview(request) {
 function showQuestion(request, fromSubagent) {
   if (state.asks.has(request.id)) return;
   const plan = isPlanReview(request);
-  const box = askBox(request.id, plan ? "plan-review" : "question");
+  const box = askBox(request.id, plan ? "plan-review" : "question", request, fromSubagent);
   box.dataset.call = request.call_id || request.callId || "";
   const path = `/api/questions/${request.id}`;
   const send = (body) => answer(box, path, body);
@@ -1037,6 +1096,7 @@ async function submit(steer) {
   if (!text) return;
   hideCompletions();
   input.value = "";
+  follow(true);
   try {
     if (state.current && state.live) {
       if (steer) {
@@ -1199,6 +1259,23 @@ $("prompt").addEventListener("input", onPromptInput);
 $("prompt").addEventListener("keydown", onPromptKey);
 $("prompt").addEventListener("blur", () => setTimeout(hideCompletions, 150));
 $("search").addEventListener("input", scheduleList);
+// Only the reader scrolling up stops following (content added below never moves scrollTop up).
+let lastTop = 0;
+$("transcript").addEventListener("scroll", () => {
+  const t = $("transcript");
+  const near = t.scrollHeight - t.scrollTop - t.clientHeight < 40;
+  if (near) {
+    state.follow = true;
+    $("to-end").hidden = true;
+  } else if (t.scrollTop < lastTop - 1) {
+    state.follow = false;
+  }
+  lastTop = t.scrollTop;
+});
+new MutationObserver(contentChanged).observe($("transcript"), { childList: true, subtree: true, characterData: true });
+new ResizeObserver(() => { if (state.follow) follow(true); }).observe($("transcript"));
+$("to-end").addEventListener("click", () => follow(true));
+window.addEventListener("hashchange", openFromHash);
 $("new-session").addEventListener("click", newSession);
 $("plan-mode").addEventListener("change", async () => {
   if (!state.current || !state.live) return;
@@ -1245,7 +1322,13 @@ async function boot() {
   }
   await loadProjects();
   listSessions();
+  await openFromHash();
+}
+
+// The session the address names (`#session=ID`), at boot and when only the hash changes.
+async function openFromHash() {
   const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
+  if (wanted && wanted === state.current) return;
   if (wanted) {
     let live = true;
     try { await api("GET", `/api/sessions/${wanted}/pending`); } catch { live = false; }
