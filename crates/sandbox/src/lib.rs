@@ -252,6 +252,63 @@ pub struct Child {
     waiter: Option<JoinOnDrop<()>>,
 }
 
+/// The command that runs `program args` (the spec's, or the sandbox's wrapper of them) for
+/// `spec` under `config`: its directory and environment. A computed environment replaces the
+/// inherited one whole (under a sandbox it passes through the wrapper untouched: bubblewrap and
+/// the stage hand their environment to the command); `extra` comes next, then the spec's
+/// variables, and the sandbox's own last, so a spec cannot pretend to be unconfined. Stdio, the
+/// process group and what runs before exec are the caller's.
+pub(crate) fn command_for(
+    program: &OsString,
+    args: &[OsString],
+    spec: &CommandSpec,
+    config: &SpawnConfig,
+    extra: &[(&str, String)],
+    sandbox_env: &[(OsString, OsString)],
+) -> std::process::Command {
+    #[allow(clippy::disallowed_methods)] // This crate is the one place allowed to spawn processes.
+    let mut command = std::process::Command::new(program);
+    command.args(args);
+    if let Some(cwd) = &spec.cwd {
+        command.current_dir(cwd);
+    }
+    if let Environment::Exactly(vars) = &config.environment {
+        command.env_clear();
+        command.envs(vars.iter().map(|(key, value)| (key, value)));
+    }
+    for (key, value) in extra {
+        command.env(key, value);
+    }
+    for (key, value) in spec.env.iter().chain(sandbox_env) {
+        command.env(key, value);
+    }
+    command
+}
+
+impl Child {
+    /// The handle of group `pid`, just started, with the senders its waiter and readers feed.
+    pub(crate) fn started(
+        pid: u32,
+        config: &SpawnConfig,
+    ) -> (Self, Sender<ExitStatus>, Sender<OutputChunk>) {
+        let (exit_tx, exit) = crossbeam_channel::bounded(1);
+        let (output_tx, output) = crossbeam_channel::bounded(config.output_capacity.max(1));
+        let child = Self {
+            pid,
+            kill_grace: config.kill_grace,
+            output,
+            exit,
+            status: None,
+            terminated: false,
+            other_groups: Vec::new(),
+            tracked: Vec::new(),
+            readers: Vec::new(),
+            waiter: None,
+        };
+        (child, exit_tx, output_tx)
+    }
+}
+
 /// Starts `spec` in a new process group.
 pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
     let (program, args, sandbox_env, inherited) = match &config.confinement {
@@ -261,24 +318,9 @@ pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
             (wrapped.program, wrapped.args, wrapped.env, wrapped.keep)
         }
     };
-    #[allow(clippy::disallowed_methods)] // This crate is the one place allowed to spawn processes.
-    let mut command = std::process::Command::new(&program);
+    let mut command = command_for(&program, &args, spec, config, &[], &sandbox_env);
     let stdin = if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() };
-    command.args(&args).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
-    if let Some(cwd) = &spec.cwd {
-        command.current_dir(cwd);
-    }
-    // A computed environment replaces the inherited one whole. Under a sandbox it passes
-    // through the wrapper untouched: bubblewrap and the stage hand their environment to the
-    // command.
-    if let Environment::Exactly(vars) = &config.environment {
-        command.env_clear();
-        command.envs(vars.iter().map(|(key, value)| (key, value)));
-    }
-    // The sandbox's own variables go last, so a spec cannot pretend to be unconfined.
-    for (key, value) in spec.env.iter().chain(&sandbox_env) {
-        command.env(key, value);
-    }
+    command.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     if config.die_with_thread {
         die_with_parent(&mut command);
@@ -298,20 +340,7 @@ pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
 
     // From here on the group exists: build a `Child` at once so that any early return below
     // still terminates it on drop.
-    let (exit_tx, exit) = crossbeam_channel::bounded(1);
-    let (output_tx, output) = crossbeam_channel::bounded(config.output_capacity.max(1));
-    let mut handle = Child {
-        pid,
-        kill_grace: config.kill_grace,
-        output,
-        exit,
-        status: None,
-        terminated: false,
-        other_groups: Vec::new(),
-        tracked: Vec::new(),
-        readers: Vec::new(),
-        waiter: None,
-    };
+    let (mut handle, exit_tx, output_tx) = Child::started(pid, config);
     let waiter = spawn_named(format!("sandbox-wait-{pid}"), move || {
         if let Ok(status) = child.wait() {
             let _ = exit_tx.send(status);

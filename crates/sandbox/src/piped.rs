@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-use crate::{CommandSpec, Confinement, Environment, Error, Result, SpawnConfig};
+use crate::{CommandSpec, Confinement, Error, Result, SpawnConfig};
 
 /// A running child with open pipes. Dropping it ends its process group.
 #[derive(Debug)]
@@ -38,19 +38,8 @@ pub fn spawn_piped(spec: &CommandSpec, config: &SpawnConfig) -> Result<PipedChil
             (wrapped.program, wrapped.args, wrapped.env, wrapped.keep)
         }
     };
-    #[allow(clippy::disallowed_methods)] // This crate is the one place allowed to spawn processes.
-    let mut command = std::process::Command::new(&program);
-    command.args(&args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
-    if let Some(cwd) = &spec.cwd {
-        command.current_dir(cwd);
-    }
-    if let Environment::Exactly(vars) = &config.environment {
-        command.env_clear();
-        command.envs(vars.iter().map(|(key, value)| (key, value)));
-    }
-    for (key, value) in spec.env.iter().chain(&sandbox_env) {
-        command.env(key, value);
-    }
+    let mut command = crate::command_for(&program, &args, spec, config, &[], &sandbox_env);
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     crate::die_with_parent(&mut command);
     let spawned = command.spawn();

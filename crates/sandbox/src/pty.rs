@@ -26,7 +26,7 @@ use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::Stdio;
 
-use crate::{Child, CommandSpec, Confinement, Environment, Error, Result, SpawnConfig, Stream};
+use crate::{Child, CommandSpec, Confinement, Error, Result, SpawnConfig, Stream};
 
 /// The size of the terminal a PTY session sees: 24 rows of 120 columns (wide enough that a
 /// typical command's lines are not wrapped by the terminal).
@@ -71,28 +71,19 @@ pub fn spawn_pty(spec: &CommandSpec, config: &SpawnConfig) -> Result<(Child, Pty
             (wrapped.program, wrapped.args, wrapped.env, wrapped.keep, taken)
         }
     };
-    #[allow(clippy::disallowed_methods)] // This crate is the one place allowed to spawn processes.
-    let mut command = std::process::Command::new(&program);
+    // Programs size their output to the terminal; `TERM` says what it understands (a plain
+    // terminal: no colors are asked for, though programs may still send escapes).
+    let terminal = [
+        ("TERM", "dumb".to_owned()),
+        ("COLUMNS", COLUMNS.to_string()),
+        ("LINES", ROWS.to_string()),
+    ];
+    let mut command = crate::command_for(&program, &args, spec, config, &terminal, &sandbox_env);
     let stdio = |fd: &OwnedFd| fd.try_clone().map(Stdio::from);
     command
-        .args(&args)
         .stdin(stdio(&slave).map_err(&spawn_error)?)
         .stdout(stdio(&slave).map_err(&spawn_error)?)
         .stderr(stdio(&slave).map_err(&spawn_error)?);
-    if let Some(cwd) = &spec.cwd {
-        command.current_dir(cwd);
-    }
-    if let Environment::Exactly(vars) = &config.environment {
-        command.env_clear();
-        command.envs(vars.iter().map(|(key, value)| (key, value)));
-    }
-    // Programs size their output to the terminal; `TERM` says what it understands (a plain
-    // terminal: no colors are asked for, though programs may still send escapes).
-    command.env("TERM", "dumb");
-    command.env("COLUMNS", COLUMNS.to_string()).env("LINES", ROWS.to_string());
-    for (key, value) in spec.env.iter().chain(&sandbox_env) {
-        command.env(key, value);
-    }
     let take_terminal_here = !stage_takes_terminal;
     #[allow(unsafe_code)]
     // SAFETY: the closure runs in the forked child before exec and only makes async-signal-safe
@@ -118,20 +109,7 @@ pub fn spawn_pty(spec: &CommandSpec, config: &SpawnConfig) -> Result<(Child, Pty
     let pid = child.id();
     crate::live_groups::insert(pid);
     let reader = File::from(master.try_clone().map_err(&spawn_error)?);
-    let (exit_tx, exit) = crossbeam_channel::bounded(1);
-    let (output_tx, output) = crossbeam_channel::bounded(config.output_capacity.max(1));
-    let mut handle = Child {
-        pid,
-        kill_grace: config.kill_grace,
-        output,
-        exit,
-        status: None,
-        terminated: false,
-        other_groups: Vec::new(),
-        tracked: Vec::new(),
-        readers: Vec::new(),
-        waiter: None,
-    };
+    let (mut handle, exit_tx, output_tx) = Child::started(pid, config);
     let waiter = codecoder_stdx::spawn_named(format!("sandbox-wait-{pid}"), move || {
         if let Ok(status) = child.wait() {
             let _ = exit_tx.send(status);
