@@ -105,17 +105,8 @@ pub(crate) fn run(
         host.start(&StartRequest { session, model: None, provider: None, reasoning_effort: None })?;
     // Before the UI takes the terminal: the first session's notices go to stderr.
     crate::print_notices(&session.notices);
-    let (skills, commands) = host.invocables();
-    let config = codecoder_tui::TuiConfig {
-        approval_mode: host.mode_label(),
-        no_color: std::env::var_os(codecoder_protocol::env::NO_COLOR)
-            .is_some_and(|v| !v.is_empty()),
-        initial_prompt: prompt,
-        skills,
-        commands,
-        stats_path: options.stats_file.clone(),
-        open_resume_picker: pick,
-    };
+    let config =
+        crate::tui_cmd::tui_config(host.mode_label(), options, prompt, host.invocables(), pick);
     codecoder_tui::run(config, session, &mut host)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -37,16 +37,28 @@ pub(crate) fn run(
     let session = host.start_session(start, None, None)?;
     // Before the UI takes the terminal: the first session's notices go to stderr.
     crate::print_notices(&session.notices);
-    let config = TuiConfig {
-        approval_mode: host.mode_label(),
+    let config = tui_config(host.mode_label(), options, prompt, (skills, commands), pick);
+    codecoder_tui::run(config, session, &mut host)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The UI's settings for a run, local or `--remote`: the modes' label, the first prompt, the
+/// skills and commands `/` offers, and whether the session picker opens at once.
+pub(crate) fn tui_config(
+    approval_mode: String,
+    options: &TuiOptions,
+    initial_prompt: Option<String>,
+    (skills, commands): (Vec<String>, Vec<String>),
+    open_resume_picker: bool,
+) -> TuiConfig {
+    TuiConfig {
+        approval_mode,
         no_color: std::env::var_os(codecoder_protocol::env::NO_COLOR)
             .is_some_and(|v| !v.is_empty()),
-        initial_prompt: prompt,
+        initial_prompt,
         skills,
         commands,
         stats_path: options.stats_file.clone(),
-        open_resume_picker: pick,
-    };
-    codecoder_tui::run(config, session, &mut host)?;
-    Ok(ExitCode::SUCCESS)
+        open_resume_picker,
+    }
 }
