@@ -52,7 +52,6 @@ use serde_json::Value;
 pub use crate::after_edit::AfterEdit;
 pub use crate::env::{CallEnv, StandaloneEnv};
 pub use crate::files::FileAccess;
-use crate::jobs::JobTable;
 pub use crate::plan_mode::{
     EXIT_PLAN_MODE, PLAN_APPROVE, PLAN_EDITED_PREFIX, PLAN_KEEP_PLANNING, PlanReview, plan_review,
     plan_steps,
@@ -103,7 +102,8 @@ pub struct ToolsConfig {
     pub blobs: Option<codecoder_session::BlobStore>,
     /// The most bytes saved to one spill file. Default 256 MiB.
     pub spill_limit: u64,
-    /// Background jobs running at once. Default 16.
+    /// Processes of background jobs and `exec_command` sessions together running at once (they
+    /// are entries of one table). Default 16.
     pub max_jobs: usize,
     /// `exec_command` sessions running at once. Default 8.
     pub max_sessions: usize,
@@ -209,8 +209,9 @@ impl ToolsConfig {
     }
 }
 
-/// The built-in tools, in the order the model sees them. The background-job table is shared by
-/// `run_command`, `job_output` and `job_kill`; its jobs die when the last of them is dropped.
+/// The built-in tools, in the order the model sees them. The session table (`exec_command`'s
+/// sessions and `run_command`'s background jobs) is shared by the tools of the set; its
+/// processes die when the last of them is dropped.
 pub fn builtin_tools(config: ToolsConfig) -> Vec<Arc<dyn Tool>> {
     let (after_edit, cwd) = (config.after_edit.clone(), config.cwd.clone());
     builtins(config)
@@ -233,7 +234,7 @@ pub fn exit_plan_mode_builtin(permission: codecoder_policy::PermissionSwitch) ->
 
 /// The same tools as `Builtin`s, for running them without a kernel (tests, fuzzing).
 pub fn builtins(config: ToolsConfig) -> Vec<Arc<dyn Builtin>> {
-    let shared = Arc::new(Shared { config, jobs: JobTable::new(), sessions: SessionTable::new() });
+    let shared = Arc::new(Shared { config, sessions: SessionTable::new() });
     vec![
         Arc::new(read::ReadFile { shared: Arc::clone(&shared), index: read::LineIndex::default() }),
         Arc::new(edit::WriteFile(Arc::clone(&shared))),
@@ -256,7 +257,6 @@ pub fn builtins(config: ToolsConfig) -> Vec<Arc<dyn Builtin>> {
 /// State shared by the tools of one set (one session).
 pub(crate) struct Shared {
     pub(crate) config: ToolsConfig,
-    pub(crate) jobs: JobTable,
     pub(crate) sessions: Arc<SessionTable>,
 }
 

@@ -9,7 +9,8 @@
 //!   (head and tail, the middle elided with a count) whatever the command prints, and memory
 //!   stays bounded by that plus the sandbox's channel.
 //! - Output deltas go to the client as they come, decoded as UTF-8 without splitting a character.
-//! - A background job is handed to the session's `JobTable` and returns at once with its id.
+//! - A background job is handed to the session table (a session without a terminal, see
+//!   `unified_exec.rs`) and returns at once with its job id.
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt as _;
@@ -118,7 +119,7 @@ impl Builtin for RunCommand {
         }
         env.before_command();
         if args.background {
-            let id = self.0.jobs.start(config, &args.command, &spec, timeout)?;
+            let id = self.0.sessions.start_job(config, &args.command, spec, timeout)?;
             return Ok(ToolOutput::text(format!(
                 "Started background job {id}: `{}`. Read its output with job_output {{\"id\": \
                  {id}}}; stop it with job_kill {{\"id\": {id}}}. It is killed when the session \
@@ -504,13 +505,6 @@ pub(crate) struct End {
 }
 
 /// Spawns `spec` in a process group of its own, under the session's confinement.
-pub(crate) fn start_child(
-    config: &ToolsConfig,
-    spec: &CommandSpec,
-) -> Result<codecoder_sandbox::Child, ToolError> {
-    spawn_confined(config, spec, &config.confinement)
-}
-
 fn spawn_confined(
     config: &ToolsConfig,
     spec: &CommandSpec,

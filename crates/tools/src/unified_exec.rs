@@ -13,10 +13,17 @@
 //!   whole process tree (the sandbox's `Child` guarantees); so do a cancelled call on it, its
 //!   end, and codecoder's own death (each session's owner thread spawned its process, which dies
 //!   with that thread).
-//! - At most `ToolsConfig::max_sessions` run at once; one left alone longer than
+//! - Background jobs (`run_command {background: true}`, read by `job_output`, stopped by
+//!   `job_kill`, see `jobs.rs`) are entries of the same table without a terminal: they share its
+//!   bound, its kill on drop and `/ps`. A job also has a small id of its own (1, 2, … per table)
+//!   and a deadline (its timeout), is exempt from the idle sweep, and stays readable once ended
+//!   until `/stop` or the table's end.
+//! - At most `ToolsConfig::max_sessions` sessions run at once, and at most
+//!   `ToolsConfig::max_jobs` processes of either kind; a session left alone longer than
 //!   `ToolsConfig::session_idle_timeout` is ended the next time a session tool is called.
 //! - A session's unread output is capped like a command's (head and tail kept), so a chatty
-//!   process never grows memory; an ended session is removed once its last output was read.
+//!   process never grows memory; an ended session (not a job) is removed once its last output
+//!   was read.
 //! - `exec_command` is approved like `run_command` (the same `shell:` permission key and
 //!   command view); `write_stdin` is read-only to the approval chain: it reaches only a session
 //!   whose command line was approved.
@@ -28,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use codecoder_kernel::{ToolKind, ToolOutput};
 use codecoder_protocol::{CallKind, CallView, ContentItem, OutputStream, ToolError, first_line};
-use codecoder_sandbox::{PtyInput, SpawnConfig, Wait};
+use codecoder_sandbox::{CommandSpec, PtyInput, SpawnConfig, Wait};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
 use crossbeam_channel::{Receiver, Sender, select};
 use serde::Deserialize;
@@ -56,9 +63,12 @@ pub(crate) struct SessionTable {
     inner: Mutex<Inner>,
 }
 
-#[derive(Default)]
 struct Inner {
     sessions: BTreeMap<u64, Session>,
+    /// Background jobs: job id → session id.
+    jobs: BTreeMap<u64, u64>,
+    /// The next job id; job ids start at 1 in every table, as prompts and tests expect.
+    next_job: u64,
 }
 
 /// Session ids are unique in the process (a subagent's tool set has a table of its own), so
@@ -79,7 +89,7 @@ fn live_tables() -> Vec<Arc<SessionTable>> {
     tables.iter().filter_map(Weak::upgrade).collect()
 }
 
-/// The `exec_command` sessions running in this process, by id.
+/// The `exec_command` sessions and background jobs running in this process, by session id.
 pub fn live_sessions() -> Vec<SessionInfo> {
     let mut sessions: Vec<SessionInfo> =
         live_tables().iter().flat_map(|table| table.list()).collect();
@@ -101,18 +111,29 @@ struct Session {
     state: Arc<Mutex<State>>,
     /// A message (or the disconnect, at the end) each time `state` changes.
     changed: Receiver<()>,
+    /// Set when the entry is a background job.
+    job: Option<Job>,
     // Field order matters: `kill` drops (terminating the process tree) before the owner thread
     // is joined by its handle's drop.
     kill: Option<Sender<()>>,
     _thread: JoinOnDrop<()>,
 }
 
+/// What a background job has beyond a session.
+struct Job {
+    id: u64,
+    timeout: Option<Duration>,
+}
+
 struct State {
     pid: u32,
     unread: Capped,
+    /// Bytes of output in all.
+    total: u64,
     /// The whole of the unread output once it passed the cap (`run_command`'s spill file, a
-    /// blob once read), so the elided middle stays readable.
-    spill: Spill,
+    /// blob once read), so the elided middle stays readable. None for a job, whose replies
+    /// never name a spill file.
+    spill: Option<Spill>,
     end: Option<Result<End, ToolError>>,
     last_used: Instant,
 }
@@ -128,6 +149,8 @@ pub struct SessionInfo {
     pub pid: u32,
     /// Whether it runs on a terminal.
     pub tty: bool,
+    /// The id `job_output` and `job_kill` take, when it is a background job.
+    pub job: Option<u64>,
     /// Seconds since it started.
     pub seconds: u64,
 }
@@ -135,7 +158,8 @@ pub struct SessionInfo {
 impl SessionTable {
     /// A table, registered for `live_sessions` and `stop_session`.
     pub(crate) fn new() -> Arc<Self> {
-        let table = Arc::new(Self { inner: Mutex::new(Inner { sessions: BTreeMap::new() }) });
+        let inner = Inner { sessions: BTreeMap::new(), jobs: BTreeMap::new(), next_job: 1 };
+        let table = Arc::new(Self { inner: Mutex::new(inner) });
         tables().lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(&table));
         table
     }
@@ -157,19 +181,29 @@ impl SessionTable {
                     command: session.command.clone(),
                     pid: state.pid,
                     tty: session.input.is_some(),
+                    job: session.job.as_ref().map(|job| job.id),
                     seconds: session.started.elapsed().as_secs(),
                 })
             })
             .collect()
     }
 
-    /// Ends session `id` (its whole process tree) and forgets it; false when there is none.
+    /// Ends session `id` (its whole process tree) and forgets it, a job included; false when
+    /// there is none.
     pub(crate) fn stop(&self, id: u64) -> bool {
-        let session = self.lock().sessions.remove(&id);
+        let session = {
+            let mut inner = self.lock();
+            let session = inner.sessions.remove(&id);
+            if let Some(job) = session.as_ref().and_then(|session| session.job.as_ref()) {
+                inner.jobs.remove(&job.id);
+            }
+            session
+        };
+        // Dropped (killed and joined) outside the lock.
         session.is_some()
     }
 
-    /// Ends the sessions left alone longer than the idle timeout.
+    /// Ends the sessions left alone longer than the idle timeout; jobs are exempt.
     fn sweep(&self, config: &ToolsConfig) {
         let idle: Vec<Session> = {
             let mut inner = self.lock();
@@ -177,13 +211,31 @@ impl SessionTable {
                 .sessions
                 .iter()
                 .filter(|(_, session)| {
-                    lock_state(&session.state).last_used.elapsed() > config.session_idle_timeout
+                    session.job.is_none()
+                        && lock_state(&session.state).last_used.elapsed()
+                            > config.session_idle_timeout
                 })
                 .map(|(&id, _)| id)
                 .collect();
             ids.iter().filter_map(|id| inner.sessions.remove(id)).collect()
         };
         drop(idle);
+    }
+
+    /// The entries still running: (sessions, jobs).
+    fn running(&self) -> (usize, usize) {
+        let inner = self.lock();
+        let mut counts = (0, 0);
+        for session in inner.sessions.values() {
+            if lock_state(&session.state).end.is_none() {
+                if session.job.is_some() {
+                    counts.1 += 1;
+                } else {
+                    counts.0 += 1;
+                }
+            }
+        }
+        counts
     }
 
     /// Starts `cmd` as a session; returns its id.
@@ -195,19 +247,61 @@ impl SessionTable {
         tty: bool,
     ) -> Result<u64, ToolError> {
         self.sweep(config);
-        let running = self.list().len();
-        if running >= config.max_sessions {
+        let (sessions, jobs) = self.running();
+        if sessions >= config.max_sessions || sessions + jobs >= config.max_jobs {
+            let jobs = match jobs {
+                0 => String::new(),
+                jobs => format!(" (and {jobs} background jobs)"),
+            };
             return Err(failed(format!(
-                "{running} command sessions are running, the most allowed: end one first (send \
-                 it `exit` or Ctrl-C with write_stdin, or let it finish)"
+                "{sessions} command sessions{jobs} are running, the most allowed: end one first \
+                 (send it `exit` or Ctrl-C with write_stdin, or let it finish)"
             )));
         }
         let spec = shell_spec(config, cmd, workdir)?;
+        self.spawn(config, cmd, spec, tty, None).map(|(id, _)| id)
+    }
+
+    /// Starts `spec` as a background job (no terminal, ended at `timeout` if given); returns
+    /// its job id.
+    pub(crate) fn start_job(
+        &self,
+        config: &ToolsConfig,
+        command: &str,
+        spec: CommandSpec,
+        timeout: Option<Duration>,
+    ) -> Result<u64, ToolError> {
+        let (sessions, jobs) = self.running();
+        if sessions + jobs >= config.max_jobs {
+            let sessions = match sessions {
+                0 => String::new(),
+                sessions => format!(" (and {sessions} command sessions)"),
+            };
+            return Err(failed(format!(
+                "{jobs} background jobs are running{sessions}, the most allowed: stop one with \
+                 job_kill first"
+            )));
+        }
+        let (_, job) = self.spawn(config, command, spec, false, Some(timeout))?;
+        job.ok_or_else(|| failed("the job was started without a job id"))
+    }
+
+    /// Spawns `spec` on an owner thread of its own and registers it: a session, or a job when
+    /// `job` holds its timeout. Returns the session id and the job id.
+    fn spawn(
+        &self,
+        config: &ToolsConfig,
+        cmd: &str,
+        spec: CommandSpec,
+        tty: bool,
+        job: Option<Option<Duration>>,
+    ) -> Result<(u64, Option<u64>), ToolError> {
         let started = Instant::now();
         let state = Arc::new(Mutex::new(State {
             pid: 0,
             unread: Capped::new(config.output_limit),
-            spill: Spill::new(config),
+            total: 0,
+            spill: job.is_none().then(|| Spill::new(config)),
             end: None,
             last_used: started,
         }));
@@ -215,11 +309,25 @@ impl SessionTable {
         let (changed_tx, changed) = crossbeam_channel::bounded::<()>(1);
         let (ready_tx, ready) = crossbeam_channel::bounded(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let job = job.map(|timeout| {
+            let mut inner = self.lock();
+            let job = Job { id: inner.next_job, timeout };
+            inner.next_job += 1;
+            job
+        });
+        let name = match &job {
+            Some(job) => format!("job-{}", job.id),
+            None => format!("exec-session-{id}"),
+        };
+        let deadline = job
+            .as_ref()
+            .and_then(|job| job.timeout)
+            .and_then(|timeout| started.checked_add(timeout));
         let thread_state = Arc::clone(&state);
         let thread_config = config.clone();
         // The thread spawns the process itself: the process dies with the thread that started
         // it (the sandbox's parent-death signal), so this thread must live as long as it.
-        let thread = spawn_named(format!("exec-session-{id}"), move || {
+        let thread = spawn_named(name, move || {
             let spawn_config = SpawnConfig {
                 kill_grace: thread_config.kill_grace,
                 confinement: thread_config.confinement.clone(),
@@ -243,11 +351,14 @@ impl SessionTable {
             };
             lock_state(&thread_state).pid = child.pid();
             let _ = ready_tx.send(Ok(input));
-            let wait = Wait::new().kill_on(&kill_rx);
+            let wait = Wait::new().kill_on(&kill_rx).deadline(deadline);
             let end = wait_child(child, started, &wait, &mut |chunk| {
                 let mut guard = lock_state(&thread_state);
                 let state = &mut *guard;
-                state.spill.push(&state.unread, &chunk.bytes);
+                state.total += chunk.bytes.len() as u64;
+                if let Some(spill) = &mut state.spill {
+                    spill.push(&state.unread, &chunk.bytes);
+                }
                 state.unread.push(&chunk.bytes);
                 drop(guard);
                 let _ = changed_tx.try_send(());
@@ -261,7 +372,12 @@ impl SessionTable {
             Ok(Err(err)) => return Err(err),
             Err(_) => return Err(failed("the session's thread ended before its process started")),
         };
-        self.lock().sessions.insert(
+        let job_id = job.as_ref().map(|job| job.id);
+        let mut inner = self.lock();
+        if let Some(job_id) = job_id {
+            inner.jobs.insert(job_id, id);
+        }
+        inner.sessions.insert(
             id,
             Session {
                 command: cmd.to_owned(),
@@ -269,11 +385,74 @@ impl SessionTable {
                 input: input.map(|input| Arc::new(Mutex::new(input))),
                 state,
                 changed,
+                job,
                 kill: Some(kill_tx),
                 _thread: thread,
             },
         );
-        Ok(id)
+        Ok((id, job_id))
+    }
+
+    /// Job `job_id`'s status and the output since the last read.
+    pub(crate) fn read_job(&self, job_id: u64) -> Result<String, ToolError> {
+        let (command, timeout, started, state) = {
+            let inner = self.lock();
+            let Some(session) = inner.jobs.get(&job_id).and_then(|id| inner.sessions.get(id))
+            else {
+                return Err(unknown_job(job_id, &inner));
+            };
+            let timeout = session.job.as_ref().and_then(|job| job.timeout);
+            (session.command.clone(), timeout, session.started, Arc::clone(&session.state))
+        };
+        let mut state = lock_state(&state);
+        let limit = state.unread.limit();
+        let unread = std::mem::replace(&mut state.unread, Capped::new(limit));
+        let status = match &state.end {
+            None => format!(
+                "running (pid {}, {:.1} s so far, {} bytes of output in all)",
+                state.pid,
+                started.elapsed().as_secs_f64(),
+                state.total
+            ),
+            Some(Ok(end)) => {
+                let (words, _) = describe(end, timeout);
+                format!("ended: {words} after {:.2} s", end.duration.as_secs_f64())
+            }
+            Some(Err(err)) => format!("failed: {err}"),
+        };
+        let mut text = format!("Job {job_id} `{command}`: {status}.\n");
+        if unread.is_empty() {
+            text.push_str("(no new output since the last job_output)\n");
+        } else {
+            text.push_str(&format!("New output ({} bytes):\n", unread.total()));
+            text.push_str(&unread.render());
+        }
+        Ok(text)
+    }
+
+    /// Kills job `job_id`'s process tree and waits for its end; its final status and unread
+    /// output. The ended job stays readable.
+    pub(crate) fn kill_job(&self, job_id: u64) -> Result<String, ToolError> {
+        let (kill, changed, was_running) = {
+            let mut inner = self.lock();
+            let session = match inner.jobs.get(&job_id).copied() {
+                Some(id) => inner.sessions.get_mut(&id),
+                None => None,
+            };
+            let Some(session) = session else {
+                return Err(unknown_job(job_id, &inner));
+            };
+            // Lock order is always table, then entry state; the owner thread takes only the
+            // latter.
+            let was_running = lock_state(&session.state).end.is_none();
+            (session.kill.take(), session.changed.clone(), was_running)
+        };
+        drop(kill);
+        // The owner thread drops its sender once the end is recorded.
+        while changed.recv().is_ok() {}
+        let report = self.read_job(job_id)?;
+        let prefix = if was_running { "Killed. " } else { "The job had already ended. " };
+        Ok(format!("{prefix}{report}"))
     }
 
     /// Writes `chars` to session `id`'s terminal.
@@ -313,7 +492,7 @@ impl SessionTable {
         yield_time: Duration,
         max_output_tokens: Option<u64>,
     ) -> Result<ToolOutput, ToolError> {
-        let (state, changed, started, command) = {
+        let (state, changed, started, command, is_job) = {
             let inner = self.lock();
             let Some(session) = inner.sessions.get(&id) else {
                 return Err(unknown_session(id, &inner));
@@ -323,6 +502,7 @@ impl SessionTable {
                 session.changed.clone(),
                 session.started,
                 session.command.clone(),
+                session.job.is_some(),
             )
         };
         let deadline = crossbeam_channel::at(Instant::now() + yield_time);
@@ -348,24 +528,24 @@ impl SessionTable {
             let mut state = lock_state(&state);
             state.last_used = Instant::now();
             let limit = state.unread.limit();
-            (
-                std::mem::replace(&mut state.unread, Capped::new(limit)),
-                std::mem::replace(&mut state.spill, Spill::new(config)),
-                state.end.clone(),
-            )
+            let spill = match &mut state.spill {
+                Some(spill) => Some(std::mem::replace(spill, Spill::new(config))),
+                None => None,
+            };
+            (std::mem::replace(&mut state.unread, Capped::new(limit)), spill, state.end.clone())
         };
         // The client sees what the call read as the call's output (the TUI's card, exec
         // --json's aggregated output), as `run_command`'s stream.
         if !unread.is_empty() {
             env.output(OutputStream::Stdout, unread.render());
         }
-        if end.is_some() {
-            // Joins its thread; the process tree is already gone.
+        if end.is_some() && !is_job {
+            // Joins its thread; the process tree is already gone. A job stays for job_output.
             self.stop(id);
         }
         let end = end.transpose()?;
         let mut result = report(id, &command, started, &unread, end.as_ref(), max_output_tokens);
-        if let Some(note) = spill.finish() {
+        if let Some(note) = spill.and_then(Spill::finish) {
             result.content.push(ContentItem::Text { text: note });
         }
         Ok(result)
@@ -385,6 +565,12 @@ impl Drop for Inner {
 
 fn lock_state(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn unknown_job(id: u64, inner: &Inner) -> ToolError {
+    let ids: Vec<String> = inner.jobs.keys().map(u64::to_string).collect();
+    let known = if ids.is_empty() { "none".to_owned() } else { ids.join(", ") };
+    failed(format!("there is no background job {id} (jobs of this session: {known})"))
 }
 
 fn unknown_session(id: u64, inner: &Inner) -> ToolError {

@@ -775,7 +775,8 @@ fn input_text(input: &UserInput) -> String {
     parts.join("\n")
 }
 
-/// `/ps`'s text: one line per running command session, or a line saying there is none.
+/// `/ps`'s text: one line per running command session or background job (the same kind of
+/// entry), or a line saying there is none.
 pub(crate) fn process_list(sessions: &[codecoder_app::ExecSessionInfo]) -> String {
     if sessions.is_empty() {
         return "no command sessions are running".to_owned();
@@ -783,8 +784,9 @@ pub(crate) fn process_list(sessions: &[codecoder_app::ExecSessionInfo]) -> Strin
     let mut lines = vec!["command sessions (end one with /stop N):".to_owned()];
     for session in sessions {
         let terminal = if session.tty { ", on a terminal" } else { "" };
+        let job = session.job.map(|job| format!(", background job {job}")).unwrap_or_default();
         lines.push(format!(
-            "  {}  `{}` (pid {}{terminal}, {} s)",
+            "  {}  `{}` (pid {}{terminal}{job}, {} s)",
             session.id,
             truncate(&session.command, 80),
             session.pid,

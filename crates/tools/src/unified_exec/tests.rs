@@ -1,5 +1,6 @@
 //! Unit tests of `exec_command` and `write_stdin`: a session on a terminal answers input, a
-//! session without one only polls, the session bound holds, and a cancel ends the whole tree.
+//! session without one only polls, the session bound holds, and a cancel ends the whole tree;
+//! background jobs are entries of the same table (their bound, idle exemption, timeout, `/ps`).
 
 use std::sync::Arc;
 
@@ -190,4 +191,109 @@ fn dropping_the_tools_ends_every_session() {
     }
     drop(fixture);
     assert_eq!(sleepers("984.875"), 0);
+}
+
+/// The text a `job_output` reply gives once the job printed `wanted` (or ended), polled.
+fn job_output_with(fixture: &Fixture, id: u64, wanted: &str) -> String {
+    let started = std::time::Instant::now();
+    loop {
+        let out = fixture.call("job_output", json!({"id": id})).unwrap();
+        if out.contains(wanted) {
+            return out;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "{out}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_job_outlives_the_thread_that_started_it() {
+    let fixture = Arc::new(fixture(|_| {}));
+    let starter = Arc::clone(&fixture);
+    std::thread::spawn(move || {
+        let out = starter
+            .call("run_command", json!({"command": "sleep 983.25", "background": true}))
+            .unwrap();
+        assert!(out.contains("Started background job 1"), "{out}");
+    })
+    .join()
+    .unwrap();
+    // The process belongs to the job's own thread, not to the tool worker that is gone.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(sleepers("983.25"), 1);
+    let out = fixture.call("job_output", json!({"id": 1})).unwrap();
+    assert!(out.contains("running (pid"), "{out}");
+    let killed = fixture.call("job_kill", json!({"id": 1})).unwrap();
+    assert!(killed.contains("Killed.") && killed.contains("killed by job_kill"), "{killed}");
+    assert_eq!(sleepers("983.25"), 0);
+}
+
+#[test]
+fn jobs_and_sessions_share_one_bound() {
+    let fixture = fixture(|config| config.max_jobs = 2);
+    fixture.call("exec_command", json!({"cmd": "sleep 982.5", "yield_time_ms": 0})).unwrap();
+    fixture.call("run_command", json!({"command": "sleep 982.5", "background": true})).unwrap();
+    let err = fixture
+        .call("run_command", json!({"command": "sleep 982.5", "background": true}))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("1 background jobs are running (and 1 command sessions)"),
+        "{err}"
+    );
+    let err = fixture
+        .call("exec_command", json!({"cmd": "sleep 982.5", "yield_time_ms": 0}))
+        .unwrap_err();
+    assert!(err.to_string().contains("(and 1 background jobs) are running"), "{err}");
+    // An ended job no longer counts.
+    fixture.call("job_kill", json!({"id": 1})).unwrap();
+    fixture.call("run_command", json!({"command": "sleep 982.5", "background": true})).unwrap();
+    drop(fixture);
+    assert_eq!(sleepers("982.5"), 0);
+}
+
+#[test]
+fn jobs_are_exempt_from_the_idle_sweep_and_stay_readable_once_ended() {
+    let fixture = fixture(|config| config.session_idle_timeout = std::time::Duration::ZERO);
+    fixture.call("run_command", json!({"command": "sleep 981.75", "background": true})).unwrap();
+    fixture
+        .call("run_command", json!({"command": "echo done; exit 3", "background": true}))
+        .unwrap();
+    job_output_with(&fixture, 2, "ended: exit code 3");
+    // A session call sweeps idle sessions; the jobs, running or ended, stay.
+    fixture.call("exec_command", json!({"cmd": "true", "yield_time_ms": 30000})).unwrap();
+    assert_eq!(sleepers("981.75"), 1);
+    let out = fixture.call("job_output", json!({"id": 2})).unwrap();
+    assert!(out.contains("ended: exit code 3"), "{out}");
+    let out = fixture.call("job_kill", json!({"id": 2})).unwrap();
+    assert!(out.starts_with("Text { text: \"The job had already ended."), "{out}");
+    fixture.call("job_kill", json!({"id": 1})).unwrap();
+    assert_eq!(sleepers("981.75"), 0);
+}
+
+#[test]
+fn live_sessions_lists_a_job_which_stop_session_ends() {
+    let fixture = fixture(|_| {});
+    fixture.call("run_command", json!({"command": "sleep 980.125", "background": true})).unwrap();
+    let listed = crate::live_sessions();
+    let job = listed.iter().find(|session| session.command == "sleep 980.125").unwrap();
+    assert_eq!(job.job, Some(1));
+    assert!(!job.tty);
+    assert!(crate::stop_session(job.id));
+    assert_eq!(sleepers("980.125"), 0);
+    let err = fixture.call("job_output", json!({"id": 1})).unwrap_err();
+    assert!(err.to_string().contains("jobs of this session: none"), "{err}");
+}
+
+#[test]
+fn a_job_ends_at_its_timeout() {
+    let fixture = fixture(|_| {});
+    fixture
+        .call(
+            "run_command",
+            json!({"command": "sleep 979.5", "background": true, "timeout_ms": 200}),
+        )
+        .unwrap();
+    let out = job_output_with(&fixture, 1, "ended:");
+    assert!(out.contains("timed out after 200 ms"), "{out}");
+    assert_eq!(sleepers("979.5"), 0);
 }

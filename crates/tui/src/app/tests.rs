@@ -764,17 +764,28 @@ fn a_resumed_session_shows_its_replay_as_it_ran_and_counts_its_tokens() {
 
 #[test]
 fn ps_lists_command_sessions_and_stop_names_what_it_could_not_end() {
-    let sessions = [codecoder_app::ExecSessionInfo {
-        id: 3,
-        command: "python3 -i".to_owned(),
-        pid: 4242,
-        tty: true,
-        seconds: 12,
-    }];
+    let sessions = [
+        codecoder_app::ExecSessionInfo {
+            id: 3,
+            command: "python3 -i".to_owned(),
+            pid: 4242,
+            tty: true,
+            job: None,
+            seconds: 12,
+        },
+        codecoder_app::ExecSessionInfo {
+            id: 5,
+            command: "npm run dev".to_owned(),
+            pid: 4343,
+            tty: false,
+            job: Some(1),
+            seconds: 7,
+        },
+    ];
     let text = super::process_list(&sessions);
     assert_eq!(
         text,
-        "command sessions (end one with /stop N):\n  3  `python3 -i` (pid 4242, on a terminal, 12 s)"
+        "command sessions (end one with /stop N):\n  3  `python3 -i` (pid 4242, on a terminal, 12 s)\n  5  `npm run dev` (pid 4343, background job 1, 7 s)"
     );
     assert_eq!(super::process_list(&[]), "no command sessions are running");
     let (mut app, _rx) = app();
