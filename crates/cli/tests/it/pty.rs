@@ -2,7 +2,8 @@
 //! by the fake server and `codecoder exec` running in its default sandbox (workspace-write):
 //! a real Python REPL on a terminal (a line answered, a loop interrupted with Ctrl-C, a
 //! password read with `getpass`, `exit()`), a PTY process kept inside the writable roots, and
-//! no process left behind after a cancel or a `kill -9` of codecoder.
+//! no process left behind after a cancel or a `kill -9` of codecoder, a background job (a session
+//! without a terminal) included.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -299,4 +300,47 @@ fn exec_json_shows_a_session_as_a_command_item() {
     assert_eq!(item["exit_code"], 0);
     assert_eq!(item["status"], "completed");
     assert!(item["aggregated_output"].as_str().unwrap().contains("from-the-terminal"), "{item}");
+}
+
+#[test]
+fn a_background_job_outlives_its_call_but_not_codecoder() {
+    // A job is a session without a terminal: its process belongs to the job's own thread, so the
+    // tool worker that started it may end, while codecoder's end still takes it. Sandboxed, the
+    // sandbox's pid namespace goes with its wrapper even on `kill -9`; unconfined, only the
+    // leader has a parent-death signal (a grandchild in the background would outlive a
+    // `kill -9`), so there codecoder is ended with Ctrl-C, which drops the tool set.
+    let sandboxed: &[&str] = &[];
+    for (salt, mode, how) in [(5, sandboxed, "KILL"), (6, &["--yolo"][..], "INT")] {
+        let world = World::new();
+        let marker = marker(salt);
+        let server = FakeModelServer::start(
+            Script::new()
+                .reply(Reply::tool_call(
+                    "c1",
+                    "run_command",
+                    json!({"command": format!("sleep {marker} & sleep {marker}; wait"), "background": true}),
+                ))
+                .reply(Reply::tool_call(
+                    "c2",
+                    "run_command",
+                    json!({"command": format!("sleep 1{marker}"), "timeout_ms": 600000}),
+                ))
+                .reply(Reply::text("done")),
+        )
+        .unwrap();
+        let mut child = world.exec(&server, "job").args(mode).spawn().unwrap();
+        let needle = format!("sleep {marker}");
+        let waited = Instant::now();
+        let next = format!("sleep 1{marker}");
+        while processes_running(&needle) < 2 || processes_running(&next) < 1 {
+            assert!(waited.elapsed() < PATIENCE, "{mode:?}: the job or the next call never ran");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The job's call returned long ago and the next one runs: the job still does.
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(processes_running(&needle) >= 2, "{mode:?}: the job died with its call");
+        signal(&child, how);
+        let _ = child.wait();
+        assert!(all_gone(&marker), "{mode:?}: a job's process outlived codecoder");
+    }
 }
