@@ -63,6 +63,7 @@ impl Builtin for JobOutput {
     }
     fn run(&self, _env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: IdArgs = parse_args(args)?;
+        self.0.sessions.sweep(&self.0.config);
         self.0.sessions.read_job(args.id).map(ToolOutput::text)
     }
 }
@@ -91,6 +92,7 @@ impl Builtin for JobKill {
     }
     fn run(&self, _env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: IdArgs = parse_args(args)?;
+        self.0.sessions.sweep(&self.0.config);
         self.0.sessions.kill_job(args.id).map(ToolOutput::text)
     }
 }

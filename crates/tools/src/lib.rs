@@ -108,7 +108,7 @@ pub struct ToolsConfig {
     /// `exec_command` sessions running at once. Default 8.
     pub max_sessions: usize,
     /// An `exec_command` session no call touched for this long is ended at the next session
-    /// call. Default 30 minutes.
+    /// or job call; background jobs are exempt. Default 30 minutes.
     pub session_idle_timeout: Duration,
     /// `read_file`'s default line count. Default 2,000.
     pub read_line_limit: usize,

@@ -20,7 +20,9 @@
 //!   until `/stop` or the table's end.
 //! - At most `ToolsConfig::max_sessions` sessions run at once, and at most
 //!   `ToolsConfig::max_jobs` processes of either kind; a session left alone longer than
-//!   `ToolsConfig::session_idle_timeout` is ended the next time a session tool is called.
+//!   `ToolsConfig::session_idle_timeout` is ended the next time a session or job tool
+//!   (`exec_command`, `write_stdin`, `run_command` in the background, `job_output`, `job_kill`)
+//!   is called: the sweep is lazy, so an idle session costs nothing between calls.
 //! - A session's unread output is capped like a command's (head and tail kept), so a chatty
 //!   process never grows memory; an ended session (not a job) is removed once its last output
 //!   was read.
@@ -204,7 +206,7 @@ impl SessionTable {
     }
 
     /// Ends the sessions left alone longer than the idle timeout; jobs are exempt.
-    fn sweep(&self, config: &ToolsConfig) {
+    pub(crate) fn sweep(&self, config: &ToolsConfig) {
         let idle: Vec<Session> = {
             let mut inner = self.lock();
             let ids: Vec<u64> = inner
@@ -271,6 +273,7 @@ impl SessionTable {
         spec: CommandSpec,
         timeout: Option<Duration>,
     ) -> Result<u64, ToolError> {
+        self.sweep(config);
         let (sessions, jobs) = self.running();
         if sessions + jobs >= config.max_jobs {
             let sessions = match sessions {

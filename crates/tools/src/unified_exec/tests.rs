@@ -1,6 +1,7 @@
 //! Unit tests of `exec_command` and `write_stdin`: a session on a terminal answers input, a
 //! session without one only polls, the session bound holds, and a cancel ends the whole tree;
-//! background jobs are entries of the same table (their bound, idle exemption, timeout, `/ps`).
+//! background jobs are entries of the same table (their bound, idle exemption, timeout, `/ps`),
+//! and a job call sweeps idle sessions too.
 
 use std::sync::Arc;
 
@@ -177,6 +178,19 @@ fn an_idle_session_is_ended_at_the_next_session_call() {
     let id = session_id(&started);
     fixture.call("exec_command", json!({"cmd": "true", "yield_time_ms": 30000})).unwrap();
     assert_eq!(sleepers("985.625"), 0);
+    let err = fixture.call("write_stdin", json!({"session_id": id})).unwrap_err();
+    assert!(err.to_string().contains("no command session"), "{err}");
+}
+
+#[test]
+fn a_job_tool_call_sweeps_idle_sessions_too() {
+    let fixture = fixture(|config| config.session_idle_timeout = std::time::Duration::ZERO);
+    let started =
+        fixture.call("exec_command", json!({"cmd": "sleep 978.875", "yield_time_ms": 0})).unwrap();
+    let id = session_id(&started);
+    let err = fixture.call("job_output", json!({"id": 1})).unwrap_err();
+    assert!(err.to_string().contains("no background job 1"), "{err}");
+    assert_eq!(sleepers("978.875"), 0);
     let err = fixture.call("write_stdin", json!({"session_id": id})).unwrap_err();
     assert!(err.to_string().contains("no command session"), "{err}");
 }
