@@ -127,10 +127,13 @@ use crate::hub::Hub;
 pub const DISCOVERY_FILE: &str = "serve.json";
 /// The access log's path under `$CODECODER_HOME`.
 pub const ACCESS_LOG: &str = "logs/serve-access.log";
-/// How long a connection may take to send its request.
+/// How long one read of a request's body may wait.
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
-/// Connections served at once (each holds a thread); past it a connection is answered 503 at
-/// once, so a flood of idle connections cannot exhaust the process.
+/// How long a connection has to send its whole request head; past it the connection is closed.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections served at once (each holds a thread). When that many are open, a new one closes
+/// the oldest that has not sent its request head yet, so idle connections cannot starve a real
+/// request; when none is idle it is answered 503 at once.
 const MAX_CONNECTIONS: usize = 256;
 
 /// How the server is to run.
@@ -464,7 +467,8 @@ impl Server {
     }
 
     fn accept_loop(&self) -> Result<()> {
-        let mut connections: Vec<JoinOnDrop<()>> = Vec::new();
+        // Oldest first: the order idle ones are closed in when the table is full.
+        let mut connections: Vec<(JoinOnDrop<()>, Arc<Waiting>)> = Vec::new();
         let counter = AtomicU64::new(0);
         let result = loop {
             let accepted: std::io::Result<(Box<dyn Connection>, String)> = match &self.listener {
@@ -483,43 +487,151 @@ impl Server {
                 // A connection that failed before it was accepted is the client's problem.
                 Err(_) => continue,
             };
-            connections.retain(|connection| !connection.is_finished());
-            if connections.len() >= MAX_CONNECTIONS {
-                let mut stream = stream;
-                let _ =
-                    Response::error(503, "too many connections; retry later").write_to(&mut stream);
-                self.shared.log(&peer, "-", "-", 503);
-                continue;
+            connections.retain(|(thread, _)| !thread.is_finished());
+            let open =
+                connections.iter().filter(|(_, waiting)| !waiting.closed.load(Ordering::SeqCst));
+            if open.count() >= MAX_CONNECTIONS {
+                let idle = connections.iter().find(|(_, waiting)| waiting.idle());
+                match idle {
+                    Some((_, waiting)) => waiting.close(),
+                    None => {
+                        let mut stream = stream;
+                        let _ = Response::error(503, "too many connections; retry later")
+                            .write_to(&mut stream);
+                        self.shared.log(&peer, "-", "-", 503);
+                        continue;
+                    }
+                }
             }
+            let waiting = Arc::new(Waiting::new(stream.closer()));
             let n = counter.fetch_add(1, Ordering::Relaxed);
             let shared = Arc::clone(&self.shared);
-            match spawn_named(format!("serve-conn-{n}"), move || handle(&shared, stream, &peer)) {
-                Ok(thread) => connections.push(thread),
+            let state = Arc::clone(&waiting);
+            let thread = spawn_named(format!("serve-conn-{n}"), move || {
+                handle(&shared, stream, &peer, &state);
+            });
+            match thread {
+                Ok(thread) => connections.push((thread, waiting)),
                 Err(source) => break Err(Error::Thread { source }),
             }
         };
         // Each connection ends once its request is answered or its event stream sees the
-        // sessions stop (which `serve` does next), so the joins below end too.
+        // sessions stop (which `serve` does next), or, still waiting for its request head, when
+        // closed here; so the joins below end too.
         self.shared.hub.shutdown();
+        for (_, waiting) in &connections {
+            waiting.close();
+        }
         drop(connections);
         result
     }
 }
 
+/// Shuts a connection down from another thread (its blocked read then ends).
+type Closer = Box<dyn Fn() + Send + Sync>;
+
 /// A TCP or unix stream.
 pub(crate) trait Connection: Read + Write + Send {
     fn set_timeout(&self, timeout: Duration);
+    /// A handle that shuts this stream down, when the OS lets it be cloned.
+    fn closer(&self) -> Option<Closer>;
 }
 
 impl Connection for TcpStream {
     fn set_timeout(&self, timeout: Duration) {
         let _ = self.set_read_timeout(Some(timeout));
     }
+
+    fn closer(&self) -> Option<Closer> {
+        let clone = self.try_clone().ok()?;
+        Some(Box::new(move || drop(clone.shutdown(std::net::Shutdown::Both))))
+    }
 }
 
 impl Connection for UnixStream {
     fn set_timeout(&self, timeout: Duration) {
         let _ = self.set_read_timeout(Some(timeout));
+    }
+
+    fn closer(&self) -> Option<Closer> {
+        let clone = self.try_clone().ok()?;
+        Some(Box::new(move || drop(clone.shutdown(std::net::Shutdown::Both))))
+    }
+}
+
+/// What the accept loop knows of a connection: while its request head is still to come, how to
+/// close it to make room for a new one (dropped once the head is in, so the stream's clone
+/// keeps no socket open past its answer); whether it was closed that way.
+struct Waiting {
+    closer: Mutex<Option<Closer>>,
+    closed: AtomicBool,
+}
+
+impl Waiting {
+    fn new(closer: Option<Closer>) -> Self {
+        Self { closer: Mutex::new(closer), closed: AtomicBool::new(false) }
+    }
+
+    /// Whether the request head is still to come (and the connection can be closed).
+    fn idle(&self) -> bool {
+        self.closer.lock().unwrap_or_else(PoisonError::into_inner).is_some()
+    }
+
+    /// Closes the connection if its head is still to come.
+    fn close(&self) {
+        let closer = self.closer.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(closer) = closer {
+            self.closed.store(true, Ordering::SeqCst);
+            closer();
+        }
+    }
+
+    /// The head is in (or the read is over): the connection is no longer closed for room.
+    fn settle(&self) {
+        drop(self.closer.lock().unwrap_or_else(PoisonError::into_inner).take());
+    }
+}
+
+/// The connection as its request is read: the head must be complete by `deadline` (each read
+/// waits only for what is left of it); once the blank line ending the head has gone by, the
+/// connection is no longer idle and the body's reads wait `READ_TIMEOUT` each.
+struct RequestReader<'a> {
+    stream: &'a mut dyn Connection,
+    waiting: &'a Waiting,
+    deadline: std::time::Instant,
+    /// Whether the bytes since the last line feed were only carriage returns.
+    line_start: bool,
+    head_done: bool,
+}
+
+impl Read for RequestReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if !self.head_done {
+            let left = self.deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(std::io::ErrorKind::TimedOut.into());
+            }
+            self.stream.set_timeout(left);
+        }
+        let n = self.stream.read(buf)?;
+        if !self.head_done {
+            for &byte in &buf[..n] {
+                match byte {
+                    b'\n' if self.line_start => {
+                        self.head_done = true;
+                        break;
+                    }
+                    b'\n' => self.line_start = true,
+                    b'\r' => {}
+                    _ => self.line_start = false,
+                }
+            }
+            if self.head_done {
+                self.waiting.settle();
+                self.stream.set_timeout(READ_TIMEOUT);
+            }
+        }
+        Ok(n)
     }
 }
 
@@ -560,12 +672,22 @@ fn host_port(ip: IpAddr, port: u16) -> String {
 }
 
 /// Reads one request, checks it, answers it, and logs it.
-fn handle(shared: &Shared, mut stream: Box<dyn Connection>, peer: &str) {
-    stream.set_timeout(READ_TIMEOUT);
+fn handle(shared: &Shared, mut stream: Box<dyn Connection>, peer: &str, waiting: &Waiting) {
     let request = {
-        let mut reader = BufReader::new(&mut stream);
-        http::read_request(&mut reader)
+        let reader = RequestReader {
+            stream: &mut *stream,
+            waiting,
+            deadline: std::time::Instant::now() + HEAD_TIMEOUT,
+            line_start: false,
+            head_done: false,
+        };
+        http::read_request(&mut BufReader::new(reader))
     };
+    waiting.settle();
+    if waiting.closed.load(Ordering::SeqCst) {
+        // Closed to make room for a newer connection: nothing can be answered.
+        return;
+    }
     let request = match request {
         Ok(request) => request,
         Err(ReadError::Closed) => return,

@@ -338,6 +338,28 @@ fn a_second_server_leaves_a_live_servers_discovery_file_and_replaces_a_stale_one
 }
 
 #[test]
+fn idle_connections_make_room_for_a_request() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let served = Served::start(&temp_run(home.path(), cwd.path()), &[]);
+    // More connections than the server serves at once, none sending a byte.
+    let idle: Vec<TcpStream> =
+        (0..300).map(|_| TcpStream::connect(("127.0.0.1", served.port)).unwrap()).collect();
+    let answer = served.call("GET", "/api/server", None);
+    assert_eq!(answer.status, 200, "{answer:?}");
+    // The oldest idle one was closed to make room.
+    let mut oldest = &idle[0];
+    oldest.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut byte = [0; 1];
+    assert!(matches!(oldest.read(&mut byte), Ok(0) | Err(_)), "the oldest idle one is open");
+    // Stopping does not wait for the idle ones still open.
+    let started = std::time::Instant::now();
+    assert_eq!(served.stop(), Some(0));
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    drop(idle);
+}
+
+#[test]
 fn resuming_a_session_whose_directory_is_gone_says_so() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
