@@ -88,12 +88,12 @@ pub use headless::{
 pub use host::{SessionListing, git_diff, init_agents_md};
 pub use image::{image_type, read_image};
 pub use jsonl::{ExecEventEncoder, result_text};
-pub use models::{ModelChoice, ModelChoices};
 pub use mcp::{McpServerEntry, add_mcp_server, mcp_server_config, remove_mcp_server};
 pub use mcp_spec::{
     MCP_SECRET_MASK, McpAddFlags, McpListing, McpTransport, describe_mcp_server,
     mcp_server_from_flags, mcp_server_from_json,
 };
+pub use models::{ModelChoice, ModelChoices};
 pub use plugins::{
     Plugin, add_plugin, list_plugins, read_manifest, remove_plugin, set_plugin_enabled,
 };
@@ -106,8 +106,8 @@ pub use session::{
 };
 pub use sessions::{
     Forked, SessionList, SessionLog, SessionSummary, ValidLog, Validation, fork_session,
-    is_subagent_log,
-    list_sessions, reindex_sessions, remove_session, sessions_dir, validate_session,
+    is_subagent_log, list_sessions, reindex_sessions, remove_session, sessions_dir,
+    validate_session,
 };
 pub use settings::{Setting, config_schema, store_api_key, trust_project};
 pub use transcript::write_transcript;
