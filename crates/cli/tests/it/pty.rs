@@ -170,6 +170,18 @@ fn confined_writes(mode: &[&str]) {
     assert!(results[0].contains("inside-written"), "{mode:?}: {results:#?}");
 }
 
+/// The `sleep DURATION` processes themselves (argv exactly that), not the shells and sandbox
+/// wrappers whose command lines hold the same words: a fork shows its parent's command line
+/// until it execs, so counting those would see a sandbox that is still being set up.
+fn sleeps_running(duration: &str) -> usize {
+    let argv = format!("sleep\0{duration}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.unwrap().path().join("cmdline")).ok())
+        .filter(|cmdline| cmdline == argv.as_bytes())
+        .count()
+}
+
 /// A `sleep` duration no other process on the machine uses, to find this test's in /proc.
 fn marker(salt: u32) -> String {
     format!("{}.{}{salt}", 70 + std::process::id() % 9, std::process::id() % 1000)
@@ -195,9 +207,8 @@ fn start_sleepers(
     )
     .unwrap();
     let child = world.exec(&server, "sleep").args(mode).spawn().unwrap();
-    let needle = format!("sleep {marker}");
     let waited = Instant::now();
-    while processes_running(&needle) < 2 {
+    while sleeps_running(marker) < 2 {
         assert!(waited.elapsed() < PATIENCE, "the sleepers never started");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -329,16 +340,15 @@ fn a_background_job_outlives_its_call_but_not_codecoder() {
         )
         .unwrap();
         let mut child = world.exec(&server, "job").args(mode).spawn().unwrap();
-        let needle = format!("sleep {marker}");
         let waited = Instant::now();
-        let next = format!("sleep 1{marker}");
-        while processes_running(&needle) < 2 || processes_running(&next) < 1 {
+        let next = format!("1{marker}");
+        while sleeps_running(&marker) < 2 || sleeps_running(&next) < 1 {
             assert!(waited.elapsed() < PATIENCE, "{mode:?}: the job or the next call never ran");
             std::thread::sleep(Duration::from_millis(20));
         }
         // The job's call returned long ago and the next one runs: the job still does.
         std::thread::sleep(Duration::from_millis(300));
-        assert!(processes_running(&needle) >= 2, "{mode:?}: the job died with its call");
+        assert!(sleeps_running(&marker) >= 2, "{mode:?}: the job died with its call");
         signal(&child, how);
         let _ = child.wait();
         assert!(all_gone(&marker), "{mode:?}: a job's process outlived codecoder");
