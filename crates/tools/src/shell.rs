@@ -87,14 +87,7 @@ impl Builtin for RunCommand {
         format!("run `{}`{background}", str_arg(args, "command"))
     }
     fn view(&self, args: &Value) -> CallView {
-        let command = str_arg(args, "command");
-        CallView {
-            kind: CallKind::Execute,
-            title: format!("Run `{command}`"),
-            detail: format!("$ {}", first_line(command, 200)),
-            command: Some(command.to_owned()),
-            ..CallView::default()
-        }
+        command_view(str_arg(args, "command"))
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(args)?;
@@ -592,5 +585,17 @@ pub(crate) fn describe(end: &End, timeout: Option<Duration>) -> (String, bool) {
             (None, None) => ("ended".to_owned(), true),
         },
         (None, None) => ("ended".to_owned(), true),
+    }
+}
+
+/// The call view of a shell command, the same for every tool that runs one (`run_command`,
+/// `exec_command`), so every front-end shows them alike.
+pub(crate) fn command_view(command: &str) -> CallView {
+    CallView {
+        kind: CallKind::Execute,
+        title: format!("Run `{command}`"),
+        detail: format!("$ {}", first_line(command, 200)),
+        command: Some(command.to_owned()),
+        ..CallView::default()
     }
 }

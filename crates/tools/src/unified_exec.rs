@@ -685,14 +685,7 @@ impl Builtin for ExecCommand {
         format!("run `{}`", str_arg(args, "cmd"))
     }
     fn view(&self, args: &Value) -> CallView {
-        let command = str_arg(args, "cmd");
-        CallView {
-            kind: CallKind::Execute,
-            title: format!("Run `{command}`"),
-            detail: format!("$ {}", first_line(command, 200)),
-            command: Some(command.to_owned()),
-            ..CallView::default()
-        }
+        crate::shell::command_view(str_arg(args, "cmd"))
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: ExecArgs = parse_args(args)?;
