@@ -231,6 +231,7 @@ impl Runtime {
         writeln!(out, "  exec: {}", modes(&headless))?;
         let policy = &interactive.sandbox_policy;
         writeln!(out, "  network for commands: {}", if policy.network { "on" } else { "off" })?;
+        network_lines(&interactive.network, out)?;
         writeln!(out, "writable roots:")?;
         let roots = policy.existing_writable_roots();
         if roots.is_empty() {
@@ -371,9 +372,12 @@ impl Runtime {
             vec![std::path::PathBuf::from("/")],
         ));
         let Some(tool) = tools.iter().find(|tool| tool.name() == name) else {
+            if let Some((server, tool_name)) = self.mcp_tool_name(name) {
+                return Ok(self.check_mcp_permission(name, server, tool_name, &value, &safety));
+            }
             let known: Vec<&str> = tools.iter().map(|tool| tool.name()).collect();
             return Err(Error::usage(format!(
-                "unknown tool `{tool}` (known: {})",
+                "unknown tool `{tool}` (known: {}, and MCP tools as mcp__SERVER__TOOL)",
                 known.join(", ")
             )));
         };
@@ -390,6 +394,60 @@ impl Runtime {
             keys,
             modes: safety.modes,
         })
+    }
+
+    /// The server and tool an MCP tool's model-visible name (`mcp__SERVER__TOOL`) stands for:
+    /// the longest configured server name that fits (a server's name may hold `__`), else the
+    /// part up to the first `__`. `None` for a name that is not of that shape.
+    fn mcp_tool_name<'a>(&self, name: &'a str) -> Option<(&'a str, &'a str)> {
+        let rest = name.strip_prefix("mcp__")?;
+        let configured = crate::mcp::configured_server_names(&self.loaded, &self.cwd);
+        let server_len = configured
+            .iter()
+            .filter(|server| {
+                rest.strip_prefix(server.as_str())
+                    .and_then(|tail| tail.strip_prefix("__"))
+                    .is_some_and(|tool| !tool.is_empty())
+            })
+            .map(String::len)
+            .max()
+            .or_else(|| rest.find("__"))?;
+        let (server, tool) = (&rest[..server_len], rest[server_len..].strip_prefix("__")?);
+        (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
+    }
+
+    /// The chain's decision for a call of an MCP server's tool, as a session decides it: its
+    /// name is its one permission key (rules naming `mcp__server__tool`, `mcp__server` or
+    /// `mcp__server__*` apply), and its kind is that of a tool without annotations (its server
+    /// is not started here, so a `readOnlyHint` it may declare is not known).
+    fn check_mcp_permission(
+        &self,
+        name: &str,
+        server: &str,
+        tool: &str,
+        args: &serde_json::Value,
+        safety: &Safety,
+    ) -> PermissionCheck {
+        let info = codecoder_mcp::McpToolInfo {
+            server: server.to_owned(),
+            name: tool.to_owned(),
+            description: String::new(),
+            input_schema: serde_json::Value::Null,
+            read_only: false,
+            destructive: None,
+            timeout: std::time::Duration::ZERO,
+        };
+        let kind = codecoder_mcp::McpTool::kind_of(&info);
+        let view = codecoder_protocol::CallView {
+            kind: codecoder_protocol::CallKind::Mcp {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            },
+            ..codecoder_protocol::CallView::generic(name, args)
+        };
+        let keys = vec![name.to_owned()];
+        let decision = safety.policy.decide_call(name, kind, &view, &keys, None, false);
+        PermissionCheck { decision, tool: name.to_owned(), kind, keys, modes: safety.modes }
     }
 }
 
@@ -434,4 +492,25 @@ fn shell_snapshot_line(runtime: &crate::Runtime, safety: &Safety) -> String {
         }
         codecoder_tools::SnapshotStatus::Pending => "bash -lc per command".to_owned(),
     }
+}
+
+/// The managed network's effective policy, for `doctor`.
+fn network_lines(network: &crate::NetworkSettings, out: &mut dyn Write) -> Result<()> {
+    writeln!(out, "network policy: {}", network.mode.as_str())?;
+    if network.mode != crate::NetworkMode::Managed {
+        return Ok(());
+    }
+    let presets =
+        if network.presets.is_empty() { "(none)".to_owned() } else { network.presets.join(", ") };
+    writeln!(out, "  presets allowed: {presets}")?;
+    for (title, entries) in [("allowed", &network.allowed), ("denied", &network.denied)] {
+        if entries.is_empty() {
+            writeln!(out, "  {title}: (none)")?;
+        }
+        for entry in entries.iter() {
+            writeln!(out, "  {title}: {} — {}", entry.pattern, entry.source.display())?;
+        }
+    }
+    writeln!(out, "  other hosts: asked (denied where approvals are never asked)")?;
+    Ok(())
 }

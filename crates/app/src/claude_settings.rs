@@ -4,7 +4,8 @@
 //! `ask` and `deny` join the rule layers of the same rank (the rule syntax is the same);
 //! `additionalDirectories` become writable roots; `defaultMode` sets the approval mode
 //! (`default`, `dontAsk`) or the permission mode (`plan`, `acceptEdits`) where neither a flag nor
-//! config.toml does.
+//! config.toml does. `sandbox.network.allowedDomains` and `deniedDomains` join the managed
+//! network's lists.
 //!
 //! Invariant: a project's file is read only when the project is trusted, so a cloned repository
 //! cannot allow itself anything; a file that does not parse is a warning naming file and line,
@@ -34,6 +35,25 @@ struct PermissionsJson {
 struct SettingsJson {
     #[serde(default)]
     permissions: PermissionsJson,
+    #[serde(default)]
+    sandbox: SandboxJson,
+}
+
+/// The `sandbox` of one settings file: only its network lists are read.
+#[derive(Debug, Default, Deserialize)]
+struct SandboxJson {
+    #[serde(default)]
+    network: SandboxNetworkJson,
+}
+
+/// `sandbox.network`: the hosts sandboxed commands reach without asking, and never.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SandboxNetworkJson {
+    #[serde(default)]
+    allowed_domains: Vec<String>,
+    #[serde(default)]
+    denied_domains: Vec<String>,
 }
 
 /// The rules of one layer, with the file they came from.
@@ -62,6 +82,10 @@ pub(crate) struct ClaudePermissions {
     pub(crate) approval: Option<ApprovalMode>,
     /// `defaultMode` `plan` or `acceptEdits` (the project's wins over the user's).
     pub(crate) permission: Option<PermissionMode>,
+    /// `sandbox.network.allowedDomains` of every file read, with the file each came from.
+    pub(crate) allowed_domains: Vec<(String, PathBuf)>,
+    /// `sandbox.network.deniedDomains` of every file read, with the file each came from.
+    pub(crate) denied_domains: Vec<(String, PathBuf)>,
     /// Files that did not parse, modes codecoder does not take from a file.
     pub(crate) warnings: Vec<String>,
 }
@@ -130,6 +154,11 @@ impl ClaudePermissions {
         root: &Path,
         home: &Path,
     ) {
+        let network = settings.sandbox.network;
+        self.allowed_domains
+            .extend(network.allowed_domains.into_iter().map(|d| (d, path.to_owned())));
+        self.denied_domains
+            .extend(network.denied_domains.into_iter().map(|d| (d, path.to_owned())));
         let permissions = settings.permissions;
         let layer = if project { &mut self.project } else { &mut self.user };
         layer.allow.extend(permissions.allow);

@@ -30,6 +30,8 @@ mod jsonl;
 mod lsp;
 mod mcp;
 mod mcp_spec;
+mod network;
+pub use network::{HostEntry, NetworkMode, NetworkSettings};
 mod models;
 mod plan;
 mod plugins;

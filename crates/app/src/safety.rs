@@ -46,6 +46,8 @@ pub struct Safety {
     /// The environment commands run with (`[shell_environment_policy]` applied to ours), and
     /// the names it withholds.
     pub command_env: CommandEnvironment,
+    /// How commands reach the network, and the managed network's host lists.
+    pub network: crate::network::NetworkSettings,
 }
 
 /// What `run_command` does when the sandbox blocks a command: ask to retry outside it where
@@ -165,6 +167,7 @@ pub(crate) fn build(
         writable_roots: writable_roots.clone(),
         network: workspace_write.network_access.unwrap_or(false)
             && modes.sandbox == SandboxMode::WorkspaceWrite,
+        network_proxy: None,
         hidden_paths: hidden_paths.clone(),
         protected_paths: vec![codecoder_home.to_owned()],
     };
@@ -198,7 +201,9 @@ pub(crate) fn build(
     let permission = PermissionSwitch::new(
         args.permission_mode.or(claude.permission).unwrap_or(PermissionMode::Default),
     );
+    let network = crate::network::NetworkSettings::resolve(config, &claude, modes.sandbox);
     Ok(Safety {
+        network,
         modes,
         policy: Arc::new(ChainPolicy::with_permission(policy, permission.clone())),
         permission,

@@ -27,9 +27,9 @@ pub use home_file::HomeFile;
 pub use load::{LoadOptions, LoadedConfig, Origin, load, parse_override};
 pub use schema::{
     AgentToml, ConfigToml, FormatterToml, HookGroupToml, HookHandlerToml, LspServerToml, LspToml,
-    McpServerToml, McpTransportToml, ModelToml, PermissionsToml, ProfileToml, ProviderToml,
-    SandboxToml, SandboxWorkspaceWriteToml, SessionToml, ShellEnvironmentPolicyToml, ShellToml,
-    WebSearchToml, json_schema,
+    McpServerToml, McpTransportToml, ModelToml, NetworkToml, PermissionsToml, ProfileToml,
+    ProviderToml, SandboxToml, SandboxWorkspaceWriteToml, SessionToml, ShellEnvironmentPolicyToml,
+    ShellToml, WebSearchToml, json_schema,
 };
 pub use trust::{is_trusted, project_root, trust};
 

@@ -124,6 +124,33 @@ pub struct ConfigToml {
     /// "format", "$FILE"], extensions = ["py"]`); none by default.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub formatters: BTreeMap<String, FormatterToml>,
+    /// The managed network of sandboxed commands: which hosts they reach through codecoder's
+    /// proxy without asking, which never, and the named presets of package registries and
+    /// forges. `[sandbox_workspace_write] network_access = true` gives commands the whole
+    /// network instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkToml>,
+}
+
+/// `[network]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkToml {
+    /// Route sandboxed commands' network through codecoder's proxy (default true). `false`
+    /// leaves them without a network, as codex's sandbox does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Hosts reached without asking: `example.com`, `*.example.com` (its subdomains only),
+    /// `example.com:8443` (that port only), or an IP address (bare addresses are reached only
+    /// when listed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_domains: Vec<String>,
+    /// Hosts never reached, in the same forms; a deny wins over every allow.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub denied_domains: Vec<String>,
+    /// Named sets of hosts to allow: `rust`, `python`, `node`, `go`, `github`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_presets: Vec<String>,
 }
 
 /// `[lsp]`: settings, and the servers by name.

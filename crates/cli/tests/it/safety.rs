@@ -512,3 +512,42 @@ fn claude_code_permission_settings_join_the_rule_layers() {
     assert!(text.contains("interactive: sandbox workspace-write, approvals never"), "{text}");
     assert!(text.contains("deny Bash(curl:*)") && text.contains("Claude Code"), "{text}");
 }
+
+#[test]
+fn doctor_shows_the_managed_network_policy_from_config_and_claude_settings() {
+    let world = World::new();
+    std::fs::write(
+        world.codecoder_home.join("config.toml"),
+        "[network]\nallowed_domains = [\"crates.io\"]\ndenied_domains = [\"evil.example\"]\n\
+         allow_presets = [\"rust\", \"github\"]\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(world.home.join(".claude")).unwrap();
+    let claude = world.home.join(".claude/settings.json");
+    std::fs::write(
+        &claude,
+        r#"{"sandbox": {"network": {"allowedDomains": ["*.example.com"], "deniedDomains": ["bad.example.com"]}}}"#,
+    )
+    .unwrap();
+    let out = world.command(&["doctor"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in [
+        "network policy: managed".to_owned(),
+        "  presets allowed: rust, github".to_owned(),
+        "  allowed: crates.io — config.toml [network]".to_owned(),
+        format!("  allowed: *.example.com — {}", claude.display()),
+        "  denied: evil.example — config.toml [network]".to_owned(),
+        format!("  denied: bad.example.com — {}", claude.display()),
+    ] {
+        assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+    }
+    // The whole network, and none.
+    let out = world
+        .command(&["-c", "sandbox_workspace_write.network_access=true", "doctor"])
+        .output()
+        .unwrap();
+    assert!(stdout(&out).lines().any(|l| l == "network policy: full"), "{}", stdout(&out));
+    let out = world.command(&["-c", "network.enabled=false", "doctor"]).output().unwrap();
+    assert!(stdout(&out).lines().any(|l| l == "network policy: off"), "{}", stdout(&out));
+}
