@@ -109,13 +109,18 @@ pub(crate) fn lsp_config(
     lsp
 }
 
-/// The edit tools' hook: formatters, then diagnostics.
+/// The edit tools' hook: formatters, then diagnostics; and the read and search tools' one,
+/// starting the servers of the files they read or found.
 #[derive(Debug)]
 pub(crate) struct LspHook(pub(crate) Arc<CodeIntel>);
 
 impl codecoder_tools::AfterEdit for LspHook {
     fn after_edit(&self, paths: &[PathBuf]) -> String {
         self.0.after_edit(paths)
+    }
+
+    fn touched(&self, paths: &[PathBuf], read: bool) {
+        self.0.touch(paths, read);
     }
 }
 
@@ -142,6 +147,7 @@ pub(crate) fn doctor(
         let state = match state {
             ServerState::Available(path) => format!("found: {}", path.display()),
             ServerState::Missing => format!("not found (`{}` is not on PATH)", server.command),
+            ServerState::Starting => "starting".to_owned(),
             ServerState::Running => "running".to_owned(),
             ServerState::Failed(why) => format!("failed: {why}"),
         };

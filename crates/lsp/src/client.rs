@@ -4,6 +4,10 @@
 //! caller).
 //!
 //! Invariants:
+//! - Starting never blocks: `Client::start` spawns the server and sends `initialize`; until the
+//!   server answers it, the messages callers send are held and go out, in order, right after
+//!   `initialized` (as the protocol asks). A server not answering within its start bound is
+//!   taken for hung (`start_expired`).
 //! - Every request has a deadline: a server that hangs costs the caller at most that long, and
 //!   a server that exits fails every pending request at once.
 //! - The reader thread owns the stdout; it answers the server's own requests (configuration,
@@ -45,6 +49,19 @@ pub(crate) struct Published {
     pub(crate) diagnostics: Vec<Value>,
 }
 
+/// The id of `initialize`, the first request (later ones count from 1).
+const INITIALIZE_ID: i64 = 0;
+
+/// Where the `initialize` handshake stands.
+enum Readiness {
+    /// Not answered yet: the messages sent meanwhile, in order.
+    Starting(Vec<Vec<u8>>),
+    /// Answered; messages go out as they are sent.
+    Ready,
+    /// Answered with an error: why.
+    Refused(String),
+}
+
 /// State the reader thread and callers share. The mutexes are held only to read or update a
 /// map, never across IO or a wait on another lock; the condition variable wakes callers waiting
 /// for a publish or for a response.
@@ -55,16 +72,65 @@ struct Shared {
     published: Mutex<HashMap<String, Published>>,
     changed: Condvar,
     dead: AtomicBool,
+    /// Held while a message is sent (so that held messages keep their order), never across a
+    /// wait.
+    readiness: Mutex<Readiness>,
 }
 
 impl Shared {
+    /// Sends `message`, or holds it while the server has not answered `initialize`.
     fn send(&self, message: &Value) -> bool {
         let Ok(body) = serde_json::to_vec(message) else { return false };
+        let Ok(mut readiness) = self.readiness.lock() else { return false };
+        match &mut *readiness {
+            Readiness::Starting(held) => {
+                held.push(body);
+                true
+            }
+            Readiness::Ready => self.send_now(body),
+            Readiness::Refused(_) => false,
+        }
+    }
+
+    /// Queues `body` for the writer whatever the handshake's state (`initialize` itself, and
+    /// the answers to the server's own requests).
+    fn send_now(&self, body: Vec<u8>) -> bool {
         let Ok(outgoing) = self.outgoing.lock() else { return false };
         match outgoing.as_ref() {
             Some(queue) => queue.try_send(body).is_ok(),
             None => false,
         }
+    }
+
+    /// The server answered `initialize`: on success `initialized` goes out, then the held
+    /// messages in order; on an error they are dropped and the reason kept.
+    fn answered_initialize(&self, answer: std::result::Result<Value, String>) {
+        if let Ok(mut readiness) = self.readiness.lock() {
+            let held = match std::mem::replace(&mut *readiness, Readiness::Ready) {
+                Readiness::Starting(held) => held,
+                other @ (Readiness::Ready | Readiness::Refused(_)) => {
+                    *readiness = other;
+                    return;
+                }
+            };
+            match answer {
+                Ok(_) => {
+                    let initialized =
+                        json!({ "jsonrpc": "2.0", "method": "initialized", "params": {} });
+                    if let Ok(body) = serde_json::to_vec(&initialized) {
+                        self.send_now(body);
+                    }
+                    for body in held {
+                        self.send_now(body);
+                    }
+                }
+                Err(message) => *readiness = Readiness::Refused(message),
+            }
+        }
+        // Take both locks in turn so a waiter between its check and its wait sees the wake.
+        drop(self.responses.lock());
+        drop(self.published.lock());
+        self.wake();
     }
 
     fn wake(&self) {
@@ -121,8 +187,9 @@ pub(crate) struct Client {
     name: String,
     shared: Arc<Shared>,
     next_id: AtomicI64,
-    /// Whether a document was synced yet (the first waits for the server's first analysis).
-    synced: AtomicBool,
+    /// When it was spawned, and how long it may take to answer `initialize`.
+    started: Instant,
+    start_timeout: Duration,
     versions: Mutex<HashMap<String, i64>>,
     // The child goes before the reader: killing it ends the reader's stream, so the join that
     // follows returns.
@@ -132,12 +199,14 @@ pub(crate) struct Client {
 }
 
 impl Client {
-    /// Starts the server for `root` and runs the `initialize` handshake within `timeout`.
+    /// Spawns the server for `root` and sends `initialize`, without waiting for the answer:
+    /// messages sent before it are held (see the invariants). It is taken for hung when it has
+    /// not answered within `start_timeout`.
     pub(crate) fn start(
         server: &ServerConfig,
         root: &Path,
         spawner: &Spawner,
-        timeout: Duration,
+        start_timeout: Duration,
     ) -> Result<Client> {
         let mut spec = CommandSpec::new(&server.command, &server.args);
         spec.cwd = Some(root.to_path_buf());
@@ -164,6 +233,7 @@ impl Client {
             published: Mutex::new(HashMap::new()),
             changed: Condvar::new(),
             dead: AtomicBool::new(false),
+            readiness: Mutex::new(Readiness::Starting(Vec::new())),
         });
         let reader = match stdout {
             Some(stdout) => {
@@ -180,8 +250,9 @@ impl Client {
         let client = Client {
             name: server.name.clone(),
             shared,
-            next_id: AtomicI64::new(1),
-            synced: AtomicBool::new(false),
+            next_id: AtomicI64::new(INITIALIZE_ID + 1),
+            started: Instant::now(),
+            start_timeout,
             versions: Mutex::new(HashMap::new()),
             child: Some(child),
             reader,
@@ -211,10 +282,56 @@ impl Client {
                 "general": { "positionEncodings": ["utf-16"] }
             }
         });
-        let result = client.request("initialize", params, timeout)?;
-        drop(result);
-        client.notify("initialized", json!({}));
+        let initialize = json!({ "jsonrpc": "2.0", "id": INITIALIZE_ID, "method": "initialize", "params": params });
+        let Ok(body) = serde_json::to_vec(&initialize) else {
+            return Err(Error::Exited { server: server.name.clone() });
+        };
+        if !client.shared.send_now(body) {
+            return Err(Error::Exited { server: server.name.clone() });
+        }
         Ok(client)
+    }
+
+    /// Whether the server answered `initialize` (successfully).
+    pub(crate) fn is_ready(&self) -> bool {
+        self.shared.readiness.lock().is_ok_and(|readiness| matches!(*readiness, Readiness::Ready))
+    }
+
+    /// Why the server did not start: it answered `initialize` with an error, exited before
+    /// answering, or did not answer within its start bound. `None` while it is ready or still
+    /// within its bound.
+    pub(crate) fn start_failure(&self) -> Option<Error> {
+        let refused = match self.shared.readiness.lock().as_deref() {
+            Ok(Readiness::Ready) => return None,
+            Ok(Readiness::Refused(message)) => Some(message.clone()),
+            Ok(Readiness::Starting(_)) => None,
+            Err(_) => return Some(Error::Poisoned),
+        };
+        if let Some(message) = refused {
+            return Some(Error::Response {
+                server: self.name.clone(),
+                method: "initialize".to_owned(),
+                message,
+            });
+        }
+        if self.is_dead() {
+            return Some(Error::Exited { server: self.name.clone() });
+        }
+        self.start_expired().then(|| Error::Timeout {
+            server: self.name.clone(),
+            method: "initialize".to_owned(),
+            millis: u64::try_from(self.start_timeout.as_millis()).unwrap_or(u64::MAX),
+        })
+    }
+
+    /// Whether the start bound passed without an answer to `initialize`.
+    fn start_expired(&self) -> bool {
+        !self.is_ready() && self.started.elapsed() >= self.start_timeout
+    }
+
+    /// When the start bound ends, while the server has not answered `initialize`.
+    fn start_deadline(&self) -> Option<Instant> {
+        (!self.is_ready()).then(|| self.started + self.start_timeout)
     }
 
     /// The server's name.
@@ -249,6 +366,9 @@ impl Client {
                     message,
                 });
             }
+            if let Some(failure) = self.start_failure() {
+                return Err(failure);
+            }
             if self.is_dead() {
                 return Err(Error::Exited { server: self.name.clone() });
             }
@@ -260,7 +380,9 @@ impl Client {
                     millis: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
                 });
             }
-            responses = match self.shared.changed.wait_timeout(responses, deadline - now) {
+            let until = self.start_deadline().map_or(deadline, |start| start.min(deadline));
+            let wait = until.saturating_duration_since(now).max(Duration::from_millis(1));
+            responses = match self.shared.changed.wait_timeout(responses, wait) {
                 Ok((guard, _)) => guard,
                 Err(_) => return Err(Error::Poisoned),
             };
@@ -299,14 +421,15 @@ impl Client {
         }
     }
 
-    /// True the first time it is asked: the server has not analysed anything yet.
-    pub(crate) fn first_sync(&self) -> bool {
-        !self.synced.swap(true, Ordering::SeqCst)
-    }
-
     /// Whether the document is open on the server.
     pub(crate) fn is_open(&self, path: &Path) -> bool {
         self.versions.lock().is_ok_and(|versions| versions.contains_key(&path_to_uri(path)))
+    }
+
+    /// Whether the server published diagnostics for any document yet (a server that has not
+    /// is still in its first analysis).
+    pub(crate) fn has_published(&self) -> bool {
+        self.shared.published.lock().is_ok_and(|published| !published.is_empty())
     }
 
     /// The generation of the document's last publish (0: none yet).
@@ -321,8 +444,9 @@ impl Client {
     }
 
     /// Waits until the server publishes diagnostics for `path` after generation `after` (and
-    /// for `version` or later, when the server says which version it analysed), or `deadline`.
-    /// `None` when nothing came in time or the server is gone.
+    /// for `version` or later, when the server says which version it analysed), or `deadline`
+    /// (or the start bound, while the server has not answered `initialize`). `None` when
+    /// nothing came in time, the server is gone or did not start.
     pub(crate) fn wait_published(
         &self,
         path: &Path,
@@ -339,21 +463,25 @@ impl Client {
             {
                 return Some(entry.clone());
             }
-            if self.is_dead() {
+            if self.is_dead() || self.start_failure().is_some() {
                 return None;
             }
             let now = Instant::now();
             if now >= deadline {
                 return None;
             }
-            published = self.shared.changed.wait_timeout(published, deadline - now).ok()?.0;
+            let until = self.start_deadline().map_or(deadline, |start| start.min(deadline));
+            let wait = until.saturating_duration_since(now).max(Duration::from_millis(1));
+            published = self.shared.changed.wait_timeout(published, wait).ok()?.0;
         }
     }
 }
 
 impl Drop for Client {
     fn drop(&mut self) {
-        if !self.is_dead() {
+        // A server that has not answered `initialize` is killed without the shutdown request
+        // (it would only be held).
+        if !self.is_dead() && self.is_ready() {
             let _ = self.request("shutdown", Value::Null, SHUTDOWN_WAIT);
             self.notify("exit", Value::Null);
         }
@@ -396,7 +524,10 @@ fn read_loop(shared: &Shared, mut reader: BufReader<std::process::ChildStdout>) 
                     }
                     _ => Value::Null,
                 };
-                shared.send(&json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+                let answer = json!({ "jsonrpc": "2.0", "id": id, "result": result });
+                if let Ok(body) = serde_json::to_vec(&answer) {
+                    shared.send_now(body);
+                }
             }
             (Some("textDocument/publishDiagnostics"), None) => {
                 let Some(params) = message.get("params") else { continue };
@@ -424,6 +555,10 @@ fn read_loop(shared: &Shared, mut reader: BufReader<std::process::ChildStdout>) 
                         .to_owned()),
                     None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
                 };
+                if id == INITIALIZE_ID {
+                    shared.answered_initialize(answer);
+                    continue;
+                }
                 if let Ok(mut responses) = shared.responses.lock() {
                     responses.insert(id, answer);
                 }

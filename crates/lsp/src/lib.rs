@@ -3,13 +3,18 @@
 //! hover, symbols, implementation, call hierarchy), and formatters run after edits.
 //!
 //! A [`CodeIntel`] belongs to one session. A server starts on the first file of its language
-//! (by extension) whose configured binary is on `PATH` (never downloaded), in the directory the
-//! nearest root marker names (else the session's directory), spawned through the sandbox with
-//! the session's confinement; it stops when the `CodeIntel` is dropped.
+//! (by extension) whose configured binary is on `PATH` (never downloaded) that a tool reads,
+//! searches ([`CodeIntel::touch`]) or edits, in the directory the nearest root marker names
+//! (else the session's directory), spawned through the sandbox with the session's
+//! confinement; it stops when the `CodeIntel` is dropped. Starting is in the background: the
+//! read that starts a server does not wait for it, so the usual read-then-edit finds it warm.
 //!
 //! Invariants:
 //! - Nothing here fails an edit: a server that is missing, exits, or does not answer becomes a
 //!   note in the result ([`CodeIntel::after_edit`]). Every wait has a deadline.
+//! - The wait an edit adds for diagnostics is at most `diagnostics_wait`, start-up included: a
+//!   server still starting at that bound is noted (its diagnostics follow later edits) and
+//!   goes on starting.
 //! - A file no server and no formatter is configured for costs nothing: no process, no wait.
 //! - A server that failed to start is not retried in the same session (its note says why).
 //! - Positions the model sees and gives are 1-based lines and columns (characters); the wire's
@@ -186,10 +191,11 @@ pub struct LspConfig {
     pub servers: Vec<ServerConfig>,
     /// Formatters run after an edit, before diagnostics are asked for.
     pub formatters: Vec<FormatterConfig>,
-    /// How long an edit waits for a server's diagnostics. Default 1 s. The first file a
-    /// server is given may take up to `start_timeout` (its first analysis).
+    /// The most an edit waits for the servers' diagnostics, a server's start-up included.
+    /// Default 1 s.
     pub diagnostics_wait: Duration,
-    /// How long a server may take to start (`initialize`). Default 10 s.
+    /// How long a server may take to answer `initialize` (in the background) before it is
+    /// taken for hung, killed and noted. Default 10 s.
     pub start_timeout: Duration,
     /// How long the `lsp` tool waits for an answer. Default 10 s.
     pub request_timeout: Duration,
@@ -225,6 +231,8 @@ pub enum ServerState {
     Available(PathBuf),
     /// Its binary is not on `PATH`.
     Missing,
+    /// Started, not answering `initialize` yet.
+    Starting,
     /// Running.
     Running,
     /// It failed (to start, or later): why.
@@ -276,10 +284,14 @@ impl CodeIntel {
                     slots.iter().find(|((name, _), _)| *name == server.name).map(|(_, slot)| slot)
                 });
                 let state = match slot {
-                    Some(Slot::Running(client)) if client.is_dead() => {
-                        ServerState::Failed(format!("{} exited", server.name))
-                    }
-                    Some(Slot::Running(_)) => ServerState::Running,
+                    Some(Slot::Running(client)) => match client.start_failure() {
+                        Some(why) => ServerState::Failed(why.to_string()),
+                        None if client.is_dead() => {
+                            ServerState::Failed(format!("{} exited", server.name))
+                        }
+                        None if client.is_ready() => ServerState::Running,
+                        None => ServerState::Starting,
+                    },
                     Some(Slot::Failed(why)) => ServerState::Failed(why.clone()),
                     None => match self.find(&server.command) {
                         Some(path) => ServerState::Available(path),
@@ -354,7 +366,8 @@ impl CodeIntel {
         if missing.is_empty() { Ok(None) } else { Err(missing.join(", ")) }
     }
 
-    /// The running client for `server` at `path`'s root, started when needed.
+    /// The client for `server` at `path`'s root, started (in the background) when needed: it
+    /// may still be starting. A server that did not start is left failed, with why.
     fn client(
         &self,
         server: &ServerConfig,
@@ -365,9 +378,12 @@ impl CodeIntel {
         let key = (server.name.clone(), root.clone());
         let mut slots = self.slots.lock().map_err(|_| Error::Poisoned.to_string())?;
         match slots.get(&key) {
-            Some(Slot::Running(client)) if !client.is_dead() => return Ok(Arc::clone(client)),
-            Some(Slot::Running(_)) => {
-                let why = format!("{} exited; it is not restarted in this session", server.name);
+            Some(Slot::Running(client)) => {
+                let why = match client.start_failure() {
+                    Some(failure) => format!("{} did not start: {failure}", server.name),
+                    None if !client.is_dead() => return Ok(Arc::clone(client)),
+                    None => format!("{} exited; it is not restarted in this session", server.name),
+                };
                 slots.insert(key, Slot::Failed(why.clone()));
                 return Err(why);
             }
@@ -397,10 +413,37 @@ impl CodeIntel {
         }
     }
 
+    /// Starts, in the background, the servers of files a tool read or found (`paths`, absolute),
+    /// so that an edit that follows finds them warm. A file read (`open`) is also opened on its
+    /// server, whose first analysis (the standard library's stubs, the project's index) then
+    /// runs before the edit. Returns at once; a file no server serves costs a look at its
+    /// extension.
+    pub fn touch(&self, paths: &[PathBuf], open: bool) {
+        let mut started: Vec<String> = Vec::new();
+        for path in paths {
+            if !self.config.servers.iter().any(|server| server.serves(path)) {
+                continue;
+            }
+            let Ok(Some((server, binary))) = self.server_for(path) else { continue };
+            if !open && started.contains(&server.name) {
+                continue;
+            }
+            let Ok(client) = self.client(&server, &binary, path) else { continue };
+            started.push(server.name.clone());
+            if open
+                && !client.is_open(path)
+                && small_enough(path)
+                && let Ok(text) = fs_err::read_to_string(path)
+            {
+                client.sync(path, language_id(path), &text);
+            }
+        }
+    }
+
     /// Runs the formatters, then collects the servers' diagnostics for the files an edit
     /// changed (absolute paths; missing files are skipped). Returns the text to add to the
-    /// edit's result, empty when there is nothing to say. Never fails and never waits past
-    /// the configured bounds.
+    /// edit's result, empty when there is nothing to say. Never fails; the diagnostics' wait
+    /// ends at `diagnostics_wait` after the formatters, for all the files together.
     pub fn after_edit(&self, paths: &[PathBuf]) -> String {
         let mut sections = Vec::new();
         for path in paths {
@@ -411,61 +454,76 @@ impl CodeIntel {
                 sections.push(note);
             }
         }
-        for path in paths {
-            if !path.is_file() {
-                continue;
-            }
-            if let Some(note) = self.diagnostics(path) {
-                sections.push(note);
+        let deadline = Instant::now() + self.config.diagnostics_wait;
+        // Every file is synced before any is waited for, so that their analyses overlap.
+        let synced: Vec<std::result::Result<Pending, String>> = paths
+            .iter()
+            .filter(|path| path.is_file())
+            .filter_map(|path| self.sync_for_diagnostics(path).transpose())
+            .collect();
+        for pending in synced {
+            match pending {
+                Ok(pending) => sections.push(self.await_diagnostics(&pending, deadline)),
+                Err(note) => sections.push(note),
             }
         }
         sections.join("\n")
     }
 
-    /// One file's diagnostics after it changed, or a note on why there are none.
-    fn diagnostics(&self, path: &Path) -> Option<String> {
+    /// Gives one changed file to its server. `Ok(None)`: no server serves it; `Err`: a note on
+    /// why there will be no diagnostics.
+    fn sync_for_diagnostics(&self, path: &Path) -> std::result::Result<Option<Pending>, String> {
         let shown = shown_path(&self.config.cwd, path);
         let (server, binary) = match self.server_for(path) {
             Ok(Some(found)) => found,
-            Ok(None) => return None,
-            Err(missing) => {
-                return Some(format!("Diagnostics for {shown}: no server ({missing})."));
-            }
+            Ok(None) => return Ok(None),
+            Err(missing) => return Err(format!("Diagnostics for {shown}: no server ({missing}).")),
         };
-        let client = match self.client(&server, &binary, path) {
-            Ok(client) => client,
-            Err(why) => return Some(format!("Diagnostics for {shown}: unavailable ({why}).")),
-        };
-        let text = match fs_err::read_to_string(path) {
-            Ok(text) => text,
-            Err(err) => return Some(format!("Diagnostics for {shown}: unavailable ({err}).")),
-        };
-        // A server's first analysis (indexing, loading the standard library) belongs to its
-        // start: the first file synced may take the start's bound.
-        let wait = if client.first_sync() {
-            self.config.diagnostics_wait.max(self.config.start_timeout)
-        } else {
-            self.config.diagnostics_wait
-        };
+        let client = self
+            .client(&server, &binary, path)
+            .map_err(|why| format!("Diagnostics for {shown}: unavailable ({why})."))?;
+        let text = fs_err::read_to_string(path)
+            .map_err(|err| format!("Diagnostics for {shown}: unavailable ({err})."))?;
         let before = client.generation(path);
         let version = client.sync(path, language_id(path), &text);
-        let deadline = Instant::now() + wait;
-        let millis = wait.as_millis();
-        match client.wait_published(path, before, version, deadline) {
-            Some(published) => Some(render_diagnostics(
-                &shown,
+        Ok(Some(Pending { path: path.to_path_buf(), shown, server, client, before, version }))
+    }
+
+    /// Waits until `deadline` for the diagnostics of one synced file; the text to show.
+    fn await_diagnostics(&self, pending: &Pending, deadline: Instant) -> String {
+        let Pending { path, shown, server, client, before, version } = pending;
+        if let Some(published) = client.wait_published(path, *before, *version, deadline) {
+            return render_diagnostics(
+                shown,
                 client.name(),
                 &published.diagnostics,
                 self.config.max_diagnostics,
-            )),
-            None if client.is_dead() => {
-                Some(format!("Diagnostics for {shown}: unavailable ({} exited).", client.name()))
-            }
-            None => Some(format!(
-                "Diagnostics for {shown}: {} published none within {millis} ms.",
-                client.name()
-            )),
+            );
         }
+        if let Some(failure) = client.start_failure() {
+            // Marks the slot failed (and drops the server) for the next edit; the note says why.
+            let why = format!("{} did not start: {failure}", client.name());
+            if let Ok(mut slots) = self.slots.lock() {
+                let root = root_of(path, &server.root_markers, &self.config.cwd);
+                slots.insert((server.name.clone(), root), Slot::Failed(why.clone()));
+            }
+            return format!("Diagnostics for {shown}: unavailable ({why}).");
+        }
+        if client.is_dead() {
+            return format!("Diagnostics for {shown}: unavailable ({} exited).", client.name());
+        }
+        // Not answering `initialize` yet, or in its first analysis (it published nothing yet).
+        if !client.is_ready() || !client.has_published() {
+            return format!(
+                "Diagnostics for {shown}: {} is starting; its diagnostics come with later edits.",
+                client.name()
+            );
+        }
+        format!(
+            "Diagnostics for {shown}: {} published none within {} ms.",
+            client.name(),
+            self.config.diagnostics_wait.as_millis()
+        )
     }
 
     /// A running client for the `lsp` tool: the server of `path`, or any running one (else the
@@ -496,6 +554,26 @@ impl CodeIntel {
         }
         Err("no language server is installed".to_owned())
     }
+}
+
+/// A changed file given to its server, its diagnostics awaited.
+struct Pending {
+    path: PathBuf,
+    shown: String,
+    server: ServerConfig,
+    client: Arc<Client>,
+    /// The generation of its last publish before the change.
+    before: u64,
+    /// The version sent.
+    version: i64,
+}
+
+/// Files larger than this are not opened on a server when merely read (a generated file, a
+/// data dump): the server still starts.
+const OPEN_ON_READ_LIMIT: u64 = 1024 * 1024;
+
+fn small_enough(path: &Path) -> bool {
+    fs_err::metadata(path).is_ok_and(|meta| meta.len() <= OPEN_ON_READ_LIMIT)
 }
 
 /// A diagnostic's severity name (LSP: 1 error, 2 warning, 3 information, 4 hint; absent is

@@ -108,10 +108,11 @@ fn a_file_no_server_serves_costs_nothing_and_says_nothing() {
     assert!(intel.states().iter().all(|(_, state)| !matches!(state, crate::ServerState::Running)));
 }
 
-/// A language server in Python: answers `initialize`; on a document's open or change it
-/// publishes one warning and one error (`publish`; `silent`: on open only), or exits (`crash`).
+/// A language server in Python: answers `initialize` (`gated`: once a file `go` exists beside
+/// the script; `mute`: never); on a document's open or change it publishes one warning and one
+/// error (`publish`, `gated`; `silent`: on open only), or exits (`crash`).
 const FAKE_SERVER: &str = r#"
-import json, sys
+import json, os, sys, time
 def read():
     length = None
     while True:
@@ -134,6 +135,10 @@ while True:
     message = read()
     method = message.get("method")
     if method == "initialize":
+        if mode == "mute":
+            continue
+        while mode == "gated" and not os.path.exists(os.path.join(os.path.dirname(sys.argv[0]), "go")):
+            time.sleep(0.02)
         send({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {}}})
     elif method == "shutdown":
         send({"jsonrpc": "2.0", "id": message["id"], "result": None})
@@ -155,10 +160,15 @@ fn fake_intel(dir: &Path, mode: &str) -> crate::CodeIntel {
     let script = dir.join("fake_server.py");
     fs_err::write(&script, FAKE_SERVER).unwrap();
     let mut config = crate::LspConfig::standard(dir);
-    // Only the silent server runs into the wait; the others end it early, however loaded the
-    // machine is.
-    config.diagnostics_wait =
-        std::time::Duration::from_millis(if mode == "silent" { 300 } else { 30_000 });
+    // Only the silent and the gated servers run into the wait; the others end it early,
+    // however loaded the machine is.
+    config.diagnostics_wait = std::time::Duration::from_millis(match mode {
+        "silent" | "gated" => 300,
+        _ => 30_000,
+    });
+    if mode == "mute" {
+        config.start_timeout = std::time::Duration::from_millis(200);
+    }
 
     config.servers = vec![crate::ServerConfig {
         name: "fake".to_owned(),
@@ -193,12 +203,100 @@ fn a_silent_server_costs_the_wait_then_a_note() {
     let intel = fake_intel(&root, "silent");
     let file = root.join("a.fk");
     fs_err::write(&file, "one\n").unwrap();
-    // The first file waits for the server's first analysis (the start's bound), which comes.
-    assert!(intel.after_edit(std::slice::from_ref(&file)).contains("1 error(s)"));
+    // Read first: the server starts and gets the file; its publish for the open comes.
+    intel.touch(std::slice::from_ref(&file), true);
+    let client = running_client(&intel);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    assert!(client.wait_published(&file, 0, 1, deadline).is_some());
     assert_eq!(
         intel.after_edit(std::slice::from_ref(&file)),
         "Diagnostics for a.fk: fake published none within 300 ms."
     );
+}
+
+/// The one client `intel` started.
+fn running_client(intel: &crate::CodeIntel) -> std::sync::Arc<crate::client::Client> {
+    let slots = intel.slots.lock().unwrap();
+    let mut clients = slots.values().filter_map(|slot| match slot {
+        crate::Slot::Running(client) => Some(std::sync::Arc::clone(client)),
+        crate::Slot::Failed(_) => None,
+    });
+    let client = clients.next().expect("a server was started");
+    assert!(clients.next().is_none());
+    client
+}
+
+fn state_of(intel: &crate::CodeIntel) -> crate::ServerState {
+    intel.states().into_iter().next().unwrap().1
+}
+
+#[test]
+fn an_edit_does_not_wait_past_its_bound_for_a_server_still_starting() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let intel = fake_intel(&root, "gated");
+    let file = root.join("a.fk");
+    fs_err::write(&file, "one\ntwo\n").unwrap();
+    // The server cannot answer `initialize` before `go` exists: the edit returns at its bound
+    // with the note, and the server goes on starting.
+    assert_eq!(
+        intel.after_edit(std::slice::from_ref(&file)),
+        "Diagnostics for a.fk: fake is starting; its diagnostics come with later edits."
+    );
+    assert_eq!(state_of(&intel), crate::ServerState::Starting);
+    fs_err::write(root.join("go"), "").unwrap();
+    // Once it answers, the open and the changes held meanwhile reach it: a later edit gets the
+    // diagnostics (each edit is bounded by the wait, so a loaded machine may take a few).
+    let mut last = String::new();
+    for _ in 0..100 {
+        last = intel.after_edit(std::slice::from_ref(&file));
+        if last.contains("1 error(s)") {
+            break;
+        }
+        assert!(
+            last.ends_with("is starting; its diagnostics come with later edits.")
+                || last.contains("published none"),
+            "{last}"
+        );
+    }
+    assert!(last.starts_with("Diagnostics for a.fk (fake): 1 error(s), 1 other(s)"), "{last}");
+    assert_eq!(state_of(&intel), crate::ServerState::Running);
+}
+
+#[test]
+fn a_server_that_never_answers_initialize_is_cut_at_its_start_bound_not_the_edit_s_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    // The edit would wait 30 s for diagnostics; the server's start bound is 200 ms.
+    let intel = fake_intel(&root, "mute");
+    let file = root.join("a.fk");
+    fs_err::write(&file, "one\n").unwrap();
+    let failed = "Diagnostics for a.fk: unavailable (fake did not start: fake did not answer initialize within 200 ms).";
+    assert_eq!(intel.after_edit(std::slice::from_ref(&file)), failed);
+    assert!(matches!(state_of(&intel), crate::ServerState::Failed(_)));
+    // Not tried again: the same note at once.
+    assert_eq!(intel.after_edit(std::slice::from_ref(&file)), failed);
+}
+
+#[test]
+fn a_search_starts_the_server_without_opening_the_files_a_read_opens_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let intel = fake_intel(&root, "publish");
+    let (found, read) = (root.join("found.fk"), root.join("read.fk"));
+    fs_err::write(&found, "x\n").unwrap();
+    fs_err::write(&read, "x\n").unwrap();
+    // Files of no server's language, or that do not exist, start nothing.
+    intel.touch(&[root.join("notes.txt"), root.join("missing.txt")], false);
+    assert!(intel.slots.lock().unwrap().is_empty());
+    intel.touch(&[found.clone(), root.join("notes.txt")], false);
+    let client = running_client(&intel);
+    assert!(!client.is_open(&found));
+    intel.touch(std::slice::from_ref(&read), true);
+    assert!(client.is_open(&read));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    assert!(client.wait_published(&read, 0, 1, deadline).is_some());
+    assert!(client.is_ready());
 }
 
 #[test]

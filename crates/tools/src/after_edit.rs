@@ -2,9 +2,13 @@
 //! product's [`AfterEdit`] (formatters, then the language servers' diagnostics), whose text is
 //! added to the tool's result.
 //!
+//! The same hook hears of the files `read_file` read and `grep` / `glob` found
+//! ([`AfterEdit::touched`]), so that a language server can start before the edit that needs it.
+//!
 //! Invariants: it runs only after a successful change (an error result is returned as it is),
 //! on the absolute paths the call's view names; its text joins the result's first text item, so
-//! every front-end that shows the result shows it; it cannot fail the edit.
+//! every front-end that shows the result shows it; it cannot fail the edit. `touched` changes no
+//! result and must return at once.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,7 +24,16 @@ pub trait AfterEdit: Send + Sync + std::fmt::Debug {
     /// Does what follows an edit of `paths` (absolute; a deleted file may be among them) and
     /// returns what to add to the result (empty: nothing). Bounded in time; never fails.
     fn after_edit(&self, paths: &[PathBuf]) -> String;
+
+    /// Hears of files a read-only tool read (`read`: true) or found (absolute paths; any of
+    /// them may not exist). Returns at once; by default does nothing.
+    fn touched(&self, paths: &[PathBuf], read: bool) {
+        let _ = (paths, read);
+    }
 }
+
+/// Lines of a search's result looked at for the files it found.
+const TOUCHED_LINES: usize = 200;
 
 /// `builtin` with `hook` run after its successful calls, when it is an edit tool; else
 /// `builtin` as it is.
@@ -35,7 +48,81 @@ pub(crate) fn wrap(
             hook: Arc::clone(hook),
             cwd: cwd.to_path_buf(),
         }),
+        Some(hook) if matches!(builtin.name(), "read_file" | "grep" | "glob") => {
+            Arc::new(WithTouched { inner: builtin, hook: Arc::clone(hook), cwd: cwd.to_path_buf() })
+        }
         Some(_) | None => builtin,
+    }
+}
+
+/// A read-only tool whose successful results tell the hook the files they read or found.
+struct WithTouched {
+    inner: Arc<dyn Builtin>,
+    hook: Arc<dyn AfterEdit>,
+    cwd: PathBuf,
+}
+
+impl Builtin for WithTouched {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn description(&self) -> &'static str {
+        self.inner.description()
+    }
+    fn schema(&self) -> Value {
+        self.inner.schema()
+    }
+    fn kind(&self) -> ToolKind {
+        self.inner.kind()
+    }
+    fn permission_keys(&self, args: &Value) -> Vec<String> {
+        self.inner.permission_keys(args)
+    }
+    fn summary(&self, args: &Value) -> String {
+        self.inner.summary(args)
+    }
+    fn view(&self, args: &Value) -> CallView {
+        self.inner.view(args)
+    }
+    fn offered(&self) -> bool {
+        self.inner.offered()
+    }
+    fn check(&self, args: &Value) -> Result<(), String> {
+        self.inner.check(args)
+    }
+    fn input_reader(&self) -> Option<Box<dyn InputReader>> {
+        self.inner.input_reader()
+    }
+    fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
+        let view = self.inner.view(&args);
+        let output = self.inner.run(env, args)?;
+        if output.is_error {
+            return Ok(output);
+        }
+        if self.inner.name() == "read_file" {
+            let paths: Vec<PathBuf> = view
+                .paths
+                .iter()
+                .filter(|path| !path.is_empty())
+                .map(|path| self.cwd.join(path))
+                .collect();
+            self.hook.touched(&paths, true);
+            return Ok(output);
+        }
+        // A search's lines start with the path found (`glob`: the whole line; `grep`: up to
+        // the first `:`).
+        let mut paths: Vec<PathBuf> = Vec::new();
+        for item in &output.content {
+            let ContentItem::Text { text } = item else { continue };
+            for line in text.lines().take(TOUCHED_LINES) {
+                let named = line.split_once(':').map_or(line, |(path, _)| path);
+                if !named.is_empty() && !named.starts_with('(') {
+                    paths.push(self.cwd.join(named));
+                }
+            }
+        }
+        self.hook.touched(&paths, false);
+        Ok(output)
     }
 }
 
