@@ -84,5 +84,5 @@ pub use command::{Classification, CommandContext, Part, Severity, classify};
 pub use error::{Error, Result, RuleError, RuleProblem};
 pub use mode::{ApprovalMode, Modes, PermissionMode, PermissionSwitch, SandboxMode};
 pub use paths::{normalize_lexically, resolve};
-pub use protect::{Guard, Protection};
+pub use protect::{GitEnv, Guard, Protection};
 pub use rules::{Call, Rule, RuleOrigin, RuleSet, Subject};

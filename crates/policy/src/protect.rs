@@ -10,6 +10,11 @@
 //! - for the git repository of each root (found the way git finds it, walking up): the git dir a
 //!   `.git` file points to (`gitdir:`) and its common dir, and the directory `core.hooksPath`
 //!   names in the repository's config (`.husky`, say);
+//! - the directory `core.hooksPath` names in the user's global git config (`GIT_CONFIG_GLOBAL`,
+//!   else `$XDG_CONFIG_HOME/git/config` and `~/.gitconfig`) or the system one
+//!   (`GIT_CONFIG_SYSTEM`, else `/etc/gitconfig`, unless `GIT_CONFIG_NOSYSTEM`), resolved as git
+//!   does: `~/` is the home, a relative path is relative to each repository's work tree top
+//!   (where git runs hooks), so it protects nothing outside a repository;
 //! - the extra paths the caller names (codecoder's home), wherever they are.
 //!
 //! Invariants:
@@ -17,7 +22,8 @@
 //! - [`Guard::check`] takes a path already resolved with [`crate::resolve`] (`..` and symlinks
 //!   of existing ancestors resolved), so neither `../` nor a symlink moves a write out of
 //!   protection; the roots are resolved the same way.
-//! - The only I/O is reading `.git` pointer files, `commondir` and git config files, listing
+//! - The only I/O is reading `.git` pointer files, `commondir` and git config files (a few
+//!   small files per guard, read directly: no git process), listing
 //!   `.claude` (for [`Guard::existing`]) and canonicalizing paths that exist; a file that cannot
 //!   be read protects nothing extra (the names still do).
 
@@ -135,14 +141,38 @@ pub struct Guard {
 
 impl Guard {
     /// The guard of `roots` (relative ones against `cwd`) plus `extra` paths protected wherever
-    /// they are (codecoder's home). Reads the repositories' `.git` files and configs now: make a
-    /// new guard to see later changes.
+    /// they are (codecoder's home). Reads the repositories' `.git` files and configs, and the
+    /// global and system git configs this process's environment names ([`GitEnv::from_process`]),
+    /// now: make a new guard to see later changes.
     pub fn new(roots: &[PathBuf], cwd: &Path, extra: &[PathBuf]) -> Self {
+        Self::with_git_env(roots, cwd, extra, &GitEnv::from_process())
+    }
+
+    /// As [`Guard::new`], with the global and system git configs found through `git_env`.
+    pub fn with_git_env(
+        roots: &[PathBuf],
+        cwd: &Path,
+        extra: &[PathBuf],
+        git_env: &GitEnv,
+    ) -> Self {
         let mut resolved: Vec<PathBuf> = roots.iter().map(|root| resolve(root, cwd)).collect();
         resolved.sort();
         resolved.dedup();
         let mut trees: Vec<(PathBuf, Rule)> =
             extra.iter().map(|path| (resolve(path, cwd), Rule::CodecoderHome)).collect();
+        let home = git_env.home.as_deref();
+        // The user's and the system's hooks paths: an absolute one (or `~/…`) wherever it is, a
+        // relative one below each repository's top (below).
+        let outer: Vec<(PathBuf, String)> = git_env
+            .config_files()
+            .into_iter()
+            .filter_map(|config| hooks_path(&config).map(|value| (config, value)))
+            .collect();
+        for (config, value) in &outer {
+            if let Some(hooks) = expand_hooks_path(value, None, home) {
+                trees.push((resolve(&hooks, cwd), Rule::HooksPath { config: config.clone() }));
+            }
+        }
         for root in &resolved {
             let Some(top) = repository_top(root) else { continue };
             let dot_git = top.join(".git");
@@ -150,8 +180,11 @@ impl Guard {
             for gitdir in gitdirs {
                 trees.push((gitdir, Rule::GitDir { pointer: dot_git.clone() }));
             }
-            for config in configs {
-                if let Some(hooks) = hooks_path(&config, &top) {
+            let local = configs
+                .into_iter()
+                .filter_map(|config| hooks_path(&config).map(|value| (config, value)));
+            for (config, value) in local.chain(outer.iter().cloned()) {
+                if let Some(hooks) = expand_hooks_path(&value, Some(&top), home) {
                     trees.push((resolve(&hooks, &top), Rule::HooksPath { config }));
                 }
             }
@@ -313,9 +346,83 @@ fn git_dirs(top: &Path, dot_git: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     (dirs, configs)
 }
 
-/// `core.hooksPath` in the git config file `config`, relative ones against the work tree `top`.
-/// A value starting with `~` is skipped (the home is not the policy's to guess here).
-fn hooks_path(config: &Path, top: &Path) -> Option<PathBuf> {
+/// Where git looks for its global and system config files, and the home `~/` stands for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GitEnv {
+    /// `HOME`: `~/.gitconfig`, and what `~/` in a `core.hooksPath` means.
+    pub home: Option<PathBuf>,
+    /// `XDG_CONFIG_HOME` (default `~/.config`): `$XDG_CONFIG_HOME/git/config`.
+    pub xdg_config_home: Option<PathBuf>,
+    /// `GIT_CONFIG_GLOBAL`: the one global config file instead of the two above.
+    pub config_global: Option<PathBuf>,
+    /// `GIT_CONFIG_SYSTEM`: the system config file instead of `/etc/gitconfig`.
+    pub config_system: Option<PathBuf>,
+    /// `GIT_CONFIG_NOSYSTEM` is true: no system config file.
+    pub no_system: bool,
+}
+
+impl GitEnv {
+    /// This process's environment (empty values count as unset, as git treats them).
+    pub fn from_process() -> Self {
+        use codecoder_protocol::env;
+        let path = |name: &str| {
+            std::env::var_os(name).filter(|value| !value.is_empty()).map(PathBuf::from)
+        };
+        let no_system = std::env::var(env::GIT_CONFIG_NOSYSTEM).is_ok_and(|value| {
+            matches!(value.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on")
+        });
+        GitEnv {
+            home: path(env::HOME),
+            xdg_config_home: path(env::XDG_CONFIG_HOME),
+            config_global: path(env::GIT_CONFIG_GLOBAL),
+            config_system: path(env::GIT_CONFIG_SYSTEM),
+            no_system,
+        }
+    }
+
+    /// The global and system config files git would read (existing or not), system first.
+    pub fn config_files(&self) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        if !self.no_system {
+            files.push(self.config_system.clone().unwrap_or_else(|| "/etc/gitconfig".into()));
+        }
+        match &self.config_global {
+            Some(global) => files.push(global.clone()),
+            None => {
+                let xdg = self
+                    .xdg_config_home
+                    .clone()
+                    .or_else(|| self.home.as_ref().map(|home| home.join(".config")));
+                files.extend(xdg.map(|xdg| xdg.join("git/config")));
+                files.extend(self.home.as_ref().map(|home| home.join(".gitconfig")));
+            }
+        }
+        files
+    }
+}
+
+/// A `core.hooksPath` value as git resolves it: `~` and `~/…` against `home`, an absolute path
+/// as is, a relative one against the work tree `top` (`None` outside a repository: nothing).
+/// `~user/…` is not resolved.
+fn expand_hooks_path(value: &str, top: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
+    if value == "~" {
+        return home.map(Path::to_path_buf);
+    }
+    if let Some(rest) = value.strip_prefix("~/") {
+        return home.map(|home| home.join(rest));
+    }
+    if value.starts_with('~') {
+        return None;
+    }
+    let path = Path::new(value);
+    if path.is_absolute() {
+        return Some(path.to_path_buf());
+    }
+    top.map(|top| top.join(path))
+}
+
+/// The raw `core.hooksPath` value in the git config file `config`, if it sets one.
+fn hooks_path(config: &Path) -> Option<String> {
     let text = fs_err::read_to_string(config).ok()?;
     let mut in_core = false;
     let mut found = None;
@@ -332,8 +439,8 @@ fn hooks_path(config: &Path, top: &Path) -> Option<PathBuf> {
         let Some((key, value)) = line.split_once('=') else { continue };
         if key.trim().eq_ignore_ascii_case("hookspath") {
             let value = value.split([';', '#']).next().unwrap_or("").trim().trim_matches('"');
-            if !value.is_empty() && !value.starts_with('~') {
-                found = Some(top.join(value));
+            if !value.is_empty() {
+                found = Some(value.to_owned());
             }
         }
     }

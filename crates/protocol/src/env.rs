@@ -33,6 +33,16 @@ pub const NO_COLOR: &str = "NO_COLOR";
 /// The index file git uses: codecoder points it at a temporary file to snapshot a work tree
 /// for checkpoints without touching the repository's own index.
 pub const GIT_INDEX_FILE: &str = "GIT_INDEX_FILE";
+/// The global git config file to use instead of `~/.gitconfig` and `$XDG_CONFIG_HOME/git/config`
+/// (read for a `core.hooksPath` to protect).
+pub const GIT_CONFIG_GLOBAL: &str = "GIT_CONFIG_GLOBAL";
+/// The system git config file to use instead of `/etc/gitconfig`.
+pub const GIT_CONFIG_SYSTEM: &str = "GIT_CONFIG_SYSTEM";
+/// Set to a true value: git skips the system config file.
+pub const GIT_CONFIG_NOSYSTEM: &str = "GIT_CONFIG_NOSYSTEM";
+/// The base of the user's config files (default `~/.config`): git's global config may be
+/// `$XDG_CONFIG_HOME/git/config`.
+pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
 
 // Model providers: the presets' base URLs and API keys.
 

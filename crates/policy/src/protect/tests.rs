@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use pretty_assertions::assert_eq;
 
-use super::{Guard, Protection, Rule};
+use super::{GitEnv, Guard, Protection, Rule};
 use crate::paths::resolve;
 
 struct Layout {
@@ -165,6 +165,74 @@ fn core_hooks_path_is_protected_whether_or_not_it_exists() {
         fs_err::write(layout.ws.join(".git/config"), "[alias]\n\thooksPath = .husky\n").unwrap();
         assert_eq!(layout.check(".husky/pre-commit"), None);
     }
+}
+
+#[test]
+fn global_and_system_hooks_paths_are_protected_as_git_resolves_them() {
+    let layout = layout(false);
+    let user_home = layout.base.join("user");
+    fs_err::create_dir_all(user_home.join(".config/git")).unwrap();
+    let hooks = |value: &str| format!("[user]\n\tname = x\n[core]\n\thooksPath = {value}\n");
+    // `~/.gitconfig`: `~/` is the home, even when the home is inside a writable root.
+    fs_err::write(user_home.join(".gitconfig"), hooks("~/.githooks")).unwrap();
+    // `$XDG_CONFIG_HOME/git/config`: relative to each repository's work tree top.
+    fs_err::write(user_home.join(".config/git/config"), hooks("tools/hooks")).unwrap();
+    let system = layout.base.join("gitconfig");
+    fs_err::write(&system, hooks("\"/opt/hooks\"")).unwrap();
+    let git_env = GitEnv {
+        home: Some(user_home.clone()),
+        xdg_config_home: None,
+        config_global: None,
+        config_system: Some(system.clone()),
+        no_system: false,
+    };
+    let guard = Guard::with_git_env(&layout.roots, &layout.ws, &[], &git_env);
+    let check = |path: PathBuf| guard.check(&resolve(&path, &layout.ws));
+    let found = check(user_home.join(".githooks/pre-commit")).unwrap();
+    assert_eq!(found.protected, user_home.join(".githooks"));
+    assert_eq!(found.rule, Rule::HooksPath { config: user_home.join(".gitconfig") });
+    assert!(found.to_string().contains(".gitconfig"), "{found}");
+    let found = check(layout.ws.join("tools/hooks/post-checkout")).unwrap();
+    assert_eq!(found.protected, layout.ws.join("tools/hooks"));
+    assert_eq!(found.rule, Rule::HooksPath { config: user_home.join(".config/git/config") });
+    let found = check(PathBuf::from("/opt/hooks/pre-push")).unwrap();
+    assert_eq!(found.rule, Rule::HooksPath { config: system.clone() });
+    assert_eq!(check(layout.ws.join("tools/other")), None);
+    // A relative global hooks path means nothing outside a repository.
+    let plain = layout.base.join("plain");
+    fs_err::create_dir_all(&plain).unwrap();
+    let guard = Guard::with_git_env(std::slice::from_ref(&plain), &plain, &[], &git_env);
+    assert_eq!(guard.check(&plain.join("tools/hooks/x")), None);
+
+    // `GIT_CONFIG_GLOBAL` replaces both user files; `GIT_CONFIG_NOSYSTEM` drops the system one.
+    let global = layout.base.join("global.cfg");
+    fs_err::write(&global, hooks("../shared-hooks")).unwrap();
+    let git_env = GitEnv { config_global: Some(global.clone()), no_system: true, ..git_env };
+    let guard = Guard::with_git_env(&layout.roots, &layout.ws, &[], &git_env);
+    let found = guard.check(&layout.base.join("shared-hooks/pre-commit")).unwrap();
+    assert_eq!(found.rule, Rule::HooksPath { config: global });
+    assert_eq!(found.protected, layout.base.join("shared-hooks"));
+    assert_eq!(guard.check(&user_home.join(".githooks/pre-commit")), None);
+    assert_eq!(guard.check(Path::new("/opt/hooks/pre-push")), None);
+}
+
+#[test]
+fn git_env_lists_the_files_git_reads() {
+    let home = PathBuf::from("/h");
+    let git_env = GitEnv { home: Some(home.clone()), ..GitEnv::default() };
+    assert_eq!(
+        git_env.config_files(),
+        vec![
+            PathBuf::from("/etc/gitconfig"),
+            PathBuf::from("/h/.config/git/config"),
+            PathBuf::from("/h/.gitconfig")
+        ]
+    );
+    let git_env = GitEnv { xdg_config_home: Some("/x".into()), no_system: true, ..git_env };
+    assert_eq!(
+        git_env.config_files(),
+        vec![PathBuf::from("/x/git/config"), PathBuf::from("/h/.gitconfig")]
+    );
 }
 
 #[test]
