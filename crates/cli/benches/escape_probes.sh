@@ -210,8 +210,8 @@ run_under() {
     case $runtime in
         unconfined) cmd=(sh "$PROBES/$name.sh") ;;
         srt) cmd=("$SRT_BIN" --settings "$dir/srt-settings.json" -- sh "$PROBES/$name.sh") ;;
-        codecoder-bwrap) cmd=("$CODECODER_BIN" sandbox -c 'sandbox.backend="bwrap"' -- sh "$PROBES/$name.sh") ;;
-        codecoder-landlock) cmd=("$CODECODER_BIN" sandbox -c 'sandbox.backend="landlock"' -- sh "$PROBES/$name.sh") ;;
+        codecoder-bwrap) cmd=("$CODECODER_BIN" sandbox -a never -c 'sandbox.backend="bwrap"' -- sh "$PROBES/$name.sh") ;;
+        codecoder-landlock) cmd=("$CODECODER_BIN" sandbox -a never -c 'sandbox.backend="landlock"' -- sh "$PROBES/$name.sh") ;;
     esac
     (cd "$dir/ws" && HOME=$dir/home CODECODER_HOME=$dir/cchome timeout 30 "${cmd[@]}") \
         >"$dir/out" 2>&1 </dev/null || true
