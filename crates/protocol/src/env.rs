@@ -68,6 +68,23 @@ pub const OPENROUTER_API_KEY: &str = "OPENROUTER_API_KEY";
 pub const CODECODER_SANDBOX: &str = "CODECODER_SANDBOX";
 /// Set to `1` in a confined command when the network is off.
 pub const CODECODER_SANDBOX_NETWORK_DISABLED: &str = "CODECODER_SANDBOX_NETWORK_DISABLED";
+/// The HTTP proxy for `http://` URLs, set in a confined command whose network goes through the
+/// managed proxy (curl, pip, npm, cargo and git read it); also in lower case.
+pub const HTTP_PROXY: &str = "HTTP_PROXY";
+/// [`HTTP_PROXY`] in lower case (curl reads only this one for `http://`).
+pub const HTTP_PROXY_LOWER: &str = "http_proxy";
+/// The HTTP proxy for `https://` URLs (tunnelled with CONNECT).
+pub const HTTPS_PROXY: &str = "HTTPS_PROXY";
+/// [`HTTPS_PROXY`] in lower case.
+pub const HTTPS_PROXY_LOWER: &str = "https_proxy";
+/// The proxy for every other protocol: `socks5h://…`, names resolved by the proxy.
+pub const ALL_PROXY: &str = "ALL_PROXY";
+/// [`ALL_PROXY`] in lower case.
+pub const ALL_PROXY_LOWER: &str = "all_proxy";
+/// The hosts reached without the proxy: loopback only.
+pub const NO_PROXY: &str = "NO_PROXY";
+/// [`NO_PROXY`] in lower case.
+pub const NO_PROXY_LOWER: &str = "no_proxy";
 /// The project directory, as Claude Code sets it for hooks.
 pub const CLAUDE_PROJECT_DIR: &str = "CLAUDE_PROJECT_DIR";
 /// Our own name for the same directory, set next to [`CLAUDE_PROJECT_DIR`].

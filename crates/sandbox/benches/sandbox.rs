@@ -57,6 +57,7 @@ fn main() {
         access: FsAccess::WorkspaceWrite,
         writable_roots: vec![workspace.clone(), PathBuf::from("/tmp")],
         network: false,
+        network_proxy: None,
         protected_paths: Vec::new(),
         hidden_paths: default_hidden_paths(&home, &[]),
     };

@@ -4,8 +4,12 @@
 //! - `probe` does its work once per preference per process; later calls return the cached
 //!   answer, so asking per command is free.
 //! - A wrapped command is the same command: only the program and the arguments in front of it
-//!   change, plus `CODECODER_SANDBOX` (and `CODECODER_SANDBOX_NETWORK_DISABLED`) in its
-//!   environment.
+//!   change, plus `CODECODER_SANDBOX` (and `CODECODER_SANDBOX_NETWORK_DISABLED`, or the proxy
+//!   variables of a proxied network) in its environment.
+//! - A proxied network never widens to the full network: under bubblewrap the command has an
+//!   empty network namespace and the stage's relay; under Landlock a TCP connect to the proxy's
+//!   port only (without the proxy's TCP address, or on a kernel without Landlock's network rules,
+//!   the network is off); under Seatbelt it is off.
 //! - Bubblewrap is given `--die-with-parent` and its own pid namespace, so terminating the process
 //!   group of the outer `bwrap` (what `Child` does) takes everything inside down with it, even
 //!   the processes that `--new-session` put in a session of their own.
@@ -15,7 +19,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::env;
-use crate::policy::{FsAccess, SandboxPolicy};
+use crate::policy::Sockets;
+use crate::policy::{
+    FsAccess, NetworkMode, NetworkProxy, RELAY_PORT, SandboxPolicy, proxy_environment,
+};
 use crate::stage::{STAGE_MARKER, StageArgs};
 
 pub use codecoder_protocol::BackendPreference;
@@ -300,15 +307,34 @@ impl Sandbox {
         tty: bool,
     ) -> Wrapped {
         let mut env_vars = vec![(env::CODECODER_SANDBOX.into(), self.backend.name().into())];
-        if !self.policy.network {
-            env_vars.push((env::CODECODER_SANDBOX_NETWORK_DISABLED.into(), "1".into()));
-        }
+        let landlock = matches!(self.backend, Backend::Landlock);
+        let mut relay = None;
+        let mut proxy_port = None;
+        let sockets = match (self.policy.network_mode(), &self.backend) {
+            (NetworkMode::Full, _) => Sockets::Any,
+            (NetworkMode::Proxied(proxy), Backend::Bwrap(_)) => {
+                relay = Some(proxy.socket.clone());
+                let address = std::net::SocketAddr::from(([127, 0, 0, 1], RELAY_PORT));
+                env_vars.extend(proxy_vars(address));
+                Sockets::UnixAndTcp
+            }
+            (NetworkMode::Proxied(&NetworkProxy { tcp: Some(address), .. }), Backend::Landlock) => {
+                proxy_port = Some(address.port());
+                env_vars.extend(proxy_vars(address));
+                Sockets::UnixAndTcp
+            }
+            (NetworkMode::Off | NetworkMode::Proxied(_), _) => {
+                env_vars.push((env::CODECODER_SANDBOX_NETWORK_DISABLED.into(), "1".into()));
+                Sockets::Unix
+            }
+        };
         let mut command = vec![program.clone()];
         command.extend(args.iter().cloned());
-        let landlock = matches!(self.backend, Backend::Landlock);
         let stage = StageArgs {
             landlock,
-            network: self.policy.network,
+            network: sockets,
+            relay: relay.clone(),
+            proxy_port,
             access: self.policy.access,
             writable_roots: self.policy.existing_writable_roots(),
             protected: if landlock { self.policy.protected_subpaths() } else { Vec::new() },
@@ -331,8 +357,9 @@ impl Sandbox {
                 // execs the command) when handed the compiled program on a descriptor: that
                 // saves exec'ing the stage, a third of bwrap's added time. Without the
                 // descriptor (pipe creation failed), the stage does it.
-                // A terminal is taken by the stage, so a PTY session always goes through it.
-                let fd = if tty { None } else { seccomp_fd(self.policy.network) };
+                // A terminal is taken by the stage, so a PTY session always goes through it; so
+                // does a proxied network, whose relay the stage starts.
+                let fd = if tty || relay.is_some() { None } else { seccomp_fd(sockets) };
                 match fd {
                     Some(fd) => {
                         argv.push("--seccomp".into());
@@ -375,6 +402,11 @@ impl Sandbox {
     }
 }
 
+/// [`proxy_environment`] as the wrapped command's variables.
+fn proxy_vars(address: std::net::SocketAddr) -> impl Iterator<Item = (OsString, OsString)> {
+    proxy_environment(address).into_iter().map(|(name, value)| (name.into(), value.into()))
+}
+
 /// A command wrapped for its backend.
 pub(crate) struct Wrapped {
     /// What to execute.
@@ -389,13 +421,13 @@ pub(crate) struct Wrapped {
 }
 
 /// The compiled seccomp program (raw `sock_filter` array, as bwrap's `--seccomp FD` reads it)
-/// for `network`, compiled once per process.
+/// for `sockets`, compiled once per process.
 #[cfg(target_os = "linux")]
-fn seccomp_bytes(network: bool) -> Option<&'static [u8]> {
-    static PROGRAMS: OnceLock<[Option<Vec<u8>>; 2]> = OnceLock::new();
+fn seccomp_bytes(sockets: Sockets) -> Option<&'static [u8]> {
+    static PROGRAMS: OnceLock<[Option<Vec<u8>>; 3]> = OnceLock::new();
     let programs = PROGRAMS.get_or_init(|| {
-        [false, true].map(|network| {
-            let program = crate::seccomp::build(network).ok()?;
+        Sockets::ALL.map(|sockets| {
+            let program = crate::seccomp::build(sockets).ok()?;
             let mut bytes = Vec::with_capacity(program.len() * 8);
             for filter in program {
                 bytes.extend_from_slice(&filter.code.to_ne_bytes());
@@ -406,19 +438,19 @@ fn seccomp_bytes(network: bool) -> Option<&'static [u8]> {
             Some(bytes)
         })
     });
-    programs[usize::from(network)].as_deref()
+    programs[sockets.index()].as_deref()
 }
 
 #[cfg(not(target_os = "linux"))]
-fn seccomp_bytes(_network: bool) -> Option<&'static [u8]> {
+fn seccomp_bytes(_sockets: Sockets) -> Option<&'static [u8]> {
     None
 }
 
 /// A pipe's read end holding the seccomp program, inheritable by the next child. The program
 /// is a few hundred bytes, far below a pipe's buffer, so writing it never blocks.
-fn seccomp_fd(network: bool) -> Option<std::os::fd::OwnedFd> {
+fn seccomp_fd(sockets: Sockets) -> Option<std::os::fd::OwnedFd> {
     use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
-    let bytes = seccomp_bytes(network)?;
+    let bytes = seccomp_bytes(sockets)?;
     let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).ok()?;
     let written = nix::unistd::write(&write, bytes).ok()?;
     if written != bytes.len() {
@@ -432,8 +464,9 @@ fn seccomp_fd(network: bool) -> Option<std::os::fd::OwnedFd> {
 /// The bubblewrap options (before `--`) for `policy`: read-only `/` (or read-write under full
 /// access), fresh `/dev` and `/proc`, the writable roots bound read-write, the protected
 /// subpaths re-bound read-only, hidden directories covered by an empty mode-000 tmpfs and hidden
-/// files by an empty mode-000 file, no network unless allowed, capabilities dropped, its own pid
-/// namespace and session, killed with its parent.
+/// files by an empty mode-000 file, no network unless allowed (a proxied network: loopback only,
+/// with the proxy's socket bound in), capabilities dropped, its own pid namespace and session,
+/// killed with its parent.
 pub(crate) fn bwrap_args(policy: &SandboxPolicy, cwd: Option<&Path>) -> Vec<OsString> {
     let mut args: Vec<OsString> = Vec::new();
     let mut push = |items: &[&std::ffi::OsStr]| args.extend(items.iter().map(OsString::from));
@@ -463,8 +496,18 @@ pub(crate) fn bwrap_args(policy: &SandboxPolicy, cwd: Option<&Path>) -> Vec<OsSt
             push(&["--ro-bind".as_ref(), "/dev/null".as_ref(), path.as_os_str()]);
         }
     }
-    if !policy.network {
-        push(&["--unshare-net".as_ref()]);
+    match policy.network_mode() {
+        NetworkMode::Full => {}
+        NetworkMode::Off => push(&["--unshare-net".as_ref()]),
+        NetworkMode::Proxied(proxy) => {
+            push(&["--unshare-net".as_ref()]);
+            // Bound last, so no hidden path's mask covers it; a socket that is gone leaves the
+            // relay nothing to reach, which the relay's clients see as a closed connection.
+            if proxy.socket.exists() {
+                let socket = proxy.socket.as_os_str();
+                push(&["--bind".as_ref(), socket, socket]);
+            }
+        }
     }
     if !nix::unistd::geteuid().is_root() {
         push(&["--unshare-user".as_ref()]);

@@ -63,7 +63,10 @@ pub use crate::env_policy::{
 };
 pub use crate::hint::denial_hint;
 pub use crate::piped::{PipedChild, spawn_piped};
-pub use crate::policy::{FsAccess, SandboxPolicy, default_hidden_paths};
+pub use crate::policy::{
+    FsAccess, NetworkMode, NetworkProxy, RELAY_PORT, SandboxPolicy, default_hidden_paths,
+    proxy_environment,
+};
 pub use crate::pty::{PtyInput, spawn_pty};
 pub use crate::seatbelt::seatbelt_profile;
 pub use crate::stage::{STAGE_MARKER, run_stage_if_requested};
@@ -78,6 +81,8 @@ mod hint;
 mod piped;
 mod policy;
 mod pty;
+#[cfg(target_os = "linux")]
+mod relay;
 mod seatbelt;
 #[cfg(target_os = "linux")]
 mod seccomp;

@@ -8,6 +8,7 @@
 //!   is nothing to bind or grant), except where a backend says otherwise.
 //! - A protected subpath is always inside a writable root, and the list has no duplicates.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use codecoder_policy::{Guard, Protection};
@@ -33,8 +34,12 @@ pub struct SandboxPolicy {
     /// The complete list of writable roots (the caller passes the cwd, `/tmp`, `$TMPDIR` and the
     /// `--add-dir` paths); ignored unless `access` is `WorkspaceWrite`.
     pub writable_roots: Vec<PathBuf>,
-    /// Whether the network may be used (outside of `AF_UNIX` sockets, which always may).
+    /// Whether the network may be used freely (outside of `AF_UNIX` sockets, which always may).
     pub network: bool,
+    /// With `network` false: the managed proxy through which the command may still reach the
+    /// network ([`NetworkMode::Proxied`]); `None` keeps the network off. Ignored when `network`
+    /// is true.
+    pub network_proxy: Option<NetworkProxy>,
     /// Paths that no command may read (credential stores); see [`default_hidden_paths`].
     pub hidden_paths: Vec<PathBuf>,
     /// Paths that stay read-only wherever they are (codecoder's home), besides the protected
@@ -42,7 +47,71 @@ pub struct SandboxPolicy {
     pub protected_paths: Vec<PathBuf>,
 }
 
+/// The managed network proxy a confined command reaches the network through: one proxy that
+/// speaks HTTP CONNECT, plain HTTP and SOCKS5, listening on a unix socket and on loopback TCP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkProxy {
+    /// The proxy's unix socket. Under bubblewrap the command's network namespace holds loopback
+    /// only, and a relay inside it bridges each connection to `127.0.0.1:`[`RELAY_PORT`] to this
+    /// socket, which is bound into the sandbox at the same path.
+    pub socket: PathBuf,
+    /// The same proxy's loopback TCP listener, which the Landlock backend (no network namespace)
+    /// points the command at: Landlock then lets TCP connect only to this port (ABI ≥ 4).
+    /// `None`: under Landlock the network stays off.
+    pub tcp: Option<SocketAddr>,
+}
+
+/// The port the relay listens on inside a bubblewrap sandbox's own network namespace (where
+/// every port is free), so the proxy variables are known before the sandbox starts.
+pub const RELAY_PORT: u16 = 3128;
+
+/// How a confined command may reach the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetworkMode<'a> {
+    /// No sockets but `AF_UNIX`.
+    Off,
+    /// Everything.
+    Full,
+    /// Only through the proxy: TCP stream sockets (no UDP, so no DNS of its own), with no route
+    /// anywhere but the proxy.
+    Proxied(&'a NetworkProxy),
+}
+
+/// Which sockets a confined command may create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sockets {
+    /// `AF_UNIX` only (the network is off).
+    Unix,
+    /// `AF_UNIX`, plus TCP stream sockets over IPv4 and IPv6 (the network is proxied).
+    UnixAndTcp,
+    /// Any (the network is on).
+    Any,
+}
+
+impl Sockets {
+    /// Every value, in the order of [`Sockets::index`].
+    pub(crate) const ALL: [Sockets; 3] = [Sockets::Unix, Sockets::UnixAndTcp, Sockets::Any];
+
+    /// This value's position in [`Sockets::ALL`].
+    pub(crate) fn index(self) -> usize {
+        match self {
+            Sockets::Unix => 0,
+            Sockets::UnixAndTcp => 1,
+            Sockets::Any => 2,
+        }
+    }
+}
+
 impl SandboxPolicy {
+    /// The network mode `network` and `network_proxy` describe together.
+    pub fn network_mode(&self) -> NetworkMode<'_> {
+        match (self.network, &self.network_proxy) {
+            (true, _) => NetworkMode::Full,
+            (false, Some(proxy)) => NetworkMode::Proxied(proxy),
+            (false, None) => NetworkMode::Off,
+        }
+    }
+
     /// The writable roots that exist, canonical, without duplicates. Empty unless `access` is
     /// `WorkspaceWrite`.
     pub fn existing_writable_roots(&self) -> Vec<PathBuf> {
@@ -130,5 +199,26 @@ fn canonical_existing(paths: &[PathBuf]) -> Vec<PathBuf> {
         paths.iter().filter_map(|path| fs_err::canonicalize(path).ok()).collect();
     out.sort();
     out.dedup();
+    out
+}
+
+/// The variables that point a command's HTTP clients at a proxy listening on `address`:
+/// `HTTP_PROXY`, `HTTPS_PROXY` (`http://ADDRESS`), `ALL_PROXY` (`socks5h://ADDRESS`, so names are
+/// resolved by the proxy), `NO_PROXY` (loopback), each in upper and lower case.
+pub fn proxy_environment(address: SocketAddr) -> Vec<(String, String)> {
+    use codecoder_protocol::env;
+    let http = format!("http://{address}");
+    let socks = format!("socks5h://{address}");
+    let no_proxy = "localhost,127.0.0.1,::1".to_owned();
+    let mut out = Vec::new();
+    for (upper, lower, value) in [
+        (env::HTTP_PROXY, env::HTTP_PROXY_LOWER, &http),
+        (env::HTTPS_PROXY, env::HTTPS_PROXY_LOWER, &http),
+        (env::ALL_PROXY, env::ALL_PROXY_LOWER, &socks),
+        (env::NO_PROXY, env::NO_PROXY_LOWER, &no_proxy),
+    ] {
+        out.push((upper.to_owned(), value.clone()));
+        out.push((lower.to_owned(), value.clone()));
+    }
     out
 }

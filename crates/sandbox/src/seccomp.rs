@@ -9,6 +9,10 @@
 //!   but `AF_UNIX`; since no other socket can be created, `connect`, `bind` and friends need no
 //!   rule of their own and keep working on `AF_UNIX` sockets (ssh-agent, docker, language
 //!   servers).
+//! - With the network proxied, `socket` also allows `AF_INET`/`AF_INET6`, but only stream
+//!   sockets over TCP (protocol 0 or `IPPROTO_TCP`): no UDP (so no DNS query of its own), no raw
+//!   socket, no SCTP or MPTCP. Where the TCP connection may go is the backend's part (an empty
+//!   network namespace, or Landlock's port rule).
 //! - Everything else is allowed: the filter narrows, it is not the file-system sandbox.
 
 use std::collections::BTreeMap;
@@ -19,14 +23,16 @@ use seccompiler::{
     SeccompRule,
 };
 
+use crate::policy::Sockets;
+
 /// Builds and installs the filter on the calling thread. `PR_SET_NO_NEW_PRIVS` must be set
 /// (the stage sets it, or Landlock's `restrict_self` did).
-pub(crate) fn install(network: bool) -> Result<(), String> {
-    let program = build(network)?;
+pub(crate) fn install(sockets: Sockets) -> Result<(), String> {
+    let program = build(sockets)?;
     seccompiler::apply_filter(&program).map_err(|err| format!("installing seccomp filter: {err}"))
 }
 
-pub(crate) fn build(network: bool) -> Result<BpfProgram, String> {
+pub(crate) fn build(sockets: Sockets) -> Result<BpfProgram, String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for syscall in [
         libc::SYS_ptrace,
@@ -39,18 +45,49 @@ pub(crate) fn build(network: bool) -> Result<BpfProgram, String> {
         // An empty rule list matches every call of that syscall.
         rules.insert(syscall, Vec::new());
     }
-    if !network {
-        let not_unix = SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Ne,
-            libc::AF_UNIX as u64,
-        )
-        .map_err(|err| format!("building seccomp filter: {err}"))?;
-        let rule = SeccompRule::new(vec![not_unix])
-            .map_err(|err| format!("building seccomp filter: {err}"))?;
-        rules.insert(libc::SYS_socket, vec![rule.clone()]);
-        rules.insert(libc::SYS_socketpair, vec![rule]);
+    let condition = |arg: u8, op: SeccompCmpOp, value: i32| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value as u64)
+            .map_err(|err| format!("building seccomp filter: {err}"))
+    };
+    let rule = |conditions: Vec<SeccompCondition>| {
+        SeccompRule::new(conditions).map_err(|err| format!("building seccomp filter: {err}"))
+    };
+    match sockets {
+        Sockets::Any => {}
+        Sockets::Unix => {
+            let not_unix = rule(vec![condition(0, SeccompCmpOp::Ne, libc::AF_UNIX)?])?;
+            rules.insert(libc::SYS_socket, vec![not_unix.clone()]);
+            rules.insert(libc::SYS_socketpair, vec![not_unix]);
+        }
+        Sockets::UnixAndTcp => {
+            // A rule matches (and the call fails) when all its conditions hold; any matching
+            // rule is enough.
+            let mut socket_rules = vec![rule(vec![
+                condition(0, SeccompCmpOp::Ne, libc::AF_UNIX)?,
+                condition(0, SeccompCmpOp::Ne, libc::AF_INET)?,
+                condition(0, SeccompCmpOp::Ne, libc::AF_INET6)?,
+            ])?];
+            for family in [libc::AF_INET, libc::AF_INET6] {
+                // The type's low four bits are the kind; the flags above them
+                // (`SOCK_NONBLOCK`, `SOCK_CLOEXEC`) are left alone.
+                for kind in (0..16).filter(|kind| *kind != libc::SOCK_STREAM) {
+                    socket_rules.push(rule(vec![
+                        condition(0, SeccompCmpOp::Eq, family)?,
+                        condition(1, SeccompCmpOp::MaskedEq(0xf), kind)?,
+                    ])?);
+                }
+                socket_rules.push(rule(vec![
+                    condition(0, SeccompCmpOp::Eq, family)?,
+                    condition(2, SeccompCmpOp::Ne, 0)?,
+                    condition(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP)?,
+                ])?);
+            }
+            rules.insert(libc::SYS_socket, socket_rules);
+            rules.insert(
+                libc::SYS_socketpair,
+                vec![rule(vec![condition(0, SeccompCmpOp::Ne, libc::AF_UNIX)?])?],
+            );
+        }
     }
     let arch = std::env::consts::ARCH
         .try_into()

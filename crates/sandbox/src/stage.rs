@@ -16,7 +16,9 @@
 //! 3. builds a Landlock ruleset: read on `/` and write on the roots, where any tree holding a
 //!    hidden path is granted child by child around it, so reading a hidden path fails with
 //!    `EACCES` (the names in a hidden directory's parent stay listable); TCP bind/connect denied
-//!    when the network is off (ABI ≥ 4); signals and abstract unix sockets scoped to the sandbox
+//!    when the network is off, and all but a connect to the proxy's port when it is proxied
+//!    (ABI ≥ 4; below that a proxied network is off: seccomp alone cannot tell ports apart);
+//!    signals scoped to the sandbox, and abstract unix sockets too unless the network is on
 //!    (ABI ≥ 6);
 //! 4. when running as root, drops from the capability bounding set what would let the command
 //!    step around the sandbox (`CAP_SYS_PTRACE` above all: Landlock lets it read other
@@ -27,6 +29,9 @@
 //!    command starts, `setsid` daemons included, ends when it ends or is cancelled. The stage
 //!    waits and exits with the command's status.
 //!
+//! Under bubblewrap with a proxied network (`--relay SOCKET`), the stage also starts the relay
+//! (`relay.rs`) inside bwrap's network namespace before it installs the filter and execs.
+//!
 //! Invariants:
 //! - The stage never returns to the caller's `main` once it saw its marker: it execs the command
 //!   (or waits for it, in a pid namespace) or prints one line to stderr and exits 126.
@@ -36,6 +41,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
 use crate::policy::FsAccess;
+use crate::policy::Sockets;
 
 /// The hidden first argument that turns the product's executable into the stage.
 pub const STAGE_MARKER: &str = "__codecoder-sandbox-stage";
@@ -45,7 +51,13 @@ pub const STAGE_MARKER: &str = "__codecoder-sandbox-stage";
 pub(crate) struct StageArgs {
     /// Apply Landlock (and the protection mounts); otherwise seccomp only (inside bwrap).
     pub(crate) landlock: bool,
-    pub(crate) network: bool,
+    /// The sockets the command may create: `off`, `proxied` or `on`.
+    pub(crate) network: Sockets,
+    /// Bubblewrap with a proxied network: the proxy's unix socket, which the relay bridges
+    /// `127.0.0.1:RELAY_PORT` to.
+    pub(crate) relay: Option<PathBuf>,
+    /// Landlock with a proxied network: the one TCP port the command may connect to.
+    pub(crate) proxy_port: Option<u16>,
     pub(crate) access: FsAccess,
     pub(crate) writable_roots: Vec<PathBuf>,
     pub(crate) protected: Vec<PathBuf>,
@@ -66,7 +78,12 @@ impl StageArgs {
             "--mode".into(),
             (if self.landlock { "landlock" } else { "seccomp" }).into(),
             "--network".into(),
-            (if self.network { "on" } else { "off" }).into(),
+            match self.network {
+                Sockets::Unix => "off",
+                Sockets::UnixAndTcp => "proxied",
+                Sockets::Any => "on",
+            }
+            .into(),
             "--access".into(),
             match self.access {
                 FsAccess::ReadOnly => "read-only",
@@ -80,6 +97,14 @@ impl StageArgs {
         }
         if self.tty {
             out.push("--tty".into());
+        }
+        if let Some(socket) = &self.relay {
+            out.push("--relay".into());
+            out.push(socket.into());
+        }
+        if let Some(port) = self.proxy_port {
+            out.push("--proxy-port".into());
+            out.push(port.to_string().into());
         }
         for (flag, paths) in [
             ("--write", &self.writable_roots),
@@ -100,7 +125,9 @@ impl StageArgs {
     pub(crate) fn parse(args: Vec<OsString>) -> Result<Self, String> {
         let mut parsed = StageArgs {
             landlock: false,
-            network: false,
+            network: Sockets::Unix,
+            relay: None,
+            proxy_port: None,
             access: FsAccess::ReadOnly,
             writable_roots: Vec::new(),
             protected: Vec::new(),
@@ -133,7 +160,19 @@ impl StageArgs {
             let text = value.to_string_lossy();
             match flag.as_str() {
                 "--mode" => parsed.landlock = parse_choice(&text, "landlock", "seccomp")?,
-                "--network" => parsed.network = parse_choice(&text, "on", "off")?,
+                "--network" => {
+                    parsed.network = match text.as_ref() {
+                        "off" => Sockets::Unix,
+                        "proxied" => Sockets::UnixAndTcp,
+                        "on" => Sockets::Any,
+                        other => return Err(format!("unknown network `{other}`")),
+                    };
+                }
+                "--relay" => parsed.relay = Some(value.into()),
+                "--proxy-port" => {
+                    let port = text.parse().map_err(|_| format!("bad port `{text}`"))?;
+                    parsed.proxy_port = Some(port);
+                }
                 "--access" => {
                     parsed.access = match text.as_ref() {
                         "read-only" => FsAccess::ReadOnly,
@@ -189,8 +228,13 @@ fn confine_and_exec(stage: &StageArgs) -> Result<std::convert::Infallible, Strin
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
 
+    let mut sockets = stage.network;
     if stage.landlock {
-        linux::apply_landlock(stage)?;
+        let net_rules = linux::apply_landlock(stage)?;
+        // Without Landlock's port rules nothing would keep a TCP socket to the proxy.
+        if sockets == Sockets::UnixAndTcp && !net_rules {
+            sockets = Sockets::Unix;
+        }
         // Landlock confines what the command touches, not how long its children live: a pid
         // namespace makes every process it starts end with it (`setsid` daemons included).
         if !stage.no_namespaces {
@@ -200,7 +244,10 @@ fn confine_and_exec(stage: &StageArgs) -> Result<std::convert::Infallible, Strin
         nix::sys::prctl::set_no_new_privs()
             .map_err(|err| format!("setting PR_SET_NO_NEW_PRIVS: {err}"))?;
     }
-    crate::seccomp::install(stage.network)?;
+    if let Some(socket) = &stage.relay {
+        crate::relay::start(socket)?;
+    }
+    crate::seccomp::install(sockets)?;
     if stage.tty {
         crate::pty::take_terminal()
             .map_err(|err| format!("taking the terminal on stdin: {err}"))?;
@@ -230,8 +277,8 @@ mod linux {
     use std::path::{Path, PathBuf};
 
     use landlock::{
-        ABI, Access, AccessFs, AccessNet, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr,
-        RulesetCreatedAttr, RulesetStatus, Scope,
+        ABI, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, NetPort, PathBeneath, PathFd,
+        Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
     };
     use nix::mount::{MsFlags, mount};
     use nix::sched::{CloneFlags, unshare};
@@ -239,13 +286,16 @@ mod linux {
     use nix::unistd::{getegid, geteuid};
 
     use crate::policy::FsAccess;
+    use crate::policy::Sockets;
     use crate::stage::StageArgs;
 
     /// Device files every command may read and write.
     const DEVICES: [&str; 7] =
         ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm"];
 
-    pub(super) fn apply_landlock(stage: &StageArgs) -> Result<(), String> {
+    /// Confines this process with Landlock; returns whether the kernel enforces TCP rules
+    /// (ABI ≥ 4).
+    pub(super) fn apply_landlock(stage: &StageArgs) -> Result<bool, String> {
         let namespaces = !stage.no_namespaces && enter_namespaces(&stage.protected).is_ok();
         let mounted = stage.protected.is_empty() || namespaces;
         let abi = ABI::V6;
@@ -255,7 +305,7 @@ mod linux {
             .map_err(landlock_err)?
             .scope(Scope::Signal)
             .map_err(landlock_err)?;
-        if !stage.network {
+        if stage.network != Sockets::Any {
             ruleset = ruleset
                 .handle_access(AccessNet::from_all(ABI::V4))
                 .map_err(landlock_err)?
@@ -263,6 +313,11 @@ mod linux {
                 .map_err(landlock_err)?;
         }
         let mut created = ruleset.create().map_err(landlock_err)?;
+        if let (Sockets::UnixAndTcp, Some(port)) = (stage.network, stage.proxy_port) {
+            created = created
+                .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+                .map_err(landlock_err)?;
+        }
         let all = AccessFs::from_all(abi);
         let read = AccessFs::from_read(abi) | AccessFs::IoctlDev;
         let mut grants: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
@@ -303,7 +358,11 @@ mod linux {
         if geteuid().is_root() {
             drop_dangerous_capabilities()?;
         }
-        Ok(())
+        let net_rules = match status.landlock {
+            LandlockStatus::Available { effective_abi, .. } => effective_abi >= ABI::V4,
+            LandlockStatus::NotEnabled | LandlockStatus::NotImplemented => false,
+        };
+        Ok(net_rules)
     }
 
     /// Capabilities a confined root command must not get back at exec: process inspection,

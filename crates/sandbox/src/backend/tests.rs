@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::backend::bwrap_args;
-use crate::{Backend, FsAccess, STAGE_MARKER, Sandbox, SandboxPolicy, env};
+use crate::{Backend, FsAccess, NetworkProxy, STAGE_MARKER, Sandbox, SandboxPolicy, env};
 
 struct Fixture {
     base: tempfile::TempDir,
@@ -29,6 +29,7 @@ impl Fixture {
             access: FsAccess::WorkspaceWrite,
             writable_roots: vec![self.path("ws"), self.path("missing-root")],
             network,
+            network_proxy: None,
             protected_paths: Vec::new(),
             hidden_paths: vec![
                 self.path("home/.ssh"),
@@ -123,8 +124,75 @@ fn wrapping_hands_bwrap_the_filter_and_runs_the_stage_under_landlock() {
 #[cfg(target_os = "linux")]
 #[test]
 fn seccomp_filters_compile() {
-    assert!(!crate::seccomp::build(false).unwrap().is_empty());
-    assert!(
-        crate::seccomp::build(true).unwrap().len() < crate::seccomp::build(false).unwrap().len()
-    );
+    use crate::policy::Sockets;
+    let length = |sockets| crate::seccomp::build(sockets).unwrap().len();
+    assert!(length(Sockets::Any) < length(Sockets::Unix));
+    assert!(length(Sockets::Unix) < length(Sockets::UnixAndTcp));
+}
+
+fn proxied(fixture: &Fixture, tcp: Option<&str>) -> SandboxPolicy {
+    let socket = fixture.path("proxy.sock");
+    fs_err::write(&socket, "").unwrap();
+    SandboxPolicy {
+        network_proxy: Some(NetworkProxy { socket, tcp: tcp.map(|tcp| tcp.parse().unwrap()) }),
+        ..fixture.policy(false)
+    }
+}
+
+fn env_value<'a>(env_vars: &'a [(OsString, OsString)], name: &str) -> Option<&'a OsString> {
+    env_vars.iter().find(|(key, _)| key == name).map(|(_, value)| value)
+}
+
+#[test]
+fn a_proxied_network_under_bwrap_gets_an_empty_namespace_the_socket_and_the_relay() {
+    let fixture = Fixture::new();
+    let policy = proxied(&fixture, None);
+    let socket = fixture.path("proxy.sock").display().to_string();
+    let args = strings(&bwrap_args(&policy, None));
+    assert!(args.contains(&"--unshare-net".to_owned()), "{args:?}");
+    assert!(contains_run(&args, &["--bind", &socket, &socket]), "{args:?}");
+    let sandbox = Sandbox::new(policy, Backend::Bwrap("/usr/bin/bwrap".into()), "/opt/cc".into());
+    let wrapped = sandbox.wrap(&"curl".into(), &[], None);
+    // The stage starts the relay and installs the filter itself.
+    assert!(wrapped.keep.is_none());
+    let args = strings(&wrapped.args);
+    assert!(contains_run(&args, &["--", "/opt/cc", STAGE_MARKER, "--mode", "seccomp"]));
+    assert!(contains_run(&args, &["--network", "proxied"]), "{args:?}");
+    assert!(contains_run(&args, &["--relay", &socket]), "{args:?}");
+    assert!(!args.contains(&"--proxy-port".to_owned()), "{args:?}");
+    let relay = format!("127.0.0.1:{}", crate::RELAY_PORT);
+    for (name, value) in [
+        ("HTTP_PROXY", format!("http://{relay}")),
+        ("https_proxy", format!("http://{relay}")),
+        ("ALL_PROXY", format!("socks5h://{relay}")),
+        ("all_proxy", format!("socks5h://{relay}")),
+        ("NO_PROXY", "localhost,127.0.0.1,::1".to_owned()),
+        ("no_proxy", "localhost,127.0.0.1,::1".to_owned()),
+    ] {
+        assert_eq!(env_value(&wrapped.env, name), Some(&OsString::from(value)), "{name}");
+    }
+    assert_eq!(env_value(&wrapped.env, env::CODECODER_SANDBOX_NETWORK_DISABLED), None);
+}
+
+#[test]
+fn a_proxied_network_under_landlock_allows_the_proxy_port_only() {
+    let fixture = Fixture::new();
+    let sandbox =
+        Sandbox::new(proxied(&fixture, Some("127.0.0.1:4567")), Backend::Landlock, "/cc".into());
+    let wrapped = sandbox.wrap(&"curl".into(), &[], None);
+    let args = strings(&wrapped.args);
+    assert!(contains_run(&args, &["--network", "proxied"]), "{args:?}");
+    assert!(contains_run(&args, &["--proxy-port", "4567"]), "{args:?}");
+    assert!(!args.contains(&"--relay".to_owned()), "{args:?}");
+    let http = OsString::from("http://127.0.0.1:4567");
+    assert_eq!(env_value(&wrapped.env, "http_proxy"), Some(&http));
+
+    // Without the proxy's TCP address Landlock has nothing to allow: the network is off.
+    let sandbox = Sandbox::new(proxied(&fixture, None), Backend::Landlock, "/cc".into());
+    let wrapped = sandbox.wrap(&"curl".into(), &[], None);
+    let args = strings(&wrapped.args);
+    assert!(contains_run(&args, &["--network", "off"]), "{args:?}");
+    assert_eq!(env_value(&wrapped.env, "http_proxy"), None);
+    let disabled = env_value(&wrapped.env, env::CODECODER_SANDBOX_NETWORK_DISABLED);
+    assert_eq!(disabled, Some(&OsString::from("1")));
 }

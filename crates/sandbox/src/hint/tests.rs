@@ -9,6 +9,7 @@ fn policy(network: bool) -> SandboxPolicy {
         access: FsAccess::WorkspaceWrite,
         writable_roots: vec![PathBuf::from("/work/ws"), PathBuf::from("/tmp")],
         network,
+        network_proxy: None,
         protected_paths: Vec::new(),
         hidden_paths: vec![PathBuf::from("/home/me/.ssh"), PathBuf::from("/home/me/.netrc")],
     }

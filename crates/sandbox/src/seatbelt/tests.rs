@@ -9,6 +9,7 @@ fn policy(access: FsAccess, network: bool) -> SandboxPolicy {
         access,
         writable_roots: vec![PathBuf::from("/nonexistent-ws"), PathBuf::from("/nonexistent-tmp")],
         network,
+        network_proxy: None,
         protected_paths: Vec::new(),
         hidden_paths: vec![
             PathBuf::from("/nonexistent-home/.ssh"),

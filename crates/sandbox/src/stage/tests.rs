@@ -4,13 +4,15 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 
-use crate::policy::FsAccess;
+use crate::policy::{FsAccess, Sockets};
 use crate::stage::StageArgs;
 
 fn sample() -> StageArgs {
     StageArgs {
         landlock: true,
-        network: false,
+        network: Sockets::UnixAndTcp,
+        relay: Some(PathBuf::from("/run/proxy s.sock")),
+        proxy_port: Some(3128),
         access: FsAccess::WorkspaceWrite,
         writable_roots: vec![PathBuf::from("/w s"), PathBuf::from("/tmp")],
         protected: vec![PathBuf::from("/w s/.git")],
@@ -25,8 +27,15 @@ fn sample() -> StageArgs {
 fn arguments_round_trip() {
     let args = sample();
     assert_eq!(StageArgs::parse(args.encode()), Ok(args));
-    let plain =
-        StageArgs { landlock: false, network: true, no_namespaces: false, tty: false, ..sample() };
+    let plain = StageArgs {
+        landlock: false,
+        network: Sockets::Any,
+        relay: None,
+        proxy_port: None,
+        no_namespaces: false,
+        tty: false,
+        ..sample()
+    };
     assert_eq!(StageArgs::parse(plain.encode()), Ok(plain));
 }
 

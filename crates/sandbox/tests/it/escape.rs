@@ -62,6 +62,7 @@ impl Fixture {
             // `scratch/repo` is a root inside another root, as a workspace under `/tmp` is.
             writable_roots: vec![self.path("ws"), self.path("scratch"), self.path("scratch/repo")],
             network: false,
+            network_proxy: None,
             protected_paths: Vec::new(),
             hidden_paths: default_hidden_paths(&self.path("home"), &[self.path("secret")]),
         }
@@ -86,7 +87,7 @@ impl Fixture {
 }
 
 /// The sandbox for `backend`, or `None` when it is unavailable and its skip was asked for.
-fn sandboxed(backend: &str, policy: SandboxPolicy) -> Option<Confinement> {
+pub(crate) fn sandboxed(backend: &str, policy: SandboxPolicy) -> Option<Confinement> {
     let preference = match backend {
         "bwrap" => BackendPreference::Bwrap,
         "landlock" => BackendPreference::Landlock,
@@ -257,7 +258,7 @@ print("ptrace:", "ok" if result == 0 else os.strerror(errno))
 sys.exit(0 if result == 0 else 1)
 '"#;
 
-fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+pub(crate) fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;
     loop {
         if done() {

@@ -32,6 +32,7 @@ fn fixture(escalation: Escalation, decision: ApprovalDecision) -> Fixture {
             access: FsAccess::WorkspaceWrite,
             writable_roots: vec![config.cwd.clone()],
             network: false,
+            network_proxy: None,
             protected_paths: Vec::new(),
             hidden_paths: Vec::new(),
         };
