@@ -301,6 +301,9 @@ impl Runtime {
         // What the provider's server says about the model's window, asked on a thread of its
         // own while the session is assembled (`None`: not asked).
         let mut discovery = None;
+        // The provider's key, whatever holds it (a variable or the stored login): redacted from
+        // tool output like the variables withheld from commands.
+        let mut provider_key = None;
         let model_client: Arc<dyn ModelClient> = match &request.replay {
             Some(path) => {
                 let replay = crate::replay::ReplayModel::load(
@@ -321,6 +324,10 @@ impl Runtime {
                 let lookup =
                     crate::provider::key_lookup(&home, &provider_id, provider.env_key.clone());
                 discovery = start_discovery(config, &provider, &model, &lookup);
+                provider_key = provider.env_key.as_ref().and_then(|name| {
+                    let value = lookup(name)?;
+                    Some(codecoder_kernel::Secret { name: name.clone(), value })
+                });
                 match HttpModelClient::new(provider, &lookup) {
                     Ok(client) => {
                         // `stream = true` set by the person: streaming is tried first whatever
@@ -416,6 +423,11 @@ impl Runtime {
         if let Some(max) = request.max_steps {
             agent_config.max_steps = max;
         }
+        agent_config.redactor = Some(Arc::new(secret_redactor(
+            &safety.command_env.withheld,
+            config.shell_environment_policy.as_ref(),
+            provider_key,
+        )?));
         let session_store = store.clone();
         let ephemeral = request.ephemeral;
         // Subagents' logs follow the root's: in memory when it is.
@@ -853,4 +865,31 @@ fn config_hash(config: &ConfigToml) -> Result<String> {
     let digest = sha2::Sha256::digest(&json);
     let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
     Ok(format!("sha256:{hex}"))
+}
+
+/// The redactor of a session's tool output: the secret shapes, the values of the variables
+/// withheld from commands as secrets (those whose names the default excludes or the
+/// configured `exclude` patterns drop, not those left out by `inherit` or `include_only`,
+/// which are ordinary values such as paths), and the provider's key.
+fn secret_redactor(
+    withheld: &[String],
+    policy: Option<&codecoder_config::ShellEnvironmentPolicyToml>,
+    provider_key: Option<codecoder_kernel::Secret>,
+) -> Result<codecoder_kernel::Redactor> {
+    let mut excludes = codecoder_sandbox::EnvPolicy::standard();
+    if let Some(policy) = policy {
+        excludes.exclude.clone_from(&policy.exclude);
+    }
+    let secrets = withheld
+        .iter()
+        .filter(|name| {
+            let one = [(std::ffi::OsString::from(name), std::ffi::OsString::new())];
+            codecoder_sandbox::command_environment(one, &excludes).vars.is_empty()
+        })
+        .filter_map(|name| {
+            let value = std::env::var(name).ok()?;
+            Some(codecoder_kernel::Secret { name: name.clone(), value })
+        })
+        .chain(provider_key);
+    Ok(codecoder_kernel::Redactor::new(secrets)?)
 }

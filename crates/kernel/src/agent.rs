@@ -63,6 +63,9 @@ pub struct AgentConfig {
     pub subagents: SubagentConfig,
     /// What the session may spend on the model; `None`: no limit.
     pub budget: Option<Budget>,
+    /// Replaces secrets in tool results before the model, the log and the clients see them
+    /// (subagents share it); `None`: tool results are kept as the tools returned them.
+    pub redactor: Option<Arc<crate::redact::Redactor>>,
 }
 
 /// A spending limit in dollars, with the model's prices. Past the limit no further request is
@@ -127,6 +130,7 @@ impl AgentConfig {
             progress_interval: Duration::from_millis(500),
             subagents: SubagentConfig::standard(),
             budget: None,
+            redactor: None,
         }
     }
 }

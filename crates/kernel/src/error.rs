@@ -19,6 +19,9 @@ pub enum Error {
         /// The name.
         name: String,
     },
+    /// The secret redactor's expression could not be built.
+    #[error("secret redaction: {0}")]
+    Redaction(#[from] regex::Error),
 }
 
 /// The kernel's result.

@@ -452,6 +452,7 @@ impl AgentLoop {
                     halt: std::sync::OnceLock::new(),
                     ends_turn: std::sync::atomic::AtomicBool::new(false),
                     mcp_result: std::sync::OnceLock::new(),
+                    held_output: std::sync::Mutex::new(Vec::new()),
                 };
                 let worker_call = call.clone();
                 let done_tx = done_tx.clone();
@@ -464,6 +465,7 @@ impl AgentLoop {
                             message: codecoder_stdx::thread::panic_message(&*payload),
                         })
                     });
+                    ctx.flush_output();
                     let result = after_tool(&ctx, &call, result, context);
                     let _ = done_tx.send(WorkerDone {
                         index,
@@ -545,13 +547,17 @@ impl AgentLoop {
         }
     }
 
-    /// The result of a call whose tool returned.
+    /// The result of a call whose tool returned, its secrets redacted (the one place every
+    /// tool's output passes before the model, the log and the clients see it).
     fn finished(
         &self,
         call: &ToolCall,
         outcome: Result<ToolOutput, ToolError>,
-        mcp_result: Option<serde_json::Value>,
+        mut mcp_result: Option<serde_json::Value>,
     ) -> Finished {
+        if let (Some(redactor), Some(sent)) = (&self.env.config.redactor, &mut mcp_result) {
+            redactor.redact_json(sent);
+        }
         match outcome {
             Ok(output) => {
                 let status = if output.is_error {
@@ -559,12 +565,13 @@ impl AgentLoop {
                 } else {
                     ToolResultStatus::Success
                 };
-                let result = ToolResult {
+                let mut result = ToolResult {
                     tool_call_id: call.id.clone(),
                     content: output.content,
                     status,
                     exit: output.exit,
                 };
+                self.redact(&mut result);
                 Finished { event: Ok(result.clone()), result, synthetic: None, mcp_result }
             }
             Err(err) => {
@@ -573,9 +580,20 @@ impl AgentLoop {
                 } else {
                     ToolResultStatus::Error
                 };
-                let result = ToolResult::text(call.id.clone(), status, err.to_string());
+                let mut result = ToolResult::text(call.id.clone(), status, err.to_string());
+                self.redact(&mut result);
                 Finished { result, synthetic: None, event: Err(err), mcp_result }
             }
+        }
+    }
+
+    /// Replaces the secrets in `result`'s text and, when there were any, says how many in a
+    /// note of its own at the end, so the model knows the text it reads was changed.
+    fn redact(&self, result: &mut ToolResult) {
+        let Some(redactor) = &self.env.config.redactor else { return };
+        let count = redactor.redact_content(&mut result.content);
+        if count > 0 {
+            result.content.push(ContentItem::Text { text: crate::redact::redaction_note(count) });
         }
     }
 

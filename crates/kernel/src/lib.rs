@@ -30,6 +30,7 @@ mod hooks;
 mod model;
 mod pool;
 mod prompt;
+mod redact;
 mod schema;
 mod stream;
 mod subagent;
@@ -52,6 +53,7 @@ pub use hooks::{
 };
 pub use model::{ModelClient, ModelError, ModelRequest, ResponseEvent, ResponseStream, ToolSpec};
 pub use prompt::{PromptBuilder, PromptInput, StaticPrompt};
+pub use redact::{MIN_VALUE_LEN, Redactor, Secret, redaction_note};
 pub use schema::validate as validate_schema;
 pub use subagent::AgentTool;
 pub use tool::{

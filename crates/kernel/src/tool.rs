@@ -143,6 +143,40 @@ pub struct ToolContext {
     pub(crate) ends_turn: AtomicBool,
     /// The MCP result the call reported for clients (`report_mcp_result`).
     pub(crate) mcp_result: OnceLock<serde_json::Value>,
+    /// Output not yet sent to the client, per stream, while secrets are redacted: the end of a
+    /// chunk that may be the start of a secret the next chunk completes. A mutex because a tool
+    /// may stream from several threads of its own (stdout and stderr readers); it is never held
+    /// while an event is sent.
+    pub(crate) held_output: Mutex<Vec<(OutputStream, String)>>,
+}
+
+/// The longest partial line held back from the client while waiting for its end.
+const MAX_HELD_LINE: usize = 4096;
+
+/// The longest private key block held back from the client while waiting for its end.
+const MAX_HELD_BLOCK: usize = 64 * 1024;
+
+/// Where to cut `text`, output held for the client, so that what comes before can be redacted
+/// on its own: after its last line end, unless that leaves a partial line longer than
+/// [`MAX_HELD_LINE`] (then all of it), and before a private key block that has not ended yet
+/// (unless longer than [`MAX_HELD_BLOCK`]). Secrets other than key blocks hold no line end, so
+/// none is cut in two.
+fn release_point(text: &str) -> usize {
+    let mut cut = text.rfind(['\n', '\r']).map_or(0, |at| at + 1);
+    if text.len() - cut > MAX_HELD_LINE {
+        cut = text.len();
+    }
+    if let Some(begin) = text[..cut].rfind("-----BEGIN ") {
+        let block = &text[begin..];
+        let first_line = block.split(['\n', '\r']).next().unwrap_or_default();
+        if first_line.contains("PRIVATE KEY-----")
+            && !block.contains("-----END ")
+            && block.len() <= MAX_HELD_BLOCK
+        {
+            cut = begin;
+        }
+    }
+    cut
 }
 
 /// What a tool asks for beyond its call's approval (see `ToolContext::request_approval`).
@@ -195,12 +229,27 @@ impl ToolContext {
     }
 
     /// Sends output of the running call to the client (not to the model: only the result is
-    /// model-visible).
+    /// model-visible). With a redactor, secrets are replaced first, and the end of a chunk
+    /// that may continue in the next (a partial line) waits for it or for the call's end.
     pub fn output(&self, stream: OutputStream, chunk: impl Into<String>) {
-        let kind = AgentEventKind::ToolOutputDelta {
-            call_id: self.call_id.clone(),
-            stream,
-            chunk: chunk.into(),
+        let chunk = chunk.into();
+        let Some(redactor) = &self.env.config.redactor else {
+            self.send_output(stream, chunk);
+            return;
+        };
+        let ready = {
+            let mut held = self.held_output.lock().unwrap_or_else(PoisonError::into_inner);
+            let at = match held.iter().position(|(s, _)| *s == stream) {
+                Some(at) => at,
+                None => {
+                    held.push((stream, String::new()));
+                    held.len() - 1
+                }
+            };
+            let text = &mut held[at].1;
+            text.push_str(&chunk);
+            let rest = text.split_off(release_point(text));
+            std::mem::replace(text, rest)
         };
         let _ = self.events.send(AgentEvent { source: self.source.clone(), kind });
     }
@@ -260,6 +309,29 @@ impl ToolContext {
     }
 
     /// Asks the person a question and blocks for the answer. `Err(Cancelled)` when the turn is
+        if !ready.is_empty() {
+            self.send_output(stream, redactor.redact(&ready).0.into_owned());
+        }
+    }
+
+    /// Sends what `output` held back, redacted: the call has ended, nothing follows.
+    pub(crate) fn flush_output(&self) {
+        let held =
+            std::mem::take(&mut *self.held_output.lock().unwrap_or_else(PoisonError::into_inner));
+        for (stream, text) in held {
+            if text.is_empty() {
+                continue;
+            }
+            let text = match &self.env.config.redactor {
+                Some(redactor) => redactor.redact(&text).0.into_owned(),
+                None => text,
+            };
+            self.send_output(stream, text);
+        }
+    }
+
+    fn send_output(&self, stream: OutputStream, chunk: String) {
+        let kind = AgentEventKind::ToolOutputDelta { call_id: self.call_id.clone(), stream, chunk };
     /// cancelled meanwhile or the client drops the request unanswered.
     pub fn ask_user(
         &self,

@@ -14,5 +14,6 @@ mod leak;
 mod order;
 mod progress;
 mod reasoning;
+mod redact;
 mod subagent;
 mod support;
