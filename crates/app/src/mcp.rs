@@ -30,6 +30,14 @@ pub(crate) fn server_configs(
     (servers.into_iter().map(|(server, _)| server).collect(), notices)
 }
 
+/// The names of the configured servers (a session's `mcp__NAME__…` tools), without starting
+/// any.
+pub(crate) fn configured_server_names(loaded: &LoadedConfig, cwd: &Path) -> Vec<String> {
+    let lookup = |name: &str| std::env::var_os(name);
+    let (servers, _) = configured(loaded, cwd, &lookup);
+    servers.into_iter().map(|(server, _)| server.name).collect()
+}
+
 /// A server a session would start, as `codecoder mcp list` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServerEntry {
