@@ -63,8 +63,13 @@ impl Builtin for JobOutput {
     }
     fn run(&self, _env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: IdArgs = parse_args(args)?;
-        self.0.sessions.sweep(&self.0.config);
-        self.0.sessions.read_job(args.id).map(ToolOutput::text)
+        let sessions = &self.0.sessions;
+        sessions.sweep();
+        let mut text = sessions.read_job(args.id)?;
+        if let Some(note) = sessions.take_idle_note() {
+            text.push_str(&format!("\n{note}\n"));
+        }
+        Ok(ToolOutput::text(text))
     }
 }
 
@@ -92,8 +97,13 @@ impl Builtin for JobKill {
     }
     fn run(&self, _env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: IdArgs = parse_args(args)?;
-        self.0.sessions.sweep(&self.0.config);
-        self.0.sessions.kill_job(args.id).map(ToolOutput::text)
+        let sessions = &self.0.sessions;
+        sessions.sweep();
+        let mut text = sessions.kill_job(args.id)?;
+        if let Some(note) = sessions.take_idle_note() {
+            text.push_str(&format!("\n{note}\n"));
+        }
+        Ok(ToolOutput::text(text))
     }
 }
 

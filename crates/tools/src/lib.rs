@@ -234,7 +234,8 @@ pub fn exit_plan_mode_builtin(permission: codecoder_policy::PermissionSwitch) ->
 
 /// The same tools as `Builtin`s, for running them without a kernel (tests, fuzzing).
 pub fn builtins(config: ToolsConfig) -> Vec<Arc<dyn Builtin>> {
-    let shared = Arc::new(Shared { config, sessions: SessionTable::new() });
+    let sessions = SessionTable::new(config.session_idle_timeout);
+    let shared = Arc::new(Shared { config, sessions });
     vec![
         Arc::new(read::ReadFile { shared: Arc::clone(&shared), index: read::LineIndex::default() }),
         Arc::new(edit::WriteFile(Arc::clone(&shared))),

@@ -19,10 +19,13 @@
 //!   and a deadline (its timeout), is exempt from the idle sweep, and stays readable once ended
 //!   until `/stop` or the table's end.
 //! - At most `ToolsConfig::max_sessions` sessions run at once, and at most
-//!   `ToolsConfig::max_jobs` processes of either kind; a session left alone longer than
-//!   `ToolsConfig::session_idle_timeout` is ended the next time a session or job tool
-//!   (`exec_command`, `write_stdin`, `run_command` in the background, `job_output`, `job_kill`)
-//!   is called: the sweep is lazy, so an idle session costs nothing between calls.
+//!   `ToolsConfig::max_jobs` processes of either kind.
+//! - A session left alone longer than `ToolsConfig::session_idle_timeout` (no call reading or
+//!   writing it, none waiting on it) is ended, its whole process tree killed, by the table's
+//!   reaper: one named thread per table that sleeps until the earliest idle deadline, so it
+//!   happens with no tool call at all. The model learns of it at its next process call (a note
+//!   on the result, and an explanation when it names the session), and `/ps` no longer lists
+//!   it. The reaper is joined when the table drops.
 //! - A session's unread output is capped like a command's (head and tail kept), so a chatty
 //!   process never grows memory; an ended session (not a job) is removed once its last output
 //!   was read.
@@ -39,7 +42,7 @@ use codecoder_kernel::{ToolKind, ToolOutput};
 use codecoder_protocol::{CallKind, CallView, ContentItem, OutputStream, ToolError, first_line};
 use codecoder_sandbox::{CommandSpec, PtyInput, SpawnConfig, Wait};
 use codecoder_stdx::{JoinOnDrop, spawn_named};
-use crossbeam_channel::{Receiver, Sender, select};
+use crossbeam_channel::{Receiver, Sender, never, select};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -56,13 +59,28 @@ const WRITE_YIELD: Duration = Duration::from_millis(250);
 const MAX_YIELD: Duration = Duration::from_secs(30);
 /// Bytes per token when `max_output_tokens` caps the output.
 const BYTES_PER_TOKEN: usize = 4;
+/// How many sessions ended for idleness a table remembers, to explain a later call naming one.
+const IDLE_ENDS_KEPT: usize = 64;
 
 /// The interactive sessions of one tool set.
 pub(crate) struct SessionTable {
+    // Field order matters: the reaper (its wake sender, then its thread) drops first, so its
+    // thread ends and is joined before the sessions are killed by `Inner`'s drop.
+    reaper: Option<Reaper>,
     // A Mutex because calls of `exec_command` and `write_stdin` run on different tool worker
-    // threads. It is held only to look up, insert or take out a session: never across a channel
-    // operation, a write to a terminal, or a join.
-    inner: Mutex<Inner>,
+    // threads, and the reaper on its own. It is held only to look up, insert or take out a
+    // session: never across a channel operation, a write to a terminal, or a join. An Arc
+    // because the reaper thread holds it too (never the table itself, which it would otherwise
+    // keep alive and join from its own thread).
+    inner: Arc<Mutex<Inner>>,
+    idle_timeout: Duration,
+}
+
+/// The thread that ends idle sessions, and the sender that wakes it when a deadline may have
+/// come nearer (a session registered, a call on one finished). Dropping `wake` ends it.
+struct Reaper {
+    wake: Sender<()>,
+    _thread: JoinOnDrop<()>,
 }
 
 struct Inner {
@@ -71,6 +89,18 @@ struct Inner {
     jobs: BTreeMap<u64, u64>,
     /// The next job id; job ids start at 1 in every table, as prompts and tests expect.
     next_job: u64,
+    /// Sessions the reaper ended, oldest first (at most `IDLE_ENDS_KEPT`): a call naming one
+    /// is told why it is gone.
+    idle_ends: Vec<IdleEnd>,
+    /// Of those, the ones the model was not told of yet (a note on its next process call).
+    untold: Vec<u64>,
+}
+
+/// A session ended for idleness.
+struct IdleEnd {
+    id: u64,
+    command: String,
+    idle: Duration,
 }
 
 /// Session ids are unique in the process (a subagent's tool set has a table of its own), so
@@ -138,6 +168,8 @@ struct State {
     spill: Option<Spill>,
     end: Option<Result<End, ToolError>>,
     last_used: Instant,
+    /// Calls waiting on or writing to the session now: a session in use is never idle.
+    busy: u32,
 }
 
 /// A live session as `/ps` lists it.
@@ -158,16 +190,62 @@ pub struct SessionInfo {
 }
 
 impl SessionTable {
-    /// A table, registered for `live_sessions` and `stop_session`.
-    pub(crate) fn new() -> Arc<Self> {
-        let inner = Inner { sessions: BTreeMap::new(), jobs: BTreeMap::new(), next_job: 1 };
-        let table = Arc::new(Self { inner: Mutex::new(inner) });
+    /// A table whose sessions end after `idle_timeout` without use, registered for
+    /// `live_sessions` and `stop_session`. Should its reaper thread fail to start, idle sessions
+    /// are still ended at the next process call (`sweep`).
+    pub(crate) fn new(idle_timeout: Duration) -> Arc<Self> {
+        let inner = Arc::new(Mutex::new(Inner {
+            sessions: BTreeMap::new(),
+            jobs: BTreeMap::new(),
+            next_job: 1,
+            idle_ends: Vec::new(),
+            untold: Vec::new(),
+        }));
+        // One message is enough: a pending wake already makes the reaper look again.
+        let (wake, woken) = crossbeam_channel::bounded(1);
+        let reaped = Arc::clone(&inner);
+        let thread = spawn_named("exec-session-reaper".to_owned(), move || {
+            reap_idle(&reaped, &woken, idle_timeout);
+        });
+        let reaper = thread.ok().map(|thread| Reaper { wake, _thread: thread });
+        let table = Arc::new(Self { reaper, inner, idle_timeout });
         tables().lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(&table));
         table
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        lock_inner(&self.inner)
+    }
+
+    /// Makes the reaper look at the deadlines again.
+    fn wake_reaper(&self) {
+        if let Some(reaper) = &self.reaper {
+            // A full channel means a wake is pending already.
+            let _ = reaper.wake.try_send(());
+        }
+    }
+
+    /// Ends a call's use of session `id` (see `State::busy`): its idle time starts now.
+    fn release(&self, id: u64) {
+        let state = self.lock().sessions.get(&id).map(|session| Arc::clone(&session.state));
+        if let Some(state) = state {
+            let mut state = lock_state(&state);
+            state.busy = state.busy.saturating_sub(1);
+            state.last_used = Instant::now();
+        }
+        self.wake_reaper();
+    }
+
+    /// A note on the sessions ended for idleness the model was not told of yet, once.
+    pub(crate) fn take_idle_note(&self) -> Option<String> {
+        let mut inner = self.lock();
+        let untold = std::mem::take(&mut inner.untold);
+        let lines: Vec<String> = untold
+            .iter()
+            .filter_map(|id| inner.idle_ends.iter().find(|end| end.id == *id))
+            .map(idle_words)
+            .collect();
+        (!lines.is_empty()).then(|| format!("Note: {}", lines.join("; ")))
     }
 
     /// The sessions still running, oldest first.
@@ -205,23 +283,12 @@ impl SessionTable {
         session.is_some()
     }
 
-    /// Ends the sessions left alone longer than the idle timeout; jobs are exempt.
-    pub(crate) fn sweep(&self, config: &ToolsConfig) {
-        let idle: Vec<Session> = {
-            let mut inner = self.lock();
-            let ids: Vec<u64> = inner
-                .sessions
-                .iter()
-                .filter(|(_, session)| {
-                    session.job.is_none()
-                        && lock_state(&session.state).last_used.elapsed()
-                            > config.session_idle_timeout
-                })
-                .map(|(&id, _)| id)
-                .collect();
-            ids.iter().filter_map(|id| inner.sessions.remove(id)).collect()
-        };
-        drop(idle);
+    /// Ends the sessions left alone longer than the idle timeout now, as the reaper does when
+    /// their time comes (for a table whose reaper could not start).
+    pub(crate) fn sweep(&self) {
+        if self.reaper.is_none() {
+            sweep_idle(&self.inner, self.idle_timeout);
+        }
     }
 
     /// The entries still running: (sessions, jobs).
@@ -248,7 +315,7 @@ impl SessionTable {
         workdir: Option<&str>,
         tty: bool,
     ) -> Result<u64, ToolError> {
-        self.sweep(config);
+        self.sweep();
         let (sessions, jobs) = self.running();
         if sessions >= config.max_sessions || sessions + jobs >= config.max_jobs {
             let jobs = match jobs {
@@ -273,7 +340,7 @@ impl SessionTable {
         spec: CommandSpec,
         timeout: Option<Duration>,
     ) -> Result<u64, ToolError> {
-        self.sweep(config);
+        self.sweep();
         let (sessions, jobs) = self.running();
         if sessions + jobs >= config.max_jobs {
             let sessions = match sessions {
@@ -307,6 +374,9 @@ impl SessionTable {
             spill: job.is_none().then(|| Spill::new(config)),
             end: None,
             last_used: started,
+            // A session is in use by the `exec_command` call that starts it until that call's
+            // wait ends (`release`).
+            busy: u32::from(job.is_none()),
         }));
         let (kill_tx, kill_rx) = crossbeam_channel::bounded::<()>(0);
         let (changed_tx, changed) = crossbeam_channel::bounded::<()>(1);
@@ -393,6 +463,8 @@ impl SessionTable {
                 _thread: thread,
             },
         );
+        drop(inner);
+        self.wake_reaper();
         Ok((id, job_id))
     }
 
@@ -465,13 +537,18 @@ impl SessionTable {
             let Some(session) = inner.sessions.get(&id) else {
                 return Err(unknown_session(id, &inner));
             };
-            lock_state(&session.state).last_used = Instant::now();
+            let mut state = lock_state(&session.state);
+            state.last_used = Instant::now();
+            // In use until the `collect` that follows ends (`release`).
+            state.busy += 1;
+            drop(state);
             session.input.clone()
         };
         if chars.is_empty() {
             return Ok(());
         }
         let Some(input) = input else {
+            self.release(id);
             return Err(failed(format!(
                 "session {id} has no terminal (it was started without `tty: true`), so its \
                  stdin is closed: poll it with empty `chars`, or start the command again with \
@@ -486,8 +563,29 @@ impl SessionTable {
     }
 
     /// Waits up to `yield_time` for session `id` to end (or the call to be cancelled, which
-    /// ends the session), then takes its unread output. An ended session is forgotten.
+    /// ends the session), then takes its unread output and ends the call's use of it
+    /// (`release`). An ended session is forgotten.
     fn collect(
+        &self,
+        config: &ToolsConfig,
+        env: &dyn CallEnv,
+        id: u64,
+        yield_time: Duration,
+        max_output_tokens: Option<u64>,
+    ) -> Result<ToolOutput, ToolError> {
+        let result = self.wait_and_take(config, env, id, yield_time, max_output_tokens);
+        // The note is taken while the session is still in use, so it never tells of the
+        // session this very result reports running.
+        let note = self.take_idle_note();
+        self.release(id);
+        let mut result = result?;
+        if let Some(note) = note {
+            result.content.push(ContentItem::Text { text: note });
+        }
+        Ok(result)
+    }
+
+    fn wait_and_take(
         &self,
         config: &ToolsConfig,
         env: &dyn CallEnv,
@@ -570,6 +668,77 @@ fn lock_state(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+fn lock_inner(inner: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
+    inner.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The reaper's loop: ends the idle sessions, sleeps until the next one may be idle (or
+/// forever, with none), and again when woken; returns when `woken` disconnects.
+fn reap_idle(inner: &Mutex<Inner>, woken: &Receiver<()>, idle_timeout: Duration) {
+    loop {
+        let next = sweep_idle(inner, idle_timeout);
+        let deadline = next.map_or_else(never, crossbeam_channel::at);
+        select! {
+            recv(woken) -> message => {
+                if message.is_err() {
+                    return;
+                }
+            },
+            recv(deadline) -> _ => {},
+        }
+    }
+}
+
+/// Ends the sessions (not jobs) nobody used for `idle_timeout`, killing their process trees
+/// outside the lock; returns when the next of the others will be idle.
+fn sweep_idle(inner: &Mutex<Inner>, idle_timeout: Duration) -> Option<Instant> {
+    let now = Instant::now();
+    let mut next: Option<Instant> = None;
+    let ended: Vec<Session> = {
+        let mut inner = lock_inner(inner);
+        let mut idle = Vec::new();
+        for (&id, session) in &inner.sessions {
+            if session.job.is_some() {
+                continue;
+            }
+            let state = lock_state(&session.state);
+            if state.busy > 0 {
+                continue;
+            }
+            match state.last_used.checked_add(idle_timeout) {
+                Some(due) if due <= now => idle.push((id, now.duration_since(state.last_used))),
+                Some(due) => next = Some(next.map_or(due, |next| next.min(due))),
+                None => {}
+            }
+        }
+        let mut ended = Vec::new();
+        for (id, idle) in idle {
+            if let Some(session) = inner.sessions.remove(&id) {
+                inner.idle_ends.push(IdleEnd { id, command: session.command.clone(), idle });
+                inner.untold.push(id);
+                ended.push(session);
+            }
+        }
+        let excess = inner.idle_ends.len().saturating_sub(IDLE_ENDS_KEPT);
+        inner.idle_ends.drain(..excess);
+        ended
+    };
+    // Dropping a session kills its process tree and joins its owner thread.
+    drop(ended);
+    next
+}
+
+/// How a session ended for idleness is told to the model.
+fn idle_words(end: &IdleEnd) -> String {
+    format!(
+        "command session {} (`{}`) was ended after {} s without use (the idle timeout, \
+         [shell] session_idle_timeout_secs); its processes were killed",
+        end.id,
+        first_line(&end.command, 80),
+        end.idle.as_secs()
+    )
+}
+
 fn unknown_job(id: u64, inner: &Inner) -> ToolError {
     let ids: Vec<String> = inner.jobs.keys().map(u64::to_string).collect();
     let known = if ids.is_empty() { "none".to_owned() } else { ids.join(", ") };
@@ -577,6 +746,12 @@ fn unknown_job(id: u64, inner: &Inner) -> ToolError {
 }
 
 fn unknown_session(id: u64, inner: &Inner) -> ToolError {
+    if let Some(end) = inner.idle_ends.iter().find(|end| end.id == id) {
+        return failed(format!(
+            "{}: start the command again with exec_command if it is still needed",
+            idle_words(end)
+        ));
+    }
     let ids: Vec<String> = inner.sessions.keys().map(u64::to_string).collect();
     let known = if ids.is_empty() { "none".to_owned() } else { ids.join(", ") };
     failed(format!(
@@ -767,7 +942,7 @@ impl Builtin for WriteStdin {
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: WriteArgs = parse_args(args)?;
         let sessions = &self.0.sessions;
-        sessions.sweep(&self.0.config);
+        sessions.sweep();
         sessions.write(args.session_id, &args.chars)?;
         let wait = yield_time(args.yield_time_ms, WRITE_YIELD);
         sessions.collect(&self.0.config, env, args.session_id, wait, args.max_output_tokens)

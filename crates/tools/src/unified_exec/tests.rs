@@ -1,7 +1,8 @@
 //! Unit tests of `exec_command` and `write_stdin`: a session on a terminal answers input, a
 //! session without one only polls, the session bound holds, and a cancel ends the whole tree;
 //! background jobs are entries of the same table (their bound, idle exemption, timeout, `/ps`),
-//! and a job call sweeps idle sessions too.
+//! and an idle session is ended by the table's reaper, with no call, the model told at its next
+//! process call.
 
 use std::sync::Arc;
 
@@ -169,30 +170,66 @@ fn output_over_the_cap_is_spilled_whole_to_a_file() {
     assert_eq!(whole, format!("{}\nEND\n", "x".repeat(5000)));
 }
 
+/// Waits until no `sleep DURATION` runs; false if one still does after 30 s.
+fn sleepers_gone(duration: &str) -> bool {
+    let started = std::time::Instant::now();
+    while sleepers(duration) > 0 {
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    true
+}
+
 #[test]
-fn an_idle_session_is_ended_at_the_next_session_call() {
+fn an_idle_session_is_ended_without_any_call_and_the_model_is_told() {
     let fixture = fixture(|config| config.session_idle_timeout = std::time::Duration::ZERO);
     let started = fixture
         .call("exec_command", json!({"cmd": "sleep 985.625", "tty": true, "yield_time_ms": 0}))
         .unwrap();
     let id = session_id(&started);
-    fixture.call("exec_command", json!({"cmd": "true", "yield_time_ms": 30000})).unwrap();
-    assert_eq!(sleepers("985.625"), 0);
+    // No call comes: the table's reaper ends it (`/ps` no longer lists it) and kills its tree.
+    let started = std::time::Instant::now();
+    while crate::live_sessions().iter().any(|session| session.id == id) {
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "still listed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(sleepers_gone("985.625"), "the idle session's process still runs");
+    // The next process call carries a note, once.
+    let next = fixture.call("exec_command", json!({"cmd": "true", "yield_time_ms": 30000})).unwrap();
+    assert!(next.contains(&format!("Note: command session {id} (`sleep 985.625`) was ended")), "{next}");
+    let again = fixture.call("exec_command", json!({"cmd": "true", "yield_time_ms": 30000})).unwrap();
+    assert!(!again.contains("Note:"), "{again}");
+    // A call naming it is told why it is gone.
     let err = fixture.call("write_stdin", json!({"session_id": id})).unwrap_err();
-    assert!(err.to_string().contains("no command session"), "{err}");
+    assert!(err.to_string().contains("without use (the idle timeout"), "{err}");
 }
 
 #[test]
-fn a_job_tool_call_sweeps_idle_sessions_too() {
+fn a_session_a_call_waits_on_is_not_idle() {
+    let fixture = fixture(|config| config.session_idle_timeout = std::time::Duration::ZERO);
+    // The call's own wait keeps the session in use: it runs to its end.
+    let done = fixture
+        .call("exec_command", json!({"cmd": "sleep 0.3; echo finished", "yield_time_ms": 30000}))
+        .unwrap();
+    assert!(done.contains("finished") && done.contains("Process exited with code 0"), "{done}");
+}
+
+#[test]
+fn a_job_tool_call_tells_of_an_idle_session_too() {
     let fixture = fixture(|config| config.session_idle_timeout = std::time::Duration::ZERO);
     let started =
         fixture.call("exec_command", json!({"cmd": "sleep 978.875", "yield_time_ms": 0})).unwrap();
     let id = session_id(&started);
-    let err = fixture.call("job_output", json!({"id": 1})).unwrap_err();
-    assert!(err.to_string().contains("no background job 1"), "{err}");
-    assert_eq!(sleepers("978.875"), 0);
-    let err = fixture.call("write_stdin", json!({"session_id": id})).unwrap_err();
-    assert!(err.to_string().contains("no command session"), "{err}");
+    let started = std::time::Instant::now();
+    while crate::live_sessions().iter().any(|session| session.id == id) {
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "still listed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    fixture.call("run_command", json!({"command": "true", "background": true})).unwrap();
+    let out = fixture.call("job_output", json!({"id": 1})).unwrap();
+    assert!(out.contains(&format!("Note: command session {id}")), "{out}");
 }
 
 #[test]
