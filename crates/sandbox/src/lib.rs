@@ -87,6 +87,7 @@ mod seatbelt;
 #[cfg(target_os = "linux")]
 mod seccomp;
 mod stage;
+mod sweep;
 mod tree;
 mod wait;
 
@@ -255,6 +256,9 @@ pub struct Child {
     tracked: Vec<tree::Tracked>,
     readers: Vec<JoinOnDrop<()>>,
     waiter: Option<JoinOnDrop<()>>,
+    /// The protected names absent when a confined command started, with its policy: swept once
+    /// the command's tree is gone (`sweep.rs`).
+    sweep: Option<(sweep::Sweep, SandboxPolicy)>,
 }
 
 /// The command that runs `program args` (the spec's, or the sandbox's wrapper of them) for
@@ -309,13 +313,39 @@ impl Child {
             tracked: Vec::new(),
             readers: Vec::new(),
             waiter: None,
+            sweep: None,
         };
         (child, exit_tx, output_tx)
+    }
+
+    /// Notes the protected names absent now under `confinement`'s policy, to be swept when the
+    /// command has ended; taken before the command starts, so that nothing it creates counts as
+    /// there before it.
+    pub(crate) fn sweep_before(confinement: &Confinement) -> Option<(sweep::Sweep, SandboxPolicy)> {
+        match confinement {
+            Confinement::Sandboxed(sandbox) => {
+                let policy = sandbox.policy();
+                sweep::Sweep::before(policy).map(|sweep| (sweep, policy.clone()))
+            }
+            Confinement::Unconfined => None,
+        }
+    }
+
+    /// Once the command's tree is gone: removes what it created at the protected names that
+    /// were absent, and hands the report to `on_output` as stderr. Runs at most once.
+    fn sweep_after(&mut self, on_output: &mut dyn FnMut(&OutputChunk)) {
+        let Some((sweep, policy)) = self.sweep.take() else { return };
+        let swept = sweep.after(&policy);
+        if !swept.is_empty() {
+            let bytes = sweep::report(&swept).into_bytes();
+            on_output(&OutputChunk { stream: Stream::Stderr, bytes });
+        }
     }
 }
 
 /// Starts `spec` in a new process group.
 pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
+    let sweep = Child::sweep_before(&config.confinement);
     let (program, args, sandbox_env, inherited) = match &config.confinement {
         Confinement::Unconfined => (spec.program.clone(), spec.args.clone(), Vec::new(), None),
         Confinement::Sandboxed(sandbox) => {
@@ -346,6 +376,7 @@ pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
     // From here on the group exists: build a `Child` at once so that any early return below
     // still terminates it on drop.
     let (mut handle, exit_tx, output_tx) = Child::started(pid, config);
+    handle.sweep = sweep;
     let waiter = spawn_named(format!("sandbox-wait-{pid}"), move || {
         if let Ok(status) = child.wait() {
             let _ = exit_tx.send(status);
@@ -478,9 +509,11 @@ impl Child {
                 if output_open {
                     self.drain(on_output);
                 }
+                self.sweep_after(on_output);
                 return Ok(stop);
             }
         }
+        self.sweep_after(on_output);
         match self.status {
             Some(status) => Ok(Outcome::Exited(status)),
             None => Err(Error::Lost { pid: self.pid }),
@@ -667,6 +700,8 @@ impl Child {
 impl Drop for Child {
     fn drop(&mut self) {
         self.terminate();
+        // Nobody reads the output any more: the report has no reader, the removal still counts.
+        self.sweep_after(&mut |_| {});
         // Disconnect the output so readers blocked on a full channel end, then let the fields'
         // own drops join the threads.
         self.output = never();

@@ -62,6 +62,7 @@ pub fn spawn_pty(spec: &CommandSpec, config: &SpawnConfig) -> Result<(Child, Pty
     let program_name = spec.program.to_string_lossy().into_owned();
     let spawn_error = |source: io::Error| Error::Spawn { program: program_name.clone(), source };
     let (master, slave) = open_pty().map_err(&spawn_error)?;
+    let sweep = Child::sweep_before(&config.confinement);
     let (program, args, sandbox_env, inherited, stage_takes_terminal) = match &config.confinement {
         Confinement::Unconfined => {
             (spec.program.clone(), spec.args.clone(), Vec::new(), None, false)
@@ -110,6 +111,7 @@ pub fn spawn_pty(spec: &CommandSpec, config: &SpawnConfig) -> Result<(Child, Pty
     crate::live_groups::insert(pid);
     let reader = File::from(master.try_clone().map_err(&spawn_error)?);
     let (mut handle, exit_tx, output_tx) = Child::started(pid, config);
+    handle.sweep = sweep;
     let waiter = codecoder_stdx::spawn_named(format!("sandbox-wait-{pid}"), move || {
         if let Ok(status) = child.wait() {
             let _ = exit_tx.send(status);
