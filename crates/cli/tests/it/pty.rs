@@ -354,3 +354,67 @@ fn a_background_job_outlives_its_call_but_not_codecoder() {
         assert!(all_gone(&marker), "{mode:?}: a job's process outlived codecoder");
     }
 }
+
+#[test]
+fn an_idle_session_is_ended_while_no_call_comes_and_the_model_is_told_at_the_next() {
+    // Unconfined, so the pid the session writes is the one this test sees in /proc.
+    let world = World::new();
+    let marker = marker(7);
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call(
+                "c1",
+                "exec_command",
+                json!({"cmd": format!("echo $$ > session.pid; exec sleep {marker}"), "yield_time_ms": 0}),
+            ))
+            // A foreground command that holds the turn, so that no process call comes, until
+            // the test lets it go.
+            .reply(Reply::tool_call(
+                "c2",
+                "run_command",
+                json!({"command": "touch waiting; while [ ! -e go ]; do sleep 0.05; done", "timeout_ms": 600000}),
+            ))
+            .reply(write("c3", "", 0))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let mut child = world
+        .exec(&server, "idle")
+        .args(["--yolo", "-c", "shell.session_idle_timeout_secs=1"])
+        .spawn()
+        .unwrap();
+    let pid_file = world.workspace.join("session.pid");
+    let waited = Instant::now();
+    let pid = loop {
+        let written = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        if written.ends_with('\n') {
+            break written.trim().to_owned();
+        }
+        assert!(waited.elapsed() < PATIENCE, "the session never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    while !world.workspace.join("waiting").exists() {
+        assert!(waited.elapsed() < PATIENCE, "the foreground command never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let proc_dir = Path::new("/proc").join(&pid);
+    while proc_dir.exists() && !is_zombie(&proc_dir) {
+        assert!(waited.elapsed() < PATIENCE, "the idle session was never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::write(world.workspace.join("go"), "").unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    let results = tool_results(&server);
+    assert_eq!(results.len(), 3, "{results:#?}");
+    assert!(results[0].contains("Process running with session ID 1"), "{results:#?}");
+    assert!(results[2].contains("command session 1 (`echo $$ > session.pid"), "{results:#?}");
+    assert!(results[2].contains("without use (the idle timeout"), "{results:#?}");
+}
+
+fn is_zombie(proc_dir: &Path) -> bool {
+    std::fs::read_to_string(proc_dir.join("stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))
+        .unwrap_or(true)
+}
