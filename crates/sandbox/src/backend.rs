@@ -161,6 +161,11 @@ fn probe_bwrap(notes: &mut Vec<String>) -> Option<PathBuf> {
         return None;
     }
     notes.push(format!("bwrap: {} ({version})", path.display()));
+    notes.push(
+        "bwrap: a proxied network is an empty network namespace (loopback only) whose one way out \
+         is a relay to the proxy's unix socket; TCP only (no UDP, so no DNS but the proxy's)"
+            .into(),
+    );
     Some(path)
 }
 
@@ -222,6 +227,19 @@ fn probe_landlock(notes: &mut Vec<String>) -> bool {
                 note.push_str(" (no signal scoping)");
             }
             notes.push(note);
+            notes.push(if abi >= 4 {
+                let mut note =
+                    "landlock: a proxied network allows TCP connect to the proxy's port \
+                     only, but on any address (a server of another host on that port is reachable \
+                     too); TCP only (no UDP, so no DNS but the proxy's)"
+                        .to_owned();
+                if abi < 6 {
+                    note.push_str("; abstract unix sockets of the host stay reachable");
+                }
+                note
+            } else {
+                "landlock: a proxied network is off (Landlock's TCP rules need ABI 4)".into()
+            });
             let root = nix::unistd::geteuid().is_root();
             let userns = fs_err::read_to_string("/proc/sys/kernel/unprivileged_userns_clone")
                 .map_or(true, |text| text.trim() != "0");

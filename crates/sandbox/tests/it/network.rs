@@ -438,3 +438,24 @@ fn landlock_without_a_tcp_listener_is_offline() {
     // The unix socket itself stays reachable, as every unix socket does with the network off.
     let _ = UnixStream::connect(&fixture.stand_in.socket).unwrap();
 }
+
+/// `doctor` (the probe's notes) says what a proxied network is under each backend, and what the
+/// Landlock fallback leaves open.
+#[test]
+fn probe_says_what_a_proxied_network_covers() {
+    let notes = codecoder_sandbox::probe(codecoder_sandbox::BackendPreference::Auto).notes;
+    let about = |prefix: &str| {
+        notes.iter().any(|note| note.starts_with(prefix) && note.contains("a proxied network"))
+    };
+    let found =
+        |name| notes.iter().any(|note: &String| note.starts_with(name) && !note.contains("not"));
+    if found("bwrap: /") {
+        assert!(about("bwrap: "), "{notes:?}");
+    }
+    if found("landlock: ABI") {
+        assert!(about("landlock: "), "{notes:?}");
+        let landlock =
+            notes.iter().find(|note| note.starts_with("landlock: a proxied network")).unwrap();
+        assert!(landlock.contains("on any address") || landlock.contains("is off"), "{landlock}");
+    }
+}
