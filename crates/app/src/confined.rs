@@ -40,6 +40,33 @@ impl Runtime {
         let config = SpawnConfig { confinement, environment, ..SpawnConfig::standard() };
         Ok((ConfinedCommand { spec, config }, notices))
     }
+
+    /// As [`Runtime::confined_command`] with the network off, except that the command may reach
+    /// the network through the proxy listening on `socket` (and on the loopback address `tcp`,
+    /// which the Landlock backend needs): `codecoder sandbox --network-proxy`, to try a proxied
+    /// network by hand against a proxy of one's own. Unconfined (danger-full-access), the
+    /// command keeps the whole network.
+    ///
+    /// # Errors
+    /// `NoSandbox` when the mode wants a sandbox and no backend works here.
+    pub fn confined_command_through_proxy(
+        &self,
+        program: &OsString,
+        args: &[OsString],
+        socket: std::path::PathBuf,
+        tcp: Option<std::net::SocketAddr>,
+    ) -> Result<(ConfinedCommand, Vec<Notice>)> {
+        use codecoder_sandbox::{Confinement, NetworkProxy, Sandbox};
+        let (mut command, notices) = self.confined_command(program, args, false)?;
+        if let Confinement::Sandboxed(sandbox) = &command.config.confinement {
+            let mut policy = sandbox.policy().clone();
+            policy.network_proxy = Some(NetworkProxy { socket, tcp });
+            let proxied =
+                Sandbox::new(policy, sandbox.backend().clone(), sandbox.stage_exe().to_owned());
+            command.config.confinement = Confinement::Sandboxed(std::sync::Arc::new(proxied));
+        }
+        Ok((command, notices))
+    }
 }
 
 impl ConfinedCommand {

@@ -690,6 +690,15 @@ pub(crate) struct SandboxArgs {
     /// Let the command reach the network.
     #[arg(long)]
     pub(crate) network: bool,
+    /// Let the command reach the network only through the proxy listening on this unix socket
+    /// (HTTP CONNECT, plain HTTP and SOCKS5): it gets `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`
+    /// and `NO_PROXY`, and no other way out.
+    #[arg(long, value_name = "SOCKET", conflicts_with = "network")]
+    pub(crate) network_proxy: Option<std::path::PathBuf>,
+    /// With `--network-proxy`: the same proxy's loopback TCP address, which the Landlock backend
+    /// (no network namespace of its own) sends the command to.
+    #[arg(long, value_name = "ADDRESS", requires = "network_proxy")]
+    pub(crate) network_proxy_tcp: Option<std::net::SocketAddr>,
     /// The command and its arguments.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
     pub(crate) command: Vec<std::ffi::OsString>,

@@ -16,7 +16,16 @@ const EXIT_UNCONFINED: u8 = 126;
 pub(crate) fn run_sandbox(args: &SandboxArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     let runtime = crate::load_runtime(global, None, None)?;
     let (program, rest) = args.command.split_first().context("no command given")?;
-    let command = match runtime.confined_command(program, rest, args.network) {
+    let confined = match &args.network_proxy {
+        Some(socket) => runtime.confined_command_through_proxy(
+            program,
+            rest,
+            socket.clone(),
+            args.network_proxy_tcp,
+        ),
+        None => runtime.confined_command(program, rest, args.network),
+    };
+    let command = match confined {
         Ok((command, notices)) => {
             crate::print_notices(&notices);
             command

@@ -32,6 +32,7 @@ mod reasoning;
 mod remote_tui;
 mod replay;
 mod safety;
+mod sandbox_proxy;
 mod serve;
 mod serve_web;
 mod sessions;

@@ -1,0 +1,87 @@
+//! `codecoder sandbox --network-proxy SOCKET [--network-proxy-tcp ADDRESS]` on both Linux
+//! backends: the command reaches a stand-in proxy of the test's own (a unix socket, plus its
+//! loopback TCP listener for Landlock) through the `http_proxy` it is given, and nothing else:
+//! a direct connection to a loopback port of the host fails and never arrives.
+#![cfg(target_os = "linux")]
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
+use std::process::Command;
+
+use crate::{stderr, stdout};
+
+/// Answers each request (one per connection) with the request line it saw.
+fn answer(stream: impl std::io::Read + std::io::Write + Send + 'static) {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stream);
+        let mut first = String::new();
+        let _ = reader.read_line(&mut first);
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                break;
+            }
+        }
+        let body = format!("stand-in saw: {}\n", first.trim_end());
+        let mut stream = reader.into_inner();
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    });
+}
+
+fn through_the_proxy(backend: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let workspace = root.join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let socket = root.join("proxy.sock");
+    let unix = UnixListener::bind(&socket).unwrap();
+    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    let tcp_address = tcp.local_addr().unwrap().to_string();
+    // Serving until the test process ends.
+    std::thread::spawn(move || unix.incoming().flatten().for_each(answer));
+    std::thread::spawn(move || tcp.incoming().flatten().for_each(answer));
+    let witness = TcpListener::bind("127.0.0.1:0").unwrap();
+    witness.set_nonblocking(true).unwrap();
+    let port = witness.local_addr().unwrap().port();
+
+    let backend_arg = format!("sandbox.backend=\"{backend}\"");
+    let script = format!(
+        "curl -sS --max-time 10 http://registry.example/simple/ && \
+         exec 3<>/dev/tcp/127.0.0.1/{port}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_codecoder"))
+        .args(["-c", &backend_arg, "-s", "workspace-write"])
+        .args(["sandbox", "--network-proxy", socket.to_str().unwrap()])
+        .args(["--network-proxy-tcp", &tcp_address, "--", "bash", "-c", &script])
+        .current_dir(&workspace)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", root.join("home"))
+        .env("CODECODER_HOME", root.join("cchome"))
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("stand-in saw: GET http://registry.example/simple/ HTTP/1.1"),
+        "{backend}: {text}{}",
+        stderr(&out)
+    );
+    // The direct connection is the script's last word, and fails.
+    assert!(!out.status.success(), "{backend}: {text}{}", stderr(&out));
+    assert!(witness.accept().is_err(), "{backend}: the host's port was reached");
+}
+
+#[test]
+fn bwrap_reaches_only_the_proxy() {
+    through_the_proxy("bwrap");
+}
+
+#[test]
+fn landlock_reaches_only_the_proxy() {
+    through_the_proxy("landlock");
+}
