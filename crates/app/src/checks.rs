@@ -512,5 +512,8 @@ fn network_lines(network: &crate::NetworkSettings, out: &mut dyn Write) -> Resul
         }
     }
     writeln!(out, "  other hosts: asked (denied where approvals are never asked)")?;
+    if let Err(err) = network.policy() {
+        writeln!(out, "  error: {err}")?;
+    }
     Ok(())
 }

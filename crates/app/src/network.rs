@@ -8,12 +8,14 @@
 //!   network; `[network] enabled = false` means none; anything else confined is managed.
 //! - Every listed host keeps the file it came from, so `doctor` and errors can name it.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use codecoder_config::ConfigToml;
-use codecoder_protocol::SandboxMode;
+use codecoder_protocol::{SandboxMode, env};
 
 use crate::claude_settings::ClaudePermissions;
+use crate::error::{Error, Result};
 
 /// How sandboxed commands reach the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,5 +100,55 @@ impl NetworkSettings {
         let mut denied = from_config(&network.denied_domains);
         denied.extend(from_claude(&claude.denied_domains));
         Self { mode, allowed, denied, presets: network.allow_presets }
+    }
+}
+
+impl NetworkSettings {
+    /// The proxy's policy: the allowed and denied hosts, presets expanded. A rule that does not
+    /// parse, or an unknown preset, is an error naming the file that listed it.
+    pub fn policy(&self) -> Result<codecoder_netproxy::NetworkPolicy> {
+        for entry in self.allowed.iter().chain(&self.denied) {
+            if let Err(err) = codecoder_netproxy::Rule::parse(&entry.pattern) {
+                return Err(Error::Usage {
+                    message: format!("{err} (in {})", entry.source.display()),
+                });
+            }
+        }
+        let patterns = |entries: &[HostEntry]| {
+            entries.iter().map(|entry| entry.pattern.clone()).collect::<Vec<_>>()
+        };
+        codecoder_netproxy::NetworkPolicy::new(
+            &patterns(&self.allowed),
+            &patterns(&self.denied),
+            &self.presets,
+        )
+        .map_err(|err| Error::Usage {
+            message: format!("{err} (in allow_presets of config.toml [network])"),
+        })
+    }
+
+    /// The session proxy's configuration: [`NetworkSettings::policy`], plus the test-only name
+    /// overrides of `CODECODER_TEST_NET_RESOLVE` (`name=ADDRESS:PORT,…`) when that is set.
+    pub(crate) fn proxy_config(&self) -> Result<codecoder_netproxy::ProxyConfig> {
+        let mut config = codecoder_netproxy::ProxyConfig::standard(self.policy()?);
+        let Some(overrides) = std::env::var_os(env::CODECODER_TEST_NET_RESOLVE) else {
+            return Ok(config);
+        };
+        let overrides = overrides.to_string_lossy().into_owned();
+        for item in overrides.split(',').map(str::trim).filter(|item| !item.is_empty()) {
+            let parsed = item
+                .split_once('=')
+                .and_then(|(name, address)| Some((name, address.parse::<SocketAddr>().ok()?)));
+            let Some((name, address)) = parsed else {
+                return Err(Error::Usage {
+                    message: format!(
+                        "{}: {item:?} is not NAME=ADDRESS:PORT",
+                        env::CODECODER_TEST_NET_RESOLVE
+                    ),
+                });
+            };
+            config.name_overrides.insert(name.to_ascii_lowercase(), address);
+        }
+        Ok(config)
     }
 }

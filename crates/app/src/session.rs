@@ -457,6 +457,14 @@ impl Runtime {
             tools_config.session_idle_timeout = std::time::Duration::from_secs(secs);
         }
         tools_config.file_access.clone_from(&request.file_access);
+        // The managed network: its rules are checked now (a bad rule names its file), its proxy
+        // starts with the first sandboxed command and goes with the tools.
+        if safety.network.mode == crate::NetworkMode::Managed {
+            let proxy_config = safety.network.proxy_config()?;
+            if matches!(safety.confinement, codecoder_sandbox::Confinement::Sandboxed(_)) {
+                tools_config.network = Some(codecoder_tools::ManagedNetwork::new(proxy_config));
+            }
+        }
         // Language servers (started on the first file of their language, stopped when the tools
         // holding them go) and formatters, run after each edit.
         let lsp_config = crate::lsp::lsp_config(

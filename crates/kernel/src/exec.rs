@@ -329,7 +329,7 @@ impl AgentLoop {
         let granted = !keys.is_empty() && keys.iter().all(|key| self.grants.contains(key));
         let (decision, decided_by) = if !request.may_ask {
             (ApprovalDecision::Deny, DecidedBy::Mode)
-        } else if turn_state.approved_calls.contains(&call_id) {
+        } else if request.covered_by_call_approval && turn_state.approved_calls.contains(&call_id) {
             // The person was asked about this very call in this turn and allowed it: the
             // retry it needs is covered (codex does not ask again either).
             (ApprovalDecision::AllowOnce, DecidedBy::CallApproval)

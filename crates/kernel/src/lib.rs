@@ -57,7 +57,7 @@ pub use redact::{MIN_VALUE_LEN, Redactor, Secret, redaction_note};
 pub use schema::validate as validate_schema;
 pub use subagent::AgentTool;
 pub use tool::{
-    EscalationRequest, InputReader, LateTools, Tool, ToolContext, ToolKind, ToolOutput,
+    Approver, EscalationRequest, InputReader, LateTools, Tool, ToolContext, ToolKind, ToolOutput,
     ToolRegistry, ToolSource,
 };
 

@@ -191,6 +191,11 @@ pub struct EscalationRequest {
     /// False when the approval mode never asks: the request is refused without asking (and
     /// logged as decided by the mode).
     pub may_ask: bool,
+    /// Whether the person's approval of the call itself covers this request (running the same
+    /// command again outside the sandbox). False for what approving the call did not show them,
+    /// such as a host a command wants to reach: such a request is asked even right after the
+    /// call was approved, though a session grant of its keys still covers it.
+    pub covered_by_call_approval: bool,
 }
 
 /// An escalation on its way to the loop, with where the answer goes.
@@ -200,7 +205,60 @@ pub(crate) struct PendingEscalation {
     pub(crate) reply: Sender<ApprovalDecision>,
 }
 
+/// A call's way to request approvals from threads of its own that outlive a borrow of its
+/// `ToolContext` (a proxy's connection thread asking about a host for a running command).
+/// Requests go to the loop like `ToolContext::request_approval`'s; they are answered only
+/// while the call runs (the loop drops a request of a call that has ended: `Cancelled`).
+#[derive(Clone)]
+pub struct Approver {
+    call_id: ToolCallId,
+    cancel: CancelToken,
+    escalations: Sender<PendingEscalation>,
+}
+
+impl Approver {
+    /// The call it asks for.
+    pub fn call_id(&self) -> &ToolCallId {
+        &self.call_id
+    }
+
+    /// As `ToolContext::request_approval`; also `Cancelled` once `stop` disconnects or
+    /// receives (the requester gave up waiting).
+    pub fn request_approval(
+        &self,
+        request: EscalationRequest,
+        stop: &crossbeam_channel::Receiver<()>,
+    ) -> ApprovalDecision {
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        let pending = PendingEscalation { call_id: self.call_id.clone(), request, reply };
+        // The loop's channel holds one request per running call: a command asking about
+        // several hosts at once waits here for room, or for the requester to give up.
+        let sent = select! {
+            send(self.escalations, pending) -> sent => sent.is_ok(),
+            recv(self.cancel.signal()) -> _ => false,
+            recv(stop) -> _ => false,
+        };
+        if !sent {
+            return ApprovalDecision::Cancelled;
+        }
+        select! {
+            recv(answer) -> answer => answer.unwrap_or(ApprovalDecision::Cancelled),
+            recv(self.cancel.signal()) -> _ => ApprovalDecision::Cancelled,
+            recv(stop) -> _ => ApprovalDecision::Cancelled,
+        }
+    }
+}
+
 impl ToolContext {
+    /// A handle that requests approvals for this call from other threads (see [`Approver`]).
+    pub fn approver(&self) -> Approver {
+        Approver {
+            call_id: self.call_id.clone(),
+            cancel: self.cancel.clone(),
+            escalations: self.escalations.clone(),
+        }
+    }
+
     /// The call being run.
     pub fn call_id(&self) -> &ToolCallId {
         &self.call_id

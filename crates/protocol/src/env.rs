@@ -136,6 +136,10 @@ pub const CODECODER_WEB_SCREENSHOTS: &str = "CODECODER_WEB_SCREENSHOTS";
 pub const CI: &str = "CI";
 /// `skip-<backend>` (e.g. `skip-bwrap`): the sandbox escape suite leaves that backend out.
 pub const CODECODER_SANDBOX_TESTS: &str = "CODECODER_SANDBOX_TESTS";
+/// For tests only: names the managed network proxy reaches at a fixed address instead of
+/// through the resolver (`registry.test=127.0.0.1:8080,forge.test=127.0.0.1:8081`), so local
+/// servers stand in for registries. Read by the session's proxy; never set by a release.
+pub const CODECODER_TEST_NET_RESOLVE: &str = "CODECODER_TEST_NET_RESOLVE";
 
 // Benchmarks.
 

@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::sync::{Mutex, PoisonError};
 
-use codecoder_kernel::{CancelToken, EscalationRequest, ToolContext};
+use codecoder_kernel::{Approver, CancelToken, EscalationRequest, ToolContext};
 use codecoder_protocol::{ApprovalDecision, AskUserAnswer, DecidedBy, OutputStream, ToolError};
 
 /// What a running call can reach.
@@ -34,6 +34,12 @@ pub trait CallEnv {
     /// Ends the turn once this step's results are logged (see `ToolContext::end_turn`).
     /// Default: nothing.
     fn end_turn(&self) {}
+    /// A handle that requests approvals for this call from threads of the tool's own (the
+    /// managed network's asks; see `ToolContext::approver`). Default: none, so such asks are
+    /// refused.
+    fn approver(&self) -> Option<Approver> {
+        None
+    }
 }
 
 impl CallEnv for ToolContext {
@@ -60,6 +66,9 @@ impl CallEnv for ToolContext {
     }
     fn end_turn(&self) {
         ToolContext::end_turn(self);
+    }
+    fn approver(&self) -> Option<Approver> {
+        Some(ToolContext::approver(self))
     }
 }
 

@@ -28,6 +28,7 @@ mod edit;
 mod env;
 mod files;
 mod jobs;
+mod network;
 mod partial_json;
 mod patch;
 mod path;
@@ -52,6 +53,7 @@ use serde_json::Value;
 pub use crate::after_edit::AfterEdit;
 pub use crate::env::{CallEnv, StandaloneEnv};
 pub use crate::files::FileAccess;
+pub use crate::network::ManagedNetwork;
 pub use crate::plan_mode::{
     EXIT_PLAN_MODE, PLAN_APPROVE, PLAN_EDITED_PREFIX, PLAN_KEEP_PLANNING, PlanReview, plan_review,
     plan_steps,
@@ -137,6 +139,14 @@ pub struct ToolsConfig {
     /// Run after each successful `write_file`, `edit` and `apply_patch` on the paths they
     /// changed; its text joins the result (formatters, diagnostics). Default `None`.
     pub after_edit: Option<Arc<dyn AfterEdit>>,
+    /// The session's managed network: a sandboxed command whose policy has the network off
+    /// reaches it through this proxy, host by host (`network.rs`). Default `None`: the network
+    /// stays off.
+    pub network: Option<Arc<ManagedNetwork>>,
+    /// The endpoints of one command's managed network, held by the copy of the configuration
+    /// an `exec_command` session's or a background job's owner thread keeps, so that they live
+    /// as long as its process. `None` in the session's configuration.
+    pub(crate) network_lease: Option<Arc<network::CommandNetwork>>,
 }
 
 /// A shared, changeable `Escalation`.
@@ -205,6 +215,8 @@ impl ToolsConfig {
             escalation: EscalationSetting::new(Escalation::Never),
             file_access: None,
             after_edit: None,
+            network: None,
+            network_lease: None,
         }
     }
 }

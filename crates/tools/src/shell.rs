@@ -111,8 +111,10 @@ impl Builtin for RunCommand {
             return Err(ToolError::Cancelled);
         }
         env.before_command();
+        let network = crate::network::for_command(config, env, &args.command)?;
         if args.background {
-            let id = self.0.sessions.start_job(config, &args.command, spec, timeout)?;
+            let config = crate::network::leased(config, network);
+            let id = self.0.sessions.start_job(&config, &args.command, spec, timeout)?;
             return Ok(ToolOutput::text(format!(
                 "Started background job {id}: `{}`. Read its output with job_output {{\"id\": \
                  {id}}}; stop it with job_kill {{\"id\": {id}}}. It is killed when the session \
@@ -121,7 +123,14 @@ impl Builtin for RunCommand {
             )));
         }
         let timeout = timeout.unwrap_or(config.default_timeout);
-        let first = foreground(env, config, &spec, timeout, &config.confinement)?;
+        let confinement = network.as_ref().map_or(&config.confinement, |it| it.confinement());
+        let mut first = foreground(env, config, &spec, timeout, confinement)?;
+        // A refused host is the managed network's answer, not the sandbox's: the note says
+        // why, and no retry outside the sandbox is offered.
+        if let Some(note) = network.as_ref().and_then(crate::network::CommandNetwork::note) {
+            first.result.content.push(codecoder_protocol::ContentItem::Text { text: note });
+            return Ok(first.result);
+        }
         let Confinement::Sandboxed(sandbox) = &config.confinement else {
             return Ok(first.result);
         };
@@ -161,6 +170,7 @@ impl RunCommand {
             permission_keys: escalation_keys(config, command),
             reason: Some(format!("the sandbox blocked it: {reason}")),
             may_ask,
+            covered_by_call_approval: true,
         });
         match decision {
             ApprovalDecision::AllowOnce | ApprovalDecision::AllowForSession => {}

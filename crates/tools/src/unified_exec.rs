@@ -872,9 +872,15 @@ impl Builtin for ExecCommand {
         }
         env.before_command();
         let sessions = &self.0.sessions;
-        let id = sessions.start(&self.0.config, &args.cmd, args.workdir.as_deref(), args.tty)?;
+        let network = crate::network::for_command(&self.0.config, env, &args.cmd)?;
+        let config = crate::network::leased(&self.0.config, network);
+        let id = sessions.start(&config, &args.cmd, args.workdir.as_deref(), args.tty)?;
         let wait = yield_time(args.yield_time_ms, EXEC_YIELD);
-        sessions.collect(&self.0.config, env, id, wait, args.max_output_tokens)
+        let mut result = sessions.collect(&self.0.config, env, id, wait, args.max_output_tokens)?;
+        if let Some(note) = config.network_lease.as_ref().and_then(|lease| lease.note()) {
+            result.content.push(ContentItem::Text { text: note });
+        }
+        Ok(result)
     }
 }
 

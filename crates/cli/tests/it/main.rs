@@ -24,6 +24,7 @@ mod mcp;
 mod mcp_add;
 mod mcp_server;
 mod models;
+mod network;
 mod plan;
 mod plugins;
 mod provider_fallback;

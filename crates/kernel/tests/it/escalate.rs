@@ -44,6 +44,7 @@ impl Tool for EscalatingTool {
             permission_keys: vec![format!("escalate:{prefix}")],
             reason: Some("the sandbox blocked it".to_owned()),
             may_ask: args["never"].as_bool() != Some(true),
+            covered_by_call_approval: true,
         });
         Ok(ToolOutput::text(format!("{decision:?}")))
     }

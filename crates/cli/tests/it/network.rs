@@ -1,0 +1,245 @@
+//! The managed network through the binary: a sandboxed command reaches the network only through
+//! the session's proxy, which lets allowed hosts through, refuses denied hosts and bare IP
+//! addresses, and asks about the rest (refused without asking under `exec`'s approval mode
+//! `never`, asked through the app server's approval requests otherwise). Loopback HTTP servers
+//! stand in for registries, reached by name through `CODECODER_TEST_NET_RESOLVE`.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+
+use codecoder_protocol::env;
+use codecoder_test_support::{FakeModelServer, Reply, Script};
+use serde_json::{Value, json};
+
+use crate::exec::{Run, openai_env};
+use crate::stderr;
+
+/// A loopback HTTP server answering every GET with `body`, or with the file under `root` its
+/// path names when it has a root; it runs until the test process ends.
+fn http_server(body: &'static str, root: Option<PathBuf>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let root = root.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut request_line = String::new();
+                if reader.read_line(&mut request_line).is_err() {
+                    return;
+                }
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                }
+                let path = request_line.split(' ').nth(1).unwrap_or("/");
+                // A proxy forwards plain HTTP in absolute form; the path starts at the third
+                // slash.
+                let path = match path.strip_prefix("http://") {
+                    Some(rest) => rest.find('/').map_or("/", |at| &rest[at..]),
+                    None => path,
+                };
+                let path = path.split('?').next().unwrap_or(path);
+                let content = match &root {
+                    Some(root) => std::fs::read(root.join(path.trim_start_matches('/'))).ok(),
+                    None => Some(body.as_bytes().to_vec()),
+                };
+                let head = match &content {
+                    Some(content) => format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        content.len()
+                    ),
+                    None => {
+                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                            .to_owned()
+                    }
+                };
+                let _ = stream.write_all(head.as_bytes());
+                if let Some(content) = content {
+                    let _ = stream.write_all(&content);
+                }
+            });
+        }
+    });
+    port
+}
+
+/// A workspace and a codecoder home in a temporary directory.
+struct World {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    workspace: PathBuf,
+}
+
+impl World {
+    fn new(config: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let world =
+            Self { home: root.join("cchome"), workspace: root.join("workspace"), _dir: dir };
+        std::fs::create_dir_all(&world.home).unwrap();
+        std::fs::create_dir_all(&world.workspace).unwrap();
+        std::fs::write(world.home.join("config.toml"), config).unwrap();
+        world
+    }
+
+    fn run(&self, server: &FakeModelServer, resolve: &str) -> Run<'_> {
+        let mut env = openai_env(server);
+        env.push((env::CODECODER_TEST_NET_RESOLVE.into(), resolve.into()));
+        Run { home: &self.home, cwd: &self.workspace, env }
+    }
+
+    /// The records of the session's log (the only session of the home).
+    fn log(&self) -> Vec<Value> {
+        let log = std::fs::read_dir(self.home.join("sessions"))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .find(|path| path.extension().and_then(|e| e.to_str()) == Some("jsonl"))
+            .unwrap();
+        std::fs::read_to_string(log)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+}
+
+/// The `approval` records of network asks in `records`.
+fn network_approvals(records: &[Value]) -> Vec<&Value> {
+    records
+        .iter()
+        .filter(|record| {
+            record["type"] == "approval"
+                && record["permissionKeys"][0].as_str().is_some_and(|k| k.starts_with("network:"))
+        })
+        .collect()
+}
+
+/// The text the model was sent as the result of call `call_id` (in the request after it).
+fn result_text(server: &FakeModelServer, call_id: &str) -> String {
+    let marker = format!("\"{call_id}\"");
+    server
+        .requests()
+        .iter()
+        .map(|request| request.raw_body.clone())
+        .rfind(|body| body.contains(&marker))
+        .unwrap_or_default()
+}
+
+fn command(id: &str, command: &str) -> Reply {
+    Reply::tool_call(id, "run_command", json!({ "command": command }))
+}
+
+#[test]
+fn exec_reaches_allowed_hosts_through_the_proxy_and_tells_the_model_why_others_fail() {
+    let port = http_server("hello from the registry", None);
+    let world = World::new(
+        "[network]\nallowed_domains = [\"registry.test\"]\ndenied_domains = [\"evil.test\"]\n",
+    );
+    let script = Script::new()
+        .reply(command("plain", &format!("curl -sS http://registry.test:{port}/simple/")))
+        .reply(command(
+            "tunnel",
+            &format!("curl -sS --proxytunnel http://registry.test:{port}/simple/"),
+        ))
+        .reply(command("denied", &format!("curl -sS http://evil.test:{port}/")))
+        .reply(command("address", "curl -sS http://192.0.2.1/"))
+        .reply(command("unlisted", &format!("curl -sS http://other.test:{port}/")))
+        .reply(Reply::text("done"));
+    let server = FakeModelServer::start(script).unwrap();
+    let resolve = format!(
+        "registry.test=127.0.0.1:{port},evil.test=127.0.0.1:{port},other.test=127.0.0.1:{port}"
+    );
+    let out = world.run(&server, &resolve).run(&["exec", "fetch things"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let plain = result_text(&server, "plain");
+    assert!(plain.contains("hello from the registry"), "{plain}");
+    let tunnel = result_text(&server, "tunnel");
+    assert!(tunnel.contains("hello from the registry"), "{tunnel}");
+    let denied = result_text(&server, "denied");
+    assert!(denied.contains("evil.test is denied (denied_domains: evil.test)"), "{denied}");
+    let address = result_text(&server, "address");
+    assert!(address.contains("192.0.2.1 is a bare IP address"), "{address}");
+    let unlisted = result_text(&server, "unlisted");
+    assert!(unlisted.contains("other.test is not in allowed_domains"), "{unlisted}");
+    assert!(unlisted.contains("ask the user to add it to `allowed_domains`"), "{unlisted}");
+    // None of the refusals offered a retry outside the sandbox.
+    for body in [&denied, &address, &unlisted] {
+        assert!(!body.contains("without the sandbox"), "{body}");
+    }
+
+    // Only the uncovered host was an ask: refused by the mode, and logged.
+    let records = world.log();
+    let approvals = network_approvals(&records);
+    assert_eq!(approvals.len(), 1, "{approvals:#?}");
+    assert_eq!(approvals[0]["callId"], "unlisted");
+    assert_eq!(approvals[0]["permissionKeys"], json!(["network:other.test"]));
+    assert_eq!(approvals[0]["decidedBy"], "mode");
+    assert_eq!(approvals[0]["decision"]["type"], "deny");
+}
+
+#[test]
+fn a_bad_network_rule_stops_the_session_naming_its_file() {
+    let world = World::new("[network]\nallowed_domains = [\"https://\"]\n");
+    let server = FakeModelServer::start(Script::new().reply(Reply::text("never"))).unwrap();
+    let out = world.run(&server, "").run(&["exec", "hello"], "");
+    assert!(!out.status.success());
+    let text = stderr(&out);
+    assert!(text.contains("invalid network rule"), "{text}");
+    assert!(text.contains("config.toml [network]"), "{text}");
+    let doctor = world.run(&server, "").run(&["doctor"], "");
+    let text = crate::stdout(&doctor);
+    assert!(text.contains("error: invalid network rule"), "{text}");
+}
+
+#[test]
+fn git_clones_over_http_from_an_allowed_forge() {
+    let world = World::new("[network]\nallowed_domains = [\"forge.test\"]\n");
+    // A bare repository served as static files (git's dumb HTTP protocol).
+    let served = world.workspace.parent().unwrap().join("served");
+    let source = world.workspace.parent().unwrap().join("source");
+    git(&["init", "-q", "-b", "main", source.to_str().unwrap()], None);
+    std::fs::write(source.join("README"), "cloned through the proxy\n").unwrap();
+    git(&["add", "README"], Some(&source));
+    git(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one"], Some(&source));
+    git(
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            source.to_str().unwrap(),
+            served.join("repo.git").to_str().unwrap(),
+        ],
+        None,
+    );
+    git(&["update-server-info"], Some(&served.join("repo.git")));
+    let port = http_server("", Some(served));
+    let script = Script::new()
+        .reply(command(
+            "clone",
+            &format!("git clone -q http://forge.test:{port}/repo.git cloned && cat cloned/README"),
+        ))
+        .reply(Reply::text("done"));
+    let server = FakeModelServer::start(script).unwrap();
+    let out =
+        world.run(&server, &format!("forge.test=127.0.0.1:{port}")).run(&["exec", "clone"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let clone = result_text(&server, "clone");
+    assert!(clone.contains("cloned through the proxy"), "{clone}");
+    assert!(world.workspace.join("cloned/README").exists());
+}
+
+fn git(args: &[&str], cwd: Option<&Path>) {
+    let mut command = std::process::Command::new("git");
+    command.args(args).env("GIT_CONFIG_NOSYSTEM", "1").env("HOME", "/nonexistent");
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+}
