@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Escape probes, side by side: the same shell commands run confined by `codecoder sandbox`
-# (workspace-write, under bubblewrap and under Landlock) and by Claude Code's sandbox runtime
-# (`srt` from the npm package @anthropic-ai/sandbox-runtime), each judged by what the host saw:
-# a byte on a listener, a file left in the workspace, a secret on stdout.
+# Escape probes, side by side: the same shell commands run unconfined (the control), confined
+# by `codecoder sandbox` and by the agent's own run_command under `codecoder exec` (its managed
+# network; a fake model makes the call), each under bubblewrap and under Landlock, and by Claude
+# Code's sandbox runtime (`srt` from the npm package @anthropic-ai/sandbox-runtime). Each is
+# judged by what the host saw: a byte on a listener, a file left in the workspace, a secret in
+# the output.
 #
 # Usage: crates/cli/benches/escape_probes.sh            (prints a Markdown table)
 #   CODECODER_BIN  the binary to probe (default: target/debug/codecoder of this checkout)
+#   FAKE_MODEL_BIN the fake model server (default: target/debug/codecoder-fake-model)
 #   SRT_VERSION    the srt version to install (default 0.0.83)
 #   SRT_DIR        where srt is installed with npm when absent (default /tmp/escape-probes-srt)
 #   PROBE_VERBOSE  when set, each run's verdict and output go to stderr
@@ -38,6 +41,11 @@ if [[ "${1:-}" != --inner ]]; then
         fi
     done
     export CODECODER_BIN=${CODECODER_BIN:-$repo/target/debug/codecoder}
+    export FAKE_MODEL_BIN=${FAKE_MODEL_BIN:-$repo/target/debug/codecoder-fake-model}
+    if [[ ! -x $FAKE_MODEL_BIN ]]; then
+        echo "escape_probes: no $FAKE_MODEL_BIN (cargo build -p codecoder-test-support)" >&2
+        exit 2
+    fi
     export SRT_VERSION=${SRT_VERSION:-0.0.83}
     SRT_DIR=${SRT_DIR:-/tmp/escape-probes-srt}
     if [[ ! -x "$SRT_DIR/node_modules/.bin/srt" ]]; then
@@ -129,6 +137,16 @@ EOF
 probe tcp-raw-ip <<EOF
 $py -c 'import socket; s=socket.create_connection(("$RAW_IP",$TCP_PORT),3); s.sendall(b"tcp-raw-ip"); print(s.recv(64).decode())'
 EOF
+probe tcp-proxy-port-elsewhere <<EOF
+$py -c '
+import os, socket, urllib.parse
+proxy = os.environ.get("HTTP_PROXY") or os.environ.get("http_proxy") or "http://127.0.0.1:3128"
+port = urllib.parse.urlsplit(proxy).port or 3128
+s = socket.socket(); s.settimeout(3)
+try: s.connect(("$RAW_IP", port)); print("HOST-ANSWERED: connected to port", port)
+except ConnectionRefusedError: print("HOST-ANSWERED: refused on port", port)
+except OSError as err: print("no connection:", err)'
+EOF
 probe udp-dns <<EOF
 $py -c '
 import socket, struct
@@ -203,18 +221,40 @@ EOF
     echo "$dir"
 }
 
-# Runs probe $2 under runtime $1 in run directory $3; its output goes to $3/out.
+# Runs probe $2 under runtime $1 in run directory $3; its output goes to $3/out. Every runtime
+# starts from the same small environment. The `exec` runtimes run the probe as the agent does:
+# `codecoder exec` against the fake model, whose first reply is a run_command call of the probe
+# (its output is in the JSON events) and whose second ends the turn.
 run_under() {
-    local runtime=$1 name=$2 dir=$3
+    local runtime=$1 name=$2 dir=$3 backend=${1##*-} model_pid='' base_url=''
     local -a cmd
     case $runtime in
         unconfined) cmd=(sh "$PROBES/$name.sh") ;;
         srt) cmd=("$SRT_BIN" --settings "$dir/srt-settings.json" -- sh "$PROBES/$name.sh") ;;
-        codecoder-bwrap) cmd=("$CODECODER_BIN" sandbox -a never -c 'sandbox.backend="bwrap"' -- sh "$PROBES/$name.sh") ;;
-        codecoder-landlock) cmd=("$CODECODER_BIN" sandbox -a never -c 'sandbox.backend="landlock"' -- sh "$PROBES/$name.sh") ;;
+        sandbox-*)
+            cmd=("$CODECODER_BIN" sandbox -a never -c "sandbox.backend=\"$backend\"" --
+                sh "$PROBES/$name.sh") ;;
+        exec-*)
+            printf '{"steps": [{"type": "reply", "tool_calls": [{"id": "probe", "name": "run_command", "arguments": {"command": "sh %s"}}]}, {"type": "reply", "text": "done"}]}\n' \
+                "$PROBES/$name.sh" >"$dir/script.json"
+            : >"$dir/model-url"
+            "$FAKE_MODEL_BIN" --script "$dir/script.json" --quiet >"$dir/model-url" &
+            model_pid=$!
+            for _ in $(seq 100); do
+                base_url=$(head -n 1 "$dir/model-url")
+                if [[ -n $base_url ]]; then break; fi
+                sleep 0.05
+            done
+            cmd=("$CODECODER_BIN" exec --json -a never -c "sandbox.backend=\"$backend\""
+                "run the probe") ;;
     esac
-    (cd "$dir/ws" && HOME=$dir/home CODECODER_HOME=$dir/cchome timeout 30 "${cmd[@]}") \
+    (cd "$dir/ws" && env -i PATH="$PATH" HOME="$dir/home" CODECODER_HOME="$dir/cchome" \
+        OPENAI_BASE_URL="$base_url/v1" OPENAI_API_KEY=sk-probe timeout 30 "${cmd[@]}") \
         >"$dir/out" 2>&1 </dev/null || true
+    if [[ -n $model_pid ]]; then
+        kill "$model_pid" 2>/dev/null || true
+        wait "$model_pid" 2>/dev/null || true
+    fi
 }
 
 # A file probe's verdict: the content left behind (a non-empty $2) is an escape; a write the
@@ -238,6 +278,8 @@ verdict() {
         tcp-loopback | tcp-raw-ip | abstract-unix)
             grep -q "$name" <<<"$seen" && echo ESCAPED || echo blocked ;;
         udp-dns) grep -q '^udp ' <<<"$seen" && echo ESCAPED || echo blocked ;;
+        tcp-proxy-port-elsewhere)
+            grep -q HOST-ANSWERED "$dir/out" && echo "ESCAPED (the host answered)" || echo blocked ;;
         proxy-allowed | proxy-connect-allowed)
             grep -q 'HTTP-OK allowed.test' "$dir/out" && echo reached || echo refused ;;
         proxy-allowed-loopback)
@@ -260,6 +302,7 @@ verdict() {
 declare -A label=(
     [tcp-loopback]="TCP connect to a host listener on 127.0.0.1"
     [tcp-raw-ip]="TCP connect to a raw IP ($RAW_IP)"
+    [tcp-proxy-port-elsewhere]="TCP connect to $RAW_IP on the proxy's port"
     [udp-dns]="UDP DNS query to $RAW_IP:53"
     [abstract-unix]="connect to a host abstract unix socket"
     [proxy-allowed]="HTTP via the proxy, allowed host"
@@ -276,15 +319,16 @@ declare -A label=(
     [create-claude-settings]="create a missing .claude/settings.json"
     [read-ssh-key]="read ~/.ssh/id_rsa"
 )
-order=(tcp-loopback tcp-raw-ip udp-dns abstract-unix proxy-allowed proxy-connect-allowed
+order=(tcp-loopback tcp-raw-ip tcp-proxy-port-elsewhere udp-dns abstract-unix proxy-allowed proxy-connect-allowed
     proxy-allowed-loopback proxy-denied proxy-raw-ip direct-allowed write-git-hooks
     write-git-config write-global-hooks-path create-git create-mcp-json create-claude-settings read-ssh-key)
 # The unconfined column is the control: there every escape must get through, so a "blocked"
 # elsewhere is the sandbox's doing and not a broken probe.
-runtimes=(unconfined codecoder-bwrap codecoder-landlock srt)
+runtimes=(unconfined sandbox-bwrap sandbox-landlock exec-bwrap exec-landlock srt)
 
-echo "| probe | unconfined (control) | codecoder (bwrap) | codecoder (Landlock) | srt $SRT_VERSION |"
-echo "| --- | --- | --- | --- | --- |"
+echo "| probe | unconfined (control) | \`codecoder sandbox\` bwrap | \`codecoder sandbox\` Landlock |" \
+    "\`codecoder exec\` bwrap | \`codecoder exec\` Landlock | srt $SRT_VERSION |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
 for name in "${order[@]}"; do
     row="| ${label[$name]} |"
     for runtime in "${runtimes[@]}"; do
