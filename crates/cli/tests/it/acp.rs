@@ -65,6 +65,7 @@ fn an_acp_client_fixes_a_bug_cancels_a_command_and_loads_the_session() {
     let work = tempfile::tempdir().unwrap();
     let workdir = work.path().canonicalize().unwrap();
     std::fs::write(workdir.join("add.js"), "function add(a, b) {\n  return a - b;\n}\n").unwrap();
+    crate::exec::without_language_servers(home.path());
     // Commands run in the default sandbox (bubblewrap where it works): the cancelled one and
     // everything it started must be gone.
     let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/acp_client.mjs");

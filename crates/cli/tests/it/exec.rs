@@ -43,6 +43,21 @@ impl Run<'_> {
     }
 }
 
+/// Makes `home` hermetic for code intelligence: `[lsp] enabled = false` added to its
+/// config.toml, so that a session reading, searching or editing code files (`.py`, `.rs`, `.js`,
+/// …) starts no language server the machine has on `PATH` (rust-analyzer, pyright, …), whose
+/// notes would change the tool results a test compares. Language servers are opt-in in these
+/// tests: `lsp.rs` configures the ones it drives.
+pub(crate) fn without_language_servers(home: &Path) {
+    use std::io::Write as _;
+    let mut config = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(home.join("config.toml"))
+        .unwrap();
+    config.write_all(b"\n[lsp]\nenabled = false\n").unwrap();
+}
+
 pub(crate) fn openai_env(server: &FakeModelServer) -> Vec<(String, String)> {
     vec![
         ("OPENAI_BASE_URL".into(), format!("{}/v1", server.base_url())),
@@ -313,6 +328,7 @@ fn a_multi_step_bug_fix_in_every_wire_api() {
         let home = tempfile::tempdir().unwrap();
         let repo = tempfile::tempdir().unwrap();
         example_repo(repo.path());
+        without_language_servers(home.path());
         let server = FakeModelServer::start(bugfix_script()).unwrap();
         let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
         let out = run
@@ -396,6 +412,7 @@ fn json_output_of_a_tool_run() {
     let home = tempfile::tempdir().unwrap();
     let repo = tempfile::tempdir().unwrap();
     example_repo(repo.path());
+    without_language_servers(home.path());
     let server = FakeModelServer::start(bugfix_script()).unwrap();
     let run = Run { home: home.path(), cwd: repo.path(), env: openai_env(&server) };
     let out = run.run(&["exec", "--json", "Fix the bug."], "");
@@ -537,6 +554,7 @@ fn the_shipped_example_replays_offline() {
     let home = tempfile::tempdir().unwrap();
     let repo = tempfile::tempdir().unwrap();
     example_repo(repo.path());
+    without_language_servers(home.path());
     let log = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/bugfix/session.jsonl");
     // A home of its own: a login profile that prints would change the command's output the
     // replay compares.

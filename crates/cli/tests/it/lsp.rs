@@ -4,7 +4,10 @@
 //! elsewhere they are skipped with a note). An edit that introduces a type error gets the
 //! diagnostic in the same tool result; `lsp` answers definition, references (by position and
 //! by name), hover, document symbols and callers on a fixture project; a server that exits at once is a note, not a hang or a failed edit; a formatter
-//! runs and its effect is noted; `doctor` lists the servers.
+//! runs and its effect is noted; `doctor` lists the servers. With the default 1 s wait: a read
+//! starts pyright, so the edit after it gets diagnostics; an edit before the server is ready
+//! returns with a note and a later edit gets them; the server ends with the session, and with
+//! codecoder killed by SIGKILL.
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
@@ -114,6 +117,236 @@ fn an_edit_that_introduces_a_type_error_returns_the_diagnostic_in_its_result() {
         std::fs::read_to_string(world.workspace.join("calc.py")).unwrap(),
         "def add(a: int, b: int) -> int:\n    return a * b\n"
     );
+}
+
+/// `[lsp.pyright]` with the default bounds (1 s for an edit's diagnostics), run by a script
+/// that waits `delay` seconds before starting pyright with its arguments and `MARKER` set to
+/// `marker` in its environment (so that the test finds its processes).
+fn default_pyright_config(dir: &Path, bin: &Path, delay: u32, marker: &str) -> String {
+    let script = dir.join("pyright");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nsleep {delay}\nexec {:?} \"$@\"\n", bin.to_string_lossy()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!(
+        "[lsp.pyright]\ncommand = {:?}\nenv = {{ MARKER = {marker:?} }}\n",
+        script.to_string_lossy()
+    )
+}
+
+/// The ids of live processes whose environment holds `MARKER=marker`.
+fn marked_processes(marker: &str) -> Vec<u32> {
+    let needle = format!("MARKER={marker}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                environ.windows(needle.len()).any(|window| window == needle.as_bytes())
+            }) && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'))
+            })
+        })
+        .collect()
+}
+
+/// Polls until `done` holds, for at most a minute (a loaded machine starts node slowly).
+fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..600 {
+        if done() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("{what}: not within a minute");
+}
+
+const CALC: &str = "def add(a: int, b: int) -> int:\n    return a + b\n";
+
+#[test]
+fn a_read_starts_pyright_so_the_edit_after_it_gets_diagnostics_within_the_default_wait() {
+    let Some(bin) = pyright_bin() else { return };
+    let scripts = tempfile::tempdir().unwrap();
+    let marker = format!("read-{}", std::process::id());
+    let world = world(
+        &default_pyright_config(scripts.path(), &bin, 0, &marker),
+        &[("pyproject.toml", "[project]\nname = \"fixture\"\n"), ("calc.py", CALC)],
+    );
+    let bodies = exec(
+        &world,
+        Script::new()
+            .reply(Reply::tool_call("c1", "read_file", json!({ "path": "calc.py" })))
+            // The model's turn: the time pyright has to start, opened on the file read.
+            .reply(
+                Reply::tool_call(
+                    "c2",
+                    "edit",
+                    json!({ "path": "calc.py", "old_string": "return a + b", "new_string": "return str(a + b)" }),
+                )
+                .delay_ms(15_000),
+            )
+            .reply(Reply::text("done")),
+    );
+    let edit = &bodies[1];
+    assert!(edit.contains("Diagnostics for calc.py (pyright): 1 error(s)"), "{edit}");
+    assert!(edit.contains("calc.py:2:12: error:"), "{edit}");
+    // The session's end stopped it.
+    assert_eq!(marked_processes(&marker), Vec::<u32>::new());
+}
+
+#[test]
+fn an_edit_before_pyright_is_ready_returns_with_a_note_and_a_later_edit_gets_diagnostics() {
+    let Some(bin) = pyright_bin() else { return };
+    let scripts = tempfile::tempdir().unwrap();
+    let marker = format!("slow-{}", std::process::id());
+    // pyright starts 3 s after it is asked: past the edit's 1 s, whatever the machine.
+    let world = world(
+        &default_pyright_config(scripts.path(), &bin, 3, &marker),
+        &[("pyproject.toml", "[project]\nname = \"fixture\"\n"), ("calc.py", CALC)],
+    );
+    let bodies = exec(
+        &world,
+        Script::new()
+            .reply(Reply::tool_call(
+                "c1",
+                "edit",
+                json!({ "path": "calc.py", "old_string": "return a + b", "new_string": "return str(a + b)" }),
+            ))
+            .reply(
+                Reply::tool_call(
+                    "c2",
+                    "edit",
+                    json!({ "path": "calc.py", "old_string": "return str(a + b)", "new_string": "return [a + b]" }),
+                )
+                .delay_ms(15_000),
+            )
+            .reply(Reply::text("done")),
+    );
+    let first = &bodies[0];
+    assert!(
+        first.contains(
+            "Diagnostics for calc.py: pyright is starting; its diagnostics come with later edits."
+        ),
+        "{first}"
+    );
+    let second = &bodies[1];
+    assert!(second.contains("Diagnostics for calc.py (pyright): 1 error(s)"), "{second}");
+    assert!(second.contains("list[int]"), "{second}");
+    assert_eq!(
+        std::fs::read_to_string(world.workspace.join("calc.py")).unwrap(),
+        "def add(a: int, b: int) -> int:\n    return [a + b]\n"
+    );
+    assert_eq!(marked_processes(&marker), Vec::<u32>::new());
+}
+
+#[test]
+fn pyright_ends_when_codecoder_is_killed_with_sigkill() {
+    let Some(bin) = pyright_bin() else { return };
+    // Sandboxed (the default) and unconfined.
+    for (mode, args) in [("sandboxed", &[][..]), ("unconfined", &["-s", "danger-full-access"][..])]
+    {
+        killed_with_sigkill(&bin, mode, args);
+    }
+}
+
+fn killed_with_sigkill(bin: &Path, mode: &str, args: &[&str]) {
+    let scripts = tempfile::tempdir().unwrap();
+    let marker = format!("kill-{mode}-{}", std::process::id());
+    let world = world(
+        &default_pyright_config(scripts.path(), bin, 0, &marker),
+        &[("pyproject.toml", "[project]\nname = \"fixture\"\n"), ("calc.py", CALC)],
+    );
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("c1", "read_file", json!({ "path": "calc.py" })))
+            .reply(Reply::text("never sent").delay_ms(600_000)),
+    )
+    .unwrap();
+    let run = Run { home: &world.home, cwd: &world.workspace, env: openai_env(&server) };
+    let mut child = run
+        .command(&[args, &["exec", "work on the code"][..]].concat())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The read started pyright (node running pyright-langserver, in the sandbox when there is
+    // one; the script before it is not enough).
+    eventually(&format!("{mode}: pyright started"), || {
+        marked_processes(&marker).iter().any(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+                String::from_utf8_lossy(&cmdline).contains("pyright-langserver")
+            })
+        })
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    eventually(&format!("{mode}: pyright gone after SIGKILL of codecoder"), || {
+        marked_processes(&marker).is_empty()
+    });
+}
+
+/// A `pyright-langserver` on the `PATH` the session gets: it leaves a mark when started, then
+/// exits at once.
+fn pyright_on_path(dir: &Path) -> (String, PathBuf) {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let mark = dir.join("started");
+    let server = bin.join("pyright-langserver");
+    std::fs::write(&server, format!("#!/bin/sh\ntouch {:?}\nexit 0\n", mark.to_string_lossy()))
+        .unwrap();
+    std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    (path.to_string_lossy().into_owned(), mark)
+}
+
+#[test]
+fn a_preset_server_on_path_starts_on_a_read_unless_the_home_turns_servers_off() {
+    let script = || {
+        Script::new()
+            .reply(Reply::tool_call("c1", "read_file", json!({ "path": "calc.py" })))
+            .reply(Reply::tool_call(
+                "c2",
+                "write_file",
+                json!({ "path": "calc.py", "content": "x = 2\n" }),
+            ))
+            .reply(Reply::text("done"))
+    };
+    for hermetic in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, mark) = pyright_on_path(&dir.path().canonicalize().unwrap());
+        let world = world("", &[("calc.py", "x = 1\n")]);
+        if hermetic {
+            crate::exec::without_language_servers(&world.home);
+        }
+        let server = FakeModelServer::start(script()).unwrap();
+        let mut env = openai_env(&server);
+        env.push(("PATH".to_owned(), path));
+        let run = Run { home: &world.home, cwd: &world.workspace, env };
+        let out = run.run(&["exec", "work on the code"], "");
+        assert!(out.status.success(), "{}", stderr(&out));
+        let edit = last_output(&server.requests()[2].raw_body);
+        if hermetic {
+            // The test homes' setting: no server is looked for, nothing is added to the edit.
+            assert!(!mark.exists(), "a server started in a home that turns them off");
+            assert!(!edit.contains("Diagnostics"), "{edit}");
+        } else {
+            // The preset found on PATH (no configuration) was started by the read.
+            assert!(mark.exists(), "the preset on PATH was not started");
+            assert!(
+                edit.contains(
+                    "Diagnostics for calc.py: unavailable (pyright did not start: pyright exited)"
+                ),
+                "{edit}"
+            );
+        }
+    }
 }
 
 #[test]
