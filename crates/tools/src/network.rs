@@ -251,8 +251,10 @@ impl Decide for AskCall {
             summary: format!("`{}` wants to reach {host}:{}", short(&command), ask.port),
             permission_keys: vec![format!("network:{host}")],
             reason: Some(format!(
-                "{host} is not in the managed network's allowed_domains (to allow it always, add \
-                 it to `[network] allowed_domains` in config.toml)"
+                "the command wants to reach {host}:{}, which the managed network's \
+                 allowed_domains do not list (to allow it always, add it to `[network] \
+                 allowed_domains` in config.toml)",
+                ask.port
             )),
             may_ask,
             covered_by_call_approval: false,

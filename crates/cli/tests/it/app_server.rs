@@ -21,7 +21,7 @@ use crate::stdout;
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A JSON-RPC client of one `codecoder app-server` process.
-struct Client {
+pub(crate) struct Client {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<Value>,
@@ -37,7 +37,7 @@ struct Client {
 impl Client {
     /// The server allows every sandbox (`-s danger-full-access`): each test's threads name
     /// their own.
-    fn start(run: &Run) -> Self {
+    pub(crate) fn start(run: &Run) -> Self {
         let mut child = run
             .command(&["app-server", "-s", "danger-full-access"])
             .stdin(Stdio::piped())
@@ -85,7 +85,7 @@ impl Client {
         stdin.flush().unwrap();
     }
 
-    fn recv(&mut self) -> Value {
+    pub(crate) fn recv(&mut self) -> Value {
         if !self.backlog.is_empty() {
             return self.backlog.remove(0);
         }
@@ -115,7 +115,7 @@ impl Client {
         }
     }
 
-    fn result(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn result(&mut self, method: &str, params: Value) -> Value {
         let answer = self.request(method, params);
         assert!(answer.get("error").is_none(), "{method}: {answer}");
         answer["result"].clone()
@@ -127,7 +127,7 @@ impl Client {
         answer["error"].clone()
     }
 
-    fn initialize(&mut self) {
+    pub(crate) fn initialize(&mut self) {
         let result = self.result(
             "initialize",
             json!({"clientInfo": {"name": "test-client", "title": "Test", "version": "1.0"}}),
@@ -138,7 +138,7 @@ impl Client {
 
     /// Reads until `turn/completed`, answering each approval request with `decide(request)`;
     /// returns every message read, the last one `turn/completed`.
-    fn turn(&mut self, mut decide: impl FnMut(&Value) -> &'static str) -> Vec<Value> {
+    pub(crate) fn turn(&mut self, mut decide: impl FnMut(&Value) -> &'static str) -> Vec<Value> {
         let mut seen = Vec::new();
         loop {
             let message = self.recv();
@@ -155,7 +155,7 @@ impl Client {
     }
 
     /// Closes stdin and waits for the server to exit.
-    fn finish(mut self) -> std::process::ExitStatus {
+    pub(crate) fn finish(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());
         let started = std::time::Instant::now();
         loop {

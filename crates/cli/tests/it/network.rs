@@ -243,3 +243,72 @@ fn git(args: &[&str], cwd: Option<&Path>) {
     let out = command.output().unwrap();
     assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
 }
+
+#[test]
+fn an_app_server_client_allows_a_host_for_the_session_and_is_not_asked_again() {
+    let port = http_server("served to the approved host", None);
+    let world = World::new("");
+    let script = Script::new()
+        .reply(command("first", &format!("curl -sS http://asked.test:{port}/one")))
+        .reply(command("second", &format!("curl -sS http://asked.test:{port}/two")))
+        .reply(command("third", &format!("curl -sS http://refused.test:{port}/")))
+        .reply(Reply::text("done"));
+    let server = FakeModelServer::start(script).unwrap();
+    let resolve = format!("asked.test=127.0.0.1:{port},refused.test=127.0.0.1:{port}");
+    let run = world.run(&server, &resolve);
+    let mut client = crate::app_server::Client::start(&run);
+    client.initialize();
+    let started = client.result(
+        "thread/start",
+        json!({
+            "cwd": world.workspace,
+            "approvalPolicy": "on-request",
+            "sandbox": "workspace-write",
+            "model": "test-model"
+        }),
+    );
+    let thread_id = started["thread"]["id"].as_str().unwrap().to_owned();
+    client.result(
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "fetch"}]}),
+    );
+    let mut asked = Vec::new();
+    client.turn(|request| {
+        asked.push(request.clone());
+        match asked.len() {
+            1 => "acceptForSession",
+            _ => "decline",
+        }
+    });
+    // One question per host: the first command's, allowed for the session; the second
+    // command to the same host was not asked; the third, to another host, was and was refused.
+    assert_eq!(asked.len(), 2, "{asked:#?}");
+    let first = asked[0].to_string();
+    assert!(first.contains("wants to reach asked.test:"), "{first}");
+    let second = asked[1].to_string();
+    assert!(second.contains("wants to reach refused.test:"), "{second}");
+    assert!(result_text(&server, "first").contains("served to the approved host"));
+    assert!(result_text(&server, "second").contains("served to the approved host"));
+    let third = result_text(&server, "third");
+    assert!(third.contains("refused.test is not in allowed_domains"), "{third}");
+    assert!(third.contains("Do not retry"), "{third}");
+    assert!(client.finish().success());
+
+    let records = world.log();
+    let approvals = network_approvals(&records);
+    let decided: Vec<(&str, &str, &str)> = approvals
+        .iter()
+        .map(|record| {
+            (
+                record["callId"].as_str().unwrap(),
+                record["decidedBy"].as_str().unwrap(),
+                record["decision"]["type"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        [("first", "user", "allow_for_session"), ("third", "user", "deny")],
+        "{approvals:#?}"
+    );
+}
