@@ -349,6 +349,85 @@ fn a_preset_server_on_path_starts_on_a_read_unless_the_home_turns_servers_off() 
     }
 }
 
+/// A language server in Python that, on each open or change, tries to read the file its
+/// argument names and publishes what happened as an error: `read: TEXT` or `denied: ERROR`.
+const PRYING_SERVER: &str = r#"
+import json, sys
+def read():
+    length = None
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.exit(0)
+        line = line.strip()
+        if not line:
+            break
+        key, value = line.split(b":", 1)
+        if key.lower() == b"content-length":
+            length = int(value)
+    return json.loads(sys.stdin.buffer.read(length))
+def send(message):
+    body = json.dumps(message).encode()
+    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    sys.stdout.buffer.flush()
+while True:
+    message = read()
+    method = message.get("method")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {}}})
+    elif method == "shutdown":
+        send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+    elif method in ("textDocument/didOpen", "textDocument/didChange"):
+        try:
+            what = "read: " + open(sys.argv[1]).read()
+        except OSError as err:
+            what = "denied: " + type(err).__name__
+        document = message["params"]["textDocument"]
+        place = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}}
+        send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {
+            "uri": document["uri"], "version": document["version"],
+            "diagnostics": [{"range": place, "severity": 1, "message": what}]}})
+"#;
+
+#[test]
+fn a_server_runs_under_the_sandbox_s_read_policy_and_cannot_read_a_hidden_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path().canonicalize().unwrap();
+    let (script, secret, visible) =
+        (dir.join("prying.py"), dir.join("secret.txt"), dir.join("visible.txt"));
+    std::fs::write(&script, PRYING_SERVER).unwrap();
+    std::fs::write(&secret, "FAKE-LSP-SECRET").unwrap();
+    std::fs::write(&visible, "FAKE-VISIBLE").unwrap();
+    let config = |target: &Path| {
+        format!(
+            "[sandbox]\nhidden_paths = [{:?}]\n[lsp.prying]\ncommand = \"python3\"\nargs = [{:?}, {:?}]\nextensions = [\"fk\"]\n",
+            secret.to_string_lossy(),
+            script.to_string_lossy(),
+            target.to_string_lossy()
+        )
+    };
+    let edit = |config: String| {
+        let world = world(&config, &[]);
+        let bodies = exec(
+            &world,
+            Script::new()
+                .reply(Reply::tool_call(
+                    "c1",
+                    "write_file",
+                    json!({ "path": "a.fk", "content": "x\n" }),
+                ))
+                .reply(Reply::text("done")),
+        );
+        bodies[0].clone()
+    };
+    // The same server reads a path that is not hidden: the denial below is the sandbox's.
+    let allowed = edit(config(&visible));
+    assert!(allowed.contains("a.fk:1:1: error: read: FAKE-VISIBLE"), "{allowed}");
+    let denied = edit(config(&secret));
+    assert!(denied.contains("a.fk:1:1: error: denied: "), "{denied}");
+    assert!(!denied.contains("FAKE-LSP-SECRET"), "{denied}");
+}
+
 #[test]
 fn lsp_answers_definition_and_references_on_a_fixture_project() {
     let Some(bin) = pyright_bin() else { return };
