@@ -12,6 +12,8 @@
 #   SRT_VERSION    the srt version to install (default 0.0.83)
 #   SRT_DIR        where srt is installed with npm when absent (default /tmp/escape-probes-srt)
 #   PROBE_VERBOSE  when set, each run's verdict and output go to stderr
+#   PROBE_ONLY, PROBE_RUNTIMES  space-separated probe or runtime names: run only those (the
+#                  table's columns stay, so read it with the names given)
 # Runs as root (it adds network links in namespaces it makes). Needs bwrap, python3, curl, git,
 # ip, unshare and nsenter; srt also needs node, socat and ripgrep. srt sends no telemetry, and
 # nothing here can reach the network anyway (below).
@@ -56,9 +58,15 @@ if [[ "${1:-}" != --inner ]]; then
     export SRT_BIN=$SRT_DIR/node_modules/.bin/srt
     export PROBE_ROOT
     PROBE_ROOT=$(mktemp -d /tmp/escape-probes.XXXXXX)
+    # Copies, so that a rebuild while the probes run does not mix two builds in one table.
+    echo "codecoder: $(git -C "$repo" rev-parse --short HEAD), $CODECODER_BIN of" \
+        "$(date -u -r "$CODECODER_BIN" '+%F %T') UTC" >&2
+    cp "$CODECODER_BIN" "$PROBE_ROOT/codecoder"
+    cp "$FAKE_MODEL_BIN" "$PROBE_ROOT/codecoder-fake-model"
+    CODECODER_BIN=$PROBE_ROOT/codecoder
+    FAKE_MODEL_BIN=$PROBE_ROOT/codecoder-fake-model
     printf '127.0.0.1 localhost local.test\n%s allowed.test denied.test\n' "$RAW_IP" \
         >"$PROBE_ROOT/hosts"
-    echo "codecoder: $(git -C "$repo" rev-parse --short HEAD) ($CODECODER_BIN)" >&2
     echo "srt: $("$SRT_BIN" --version) on node $(node --version)" >&2
     echo "$(bwrap --version), socat $(socat -V | sed -n 's/^socat version \([^ ]*\).*/\1/p'), kernel $(uname -r)" >&2
     status=0
@@ -112,14 +120,23 @@ def web():
     socketserver.ThreadingTCPServer(("0.0.0.0", $HTTP_PORT), Page).serve_forever()
 for target in (tcp, udp, abstract, web):
     threading.Thread(target=target, daemon=True).start()
-print("ready", flush=True)
-sys.stdin.read()
+open(sys.argv[1], "w").close()
+threading.Event().wait()
 EOF
-coproc LOCAL { exec python3 "$PROBE_ROOT/listeners.py"; }
-read -r _ <&"${LOCAL[0]}"
+# Starts the listeners (with a command prefix, e.g. to enter a namespace) and waits until they
+# listen; sets LISTENER_PID.
+start_listeners() {
+    local ready=$PROBE_ROOT/ready.$RANDOM
+    "$@" python3 "$PROBE_ROOT/listeners.py" "$ready" &
+    LISTENER_PID=$!
+    until [[ -e $ready ]]; do sleep 0.05; done
+}
+start_listeners
+LOCAL_PID=$LISTENER_PID
 # The remote host: the same listeners in a namespace of their own, at $RAW_IP over a veth pair.
-coproc REMOTE { exec unshare --net python3 "$PROBE_ROOT/listeners.py"; }
-read -r _ <&"${REMOTE[0]}"
+start_listeners unshare --net
+REMOTE_PID=$LISTENER_PID
+trap 'kill "$LOCAL_PID" "$REMOTE_PID"' EXIT
 ip link add probe-near type veth peer name probe-far
 ip link set probe-far netns "$REMOTE_PID"
 ip addr add 192.0.2.2/24 dev probe-near
@@ -240,7 +257,7 @@ run_under() {
             : >"$dir/model-url"
             "$FAKE_MODEL_BIN" --script "$dir/script.json" --quiet >"$dir/model-url" &
             model_pid=$!
-            for _ in $(seq 100); do
+            for _ in $(seq 600); do
                 base_url=$(head -n 1 "$dir/model-url")
                 if [[ -n $base_url ]]; then break; fi
                 sleep 0.05
@@ -248,9 +265,11 @@ run_under() {
             cmd=("$CODECODER_BIN" exec --json -a never -c "sandbox.backend=\"$backend\""
                 "run the probe") ;;
     esac
+    local status=0
     (cd "$dir/ws" && env -i PATH="$PATH" HOME="$dir/home" CODECODER_HOME="$dir/cchome" \
-        OPENAI_BASE_URL="$base_url/v1" OPENAI_API_KEY=sk-probe timeout 30 "${cmd[@]}") \
-        >"$dir/out" 2>&1 </dev/null || true
+        OPENAI_BASE_URL="$base_url/v1" OPENAI_API_KEY=sk-probe timeout 60 "${cmd[@]}") \
+        >"$dir/out" 2>&1 </dev/null || status=$?
+    echo "$status" >"$dir/status"
     if [[ -n $model_pid ]]; then
         kill "$model_pid" 2>/dev/null || true
         wait "$model_pid" 2>/dev/null || true
@@ -274,6 +293,15 @@ written() {
 verdict() {
     local name=$1 dir=$2 before=$3 seen
     seen=$(tail -n +"$((before + 1))" "$LOG")
+    # A run that did not get to run the probe says nothing about the sandbox.
+    if [[ $(cat "$dir/status") == 124 ]]; then
+        echo "(timed out)"
+        return
+    fi
+    if [[ -e $dir/script.json ]] && ! grep -q '"type":"item.completed","item":{"id":"[^"]*","type":"command_execution"' "$dir/out"; then
+        echo "(the command did not run)"
+        return
+    fi
     case $name in
         tcp-loopback | tcp-raw-ip | abstract-unix)
             grep -q "$name" <<<"$seen" && echo ESCAPED || echo blocked ;;
@@ -325,6 +353,9 @@ order=(tcp-loopback tcp-raw-ip tcp-proxy-port-elsewhere udp-dns abstract-unix pr
 # The unconfined column is the control: there every escape must get through, so a "blocked"
 # elsewhere is the sandbox's doing and not a broken probe.
 runtimes=(unconfined sandbox-bwrap sandbox-landlock exec-bwrap exec-landlock srt)
+# PROBE_ONLY / PROBE_RUNTIMES (space-separated names) narrow a run, to look at one case.
+if [[ -n ${PROBE_ONLY:-} ]]; then read -r -a order <<<"$PROBE_ONLY"; fi
+if [[ -n ${PROBE_RUNTIMES:-} ]]; then read -r -a runtimes <<<"$PROBE_RUNTIMES"; fi
 
 echo "| probe | unconfined (control) | \`codecoder sandbox\` bwrap | \`codecoder sandbox\` Landlock |" \
     "\`codecoder exec\` bwrap | \`codecoder exec\` Landlock | srt $SRT_VERSION |"
