@@ -159,10 +159,12 @@ pub struct LspToml {
     /// False: no language server is started and the `lsp` tool is not offered (default true).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
-    /// How long an edit waits for a server's diagnostics, in milliseconds (default 1000).
+    /// The most an edit waits for the servers' diagnostics, in milliseconds (default 1000),
+    /// start-up included: a server still starting then is noted and goes on starting.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diagnostics_wait_ms: Option<u64>,
-    /// How long a server may take to start, in milliseconds (default 10000).
+    /// How long a server may take to answer `initialize`, in milliseconds (default 10000):
+    /// past it, it is taken for hung, killed and noted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub startup_timeout_ms: Option<u64>,
     /// How long the `lsp` tool waits for an answer, in milliseconds (default 10000).
