@@ -7,9 +7,10 @@
 //!   change, plus `CODECODER_SANDBOX` (and `CODECODER_SANDBOX_NETWORK_DISABLED`, or the proxy
 //!   variables of a proxied network) in its environment.
 //! - A proxied network never widens to the full network: under bubblewrap the command has an
-//!   empty network namespace and the stage's relay; under Landlock a TCP connect to the proxy's
-//!   port only (without the proxy's TCP address, or on a kernel without Landlock's network rules,
-//!   the network is off); under Seatbelt it is off.
+//!   empty network namespace and the stage's relay; under Landlock the same when the stage can
+//!   make the namespaces, else a TCP connect to the proxy's port only (without the proxy's TCP
+//!   address, or on a kernel without Landlock's network rules, the network is off); under
+//!   Seatbelt it is off.
 //! - Bubblewrap is given `--die-with-parent` and its own pid namespace, so terminating the process
 //!   group of the outer `bwrap` (what `Child` does) takes everything inside down with it, even
 //!   the processes that `--new-session` put in a session of their own.
@@ -20,9 +21,7 @@ use std::sync::OnceLock;
 
 use crate::env;
 use crate::policy::Sockets;
-use crate::policy::{
-    FsAccess, NetworkMode, NetworkProxy, RELAY_PORT, SandboxPolicy, proxy_environment,
-};
+use crate::policy::{FsAccess, NetworkMode, RELAY_PORT, SandboxPolicy, proxy_environment};
 use crate::stage::{STAGE_MARKER, StageArgs};
 
 pub use codecoder_protocol::BackendPreference;
@@ -229,16 +228,20 @@ fn probe_landlock(notes: &mut Vec<String>) -> bool {
             notes.push(note);
             notes.push(if abi >= 4 {
                 let mut note =
-                    "landlock: a proxied network allows TCP connect to the proxy's port \
-                     only, but on any address (a server of another host on that port is reachable \
-                     too); TCP only (no UDP, so no DNS but the proxy's)"
+                    "landlock: a proxied network is a network namespace of its own with a relay to \
+                     the proxy, as under bwrap; where user namespaces are refused, TCP connect to \
+                     the proxy's port only, but on any address (a server of another host on that \
+                     port is reachable too); TCP only (no UDP, so no DNS but the proxy's)"
                         .to_owned();
                 if abi < 6 {
-                    note.push_str("; abstract unix sockets of the host stay reachable");
+                    note.push_str("; there, abstract unix sockets of the host stay reachable");
                 }
                 note
             } else {
-                "landlock: a proxied network is off (Landlock's TCP rules need ABI 4)".into()
+                "landlock: a proxied network is a network namespace of its own with a relay to \
+                 the proxy where user namespaces allow, and off where they are refused (Landlock's \
+                 TCP rules need ABI 4)"
+                    .into()
             });
             let root = nix::unistd::geteuid().is_root();
             let userns = fs_err::read_to_string("/proc/sys/kernel/unprivileged_userns_clone")
@@ -336,9 +339,18 @@ impl Sandbox {
                 env_vars.extend(proxy_vars(address));
                 Sockets::UnixAndTcp
             }
-            (NetworkMode::Proxied(&NetworkProxy { tcp: Some(address), .. }), Backend::Landlock) => {
-                proxy_port = Some(address.port());
-                env_vars.extend(proxy_vars(address));
+            // The stage gives the command a network namespace of its own with the relay when
+            // it can make one (and points the variables there); otherwise a connect to the
+            // proxy's TCP port only; otherwise the network is off.
+            (NetworkMode::Proxied(proxy), Backend::Landlock)
+                if proxy.tcp.is_some() || !self.no_namespaces =>
+            {
+                if !self.no_namespaces {
+                    relay = Some(proxy.socket.clone());
+                }
+                proxy_port = proxy.tcp.map(|address| address.port());
+                let relay_address = std::net::SocketAddr::from(([127, 0, 0, 1], RELAY_PORT));
+                env_vars.extend(proxy_vars(proxy.tcp.unwrap_or(relay_address)));
                 Sockets::UnixAndTcp
             }
             (NetworkMode::Off | NetworkMode::Proxied(_), _) => {

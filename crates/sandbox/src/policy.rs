@@ -55,9 +55,9 @@ pub struct NetworkProxy {
     /// only, and a relay inside it bridges each connection to `127.0.0.1:`[`RELAY_PORT`] to this
     /// socket, which is bound into the sandbox at the same path.
     pub socket: PathBuf,
-    /// The same proxy's loopback TCP listener, which the Landlock backend (no network namespace)
-    /// points the command at: Landlock then lets TCP connect only to this port (ABI ≥ 4).
-    /// `None`: under Landlock the network stays off.
+    /// The same proxy's loopback TCP listener, for the Landlock backend when it cannot make a
+    /// network namespace (user namespaces refused): the command is pointed at it, and Landlock
+    /// lets TCP connect only to this port (ABI ≥ 4). `None`: the network is then off.
     pub tcp: Option<SocketAddr>,
 }
 

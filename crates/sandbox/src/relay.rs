@@ -21,6 +21,9 @@ use std::path::Path;
 
 use crate::policy::RELAY_PORT;
 
+/// The relay's process name (`/proc/PID/comm`).
+pub(crate) const RELAY_NAME: &std::ffi::CStr = c"codecoder-relay";
+
 /// Binds the relay's port and forks the relay process; returns in the stage (the future
 /// command) once the relay runs. Must be called while the process has a single thread.
 #[allow(unsafe_code)]
@@ -42,6 +45,9 @@ pub(crate) fn start(socket: &Path) -> Result<(), String> {
             if nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).is_err() || getppid() != stage {
                 std::process::exit(0);
             }
+            // Named for `ps` and `top`: it keeps the stage's command line, as the stage's other
+            // forks do.
+            let _ = nix::sys::prctl::set_name(RELAY_NAME);
             detach_descriptors(&listener);
             serve(&listener, socket);
             std::process::exit(0)

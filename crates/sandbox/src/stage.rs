@@ -16,8 +16,11 @@
 //! 3. builds a Landlock ruleset: read on `/` and write on the roots, where any tree holding a
 //!    hidden path is granted child by child around it, so reading a hidden path fails with
 //!    `EACCES` (the names in a hidden directory's parent stay listable); TCP bind/connect denied
-//!    when the network is off, and all but a connect to the proxy's port when it is proxied
-//!    (ABI ≥ 4; below that a proxied network is off: seccomp alone cannot tell ports apart);
+//!    when the network is off; when it is proxied, the stage first enters a network namespace
+//!    of its own (loopback only, with the relay, as under bubblewrap) where the mount namespace
+//!    could be made, and otherwise allows only a connect to the proxy's TCP port on the host
+//!    (ABI ≥ 4; below that, or without the proxy's port, a proxied network is off: seccomp alone
+//!    cannot tell ports apart);
 //!    signals scoped to the sandbox, and abstract unix sockets too unless the network is on
 //!    (ABI ≥ 6);
 //! 4. when running as root, drops from the capability bounding set what would let the command
@@ -30,7 +33,9 @@
 //!    waits and exits with the command's status.
 //!
 //! Under bubblewrap with a proxied network (`--relay SOCKET`), the stage also starts the relay
-//! (`relay.rs`) inside bwrap's network namespace before it installs the filter and execs.
+//! (`relay.rs`) inside bwrap's network namespace before it installs the filter and execs. The
+//! stage sets the proxy variables itself when the Landlock backend's choice (relay, proxy port,
+//! or off) differs from what the spawner assumed.
 //!
 //! Invariants:
 //! - The stage never returns to the caller's `main` once it saw its marker: it execs the command
@@ -40,8 +45,12 @@
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
+#[cfg(target_os = "linux")]
+use crate::env;
 use crate::policy::FsAccess;
 use crate::policy::Sockets;
+#[cfg(target_os = "linux")]
+use crate::policy::{RELAY_PORT, proxy_environment};
 
 /// The hidden first argument that turns the product's executable into the stage.
 pub const STAGE_MARKER: &str = "__codecoder-sandbox-stage";
@@ -230,10 +239,30 @@ fn confine_and_exec(stage: &StageArgs) -> Result<std::convert::Infallible, Strin
 
     let mut sockets = stage.network;
     if stage.landlock {
-        let net_rules = linux::apply_landlock(stage)?;
-        // Without Landlock's port rules nothing would keep a TCP socket to the proxy.
-        if sockets == Sockets::UnixAndTcp && !net_rules {
-            sockets = Sockets::Unix;
+        let applied = linux::apply_landlock(stage)?;
+        if sockets == Sockets::UnixAndTcp {
+            match (&stage.relay, applied) {
+                // A network namespace of its own: the relay is the one way out, as under
+                // bubblewrap.
+                (Some(socket), linux::Applied { own_network: true, .. }) => {
+                    crate::relay::start(socket)?;
+                    let relay = std::net::SocketAddr::from(([127, 0, 0, 1], RELAY_PORT));
+                    linux::set_environment(&proxy_environment(relay), &[]);
+                }
+                // The host's network, with a connect to the proxy's port only.
+                (_, linux::Applied { net_rules: true, .. }) if stage.proxy_port.is_some() => {}
+                // Nothing would keep a TCP socket to the proxy: the network is off.
+                _ => {
+                    sockets = Sockets::Unix;
+                    let names: Vec<String> = proxy_environment(([127, 0, 0, 1], 0).into())
+                        .into_iter()
+                        .map(|(name, _)| name)
+                        .collect();
+                    let disabled =
+                        (env::CODECODER_SANDBOX_NETWORK_DISABLED.to_owned(), "1".to_owned());
+                    linux::set_environment(&[disabled], &names);
+                }
+            }
         }
         // Landlock confines what the command touches, not how long its children live: a pid
         // namespace makes every process it starts end with it (`setsid` daemons included).
@@ -244,7 +273,7 @@ fn confine_and_exec(stage: &StageArgs) -> Result<std::convert::Infallible, Strin
         nix::sys::prctl::set_no_new_privs()
             .map_err(|err| format!("setting PR_SET_NO_NEW_PRIVS: {err}"))?;
     }
-    if let Some(socket) = &stage.relay {
+    if let (false, Some(socket)) = (stage.landlock, &stage.relay) {
         crate::relay::start(socket)?;
     }
     crate::seccomp::install(sockets)?;
@@ -285,8 +314,7 @@ mod linux {
     use nix::sys::statvfs::{FsFlags, statvfs};
     use nix::unistd::{getegid, geteuid};
 
-    use crate::policy::FsAccess;
-    use crate::policy::Sockets;
+    use crate::policy::{FsAccess, RELAY_PORT, Sockets};
     use crate::stage::StageArgs;
 
     /// Device files every command may read and write.
@@ -295,8 +323,21 @@ mod linux {
 
     /// Confines this process with Landlock; returns whether the kernel enforces TCP rules
     /// (ABI ≥ 4).
-    pub(super) fn apply_landlock(stage: &StageArgs) -> Result<bool, String> {
+    /// What [`apply_landlock`] could do besides the file-system rules.
+    #[derive(Debug, Clone, Copy)]
+    pub(super) struct Applied {
+        /// The kernel enforces Landlock's TCP rules (ABI ≥ 4).
+        pub(super) net_rules: bool,
+        /// The process is in a network namespace of its own (loopback only, up), for the relay.
+        pub(super) own_network: bool,
+    }
+
+    pub(super) fn apply_landlock(stage: &StageArgs) -> Result<Applied, String> {
         let namespaces = !stage.no_namespaces && enter_namespaces(&stage.protected).is_ok();
+        let own_network = namespaces
+            && stage.network == Sockets::UnixAndTcp
+            && stage.relay.is_some()
+            && enter_network_namespace().is_ok();
         let mounted = stage.protected.is_empty() || namespaces;
         let abi = ABI::V6;
         let landlock_err = |err: landlock::RulesetError| format!("landlock: {err}");
@@ -313,10 +354,17 @@ mod linux {
                 .map_err(landlock_err)?;
         }
         let mut created = ruleset.create().map_err(landlock_err)?;
-        if let (Sockets::UnixAndTcp, Some(port)) = (stage.network, stage.proxy_port) {
-            created = created
-                .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
-                .map_err(landlock_err)?;
+        if stage.network == Sockets::UnixAndTcp {
+            // In a namespace of its own only the relay's port is anyone's business (the relay,
+            // started after this, binds it); on the host's network, a connect to the proxy's.
+            let rule = match (own_network, stage.proxy_port) {
+                (true, _) => Some(NetPort::new(RELAY_PORT, AccessNet::from_all(ABI::V4))),
+                (false, Some(port)) => Some(NetPort::new(port, AccessNet::ConnectTcp)),
+                (false, None) => None,
+            };
+            if let Some(rule) = rule {
+                created = created.add_rule(rule).map_err(landlock_err)?;
+            }
         }
         let all = AccessFs::from_all(abi);
         let read = AccessFs::from_read(abi) | AccessFs::IoctlDev;
@@ -362,7 +410,57 @@ mod linux {
             LandlockStatus::Available { effective_abi, .. } => effective_abi >= ABI::V4,
             LandlockStatus::NotEnabled | LandlockStatus::NotImplemented => false,
         };
-        Ok(net_rules)
+        Ok(Applied { net_rules, own_network })
+    }
+
+    /// Moves this process (already in a user namespace of its own, or root) into a fresh network
+    /// namespace and brings its loopback interface up; nothing else exists there.
+    #[allow(unsafe_code)]
+    fn enter_network_namespace() -> Result<(), String> {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+        use nix::libc;
+
+        unshare(CloneFlags::CLONE_NEWNET).map_err(|err| format!("unshare: {err}"))?;
+        // SAFETY: `socket` takes no pointers; its result is checked before use.
+        let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+        if raw < 0 {
+            return Err(format!("socket: {}", nix::errno::Errno::last()));
+        }
+        // SAFETY: `raw` is a fresh descriptor that nothing else owns.
+        let control = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: `ifreq` is plain data; all zeroes is a valid value.
+        let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+        for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+            *slot = *byte as libc::c_char;
+        }
+        // SAFETY: SIOCGIFFLAGS and SIOCSIFFLAGS read and write the `ifreq` passed by pointer,
+        // which lives across both calls; the flags member of the union is the one they use.
+        unsafe {
+            if libc::ioctl(control.as_raw_fd(), libc::SIOCGIFFLAGS, &mut request) != 0 {
+                return Err(format!("reading lo's flags: {}", nix::errno::Errno::last()));
+            }
+            request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+            if libc::ioctl(control.as_raw_fd(), libc::SIOCSIFFLAGS, &request) != 0 {
+                return Err(format!("bringing lo up: {}", nix::errno::Errno::last()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets `set` and removes `remove` in this process's environment, which the command's exec
+    /// inherits.
+    #[allow(unsafe_code)]
+    pub(super) fn set_environment(set: &[(String, String)], remove: &[String]) {
+        for name in remove {
+            // SAFETY: the stage is single-threaded (it runs before `main` does anything else),
+            // so nothing reads the environment concurrently.
+            unsafe { std::env::remove_var(name) };
+        }
+        for (name, value) in set {
+            // SAFETY: as above.
+            unsafe { std::env::set_var(name, value) };
+        }
     }
 
     /// Capabilities a confined root command must not get back at exec: process inspection,

@@ -175,20 +175,38 @@ fn a_proxied_network_under_bwrap_gets_an_empty_namespace_the_socket_and_the_rela
 }
 
 #[test]
-fn a_proxied_network_under_landlock_allows_the_proxy_port_only() {
+fn a_proxied_network_under_landlock_gets_the_relay_or_the_proxy_port() {
     let fixture = Fixture::new();
-    let sandbox =
-        Sandbox::new(proxied(&fixture, Some("127.0.0.1:4567")), Backend::Landlock, "/cc".into());
+    let socket = fixture.path("proxy.sock").display().to_string();
+    let policy = proxied(&fixture, Some("127.0.0.1:4567"));
+    let sandbox = Sandbox::new(policy.clone(), Backend::Landlock, "/cc".into());
     let wrapped = sandbox.wrap(&"curl".into(), &[], None);
     let args = strings(&wrapped.args);
     assert!(contains_run(&args, &["--network", "proxied"]), "{args:?}");
+    // The stage makes a network namespace with the relay when it can (and then points the
+    // variables at the relay), else allows the proxy's port.
+    assert!(contains_run(&args, &["--relay", &socket]), "{args:?}");
     assert!(contains_run(&args, &["--proxy-port", "4567"]), "{args:?}");
-    assert!(!args.contains(&"--relay".to_owned()), "{args:?}");
     let http = OsString::from("http://127.0.0.1:4567");
     assert_eq!(env_value(&wrapped.env, "http_proxy"), Some(&http));
 
-    // Without the proxy's TCP address Landlock has nothing to allow: the network is off.
+    // Without namespaces: the port rule only.
+    let sandbox = Sandbox::new(policy, Backend::Landlock, "/cc".into()).without_namespaces();
+    let wrapped = sandbox.wrap(&"curl".into(), &[], None);
+    let args = strings(&wrapped.args);
+    assert!(contains_run(&args, &["--proxy-port", "4567"]), "{args:?}");
+    assert!(!args.contains(&"--relay".to_owned()), "{args:?}");
+
+    // Without the proxy's TCP address: the relay, or (without namespaces) no network at all.
     let sandbox = Sandbox::new(proxied(&fixture, None), Backend::Landlock, "/cc".into());
+    let wrapped = sandbox.wrap(&"curl".into(), &[], None);
+    let args = strings(&wrapped.args);
+    assert!(contains_run(&args, &["--relay", &socket]), "{args:?}");
+    assert!(!args.contains(&"--proxy-port".to_owned()), "{args:?}");
+    let relay = OsString::from(format!("http://127.0.0.1:{}", crate::RELAY_PORT));
+    assert_eq!(env_value(&wrapped.env, "http_proxy"), Some(&relay));
+    let sandbox =
+        Sandbox::new(proxied(&fixture, None), Backend::Landlock, "/cc".into()).without_namespaces();
     let wrapped = sandbox.wrap(&"curl".into(), &[], None);
     let args = strings(&wrapped.args);
     assert!(contains_run(&args, &["--network", "off"]), "{args:?}");

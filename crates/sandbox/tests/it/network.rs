@@ -17,12 +17,34 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use codecoder_sandbox::{
-    CommandSpec, Confinement, FsAccess, NetworkProxy, Outcome, SandboxPolicy, SpawnConfig, Wait,
-    spawn,
+    CommandSpec, Confinement, FsAccess, NetworkProxy, Outcome, Sandbox, SandboxPolicy, SpawnConfig,
+    Wait, spawn,
 };
 use tempfile::TempDir;
 
 use crate::escape::{sandboxed, wait_until};
+
+/// The confinement for `backend`: `bwrap`, `landlock` (with its namespaces: the relay in a
+/// network namespace of its own, where the machine allows one) or `landlock-port` (without
+/// namespaces: a connect to the proxy's TCP port only). `None` when skipped.
+fn confine(backend: &str, policy: SandboxPolicy) -> Option<Confinement> {
+    let (name, namespaces) = match backend {
+        "landlock-port" => ("landlock", false),
+        other => (other, true),
+    };
+    let confinement = sandboxed(name, policy)?;
+    if namespaces {
+        return Some(confinement);
+    }
+    let Confinement::Sandboxed(sandbox) = confinement else { unreachable!() };
+    let plain = Sandbox::new(
+        sandbox.policy().clone(),
+        sandbox.backend().clone(),
+        sandbox.stage_exe().to_owned(),
+    )
+    .without_namespaces();
+    Some(Confinement::Sandboxed(Arc::new(plain)))
+}
 
 /// The stand-in proxy: answers `CONNECT host:port` with `200` and then serves one request inside
 /// the tunnel, and answers a plain proxied `GET` itself; each reply names what it was asked. It
@@ -158,7 +180,7 @@ fn require_curl() {
 fn reaches_the_proxy(backend: &str) {
     require_curl();
     let fixture = Fixture::new();
-    let Some(confinement) = sandboxed(backend, fixture.policy()) else { return };
+    let Some(confinement) = confine(backend, fixture.policy()) else { return };
     let run = fixture.run(
         &confinement,
         "echo \"proxy=$HTTPS_PROXY all=$all_proxy no=$NO_PROXY\"; \
@@ -167,8 +189,12 @@ fn reaches_the_proxy(backend: &str) {
         &[],
     );
     assert_eq!(run.code, Some(0), "{backend}: {run:?}");
+    let relay = format!("127.0.0.1:{}", codecoder_sandbox::RELAY_PORT);
     let expected_address = match backend {
-        "bwrap" => format!("127.0.0.1:{}", codecoder_sandbox::RELAY_PORT),
+        "bwrap" => relay,
+        "landlock-port" => fixture.stand_in.tcp.to_string(),
+        // Where the machine refuses the namespaces, the port rule instead.
+        _ if run.output.contains(&relay) => relay,
         _ => fixture.stand_in.tcp.to_string(),
     };
     assert!(
@@ -197,6 +223,11 @@ fn bwrap_reaches_the_proxy() {
 #[test]
 fn landlock_reaches_the_proxy() {
     reaches_the_proxy("landlock");
+}
+
+#[test]
+fn landlock_without_namespaces_reaches_the_proxy() {
+    reaches_the_proxy("landlock-port");
 }
 
 /// One way around the proxy: a script, and whether something outside saw it.
@@ -300,7 +331,7 @@ fn run_probes(
 fn blocks_every_way_around(backend: &str) {
     require_curl();
     let fixture = Fixture::new();
-    let Some(confinement) = sandboxed(backend, fixture.policy()) else { return };
+    let Some(confinement) = confine(backend, fixture.policy()) else { return };
     let results = run_probes(&fixture, &confinement, &[]);
     let escaped: Vec<_> =
         results.iter().filter(|(_, succeeded, trace, _)| *succeeded || *trace).collect();
@@ -319,6 +350,11 @@ fn bwrap_blocks_every_way_around_the_proxy() {
 #[test]
 fn landlock_blocks_every_way_around_the_proxy() {
     blocks_every_way_around("landlock");
+}
+
+#[test]
+fn landlock_without_namespaces_blocks_every_way_around_the_proxy() {
+    blocks_every_way_around("landlock-port");
 }
 
 #[test]
@@ -349,14 +385,20 @@ fn processes(matches: impl Fn(&[&[u8]]) -> bool) -> Vec<u32> {
     pids
 }
 
-/// The relays for `socket`: the stage's forks that never exec, so they keep the stage's command
-/// line, which names the socket after `--relay`.
+/// The relays for `socket`: processes named `codecoder-relay`, forks of the stage that keep its
+/// command line, which names the socket after `--relay`.
 fn relays_of(socket: &Path) -> Vec<u32> {
     let socket = socket.to_str().unwrap().as_bytes();
     processes(|args| {
         args.get(1) == Some(&codecoder_sandbox::STAGE_MARKER.as_bytes())
             && args.windows(2).any(|pair| pair[0] == b"--relay" && pair[1] == socket)
     })
+    .into_iter()
+    .filter(|pid| {
+        fs_err::read_to_string(format!("/proc/{pid}/comm"))
+            .is_ok_and(|name| name.trim_end() == "codecoder-relay")
+    })
+    .collect()
 }
 
 /// The processes whose command line is exactly `sleep MARKER`.
@@ -364,15 +406,20 @@ fn sleeps(marker: &str) -> Vec<u32> {
     processes(|args| args.len() == 2 && args[0] == b"sleep" && args[1] == marker.as_bytes())
 }
 
-/// kill -9 of the command (the relay's parent) ends the relay; kill -9 of the bubblewrap around
-/// it ends both.
-#[test]
-fn bwrap_relay_ends_with_the_command() {
+/// kill -9 of the command (the relay's parent under bubblewrap) ends the relay; kill -9 of the
+/// wrapper the spawner started (bubblewrap, or the Landlock stage waiting for the command) ends
+/// both.
+fn relay_ends_with_the_command(backend: &str) {
     let fixture = Fixture::new();
-    let Some(confinement) = sandboxed("bwrap", fixture.policy()) else { return };
+    let Some(confinement) = confine(backend, fixture.policy()) else { return };
     let socket = &fixture.stand_in.socket;
     for victim in ["command", "bwrap"] {
-        let marker = if victim == "command" { "3141.5" } else { "2718.2" };
+        let marker = match (backend, victim) {
+            ("bwrap", "command") => "3141.5",
+            ("bwrap", _) => "2718.2",
+            (_, "command") => "1414.2",
+            _ => "1732.0",
+        };
         let mut spec = CommandSpec::new("sleep", [marker]);
         spec.cwd = Some(fixture.base.path().join("ws"));
         let config = SpawnConfig { confinement: confinement.clone(), ..SpawnConfig::standard() };
@@ -380,9 +427,9 @@ fn bwrap_relay_ends_with_the_command() {
         let started = wait_until(Duration::from_secs(10), || {
             !sleeps(marker).is_empty() && !relays_of(socket).is_empty()
         });
-        assert!(started, "the command or its relay never showed up");
+        assert!(started, "{backend}: the command or its relay never showed up");
         let relays = relays_of(socket);
-        assert_eq!(relays.len(), 1, "{relays:?}");
+        assert_eq!(relays.len(), 1, "{backend}: {relays:?}");
         let target = match victim {
             "command" => sleeps(marker)[0],
             _ => child.pid(),
@@ -395,9 +442,23 @@ fn bwrap_relay_ends_with_the_command() {
         let gone = wait_until(Duration::from_secs(5), || {
             relays_of(socket).is_empty() && sleeps(marker).is_empty()
         });
-        assert!(gone, "after kill -9 of the {victim}: relay {:?} left", relays_of(socket));
+        assert!(
+            gone,
+            "{backend}: after kill -9 of the {victim}: relay {:?} left",
+            relays_of(socket)
+        );
         drop(child);
     }
+}
+
+#[test]
+fn bwrap_relay_ends_with_the_command() {
+    relay_ends_with_the_command("bwrap");
+}
+
+#[test]
+fn landlock_relay_ends_with_the_command() {
+    relay_ends_with_the_command("landlock");
 }
 
 /// A relay whose proxy socket is gone closes each connection; the command sees an error, not a
@@ -416,14 +477,15 @@ fn bwrap_without_the_proxy_fails_fast() {
     assert!(matches!(run.code, Some(52 | 56)), "{run:?}");
 }
 
-/// Under Landlock without the proxy's TCP address, the network is simply off.
+/// Under Landlock without namespaces and without the proxy's TCP address, the network is
+/// simply off.
 #[test]
-fn landlock_without_a_tcp_listener_is_offline() {
+fn landlock_without_namespaces_or_a_tcp_listener_is_offline() {
     let fixture = Fixture::new();
     let mut policy = fixture.policy();
     policy.network_proxy =
         Some(NetworkProxy { socket: fixture.stand_in.socket.clone(), tcp: None });
-    let Some(confinement) = sandboxed("landlock", policy) else { return };
+    let Some(confinement) = confine("landlock-port", policy) else { return };
     let port = fixture.stand_in.tcp.port();
     let run = fixture.run(
         &confinement,
