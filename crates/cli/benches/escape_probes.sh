@@ -183,6 +183,16 @@ EOF
 probe proxy-allowed-loopback <<EOF
 curl -sS -m 5 http://local.test:$HTTP_PORT/
 EOF
+# SOCKS5 (what git over ssh goes through): the first socks5 URL among the proxy variables,
+# none unconfined. The text goes into the probe scripts as is, to expand there.
+# shellcheck disable=SC2016
+socks='socks=; for url in "$ALL_PROXY" "$all_proxy" "$FTP_PROXY"; do case $url in socks5*) socks=$url; break ;; esac; done'
+probe socks-allowed <<EOF
+$socks; curl -sS -m 5 -x "\$socks" http://allowed.test:$HTTP_PORT/
+EOF
+probe socks-denied <<EOF
+$socks; curl -sS -m 5 -x "\$socks" http://denied.test:$HTTP_PORT/
+EOF
 probe proxy-denied <<EOF
 curl -sS -m 5 http://denied.test:$HTTP_PORT/
 EOF
@@ -308,11 +318,12 @@ verdict() {
         udp-dns) grep -q '^udp ' <<<"$seen" && echo ESCAPED || echo blocked ;;
         tcp-proxy-port-elsewhere)
             grep -q HOST-ANSWERED "$dir/out" && echo "ESCAPED (the host answered)" || echo blocked ;;
-        proxy-allowed | proxy-connect-allowed)
+        proxy-allowed | proxy-connect-allowed | socks-allowed)
             grep -q 'HTTP-OK allowed.test' "$dir/out" && echo reached || echo refused ;;
         proxy-allowed-loopback)
             grep -q 'HTTP-OK local.test' "$dir/out" && echo reached || echo refused ;;
-        proxy-denied) grep -q '^http denied.test' <<<"$seen" && echo ESCAPED || echo blocked ;;
+        proxy-denied | socks-denied)
+            grep -q '^http denied.test' <<<"$seen" && echo ESCAPED || echo blocked ;;
         proxy-raw-ip) grep -q "^http $RAW_IP" <<<"$seen" && echo ESCAPED || echo blocked ;;
         direct-allowed) grep -q '^http ' <<<"$seen" && echo ESCAPED || echo blocked ;;
         write-git-hooks) written "$dir" "$dir/ws/.git/hooks/x" ;;
@@ -336,6 +347,8 @@ declare -A label=(
     [proxy-allowed]="HTTP via the proxy, allowed host"
     [proxy-connect-allowed]="HTTP CONNECT via the proxy, allowed host"
     [proxy-allowed-loopback]="HTTP via the proxy, allowed host resolving to 127.0.0.1"
+    [socks-allowed]="SOCKS5 via the proxy, allowed host"
+    [socks-denied]="SOCKS5 via the proxy, denied host"
     [proxy-denied]="HTTP via the proxy, denied host"
     [proxy-raw-ip]="HTTP via the proxy, unlisted raw IP"
     [direct-allowed]="HTTP to an allowed host bypassing the proxy"
@@ -348,7 +361,7 @@ declare -A label=(
     [read-ssh-key]="read ~/.ssh/id_rsa"
 )
 order=(tcp-loopback tcp-raw-ip tcp-proxy-port-elsewhere udp-dns abstract-unix proxy-allowed proxy-connect-allowed
-    proxy-allowed-loopback proxy-denied proxy-raw-ip direct-allowed write-git-hooks
+    proxy-allowed-loopback socks-allowed proxy-denied socks-denied proxy-raw-ip direct-allowed write-git-hooks
     write-git-config write-global-hooks-path create-git create-mcp-json create-claude-settings read-ssh-key)
 # The unconfined column is the control: there every escape must get through, so a "blocked"
 # elsewhere is the sandbox's doing and not a broken probe.
