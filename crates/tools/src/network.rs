@@ -56,6 +56,9 @@ struct Asker {
     approver: Option<Approver>,
     /// False when the approval mode never asks.
     may_ask: bool,
+    /// Whether approving the call approved its hosts too (`web_fetch`, whose call names its
+    /// URL), unlike a command's call.
+    covered_by_call_approval: bool,
     /// `host:port` and the reason, for each refusal, in order, without repeats.
     denials: Vec<(String, String)>,
 }
@@ -87,6 +90,21 @@ impl ManagedNetwork {
         self.proxy.lock().unwrap_or_else(PoisonError::into_inner).is_some()
     }
 
+    /// The proxy in `slot`, started now if it is not yet.
+    fn started<'a>(&self, slot: &'a mut Option<ProxyHandle>) -> Result<&'a ProxyHandle, ToolError> {
+        if let Some(proxy) = slot {
+            return Ok(proxy);
+        }
+        let askers: Arc<Askers> = Arc::clone(&self.askers);
+        let started = codecoder_netproxy::start(
+            self.config.clone(),
+            Arc::new(AskCall(Arc::clone(&askers))),
+            Arc::new(RecordDenials(askers)),
+        )
+        .map_err(|err| failed(format!("the managed network did not start: {err}")))?;
+        Ok(slot.insert(started))
+    }
+
     /// The confinement for one command of call `label` under `confinement`: when it is a
     /// sandbox with the network off, the same sandbox reaching the network through two fresh
     /// endpoints of the proxy (started now if it is not yet), with the returned lease keeping
@@ -105,17 +123,7 @@ impl ManagedNetwork {
         }
         let (unix, tcp) = {
             let mut proxy = self.proxy.lock().unwrap_or_else(PoisonError::into_inner);
-            if proxy.is_none() {
-                let askers: Arc<Askers> = Arc::clone(&self.askers);
-                let started = codecoder_netproxy::start(
-                    self.config.clone(),
-                    Arc::new(AskCall(Arc::clone(&askers))),
-                    Arc::new(RecordDenials(askers)),
-                )
-                .map_err(|err| failed(format!("the managed network did not start: {err}")))?;
-                *proxy = Some(started);
-            }
-            let Some(proxy) = proxy.as_ref() else { return Ok(None) };
+            let proxy = self.started(&mut proxy)?;
             let endpoint_error =
                 |err: codecoder_netproxy::Error| failed(format!("the managed network: {err}"));
             (
@@ -129,7 +137,13 @@ impl ManagedNetwork {
         let proxied = Sandbox::new(policy, sandbox.backend().clone(), sandbox.stage_exe().into());
         self.askers.lock().insert(
             label.to_owned(),
-            Asker { command: command.to_owned(), approver, may_ask, denials: Vec::new() },
+            Asker {
+                command: command.to_owned(),
+                approver,
+                may_ask,
+                covered_by_call_approval: false,
+                denials: Vec::new(),
+            },
         );
         Ok(Some(CommandNetwork {
             confinement: Confinement::Sandboxed(Arc::new(proxied)),
@@ -175,6 +189,73 @@ pub(crate) fn leased(
             std::borrow::Cow::Owned(leased)
         }
         None => std::borrow::Cow::Borrowed(config),
+    }
+}
+
+/// The proxy address `web_fetch` goes through for the call `env` runs, fetching `url`, when the
+/// session has a managed network (its commands are sandboxed with the network off): a loopback
+/// endpoint of the session's proxy, whose lease keeps it open. The call's approval covers the
+/// URL's host: the person saw it.
+pub(crate) fn for_fetch(
+    config: &ToolsConfig,
+    env: &dyn CallEnv,
+    url: &str,
+) -> Result<Option<FetchNetwork>, ToolError> {
+    let Some(network) = &config.network else { return Ok(None) };
+    let Confinement::Sandboxed(sandbox) = &config.confinement else { return Ok(None) };
+    if sandbox.policy().network {
+        return Ok(None);
+    }
+    let approver = env.approver();
+    let label = match &approver {
+        Some(approver) => format!("{} web_fetch", approver.call_id()),
+        None => "web_fetch".to_owned(),
+    };
+    let endpoint = {
+        let mut proxy = network.proxy.lock().unwrap_or_else(PoisonError::into_inner);
+        let proxy = network.started(&mut proxy)?;
+        proxy.tcp_endpoint(&label).map_err(|err| failed(format!("the managed network: {err}")))?
+    };
+    let Some(address) = endpoint.tcp_address() else { return Ok(None) };
+    network.askers.lock().insert(
+        label.clone(),
+        Asker {
+            command: format!("web_fetch {url}"),
+            approver,
+            may_ask: config.escalation.get() == Escalation::Ask,
+            covered_by_call_approval: true,
+            denials: Vec::new(),
+        },
+    );
+    Ok(Some(FetchNetwork { address, label, askers: Arc::clone(&network.askers), _tcp: endpoint }))
+}
+
+/// `web_fetch`'s way out through the session's proxy: the endpoint's address; dropping it closes
+/// the endpoint and forgets the call's asker.
+pub(crate) struct FetchNetwork {
+    address: std::net::SocketAddr,
+    label: String,
+    askers: Arc<Askers>,
+    _tcp: Endpoint,
+}
+
+impl FetchNetwork {
+    /// The proxy's `http://ADDRESS`.
+    pub(crate) fn proxy_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// What the model should read about a refused host, if the proxy refused one.
+    pub(crate) fn note(&self) -> Option<String> {
+        let askers = self.askers.lock();
+        let asker = askers.get(&self.label)?;
+        denial_note(&asker.denials, asker.may_ask && asker.approver.is_some())
+    }
+}
+
+impl Drop for FetchNetwork {
+    fn drop(&mut self) {
+        self.askers.lock().remove(&self.label);
     }
 }
 
@@ -240,10 +321,11 @@ struct AskCall(Arc<Askers>);
 
 impl Decide for AskCall {
     fn decide(&self, ask: &Ask<'_>) -> Decision {
-        let (command, approver, may_ask) = {
+        let (command, approver, may_ask, covered_by_call_approval) = {
             let askers = self.0.lock();
             let Some(asker) = askers.get(ask.endpoint) else { return Decision::Deny };
-            (asker.command.clone(), asker.approver.clone(), asker.may_ask)
+            let Asker { command, approver, may_ask, covered_by_call_approval, .. } = asker;
+            (command.clone(), approver.clone(), *may_ask, *covered_by_call_approval)
         };
         let Some(approver) = approver else { return Decision::Deny };
         let host = ask.host;
@@ -257,7 +339,7 @@ impl Decide for AskCall {
                 ask.port
             )),
             may_ask,
-            covered_by_call_approval: false,
+            covered_by_call_approval,
         };
         match approver.request_approval(request, ask.stopped()) {
             ApprovalDecision::AllowOnce => Decision::AllowOnce,

@@ -88,7 +88,22 @@ impl Builtin for WebFetch {
         if env.cancel().is_cancelled() {
             return Err(ToolError::Cancelled);
         }
+        // Under a managed network the fetch goes through the session's proxy, whose policy
+        // (and questions) the commands' requests meet too.
+        let network = crate::network::for_fetch(config, env, url)?;
+        let proxy = match &network {
+            Some(network) => Some(
+                ureq::Proxy::new(&network.proxy_url())
+                    .map_err(|err| failed(format!("the managed network's proxy: {err}")))?,
+            ),
+            None => None,
+        };
+        let refused = |message: String| match network.as_ref().and_then(|it| it.note()) {
+            Some(note) => failed(format!("{message}\n{note}")),
+            None => failed(message),
+        };
         let agent: ureq::Agent = ureq::Agent::config_builder()
+            .proxy(proxy)
             .timeout_global(Some(config.web_timeout))
             .http_status_as_error(false)
             .max_redirects(10)
@@ -99,7 +114,7 @@ impl Builtin for WebFetch {
             .get(url)
             .header("Accept", "text/html, text/markdown, text/plain, application/json, */*;q=0.5")
             .call()
-            .map_err(|err| failed(format!("fetching {url} failed: {err}")))?;
+            .map_err(|err| refused(format!("fetching {url} failed: {err}")))?;
         let status = response.status();
         let mime = response.body().mime_type().unwrap_or("").to_ascii_lowercase();
         let mut reader = response.body_mut().as_reader();
@@ -160,6 +175,9 @@ impl Builtin for WebFetch {
                 "\n\n(cut at {max_bytes} bytes; call again with a larger max_bytes, up to \
                  {MAX_BYTES_CEILING}, to see more)"
             ));
+        }
+        if let Some(note) = network.as_ref().and_then(|it| it.note()) {
+            out.push_str(&format!("\n\n{note}"));
         }
         let is_error = !status.is_success();
         Ok(ToolOutput {

@@ -119,14 +119,15 @@ fn network_approvals(records: &[Value]) -> Vec<&Value> {
         .collect()
 }
 
-/// The text the model was sent as the result of call `call_id` (in the request after it).
+/// The output the model was sent as the result of call `call_id`.
 fn result_text(server: &FakeModelServer, call_id: &str) -> String {
-    let marker = format!("\"{call_id}\"");
     server
         .requests()
         .iter()
-        .map(|request| request.raw_body.clone())
-        .rfind(|body| body.contains(&marker))
+        .filter_map(|request| serde_json::from_str::<Value>(&request.raw_body).ok())
+        .flat_map(|body| body["input"].as_array().cloned().unwrap_or_default())
+        .find(|item| item["type"] == "function_call_output" && item["call_id"] == call_id)
+        .map(|item| item["output"].to_string())
         .unwrap_or_default()
 }
 
@@ -311,4 +312,28 @@ fn an_app_server_client_allows_a_host_for_the_session_and_is_not_asked_again() {
         [("first", "user", "allow_for_session"), ("third", "user", "deny")],
         "{approvals:#?}"
     );
+}
+
+#[test]
+fn web_fetch_meets_the_same_policy() {
+    let port = http_server("fetched through the proxy", None);
+    let world = World::new(
+        "[network]\nallowed_domains = [\"docs.test\"]\ndenied_domains = [\"evil.test\"]\n",
+    );
+    let fetch = |id: &str, host: &str| {
+        Reply::tool_call(id, "web_fetch", json!({ "url": format!("http://{host}:{port}/page") }))
+    };
+    let script = Script::new()
+        .reply(fetch("allowed", "docs.test"))
+        .reply(fetch("denied", "evil.test"))
+        .reply(Reply::text("done"));
+    let server = FakeModelServer::start(script).unwrap();
+    let resolve = format!("docs.test=127.0.0.1:{port},evil.test=127.0.0.1:{port}");
+    let out = world.run(&server, &resolve).run(&["exec", "fetch"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let allowed = result_text(&server, "allowed");
+    assert!(allowed.contains("fetched through the proxy"), "{allowed}");
+    let denied = result_text(&server, "denied");
+    assert!(denied.contains("evil.test is denied (denied_domains: evil.test)"), "{denied}");
+    assert!(!denied.contains("fetched through the proxy"), "{denied}");
 }
