@@ -100,11 +100,9 @@ pub(crate) fn run(
     let agent = session.agent;
     let session_path = agent.session_path().map(Path::to_owned);
 
-    let mut err = io::stderr();
-    let mut output = codecoder_app::ExecOutput::new(options.json);
-    output.session_started(agent.session_id(), out, &mut err)?;
-
-    // Ctrl-C: the first cancels the turn, the second leaves at once.
+    // Ctrl-C: the first cancels the turn, the second leaves at once. Installed, and the prompt
+    // submitted, before the session is announced, so a signal sent once it is seen always
+    // cancels the turn.
     let interrupts = Arc::new(AtomicUsize::new(0));
     let signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT])
         .context("installing the Ctrl-C handler")?;
@@ -124,10 +122,19 @@ pub(crate) fn run(
             }
         })?
     };
-
     let mut content = vec![ContentItem::Text { text: prompt }];
     content.extend(images.into_iter().map(ContentItem::Image));
-    agent.cmd.send(AgentCommand::Submit(UserInput { content })).context("the agent stopped")?;
+    let submitted = agent.cmd.send(AgentCommand::Submit(UserInput { content }));
+    let mut err = io::stderr();
+    let mut output = codecoder_app::ExecOutput::new(options.json);
+    let started = submitted
+        .context("the agent stopped")
+        .and_then(|()| Ok(output.session_started(agent.session_id(), out, &mut err)?));
+    if started.is_err() {
+        // The signal thread ends only when its handle is closed.
+        signals_handle.close();
+    }
+    started?;
     let end =
         codecoder_app::follow_headless_turn(agent, &mut |shown| output.show(shown, out, &mut err))?;
     signals_handle.close();

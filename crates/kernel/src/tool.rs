@@ -445,6 +445,21 @@ pub struct LateTools {
 pub trait ToolSource: Send + Sync {
     /// Adds to `late` the tools and notices that arrived since the last call.
     fn poll(&self, late: &LateTools);
+
+    /// Whether a step may be built without waiting (see [`ToolSource::wait_ready`]). Default:
+    /// always.
+    fn is_ready(&self) -> bool {
+        true
+    }
+
+    /// Blocks until what the first request should offer has arrived (an MCP server's start) or
+    /// `cancel` fires, whichever comes first; the kernel calls it before a step while
+    /// [`ToolSource::is_ready`] is false, on a helper thread, and fires `cancel` when the turn
+    /// is cancelled. After a cancel it is asked again at the next turn's first step. Default:
+    /// nothing to wait for.
+    fn wait_ready(&self, cancel: &CancelToken) {
+        let _ = cancel;
+    }
 }
 
 #[derive(Default)]
@@ -463,6 +478,18 @@ impl LateTools {
     /// An empty list filled from `source` at each step boundary.
     pub fn with_source(source: Arc<dyn ToolSource>) -> Self {
         Self { inner: Arc::default(), source: Some(source) }
+    }
+
+    /// Whether the source, if any, has what a step needs without waiting.
+    pub fn is_ready(&self) -> bool {
+        self.source.as_ref().is_none_or(|source| source.is_ready())
+    }
+
+    /// Waits for the source, if any, to be ready, or for `cancel` ([`ToolSource::wait_ready`]).
+    pub fn wait_ready(&self, cancel: &CancelToken) {
+        if let Some(source) = &self.source {
+            source.wait_ready(cancel);
+        }
     }
 
     /// Asks the source, if any, for what arrived.

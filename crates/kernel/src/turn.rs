@@ -423,7 +423,7 @@ impl AgentLoop {
             inputs.extend(continuation.take());
             // Tools that joined since the last step are offered from this one on, and the window
             // checks below count them.
-            self.refresh_tools();
+            self.refresh_tools()?;
             if std::mem::take(&mut overflowed) || self.needs_compaction(turn, step, &inputs) {
                 self.compact(turn_state, step, CompactTrigger::Auto, None)?;
                 compaction_steps += 1;
@@ -659,8 +659,13 @@ impl AgentLoop {
 
     /// Takes in the tools that joined since the last step (appended after the others, so the
     /// request's prefix stays the same) and shows the notices that came with them.
-    fn refresh_tools(&mut self) {
-        let Some(late) = self.env.deps.tools.late() else { return };
+    /// A source that is not ready yet (MCP servers still starting before the first request) is
+    /// waited for first, while the loop keeps handling `cmd`, so a cancel ends the wait at once.
+    fn refresh_tools(&mut self) -> Result<(), Stop> {
+        let Some(late) = self.env.deps.tools.late().cloned() else { return Ok(()) };
+        if !late.is_ready() {
+            self.wait_beside_cmd("tool-source-wait", |cancel| late.wait_ready(cancel))?;
+        }
         late.poll();
         for message in late.take_notices() {
             self.emit(AgentEventKind::Warning { message });
@@ -670,6 +675,46 @@ impl AgentLoop {
             self.specs = self.env.deps.tools.specs();
             self.tools_generation = generation;
         }
+        Ok(())
+    }
+
+    /// Runs `wait` on a helper thread while the loop keeps handling `cmd`: a command that stops
+    /// the turn (a cancel) fires the token `wait` is given, waits for it to return, and stops.
+    fn wait_beside_cmd(
+        &mut self,
+        thread_name: &str,
+        wait: impl FnOnce(&CancelToken) + Send,
+    ) -> Result<(), Stop> {
+        let token = CancelToken::new();
+        let scoped_token = &token;
+        std::thread::scope(|threads| {
+            // The helper sends exactly one message.
+            let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+            let helper = std::thread::Builder::new()
+                .name(thread_name.to_owned())
+                .spawn_scoped(threads, move || {
+                    wait(scoped_token);
+                    let _ = done_tx.send(());
+                })
+                .map_err(|err| Stop::Failed(format!("could not start a thread: {err}")))?;
+            loop {
+                select! {
+                    recv(done_rx) -> done => {
+                        return match (done, helper.join()) {
+                            (Ok(()), Ok(())) => Ok(()),
+                            _ => Err(Stop::Failed(format!("{thread_name} panicked"))),
+                        };
+                    }
+                    recv(self.cmd) -> cmd => {
+                        if let Some(stop) = self.handle_cmd(cmd) {
+                            token.cancel();
+                            let _ = helper.join();
+                            return Err(stop);
+                        }
+                    }
+                }
+            }
+        })
     }
 
     fn run_step(&mut self, turn_state: &mut TurnState, step: StepId) -> Result<StepOutcome, Stop> {

@@ -272,6 +272,32 @@ impl McpManager {
         }
     }
 
+    /// Whether every server is ready, failed or past its startup timeout; never waits.
+    pub fn all_started(&self) -> bool {
+        lock(&self.shared).reports.len() >= self.order.len()
+    }
+
+    /// As [`McpManager::wait_started`], but gives up as soon as `stop` is ready (a message or
+    /// its disconnection: a cancel): `false` then, `true` once every server has a report.
+    pub fn wait_started_or<T>(&self, stop: &Receiver<T>) -> bool {
+        loop {
+            if self.all_started() {
+                return true;
+            }
+            select! {
+                recv(self.started) -> started => {
+                    if started.is_err() {
+                        // The runtime is gone: what it reported is all there will be.
+                        return true;
+                    }
+                }
+                recv(stop) -> _ => return false,
+                // Another waiter may have taken the last start's message; look again.
+                default(Duration::from_millis(200)) => {}
+            }
+        }
+    }
+
     /// The tools the ready servers offer now: servers in configuration order, each server's
     /// tools in its order, with its `enabled_tools`/`disabled_tools` applied.
     pub fn list_tools(&self) -> Vec<McpToolInfo> {

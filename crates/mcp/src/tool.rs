@@ -4,14 +4,17 @@
 //! in parallel, needs no approval by default); `destructiveHint: true` makes it `Other` (asks
 //! under untrusted and on-request, refused under never); anything else is a network tool (asks
 //! under untrusted and on-request, runs under never). The session's first request waits for the
-//! servers to settle (`McpToolSource::poll`); tools that arrive later join at a step boundary.
+//! servers to settle (`McpToolSource::wait_ready`, cut short by the turn's cancel); tools that
+//! arrive later join at a step boundary.
 //! The name is `mcp__<server>__<tool>` (see `names`), so permission rules and hook matchers
 //! select MCP tools by it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use codecoder_kernel::{LateTools, Tool, ToolContext, ToolKind, ToolOutput, ToolSource};
+use codecoder_kernel::{
+    CancelToken, LateTools, Tool, ToolContext, ToolKind, ToolOutput, ToolSource,
+};
 use codecoder_protocol::{AskUserAnswer, CallKind, CallView, OutputStream, ToolError};
 use serde_json::Value;
 
@@ -72,6 +75,18 @@ impl ToolSource for McpToolSource {
     /// (as codex and Claude Code do) and a server that did not start is reported before it.
     /// The servers start in parallel with the rest of the session, so in the interactive UI,
     /// where a person types the first prompt, they are usually ready by then.
+    fn is_ready(&self) -> bool {
+        self.settled.load(Ordering::Acquire) || self.manager.all_started()
+    }
+
+    /// The wait of the first poll, cut short by `cancel` (a cancelled turn); the next turn's
+    /// first step waits again for what is still starting.
+    fn wait_ready(&self, cancel: &CancelToken) {
+        if self.manager.wait_started_or(cancel.signal()) {
+            self.settled.store(true, Ordering::Release);
+        }
+    }
+
     fn poll(&self, late: &LateTools) {
         if !self.settled.swap(true, Ordering::AcqRel) {
             self.manager.wait_started();

@@ -23,6 +23,7 @@ mod many_sessions;
 mod mcp;
 mod mcp_add;
 mod mcp_server;
+mod mcp_wait;
 mod models;
 mod network;
 mod plan;
