@@ -6,6 +6,7 @@
 //! question an asking policy puts (`permissions check`), and bypass.
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 use codecoder_test_support::{FakeModelServer, Reply, Script};
 use serde_json::{Value, json};
@@ -289,4 +290,151 @@ fn doctor_lists_the_protected_paths_from_the_guard() {
     ] {
         assert!(text.contains(&line), "no `{line}` in:\n{text}");
     }
+}
+
+/// `codecoder sandbox` in a workspace without `.git`, `.mcp.json` or `.claude`, on `backend`,
+/// running `script`.
+fn sandbox_in_fresh_workspace(backend: &str, script: &str) -> (tempfile::TempDir, PathBuf, Output) {
+    let dir = tempfile::Builder::new().prefix("codecoder-absent-").tempdir_in("/tmp").unwrap();
+    let ws = dir.path().canonicalize().unwrap().join("ws");
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    let cchome = dir.path().join("cchome");
+    std::fs::create_dir_all(&cchome).unwrap();
+    let run = Run {
+        home: &cchome,
+        cwd: &ws,
+        env: vec![("HOME".to_owned(), dir.path().join("home").display().to_string())],
+    };
+    let backend = format!("sandbox.backend=\"{backend}\"");
+    let out = run
+        .command(&["-c", &backend, "-s", "workspace-write", "sandbox", "--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    (dir, ws, out)
+}
+
+#[test]
+fn a_sandboxed_command_cannot_leave_a_protected_name_it_created() {
+    let script = "mkdir .git && printf '[core]\\n\\tfsmonitor = evil\\n' > .git/config \
+                  && echo '{}' > .mcp.json && mkdir .codecoder .claude \
+                  && echo '{}' > .claude/settings.local.json && echo fine > src/ok.txt \
+                  && cat .git/config";
+    for backend in ["bwrap", "landlock"] {
+        let (_dir, ws, out) = sandbox_in_fresh_workspace(backend, script);
+        let err = stderr(&out);
+        assert!(out.status.success(), "{backend}: {err}");
+        // The command saw what it made while it ran.
+        assert!(stdout(&out).contains("fsmonitor = evil"), "{backend}: {}", stdout(&out));
+        for name in [".git", ".mcp.json", ".codecoder", ".claude/settings.local.json"] {
+            let path = ws.join(name);
+            assert!(std::fs::symlink_metadata(&path).is_err(), "{backend}: {name} is left");
+            let line = format!("removed `{}`, which the command created", path.display());
+            assert!(err.contains(&line), "{backend}: no `{line}` in {err}");
+        }
+        assert!(err.contains("(files there run code later)"), "{backend}: {err}");
+        assert_eq!(std::fs::read_to_string(ws.join("src/ok.txt")).unwrap(), "fine\n");
+        // And a command that creates none leaves the workspace as it was (no mount point).
+        let (_dir, ws, out) = sandbox_in_fresh_workspace(backend, "true");
+        assert!(out.status.success(), "{backend}: {}", stderr(&out));
+        let names: Vec<_> =
+            std::fs::read_dir(&ws).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("src")], "{backend}");
+    }
+}
+
+#[test]
+fn a_hooks_path_from_the_global_git_config_is_protected() {
+    let layout = Layout::new(true);
+    let home = layout.base.join("home");
+    std::fs::create_dir_all(home.join(".config/git")).unwrap();
+    std::fs::create_dir_all(home.join(".githooks")).unwrap();
+    std::fs::create_dir_all(layout.ws.join("tools/hooks")).unwrap();
+    std::fs::write(home.join(".gitconfig"), "[core]\n\thooksPath = ~/.githooks\n").unwrap();
+    std::fs::write(home.join(".config/git/config"), "[core]\n\thooksPath = tools/hooks\n").unwrap();
+    let run = Run {
+        home: &layout.cchome,
+        cwd: &layout.ws,
+        env: vec![("HOME".to_owned(), home.display().to_string())],
+    };
+    let check = |path: &Path| {
+        let input = json!({ "path": path, "content": "x" }).to_string();
+        let args = ["-s", "workspace-write", "-a", "never", "permissions", "check", "write_file"];
+        let out = run.command(&args).arg(&input).output().unwrap();
+        (out.status.code(), stdout(&out))
+    };
+    for (hook, config) in [
+        (home.join(".githooks/pre-commit"), home.join(".gitconfig")),
+        (layout.ws.join("tools/hooks/pre-commit"), home.join(".config/git/config")),
+    ] {
+        let (code, text) = check(&hook);
+        assert_eq!(code, Some(1), "{text}");
+        let why = format!("is the hooks directory `core.hooksPath` names in {}", config.display());
+        assert!(text.contains(&why), "no `{why}` in {text}");
+    }
+    let (code, text) = check(&layout.ws.join("tools/other.txt"));
+    assert_eq!(code, Some(0), "{text}");
+    // A confined command cannot plant a hook there either.
+    let out = run
+        .command(&[
+            "-s",
+            "workspace-write",
+            "sandbox",
+            "--",
+            "sh",
+            "-c",
+            "echo pwned > tools/hooks/pre-commit; echo pwned > ~/.githooks/pre-commit; echo done",
+        ])
+        .output()
+        .unwrap();
+    assert!(stdout(&out).contains("done"), "{}", stderr(&out));
+    assert!(!layout.ws.join("tools/hooks/pre-commit").exists());
+    assert!(!home.join(".githooks/pre-commit").exists());
+}
+
+#[test]
+fn permissions_check_classifies_mcp_tool_names_by_the_rules() {
+    let layout = Layout::new(true);
+    let run = Run {
+        home: &layout.cchome,
+        cwd: &layout.ws,
+        env: vec![("HOME".to_owned(), layout.base.join("home").display().to_string())],
+    };
+    let check = |rules: &[&str], tool: &str| {
+        let mut args = vec!["-s", "workspace-write", "-a", "on-request"];
+        for rule in rules {
+            args.extend_from_slice(&["-c", rule]);
+        }
+        args.extend_from_slice(&["permissions", "check", tool, "{\"q\":1}"]);
+        let out = run.command(&args).output().unwrap();
+        (out.status.code(), stdout(&out), stderr(&out))
+    };
+    // No rule: asked under on-request, as a session asks.
+    let (code, text, err) = check(&[], "mcp__docs__search");
+    assert_eq!(code, Some(3), "{text}{err}");
+    assert!(text.contains("is an MCP server's tool and runs outside the sandbox"), "{text}");
+    assert!(text.contains("keys: mcp__docs__search"), "{text}");
+    let cases: [(&str, &str, Option<i32>); 5] = [
+        ("permissions.allow=[\"mcp__docs__search\"]", "mcp__docs__search", Some(0)),
+        ("permissions.allow=[\"mcp__docs\"]", "mcp__docs__search", Some(0)),
+        ("permissions.allow=[\"mcp__docs__*\"]", "mcp__docs__fetch", Some(0)),
+        ("permissions.deny=[\"mcp__docs\"]", "mcp__docs__search", Some(1)),
+        ("permissions.allow=[\"mcp__docs\"]", "mcp__other__search", Some(3)),
+    ];
+    for (rule, tool, expected) in cases {
+        let (code, text, err) = check(&[rule], tool);
+        assert_eq!(code, expected, "{rule} {tool}: {text}{err}");
+        if expected != Some(3) {
+            assert!(text.contains("mcp__docs"), "{rule} {tool}: {text}");
+        }
+    }
+    // Deny wins over allow.
+    let (code, text, _) = check(
+        &["permissions.allow=[\"mcp__docs\"]", "permissions.deny=[\"mcp__docs__search\"]"],
+        "mcp__docs__search",
+    );
+    assert_eq!(code, Some(1), "{text}");
+    // Not a tool name at all is still a usage error.
+    let (code, _, err) = check(&[], "mcp__nothing");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("mcp__SERVER__TOOL"), "{err}");
 }
