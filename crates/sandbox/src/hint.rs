@@ -6,11 +6,12 @@
 //! - A "Permission denied"/"Operation not permitted" naming a path gets a hint only when the
 //!   policy itself forbids that access (a hidden path, or a write outside the writable roots or
 //!   into a protected subpath); an ordinary permission problem inside the roots gets none.
-//! - Network messages get a hint only when the policy has the network off.
+//! - Network messages get a hint only when the policy has the network off or proxied (then the
+//!   hint says that only the proxy is reachable).
 
 use std::path::{Path, PathBuf};
 
-use crate::policy::SandboxPolicy;
+use crate::policy::{NetworkMode, SandboxPolicy};
 
 const NETWORK_MESSAGES: [&str; 7] = [
     "Network is unreachable",
@@ -40,7 +41,7 @@ pub fn denial_hint(exit_code: Option<i32>, output: &str, policy: &SandboxPolicy)
 fn line_hint(line: &str, policy: &SandboxPolicy) -> Option<String> {
     let network_off = !policy.network;
     if network_off && NETWORK_MESSAGES.iter().any(|message| line.contains(message)) {
-        return Some(network_blocked());
+        return Some(network_blocked(policy));
     }
     let read_only = line.contains("Read-only file system");
     let denied = line.contains("Permission denied") || line.contains("Operation not permitted");
@@ -72,7 +73,7 @@ fn line_hint(line: &str, policy: &SandboxPolicy) -> Option<String> {
     let lower = line.to_ascii_lowercase();
     let socket_words = ["socket", "connect", "bind", "network"];
     if network_off && denied && socket_words.iter().any(|word| lower.contains(word)) {
-        return Some(network_blocked());
+        return Some(network_blocked(policy));
     }
     if read_only {
         return Some("a write was blocked by the sandbox (read-only file system)".to_owned());
@@ -80,8 +81,16 @@ fn line_hint(line: &str, policy: &SandboxPolicy) -> Option<String> {
     None
 }
 
-fn network_blocked() -> String {
-    "network access was blocked by the sandbox (the network is off)".to_owned()
+fn network_blocked(policy: &SandboxPolicy) -> String {
+    match policy.network_mode() {
+        NetworkMode::Proxied(_) => "network access was blocked by the sandbox (only the managed \
+             proxy is reachable: HTTP and HTTPS through HTTP_PROXY/HTTPS_PROXY, other TCP through \
+             ALL_PROXY's SOCKS5)"
+            .to_owned(),
+        NetworkMode::Off | NetworkMode::Full => {
+            "network access was blocked by the sandbox (the network is off)".to_owned()
+        }
+    }
 }
 
 /// The first absolute path in `line`, without the quotes and trailing colon tools put around it.

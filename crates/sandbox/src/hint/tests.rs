@@ -75,6 +75,18 @@ fn network_failures_only_when_the_network_is_off() {
 }
 
 #[test]
+fn a_proxied_network_hint_names_the_proxy() {
+    let proxied = SandboxPolicy {
+        network_proxy: Some(crate::NetworkProxy { socket: "/run/proxy.sock".into(), tcp: None }),
+        ..policy(false)
+    };
+    let hint = denial_hint(Some(6), "curl: (6) Could not resolve host: example.com", &proxied);
+    let hint = hint.unwrap();
+    assert!(hint.starts_with("network access was blocked by the sandbox (only the managed proxy"));
+    assert!(hint.contains("HTTP_PROXY"), "{hint}");
+}
+
+#[test]
 fn success_never_gets_a_hint() {
     assert_eq!(
         denial_hint(
