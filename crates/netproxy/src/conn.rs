@@ -135,13 +135,13 @@ fn http(connection: &Connection, mut client: Stream, first: u8) {
     {
         return;
     }
-    forward_response(client, upstream);
+    forward_response(&method, client, upstream);
 }
 
 /// Sends the request's body upstream on a second thread while the response comes back on this
 /// one with its hop-by-hop headers replaced by `Connection: close`; ends both sockets when the
 /// response ends.
-fn forward_response(client: Stream, upstream: TcpStream) {
+fn forward_response(method: &str, client: Stream, upstream: TcpStream) {
     let (Ok(client_reader), Ok(upstream_writer)) = (client.try_clone(), upstream.try_clone())
     else {
         return;
@@ -154,13 +154,13 @@ fn forward_response(client: Stream, upstream: TcpStream) {
     };
     let mut client = client;
     let mut upstream_reader = &upstream;
-    let _ = relay_response(&mut upstream_reader, &mut client);
+    let _ = relay_response(method, &mut upstream_reader, &mut client);
     let _ = client.shutdown(Shutdown::Both);
     let _ = upstream.shutdown(Shutdown::Both);
     drop(body);
 }
 
-fn relay_response(upstream: &mut &TcpStream, client: &mut Stream) -> io::Result<()> {
+fn relay_response(method: &str, upstream: &mut &TcpStream, client: &mut Stream) -> io::Result<()> {
     let mut buffer = Vec::new();
     loop {
         let head_len = read_head(upstream, &mut buffer)
@@ -181,8 +181,19 @@ fn relay_response(upstream: &mut &TcpStream, client: &mut Stream) -> io::Result<
         let version = if response.version == Some(0) { "1.0" } else { "1.1" };
         let mut head = format!("HTTP/{version} {code} {reason}\r\n");
         let dropped = connection_tokens(response.headers);
+        let mut content_length = None;
+        let mut chunked = false;
         for header in response.headers.iter() {
             let name = header.name.to_ascii_lowercase();
+            match name.as_str() {
+                "content-length" => {
+                    content_length = std::str::from_utf8(header.value)
+                        .ok()
+                        .and_then(|value| value.trim().parse::<u64>().ok());
+                }
+                "transfer-encoding" => chunked = true,
+                _ => {}
+            }
             if HOP_BY_HOP.contains(&name.as_str()) || dropped.contains(&name) {
                 continue;
             }
@@ -193,8 +204,27 @@ fn relay_response(upstream: &mut &TcpStream, client: &mut Stream) -> io::Result<
         }
         head.push_str("Connection: close\r\n\r\n");
         client.write_all(head.as_bytes())?;
-        client.write_all(&buffer[head_len..])?;
-        return pump(upstream, client);
+        // The body's end: none after HEAD, 204 and 304; the Content-Length when there is one
+        // (a server may keep its side open despite `Connection: close`); else the server's
+        // close, which `Connection: close` asked for.
+        let body_length = match (method == "HEAD" || code == 204 || code == 304, chunked) {
+            (true, _) => Some(0),
+            (false, true) => None,
+            (false, false) => content_length,
+        };
+        let buffered = &buffer[head_len..];
+        return match body_length {
+            None => {
+                client.write_all(buffered)?;
+                pump(upstream, client)
+            }
+            Some(length) => {
+                let now = buffered.len().min(usize::try_from(length).unwrap_or(usize::MAX));
+                client.write_all(&buffered[..now])?;
+                let remaining = length.saturating_sub(u64::try_from(now).unwrap_or(length));
+                pump(&mut upstream.take(remaining), client)
+            }
+        };
     }
 }
 
@@ -205,7 +235,6 @@ fn connection_tokens(headers: &[httparse::Header<'_>]) -> Vec<String> {
         .filter(|header| header.name.eq_ignore_ascii_case("connection"))
         .flat_map(|header| {
             String::from_utf8_lossy(header.value)
-                .into_owned()
                 .split(',')
                 .map(|token| token.trim().to_ascii_lowercase())
                 .collect::<Vec<_>>()

@@ -7,6 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crossbeam_channel::{Receiver, Sender};
@@ -120,6 +121,7 @@ pub(crate) struct Asks {
     // Shared by every connection thread: a short critical section per ask (map lookups and
     // inserts), never held across `decide` or a channel operation.
     state: Mutex<AskState>,
+    waiting: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -130,12 +132,24 @@ struct AskState {
 
 impl Asks {
     pub(crate) fn new(decide: Arc<dyn Decide>) -> Asks {
-        Asks { decide, state: Mutex::new(AskState::default()) }
+        Asks { decide, state: Mutex::new(AskState::default()), waiting: AtomicUsize::new(0) }
+    }
+
+    /// Requests waiting for an answer (asking or joined to an ask).
+    pub(crate) fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::SeqCst)
     }
 
     /// Resolves an ask: by the session's memory, by joining an ask in flight, or by asking.
     /// Returns whether the request may go on, and who decided.
     pub(crate) fn resolve(&self, ask: &Ask<'_>) -> (bool, DecisionSource) {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let resolved = self.resolve_counted(ask);
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        resolved
+    }
+
+    fn resolve_counted(&self, ask: &Ask<'_>) -> (bool, DecisionSource) {
         let waiting = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             if state.allowed_for_session.contains(ask.host) {

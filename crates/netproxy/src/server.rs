@@ -135,6 +135,12 @@ impl ProxyHandle {
         self.add(id, label, Listener::Tcp(listener), Address::Tcp(address))
     }
 
+    /// Requests waiting for an answer from the caller's `Decide` (the one asking and those
+    /// joined to its ask).
+    pub fn waiting_asks(&self) -> usize {
+        self.shared.core.asks.waiting()
+    }
+
     fn next_id(&self) -> u64 {
         let mut table = self.shared.endpoints.lock().unwrap_or_else(PoisonError::into_inner);
         table.next_id += 1;

@@ -1,0 +1,90 @@
+//! Stopping: dropping an endpoint or the proxy closes its listeners and connections, joins its
+//! threads (none keeps the caller's `Decide` alive) and removes the socket files, also while a
+//! request waits for an answer.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread;
+
+use codecoder_netproxy::Decision;
+
+use crate::support::{
+    Answer, Client, Recorder, connect_request, echo_round_trip, echo_server, proxy, wait_until,
+};
+
+#[test]
+fn dropping_the_proxy_ends_every_thread_and_connection_and_removes_the_sockets() {
+    let echo = echo_server();
+    let recorder = Recorder::new(Answer::Now(Decision::Deny));
+    let handle = proxy(&["echo.test"], &[], &[("echo.test", echo)], &recorder);
+    let unix = handle.endpoint("cmd").unwrap();
+    let tcp = handle.tcp_endpoint("web").unwrap();
+    let path = unix.unix_path().unwrap().to_owned();
+    let directory = path.parent().unwrap().to_owned();
+    assert!(path.exists());
+    let mut tunnel = Client::connect(&unix);
+    let (head, _) = connect_request(&mut tunnel, "echo.test:443");
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    assert_eq!(echo_round_trip(&mut tunnel, b"alive"), b"alive");
+    // A connection that never sends its head.
+    let _idle = Client::connect(&tcp);
+    assert!(Arc::strong_count(&recorder) > 1);
+    drop(handle);
+    // Every thread held the proxy's core, and with it the recorder: all have been joined.
+    assert_eq!(Arc::strong_count(&recorder), 1);
+    assert!(!path.exists());
+    assert!(!directory.exists());
+    assert_eq!(tunnel.read_all(), "");
+    // The endpoints outlive the proxy harmlessly.
+    drop(unix);
+    drop(tcp);
+}
+
+#[test]
+fn dropping_an_endpoint_closes_it_and_its_connections_only() {
+    let echo = echo_server();
+    let recorder = Recorder::new(Answer::Now(Decision::Deny));
+    let handle = proxy(&["echo.test"], &[], &[("echo.test", echo)], &recorder);
+    let first = handle.endpoint("first").unwrap();
+    let second = handle.endpoint("second").unwrap();
+    let first_path = first.unix_path().unwrap().to_owned();
+    let mut on_first = Client::connect(&first);
+    let mut on_second = Client::connect(&second);
+    for client in [&mut on_first, &mut on_second] {
+        let (head, _) = connect_request(client, "echo.test:443");
+        assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    }
+    drop(first);
+    assert!(!first_path.exists());
+    assert_eq!(on_first.read_all(), "");
+    assert_eq!(echo_round_trip(&mut on_second, b"still here"), b"still here");
+}
+
+#[test]
+fn dropping_the_proxy_while_a_request_waits_for_an_answer_ends_the_wait() {
+    let recorder = Recorder::new(Answer::UntilStopped);
+    let handle = proxy(&[], &[], &[], &recorder);
+    let endpoint = handle.endpoint("cmd").unwrap();
+    let mut client = Client::connect(&endpoint);
+    let waiting = thread::spawn(move || {
+        client.write_all_ok(b"CONNECT waiting.test:443 HTTP/1.1\r\nHost: waiting.test:443\r\n\r\n");
+        client.read_all()
+    });
+    wait_until("the request waits for an answer", || handle.waiting_asks() == 1);
+    drop(handle);
+    let response = waiting.join().unwrap();
+    // The stopped proxy answers the denial if it can, or closes.
+    assert!(response.is_empty() || response.starts_with("HTTP/1.1 403 "), "{response}");
+    assert_eq!(recorder.asks.load(Ordering::SeqCst), 1);
+    assert_eq!(Arc::strong_count(&recorder), 1);
+}
+
+trait WriteAllOk {
+    fn write_all_ok(&mut self, bytes: &[u8]);
+}
+
+impl WriteAllOk for Client {
+    fn write_all_ok(&mut self, bytes: &[u8]) {
+        std::io::Write::write_all(self, bytes).unwrap();
+    }
+}
