@@ -419,17 +419,20 @@ impl CodeIntel {
     /// runs before the edit. Returns at once; a file no server serves costs a look at its
     /// extension.
     pub fn touch(&self, paths: &[PathBuf], open: bool) {
-        let mut started: Vec<String> = Vec::new();
+        // A search's many files of one language (and root) cost one look-up.
+        let mut seen: Vec<(&std::ffi::OsStr, &Path)> = Vec::new();
         for path in paths {
             if !self.config.servers.iter().any(|server| server.serves(path)) {
                 continue;
             }
-            let Ok(Some((server, binary))) = self.server_for(path) else { continue };
-            if !open && started.contains(&server.name) {
-                continue;
+            if let (Some(ext), Some(dir)) = (path.extension(), path.parent()) {
+                if !open && seen.contains(&(ext, dir)) {
+                    continue;
+                }
+                seen.push((ext, dir));
             }
+            let Ok(Some((server, binary))) = self.server_for(path) else { continue };
             let Ok(client) = self.client(&server, &binary, path) else { continue };
-            started.push(server.name.clone());
             if open
                 && !client.is_open(path)
                 && small_enough(path)
