@@ -136,7 +136,16 @@ fn command(id: &str, command: &str) -> Reply {
 }
 
 #[test]
-fn exec_reaches_allowed_hosts_through_the_proxy_and_tells_the_model_why_others_fail() {
+fn exec_reaches_allowed_hosts_through_the_proxy_under_bubblewrap() {
+    exec_reaches_allowed_hosts_and_tells_the_model_why_others_fail("bwrap");
+}
+
+#[test]
+fn exec_reaches_allowed_hosts_through_the_proxy_under_landlock() {
+    exec_reaches_allowed_hosts_and_tells_the_model_why_others_fail("landlock");
+}
+
+fn exec_reaches_allowed_hosts_and_tells_the_model_why_others_fail(backend: &str) {
     let port = http_server("hello from the registry", None);
     let world = World::new(
         "[network]\nallowed_domains = [\"registry.test\"]\ndenied_domains = [\"evil.test\"]\n",
@@ -149,13 +158,20 @@ fn exec_reaches_allowed_hosts_through_the_proxy_and_tells_the_model_why_others_f
         ))
         .reply(command("denied", &format!("curl -sS http://evil.test:{port}/")))
         .reply(command("address", "curl -sS http://192.0.2.1/"))
+        .reply(command("direct", &format!("curl -sS --noproxy '*' http://127.0.0.1:{port}/")))
         .reply(command("unlisted", &format!("curl -sS http://other.test:{port}/")))
+        .reply(Reply::tool_call(
+            "session",
+            "exec_command",
+            json!({ "cmd": format!("curl -sS http://registry.test:{port}/; curl -sS http://other.test:{port}/") }),
+        ))
         .reply(Reply::text("done"));
     let server = FakeModelServer::start(script).unwrap();
     let resolve = format!(
         "registry.test=127.0.0.1:{port},evil.test=127.0.0.1:{port},other.test=127.0.0.1:{port}"
     );
-    let out = world.run(&server, &resolve).run(&["exec", "fetch things"], "");
+    let backend = format!("sandbox.backend=\"{backend}\"");
+    let out = world.run(&server, &resolve).run(&["-c", &backend, "exec", "fetch things"], "");
     assert!(out.status.success(), "{}", stderr(&out));
 
     let plain = result_text(&server, "plain");
@@ -166,9 +182,17 @@ fn exec_reaches_allowed_hosts_through_the_proxy_and_tells_the_model_why_others_f
     assert!(denied.contains("evil.test is denied (denied_domains: evil.test)"), "{denied}");
     let address = result_text(&server, "address");
     assert!(address.contains("192.0.2.1 is a bare IP address"), "{address}");
+    // Past the proxy there is no way out, not even to loopback.
+    let direct = result_text(&server, "direct");
+    assert!(!direct.contains("hello from the registry"), "{direct}");
+    assert!(direct.contains("exit code"), "{direct}");
     let unlisted = result_text(&server, "unlisted");
     assert!(unlisted.contains("other.test is not in allowed_domains"), "{unlisted}");
     assert!(unlisted.contains("ask the user to add it to `allowed_domains`"), "{unlisted}");
+    // An exec_command session goes through its own endpoint, and its result says why.
+    let session = result_text(&server, "session");
+    assert!(session.contains("hello from the registry"), "{session}");
+    assert!(session.contains("other.test is not in allowed_domains"), "{session}");
     // None of the refusals offered a retry outside the sandbox.
     for body in [&denied, &address, &unlisted] {
         assert!(!body.contains("without the sandbox"), "{body}");
@@ -177,7 +201,8 @@ fn exec_reaches_allowed_hosts_through_the_proxy_and_tells_the_model_why_others_f
     // Only the uncovered host was an ask: refused by the mode, and logged.
     let records = world.log();
     let approvals = network_approvals(&records);
-    assert_eq!(approvals.len(), 1, "{approvals:#?}");
+    assert_eq!(approvals.len(), 2, "{approvals:#?}");
+    assert_eq!(approvals[1]["callId"], "session");
     assert_eq!(approvals[0]["callId"], "unlisted");
     assert_eq!(approvals[0]["permissionKeys"], json!(["network:other.test"]));
     assert_eq!(approvals[0]["decidedBy"], "mode");
