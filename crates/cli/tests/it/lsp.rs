@@ -290,13 +290,13 @@ fn killed_with_sigkill(bin: &Path, mode: &str, args: &[&str]) {
 }
 
 /// A `pyright-langserver` on the `PATH` the session gets: it leaves a mark when started, then
-/// exits at once.
-fn pyright_on_path(dir: &Path) -> (String, PathBuf) {
+/// runs `then` (`exit 0`: exits at once).
+fn pyright_on_path(dir: &Path, then: &str) -> (String, PathBuf) {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let mark = dir.join("started");
     let server = bin.join("pyright-langserver");
-    std::fs::write(&server, format!("#!/bin/sh\ntouch {:?}\nexit 0\n", mark.to_string_lossy()))
+    std::fs::write(&server, format!("#!/bin/sh\ntouch {:?}\n{then}\n", mark.to_string_lossy()))
         .unwrap();
     std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
     let path = std::env::join_paths(
@@ -320,7 +320,7 @@ fn a_preset_server_on_path_starts_on_a_read_unless_the_home_turns_servers_off() 
     };
     for hermetic in [false, true] {
         let dir = tempfile::tempdir().unwrap();
-        let (path, mark) = pyright_on_path(&dir.path().canonicalize().unwrap());
+        let (path, mark) = pyright_on_path(&dir.path().canonicalize().unwrap(), "exit 0");
         let world = world("", &[("calc.py", "x = 1\n")]);
         if hermetic {
             crate::exec::without_language_servers(&world.home);
@@ -426,6 +426,33 @@ fn a_server_runs_under_the_sandbox_s_read_policy_and_cannot_read_a_hidden_path()
     let denied = edit(config(&secret));
     assert!(denied.contains("a.fk:1:1: error: denied: "), "{denied}");
     assert!(!denied.contains("FAKE-LSP-SECRET"), "{denied}");
+}
+
+#[test]
+fn a_search_that_finds_a_python_file_starts_its_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, mark) = pyright_on_path(&dir.path().canonicalize().unwrap(), "exec sleep 600");
+    let world = world("", &[("calc.py", "x = 1\n"), ("notes.txt", "x = 1\n")]);
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("c1", "grep", json!({ "pattern": "x = " })))
+            .reply(Reply::text("never sent").delay_ms(600_000)),
+    )
+    .unwrap();
+    let mut env = openai_env(&server);
+    env.push(("PATH".to_owned(), path));
+    let run = Run { home: &world.home, cwd: &world.workspace, env };
+    let mut child = run
+        .command(&["exec", "work on the code"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Nothing but the search ran: it started the server of the Python file it found.
+    eventually("the search started pyright", || mark.exists());
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
 
 #[test]
