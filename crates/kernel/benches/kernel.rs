@@ -4,6 +4,8 @@
 //! 2. Cancel latency under that flood: `Cancel` sent → `TurnDone` received.
 //! 3. Cancel latency with a running child process (`sleep 100`) → `TurnDone`, group gone.
 //! 4. Kernel overhead per step with an instant model and an instant tool.
+//! 5. Secret redaction of 1 MB of typical command output (build and test logs, hashes, paths,
+//!    JSON), with ten known values and a few secrets in it.
 //!
 //! Everything runs on the real AgentLoop with a session log in a temp dir (fsync at turn end).
 // A bench binary reports on stdout; unwrapping is how it fails.
@@ -269,6 +271,63 @@ fn step_overhead(persistent_model: bool) {
     report(&format!("kernel overhead per step ({model}), turn time / {STEPS} steps"), per_turn);
 }
 
+/// About 1 MB of what commands print: build and test lines, commit hashes, UUIDs, JSON, base64,
+/// with a secret every 200 lines.
+fn command_output() -> String {
+    let token = ["ghp_", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"].concat();
+    let mut text = String::new();
+    let mut line = 0_u64;
+    while text.len() < 1 << 20 {
+        line += 1;
+        let hash = format!("{:016x}{:016x}{:08x}", line * 0x9e37_79b9_7f4a_7c15, !line, line);
+        let next = match line % 8 {
+            0 => format!(
+                "   Compiling serde_json v1.0.{line} (/home/user/.cargo/registry/src/index.crates.io-6f17d22bba15001f/serde_json-1.0.{line})"
+            ),
+            1 => format!("commit {hash}"),
+            2 => format!("test tools::shell::tests::case_{line} ... ok"),
+            3 => format!(
+                "{{\"id\":\"123e4567-e89b-12d3-a456-{line:012}\",\"status\":\"ok\",\"elapsed_ms\":{line}}}"
+            ),
+            4 => format!("data: SGVsbG8sIFdvcmxkIQ{line}== sha256:{hash}{hash}"),
+            5 => format!(
+                "warning: unused variable: `task_description_{line}` --> src/lib.rs:{line}:9"
+            ),
+            6 => format!("  café résumé naïve — ünïcödé line {line}"),
+            _ => format!("src/main.rs:{line}: let AKIAshort = risk_assessment_{line}();"),
+        };
+        text.push_str(&next);
+        text.push('\n');
+        if line % 200 == 0 {
+            text.push_str(&format!("export GITHUB_TOKEN={token} value-of-secret-{}\n", line % 10));
+        }
+    }
+    text
+}
+
+/// Redacts `command_output()` `n` times; the median per MB.
+fn redaction() {
+    let secrets = (0..10).map(|i| codecoder_kernel::Secret {
+        name: format!("SECRET_{i}"),
+        value: format!("value-of-secret-{i}"),
+    });
+    let redactor = codecoder_kernel::Redactor::new(secrets).unwrap();
+    let text = command_output();
+    let mut count = 0;
+    let samples = (0..50)
+        .map(|_| {
+            let start = Instant::now();
+            let (out, n) = redactor.redact(std::hint::black_box(&text));
+            let elapsed = start.elapsed();
+            std::hint::black_box(out);
+            count = n;
+            elapsed
+        })
+        .collect();
+    println!("redact: {} bytes, {count} secrets replaced per pass", text.len());
+    report("redact 1 MB of command output", samples);
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument selects benchmarks by name.
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
@@ -290,5 +349,8 @@ fn main() {
     if wanted("step") {
         step_overhead(false);
         step_overhead(true);
+    }
+    if wanted("redact") {
+        redaction();
     }
 }

@@ -45,9 +45,12 @@ const SHAPES: &[&str] = &[
     r"(?-u:\b)xox[abprs]-[A-Za-z0-9-]{10,}",
     r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{8,}",
     r"(?-u:\b)(?:AKIA|ASIA)[0-9A-Z]{16}(?-u:\b)",
-    r#"(?i:(?:aws_?)?secret_?access_?key)["']?[ \t]*(?::|=|=>)[ \t]*["']?[A-Za-z0-9/+]{40,}"#,
-    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*)",
+    r#"(?:aws_secret_access_key|AWS_SECRET_ACCESS_KEY|secret_access_key|SECRET_ACCESS_KEY|SecretAccessKey|aws_secret_key|AWS_SECRET_KEY)["']?[ \t]*(?::|=|=>)[ \t]*["']?[A-Za-z0-9/+]{40,}"#,
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----",
 ];
+
+/// The kind of a private key block; the expression finds its first line, `block_end` its end.
+const PRIVATE_KEY: &str = "private-key";
 
 /// The length of an AWS secret access key.
 const AWS_SECRET_LEN: usize = 40;
@@ -111,16 +114,19 @@ impl Redactor {
         let mut out = String::new();
         let mut copied = 0;
         let mut count = 0;
-        for found in self.regex.find_iter(text) {
+        let mut at = 0;
+        while let Some(found) = self.regex.find_at(text, at) {
+            at = found.end();
             let Some((start, replacement)) = self.replacement(found.as_str()) else {
                 continue;
             };
-            let start = found.start() + start;
-            out.push_str(&text[copied..start]);
+            let end = if replacement == PRIVATE_KEY { block_end(text, found.end()) } else { at };
+            out.push_str(&text[copied..found.start() + start]);
             out.push_str("[REDACTED:");
             out.push_str(&replacement);
             out.push(']');
-            copied = found.end();
+            copied = end;
+            at = end;
             count += 1;
         }
         if count == 0 {
@@ -174,7 +180,7 @@ impl Redactor {
             return Some((0, format!("env:{name}")));
         }
         let kind = if found.starts_with("-----BEGIN") {
-            "private-key"
+            PRIVATE_KEY
         } else if found.starts_with("sk-ant-") {
             "anthropic-key"
         } else if let Some(rest) = found.strip_prefix("sk-") {
@@ -216,6 +222,27 @@ impl Redactor {
         };
         Some((0, kind.to_owned()))
     }
+}
+
+/// Where the private key block whose first line ends at `from` ends: after its `-----END …
+/// PRIVATE KEY-----` line, or at the end of `text` when the block was cut short. (Found here
+/// rather than by the expression: a lazy run to the end marker inside the one alternation
+/// makes the whole scan several times slower.)
+fn block_end(text: &str, from: usize) -> usize {
+    let mut at = from;
+    while let Some(found) = text[at..].find("-----END ") {
+        let marker = at + found + "-----END ".len();
+        let rest = &text[marker..];
+        let label = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b' ')
+            .count();
+        if rest[..label].ends_with("PRIVATE KEY") && rest[label..].starts_with("-----") {
+            return marker + label + "-----".len();
+        }
+        at = marker;
+    }
+    text.len()
 }
 
 fn is_aws_secret_byte(b: u8) -> bool {

@@ -31,6 +31,7 @@ mod plugins;
 mod provider_fallback;
 mod pty;
 mod reasoning;
+mod redact;
 mod remote_tui;
 mod replay;
 mod safety;

@@ -128,6 +128,12 @@ fn private_key_blocks() {
     ]
     .concat();
     check(&openssh, "[REDACTED:private-key]", 1);
+    // Two blocks: each ends at its own end line, and the text between them stays.
+    check(
+        &format!("a\n{block}\nb\n{block}\nc"),
+        "a\n[REDACTED:private-key]\nb\n[REDACTED:private-key]\nc",
+        2,
+    );
     // Cut short (the output was truncated): hidden to the end.
     check(&format!("x\n{begin}\nMIIEowIBAAKCAQEA1b2c3\n"), "x\n[REDACTED:private-key]", 1);
     // A public key or a certificate is not secret.
