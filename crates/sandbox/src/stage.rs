@@ -238,6 +238,11 @@ fn confine_and_exec(stage: &StageArgs) -> Result<std::convert::Infallible, Strin
     use std::os::unix::ffi::OsStrExt;
 
     let mut sockets = stage.network;
+    // The relay to start right before the command: under bubblewrap, or under Landlock in a
+    // network namespace of its own. Started after the Landlock stage's pid namespace exists, so
+    // it ends inside that namespace with the command, before the stage exits: a spawner never
+    // finds it still alive in the command's group.
+    let mut relay = None;
     if stage.landlock {
         let applied = linux::apply_landlock(stage)?;
         if sockets == Sockets::UnixAndTcp {
@@ -245,7 +250,7 @@ fn confine_and_exec(stage: &StageArgs) -> Result<std::convert::Infallible, Strin
                 // A network namespace of its own: the relay is the one way out, as under
                 // bubblewrap.
                 (Some(socket), linux::Applied { own_network: true, .. }) => {
-                    crate::relay::start(socket)?;
+                    relay = Some(socket);
                     let relay = std::net::SocketAddr::from(([127, 0, 0, 1], RELAY_PORT));
                     linux::set_environment(&proxy_environment(relay), &[]);
                 }
@@ -272,8 +277,9 @@ fn confine_and_exec(stage: &StageArgs) -> Result<std::convert::Infallible, Strin
     } else {
         nix::sys::prctl::set_no_new_privs()
             .map_err(|err| format!("setting PR_SET_NO_NEW_PRIVS: {err}"))?;
+        relay = stage.relay.as_ref();
     }
-    if let (false, Some(socket)) = (stage.landlock, &stage.relay) {
+    if let Some(socket) = relay {
         crate::relay::start(socket)?;
     }
     crate::seccomp::install(sockets)?;
