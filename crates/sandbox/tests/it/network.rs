@@ -6,6 +6,7 @@
 //! The same probes run unconfined succeed, so the suite proves the sandbox, not broken probes.
 //! Killing the command, or the bubblewrap around it, leaves no relay behind.
 #![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
