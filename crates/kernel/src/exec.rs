@@ -574,14 +574,21 @@ impl AgentLoop {
                 self.redact(&mut result);
                 Finished { event: Ok(result.clone()), result, synthetic: None, mcp_result }
             }
-            Err(err) => {
+            Err(mut err) => {
                 let status = if err == ToolError::Cancelled {
                     ToolResultStatus::Cancelled
                 } else {
                     ToolResultStatus::Error
                 };
+                // The error the clients are told, and the result built from it, without secrets.
+                let count =
+                    self.env.config.redactor.as_ref().map_or(0, |r| r.redact_error(&mut err));
                 let mut result = ToolResult::text(call.id.clone(), status, err.to_string());
-                self.redact(&mut result);
+                if count > 0 {
+                    result
+                        .content
+                        .push(ContentItem::Text { text: crate::redact::redaction_note(count) });
+                }
                 Finished { result, synthetic: None, event: Err(err), mcp_result }
             }
         }

@@ -24,7 +24,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use codecoder_protocol::ContentItem;
+use codecoder_protocol::{ContentItem, ToolError};
 use regex::Regex;
 
 use crate::error::Result;
@@ -152,6 +152,25 @@ impl Redactor {
             }
         }
         total
+    }
+
+    /// Redacts the text of a tool's error in place (a failing tool's message may quote what it
+    /// read); returns how many secrets were replaced.
+    pub fn redact_error(&self, err: &mut ToolError) -> usize {
+        match err {
+            ToolError::UnknownTool { name: text }
+            | ToolError::InvalidArguments { message: text }
+            | ToolError::PermissionDenied { reason: text }
+            | ToolError::Failed { message: text }
+            | ToolError::Panicked { message: text } => {
+                let (redacted, count) = self.redact(text);
+                if let Cow::Owned(redacted) = redacted {
+                    *text = redacted;
+                }
+                count
+            }
+            ToolError::TimedOut { .. } | ToolError::Cancelled => 0,
+        }
     }
 
     /// Redacts every string of a JSON value in place (an MCP server's result as it sent it);

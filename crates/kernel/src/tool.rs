@@ -309,6 +309,29 @@ impl ToolContext {
             let rest = text.split_off(release_point(text));
             std::mem::replace(text, rest)
         };
+        if !ready.is_empty() {
+            self.send_output(stream, redactor.redact(&ready).0.into_owned());
+        }
+    }
+
+    /// Sends what `output` held back, redacted: the call has ended, nothing follows.
+    pub(crate) fn flush_output(&self) {
+        let held =
+            std::mem::take(&mut *self.held_output.lock().unwrap_or_else(PoisonError::into_inner));
+        for (stream, text) in held {
+            if text.is_empty() {
+                continue;
+            }
+            let text = match &self.env.config.redactor {
+                Some(redactor) => redactor.redact(&text).0.into_owned(),
+                None => text,
+            };
+            self.send_output(stream, text);
+        }
+    }
+
+    fn send_output(&self, stream: OutputStream, chunk: String) {
+        let kind = AgentEventKind::ToolOutputDelta { call_id: self.call_id.clone(), stream, chunk };
         let _ = self.events.send(AgentEvent { source: self.source.clone(), kind });
     }
 
@@ -367,29 +390,6 @@ impl ToolContext {
     }
 
     /// Asks the person a question and blocks for the answer. `Err(Cancelled)` when the turn is
-        if !ready.is_empty() {
-            self.send_output(stream, redactor.redact(&ready).0.into_owned());
-        }
-    }
-
-    /// Sends what `output` held back, redacted: the call has ended, nothing follows.
-    pub(crate) fn flush_output(&self) {
-        let held =
-            std::mem::take(&mut *self.held_output.lock().unwrap_or_else(PoisonError::into_inner));
-        for (stream, text) in held {
-            if text.is_empty() {
-                continue;
-            }
-            let text = match &self.env.config.redactor {
-                Some(redactor) => redactor.redact(&text).0.into_owned(),
-                None => text,
-            };
-            self.send_output(stream, text);
-        }
-    }
-
-    fn send_output(&self, stream: OutputStream, chunk: String) {
-        let kind = AgentEventKind::ToolOutputDelta { call_id: self.call_id.clone(), stream, chunk };
     /// cancelled meanwhile or the client drops the request unanswered.
     pub fn ask_user(
         &self,

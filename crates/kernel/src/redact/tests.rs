@@ -217,6 +217,19 @@ fn content_and_json() {
 }
 
 #[test]
+fn tool_errors() {
+    let redactor = redactor();
+    let mut err = ToolError::Failed { message: format!("auth failed for ghp_{BODY36}") };
+    assert_eq!(redactor.redact_error(&mut err), 1);
+    assert_eq!(
+        err,
+        ToolError::Failed { message: "auth failed for [REDACTED:github-token]".into() }
+    );
+    let mut err = ToolError::TimedOut { limit_ms: 5 };
+    assert_eq!(redactor.redact_error(&mut err), 0);
+}
+
+#[test]
 fn notes() {
     assert_eq!(redaction_note(1), "(1 secret redacted)");
     assert_eq!(redaction_note(2), "(2 secrets redacted)");

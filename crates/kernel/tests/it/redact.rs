@@ -140,3 +140,55 @@ fn without_a_redactor_output_is_kept_as_it_was() {
     assert_eq!(finished(&events).0, chunks[0]);
     assert!(request.contains(&token()), "{request}");
 }
+
+/// Fails with the token in its message.
+struct FailTool;
+
+impl Tool for FailTool {
+    fn name(&self) -> &str {
+        "fail"
+    }
+    fn description(&self) -> &str {
+        "Fails."
+    }
+    fn schema(&self) -> Value {
+        json!({ "type": "object", "properties": {} })
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::ReadOnly
+    }
+    fn execute(&self, _ctx: &ToolContext, _args: Value) -> Result<ToolOutput, ToolError> {
+        Err(ToolError::Failed { message: format!("could not log in with {}", token()) })
+    }
+}
+
+#[test]
+fn a_failing_tools_message_is_redacted_for_the_model_the_log_and_the_client() {
+    let model = ScriptedModel::queue(vec![
+        Response::Events(calls(&[("c1", "fail", json!({}))])),
+        Response::Events(answer("ok")),
+    ]);
+    let mut config = config();
+    config.redactor = Some(Arc::new(Redactor::new([]).unwrap()));
+    let harness =
+        Harness::with(model.clone(), vec![Arc::new(FailTool)], Arc::new(AllowAll), config, |_| {});
+    harness.submit("go");
+    let events = harness.turn();
+    let log = format!("{:?}", harness.shutdown().root);
+    let request = format!("{:?}", model.requests()[1]);
+    let error = events
+        .iter()
+        .find_map(|event| match &event.kind {
+            AgentEventKind::ToolFinished { result: Err(err), .. } => Some(err.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        error,
+        ToolError::Failed { message: "could not log in with [REDACTED:github-token]".into() }
+    );
+    for (what, text) in [("the request", &request), ("the log", &log)] {
+        assert!(!text.contains(&token()), "{what}: {text}");
+        assert!(text.contains("(1 secret redacted)"), "{what}: {text}");
+    }
+}
