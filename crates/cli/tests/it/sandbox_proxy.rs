@@ -4,7 +4,7 @@
 //! a direct connection to a loopback port of the host fails and never arrives.
 #![cfg(target_os = "linux")]
 
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufRead as _, BufReader};
 use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
 use std::process::Command;
