@@ -134,7 +134,10 @@ pub(crate) fn doctor(
     let environment =
         Environment::Exactly(std::env::vars_os().collect::<Vec<(OsString, OsString)>>().into());
     let lsp = lsp_config(config, cwd, Confinement::Unconfined, environment, &mut notices);
-    writeln!(out, "language servers (started on the first file of their language):")?;
+    writeln!(
+        out,
+        "language servers (started on the first file of their language a tool reads, searches or edits):"
+    )?;
     for notice in &notices {
         writeln!(out, "  {notice}")?;
     }
