@@ -85,3 +85,83 @@ fn bwrap_reaches_only_the_proxy() {
 fn landlock_reaches_only_the_proxy() {
     through_the_proxy("landlock");
 }
+
+/// The live processes whose `comm` is `name` and whose arguments include `arg`.
+fn processes_named(name: &str, arg: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie =
+            stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+        if !zombie
+            && comm.trim_end() == name
+            && cmdline.split(|byte| *byte == 0).any(|part| part == arg.as_bytes())
+        {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+fn wait_until(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    done()
+}
+
+/// kill -9 of codecoder while a proxied command runs leaves neither the command nor its relay.
+fn kill_leaves_no_relay(backend: &str, marker: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let workspace = root.join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let socket = root.join("proxy.sock");
+    let _unix = UnixListener::bind(&socket).unwrap();
+    let socket_text = socket.to_str().unwrap().to_owned();
+    let backend_arg = format!("sandbox.backend=\"{backend}\"");
+    let mut codecoder = Command::new(env!("CARGO_BIN_EXE_codecoder"))
+        .args(["-c", &backend_arg, "-s", "workspace-write"])
+        .args(["sandbox", "--network-proxy", &socket_text, "--", "sleep", marker])
+        .current_dir(&workspace)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", root.join("home"))
+        .env("CODECODER_HOME", root.join("cchome"))
+        .spawn()
+        .unwrap();
+    let started = wait_until(|| {
+        !processes_named("sleep", marker).is_empty()
+            && !processes_named("codecoder-relay", &socket_text).is_empty()
+    });
+    assert!(started, "{backend}: the command or its relay never showed up");
+    codecoder.kill().unwrap();
+    codecoder.wait().unwrap();
+    let gone = wait_until(|| {
+        processes_named("sleep", marker).is_empty()
+            && processes_named("codecoder-relay", &socket_text).is_empty()
+    });
+    assert!(
+        gone,
+        "{backend}: left after kill -9: command {:?}, relay {:?}",
+        processes_named("sleep", marker),
+        processes_named("codecoder-relay", &socket_text)
+    );
+}
+
+#[test]
+fn bwrap_kill_9_of_codecoder_leaves_no_relay() {
+    kill_leaves_no_relay("bwrap", "4242.17");
+}
+
+#[test]
+fn landlock_kill_9_of_codecoder_leaves_no_relay() {
+    kill_leaves_no_relay("landlock", "4242.71");
+}
