@@ -522,3 +522,35 @@ fn probe_says_what_a_proxied_network_covers() {
         assert!(landlock.contains("on any address") || landlock.contains("is off"), "{landlock}");
     }
 }
+
+/// A command on a terminal (an `exec_command` session) gets the same proxied network: the stage
+/// starts the relay before it takes the terminal, and the relay keeps none of it.
+fn on_a_terminal(backend: &str) {
+    require_curl();
+    let fixture = Fixture::new();
+    let Some(confinement) = confine(backend, fixture.policy()) else { return };
+    let mut spec = CommandSpec::new(
+        "bash",
+        ["-c", "tty >/dev/null && curl -sS --max-time 10 http://tty.example.test/"],
+    );
+    spec.cwd = Some(fixture.base.path().join("ws"));
+    let config = SpawnConfig { confinement, ..SpawnConfig::standard() };
+    let (mut child, input) = codecoder_sandbox::spawn_pty(&spec, &config).unwrap();
+    let mut output = Vec::new();
+    let outcome = child.wait(&Wait::new(), &mut |chunk| output.extend_from_slice(&chunk.bytes));
+    drop(input);
+    let output = String::from_utf8_lossy(&output);
+    let Outcome::Exited(status) = outcome.unwrap() else { panic!("stopped") };
+    assert!(status.success(), "{backend}: {output}");
+    assert!(output.contains("stand-in: GET http://tty.example.test/ HTTP/1.1"), "{output}");
+}
+
+#[test]
+fn bwrap_proxied_on_a_terminal() {
+    on_a_terminal("bwrap");
+}
+
+#[test]
+fn landlock_proxied_on_a_terminal() {
+    on_a_terminal("landlock");
+}
