@@ -197,3 +197,6 @@ impl Builtin for WithAfterEdit {
         Ok(output)
     }
 }
+
+#[cfg(test)]
+mod tests;
