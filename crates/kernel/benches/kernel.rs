@@ -298,7 +298,7 @@ fn command_output() -> String {
         };
         text.push_str(&next);
         text.push('\n');
-        if line % 200 == 0 {
+        if line.is_multiple_of(200) {
             text.push_str(&format!("export GITHUB_TOKEN={token} value-of-secret-{}\n", line % 10));
         }
     }
