@@ -187,7 +187,8 @@ fn reaches_the_proxy(backend: &str) {
         "echo \"proxy=$HTTPS_PROXY all=$all_proxy no=$NO_PROXY\"; \
          curl -sS --max-time 10 http://registry.example.test/simple/ && \
          curl -sS --max-time 10 -p http://forge.example.test:8080/repo.git/info/refs",
-        &[],
+        // A proxy of the user's own in the command's environment gives way to the sandbox's.
+        &[("http_proxy", "http://192.0.2.1:9".to_owned()), ("NO_PROXY", "*".to_owned())],
     );
     assert_eq!(run.code, Some(0), "{backend}: {run:?}");
     let relay = format!("127.0.0.1:{}", codecoder_sandbox::RELAY_PORT);
