@@ -106,3 +106,69 @@ fn late_tools_join_at_the_next_step_after_the_registered_ones() {
     });
     assert_eq!(late_result.unwrap().status, ToolResultStatus::Success);
 }
+
+/// Not ready until told; its wait reports that it began and returns only when cancelled.
+struct Starting {
+    ready: std::sync::atomic::AtomicBool,
+    waiting: crossbeam_channel::Sender<()>,
+    cancelled: std::sync::atomic::AtomicBool,
+}
+
+impl ToolSource for Starting {
+    fn poll(&self, _late: &LateTools) {}
+
+    fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
+
+    fn wait_ready(&self, cancel: &codecoder_kernel::CancelToken) {
+        let _ = self.waiting.send(());
+        let _ = cancel.signal().recv();
+        self.cancelled.store(cancel.is_cancelled(), Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_cancel_ends_the_wait_for_a_source_that_is_not_ready() {
+    let model = ScriptedModel::queue(vec![Response::Events(answer("done"))]);
+    let (waiting, began) = crossbeam_channel::unbounded();
+    let source = Arc::new(Starting {
+        ready: std::sync::atomic::AtomicBool::new(false),
+        waiting,
+        cancelled: std::sync::atomic::AtomicBool::new(false),
+    });
+    let late = LateTools::with_source(Arc::clone(&source) as Arc<dyn ToolSource>);
+    let harness = Harness::with(
+        model.clone(),
+        vec![Arc::new(Named("base"))],
+        Arc::new(codecoder_kernel::AllowAll),
+        config(),
+        |deps| {
+            let mut registry = (*deps.tools).clone();
+            registry.attach_late(late);
+            deps.tools = Arc::new(registry);
+        },
+    );
+    harness.submit("go");
+    began.recv().unwrap();
+    harness.handle.cmd.send(codecoder_protocol::AgentCommand::Cancel).unwrap();
+    let events = harness.turn();
+    let cancelled =
+        events.iter().any(|e| matches!(e.kind, AgentEventKind::TurnDone { cancelled: true, .. }));
+    assert!(cancelled, "{:?}", tags(&events));
+    assert!(source.cancelled.load(Ordering::SeqCst), "the wait saw the cancel");
+    assert_eq!(model.requests().len(), 0, "no request while the source was not ready");
+
+    // Ready by the next turn: no wait, the request goes out.
+    source.ready.store(true, Ordering::SeqCst);
+    harness.submit("again");
+    let events = harness.turn();
+    assert!(
+        events.iter().any(|e| matches!(e.kind, AgentEventKind::TurnDone { cancelled: false, .. })),
+        "{:?}",
+        tags(&events)
+    );
+    assert_eq!(model.requests().len(), 1);
+    assert!(began.try_recv().is_err(), "a ready source is not waited for");
+    harness.shutdown();
+}
