@@ -137,7 +137,8 @@ impl SandboxPolicy {
     /// directory's common dir), `.codecoder`, `.agents`, `.mcp.json`, `.claude/settings*.json`,
     /// the `core.hooksPath` directory and the `protected_paths`, canonical. Only paths inside a
     /// writable root are listed: anything else is read-only already. A protected name that does
-    /// not exist yet is not listed (bubblewrap and Landlock need an existing path to re-bind).
+    /// not exist yet is not listed (bubblewrap and Landlock need an existing path to re-bind):
+    /// what a command creates at one is removed once it has ended (`sweep.rs`).
     pub fn protected_subpaths(&self) -> Vec<PathBuf> {
         self.guard().existing()
     }
