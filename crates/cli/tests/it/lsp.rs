@@ -186,7 +186,7 @@ fn a_read_starts_pyright_so_the_edit_after_it_gets_diagnostics_within_the_defaul
                     "edit",
                     json!({ "path": "calc.py", "old_string": "return a + b", "new_string": "return str(a + b)" }),
                 )
-                .delay_ms(15_000),
+                .delay_ms(20_000),
             )
             .reply(Reply::text("done")),
     );
@@ -221,7 +221,7 @@ fn an_edit_before_pyright_is_ready_returns_with_a_note_and_a_later_edit_gets_dia
                     "edit",
                     json!({ "path": "calc.py", "old_string": "return str(a + b)", "new_string": "return [a + b]" }),
                 )
-                .delay_ms(15_000),
+                .delay_ms(20_000),
             )
             .reply(Reply::text("done")),
     );
