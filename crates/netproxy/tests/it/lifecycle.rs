@@ -1,6 +1,6 @@
-//! Stopping: dropping an endpoint or the proxy closes its listeners and connections, joins its
-//! threads (none keeps the caller's `Decide` alive) and removes the socket files, also while a
-//! request waits for an answer.
+//! Stopping and bounds: dropping an endpoint or the proxy closes its listeners and connections,
+//! joins its threads (none keeps the caller's `Decide` alive) and removes the socket files, also
+//! while a request waits for an answer; the connection cap and the head timeout close clients.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -9,7 +9,8 @@ use std::thread;
 use codecoder_netproxy::Decision;
 
 use crate::support::{
-    Answer, Client, Recorder, connect_request, echo_round_trip, echo_server, proxy, wait_until,
+    Answer, Client, Recorder, connect_request, echo_round_trip, echo_server, proxy, proxy_with,
+    wait_until,
 };
 
 #[test]
@@ -87,4 +88,45 @@ impl WriteAllOk for Client {
     fn write_all_ok(&mut self, bytes: &[u8]) {
         std::io::Write::write_all(self, bytes).unwrap();
     }
+}
+
+#[test]
+fn a_connection_over_the_cap_is_closed_unanswered() {
+    let echo = echo_server();
+    let recorder = Recorder::new(Answer::Now(Decision::Deny));
+    let handle = proxy_with(&["echo.test"], &[], &[("echo.test", echo)], &recorder, |config| {
+        config.max_connections = 1;
+    });
+    let endpoint = handle.endpoint("cmd").unwrap();
+    let mut first = Client::connect(&endpoint);
+    let (head, _) = connect_request(&mut first, "echo.test:443");
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    let mut second = Client::connect(&endpoint);
+    assert_eq!(second.read_all(), "");
+    assert_eq!(echo_round_trip(&mut first, b"first"), b"first");
+    // Once the first ends, its slot is free again.
+    drop(first);
+    wait_until("a new connection is served", || {
+        let mut third = Client::connect(&endpoint);
+        let mut response = [0_u8; 13];
+        // A connection the proxy still turns away may be reset rather than closed.
+        std::io::Write::write_all(&mut third, b"CONNECT echo.test:443 HTTP/1.1\r\n\r\n").is_ok()
+            && std::io::Read::read_exact(&mut third, &mut response).is_ok()
+            && response == *b"HTTP/1.1 200 "
+    });
+}
+
+#[test]
+fn a_client_that_sends_no_head_is_closed_after_the_head_timeout() {
+    let recorder = Recorder::new(Answer::Now(Decision::Deny));
+    let handle = proxy_with(&[], &[], &[], &recorder, |config| {
+        config.head_timeout = std::time::Duration::from_millis(50);
+    });
+    let endpoint = handle.endpoint("cmd").unwrap();
+    let mut idle = Client::connect(&endpoint);
+    assert_eq!(idle.read_all(), "");
+    let mut partial = Client::connect(&endpoint);
+    std::io::Write::write_all(&mut partial, b"CONNECT echo.test:443 HTTP/1.1\r\n").unwrap();
+    assert!(partial.read_all().starts_with("HTTP/1.1 400 "));
+    assert!(recorder.events().is_empty());
 }

@@ -84,8 +84,20 @@ pub(crate) fn proxy(
     overrides: &[(&str, SocketAddr)],
     recorder: &Arc<Recorder>,
 ) -> ProxyHandle {
+    proxy_with(allowed, denied, overrides, recorder, |_| {})
+}
+
+/// `proxy`, with the configuration adjusted by `adjust`.
+pub(crate) fn proxy_with(
+    allowed: &[&str],
+    denied: &[&str],
+    overrides: &[(&str, SocketAddr)],
+    recorder: &Arc<Recorder>,
+    adjust: impl FnOnce(&mut ProxyConfig),
+) -> ProxyHandle {
     let policy = NetworkPolicy::new(&strings(allowed), &strings(denied), &[]).unwrap();
     let mut config = ProxyConfig::standard(policy);
+    adjust(&mut config);
     config.name_overrides = overrides
         .iter()
         .map(|(name, address)| ((*name).to_owned(), *address))
