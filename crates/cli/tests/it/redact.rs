@@ -1,7 +1,8 @@
 //! Secret redaction end to end: a command prints a GitHub token and the value of a variable
 //! withheld from commands (read from a file, since the command's environment lacks it), and
-//! `read_file` reads that file; neither secret reaches the next model request, the session log
-//! or `exec --json`'s items, and each result says how many secrets it hid.
+//! `read_file` reads that file; neither secret reaches the next model request, the session log,
+//! `exec --json`'s items or the app server's notifications, and each result says how many
+//! secrets it hid.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -42,10 +43,9 @@ fn assert_hidden(what: &str, text: &str) {
     assert!(!text.contains(WITHHELD_VALUE), "{what} holds the withheld value: {text}");
 }
 
-#[test]
-fn secrets_in_tool_output_reach_neither_the_model_nor_the_log() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+/// A workspace holding `deploy.env` (the withheld value), and a script: the command printing
+/// both secrets, `read_file` of the file, an answer.
+fn setup(root: &Path) -> (PathBuf, PathBuf, FakeModelServer) {
     let (codecoder_home, workspace) = (root.join("cchome"), root.join("workspace"));
     std::fs::create_dir_all(&codecoder_home).unwrap();
     std::fs::create_dir_all(&workspace).unwrap();
@@ -59,6 +59,14 @@ fn secrets_in_tool_output_reach_neither_the_model_nor_the_log() {
             .reply(Reply::text("done")),
     )
     .unwrap();
+    (codecoder_home, workspace, server)
+}
+
+#[test]
+fn secrets_in_tool_output_reach_neither_the_model_nor_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (codecoder_home, workspace, server) = setup(&root);
     let out = Command::new(env!("CARGO_BIN_EXE_codecoder"))
         .args(["exec", "--json", "print the secrets"])
         .current_dir(&workspace)
@@ -113,4 +121,38 @@ fn secrets_in_tool_output_reach_neither_the_model_nor_the_log() {
         log_has_note |= text.contains("(2 secrets redacted)");
     }
     assert!(log_has_note, "the session log holds the redacted result");
+}
+
+#[test]
+fn the_app_servers_items_and_streamed_output_are_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (codecoder_home, workspace, server) = setup(&root);
+    let mut env = crate::exec::openai_env(&server);
+    env.push(("DEPLOY_TOKEN".into(), WITHHELD_VALUE.into()));
+    let run = crate::exec::Run { home: &codecoder_home, cwd: &workspace, env };
+    let mut client = crate::app_server::Client::start(&run);
+    client.initialize();
+    let started = client.result(
+        "thread/start",
+        json!({"cwd": workspace, "approvalPolicy": "never", "sandbox": "danger-full-access"}),
+    );
+    let thread_id = started["thread"]["id"].as_str().unwrap().to_owned();
+    client.result(
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "print the secrets"}]}),
+    );
+    let messages = client.turn(|_| "decline");
+    let transcript = serde_json::to_string(&messages).unwrap();
+    assert_hidden("the app server's messages", &transcript);
+    let command = messages
+        .iter()
+        .filter(|m| m["method"] == "item/completed")
+        .map(|m| &m["params"]["item"])
+        .find(|item| item["type"] == "commandExecution")
+        .unwrap_or_else(|| panic!("{messages:#?}"));
+    let output = command["aggregatedOutput"].as_str().unwrap();
+    assert!(output.contains("token: [REDACTED:github-token]"), "{output}");
+    assert!(output.contains("[REDACTED:env:DEPLOY_TOKEN]"), "{output}");
+    assert!(client.finish().success());
 }
