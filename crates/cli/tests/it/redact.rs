@@ -156,3 +156,41 @@ fn the_app_servers_items_and_streamed_output_are_redacted() {
     assert!(output.contains("[REDACTED:env:DEPLOY_TOKEN]"), "{output}");
     assert!(client.finish().success());
 }
+
+#[test]
+fn a_variable_left_out_only_by_inherit_is_not_taken_for_a_secret() {
+    // With `inherit = "core"`, ORDINARY is withheld from commands too, but its name is not a
+    // secret's: its value (a path, a project name) stays readable in tool output.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (codecoder_home, workspace, _) = setup(&root);
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call(
+                "c1",
+                "run_command",
+                json!({ "command": "echo ordinary-value-123; cat deploy.env" }),
+            ))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_codecoder"))
+        .args(["-c", "shell_environment_policy.inherit=\"core\"", "exec", "print"])
+        .current_dir(&workspace)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &root)
+        .env("CODECODER_HOME", &codecoder_home)
+        .env("OPENAI_API_KEY", "test-key")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.base_url()))
+        .env("DEPLOY_TOKEN", WITHHELD_VALUE)
+        .env("ORDINARY", "ordinary-value-123")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = &server.requests()[1].raw_body;
+    assert!(body.contains("ordinary-value-123\\n"), "{body}");
+    assert!(body.contains("DEPLOY_TOKEN=[REDACTED:env:DEPLOY_TOKEN]"), "{body}");
+    assert!(body.contains("(1 secret redacted)"), "{body}");
+}
