@@ -19,8 +19,10 @@ use crate::server::{Connection, Stream};
 
 /// The largest request or response head read.
 const MAX_HEAD: usize = 64 * 1024;
-/// The copy buffer of a tunnel's direction.
+/// The copy buffer of a direction copied through user space.
 const PUMP_BUFFER: usize = 64 * 1024;
+/// The pipe a tunnel's direction splices through.
+const PIPE_CAPACITY: i32 = 1024 * 1024;
 /// Headers that belong to one hop and are not forwarded.
 const HOP_BY_HOP: &[&str] = &[
     "connection",
@@ -470,7 +472,7 @@ fn tunnel(client: Stream, upstream: TcpStream) {
         return;
     };
     let Ok(outbound) = spawn_named("netproxy-pump", move || {
-        match pump(&mut client_reader, &mut &upstream_writer) {
+        match splice_pump(&mut client_reader, &mut &upstream_writer) {
             Ok(()) => {
                 let _ = upstream_writer.shutdown(Shutdown::Write);
             }
@@ -483,7 +485,7 @@ fn tunnel(client: Stream, upstream: TcpStream) {
         return;
     };
     let mut client = client;
-    match pump(&mut &upstream, &mut client) {
+    match splice_pump(&mut &upstream, &mut client) {
         Ok(()) => {
             let _ = client.shutdown(Shutdown::Write);
         }
@@ -493,6 +495,48 @@ fn tunnel(client: Stream, upstream: TcpStream) {
         }
     }
     drop(outbound);
+}
+
+/// Copies until the end of input, in the kernel (splice through a pipe) where it can, else
+/// through a buffer.
+fn splice_pump<R, W>(from: &mut R, to: &mut W) -> io::Result<()>
+where
+    R: Read + std::os::fd::AsFd,
+    W: Write + std::os::fd::AsFd,
+{
+    use nix::errno::Errno;
+    use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, fcntl, splice};
+
+    let Ok((pipe_out, pipe_in)) = nix::unistd::pipe2(OFlag::O_CLOEXEC) else {
+        return pump(from, to);
+    };
+    // A larger pipe moves more per call; the default (64 KiB) stands if the system refuses.
+    let capacity = fcntl(&pipe_in, FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY))
+        .ok()
+        .and_then(|size| usize::try_from(size).ok())
+        .unwrap_or(PUMP_BUFFER);
+    let flags = SpliceFFlags::SPLICE_F_MOVE;
+    let mut first = true;
+    loop {
+        let n = match splice(&*from, None, &pipe_in, None, capacity, flags) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(Errno::EINTR) => continue,
+            // A socket splice does not take: copy through user space instead.
+            Err(Errno::EINVAL) if first => return pump(from, to),
+            Err(errno) => return Err(io::Error::from(errno)),
+        };
+        first = false;
+        let mut left = n;
+        while left > 0 {
+            match splice(&pipe_out, None, &*to, None, left, flags) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(moved) => left -= moved,
+                Err(Errno::EINTR) => {}
+                Err(errno) => return Err(io::Error::from(errno)),
+            }
+        }
+    }
 }
 
 /// Copies until the end of input.

@@ -253,6 +253,15 @@ impl Stream {
     }
 }
 
+impl std::os::fd::AsFd for Stream {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        match self {
+            Stream::Unix(stream) => stream.as_fd(),
+            Stream::Tcp(stream) => stream.as_fd(),
+        }
+    }
+}
+
 impl io::Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
