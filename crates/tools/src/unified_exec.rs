@@ -398,6 +398,8 @@ impl SessionTable {
             .and_then(|timeout| started.checked_add(timeout));
         let thread_state = Arc::clone(&state);
         let thread_config = config.clone();
+        // The command's managed-network endpoints, open until its process has ended.
+        let network_lease = config.network_lease.clone();
         // The thread spawns the process itself: the process dies with the thread that started
         // it (the sandbox's parent-death signal), so this thread must live as long as it.
         let thread = spawn_named(name, move || {
@@ -437,6 +439,7 @@ impl SessionTable {
                 let _ = changed_tx.try_send(());
             });
             lock_state(&thread_state).end = Some(end);
+            drop(network_lease);
             // Dropping `changed_tx` wakes every waiter for the last time.
         })
         .map_err(|err| failed(format!("could not start a thread: {err}")))?;

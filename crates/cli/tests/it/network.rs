@@ -44,13 +44,21 @@ fn http_server(body: &'static str, root: Option<PathBuf>) -> u16 {
                     None => path,
                 };
                 let path = path.split('?').next().unwrap_or(path);
+                let index = format!("{path}index.html");
+                let path = if path.ends_with('/') { index.as_str() } else { path };
                 let content = match &root {
                     Some(root) => std::fs::read(root.join(path.trim_start_matches('/'))).ok(),
                     None => Some(body.as_bytes().to_vec()),
                 };
                 let head = match &content {
                     Some(content) => format!(
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\n\
+                         Connection: close\r\n\r\n",
+                        if path.ends_with(".whl") {
+                            "application/octet-stream"
+                        } else {
+                            "text/html"
+                        },
                         content.len()
                     ),
                     None => {
@@ -361,4 +369,83 @@ fn web_fetch_meets_the_same_policy() {
     let denied = result_text(&server, "denied");
     assert!(denied.contains("evil.test is denied (denied_domains: evil.test)"), "{denied}");
     assert!(!denied.contains("fetched through the proxy"), "{denied}");
+}
+
+#[test]
+#[allow(clippy::print_stderr)]
+fn pip_downloads_from_an_allowed_index() {
+    // The interpreter itself, not a version manager's shim that needs the user's profile.
+    let python = std::process::Command::new("python3")
+        .args(["-c", "import sys, pip; print(sys.executable)"])
+        .output();
+    let Some(python) = python.ok().filter(|out| out.status.success()) else {
+        eprintln!("skipped: no python3 with pip");
+        return;
+    };
+    let python = String::from_utf8(python.stdout).unwrap().trim().to_owned();
+    let world = World::new("[network]\nallowed_domains = [\"pypi.test\"]\n");
+    // A simple index of one pure-Python wheel.
+    let served = world.workspace.parent().unwrap().join("index");
+    std::fs::create_dir_all(served.join("simple/tinypkg")).unwrap();
+    std::fs::create_dir_all(served.join("packages")).unwrap();
+    let wheel = served.join("packages/tinypkg-1.0-py3-none-any.whl");
+    let make_wheel = format!(
+        "import zipfile\n\
+         z = zipfile.ZipFile({wheel:?}, 'w')\n\
+         z.writestr('tinypkg/__init__.py', '')\n\
+         z.writestr('tinypkg-1.0.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: tinypkg\\nVersion: 1.0\\n')\n\
+         z.writestr('tinypkg-1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n\
+         z.writestr('tinypkg-1.0.dist-info/RECORD', '')\n\
+         z.close()\n"
+    );
+    let made = std::process::Command::new(&python).args(["-c", &make_wheel]).output().unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    std::fs::write(
+        served.join("simple/tinypkg/index.html"),
+        "<html><body><a href=\"../../packages/tinypkg-1.0-py3-none-any.whl\">tinypkg-1.0-py3-none-any.whl</a></body></html>",
+    )
+    .unwrap();
+    let port = http_server("", Some(served));
+    let script = Script::new()
+        .reply(command(
+            "pip",
+            &format!(
+                "'{python}' -m pip download --no-cache-dir --no-deps --disable-pip-version-check \
+                 --index-url http://pypi.test:{port}/simple --trusted-host pypi.test -d downloaded \
+                 tinypkg"
+            ),
+        ))
+        .reply(Reply::text("done"));
+    let server = FakeModelServer::start(script).unwrap();
+    let out = world.run(&server, &format!("pypi.test=127.0.0.1:{port}")).run(&["exec", "pip"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pip = result_text(&server, "pip");
+    assert!(world.workspace.join("downloaded/tinypkg-1.0-py3-none-any.whl").exists(), "{pip}");
+}
+
+#[test]
+fn a_background_job_reaches_allowed_hosts() {
+    let port = http_server("served to a background job", None);
+    let world = World::new("[network]\nallowed_domains = [\"registry.test\"]\n");
+    let fetch =
+        format!("curl -sS http://registry.test:{port}/ > job.partial; mv job.partial job.txt");
+    let script = Script::new()
+        .reply(Reply::tool_call(
+            "start",
+            "run_command",
+            json!({ "command": fetch, "background": true }),
+        ))
+        .reply(command(
+            "read",
+            "for i in $(seq 100); do [ -e job.txt ] && break; sleep 0.1; done; cat job.txt",
+        ))
+        .reply(Reply::tool_call("output", "job_output", json!({ "id": 1 })))
+        .reply(Reply::text("done"));
+    let server = FakeModelServer::start(script).unwrap();
+    let out =
+        world.run(&server, &format!("registry.test=127.0.0.1:{port}")).run(&["exec", "job"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let read = result_text(&server, "read");
+    let output = result_text(&server, "output");
+    assert!(read.contains("served to a background job"), "{read}\n{output}");
 }
