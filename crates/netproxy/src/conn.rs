@@ -115,20 +115,18 @@ fn http(connection: &Connection, mut client: Stream, first: u8) {
     let version = if request.version == Some(0) { "1.0" } else { "1.1" };
     let mut head = format!("{method} {path} HTTP/{version}\r\n");
     let dropped = connection_tokens(request.headers);
-    let mut has_host = false;
+    // The URL's authority is the host asked for and decided on: a different `Host` header
+    // from the client is replaced, as HTTP asks of a proxy.
+    head.push_str(&format!("Host: {authority}\r\n"));
     for header in request.headers.iter() {
         let name = header.name.to_ascii_lowercase();
-        if HOP_BY_HOP.contains(&name.as_str()) || dropped.contains(&name) {
+        if HOP_BY_HOP.contains(&name.as_str()) || dropped.contains(&name) || name == "host" {
             continue;
         }
-        has_host |= name == "host";
         head.push_str(header.name);
         head.push_str(": ");
         head.push_str(&String::from_utf8_lossy(header.value));
         head.push_str("\r\n");
-    }
-    if !has_host {
-        head.push_str(&format!("Host: {authority}\r\n"));
     }
     head.push_str("Connection: close\r\n\r\n");
     let mut upstream_writer = &upstream;

@@ -54,7 +54,7 @@ fn plain_http_is_forwarded_in_origin_form_without_hop_by_hop_headers() {
     let mut client = Client::connect(&endpoint);
     client
         .write_all(
-            b"GET http://web.test/docs/page?q=1 HTTP/1.1\r\nHost: web.test\r\nProxy-Connection: keep-alive\r\nConnection: keep-alive, X-Hop\r\nX-Hop: dropped\r\nX-Kept: kept\r\n\r\n",
+            b"GET http://web.test/docs/page?q=1 HTTP/1.1\r\nHost: other.test\r\nProxy-Connection: keep-alive\r\nConnection: keep-alive, X-Hop\r\nX-Hop: dropped\r\nX-Kept: kept\r\n\r\n",
         )
         .unwrap();
     let (head, mut rest) = read_head(&mut client);
