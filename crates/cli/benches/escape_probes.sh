@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Escape probes, side by side: the same shell commands run unconfined (the control), confined
 # by `codecoder sandbox` and by the agent's own run_command under `codecoder exec` (its managed
-# network; a fake model makes the call), each under bubblewrap and under Landlock, and by Claude
-# Code's sandbox runtime (`srt` from the npm package @anthropic-ai/sandbox-runtime). Each is
-# judged by what the host saw: a byte on a listener, a file left in the workspace, a secret in
-# the output.
+# network; a fake model makes the call), each under bubblewrap and under Landlock (and Landlock's
+# fallback without namespaces, codecoder run as nobody in a user namespace that may not nest
+# another), and by Claude Code's sandbox runtime (`srt` from the npm package
+# @anthropic-ai/sandbox-runtime). Each is judged by what the host saw: a byte on a listener, a
+# file left in the workspace, a secret in the output.
 #
 # Usage: crates/cli/benches/escape_probes.sh            (prints a Markdown table)
 #   CODECODER_BIN  the binary to probe (default: target/debug/codecoder of this checkout)
@@ -15,7 +16,7 @@
 #   PROBE_ONLY, PROBE_RUNTIMES  space-separated probe or runtime names: run only those (the
 #                  table's columns stay, so read it with the names given)
 # Runs as root (it adds network links in namespaces it makes). Needs bwrap, python3, curl, git,
-# ip, unshare and nsenter; srt also needs node, socat and ripgrep. srt sends no telemetry, and
+# ip, unshare, nsenter and setpriv; srt also needs node, socat and ripgrep. srt sends no telemetry, and
 # nothing here can reach the network anyway (below).
 #
 # Everything runs inside `bwrap --unshare-net`: a network namespace of its own, so no probe and
@@ -35,7 +36,7 @@ FAKE_KEY=FAKE-SSH-KEY-MATERIAL
 if [[ "${1:-}" != --inner ]]; then
     here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
     repo=$(cd "$here/../../.." && pwd)
-    for tool in bwrap python3 curl git ip unshare nsenter node npm socat rg; do
+    for tool in bwrap python3 curl git ip unshare nsenter setpriv node npm socat rg; do
         if ! command -v "$tool" >/dev/null; then
             echo "escape_probes: $tool is missing (Debian: apt-get install bubblewrap curl git" \
                 "iproute2 util-linux nodejs npm socat ripgrep)" >&2
@@ -58,6 +59,7 @@ if [[ "${1:-}" != --inner ]]; then
     export SRT_BIN=$SRT_DIR/node_modules/.bin/srt
     export PROBE_ROOT
     PROBE_ROOT=$(mktemp -d /tmp/escape-probes.XXXXXX)
+    chmod 755 "$PROBE_ROOT"
     # Copies, so that a rebuild while the probes run does not mix two builds in one table.
     echo "codecoder: $(git -C "$repo" rev-parse --short HEAD), $CODECODER_BIN of" \
         "$(date -u -r "$CODECODER_BIN" '+%F %T') UTC" >&2
@@ -275,6 +277,14 @@ run_under() {
             cmd=("$CODECODER_BIN" exec --json -a never -c "sandbox.backend=\"$backend\""
                 "run the probe") ;;
     esac
+    if [[ $runtime == exec-landlock-fallback ]]; then
+        # Landlock's fallback, where the stage cannot make namespaces: codecoder runs as an
+        # unprivileged user in a user namespace that may not nest another one.
+        chown -R 65534:65534 "$dir"
+        cmd=(setpriv --reuid=65534 --regid=65534 --clear-groups
+            bwrap --dev-bind / / --unshare-user --disable-userns --
+            "$CODECODER_BIN" exec --json -a never -c 'sandbox.backend="landlock"' "run the probe")
+    fi
     local status=0
     (cd "$dir/ws" && env -i PATH="$PATH" HOME="$dir/home" CODECODER_HOME="$dir/cchome" \
         OPENAI_BASE_URL="$base_url/v1" OPENAI_API_KEY=sk-probe timeout 60 "${cmd[@]}") \
@@ -365,14 +375,16 @@ order=(tcp-loopback tcp-raw-ip tcp-proxy-port-elsewhere udp-dns abstract-unix pr
     write-git-config write-global-hooks-path create-git create-mcp-json create-claude-settings read-ssh-key)
 # The unconfined column is the control: there every escape must get through, so a "blocked"
 # elsewhere is the sandbox's doing and not a broken probe.
-runtimes=(unconfined sandbox-bwrap sandbox-landlock exec-bwrap exec-landlock srt)
+runtimes=(unconfined sandbox-bwrap sandbox-landlock exec-bwrap exec-landlock
+    exec-landlock-fallback srt)
 # PROBE_ONLY / PROBE_RUNTIMES (space-separated names) narrow a run, to look at one case.
 if [[ -n ${PROBE_ONLY:-} ]]; then read -r -a order <<<"$PROBE_ONLY"; fi
 if [[ -n ${PROBE_RUNTIMES:-} ]]; then read -r -a runtimes <<<"$PROBE_RUNTIMES"; fi
 
 echo "| probe | unconfined (control) | \`codecoder sandbox\` bwrap | \`codecoder sandbox\` Landlock |" \
-    "\`codecoder exec\` bwrap | \`codecoder exec\` Landlock | srt $SRT_VERSION |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
+    "\`codecoder exec\` bwrap | \`codecoder exec\` Landlock | \`codecoder exec\` Landlock," \
+    "no namespaces | srt $SRT_VERSION |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 for name in "${order[@]}"; do
     row="| ${label[$name]} |"
     for runtime in "${runtimes[@]}"; do
