@@ -93,3 +93,25 @@ fn a_declined_host_gets_a_403_saying_it_was_not_approved() {
     // A denial is not remembered: the next request asks again.
     assert_eq!(recorder.asks.load(Ordering::SeqCst), 2);
 }
+
+#[test]
+fn a_panicking_decide_denies_and_the_proxy_goes_on() {
+    let recorder = Recorder::new(Answer::Panic);
+    let handle = proxy(&[], &[], &[], &recorder);
+    let endpoint = handle.endpoint("cmd").unwrap();
+    for _ in 0..2 {
+        let mut client = Client::connect(&endpoint);
+        let (head, _) = connect_request(&mut client, "unknown.test:443");
+        assert!(head.starts_with("HTTP/1.1 403 "), "{head}");
+    }
+    assert_eq!(recorder.asks.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        recorder.events()[0].outcome,
+        Outcome::Denied {
+            source: DecisionSource::User(Decision::Deny),
+            reason: codecoder_netproxy::DenyReason::Declined {
+                host: codecoder_netproxy::Host::Name("unknown.test".to_owned()),
+            },
+        }
+    );
+}

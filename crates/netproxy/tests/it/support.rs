@@ -23,6 +23,8 @@ pub(crate) enum Answer {
     Gated(Decision, Receiver<()>),
     /// Never: waits for the proxy to stop, then denies.
     UntilStopped,
+    /// Panics.
+    Panic,
 }
 
 pub(crate) struct Recorder {
@@ -63,6 +65,7 @@ impl Decide for Recorder {
                 let _ = ask.stopped().recv();
                 Decision::Deny
             }
+            Answer::Panic => panic!("the decider fails"),
         }
     }
 }
