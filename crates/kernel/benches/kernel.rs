@@ -311,6 +311,15 @@ fn redaction() {
         name: format!("SECRET_{i}"),
         value: format!("value-of-secret-{i}"),
     });
+    let secrets: Vec<_> = secrets.collect();
+    let builds = (0..20)
+        .map(|_| {
+            let start = Instant::now();
+            std::hint::black_box(codecoder_kernel::Redactor::new(secrets.clone()).unwrap());
+            start.elapsed()
+        })
+        .collect();
+    report("build a redactor with ten values", builds);
     let redactor = codecoder_kernel::Redactor::new(secrets).unwrap();
     let text = command_output();
     let mut count = 0;
