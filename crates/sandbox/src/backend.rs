@@ -21,7 +21,10 @@ use std::sync::OnceLock;
 
 use crate::env;
 use crate::policy::Sockets;
-use crate::policy::{FsAccess, NetworkMode, RELAY_PORT, SandboxPolicy, proxy_environment};
+use crate::policy::{
+    FsAccess, NAME_SERVICE_DIRS, NetworkMode, RELAY_PORT, SandboxPolicy, existing_dirs,
+    proxy_environment,
+};
 use crate::stage::{STAGE_MARKER, StageArgs};
 
 pub use codecoder_protocol::BackendPreference;
@@ -533,6 +536,11 @@ pub(crate) fn bwrap_args(policy: &SandboxPolicy, cwd: Option<&Path>) -> Vec<OsSt
             push(&["--unshare-net".as_ref()]);
             // Bound last, so no hidden path's mask covers it; a socket that is gone leaves the
             // relay nothing to reach, which the relay's clients see as a closed connection.
+            // No name service but the proxy's: the host's resolver sockets are covered.
+            for dir in existing_dirs(&NAME_SERVICE_DIRS) {
+                push(&["--tmpfs".as_ref(), dir.as_os_str(), "--remount-ro".as_ref()]);
+                push(&[dir.as_os_str()]);
+            }
             if proxy.socket.exists() {
                 let socket = proxy.socket.as_os_str();
                 push(&["--bind".as_ref(), socket, socket]);

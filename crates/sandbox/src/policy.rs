@@ -61,6 +61,19 @@ pub struct NetworkProxy {
     pub tcp: Option<SocketAddr>,
 }
 
+/// The directories of the host's name-service sockets (systemd-resolved's varlink socket,
+/// nscd's), through which `getaddrinfo` would resolve names outside the proxy: a proxied
+/// command gets them empty where a mount namespace allows.
+pub(crate) const NAME_SERVICE_DIRS: [&str; 3] =
+    ["/run/systemd/resolve", "/run/nscd", "/var/run/nscd"];
+
+/// The `candidates` (such as [`NAME_SERVICE_DIRS`]) that exist as directories, canonical, without
+/// duplicates.
+pub(crate) fn existing_dirs(candidates: &[&str]) -> Vec<PathBuf> {
+    let paths: Vec<PathBuf> = candidates.iter().map(PathBuf::from).collect();
+    canonical_existing(&paths).into_iter().filter(|path| path.is_dir()).collect()
+}
+
 /// The port the relay listens on inside a bubblewrap sandbox's own network namespace (where
 /// every port is free), so the proxy variables are known before the sandbox starts.
 pub const RELAY_PORT: u16 = 3128;

@@ -320,7 +320,7 @@ mod linux {
     use nix::sys::statvfs::{FsFlags, statvfs};
     use nix::unistd::{getegid, geteuid};
 
-    use crate::policy::{FsAccess, RELAY_PORT, Sockets};
+    use crate::policy::{FsAccess, NAME_SERVICE_DIRS, RELAY_PORT, Sockets, existing_dirs};
     use crate::stage::StageArgs;
 
     /// Device files every command may read and write.
@@ -344,6 +344,14 @@ mod linux {
             && stage.network == Sockets::UnixAndTcp
             && stage.relay.is_some()
             && enter_network_namespace().is_ok();
+        if own_network {
+            // No name service but the proxy's: the host's resolver sockets are covered (best
+            // effort: the TCP side stays confined either way).
+            for dir in existing_dirs(&NAME_SERVICE_DIRS) {
+                let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_RDONLY;
+                let _ = mount(Some("tmpfs"), &dir, Some("tmpfs"), flags, None::<&str>);
+            }
+        }
         let mounted = stage.protected.is_empty() || namespaces;
         let abi = ABI::V6;
         let landlock_err = |err: landlock::RulesetError| format!("landlock: {err}");

@@ -214,3 +214,22 @@ fn a_proxied_network_under_landlock_gets_the_relay_or_the_proxy_port() {
     let disabled = env_value(&wrapped.env, env::CODECODER_SANDBOX_NETWORK_DISABLED);
     assert_eq!(disabled, Some(&OsString::from("1")));
 }
+
+#[test]
+fn name_service_directories_are_found_canonical_and_once() {
+    let fixture = Fixture::new();
+    let dir = fixture.path("resolve");
+    fs_err::create_dir_all(&dir).unwrap();
+    fs_err::write(fixture.path("file"), "").unwrap();
+    std::os::unix::fs::symlink(&dir, fixture.path("link")).unwrap();
+    let candidates = [
+        fixture.path("resolve"),
+        fixture.path("link"),
+        fixture.path("file"),
+        fixture.path("missing"),
+    ];
+    let candidates: Vec<String> =
+        candidates.iter().map(|path| path.display().to_string()).collect();
+    let candidates: Vec<&str> = candidates.iter().map(String::as_str).collect();
+    assert_eq!(crate::policy::existing_dirs(&candidates), vec![dir]);
+}
