@@ -13,11 +13,10 @@
 #   SRT_VERSION    the srt version to install (default 0.0.83)
 #   SRT_DIR        where srt is installed with npm when absent (default /tmp/escape-probes-srt)
 #   PROBE_VERBOSE  when set, each run's verdict and output go to stderr
-#   PROBE_ONLY, PROBE_RUNTIMES  space-separated probe or runtime names: run only those (the
-#                  table's columns stay, so read it with the names given)
+#   PROBE_ONLY, PROBE_RUNTIMES  space-separated probe or runtime names: run only those
 # Runs as root (it adds network links in namespaces it makes). Needs bwrap, python3, curl, git,
-# ip, unshare, nsenter and setpriv; srt also needs node, socat and ripgrep. srt sends no telemetry, and
-# nothing here can reach the network anyway (below).
+# ip, unshare, nsenter and setpriv; srt also needs node, socat and ripgrep. srt sends no
+# telemetry, and nothing here can reach the network anyway (below).
 #
 # Everything runs inside `bwrap --unshare-net`: a network namespace of its own, so no probe and
 # no runtime can reach past this machine. The host's listeners run twice: in that namespace
@@ -370,9 +369,10 @@ declare -A label=(
     [create-claude-settings]="create a missing .claude/settings.json"
     [read-ssh-key]="read ~/.ssh/id_rsa"
 )
-order=(tcp-loopback tcp-raw-ip tcp-proxy-port-elsewhere udp-dns abstract-unix proxy-allowed proxy-connect-allowed
-    proxy-allowed-loopback socks-allowed proxy-denied socks-denied proxy-raw-ip direct-allowed write-git-hooks
-    write-git-config write-global-hooks-path create-git create-mcp-json create-claude-settings read-ssh-key)
+order=(tcp-loopback tcp-raw-ip tcp-proxy-port-elsewhere udp-dns abstract-unix proxy-allowed
+    proxy-connect-allowed proxy-allowed-loopback socks-allowed proxy-denied socks-denied
+    proxy-raw-ip direct-allowed write-git-hooks write-git-config write-global-hooks-path
+    create-git create-mcp-json create-claude-settings read-ssh-key)
 # The unconfined column is the control: there every escape must get through, so a "blocked"
 # elsewhere is the sandbox's doing and not a broken probe.
 runtimes=(unconfined sandbox-bwrap sandbox-landlock exec-bwrap exec-landlock
@@ -381,10 +381,23 @@ runtimes=(unconfined sandbox-bwrap sandbox-landlock exec-bwrap exec-landlock
 if [[ -n ${PROBE_ONLY:-} ]]; then read -r -a order <<<"$PROBE_ONLY"; fi
 if [[ -n ${PROBE_RUNTIMES:-} ]]; then read -r -a runtimes <<<"$PROBE_RUNTIMES"; fi
 
-echo "| probe | unconfined (control) | \`codecoder sandbox\` bwrap | \`codecoder sandbox\` Landlock |" \
-    "\`codecoder exec\` bwrap | \`codecoder exec\` Landlock | \`codecoder exec\` Landlock," \
-    "no namespaces | srt $SRT_VERSION |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+declare -A column=(
+    [unconfined]="unconfined (control)"
+    [sandbox-bwrap]="\`codecoder sandbox\` bwrap"
+    [sandbox-landlock]="\`codecoder sandbox\` Landlock"
+    [exec-bwrap]="\`codecoder exec\` bwrap"
+    [exec-landlock]="\`codecoder exec\` Landlock"
+    [exec-landlock-fallback]="\`codecoder exec\` Landlock, no namespaces"
+    [srt]="srt $SRT_VERSION"
+)
+header="| probe |"
+rule="| --- |"
+for runtime in "${runtimes[@]}"; do
+    header+=" ${column[$runtime]} |"
+    rule+=" --- |"
+done
+echo "$header"
+echo "$rule"
 for name in "${order[@]}"; do
     row="| ${label[$name]} |"
     for runtime in "${runtimes[@]}"; do
