@@ -21,8 +21,10 @@ use crate::server::{Connection, Stream};
 const MAX_HEAD: usize = 64 * 1024;
 /// The copy buffer of a direction copied through user space.
 const PUMP_BUFFER: usize = 64 * 1024;
-/// The pipe a tunnel's direction splices through.
-const PIPE_CAPACITY: i32 = 1024 * 1024;
+/// The pipe a tunnel's direction splices through: larger than the default 64 KiB to move more
+/// per call, small enough that a few dozen tunnels stay within the user's pipe quota
+/// (`pipe-user-pages-soft`, 64 MiB), past which every new pipe of the user gets one page.
+const PIPE_CAPACITY: i32 = 256 * 1024;
 /// Headers that belong to one hop and are not forwarded.
 const HOP_BY_HOP: &[&str] = &[
     "connection",
