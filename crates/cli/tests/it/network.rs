@@ -449,3 +449,39 @@ fn a_background_job_reaches_allowed_hosts() {
     let output = result_text(&server, "output");
     assert!(read.contains("served to a background job"), "{read}\n{output}");
 }
+
+/// The TUI asks about an uncovered host with the command and the host; `a` allows it for the
+/// session, so the next command to it runs without a question.
+#[test]
+fn the_tui_asks_about_a_host_and_a_session_answer_covers_the_next_command() {
+    let port = http_server("answered in the terminal", None);
+    let world = World::new("");
+    let script = Script::new()
+        .reply(command("first", &format!("curl -sS http://asked.test:{port}/one")))
+        .reply(command("second", &format!("curl -sS http://asked.test:{port}/two")))
+        .reply(Reply::text("Both fetched."));
+    let server = FakeModelServer::start(script).unwrap();
+    let mut env = openai_env(&server);
+    env.push((env::CODECODER_TEST_NET_RESOLVE.into(), format!("asked.test=127.0.0.1:{port}")));
+    let mut pty = crate::tui::Pty::spawn(&world.home, &world.workspace, &env, &[]);
+    pty.wait_visible("ask anything", "the input prompt");
+    pty.type_text("fetch twice");
+    pty.send("\r");
+    pty.wait_visible("wants to reach asked.test:", "the network question");
+    pty.wait_visible("[a] allow for session", "the approval keys");
+    pty.send("a");
+    pty.wait_for("Both fetched.", "the final answer");
+    pty.wait_idle("the idle status line");
+    assert!(result_text(&server, "first").contains("answered in the terminal"));
+    assert!(result_text(&server, "second").contains("answered in the terminal"));
+    pty.send("\x03");
+    pty.send("\x03");
+    let _ = pty.wait_exit();
+    let records = world.log();
+    let approvals = network_approvals(&records);
+    // The proxy remembers the session answer: the second command's request is not asked.
+    assert_eq!(approvals.len(), 1, "{approvals:#?}");
+    assert_eq!(approvals[0]["callId"], "first");
+    assert_eq!(approvals[0]["decidedBy"], "user");
+    assert_eq!(approvals[0]["decision"]["type"], "allow_for_session");
+}
