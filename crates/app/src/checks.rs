@@ -230,7 +230,12 @@ impl Runtime {
         writeln!(out, "  interactive: {}", modes(&interactive))?;
         writeln!(out, "  exec: {}", modes(&headless))?;
         let policy = &interactive.sandbox_policy;
-        writeln!(out, "  network for commands: {}", if policy.network { "on" } else { "off" })?;
+        let network = match interactive.network.mode {
+            crate::NetworkMode::Managed => "managed (through codecoder's proxy, host by host)",
+            crate::NetworkMode::Full => "on (the whole network)",
+            crate::NetworkMode::Off => "off",
+        };
+        writeln!(out, "  network for commands: {network}")?;
         network_lines(&interactive.network, out)?;
         writeln!(out, "writable roots:")?;
         let roots = policy.existing_writable_roots();

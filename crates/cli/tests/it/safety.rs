@@ -534,6 +534,7 @@ fn doctor_shows_the_managed_network_policy_from_config_and_claude_settings() {
     let text = stdout(&out);
     for line in [
         "network policy: managed".to_owned(),
+        "  network for commands: managed (through codecoder's proxy, host by host)".to_owned(),
         "  presets allowed: rust, github".to_owned(),
         "  allowed: crates.io — config.toml [network]".to_owned(),
         format!("  allowed: *.example.com — {}", claude.display()),
