@@ -70,7 +70,7 @@ pub struct HookSources {
 pub struct HookSet {
     project_dir: PathBuf,
     /// Indexed by `Event::slot`.
-    groups: [Vec<Group>; 13],
+    groups: [Vec<Group>; Event::COUNT],
 }
 
 /// One `{matcher, hooks}` entry.

@@ -33,6 +33,13 @@ pub enum Event {
     PostCompact,
     /// When codecoder notifies the user (waiting for approval, idle, …).
     Notification,
+    /// After the approval policy (a rule, the mode, a hook) refused a call, before the refusal
+    /// goes to the model. May tell the model it may retry.
+    PermissionDenied,
+    /// After every call of a model response ran, before the next request. May stop the turn.
+    PostToolBatch,
+    /// When a turn ends on a model (API) error instead of Stop. Its output is ignored.
+    StopFailure,
 }
 
 /// Events Claude Code knows and codecoder does not emit (yet): configuring them is a warning,
@@ -42,11 +49,8 @@ pub(crate) const CLAUDE_ONLY_EVENTS: &[&str] = &[
     "InstructionsLoaded",
     "UserPromptExpansion",
     "MessageDisplay",
-    "PermissionDenied",
-    "PostToolBatch",
     "TaskCreated",
     "TaskCompleted",
-    "StopFailure",
     "TeammateIdle",
     "ConfigChange",
     "CwdChanged",
@@ -59,7 +63,7 @@ pub(crate) const CLAUDE_ONLY_EVENTS: &[&str] = &[
 
 impl Event {
     /// Every event, in a fixed order.
-    pub const ALL: [Event; 13] = [
+    pub const ALL: [Event; Event::COUNT] = [
         Event::PreToolUse,
         Event::PermissionRequest,
         Event::PostToolUse,
@@ -73,7 +77,13 @@ impl Event {
         Event::PreCompact,
         Event::PostCompact,
         Event::Notification,
+        Event::PermissionDenied,
+        Event::PostToolBatch,
+        Event::StopFailure,
     ];
+
+    /// How many events there are.
+    pub const COUNT: usize = 16;
 
     /// The name used in configuration and in `hook_event_name`.
     pub fn name(self) -> &'static str {
@@ -91,6 +101,9 @@ impl Event {
             Event::PreCompact => "PreCompact",
             Event::PostCompact => "PostCompact",
             Event::Notification => "Notification",
+            Event::PermissionDenied => "PermissionDenied",
+            Event::PostToolBatch => "PostToolBatch",
+            Event::StopFailure => "StopFailure",
         }
     }
 
@@ -105,7 +118,8 @@ impl Event {
             Event::PreToolUse
             | Event::PermissionRequest
             | Event::PostToolUse
-            | Event::PostToolUseFailure => true,
+            | Event::PostToolUseFailure
+            | Event::PermissionDenied => true,
             Event::UserPromptSubmit
             | Event::Stop
             | Event::SubagentStart
@@ -114,13 +128,15 @@ impl Event {
             | Event::SessionEnd
             | Event::PreCompact
             | Event::PostCompact
-            | Event::Notification => false,
+            | Event::Notification
+            | Event::PostToolBatch
+            | Event::StopFailure => false,
         }
     }
 
     /// True for the events that run every hook whatever its matcher says.
     pub fn ignores_matcher(self) -> bool {
-        matches!(self, Event::UserPromptSubmit | Event::Stop)
+        matches!(self, Event::UserPromptSubmit | Event::Stop | Event::PostToolBatch)
     }
 
     /// The position of the event in [`Event::ALL`] (the variants are declared in that order).

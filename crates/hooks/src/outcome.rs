@@ -18,8 +18,8 @@
 //! that names the hook.
 
 use codecoder_kernel::{
-    HookReport, HookVerdict, PermissionAnswer, PermissionHook, PostToolUse, PreToolUse,
-    PromptSubmit, StopHook,
+    HookReport, HookVerdict, PermissionAnswer, PermissionDeniedHook, PermissionHook, PostToolUse,
+    PreToolUse, PromptSubmit, StopHook,
 };
 use codecoder_protocol::{ApprovalDecision, Verdict};
 use serde_json::{Map, Value};
@@ -382,6 +382,31 @@ pub(crate) fn context_only(event: Event, rans: &[Ran]) -> (Vec<String>, HookRepo
         push_context(ran, specific, &mut context, &mut report);
     }
     (context, report)
+}
+
+/// PermissionDenied: `hookSpecificOutput.retry: true` tells the model it may try again; exit 2
+/// shows stderr to the person (the call is refused already).
+pub(crate) fn permission_denied(rans: &[Ran]) -> PermissionDeniedHook {
+    let mut outcome = PermissionDeniedHook::default();
+    for ran in rans {
+        if let Answer::Blocked(stderr) = &ran.answer {
+            outcome.report.messages.push(ran.blocked_text(stderr));
+        }
+        let Some(json) = common(ran, &mut outcome.report) else { continue };
+        let Some(specific) = specific(ran, json, Event::PermissionDenied, &mut outcome.report)
+        else {
+            continue;
+        };
+        match specific.get("retry") {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(retry)) => outcome.retry |= retry,
+            Some(_) => outcome
+                .report
+                .errors
+                .push(format!("{}: `retry` is not a boolean; ignored", ran.hook)),
+        }
+    }
+    outcome
 }
 
 /// Events whose hooks cannot change anything: exit 2 shows stderr to the user.

@@ -23,11 +23,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use codecoder_kernel::{
-    CancelToken, HookReport, HookScope, HookVerdict, Hooks, PermissionHook, PostToolUse,
-    PreToolUse, PromptSubmit, SessionStartHook, StopHook, ToolOutput,
+    CancelToken, HookReport, HookScope, HookVerdict, Hooks, PermissionDeniedHook, PermissionHook,
+    PostToolUse, PreToolUse, PromptSubmit, SessionStartHook, StopHook, ToolOutput,
 };
 use codecoder_policy::{PermissionMode, PermissionSwitch};
-use codecoder_protocol::{ContentItem, ToolCall, Verdict};
+use codecoder_protocol::{ContentItem, ToolCall, ToolResult, ToolResultStatus, Verdict};
 use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Wait, output};
 use crossbeam_channel::Receiver;
 use serde_json::{Map, Value, json};
@@ -242,10 +242,80 @@ impl HookRunner {
         outcome::report_only(&rans)
     }
 
-    /// After compaction; `trigger` is `manual` or `auto` (what matchers see).
-    pub fn post_compact(&self, trigger: &str) -> HookReport {
-        let rans = self.run(Event::PostCompact, trigger, || fields([("trigger", json!(trigger))]));
+    /// After compaction; `trigger` is `manual` or `auto` (what matchers see), `compact_summary`
+    /// the summary the model wrote (empty when the history was trimmed without one).
+    pub fn post_compact(&self, trigger: &str, compact_summary: &str) -> HookReport {
+        let rans = self.run(Event::PostCompact, trigger, || {
+            fields([("trigger", json!(trigger)), ("compact_summary", json!(compact_summary))])
+        });
         outcome::report_only(&rans)
+    }
+
+    /// After the approval policy refused `tool` with `args` (call `call_id`) for `reason`.
+    /// Matchers see the tool's name, as for PreToolUse.
+    pub fn permission_denied(
+        &self,
+        tool: &str,
+        args: &Value,
+        call_id: &str,
+        reason: &str,
+    ) -> PermissionDeniedHook {
+        let rans = self.run_for(Event::PermissionDenied, tool, Some(args), || {
+            let mut fields = tool_fields(tool, args, call_id);
+            fields.insert("reason".to_owned(), json!(reason));
+            fields
+        });
+        outcome::permission_denied(&rans)
+    }
+
+    /// After every call of a model response ran: `tool_calls` holds each call (Claude's names,
+    /// as PreToolUse shows them) with its result's text (`tool_response`) and, for a failed
+    /// call, `error`. The matcher is ignored. `decision: "block"` (or exit 2) stops the turn;
+    /// `additionalContext` goes to the model with the next request.
+    pub fn post_tool_batch(&self, batch: &[(ToolCall, ToolResult)]) -> PostToolUse {
+        let rans = self.run(Event::PostToolBatch, "", || {
+            let calls = batch
+                .iter()
+                .map(|(call, result)| {
+                    let mut fields = tool_fields(&call.name, &call.args, call.id.as_str());
+                    let text = ContentItem::joined_text(&result.content);
+                    match result.status {
+                        ToolResultStatus::Success => {
+                            fields.insert("tool_response".to_owned(), json!(text));
+                        }
+                        ToolResultStatus::Error | ToolResultStatus::Cancelled => {
+                            fields.insert("error".to_owned(), json!(text));
+                        }
+                    }
+                    Value::Object(fields)
+                })
+                .collect();
+            fields([("tool_calls", Value::Array(calls))])
+        });
+        outcome::post_tool_use(Event::PostToolBatch, &rans)
+    }
+
+    /// When a turn ends on a model error: `error` (what matchers see) is `rate_limit`,
+    /// `authentication_failed`, `invalid_request`, `server_error` or `unknown`. Output and exit
+    /// codes change nothing; a hook's messages still reach the person.
+    pub fn stop_failure(
+        &self,
+        error: &str,
+        error_details: &str,
+        last_assistant_message: Option<&str>,
+    ) -> HookReport {
+        let rans = self.run(Event::StopFailure, error, || {
+            let mut fields =
+                fields([("error", json!(error)), ("error_details", json!(error_details))]);
+            if let Some(message) = last_assistant_message {
+                fields.insert("last_assistant_message".to_owned(), json!(message));
+            }
+            fields
+        });
+        let mut report = outcome::report_only(&rans);
+        // The turn has ended: nothing is left for `continue: false` to stop.
+        report.stop = None;
+        report
     }
 
     /// When the user is notified; `notification_type` (what matchers see) is
@@ -423,6 +493,39 @@ impl Hooks for HookRunner {
 
     fn notification(&self, scope: HookScope<'_>, message: &str, kind: &str) -> HookReport {
         self.cancellable(scope.cancel).notification(message, kind)
+    }
+
+    fn permission_denied(
+        &self,
+        scope: HookScope<'_>,
+        call: &ToolCall,
+        reason: &str,
+    ) -> PermissionDeniedHook {
+        let runner = self.cancellable(scope.cancel);
+        runner.permission_denied(&call.name, &call.args, call.id.as_str(), reason)
+    }
+
+    fn post_tool_batch(
+        &self,
+        scope: HookScope<'_>,
+        batch: &[(ToolCall, ToolResult)],
+    ) -> PostToolUse {
+        self.cancellable(scope.cancel).post_tool_batch(batch)
+    }
+
+    fn stop_failure(
+        &self,
+        scope: HookScope<'_>,
+        error: &str,
+        details: &str,
+        last_message: &str,
+    ) -> HookReport {
+        let last = (!last_message.is_empty()).then_some(last_message);
+        self.cancellable(scope.cancel).stop_failure(error, details, last)
+    }
+
+    fn post_compact(&self, scope: HookScope<'_>, trigger: &str, summary: &str) -> HookReport {
+        self.cancellable(scope.cancel).post_compact(trigger, summary)
     }
 }
 

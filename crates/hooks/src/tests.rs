@@ -207,8 +207,11 @@ fn other_events_match_their_value_and_some_ignore_the_matcher() {
         "SubagentStop": [group("review.*", "review")],
         "UserPromptSubmit": [group("whatever", "prompt")],
         "Stop": [group("whatever", "stop")],
+        "PostToolBatch": [group("whatever", "batch")],
+        "StopFailure": [group("rate_limit", "limited")],
+        "PermissionDenied": [group("Bash", "denied")],
     }));
-    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
     assert!(warnings.iter().all(|w| w.contains("is ignored")), "{warnings:?}");
     assert_eq!(set.commands_for(Event::SessionStart, "resume"), ["start"]);
     assert_eq!(set.commands_for(Event::SessionStart, "compact"), ["compact"]);
@@ -220,6 +223,11 @@ fn other_events_match_their_value_and_some_ignore_the_matcher() {
     assert_eq!(set.commands_for(Event::SubagentStop, "explore"), Vec::<&str>::new());
     assert_eq!(set.commands_for(Event::UserPromptSubmit, ""), ["prompt"]);
     assert_eq!(set.commands_for(Event::Stop, ""), ["stop"]);
+    assert_eq!(set.commands_for(Event::PostToolBatch, ""), ["batch"]);
+    assert_eq!(set.commands_for(Event::StopFailure, "rate_limit"), ["limited"]);
+    assert_eq!(set.commands_for(Event::StopFailure, "server_error"), Vec::<&str>::new());
+    assert_eq!(set.commands_for(Event::PermissionDenied, "run_command"), ["denied"]);
+    assert_eq!(set.commands_for(Event::PermissionDenied, "read_file"), Vec::<&str>::new());
 }
 
 #[test]
@@ -503,4 +511,39 @@ fn report_only_events_show_exit_2_to_the_user() {
     let empty: Map<String, Value> = Map::new();
     let report = outcome::report_only(&[ran("b", Answer::Json(empty))]);
     assert_eq!(report, HookReport::default());
+}
+
+#[test]
+fn permission_denied_retry_is_any_hooks_and_a_bad_value_is_an_error() {
+    let retry = |hook: &str, value: Value| {
+        json_ran(
+            hook,
+            json!({"hookSpecificOutput": {"hookEventName": "PermissionDenied", "retry": value}}),
+        )
+    };
+    let outcome = outcome::permission_denied(&[retry("a", json!(false)), retry("b", json!(true))]);
+    assert!(outcome.retry);
+    assert_eq!(outcome.report, HookReport::default());
+    let outcome = outcome::permission_denied(&[retry("a", json!("yes"))]);
+    assert!(!outcome.retry);
+    assert_eq!(outcome.report.errors, ["a: `retry` is not a boolean; ignored"]);
+    let outcome = outcome::permission_denied(&[ran("c", Answer::Blocked("noted".into()))]);
+    assert!(!outcome.retry);
+    assert_eq!(outcome.report.messages, ["noted"]);
+}
+
+#[test]
+fn post_tool_batch_block_is_feedback_and_context_is_kept() {
+    let outcome = outcome::post_tool_use(
+        Event::PostToolBatch,
+        &[
+            json_ran(
+                "a",
+                json!({"hookSpecificOutput": {"hookEventName": "PostToolBatch", "additionalContext": "tests ran"}}),
+            ),
+            json_ran("b", json!({"decision": "block", "reason": "lint failed"})),
+        ],
+    );
+    assert_eq!(outcome.context, ["tests ran"]);
+    assert_eq!(outcome.feedback.as_deref(), Some("lint failed"));
 }

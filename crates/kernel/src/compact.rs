@@ -173,6 +173,12 @@ impl AgentLoop {
             tokens_after,
             message,
         });
+        let summary = summary.as_deref().unwrap_or("");
+        let report =
+            self.call_hooks(|hooks, scope| hooks.post_compact(scope, trigger.as_str(), summary))?;
+        if let Some(reason) = self.show_hook_report("PostCompact", report) {
+            return Err(hook_stop("PostCompact", &reason));
+        }
         Ok(())
     }
 

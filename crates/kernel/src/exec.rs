@@ -228,6 +228,19 @@ impl AgentLoop {
                 let reason = answer
                     .reason
                     .unwrap_or_else(|| "the approval policy denied this call".to_owned());
+                let denied = {
+                    let call: &ToolCall = call;
+                    let reason = reason.as_str();
+                    self.call_hooks(|hooks, scope| hooks.permission_denied(scope, call, reason))?
+                };
+                if let Some(stop) = self.show_hook_report("PermissionDenied", denied.report) {
+                    return Err(hook_stop("PermissionDenied", &stop));
+                }
+                let reason = if denied.retry {
+                    format!("{reason}. A PermissionDenied hook says you may try this call again.")
+                } else {
+                    reason
+                };
                 Ok(Prepared::Refused(ToolError::PermissionDenied { reason }))
             }
             Verdict::Ask => {

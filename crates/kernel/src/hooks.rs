@@ -2,8 +2,9 @@
 //!
 //! The kernel calls a `Hooks` implementation at fixed points of a session: before a tool call
 //! (which may allow, deny or ask, and may rewrite the arguments), when the person is about to be
-//! asked, after a call, when a prompt is submitted, when a turn would stop, around subagents,
-//! and at session start and end. What the hooks are (shell scripts, in the `hooks` crate) is
+//! asked, after a call, when the policy refused a call, after all the calls of a response,
+//! when a prompt is submitted, when a turn would stop or ends on a model error, around
+//! subagents, after a compaction, and at session start and end. What the hooks are (shell scripts, in the `hooks` crate) is
 //! none of the kernel's business; `NoHooks` is the default and costs nothing.
 //!
 //! Every event can also stop the turn (`HookReport::stop`, Claude Code's `continue: false`) and
@@ -24,7 +25,7 @@
 
 use std::sync::Arc;
 
-use codecoder_protocol::{ApprovalDecision, ToolCall, Verdict};
+use codecoder_protocol::{ApprovalDecision, ToolCall, ToolResult, Verdict};
 use serde_json::Value;
 
 use crate::cancel::CancelToken;
@@ -137,6 +138,16 @@ pub struct SessionStartHook {
     pub report: HookReport,
 }
 
+/// What the PermissionDenied hooks said about a refused call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PermissionDeniedHook {
+    /// A hook said the model may try the call again (`hookSpecificOutput.retry`): the refusal
+    /// the model reads says so.
+    pub retry: bool,
+    /// Stop request and messages for the person.
+    pub report: HookReport,
+}
+
 /// Facts about the agent a hook may want, and the turn's cancel.
 #[derive(Debug, Clone, Copy)]
 pub struct HookScope<'a> {
@@ -212,6 +223,47 @@ pub trait Hooks: Send + Sync {
     /// Something wants the person's attention (`permission_prompt`, `idle_prompt`, …).
     fn notification(&self, scope: HookScope<'_>, message: &str, kind: &str) -> HookReport {
         let _ = (scope, message, kind);
+        HookReport::default()
+    }
+    /// The approval policy (a rule, the mode, a hook) refused `call` for `reason`, before the
+    /// refusal goes to the model. The person's own denial is not one.
+    fn permission_denied(
+        &self,
+        scope: HookScope<'_>,
+        call: &ToolCall,
+        reason: &str,
+    ) -> PermissionDeniedHook {
+        let _ = (scope, call, reason);
+        PermissionDeniedHook::default()
+    }
+    /// Every call of a model response ran and its result is logged (`batch`: each call with
+    /// its result, in call order), before the next request. `feedback` (a blocking hook's
+    /// reason) stops the turn; `context` goes to the model with the next request.
+    fn post_tool_batch(
+        &self,
+        scope: HookScope<'_>,
+        batch: &[(ToolCall, ToolResult)],
+    ) -> PostToolUse {
+        let _ = (scope, batch);
+        PostToolUse::default()
+    }
+    /// The turn ends on a model error: `error` is its class (`rate_limit`,
+    /// `authentication_failed`, `invalid_request`, `server_error`, `unknown`), `details` the
+    /// message, `last_message` what the model last said. Nothing a hook says changes the end.
+    fn stop_failure(
+        &self,
+        scope: HookScope<'_>,
+        error: &str,
+        details: &str,
+        last_message: &str,
+    ) -> HookReport {
+        let _ = (scope, error, details, last_message);
+        HookReport::default()
+    }
+    /// The conversation was compacted (`trigger` is `auto` or `manual`); `summary` is the
+    /// summary the model wrote (empty when the history was trimmed without one).
+    fn post_compact(&self, scope: HookScope<'_>, trigger: &str, summary: &str) -> HookReport {
+        let _ = (scope, trigger, summary);
         HookReport::default()
     }
 }
@@ -303,6 +355,13 @@ impl Fold for SessionStartHook {
     }
 }
 
+impl Fold for PermissionDeniedHook {
+    fn fold(&mut self, later: Self) {
+        self.retry |= later.retry;
+        self.report.fold(later.report);
+    }
+}
+
 /// Joins two optional texts with a newline, as several hooks' texts are joined.
 fn join(earlier: &mut Option<String>, later: Option<String>) {
     *earlier = match (earlier.take(), later) {
@@ -383,5 +442,36 @@ impl Hooks for HookStack {
 
     fn notification(&self, scope: HookScope<'_>, message: &str, kind: &str) -> HookReport {
         self.ask(|hooks| hooks.notification(scope, message, kind))
+    }
+
+    fn permission_denied(
+        &self,
+        scope: HookScope<'_>,
+        call: &ToolCall,
+        reason: &str,
+    ) -> PermissionDeniedHook {
+        self.ask(|hooks| hooks.permission_denied(scope, call, reason))
+    }
+
+    fn post_tool_batch(
+        &self,
+        scope: HookScope<'_>,
+        batch: &[(ToolCall, ToolResult)],
+    ) -> PostToolUse {
+        self.ask(|hooks| hooks.post_tool_batch(scope, batch))
+    }
+
+    fn stop_failure(
+        &self,
+        scope: HookScope<'_>,
+        error: &str,
+        details: &str,
+        last_message: &str,
+    ) -> HookReport {
+        self.ask(|hooks| hooks.stop_failure(scope, error, details, last_message))
+    }
+
+    fn post_compact(&self, scope: HookScope<'_>, trigger: &str, summary: &str) -> HookReport {
+        self.ask(|hooks| hooks.post_compact(scope, trigger, summary))
     }
 }

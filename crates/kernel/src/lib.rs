@@ -49,7 +49,8 @@ pub use compact::{CompactTrigger, Compactor, SummaryRequest};
 pub use error::{Error, Result};
 pub use hooks::{
     HookReport, HookScope, HookStack, HookVerdict, Hooks, NoHooks, PermissionAnswer,
-    PermissionHook, PostToolUse, PreToolUse, PromptSubmit, SessionStartHook, StopHook,
+    PermissionDeniedHook, PermissionHook, PostToolUse, PreToolUse, PromptSubmit, SessionStartHook,
+    StopHook,
 };
 pub use model::{ModelClient, ModelError, ModelRequest, ResponseEvent, ResponseStream, ToolSpec};
 pub use prompt::{PromptBuilder, PromptInput, StaticPrompt};

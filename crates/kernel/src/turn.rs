@@ -35,7 +35,7 @@ use std::sync::Arc;
 use codecoder_protocol::{
     AgentCommand, AgentEvent, AgentEventKind, AgentStatus, ContentItem, ContextRecord, Message,
     MessageId, MessageItem, PromptSection, RecordBody, RewindRecord, Role, StepId, StopReason,
-    ToolCallId, TurnId, TurnOutcome, Usage, UserInput, join_sections,
+    ToolCall, ToolCallId, ToolResult, TurnId, TurnOutcome, Usage, UserInput, join_sections,
 };
 use codecoder_session::{CloseReason, SessionWriter, closing_records};
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, select};
@@ -344,6 +344,18 @@ impl AgentLoop {
             Err(Stop::Cancelled) => TurnOutcome::Cancelled,
             Err(Stop::Failed(message)) => TurnOutcome::Failed { message },
         };
+        if let TurnOutcome::Failed { message } = &outcome
+            && self.env.depth == 0
+            && let Some(error) = model_error_class(message)
+        {
+            let last: &str = &turn_state.final_text;
+            // The turn ends whatever the hooks say; a cancel meanwhile only cuts them short.
+            if let Ok(report) =
+                self.call_hooks(|hooks, scope| hooks.stop_failure(scope, error, message, last))
+            {
+                let _ = self.show_hook_report("StopFailure", report);
+            }
+        }
         self.close_turn(&turn_state, &outcome);
         let cancelled = outcome == TurnOutcome::Cancelled;
         let usage = turn_state.usage;
@@ -474,6 +486,9 @@ impl AgentLoop {
                 turn_state.final_text = outcome.text;
             }
             self.poll_cmd()?;
+            if outcome.wants_more && !outcome.overflowed {
+                continuation = self.post_tool_batch()?;
+            }
             if !outcome.wants_more && self.queued.is_empty() {
                 if self.env.depth == 0 && stop_blocks < MAX_STOP_BLOCKS {
                     let active = stop_blocks > 0;
@@ -583,6 +598,37 @@ impl AgentLoop {
             (None, Some(_)) | (Some(_), None) => false,
         };
         holds.then_some(reported)
+    }
+
+    /// Runs the PostToolBatch hooks on the calls of the step that just ran and their logged
+    /// results. A blocking hook stops the turn before the next request; the hooks' context is
+    /// the next step's input. Hooks that run inline (a session's own: skills, plan mode) do not
+    /// listen to this event, so the batch is copied out of the history only for hooks that run
+    /// processes.
+    fn post_tool_batch(&mut self) -> Result<Option<UserInput>, Stop> {
+        if self.env.deps.hooks.runs_inline() {
+            return Ok(None);
+        }
+        let batch = last_batch(self.writer.history());
+        if batch.is_empty() {
+            return Ok(None);
+        }
+        let post = self.call_hooks(|hooks, scope| hooks.post_tool_batch(scope, &batch))?;
+        if let Some(reason) = self.show_hook_report("PostToolBatch", post.report) {
+            return Err(hook_stop("PostToolBatch", &reason));
+        }
+        if let Some(reason) = post.feedback {
+            return Err(hook_stop("PostToolBatch", &reason));
+        }
+        if post.context.is_empty() {
+            return Ok(None);
+        }
+        let context: Vec<String> = post
+            .context
+            .into_iter()
+            .map(|text| format!("<hook-context>\n{text}\n</hook-context>"))
+            .collect();
+        Ok(Some(UserInput::text(context.join("\n"))))
     }
 
     /// Calls the hooks with this loop's scope. Unless they run inline, the call runs on a
@@ -911,6 +957,55 @@ impl AgentLoop {
         self.append(RecordBody::Context(context))?;
         Ok(())
     }
+}
+
+/// The calls of the history's last assistant message, each with its logged result, in call
+/// order (a call without a result is left out).
+fn last_batch(history: &[Message]) -> Vec<(ToolCall, ToolResult)> {
+    let Some(at) = history.iter().rposition(|message| message.role == Role::Assistant) else {
+        return Vec::new();
+    };
+    let results: Vec<&ToolResult> = history[at + 1..]
+        .iter()
+        .flat_map(|message| &message.items)
+        .filter_map(|item| match item {
+            MessageItem::ToolResult(result) => Some(result),
+            MessageItem::Text { .. }
+            | MessageItem::Reasoning(_)
+            | MessageItem::ToolCall(_)
+            | MessageItem::Image(_)
+            | MessageItem::BlobRef(_) => None,
+        })
+        .collect();
+    history[at]
+        .tool_calls()
+        .filter_map(|call| {
+            let result = results.iter().find(|result| result.tool_call_id == call.id)?;
+            Some((call.clone(), (*result).clone()))
+        })
+        .collect()
+}
+
+/// The StopFailure class of a turn's failure, when a model error ended it (the messages
+/// `run_step` and the stream reader make: `model request failed: …`, `model error: …`); `None`
+/// for any other failure.
+fn model_error_class(message: &str) -> Option<&'static str> {
+    let details = message
+        .strip_prefix("model error: ")
+        .or_else(|| message.strip_prefix("model request failed: "))?
+        .to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|word| details.contains(word));
+    Some(if has(&["429", "rate limit", "rate_limit", "too many requests"]) {
+        "rate_limit"
+    } else if has(&["401", "403", "unauthorized", "forbidden", "authentication", "api key"]) {
+        "authentication_failed"
+    } else if has(&["context", "too long", "400", "invalid"]) {
+        "invalid_request"
+    } else if has(&["500", "502", "503", "504", "529", "overloaded", "server error"]) {
+        "server_error"
+    } else {
+        "unknown"
+    })
 }
 
 /// The most times in a row a Stop hook may keep a turn going (Claude Code's cap).

@@ -15,6 +15,7 @@ mod config;
 mod exec;
 mod guard;
 mod hooks;
+mod hooks_events;
 mod llama_cpp;
 mod local;
 mod lock;

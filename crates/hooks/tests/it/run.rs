@@ -364,6 +364,9 @@ fn stdin_carries_the_documented_fields_with_claude_names() {
         "PreCompact",
         "PostCompact",
         "Notification",
+        "PermissionDenied",
+        "PostToolBatch",
+        "StopFailure",
     ];
     let mut config = serde_json::Map::new();
     for event in events {
@@ -401,8 +404,32 @@ fn stdin_carries_the_documented_fields_with_claude_names() {
     runner.session_start("resume");
     runner.session_end("prompt_input_exit");
     runner.pre_compact("manual", "keep the API notes");
-    runner.post_compact("auto");
+    runner.post_compact("auto", "We added tests.");
     runner.notification("Approval needed", "permission_prompt");
+    runner.permission_denied("run_command", &json!({"command": "rm -rf /"}), "call-11", "a rule");
+    let call = |id: &str, name: &str, args: Value| codecoder_protocol::ToolCall {
+        id: codecoder_protocol::ToolCallId::new(id),
+        name: name.to_owned(),
+        args,
+    };
+    let result = |id: &str, status, text: &str| {
+        codecoder_protocol::ToolResult::text(
+            codecoder_protocol::ToolCallId::new(id),
+            status,
+            text.to_owned(),
+        )
+    };
+    runner.post_tool_batch(&[
+        (
+            call("call-12", "read_file", json!({"path": "a.rs"})),
+            result("call-12", codecoder_protocol::ToolResultStatus::Success, "fn a() {}"),
+        ),
+        (
+            call("call-13", "read_file", json!({"path": "gone.rs"})),
+            result("call-13", codecoder_protocol::ToolResultStatus::Error, "no such file"),
+        ),
+    ]);
+    runner.stop_failure("rate_limit", "model error: 429 slow down", Some("Working on it"));
 
     let project = fixture.project();
     let common = |event: &str| {
@@ -449,10 +476,25 @@ fn stdin_carries_the_documented_fields_with_claude_names() {
             "PreCompact",
             json!({"trigger": "manual", "custom_instructions": "keep the API notes"}),
         ),
-        with("PostCompact", json!({"trigger": "auto"})),
+        with("PostCompact", json!({"trigger": "auto", "compact_summary": "We added tests."})),
         with(
             "Notification",
             json!({"message": "Approval needed", "notification_type": "permission_prompt"}),
+        ),
+        with(
+            "PermissionDenied",
+            json!({"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}, "tool_use_id": "call-11", "reason": "a rule"}),
+        ),
+        with(
+            "PostToolBatch",
+            json!({"tool_calls": [
+                {"tool_name": "Read", "tool_input": {"file_path": "a.rs"}, "tool_use_id": "call-12", "tool_response": "fn a() {}"},
+                {"tool_name": "Read", "tool_input": {"file_path": "gone.rs"}, "tool_use_id": "call-13", "error": "no such file"},
+            ]}),
+        ),
+        with(
+            "StopFailure",
+            json!({"error": "rate_limit", "error_details": "model error: 429 slow down", "last_assistant_message": "Working on it"}),
         ),
     ];
     for (event, expected) in events.iter().zip(expected) {
