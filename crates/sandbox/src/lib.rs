@@ -20,6 +20,9 @@
 //!   cancel). Confined, the pid namespace (bubblewrap's, or the stage's under Landlock) then
 //!   takes every process inside with it. Unconfined, a descendant that left the group is
 //!   reached while its parent chain to the leader holds; one already reparented to init escapes.
+//! - Nothing outlives a `kill -9` of codecoder either: every spawned child announces its group
+//!   to a supervisor process started once per codecoder process (`reaper.rs`), which kills
+//!   those groups, their sessions and their descendants when codecoder is gone.
 //! - Only this crate spawns processes, and a `Confinement::Sandboxed` command never starts
 //!   unconfined: if the backend cannot apply the policy, the stage exits 126 before the command
 //!   runs.
@@ -81,6 +84,8 @@ mod hint;
 mod piped;
 mod policy;
 mod pty;
+#[cfg(target_os = "linux")]
+mod reaper;
 #[cfg(target_os = "linux")]
 mod relay;
 mod seatbelt;
@@ -177,7 +182,8 @@ pub struct SpawnConfig {
     pub environment: Environment,
     /// Whether the child gets SIGKILL when the thread that spawns it ends (`die_with_parent`):
     /// for a child owned by a thread of its own (an interactive session), so it dies with
-    /// codecoder even on `kill -9`. Default false.
+    /// codecoder even on `kill -9`. Only where no reaper runs (`reaper.rs`): the reaper ends
+    /// every spawned group with codecoder, and the signal would race it. Default false.
     pub die_with_thread: bool,
 }
 
@@ -357,7 +363,10 @@ pub fn spawn(spec: &CommandSpec, config: &SpawnConfig) -> Result<Child> {
     let stdin = if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() };
     command.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    if config.die_with_thread {
+    // The reaper ends the group with codecoder; only without one does the child die with its
+    // thread (a parent-death signal would race the reaper, see `reaper.rs`).
+    let supervised = reaper::watch(&mut command);
+    if config.die_with_thread && !supervised {
         die_with_parent(&mut command);
     }
     let spawned = command.spawn();
@@ -774,6 +783,7 @@ mod live_groups {
         if let Ok(mut set) = set().lock() {
             set.remove(&pgid);
         }
+        super::reaper::forget(pgid);
     }
 
     pub(super) fn snapshot() -> Vec<u32> {
@@ -783,6 +793,20 @@ mod live_groups {
 
 #[cfg(test)]
 mod tests;
+
+/// Where there is no `/proc` to read, no supervisor ends the processes of a killed codecoder
+/// (`reaper.rs`, Linux): spawns are as they were.
+#[cfg(not(target_os = "linux"))]
+mod reaper {
+    pub(crate) fn watch(_command: &mut std::process::Command) -> bool {
+        false
+    }
+    pub(crate) fn supervise() -> bool {
+        false
+    }
+    pub(crate) fn announce_on_exec(_command: &mut std::process::Command) {}
+    pub(crate) fn forget(_pgid: u32) {}
+}
 
 /// Arranges for the process `command` starts to be killed (SIGKILL) when the thread that
 /// spawns it ends (Linux's `PR_SET_PDEATHSIG`; nothing elsewhere). For long-lived helper

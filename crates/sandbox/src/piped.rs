@@ -41,7 +41,10 @@ pub fn spawn_piped(spec: &CommandSpec, config: &SpawnConfig) -> Result<PipedChil
     let mut command = crate::command_for(&program, &args, spec, config, &[], &sandbox_env);
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    crate::die_with_parent(&mut command);
+    // The reaper ends it with codecoder; without one, it dies with its thread.
+    if !crate::reaper::watch(&mut command) {
+        crate::die_with_parent(&mut command);
+    }
     let spawned = command.spawn();
     drop(inherited);
     let mut child = spawned.map_err(|source| Error::Spawn {

@@ -14,10 +14,11 @@
 //! - The termination guarantees are `Child`'s: the session's process group (its id is the
 //!   leader's pid, as `setsid` makes it), the groups of its descendants and the tracked
 //!   descendants are terminated on cancel, on kill, after the leader exits, and on drop.
-//! - The outermost process (the command, or the sandbox's wrapper around it) gets SIGKILL when
-//!   the thread that spawned it ends (`PR_SET_PDEATHSIG`), so a session's owner thread ties it
-//!   to codecoder's life: a `kill -9` of codecoder takes it down, and with it the sandbox's pid
-//!   namespace.
+//! - A `kill -9` of codecoder takes the session down, and with it the sandbox's pid namespace:
+//!   the session's group and session are announced to the reaper (`reaper.rs`), which kills them
+//!   when codecoder is gone. Where no reaper runs, the outermost process (the command, or the
+//!   sandbox's wrapper around it) gets SIGKILL when the thread that spawned it ends
+//!   (`PR_SET_PDEATHSIG`) instead.
 //! - The master side is close-on-exec: no other child inherits it, so the slave side sees a
 //!   hangup when the session's `Child` and `PtyInput` are gone.
 
@@ -86,6 +87,9 @@ pub fn spawn_pty(spec: &CommandSpec, config: &SpawnConfig) -> Result<(Child, Pty
         .stdout(stdio(&slave).map_err(&spawn_error)?)
         .stderr(stdio(&slave).map_err(&spawn_error)?);
     let take_terminal_here = !stage_takes_terminal;
+    // The reaper ends the session with codecoder; only without one does the outermost process
+    // die with its thread (a parent-death signal would race the reaper, see `reaper.rs`).
+    let die_with_thread = !crate::reaper::supervise();
     #[allow(unsafe_code)]
     // SAFETY: the closure runs in the forked child before exec and only makes async-signal-safe
     // system calls (setsid, ioctl, prctl), allocating nothing.
@@ -96,11 +100,15 @@ pub fn spawn_pty(spec: &CommandSpec, config: &SpawnConfig) -> Result<(Child, Pty
                 take_terminal()?;
             }
             #[cfg(target_os = "linux")]
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-                .map_err(io::Error::from)?;
+            if die_with_thread {
+                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                    .map_err(io::Error::from)?;
+            }
             Ok(())
         });
     }
+    // After the closure above: the session (and so the group) exists when it is announced.
+    crate::reaper::announce_on_exec(&mut command);
     let spawned = command.spawn();
     drop(inherited);
     // The child holds the slave side now; ours must go, or the master never sees the hangup.
