@@ -247,10 +247,14 @@ fn a_cancel_kills_the_terminal_sessions_whole_tree() {
 
 #[test]
 fn a_killed_codecoder_leaves_no_process_behind() {
-    // Unconfined, a terminal session's leader dies with codecoder's thread and the terminal's
-    // hangup takes its group; sandboxed, the sandbox's pid namespace goes with its wrapper.
+    // The sandbox's reaper kills every group codecoder started once codecoder is gone, confined
+    // (where the sandbox's pid namespace also goes with its wrapper) or not, on a terminal or
+    // not: the background `sleep` of a session without one has no parent-death signal.
     let sandboxed: &[&str] = &[];
-    for (salt, tty, mode) in [(2, true, sandboxed), (3, false, sandboxed), (4, true, &["--yolo"])] {
+    let unconfined: &[&str] = &["--yolo"];
+    for (salt, tty, mode) in
+        [(2, true, sandboxed), (3, false, sandboxed), (4, true, unconfined), (8, false, unconfined)]
+    {
         let world = World::new();
         let marker = marker(salt);
         let (_server, mut child) = start_sleepers(&world, &marker, tty, mode);
@@ -316,12 +320,14 @@ fn exec_json_shows_a_session_as_a_command_item() {
 #[test]
 fn a_background_job_outlives_its_call_but_not_codecoder() {
     // A job is a session without a terminal: its process belongs to the job's own thread, so the
-    // tool worker that started it may end, while codecoder's end still takes it. Sandboxed, the
-    // sandbox's pid namespace goes with its wrapper even on `kill -9`; unconfined, only the
-    // leader has a parent-death signal (a grandchild in the background would outlive a
-    // `kill -9`), so there codecoder is ended with Ctrl-C, which drops the tool set.
+    // tool worker that started it may end, while codecoder's end still takes it: a Ctrl-C drops
+    // the tool set, and a `kill -9` leaves it to the sandbox's reaper (and, confined, to the
+    // sandbox's pid namespace).
     let sandboxed: &[&str] = &[];
-    for (salt, mode, how) in [(5, sandboxed, "KILL"), (6, &["--yolo"][..], "INT")] {
+    let unconfined: &[&str] = &["--yolo"];
+    for (salt, mode, how) in
+        [(5, sandboxed, "KILL"), (6, unconfined, "INT"), (9, unconfined, "KILL")]
+    {
         let world = World::new();
         let marker = marker(salt);
         let server = FakeModelServer::start(
@@ -417,4 +423,44 @@ fn is_zombie(proc_dir: &Path) -> bool {
         .ok()
         .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))
         .unwrap_or(true)
+}
+
+#[test]
+fn a_killed_unconfined_codecoder_leaves_no_session_job_or_grandchild_behind() {
+    // Unconfined, with no sandbox's pid namespace: a session without a terminal and a job, each
+    // with a grandchild in the background (one of them in a session of its own, out of its
+    // group), while a foreground command holds the turn; `kill -9` runs no drop guard.
+    let world = World::new();
+    let marker = marker(10);
+    let session = format!("sleep {marker} & sleep {marker}; wait");
+    let job = format!("sleep {marker} & setsid sleep {marker} & sleep {marker}; wait");
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call(
+                "c1",
+                "exec_command",
+                json!({"cmd": session, "yield_time_ms": 0}),
+            ))
+            .reply(Reply::tool_call(
+                "c2",
+                "run_command",
+                json!({"command": job, "background": true}),
+            ))
+            .reply(Reply::tool_call(
+                "c3",
+                "run_command",
+                json!({"command": format!("sleep {marker}"), "timeout_ms": 600000}),
+            ))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let mut child = world.exec(&server, "sleep").arg("--yolo").spawn().unwrap();
+    let waited = Instant::now();
+    while sleeps_running(&marker) < 6 {
+        assert!(waited.elapsed() < PATIENCE, "the sleepers never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(&child, "KILL");
+    let _ = child.wait();
+    assert!(all_gone(&marker), "a sleeper outlived codecoder");
 }
