@@ -79,6 +79,7 @@ fn main() {
     }
     let unconfined = median_run(&Confinement::Unconfined, &workspace);
     println!("unconfined `true`: median {unconfined:?} over {RUNS} runs");
+    reaper_cost();
     // What this machine charges for any exec, and for the least bwrap can do: the floor under
     // the backends' figures.
     let stage_args = [STAGE_MARKER, "--mode", "seccomp", "--network", "off", "--", "true"];
@@ -121,4 +122,58 @@ fn main() {
              network off ({verdict} the {target:?} target)"
         );
     }
+}
+
+/// What the reaper (`reaper.rs`) adds to a spawn: its child announces itself between fork and
+/// exec, so the spawn takes std's fork path instead of `posix_spawn`, and makes four system
+/// calls (open, read and close `/proc/self/stat`, one `send`). Measured on plain std spawns of
+/// `true` in a process group of their own, without and with a closure making those calls.
+#[allow(clippy::disallowed_methods, unsafe_code)] // A benchmark of the crate that spawns.
+fn reaper_cost() {
+    use std::os::unix::process::CommandExt;
+
+    let (ours, _theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&ours);
+    let time = |announce: bool| {
+        let mut times = Vec::with_capacity(RUNS);
+        for run in 0..RUNS + 5 {
+            let started = Instant::now();
+            let mut command = std::process::Command::new("true");
+            command.process_group(0);
+            if announce {
+                // SAFETY: the same async-signal-safe calls the reaper's closure makes.
+                unsafe {
+                    command.pre_exec(move || {
+                        let mut buffer = [0u8; 1024];
+                        let file = nix::libc::open(
+                            c"/proc/self/stat".as_ptr(),
+                            nix::libc::O_RDONLY | nix::libc::O_CLOEXEC,
+                        );
+                        nix::libc::read(file, buffer.as_mut_ptr().cast(), buffer.len());
+                        nix::libc::close(file);
+                        let line = b"+123456 98765432\n";
+                        nix::libc::send(
+                            fd,
+                            line.as_ptr().cast(),
+                            line.len(),
+                            nix::libc::MSG_NOSIGNAL | nix::libc::MSG_DONTWAIT,
+                        );
+                        Ok(())
+                    });
+                }
+            }
+            assert!(command.status().unwrap().success());
+            if run >= 5 {
+                times.push(started.elapsed());
+            }
+        }
+        times.sort();
+        times[times.len() / 2]
+    };
+    let plain = time(false);
+    let announced = time(true);
+    println!(
+        "reaper: std spawn of `true` {plain:?}, announced to the reaper {announced:?} (added {:?})",
+        announced.saturating_sub(plain)
+    );
 }
