@@ -21,6 +21,7 @@ use std::convert::Infallible;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use codecoder_kernel::{
     CancelToken, HookReport, HookScope, HookVerdict, Hooks, PermissionDeniedHook, PermissionHook,
@@ -132,33 +133,44 @@ impl HookRunner {
         outcome::permission_request(tool, &rans)
     }
 
-    /// After `tool` ran and succeeded; `response` is its result (`tool_response`).
+    /// After `tool` ran and succeeded; `response` is its result (`tool_response`),
+    /// `duration_ms` how long it ran, when known.
     pub fn post_tool_use(
         &self,
         tool: &str,
         args: &Value,
         call_id: &str,
         response: &Value,
+        duration_ms: Option<u64>,
     ) -> PostToolUse {
         let rans = self.run_for(Event::PostToolUse, tool, Some(args), || {
             let mut fields = tool_fields(tool, args, call_id);
             fields.insert("tool_response".to_owned(), response.clone());
+            if let Some(duration_ms) = duration_ms {
+                fields.insert("duration_ms".to_owned(), json!(duration_ms));
+            }
             fields
         });
         outcome::post_tool_use(Event::PostToolUse, &rans)
     }
 
-    /// After `tool` ran and failed with `error`.
+    /// After `tool` ran and failed with `error`; `duration_ms` is how long it ran, when known.
+    /// `is_interrupt` is always false: a call the person interrupted runs no hook.
     pub fn post_tool_use_failure(
         &self,
         tool: &str,
         args: &Value,
         call_id: &str,
         error: &str,
+        duration_ms: Option<u64>,
     ) -> PostToolUse {
         let rans = self.run_for(Event::PostToolUseFailure, tool, Some(args), || {
             let mut fields = tool_fields(tool, args, call_id);
             fields.insert("error".to_owned(), Value::String(error.to_owned()));
+            fields.insert("is_interrupt".to_owned(), Value::Bool(false));
+            if let Some(duration_ms) = duration_ms {
+                fields.insert("duration_ms".to_owned(), json!(duration_ms));
+            }
             fields
         });
         outcome::post_tool_use(Event::PostToolUseFailure, &rans)
@@ -433,7 +445,14 @@ impl Hooks for HookRunner {
         self.cancellable(scope.cancel).permission_request(&call.name, &call.args, call.id.as_str())
     }
 
-    fn post_tool_use(&self, scope: HookScope, call: &ToolCall, output: &ToolOutput) -> PostToolUse {
+    fn post_tool_use(
+        &self,
+        scope: HookScope,
+        call: &ToolCall,
+        output: &ToolOutput,
+        duration: Duration,
+    ) -> PostToolUse {
+        let duration_ms = Some(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
         let failed = output.is_error;
         let event = if failed { Event::PostToolUseFailure } else { Event::PostToolUse };
         // The response's text is joined only when some hook listens.
@@ -449,13 +468,14 @@ impl Hooks for HookRunner {
                 &call.args,
                 call.id.as_str(),
                 response,
+                duration_ms,
             );
         }
         let mut value = json!({ "output": response, "success": true });
         if let Some(path) = call.args.get("path").and_then(|p| p.as_str()) {
             value["filePath"] = json!(path);
         }
-        runner.post_tool_use(&call.name, &call.args, call.id.as_str(), &value)
+        runner.post_tool_use(&call.name, &call.args, call.id.as_str(), &value, duration_ms)
     }
 
     fn user_prompt_submit(&self, scope: HookScope<'_>, prompt: &str) -> PromptSubmit {

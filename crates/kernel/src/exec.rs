@@ -472,6 +472,7 @@ impl AgentLoop {
                 let job = Box::new(move || {
                     let call = worker_call;
                     let args = call.args.clone();
+                    let started = Instant::now();
                     let outcome = catch_unwind(AssertUnwindSafe(|| tool.execute(&ctx, args)));
                     let result = outcome.unwrap_or_else(|payload| {
                         Err(ToolError::Panicked {
@@ -479,7 +480,7 @@ impl AgentLoop {
                         })
                     });
                     ctx.flush_output();
-                    let result = after_tool(&ctx, &call, result, context);
+                    let result = after_tool(&ctx, &call, result, context, started.elapsed());
                     let _ = done_tx.send(WorkerDone {
                         index,
                         outcome: result,
@@ -729,13 +730,15 @@ fn refused(call: &ToolCall, err: ToolError, agent: &AgentLoop) -> Finished {
     Finished { result, synthetic: Some(synthetic), event: Err(err), mcp_result: None }
 }
 
-/// Runs the PostToolUse (or PostToolUseFailure) hooks on a worker's result and adds what they
+/// Runs the PostToolUse (or PostToolUseFailure) hooks on a worker's result (`duration`: how
+/// long the tool ran) and adds what they
 /// and the PreToolUse hooks said for the model to it. A cancelled call runs no hook.
 fn after_tool(
     ctx: &ToolContext,
     call: &ToolCall,
     result: Result<ToolOutput, ToolError>,
     pre_context: Vec<String>,
+    duration: std::time::Duration,
 ) -> Result<ToolOutput, ToolError> {
     if matches!(result, Err(ToolError::Cancelled)) || ctx.cancel.is_cancelled() {
         return result;
@@ -743,8 +746,8 @@ fn after_tool(
     let scope = HookScope { depth: ctx.env.depth, agent_type: None, cancel: &ctx.cancel };
     let hooks = &ctx.env.deps.hooks;
     let post = match &result {
-        Ok(output) => hooks.post_tool_use(scope, call, output),
-        Err(err) => hooks.post_tool_use(scope, call, &ToolOutput::error(err.to_string())),
+        Ok(output) => hooks.post_tool_use(scope, call, output, duration),
+        Err(err) => hooks.post_tool_use(scope, call, &ToolOutput::error(err.to_string()), duration),
     };
     let event = if post_failed(&result) { "PostToolUseFailure" } else { "PostToolUse" };
     show_report(ctx, event, post.report);

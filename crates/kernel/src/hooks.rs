@@ -24,6 +24,7 @@
 //! thread while it keeps reading commands, so a cancel reaches a running hook.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use codecoder_protocol::{ApprovalDecision, ToolCall, ToolResult, Verdict};
 use serde_json::Value;
@@ -177,10 +178,16 @@ pub trait Hooks: Send + Sync {
         let _ = (scope, call);
         PermissionHook::default()
     }
-    /// After a call ran: `output` is what the model sees (for a tool error, one text item
-    /// saying what went wrong, marked as an error).
-    fn post_tool_use(&self, scope: HookScope, call: &ToolCall, output: &ToolOutput) -> PostToolUse {
-        let _ = (scope, call, output);
+    /// After a call ran for `duration`: `output` is what the model sees (for a tool error, one
+    /// text item saying what went wrong, marked as an error).
+    fn post_tool_use(
+        &self,
+        scope: HookScope,
+        call: &ToolCall,
+        output: &ToolOutput,
+        duration: Duration,
+    ) -> PostToolUse {
+        let _ = (scope, call, output, duration);
         PostToolUse::default()
     }
     /// A prompt is about to be added to the history.
@@ -408,8 +415,14 @@ impl Hooks for HookStack {
         self.ask(|hooks| hooks.permission_request(scope, call))
     }
 
-    fn post_tool_use(&self, scope: HookScope, call: &ToolCall, output: &ToolOutput) -> PostToolUse {
-        self.ask(|hooks| hooks.post_tool_use(scope, call, output))
+    fn post_tool_use(
+        &self,
+        scope: HookScope,
+        call: &ToolCall,
+        output: &ToolOutput,
+        duration: Duration,
+    ) -> PostToolUse {
+        self.ask(|hooks| hooks.post_tool_use(scope, call, output, duration))
     }
 
     fn user_prompt_submit(&self, scope: HookScope<'_>, prompt: &str) -> PromptSubmit {

@@ -276,6 +276,7 @@ fn continue_false_stops_with_its_reason() {
         &json!({"path": "a", "content": ""}),
         "c",
         &json!({"ok": true}),
+        None,
     );
     assert_eq!(outcome.report.stop.as_deref(), Some("budget exhausted"));
     assert_eq!(outcome.report.messages, ["stopping"]);
@@ -384,12 +385,14 @@ fn stdin_carries_the_documented_fields_with_claude_names() {
         &json!({"path": "a.rs", "old_string": "a", "new_string": "b"}),
         "call-9",
         &json!({"filePath": "a.rs", "success": true}),
+        Some(42),
     );
     runner.post_tool_use_failure(
         "read_file",
         &json!({"path": "gone.rs"}),
         "call-10",
         "no such file",
+        Some(7),
     );
     runner.user_prompt_submit("add tests");
     runner.stop(true, Some("All done."));
@@ -457,11 +460,11 @@ fn stdin_carries_the_documented_fields_with_claude_names() {
         ),
         with(
             "PostToolUse",
-            json!({"tool_name": "Edit", "tool_input": {"file_path": "a.rs", "old_string": "a", "new_string": "b"}, "tool_use_id": "call-9", "tool_response": {"filePath": "a.rs", "success": true}}),
+            json!({"tool_name": "Edit", "tool_input": {"file_path": "a.rs", "old_string": "a", "new_string": "b"}, "tool_use_id": "call-9", "tool_response": {"filePath": "a.rs", "success": true}, "duration_ms": 42}),
         ),
         with(
             "PostToolUseFailure",
-            json!({"tool_name": "Read", "tool_input": {"file_path": "gone.rs"}, "tool_use_id": "call-10", "error": "no such file"}),
+            json!({"tool_name": "Read", "tool_input": {"file_path": "gone.rs"}, "tool_use_id": "call-10", "error": "no such file", "is_interrupt": false, "duration_ms": 7}),
         ),
         with("UserPromptSubmit", json!({"prompt": "add tests"})),
         with("Stop", json!({"stop_hook_active": true, "last_assistant_message": "All done."})),

@@ -53,6 +53,7 @@ impl Hooks for TestHooks {
         _scope: HookScope,
         call: &ToolCall,
         output: &ToolOutput,
+        _duration: std::time::Duration,
     ) -> PostToolUse {
         let failed = output.is_error;
         self.note(format!("post {} {:?} failed={failed}", call.name, texts(&output.content)));
