@@ -26,7 +26,7 @@ const PUMP_BUFFER: usize = 64 * 1024;
 /// (`pipe-user-pages-soft`, 64 MiB), past which every new pipe of the user gets one page.
 const PIPE_CAPACITY: i32 = 256 * 1024;
 /// Headers that belong to one hop and are not forwarded.
-const HOP_BY_HOP: &[&str] = &[
+pub(crate) const HOP_BY_HOP: &[&str] = &[
     "connection",
     "keep-alive",
     "proxy-connection",
@@ -70,6 +70,20 @@ fn http(connection: &Connection, mut client: Stream, first: u8) {
             reply(&mut client, 400, "Bad Request", "bad-request", "CONNECT needs host:port");
             return;
         };
+        if connection.core.config.policy.inspects(&host, port) {
+            // The requests inside are checked one by one once TLS is terminated.
+            if client.write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n").is_ok() {
+                crate::inspect::serve(
+                    connection,
+                    client,
+                    host,
+                    port,
+                    leftover,
+                    RequestKind::Connect,
+                );
+            }
+            return;
+        }
         let target = Target { host, port, request: None };
         let Some(upstream) = open(connection, &mut client, &target, RequestKind::Connect) else {
             return;
@@ -162,7 +176,11 @@ fn forward_response(method: &str, client: Stream, upstream: TcpStream) {
     drop(body);
 }
 
-fn relay_response(method: &str, upstream: &mut &TcpStream, client: &mut Stream) -> io::Result<()> {
+pub(crate) fn relay_response(
+    method: &str,
+    upstream: &mut impl Read,
+    client: &mut impl Write,
+) -> io::Result<()> {
     let mut buffer = Vec::new();
     loop {
         let head_len = read_head(upstream, &mut buffer)
@@ -231,7 +249,7 @@ fn relay_response(method: &str, upstream: &mut &TcpStream, client: &mut Stream) 
 }
 
 /// The header names a `Connection` header lists, lower case: hop-by-hop too.
-fn connection_tokens(headers: &[httparse::Header<'_>]) -> Vec<String> {
+pub(crate) fn connection_tokens(headers: &[httparse::Header<'_>]) -> Vec<String> {
     headers
         .iter()
         .filter(|header| header.name.eq_ignore_ascii_case("connection"))
@@ -335,7 +353,15 @@ fn socks5(connection: &Connection, mut client: Stream) {
         let _ = reply_code(&mut client, COMMAND_UNSUPPORTED, None);
         return;
     }
-    let target = Target { host, port: u16::from_be_bytes(port), request: None };
+    let port = u16::from_be_bytes(port);
+    if connection.core.config.policy.inspects(&host, port) {
+        // Granted before any request is seen: each is checked inside the terminated TLS.
+        if reply_code(&mut client, GRANTED, None).is_ok() {
+            crate::inspect::serve(connection, client, host, port, &[], RequestKind::Socks5);
+        }
+        return;
+    }
+    let target = Target { host, port, request: None };
     if authorize(connection, &target, RequestKind::Socks5).is_err() {
         let _ = reply_code(&mut client, NOT_ALLOWED, None);
         return;
@@ -392,7 +418,7 @@ fn open(
 }
 
 /// The policy's verdict, else the session's memory or the caller's answer; reports it.
-fn authorize(
+pub(crate) fn authorize(
     connection: &Connection,
     target: &Target,
     kind: RequestKind,
@@ -424,7 +450,12 @@ fn authorize(
     result
 }
 
-fn report_failure(connection: &Connection, target: &Target, kind: RequestKind, error: &io::Error) {
+pub(crate) fn report_failure(
+    connection: &Connection,
+    target: &Target,
+    kind: RequestKind,
+    error: &io::Error,
+) {
     report(connection, target, kind, Outcome::Failed { error: error.to_string() });
 }
 
@@ -441,7 +472,7 @@ fn report(connection: &Connection, target: &Target, kind: RequestKind, outcome: 
 
 /// Connects to the target: an override's address, the address itself, or each address the
 /// system resolver gives for the name in turn.
-fn connect(connection: &Connection, target: &Target) -> io::Result<TcpStream> {
+pub(crate) fn connect(connection: &Connection, target: &Target) -> io::Result<TcpStream> {
     let config = &connection.core.config;
     let addresses: Vec<SocketAddr> = match &target.host {
         Host::Name(name) => match config.name_overrides.get(name) {
@@ -452,6 +483,17 @@ fn connect(connection: &Connection, target: &Target) -> io::Result<TcpStream> {
     };
     let mut last_error = io::Error::new(io::ErrorKind::NotFound, "the name has no address");
     for address in addresses {
+        // An allowed name resolving to loopback must not reach the proxy's own listeners: a
+        // request would loop through the proxy. Other local services are reached by design.
+        if (address.ip().is_loopback() || address.ip().is_unspecified())
+            && connection.core.is_own_port(address.port())
+        {
+            last_error = io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("{address} is the network proxy itself"),
+            );
+            continue;
+        }
         match TcpStream::connect_timeout(&address, config.connect_timeout) {
             Ok(stream) => {
                 let _ = stream.set_nodelay(true);
@@ -555,7 +597,7 @@ fn pump(from: &mut impl Read, to: &mut impl Write) -> io::Result<()> {
 
 /// Reads until the buffer holds a whole head; its length, or `None` at the end of input, an
 /// error or `MAX_HEAD` bytes without one.
-fn read_head(stream: &mut impl Read, buffer: &mut Vec<u8>) -> Option<usize> {
+pub(crate) fn read_head(stream: &mut impl Read, buffer: &mut Vec<u8>) -> Option<usize> {
     let mut searched: usize = 0;
     let mut chunk = [0_u8; 4096];
     loop {
@@ -604,6 +646,12 @@ fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> 
 
 /// Answers an HTTP client with an error and closes.
 fn reply(client: &mut Stream, code: u16, phrase: &str, header: &str, body: &str) {
+    let _ = client.write_all(error_response(code, phrase, header, body).as_bytes());
+    let _ = client.shutdown(Shutdown::Write);
+}
+
+/// An error response: the reason in `X-Codecoder-Network` (printable ASCII) and in the body.
+pub(crate) fn error_response(code: u16, phrase: &str, header: &str, body: &str) -> String {
     let header: String = header
         .chars()
         .map(|c| match c {
@@ -612,10 +660,8 @@ fn reply(client: &mut Stream, code: u16, phrase: &str, header: &str, body: &str)
         })
         .collect();
     let body = format!("{body}\n");
-    let response = format!(
+    format!(
         "HTTP/1.1 {code} {phrase}\r\nX-Codecoder-Network: {header}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
-    );
-    let _ = client.write_all(response.as_bytes());
-    let _ = client.shutdown(Shutdown::Write);
+    )
 }

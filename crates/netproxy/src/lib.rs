@@ -5,7 +5,9 @@
 //! loopback TCP listeners for callers that cannot reach a unix socket, and speaks HTTP CONNECT,
 //! plain HTTP in absolute form and SOCKS5 on each, told apart by the first byte a client sends.
 //! A host the policy does not cover is asked about through the caller's [`Decide`]; every
-//! decision is reported to the caller's [`Observe`].
+//! decision is reported to the caller's [`Observe`]. A tunnel to a host whose rules name paths
+//! or methods is terminated with TLS by a per-session CA ([`ProxyHandle::ca_certificate_pem`])
+//! so each request inside is checked; the CA's key never leaves the process.
 //!
 //! Invariants: no async runtime (a named thread per listener and per connection, joined on
 //! drop); dropping the [`ProxyHandle`] stops every thread, closes every socket and removes the
@@ -13,6 +15,7 @@
 
 mod conn;
 mod decide;
+mod inspect;
 mod policy;
 mod server;
 
@@ -49,6 +52,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The session's CA for TLS inspection could not be made.
+    #[error("cannot make the network proxy's certificate authority: {reason}")]
+    Authority { reason: String },
     /// A listener thread could not be started.
     #[error("cannot start the proxy thread {name}")]
     Thread {

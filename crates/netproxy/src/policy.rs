@@ -8,8 +8,8 @@
 //! (the system resolver would read `127.1` or `0x7f000001` as an address).
 //!
 //! A rule naming a path or methods (`GET github.com/myorg/**`) is enforced on plain HTTP, where
-//! the proxy sees the request. A tunnel (CONNECT, SOCKS5) hides the request, so a host such rules
-//! name, with no rule covering the whole host, is asked about at the tunnel.
+//! the proxy sees the request, and inside a tunnel to a host such a rule names
+//! ([`NetworkPolicy::inspects`]), which the proxy terminates with TLS to see each request.
 
 use std::fmt;
 use std::net::IpAddr;
@@ -386,6 +386,21 @@ impl NetworkPolicy {
     /// The deny rules.
     pub fn denied(&self) -> &[Rule] {
         &self.denied
+    }
+
+    /// True when a rule naming paths or methods covers `host:port`: a tunnel there is
+    /// terminated (TLS inspection) so each request inside can be checked.
+    pub fn inspects(&self, host: &Host, port: u16) -> bool {
+        self.allowed
+            .iter()
+            .chain(&self.denied)
+            .any(|rule| !rule.is_host_wide() && rule.matches_host(host, port))
+    }
+
+    /// True when some rule names paths or methods, so some tunnel may be inspected (and the
+    /// session's CA is needed).
+    pub fn inspects_any(&self) -> bool {
+        self.allowed.iter().chain(&self.denied).any(|rule| !rule.is_host_wide())
     }
 
     /// The verdict for a target.

@@ -9,7 +9,7 @@
 //! and the directory with the handle; at most `max_connections` connections are served at once
 //! across all endpoints (one over the cap is closed unanswered).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -22,6 +22,7 @@ use codecoder_stdx::{JoinOnDrop, spawn_named};
 use crossbeam_channel::{Receiver, Sender};
 
 use crate::decide::{Asks, Decide, Observe};
+use crate::inspect::Inspection;
 use crate::policy::NetworkPolicy;
 use crate::{Error, Result};
 
@@ -42,6 +43,9 @@ pub struct ProxyConfig {
     pub head_timeout: Duration,
     /// How long connecting to a host may take, per address.
     pub connect_timeout: Duration,
+    /// Certificates (PEM) trusted upstream besides the public roots when an inspected request
+    /// is forwarded, for tests standing in local HTTPS servers. Empty unless a test sets it.
+    pub extra_roots_pem: Vec<String>,
 }
 
 impl ProxyConfig {
@@ -54,6 +58,7 @@ impl ProxyConfig {
             max_connections: 256,
             head_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(10),
+            extra_roots_pem: Vec::new(),
         }
     }
 }
@@ -63,7 +68,19 @@ pub(crate) struct Core {
     pub(crate) config: ProxyConfig,
     pub(crate) asks: Asks,
     pub(crate) observe: Arc<dyn Observe>,
+    pub(crate) inspection: Inspection,
     live_connections: AtomicUsize,
+    // The ports of the live loopback listeners, which the proxy never connects to (a loop):
+    // written as TCP endpoints open and stop, read by the connection threads; map operations
+    // only.
+    own_ports: Mutex<HashSet<u16>>,
+}
+
+impl Core {
+    /// True when `port` is one of the proxy's live loopback listeners.
+    pub(crate) fn is_own_port(&self, port: u16) -> bool {
+        self.own_ports.lock().unwrap_or_else(PoisonError::into_inner).contains(&port)
+    }
 }
 
 /// A running proxy. Dropping it stops every endpoint (joining their threads) and removes the
@@ -100,11 +117,14 @@ pub fn start(
         .prefix("codecoder-net-")
         .tempdir_in(&config.socket_parent)
         .map_err(|source| Error::SocketDir { parent: config.socket_parent.clone(), source })?;
+    let inspection = Inspection::new(config.extra_roots_pem.clone());
     let core = Arc::new(Core {
         config,
         asks: Asks::new(decide),
         observe,
+        inspection,
         live_connections: AtomicUsize::new(0),
+        own_ports: Mutex::new(HashSet::new()),
     });
     let shared = Arc::new(Shared {
         core,
@@ -132,7 +152,30 @@ impl ProxyHandle {
             .and_then(|listener| Ok((listener.local_addr()?, listener)))
             .map_err(|source| Error::Listen { address: "127.0.0.1:0".to_owned(), source })?;
         let (address, listener) = listener;
+        self.shared
+            .core
+            .own_ports
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(address.port());
         self.add(id, label, Listener::Tcp(listener), Address::Tcp(address))
+    }
+
+    /// The session CA's certificate in PEM when the policy has rules naming paths or methods
+    /// (tunnels to their hosts are inspected), generated now if it is not yet; `None` without
+    /// such rules. Its key stays in the proxy's memory.
+    pub fn ca_certificate_pem(&self) -> Option<Result<String>> {
+        if !self.shared.core.config.policy.inspects_any() {
+            return None;
+        }
+        Some(
+            self.shared
+                .core
+                .inspection
+                .authority()
+                .map(|authority| authority.certificate_pem().to_owned())
+                .map_err(|reason| Error::Authority { reason }),
+        )
     }
 
     /// Requests waiting for an answer from the caller's `Decide` (the one asking and those
@@ -209,6 +252,10 @@ impl Drop for Endpoint {
         };
         if let Some(acceptor) = acceptor {
             acceptor.stop();
+        }
+        if let Address::Tcp(address) = &self.address {
+            let mut ports = shared.core.own_ports.lock().unwrap_or_else(PoisonError::into_inner);
+            ports.remove(&address.port());
         }
     }
 }

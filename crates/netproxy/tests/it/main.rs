@@ -6,6 +6,7 @@
 
 mod asks;
 mod curl;
+mod inspect;
 mod lifecycle;
 mod protocols;
 mod support;
