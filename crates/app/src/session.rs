@@ -252,6 +252,21 @@ impl RunningSession {
         }
     }
 
+    /// As [`RunningSession::wait_for_mcp`], but gives up as soon as `stop` is ready (a signal):
+    /// `Err` with what it gave (`None`: it disconnected).
+    ///
+    /// # Errors
+    /// When `stop` fired before every server was ready, failed or past its startup timeout.
+    pub fn wait_for_mcp_or<T>(
+        &self,
+        stop: &crossbeam_channel::Receiver<T>,
+    ) -> std::result::Result<(), Option<T>> {
+        match &self.mcp {
+            Some(manager) => manager.wait_started_or(stop),
+            None => Ok(()),
+        }
+    }
+
     /// Each MCP server of the session with its state as Claude Code names it: `connected`,
     /// `failed` (also past its startup timeout) or `pending` (still starting).
     pub fn mcp_statuses(&self) -> Vec<(String, &'static str)> {

@@ -327,8 +327,17 @@ impl Engine {
             self.start_session(&first)?;
         }
         let Some(session) = &self.session else { return Ok(()) };
-        // The first request waits for the MCP servers anyway; `init` then says how they are.
-        session.wait_for_mcp();
+        // The first request waits for the MCP servers anyway; `init` then says how they are. A
+        // signal during the wait stops the run before the turn starts.
+        match session.wait_for_mcp_or(&self.stop) {
+            Ok(()) => {}
+            Err(Some(signal)) => {
+                self.stop_for(signal);
+                return Ok(());
+            }
+            Err(None) => session.wait_for_mcp(),
+        }
+        let Some(session) = &self.session else { return Ok(()) };
         let uuid = self.translator.as_mut().map_or_else(String::new, Translator::uuid);
         let init = self.init_frame(session, uuid);
         self.peer.frame(&init).map_err(Error::Output)?;

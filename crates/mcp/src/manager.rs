@@ -277,21 +277,22 @@ impl McpManager {
         lock(&self.shared).reports.len() >= self.order.len()
     }
 
-    /// As [`McpManager::wait_started`], but gives up as soon as `stop` is ready (a message or
-    /// its disconnection: a cancel): `false` then, `true` once every server has a report.
-    pub fn wait_started_or<T>(&self, stop: &Receiver<T>) -> bool {
+    /// As [`McpManager::wait_started`], but gives up as soon as `stop` is ready (a cancel, a
+    /// signal): `Ok` once every server has a report, else `Err` with what `stop` gave (`None`:
+    /// it disconnected).
+    pub fn wait_started_or<T>(&self, stop: &Receiver<T>) -> std::result::Result<(), Option<T>> {
         loop {
             if self.all_started() {
-                return true;
+                return Ok(());
             }
             select! {
                 recv(self.started) -> started => {
                     if started.is_err() {
                         // The runtime is gone: what it reported is all there will be.
-                        return true;
+                        return Ok(());
                     }
                 }
-                recv(stop) -> _ => return false,
+                recv(stop) -> message => return Err(message.ok()),
                 // Another waiter may have taken the last start's message; look again.
                 default(Duration::from_millis(200)) => {}
             }

@@ -82,7 +82,7 @@ impl ToolSource for McpToolSource {
     /// The wait of the first poll, cut short by `cancel` (a cancelled turn); the next turn's
     /// first step waits again for what is still starting.
     fn wait_ready(&self, cancel: &CancelToken) {
-        if self.manager.wait_started_or(cancel.signal()) {
+        if self.manager.wait_started_or(cancel.signal()).is_ok() {
             self.settled.store(true, Ordering::Release);
         }
     }

@@ -468,3 +468,46 @@ fn an_always_allow_for_the_user_is_written_to_their_settings_and_holds_in_the_ne
     run(None);
     assert!(print.local.cwd.path().join("two.txt").exists());
 }
+
+#[test]
+fn sigint_ends_the_wait_for_an_mcp_server_still_starting() {
+    let print = Print::new(Script::new().reply(Reply::text("never asked")));
+    // A server that says it started, then never answers `initialize`.
+    let marker = print.local.home.path().join("server-started");
+    let config = print.local.home.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "\n[mcp_servers.slow]\ncommand = \"sh\"\nargs = [\"-c\", \"touch '{}'; exec sleep 600\"]\n\
+         startup_timeout_sec = 600\n",
+        marker.display()
+    ));
+    std::fs::write(&config, text).unwrap();
+    let mut child = print
+        .command(&["-p", "hello", "--output-format", "json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Bounded only so that a wait that ignores the signal fails here instead of hanging for the
+    // server's ten-minute startup timeout.
+    let limit = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !marker.exists() {
+        assert!(std::time::Instant::now() < limit, "the MCP server never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > limit {
+            let _ = child.kill();
+            panic!("claude -p still waits for the MCP server after SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(print.server.requests().len(), 0, "the model was asked");
+}
