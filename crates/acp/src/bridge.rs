@@ -60,6 +60,9 @@ pub(crate) struct Bridge {
     pub(crate) own: Sender<Command>,
     /// The client advertised form elicitation: the model's questions are asked as forms.
     pub(crate) questions: bool,
+    /// The client displays terminals fed through `_meta.terminal_output`: commands are shown
+    /// as terminals (see `live.rs`).
+    pub(crate) terminal_output: bool,
 }
 
 struct State {
@@ -77,7 +80,7 @@ impl Bridge {
     pub(crate) fn run(self) {
         let mut state = State {
             prompt: None,
-            translator: Translator::new(self.cwd.clone()),
+            translator: Translator::new(self.cwd.clone()).terminal_output(self.terminal_output),
             rejected: HashSet::new(),
             questions: Vec::new(),
         };

@@ -11,6 +11,13 @@
 //!   `tool_call_update` of the same id.
 //! - The text shown of a step is the text logged for it (`StepFinished`): what the deltas did
 //!   not carry is sent then, so a step known only by its logged text is shown whole.
+//! - A command (a call whose view has a command line) is shown as a terminal when the client
+//!   advertised `clientCapabilities._meta.terminal_output` (Zed's extension, as codex-acp and
+//!   claude-code-acp send it): the `tool_call` carries `{"type": "terminal", "terminalId": ID}`
+//!   content and `_meta.terminal_info`, each output chunk goes out as `_meta.terminal_output`,
+//!   and the end as `_meta.terminal_exit`, ID being the call's id. The command still runs in
+//!   codecoder's sandbox: the client only displays the bytes (no `terminal/create`). Without
+//!   the capability the output is a fenced text block, its tail resent at a pace.
 //! - A session's history is shown by the same translator: `replay` feeds it the events of the
 //!   runtime's replay of the log (`codecoder_app::history`), and the person's messages.
 
@@ -44,11 +51,15 @@ struct Shown {
     view: CallView,
     output: String,
     sent_at: Option<Instant>,
+    /// Shown as a client terminal fed through `_meta` (see the module's invariants).
+    terminal: bool,
 }
 
 /// One session's translator of the root agent's events into updates.
 pub(crate) struct Translator {
     cwd: PathBuf,
+    /// The client displays terminals fed through `_meta.terminal_output`.
+    terminal_output: bool,
     /// Calls announced before they started, until they finish.
     announced: HashMap<ToolCallId, Announced>,
     /// Calls that started, until they finish.
@@ -72,6 +83,14 @@ fn thought_chunk(text: impl Into<String>) -> acp::SessionUpdate {
     )))
 }
 
+/// `_meta` holding `value` under `key` (Zed's terminal extension: `terminal_info`,
+/// `terminal_output`, `terminal_exit`).
+fn terminal_meta(key: &str, value: Value) -> acp::Meta {
+    let mut meta = acp::Meta::new();
+    meta.insert(key.to_owned(), value);
+    meta
+}
+
 fn call_update(id: &ToolCallId, fields: acp::ToolCallUpdateFields) -> acp::SessionUpdate {
     acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(id.to_string(), fields))
 }
@@ -80,11 +99,18 @@ impl Translator {
     pub(crate) fn new(cwd: PathBuf) -> Self {
         Self {
             cwd,
+            terminal_output: false,
             announced: HashMap::new(),
             shown: HashMap::new(),
             plans: HashSet::new(),
             streamed: String::new(),
         }
+    }
+
+    /// Shows commands as terminals fed through `_meta` (the client advertised
+    /// `_meta.terminal_output`).
+    pub(crate) fn terminal_output(self, on: bool) -> Self {
+        Self { terminal_output: on, ..self }
     }
 
     /// The call as a new `tool_call` with `status`.
@@ -162,9 +188,23 @@ impl Translator {
                     ),
                     Err(err) => (acp::ToolCallStatus::Failed, err.to_string(), false),
                 };
+                let raw_output = serde_json::json!({ "text": text, "ok": ok });
+                if shown.as_ref().is_some_and(|shown| shown.terminal) {
+                    // The terminal keeps what it displayed; its end is what is added.
+                    let exit = result.as_ref().ok().and_then(|result| result.exit.as_ref());
+                    let end = serde_json::json!({
+                        "terminal_id": call_id.to_string(),
+                        "exit_code": exit.and_then(|exit| exit.code),
+                        "signal": exit.and_then(|exit| exit.signal),
+                    });
+                    let fields =
+                        acp::ToolCallUpdateFields::new().status(status).raw_output(raw_output);
+                    let update = acp::ToolCallUpdate::new(call_id.to_string(), fields)
+                        .meta(terminal_meta("terminal_exit", end));
+                    return vec![acp::SessionUpdate::ToolCallUpdate(update)];
+                }
                 let view = shown.as_ref().map(|shown| &shown.view);
                 let content = translate::result_content(view, &text, ok, &self.cwd);
-                let raw_output = serde_json::json!({ "text": text, "ok": ok });
                 let fields = acp::ToolCallUpdateFields::new()
                     .status(status)
                     .content(content)
@@ -220,30 +260,60 @@ impl Translator {
             self.plans.insert(id.clone());
             return translate::plan(plan).map(acp::SessionUpdate::Plan).into_iter().collect();
         }
-        let update = match self.announced.get(id).copied() {
-            Some(Announced::Approval) => call_update(
-                id,
-                acp::ToolCallUpdateFields::new().status(acp::ToolCallStatus::InProgress),
-            ),
-            Some(Announced::Progress) => call_update(
-                id,
-                self.view_fields(view, args).status(acp::ToolCallStatus::InProgress),
-            ),
-            None => acp::SessionUpdate::ToolCall(self.tool_call(
-                id,
-                view,
-                Some(args),
-                acp::ToolCallStatus::InProgress,
-            )),
+        let terminal = self.terminal_output && view.command.is_some();
+        let update = if terminal {
+            let content = vec![acp::ToolCallContent::Terminal(acp::Terminal::new(id.to_string()))];
+            let info = serde_json::json!({ "terminal_id": id.to_string(), "cwd": self.cwd });
+            let meta = terminal_meta("terminal_info", info);
+            match self.announced.get(id).copied() {
+                Some(Announced::Approval | Announced::Progress) => {
+                    let fields = self
+                        .view_fields(view, args)
+                        .content(content)
+                        .status(acp::ToolCallStatus::InProgress);
+                    acp::SessionUpdate::ToolCallUpdate(
+                        acp::ToolCallUpdate::new(id.to_string(), fields).meta(meta),
+                    )
+                }
+                None => acp::SessionUpdate::ToolCall(
+                    self.tool_call(id, view, Some(args), acp::ToolCallStatus::InProgress)
+                        .content(content)
+                        .meta(meta),
+                ),
+            }
+        } else {
+            match self.announced.get(id).copied() {
+                Some(Announced::Approval) => call_update(
+                    id,
+                    acp::ToolCallUpdateFields::new().status(acp::ToolCallStatus::InProgress),
+                ),
+                Some(Announced::Progress) => call_update(
+                    id,
+                    self.view_fields(view, args).status(acp::ToolCallStatus::InProgress),
+                ),
+                None => acp::SessionUpdate::ToolCall(self.tool_call(
+                    id,
+                    view,
+                    Some(args),
+                    acp::ToolCallStatus::InProgress,
+                )),
+            }
         };
-        let shown = Shown { view: view.clone(), output: String::new(), sent_at: None };
+        let shown = Shown { view: view.clone(), output: String::new(), sent_at: None, terminal };
         self.shown.insert(id.clone(), shown);
         vec![update]
     }
 
-    /// A running call's output: its tail, at most every `OUTPUT_INTERVAL`.
+    /// A running call's output: each chunk to a client terminal, or else its tail, at most
+    /// every `OUTPUT_INTERVAL`.
     fn output(&mut self, id: &ToolCallId, chunk: &str, now: Instant) -> Option<acp::SessionUpdate> {
         let shown = self.shown.get_mut(id)?;
+        if shown.terminal {
+            let data = serde_json::json!({ "terminal_id": id.to_string(), "data": chunk });
+            let update = acp::ToolCallUpdate::new(id.to_string(), acp::ToolCallUpdateFields::new())
+                .meta(terminal_meta("terminal_output", data));
+            return Some(acp::SessionUpdate::ToolCallUpdate(update));
+        }
         shown.output.push_str(chunk);
         if shown.output.len() > 2 * OUTPUT_SHOWN {
             let mut cut = shown.output.len() - OUTPUT_SHOWN;

@@ -58,6 +58,9 @@ pub(crate) struct Server {
     fs: acp::FileSystemCapabilities,
     /// The client takes form elicitations (`elicitation.form`): questions are asked.
     questions: bool,
+    /// The client advertised `_meta.terminal_output` (Zed's terminal extension): commands are
+    /// shown as terminals.
+    terminal_output: bool,
     sessions: HashMap<String, Session>,
 }
 
@@ -71,6 +74,7 @@ impl Server {
             config,
             fs: acp::FileSystemCapabilities::new(),
             questions: false,
+            terminal_output: false,
             sessions: HashMap::new(),
         }
     }
@@ -89,6 +93,13 @@ impl Server {
         match op {
             Op::Initialize(request, responder) => {
                 self.fs = request.client_capabilities.fs.clone();
+                self.terminal_output = request
+                    .client_capabilities
+                    .meta
+                    .as_ref()
+                    .and_then(|meta| meta.get("terminal_output"))
+                    .and_then(serde_json::Value::as_bool)
+                    .unwrap_or(false);
                 self.questions = request
                     .client_capabilities
                     .elicitation
@@ -264,6 +275,7 @@ impl Server {
             commands: receiver,
             own: commands.clone(),
             questions: self.questions,
+            terminal_output: self.terminal_output,
         };
         let thread =
             codecoder_stdx::spawn_named(format!("acp-session-{}", short(&id)), move || {

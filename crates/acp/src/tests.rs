@@ -562,3 +562,56 @@ fn a_commands_output_is_sent_whole_and_paced() {
     };
     assert!(at(&other, 500).is_empty());
 }
+
+#[test]
+fn a_command_is_a_client_terminal_fed_through_meta_when_the_client_advertised_it() {
+    let exec = call("exec_command", json!({"cmd": "make", "tty": true}));
+    let output = || AgentEventKind::ToolOutputDelta {
+        call_id: exec.id.clone(),
+        stream: codecoder_protocol::OutputStream::Stdout,
+        chunk: "built\n".to_owned(),
+    };
+    let mut result = ToolResult::text(exec.id.clone(), ToolResultStatus::Success, "Wall time");
+    result.exit =
+        Some(codecoder_protocol::CommandExit { code: Some(0), signal: None, duration_ms: 5 });
+    let end = AgentEventKind::ToolFinished {
+        turn: TurnId::FIRST,
+        step: StepId::FIRST,
+        call_id: exec.id.clone(),
+        call: exec.clone(),
+        view: view(&exec),
+        result: Ok(result),
+        mcp_result: None,
+    };
+    let events = [started(&exec, view(&exec)), output(), output(), end];
+    let mut live = translator().terminal_output(true);
+    let shown = updates(&mut live, &events);
+    assert_eq!(shown.len(), 4, "{shown:#?}");
+    assert_eq!(shown[0]["sessionUpdate"], "tool_call");
+    assert_eq!(shown[0]["kind"], "execute");
+    assert_eq!(shown[0]["content"], json!([{"type": "terminal", "terminalId": "c1"}]));
+    assert_eq!(shown[0]["_meta"], json!({"terminal_info": {"terminal_id": "c1", "cwd": "/work"}}));
+    // Every chunk goes out as it comes, unpaced, and only through `_meta`.
+    for update in &shown[1..3] {
+        assert_eq!(update["sessionUpdate"], "tool_call_update");
+        assert_eq!(
+            update["_meta"],
+            json!({"terminal_output": {"terminal_id": "c1", "data": "built\n"}})
+        );
+        assert!(update.get("content").is_none(), "{update}");
+    }
+    assert_eq!(shown[3]["status"], "completed");
+    assert!(shown[3].get("content").is_none(), "{:#}", shown[3]);
+    assert_eq!(
+        shown[3]["_meta"],
+        json!({"terminal_exit": {"terminal_id": "c1", "exit_code": 0, "signal": null}})
+    );
+    // Without the capability the same events give text content and no `_meta`.
+    let plain = updates(&mut translator(), &events);
+    assert!(plain.iter().all(|update| update.get("_meta").is_none()), "{plain:#?}");
+    assert_eq!(plain[1]["content"][0]["content"]["text"], "```\nbuilt\n```");
+    // A call that is not a command is never a terminal.
+    let read = call("read_file", json!({"path": "a.rs"}));
+    let shown = updates(&mut translator().terminal_output(true), &[started(&read, view(&read))]);
+    assert!(!shown[0].to_string().contains("terminal"), "{shown:#?}");
+}
