@@ -28,8 +28,9 @@
 //! For tool events the matcher is tried on Claude's tool name when one maps (`Bash`) and on our
 //! own (`run_command`).
 //!
-//! Invariant: a loaded `HookSet` holds only `command` handlers with a non-empty command and a
-//! positive timeout; everything else was rejected (error) or skipped (warning) at load time.
+//! Invariant: a loaded `HookSet` holds handlers of the known types (`command` with a non-empty
+//! command, `http`, `prompt`, `agent`, `mcp_tool`; see `handler`) with a positive timeout;
+//! everything else was rejected (error) or skipped (warning) at load time.
 
 use std::fmt::Write as _;
 use std::io;
@@ -124,6 +125,13 @@ pub(crate) struct Handler {
     pub(crate) source: PathBuf,
     /// The plugin it came from: `CLAUDE_PLUGIN_ROOT` in its environment.
     pub(crate) plugin_root: Option<PathBuf>,
+    /// What it does: a command (shell or exec form), an HTTP post, a model call, …
+    pub(crate) kind: crate::handler::Kind,
+    /// Set for `once: true`: the handler runs the first time it matches, then never again in
+    /// the session.
+    pub(crate) once: Option<crate::handler::Once>,
+    /// `async: true`: runs in the background; its answer joins a later event's.
+    pub(crate) background: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -289,6 +297,9 @@ impl HookSet {
             condition: None,
             source: PathBuf::from("the Agent SDK"),
             plugin_root: None,
+            kind: crate::handler::Kind::Command { args: None },
+            once: None,
+            background: false,
         };
         self.groups[event.slot()].push(Group {
             matcher,
@@ -509,23 +520,39 @@ fn parse_handler(
     let Value::Object(handler) = handler else {
         return Err(shape(at.to_owned(), "expected an object `{type, command, timeout?}`"));
     };
-    match handler.get("type") {
-        Some(Value::String(kind)) if kind == "command" => {}
+    let (command, kind, default_timeout) = match handler.get("type") {
+        Some(Value::String(kind)) if kind == "command" => {
+            let command = match handler.get("command") {
+                Some(Value::String(command)) if !command.trim().is_empty() => command.clone(),
+                _ => return Err(shape(format!("{at}.command"), "expected a non-empty string")),
+            };
+            let args = crate::handler::parse_args(handler, source, at)?;
+            (command, crate::handler::Kind::Command { args }, DEFAULT_TIMEOUT)
+        }
         Some(Value::String(kind)) => {
-            warnings.push(format!(
-                "{}: `{at}` is a `{kind}` hook; codecoder runs only `command` hooks, so it is skipped",
-                source.display()
-            ));
-            return Ok(None);
+            match crate::handler::parse(kind, handler, source, at, warnings)? {
+                Some(parsed) => parsed,
+                None => return Ok(None),
+            }
         }
         _ => return Err(shape(format!("{at}.type"), "expected a string such as \"command\"")),
-    }
-    let command = match handler.get("command") {
-        Some(Value::String(command)) if !command.trim().is_empty() => command.clone(),
-        _ => return Err(shape(format!("{at}.command"), "expected a non-empty string")),
     };
+    let flag = |key: &str| match handler.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(on)) => Ok(*on),
+        Some(_) => Err(shape(format!("{at}.{key}"), "expected true or false")),
+    };
+    let once = flag("once")?.then(crate::handler::Once::default);
+    let background = flag("async")?;
+    if background && !matches!(kind, crate::handler::Kind::Command { .. }) {
+        warnings.push(format!(
+            "{}: `{at}.async` applies to command hooks only; this hook runs in the foreground",
+            source.display()
+        ));
+    }
+    let background = background && matches!(kind, crate::handler::Kind::Command { .. });
     let timeout = match handler.get("timeout") {
-        None | Some(Value::Null) => DEFAULT_TIMEOUT,
+        None | Some(Value::Null) => default_timeout,
         Some(Value::Number(seconds)) => {
             match seconds.as_f64().and_then(|s| Duration::try_from_secs_f64(s).ok()) {
                 Some(timeout) if !timeout.is_zero() => timeout,
@@ -553,11 +580,13 @@ fn parse_handler(
         }
         Some(_) => return Err(shape(format!("{at}.if"), "expected a rule like \"Bash(git *)\"")),
     };
-    for key in handler.keys() {
+    // Keys of the other types were checked by `handler::parse`.
+    let keys = handler.keys().filter(|_| matches!(kind, crate::handler::Kind::Command { .. }));
+    for key in keys {
         match key.as_str() {
-            "type" | "command" | "timeout" | "if" => {}
-            "async" | "once" | "statusMessage" => warnings.push(format!(
-                "{}: `{at}.{key}` is not supported yet; the hook runs as a plain command hook",
+            "type" | "command" | "args" | "timeout" | "if" | "async" | "once" => {}
+            "statusMessage" => warnings.push(format!(
+                "{}: `{at}.{key}` is not shown by codecoder; the hook runs without it",
                 source.display()
             )),
             _ => warnings
@@ -571,6 +600,9 @@ fn parse_handler(
         condition,
         source: source.to_owned(),
         plugin_root: None,
+        kind,
+        once,
+        background,
     }))
 }
 

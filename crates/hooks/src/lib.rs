@@ -23,6 +23,7 @@
 mod condition;
 mod config;
 mod event;
+mod handler;
 pub mod mapping;
 mod outcome;
 mod runner;
@@ -30,6 +31,7 @@ mod runner;
 pub use condition::CallSubjects;
 pub use config::{HookCallback, HookSet, HookSources};
 pub use event::Event;
+pub use handler::{HookPrompt, HookServices};
 pub use runner::{CommonInput, HookRunner};
 
 use std::path::PathBuf;

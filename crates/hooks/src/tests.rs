@@ -255,27 +255,37 @@ fn identical_commands_are_listed_once_with_the_first_timeout() {
 }
 
 #[test]
-fn other_handler_types_and_unknown_events_are_warnings() {
+fn every_handler_type_loads_and_unknown_types_and_events_are_warnings() {
     let (set, warnings) = set(json!({
         "PreToolUse": [{"hooks": [
             {"type": "http", "url": "http://localhost"},
             {"type": "prompt", "prompt": "$ARGUMENTS"},
-            {"type": "command", "command": "kept", "async": true},
+            {"type": "agent", "prompt": "check $ARGUMENTS"},
+            {"type": "mcp_tool", "server": "s", "tool": "t"},
+            {"type": "command", "command": "kept", "async": true, "once": true, "args": ["a"]},
+            {"type": "webhook", "url": "x"},
         ]}],
         "TeammateIdle": [group("", "x")],
         "PreToolUze": [group("", "y")],
     }));
-    assert_eq!(set.commands_for(Event::PreToolUse, "Bash"), ["kept"]);
+    assert_eq!(
+        set.commands_for(Event::PreToolUse, "Bash"),
+        [
+            "POST http://localhost",
+            "prompt $ARGUMENTS",
+            "agent check $ARGUMENTS",
+            "mcp_tool s/t",
+            "kept"
+        ]
+    );
     let joined = warnings.join("\n");
-    assert!(joined.contains("is a `http` hook"), "{joined}");
-    assert!(joined.contains("is a `prompt` hook"), "{joined}");
-    assert!(joined.contains("`hooks.PreToolUse[0].hooks[2].async` is not supported"), "{joined}");
+    assert!(joined.contains("is a `webhook` hook, not a type codecoder knows"), "{joined}");
     assert!(
         joined.contains("`hooks.TeammateIdle` is a Claude Code event codecoder does not emit"),
         "{joined}"
     );
     assert!(joined.contains("`hooks.PreToolUze` is not a hook event"), "{joined}");
-    assert_eq!(warnings.len(), 5, "{joined}");
+    assert_eq!(warnings.len(), 3, "{joined}");
 }
 
 #[test]
