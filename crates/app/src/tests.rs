@@ -333,3 +333,28 @@ fn cost_is_per_million_tokens_and_unknown_without_prices() {
     assert!((cost - (1.5 + 0.15 + 1.5)).abs() < 1e-9, "{cost}");
     assert_eq!(crate::Pricing::default().cost(&usage), None);
 }
+
+#[test]
+fn a_bad_network_rule_names_the_file_that_listed_it() {
+    use crate::{HostEntry, NetworkMode, NetworkSettings};
+    let entry = |pattern: &str, source: &str| HostEntry {
+        pattern: pattern.to_owned(),
+        source: std::path::PathBuf::from(source),
+    };
+    let mut settings = NetworkSettings {
+        mode: NetworkMode::Managed,
+        allowed: vec![entry("pypi.org", "config.toml [network]")],
+        denied: vec![entry("https://", "/project/.claude/settings.json")],
+        presets: vec!["python".to_owned()],
+    };
+    let err = settings.policy().unwrap_err().to_string();
+    assert!(err.contains("invalid network rule"), "{err}");
+    assert!(err.contains("/project/.claude/settings.json"), "{err}");
+    settings.denied.clear();
+    let policy = settings.policy().unwrap();
+    assert!(policy.allowed().iter().any(|rule| rule.preset() == Some("python")));
+    settings.presets = vec!["cobol".to_owned()];
+    let err = settings.policy().unwrap_err().to_string();
+    assert!(err.contains("unknown network preset \"cobol\""), "{err}");
+    assert!(err.contains("allow_presets"), "{err}");
+}
