@@ -224,6 +224,16 @@ fn updates_session(
     prompt: &str,
     prepare: impl FnOnce(&Path),
 ) -> Option<(serde_json::Value, tempfile::TempDir)> {
+    updates_session_with(script, prompt, prepare, &[])
+}
+
+/// `updates_session` with `env` set for the client too (its capabilities).
+fn updates_session_with(
+    script: Script,
+    prompt: &str,
+    prepare: impl FnOnce(&Path),
+    env: &[(&str, &str)],
+) -> Option<(serde_json::Value, tempfile::TempDir)> {
     let npm = servers_dir()?;
     let server = FakeModelServer::start(script).unwrap();
     let home = tempfile::tempdir().unwrap();
@@ -241,7 +251,8 @@ fn updates_session(
         .env("CODECODER_BIN", env!("CARGO_BIN_EXE_codecoder"))
         .env("CODECODER_TEST_NPM", &npm)
         .env("WORKDIR", &workdir)
-        .env("PROMPT", prompt);
+        .env("PROMPT", prompt)
+        .envs(env.iter().copied());
     for (key, value) in openai_env(&server) {
         command.env(key, value);
     }
@@ -341,4 +352,64 @@ fn a_patch_is_shown_while_the_model_writes_it() {
         .map(|update| update["content"]["text"].as_str().unwrap_or_default())
         .collect();
     assert_eq!(text, "Patched.", "{replayed:#?}");
+}
+
+#[test]
+fn a_command_is_a_terminal_for_an_editor_that_advertises_terminal_output() {
+    // Zed's extension: the command runs in codecoder's sandbox, and the editor displays its
+    // output in a terminal fed through `_meta`; an editor without it gets fenced text.
+    let script = || {
+        Script::new()
+            .reply(Reply::tool_call(
+                "x1",
+                "exec_command",
+                json!({"cmd": "echo from-the-pty", "tty": true, "yield_time_ms": 30000}),
+            ))
+            .reply(Reply::text("Ran."))
+    };
+    let terminal = [("TERMINAL_OUTPUT", "1")];
+    let Some((summary, work)) = updates_session_with(script(), "run it", |_| {}, &terminal) else {
+        return;
+    };
+    assert_eq!(summary["stopReason"], "end_turn", "{summary}");
+    let of_call: Vec<&serde_json::Value> = summary["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|update| update["toolCallId"] == "x1")
+        .collect();
+    let started = of_call
+        .iter()
+        .find(|update| update["status"] == "in_progress")
+        .unwrap_or_else(|| panic!("{of_call:#?}"));
+    assert_eq!(started["content"], json!([{"type": "terminal", "terminalId": "x1"}]), "{started}");
+    let workdir = work.path().canonicalize().unwrap();
+    assert_eq!(
+        started["_meta"]["terminal_info"],
+        json!({"terminal_id": "x1", "cwd": workdir.to_string_lossy()}),
+        "{started}"
+    );
+    let data: String = of_call
+        .iter()
+        .filter_map(|update| update["_meta"]["terminal_output"]["data"].as_str())
+        .collect();
+    assert!(data.contains("from-the-pty"), "{of_call:#?}");
+    let last = of_call.last().unwrap();
+    assert_eq!(last["status"], "completed", "{last}");
+    assert_eq!(
+        last["_meta"]["terminal_exit"],
+        json!({"terminal_id": "x1", "exit_code": 0, "signal": null}),
+        "{last}"
+    );
+    // Without the capability: no `_meta`, the output as text.
+    let Some((summary, _work)) = updates_session(script(), "run it", |_| {}) else { return };
+    let of_call: Vec<&serde_json::Value> = summary["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|update| update["toolCallId"] == "x1")
+        .collect();
+    assert!(of_call.iter().all(|update| update.get("_meta").is_none()), "{of_call:#?}");
+    let text = of_call.last().unwrap()["content"][0]["content"]["text"].as_str().unwrap_or("");
+    assert!(text.contains("from-the-pty"), "{of_call:#?}");
 }
