@@ -16,6 +16,7 @@ mod exec;
 mod guard;
 mod hooks;
 mod hooks_events;
+mod hooks_handlers;
 mod llama_cpp;
 mod local;
 mod lock;
