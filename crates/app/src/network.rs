@@ -128,9 +128,16 @@ impl NetworkSettings {
     }
 
     /// The session proxy's configuration: [`NetworkSettings::policy`], plus the test-only name
-    /// overrides of `CODECODER_TEST_NET_RESOLVE` (`name=ADDRESS:PORT,…`) when that is set.
+    /// overrides of `CODECODER_TEST_NET_RESOLVE` (`name=ADDRESS:PORT,…`) and the extra upstream
+    /// roots of `CODECODER_TEST_NET_ROOTS` (a PEM file) when those are set.
     pub(crate) fn proxy_config(&self) -> Result<codecoder_netproxy::ProxyConfig> {
         let mut config = codecoder_netproxy::ProxyConfig::standard(self.policy()?);
+        if let Some(roots) = std::env::var_os(env::CODECODER_TEST_NET_ROOTS) {
+            let pem = fs_err::read_to_string(&roots).map_err(|err| Error::Usage {
+                message: format!("{}: {err}", env::CODECODER_TEST_NET_ROOTS),
+            })?;
+            config.extra_roots_pem.push(pem);
+        }
         let Some(overrides) = std::env::var_os(env::CODECODER_TEST_NET_RESOLVE) else {
             return Ok(config);
         };

@@ -24,7 +24,7 @@ pub use policy::{
     DenyReason, Host, HostPattern, HttpRequest, NetworkPolicy, PRESETS, Preset, RequestKind, Rule,
     Target, Verdict,
 };
-pub use server::{Endpoint, ProxyConfig, ProxyHandle, start};
+pub use server::{CaFiles, Endpoint, ProxyConfig, ProxyHandle, start};
 
 use std::path::PathBuf;
 

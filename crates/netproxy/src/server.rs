@@ -15,7 +15,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use codecoder_stdx::{JoinOnDrop, spawn_named};
@@ -87,9 +87,29 @@ impl Core {
 /// socket directory.
 pub struct ProxyHandle {
     shared: Arc<Shared>,
+    // Written once, by the first caller of `ca_files`.
+    ca_files: OnceLock<std::result::Result<CaFiles, String>>,
     // Dropped after `Drop::drop` has stopped every endpoint, so the sockets are gone first.
     _socket_dir: tempfile::TempDir,
 }
+
+/// The session CA's certificate as files in the proxy's private directory (removed with it),
+/// for the commands' TLS clients: never the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaFiles {
+    /// The CA certificate alone (PEM), for `NODE_EXTRA_CA_CERTS`.
+    pub certificate: PathBuf,
+    /// The system's CA bundle followed by the CA certificate, for the variables that replace
+    /// the roots (`SSL_CERT_FILE`, `REQUESTS_CA_BUNDLE`, `CARGO_HTTP_CAINFO`, `GIT_SSL_CAINFO`).
+    pub bundle: PathBuf,
+}
+
+/// Where the system keeps its CA bundle (Debian, Fedora, Alpine and macOS's layouts).
+const SYSTEM_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/cert.pem",
+];
 
 struct Shared {
     core: Arc<Core>,
@@ -131,7 +151,7 @@ pub fn start(
         socket_dir: socket_dir.path().to_owned(),
         endpoints: Mutex::new(EndpointTable::default()),
     });
-    Ok(ProxyHandle { shared, _socket_dir: socket_dir })
+    Ok(ProxyHandle { shared, ca_files: OnceLock::new(), _socket_dir: socket_dir })
 }
 
 impl ProxyHandle {
@@ -176,6 +196,29 @@ impl ProxyHandle {
                 .map(|authority| authority.certificate_pem().to_owned())
                 .map_err(|reason| Error::Authority { reason }),
         )
+    }
+
+    /// The session CA's certificate written as [`CaFiles`] when the policy has rules naming
+    /// paths or methods (written at the first call); `None` without such rules.
+    pub fn ca_files(&self) -> Option<Result<CaFiles>> {
+        let pem = match self.ca_certificate_pem()? {
+            Ok(pem) => pem,
+            Err(error) => return Some(Err(error)),
+        };
+        let written = self.ca_files.get_or_init(|| {
+            let certificate = self.shared.socket_dir.join("ca.pem");
+            let bundle = self.shared.socket_dir.join("ca-bundle.pem");
+            let system = SYSTEM_BUNDLES
+                .iter()
+                .find_map(|path| fs_err::read_to_string(path).ok())
+                .unwrap_or_default();
+            let separator = if system.is_empty() || system.ends_with('\n') { "" } else { "\n" };
+            fs_err::write(&certificate, &pem)
+                .and_then(|()| fs_err::write(&bundle, format!("{system}{separator}{pem}")))
+                .map_err(|error| error.to_string())?;
+            Ok(CaFiles { certificate, bundle })
+        });
+        Some(written.clone().map_err(|reason| Error::Authority { reason }))
     }
 
     /// Requests waiting for an answer from the caller's `Decide` (the one asking and those

@@ -140,6 +140,25 @@ pub const CODECODER_SANDBOX_TESTS: &str = "CODECODER_SANDBOX_TESTS";
 /// through the resolver (`registry.test=127.0.0.1:8080,forge.test=127.0.0.1:8081`), so local
 /// servers stand in for registries. Read by the session's proxy; never set by a release.
 pub const CODECODER_TEST_NET_RESOLVE: &str = "CODECODER_TEST_NET_RESOLVE";
+/// For tests only: a PEM file of certificates the managed network proxy trusts, besides the
+/// public roots, when it forwards an inspected HTTPS request, so a local HTTPS server with a
+/// self-signed certificate stands in for a host. Read by the session's proxy; never set by a
+/// release.
+pub const CODECODER_TEST_NET_ROOTS: &str = "CODECODER_TEST_NET_ROOTS";
+
+// The CA variables a proxied command gets when its session's proxy inspects TLS (a rule names
+// paths or methods): the system's bundle plus the session CA, or the CA alone for node.
+
+/// OpenSSL's (curl's, Python's ssl, many others') CA bundle file.
+pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
+/// Python requests' (pip's) CA bundle file.
+pub const REQUESTS_CA_BUNDLE: &str = "REQUESTS_CA_BUNDLE";
+/// cargo's CA bundle file.
+pub const CARGO_HTTP_CAINFO: &str = "CARGO_HTTP_CAINFO";
+/// git's CA bundle file for https remotes.
+pub const GIT_SSL_CAINFO: &str = "GIT_SSL_CAINFO";
+/// Node's extra CA certificates, added to its built-in roots.
+pub const NODE_EXTRA_CA_CERTS: &str = "NODE_EXTRA_CA_CERTS";
 
 // Benchmarks.
 

@@ -15,6 +15,7 @@
 //!   `ManagedNetwork` (the session's tool set) is dropped.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -121,14 +122,21 @@ impl ManagedNetwork {
         if sandbox.policy().network {
             return Ok(None);
         }
-        let (unix, tcp) = {
+        let (unix, tcp, environment) = {
             let mut proxy = self.proxy.lock().unwrap_or_else(PoisonError::into_inner);
             let proxy = self.started(&mut proxy)?;
             let endpoint_error =
                 |err: codecoder_netproxy::Error| failed(format!("the managed network: {err}"));
+            // A proxy inspecting TLS (a rule names paths or methods) has its session CA trusted
+            // by the command's clients; the files hold the certificate, never the key.
+            let environment = match proxy.ca_files() {
+                None => Vec::new(),
+                Some(files) => ca_environment(&files.map_err(endpoint_error)?),
+            };
             (
                 proxy.endpoint(label).map_err(endpoint_error)?,
                 proxy.tcp_endpoint(label).map_err(endpoint_error)?,
+                environment,
             )
         };
         let Some(socket) = unix.unix_path().map(ToOwned::to_owned) else { return Ok(None) };
@@ -149,6 +157,7 @@ impl ManagedNetwork {
             confinement: Confinement::Sandboxed(Arc::new(proxied)),
             label: label.to_owned(),
             askers: Arc::clone(&self.askers),
+            environment,
             _unix: unix,
             _tcp: tcp,
         }))
@@ -265,6 +274,7 @@ pub(crate) struct CommandNetwork {
     confinement: Confinement,
     label: String,
     askers: Arc<Askers>,
+    environment: Vec<(OsString, OsString)>,
     _unix: Endpoint,
     _tcp: Endpoint,
 }
@@ -281,6 +291,12 @@ impl CommandNetwork {
         &self.confinement
     }
 
+    /// The variables pointing the command's TLS clients at the session CA, when the proxy
+    /// inspects TLS; empty otherwise.
+    pub(crate) fn environment(&self) -> &[(OsString, OsString)] {
+        &self.environment
+    }
+
     /// What the model should read about the command's refused hosts, if any were refused.
     pub(crate) fn note(&self) -> Option<String> {
         let askers = self.askers.lock();
@@ -293,6 +309,20 @@ impl Drop for CommandNetwork {
     fn drop(&mut self) {
         self.askers.lock().remove(&self.label);
     }
+}
+
+/// The CA variables of a command whose proxy inspects TLS: the bundle (the system's roots and
+/// the session CA) for the clients whose variable replaces their roots, the CA alone for node,
+/// which adds it to its own.
+fn ca_environment(files: &codecoder_netproxy::CaFiles) -> Vec<(OsString, OsString)> {
+    use codecoder_protocol::env;
+    let mut out: Vec<(OsString, OsString)> =
+        [env::SSL_CERT_FILE, env::REQUESTS_CA_BUNDLE, env::CARGO_HTTP_CAINFO, env::GIT_SSL_CAINFO]
+            .into_iter()
+            .map(|name| (name.into(), files.bundle.clone().into_os_string()))
+            .collect();
+    out.push((env::NODE_EXTRA_CA_CERTS.into(), files.certificate.clone().into_os_string()));
+    out
 }
 
 /// The note on a command's refusals: each `host:port` with its reason, and what to do next.

@@ -112,6 +112,10 @@ impl Builtin for RunCommand {
         }
         env.before_command();
         let network = crate::network::for_command(config, env, &args.command)?;
+        let mut spec = spec;
+        if let Some(network) = &network {
+            spec.env.extend(network.environment().iter().cloned());
+        }
         if args.background {
             let config = crate::network::leased(config, network);
             let id = self.0.sessions.start_job(&config, &args.command, spec, timeout)?;

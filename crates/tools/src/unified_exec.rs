@@ -327,7 +327,11 @@ impl SessionTable {
                  (send it `exit` or Ctrl-C with write_stdin, or let it finish)"
             )));
         }
-        let spec = shell_spec(config, cmd, workdir)?;
+        let mut spec = shell_spec(config, cmd, workdir)?;
+        // A proxy inspecting TLS has its session CA trusted by the command's clients.
+        if let Some(network) = &config.network_lease {
+            spec.env.extend(network.environment().iter().cloned());
+        }
         self.spawn(config, cmd, spec, tty, None).map(|(id, _)| id)
     }
 

@@ -216,3 +216,22 @@ fn an_allowed_address_of_the_proxys_own_listener_is_refused() {
     assert!(head.starts_with("HTTP/1.1 502 "), "{head}");
     assert!(head.contains("is the network proxy itself"), "{head}");
 }
+
+#[test]
+fn the_ca_files_hold_the_certificate_alone_and_after_the_system_bundle_never_the_key() {
+    let recorder = Recorder::new(Answer::Now(Decision::Deny));
+    let handle = proxy_with(&["GET secure.test/**"], &[], &[], &recorder, |_| {});
+    let ca = handle.ca_certificate_pem().unwrap().unwrap();
+    let files = handle.ca_files().unwrap().unwrap();
+    assert_eq!(handle.ca_files().unwrap().unwrap(), files);
+    let certificate = fs_err::read_to_string(&files.certificate).unwrap();
+    let bundle = fs_err::read_to_string(&files.bundle).unwrap();
+    assert_eq!(certificate, ca);
+    assert!(bundle.ends_with(&ca), "{bundle}");
+    for text in [&certificate, &bundle] {
+        assert!(!text.contains("PRIVATE KEY"));
+    }
+    let directory = files.certificate.parent().unwrap().to_owned();
+    drop(handle);
+    assert!(!directory.exists());
+}
