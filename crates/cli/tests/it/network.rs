@@ -485,3 +485,85 @@ fn the_tui_asks_about_a_host_and_a_session_answer_covers_the_next_command() {
     assert_eq!(approvals[0]["decidedBy"], "user");
     assert_eq!(approvals[0]["decision"]["type"], "allow_for_session");
 }
+
+/// A loopback HTTPS server for `name` with a self-signed certificate, answering each request
+/// with its request line; returns its port and the certificate's PEM.
+fn https_server(name: &str) -> (u16, String) {
+    use std::io::Read as _;
+    use std::sync::Arc;
+    let key = rcgen::KeyPair::generate().unwrap();
+    let certificate =
+        rcgen::CertificateParams::new(vec![name.to_owned()]).unwrap().self_signed(&key).unwrap();
+    let pem = certificate.pem();
+    let key_der = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![certificate.der().clone()], key_der)
+    .unwrap();
+    let config = Arc::new(config);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let config = Arc::clone(&config);
+            std::thread::spawn(move || {
+                let connection = rustls::ServerConnection::new(config).unwrap();
+                let mut tls = rustls::StreamOwned::new(connection, stream);
+                let mut head = Vec::new();
+                let mut byte = [0_u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if tls.read(&mut byte).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head);
+                let body = format!("the forge saw {}\n", head.lines().next().unwrap_or(""));
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = tls.write_all(response.as_bytes());
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+            });
+        }
+    });
+    (port, pem)
+}
+
+#[test]
+fn curl_reaches_an_inspected_https_host_trusting_the_session_ca_from_the_sandboxs_variables() {
+    let (port, pem) = https_server("forge.test");
+    let world = World::new("[network]\nallowed_domains = [\"GET forge.test/org/**\"]\n");
+    let roots = world.home.join("forge-root.pem");
+    std::fs::write(&roots, &pem).unwrap();
+    // No -k and no --cacert: the command trusts the session CA through SSL_CERT_FILE.
+    let script = Script::new()
+        .reply(command("allowed", &format!("curl -sS https://forge.test:{port}/org/repo")))
+        .reply(command("refused", &format!("curl -sS https://forge.test:{port}/other/repo")))
+        .reply(command("variables", "cat \"$NODE_EXTRA_CA_CERTS\"; echo \"$GIT_SSL_CAINFO\""))
+        .reply(Reply::text("done"));
+    let server = FakeModelServer::start(script).unwrap();
+    let mut run = world.run(&server, &format!("forge.test=127.0.0.1:{port}"));
+    run.env.push((env::CODECODER_TEST_NET_ROOTS.into(), roots.display().to_string()));
+    let out = run.run(&["exec", "fetch from the forge"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let allowed = result_text(&server, "allowed");
+    assert!(allowed.contains("the forge saw GET /org/repo HTTP/1.1"), "{allowed}");
+    let refused = result_text(&server, "refused");
+    assert!(refused.contains("blocked by codecoder's network policy"), "{refused}");
+    assert!(refused.contains("GET forge.test/other/repo is outside the paths"), "{refused}");
+    let variables = result_text(&server, "variables");
+    assert!(variables.contains("BEGIN CERTIFICATE"), "{variables}");
+    assert!(variables.contains("ca-bundle.pem"), "{variables}");
+    // The CA's key is never in the session's log (nor any private key).
+    let log = world.log().iter().map(Value::to_string).collect::<String>();
+    assert!(!log.contains("PRIVATE KEY"), "{log}");
+}
