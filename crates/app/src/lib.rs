@@ -59,6 +59,7 @@ pub use checkpoint::{
 };
 pub use checks::PermissionCheck;
 pub use codecoder_apply_patch::run as run_apply_patch;
+pub use codecoder_hooks::{HookEntry, approve_hooks};
 /// A running call's cancel token, for a front-end's `FileAccess` that waits on its client.
 pub use codecoder_kernel::CancelToken;
 pub use codecoder_kernel::{
@@ -101,7 +102,7 @@ pub use plugins::{
 };
 pub use progress::{Progress, ProgressEncoder};
 pub use reports::{write_compaction, write_plugins, write_session_list};
-pub use safety::{Safety, claude_permission_mode};
+pub use safety::{HookReview, Safety, claude_permission_mode, review_hooks};
 pub use session::{
     CallbackHook, Catalog, ContextLimits, FrontendHooks, Pricing, RunningSession, SessionControls,
     SessionRequest, Start, context_limits,
@@ -159,6 +160,9 @@ pub struct Overrides {
     /// Claude Code settings given on the command line (`--settings`): their permissions join the
     /// user's rules, their hooks the session's.
     pub claude_settings: Option<serde_json::Value>,
+    /// `--trust-project-hooks`: run the project's hooks even where they were not reviewed (new
+    /// or changed since `codecoder hooks trust`).
+    pub trust_project_hooks: bool,
 }
 
 /// Something a person should read, from loading the config or assembling a session.

@@ -411,12 +411,23 @@ pub(crate) fn load_hooks(
         for (source, path, in_project) in files {
             let Some(path) = path else { continue };
             if chosen.iter().any(|c| c == source) && (!in_project || loaded.project_trusted) {
-                set.add_settings_file(&path, &mut warnings)?;
+                if in_project {
+                    set.add_project_settings_file(&path, &mut warnings)?;
+                } else {
+                    set.add_settings_file(&path, &mut warnings)?;
+                }
             }
         }
     }
     if let Some(settings) = &overrides.claude_settings {
         set.add_settings(settings, Path::new("--settings"), &mut warnings)?;
+    }
+    if !overrides.trust_project_hooks {
+        let approved = codecoder_hooks::approved_hooks(codecoder_home, &project_dir);
+        let skipped = set.retain_approved(&approved);
+        if !skipped.is_empty() {
+            warnings.push(unreviewed_hooks_warning(&skipped));
+        }
     }
     for plugin in crate::plugins::enabled(codecoder_home, &mut warnings) {
         // A broken plugin is the plugin's problem, not the session's.
@@ -430,6 +441,87 @@ pub(crate) fn load_hooks(
     }
     notices.extend(warnings.into_iter().map(Notice::Warning));
     Ok(Arc::new(set))
+}
+
+/// What a session says of the project hooks it skips: each one, and how to review them.
+fn unreviewed_hooks_warning(skipped: &[codecoder_hooks::HookEntry]) -> String {
+    use std::fmt::Write as _;
+    let mut text = format!(
+        "skipping {} project hook{} not reviewed yet (new, or changed since approved); \
+         `codecoder hooks list` shows them, `codecoder hooks trust` approves them, \
+         --trust-project-hooks runs them once:",
+        skipped.len(),
+        if skipped.len() == 1 { "" } else { "s" }
+    );
+    for hook in skipped {
+        let _ = write!(
+            text,
+            "\n  {} {} [{}] {} from {}",
+            hook.short_digest(),
+            hook.event,
+            hook.matcher,
+            hook.command,
+            hook.source.display()
+        );
+    }
+    text
+}
+
+/// Every hook a session in `cwd` would find, the project's unreviewed ones included, and the
+/// digests approved for the project: what `codecoder hooks list|trust` and `/hooks` show.
+///
+/// # Errors
+/// A hooks file that cannot be read or parsed.
+pub fn review_hooks(runtime: &crate::Runtime) -> Result<HookReview> {
+    let overrides = Overrides { trust_project_hooks: true, ..runtime.overrides().clone() };
+    let mut notices = Vec::new();
+    let set =
+        load_hooks(runtime.loaded(), &overrides, runtime.cwd(), runtime.home(), &mut notices)?;
+    let root = codecoder_config::project_root(runtime.cwd());
+    let approved = codecoder_hooks::approved_hooks(runtime.home(), &root);
+    Ok(HookReview {
+        root,
+        hooks: set.entries(),
+        approved,
+        project_trusted: runtime.loaded().project_trusted,
+    })
+}
+
+/// The hooks of a project and their states; see [`review_hooks`].
+#[derive(Debug, Clone)]
+pub struct HookReview {
+    /// The project's root, which approvals are recorded for.
+    pub root: PathBuf,
+    /// Every hook, in event and configuration order.
+    pub hooks: Vec<codecoder_hooks::HookEntry>,
+    /// The digests approved for the project.
+    pub approved: std::collections::BTreeSet<String>,
+    /// Whether the project is trusted (untrusted, its files are not read at all).
+    pub project_trusted: bool,
+}
+
+impl HookReview {
+    /// The project's hooks that would not run: not approved yet.
+    pub fn pending(&self) -> Vec<&codecoder_hooks::HookEntry> {
+        self.hooks
+            .iter()
+            .filter(|hook| hook.project && !self.approved.contains(&hook.digest))
+            .collect()
+    }
+
+    /// Records every pending hook as approved; returns those it approved.
+    ///
+    /// # Errors
+    /// The store of approved hooks cannot be read or written.
+    pub fn approve_pending(&self, home: &Path) -> Result<Vec<codecoder_hooks::HookEntry>> {
+        let pending: Vec<codecoder_hooks::HookEntry> =
+            self.pending().into_iter().cloned().collect();
+        let digests: Vec<String> = pending.iter().map(|hook| hook.digest.clone()).collect();
+        if !digests.is_empty() {
+            codecoder_hooks::approve_hooks(home, &self.root, &digests)?;
+        }
+        Ok(pending)
+    }
 }
 
 /// The runner of a session's hook scripts, which serves the kernel's `Hooks` seam: `None` when

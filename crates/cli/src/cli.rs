@@ -118,6 +118,10 @@ pub(crate) struct GlobalArgs {
     /// Work in DIR instead of the current directory.
     #[arg(short = 'C', long = "cd", value_name = "DIR", global = true)]
     pub(crate) cd: Option<PathBuf>,
+    /// Run the project's hooks even where they were not reviewed (new, or changed since
+    /// `codecoder hooks trust`); without it such hooks are skipped with a warning.
+    #[arg(long, global = true)]
+    pub(crate) trust_project_hooks: bool,
     #[command(flatten)]
     pub(crate) safety: SafetyArgs,
 }
@@ -138,6 +142,7 @@ impl GlobalArgs {
             bypass: safety.yolo,
             add_dirs: safety.add_dirs.clone(),
             permission_mode: safety.permission_mode,
+            trust_project_hooks: self.trust_project_hooks,
             ..codecoder_app::Overrides::default()
         }
     }
@@ -296,6 +301,15 @@ pub(crate) enum Command {
     Config(ConfigCommand),
     /// Trust a project, so its .codecoder/config.toml is read (default: the current project).
     Trust(TrustArgs),
+    /// List the hooks a session here runs, and approve a project's new or changed hooks.
+    ///
+    /// A project's hooks (its .claude/settings*.json and .codecoder/hooks.json) run only once
+    /// approved: each is known by a digest of its event, matcher and handler, so a hook that is
+    /// added or edited waits for review again. User-level hooks (config.toml,
+    /// ~/.claude/settings.json, plugins) always run. Approvals are kept in
+    /// $CODECODER_HOME/trusted-hooks.json.
+    #[command(subcommand)]
+    Hooks(HooksCommand),
     /// Store an API key for a provider (read from stdin) in $CODECODER_HOME/credentials.toml.
     Login(LoginArgs),
     /// Run a command exactly as the agent would: in the OS sandbox of the chosen mode.
@@ -702,6 +716,24 @@ pub(crate) struct SandboxArgs {
     /// The command and its arguments.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
     pub(crate) command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum HooksCommand {
+    /// Every hook with its state (`user`, `approved`, `pending`), digest, event, matcher,
+    /// command and the file it comes from.
+    List,
+    /// Approve the project's pending hooks (all, or those whose digest starts with one of
+    /// DIGEST), printing each one approved.
+    Trust(HooksTrustArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct HooksTrustArgs {
+    /// Digests (or their first characters, as `hooks list` prints them) to approve; none: every
+    /// pending hook.
+    #[arg(value_name = "DIGEST")]
+    pub(crate) digests: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -10,6 +10,7 @@ mod claude_cmd;
 mod cli;
 mod config_cmd;
 mod exec;
+mod hooks_cmd;
 mod mcp_cmd;
 mod models_cmd;
 mod plugin_cmd;
@@ -67,6 +68,7 @@ fn main() -> ExitCode {
         Some(Command::Config(command)) => config_cmd::run_config(command, &cli.global, &mut out),
         Some(Command::Trust(args)) => config_cmd::run_trust(&args, &cli.global, &mut out),
         Some(Command::Login(args)) => config_cmd::run_login(&args, &mut out),
+        Some(Command::Hooks(command)) => hooks_cmd::run(command, &cli.global, &mut out),
         Some(Command::Sandbox(args)) => safety_cmd::run_sandbox(&args, &cli.global),
         Some(Command::Doctor(args)) => safety_cmd::run_doctor(&args, &cli.global, &mut out),
         Some(Command::Models(args)) => models_cmd::run(&args, &cli.global, &mut out),

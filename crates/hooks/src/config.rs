@@ -10,7 +10,9 @@
 //!    `read_claude_settings`).
 //!
 //! Files 2–4 belong to the project and are read only when it is trusted: a cloned repository
-//! must not be able to run commands just by being opened.
+//! must not be able to run commands just by being opened. Their hooks are marked as the
+//! project's, and a session keeps only those a person approved ([`HookSet::retain_approved`]
+//! with the digests of [`crate::trust`]): a hook added or changed later waits for a review.
 //!
 //! The order matters only where two sources configure the same command for an event: the
 //! command runs once, with the timeout (and the source named in messages) of the first one.
@@ -32,6 +34,7 @@
 //! command, `http`, `prompt`, `agent`, `mcp_tool`; see `handler`) with a positive timeout;
 //! everything else was rejected (error) or skipped (warning) at load time.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -80,6 +83,35 @@ struct Group {
     matcher: Matcher,
     handlers: Vec<Handler>,
     source: PathBuf,
+    /// Read from the project's own files: runs only once approved (see [`crate::trust`]).
+    project: bool,
+    /// Each handler's digest (see [`HookEntry::digest`]), in `handlers`' order.
+    digests: Vec<String>,
+}
+
+/// One configured hook as a review lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookEntry {
+    /// Its event.
+    pub event: Event,
+    /// Its matcher as written (`*` for none).
+    pub matcher: String,
+    /// Its command (or a callback's label).
+    pub command: String,
+    /// The file it was configured in.
+    pub source: PathBuf,
+    /// From the project's own files, so it runs only once approved.
+    pub project: bool,
+    /// A SHA-256 over the event, the matcher and the handler's JSON (keys sorted), in hex:
+    /// what an approval names.
+    pub digest: String,
+}
+
+impl HookEntry {
+    /// The first 12 hex digits of the digest, enough to name a hook to a person.
+    pub fn short_digest(&self) -> &str {
+        self.digest.get(..12).unwrap_or(&self.digest)
+    }
 }
 
 /// One `{type: "command"}` handler.
@@ -233,8 +265,72 @@ impl HookSet {
                 None => (&value, ""),
             };
             set.add_table(table, &path, at, &mut warnings)?;
+            if in_project {
+                set.mark_project(&path);
+            }
         }
         Ok((set, warnings))
+    }
+
+    /// Marks the groups read from `path` as the project's.
+    fn mark_project(&mut self, path: &Path) {
+        for group in self.groups.iter_mut().flatten() {
+            if group.source == path {
+                group.project = true;
+            }
+        }
+    }
+
+    /// Every hook, in event and configuration order, with where it comes from and its digest.
+    pub fn entries(&self) -> Vec<HookEntry> {
+        let mut entries = Vec::new();
+        for event in Event::ALL {
+            for group in &self.groups[event.slot()] {
+                for (handler, digest) in group.handlers.iter().zip(&group.digests) {
+                    entries.push(HookEntry {
+                        event,
+                        matcher: group.matcher.text().to_owned(),
+                        command: handler.command.clone(),
+                        source: handler.source.clone(),
+                        project: group.project,
+                        digest: digest.clone(),
+                    });
+                }
+            }
+        }
+        entries
+    }
+
+    /// Removes the project's hooks whose digest is not in `approved` and returns them, so a
+    /// session runs only the hooks a person has seen. Other hooks stay.
+    pub fn retain_approved(&mut self, approved: &BTreeSet<String>) -> Vec<HookEntry> {
+        let mut removed = Vec::new();
+        for event in Event::ALL {
+            for group in &mut self.groups[event.slot()] {
+                if !group.project {
+                    continue;
+                }
+                let handlers = std::mem::take(&mut group.handlers);
+                let digests = std::mem::take(&mut group.digests);
+                for (handler, digest) in handlers.into_iter().zip(digests) {
+                    if approved.contains(&digest) {
+                        group.handlers.push(handler);
+                        group.digests.push(digest);
+                    } else {
+                        removed.push(HookEntry {
+                            event,
+                            matcher: group.matcher.text().to_owned(),
+                            command: handler.command,
+                            source: handler.source,
+                            project: true,
+                            digest,
+                        });
+                    }
+                }
+            }
+            self.groups[event.slot()].retain(|group| !group.handlers.is_empty());
+        }
+        removed
     }
 
     /// Adds the hooks of the plugin in `root` (`hooks/hooks.json`, bare or under `hooks`), if it
@@ -288,6 +384,7 @@ impl HookSet {
         timeout: Option<Duration>,
         callback: std::sync::Arc<dyn HookCallback>,
     ) -> std::result::Result<(), String> {
+        let digests = vec![digest(event, matcher, &Value::String(label.to_owned()))];
         let matcher = Matcher::parse(matcher)
             .map_err(|(text, err)| format!("matcher `{text}` of {label}: {err}"))?;
         let handler = Handler {
@@ -305,6 +402,8 @@ impl HookSet {
             matcher,
             handlers: vec![handler],
             source: PathBuf::from("the Agent SDK"),
+            project: false,
+            digests,
         });
         Ok(())
     }
@@ -317,6 +416,21 @@ impl HookSet {
     pub fn add_settings_file(&mut self, path: &Path, warnings: &mut Vec<String>) -> Result<()> {
         let Some(value) = read_json(path)? else { return Ok(()) };
         self.add_settings(&value, path, warnings)
+    }
+
+    /// [`HookSet::add_settings_file`] for a file of the project's own: its hooks run only once
+    /// approved (see [`HookSet::retain_approved`]).
+    ///
+    /// # Errors
+    /// As [`HookSet::add_settings_file`].
+    pub fn add_project_settings_file(
+        &mut self,
+        path: &Path,
+        warnings: &mut Vec<String>,
+    ) -> Result<()> {
+        self.add_settings_file(path, warnings)?;
+        self.mark_project(path);
+        Ok(())
     }
 
     /// Adds the `hooks` of Claude Code settings given as JSON (`--settings`); `origin` names
@@ -497,13 +611,15 @@ fn parse_group(
         return Err(shape(format!("{at}.hooks"), "expected a list of handlers"));
     };
     let mut parsed = Vec::new();
-    for (handler_idx, handler) in handlers.iter().enumerate() {
+    let mut digests = Vec::new();
+    for (handler_idx, raw) in handlers.iter().enumerate() {
         let at = format!("{at}.hooks[{handler_idx}]");
-        if let Some(handler) = parse_handler(handler, source, &at, warnings)? {
+        if let Some(handler) = parse_handler(raw, source, &at, warnings)? {
             parsed.push(handler);
+            digests.push(digest(event, matcher_text, raw));
         }
     }
-    Ok(Group { matcher, handlers: parsed, source: source.to_owned() })
+    Ok(Group { matcher, handlers: parsed, source: source.to_owned(), project: false, digests })
 }
 
 fn parse_handler(
@@ -604,6 +720,57 @@ fn parse_handler(
         once,
         background,
     }))
+}
+
+/// A hook's digest: SHA-256 over its event, its matcher and its handler's JSON with every
+/// object's keys sorted (so reformatting the file keeps it), in lower-case hex.
+fn digest(event: Event, matcher: Option<&str>, handler: &Value) -> String {
+    use sha2::Digest as _;
+    let mut text = String::new();
+    canonical_json(&Value::String(event.name().to_owned()), &mut text);
+    text.push('\n');
+    canonical_json(&matcher.map_or(Value::Null, |m| Value::String(m.to_owned())), &mut text);
+    text.push('\n');
+    canonical_json(handler, &mut text);
+    let hash = sha2::Sha256::digest(text.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for byte in hash.iter() {
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
+/// `value` as compact JSON with object keys in sorted order, whatever the map type keeps.
+fn canonical_json(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                if let Some(item) = map.get(key) {
+                    canonical_json(item, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical_json(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
 }
 
 /// The file's JSON, `None` when it does not exist.

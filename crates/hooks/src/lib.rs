@@ -27,9 +27,11 @@ mod handler;
 pub mod mapping;
 mod outcome;
 mod runner;
+mod trust;
 
 pub use condition::CallSubjects;
-pub use config::{HookCallback, HookSet, HookSources};
+pub use config::{HookCallback, HookEntry, HookSet, HookSources};
+pub use trust::{TRUSTED_HOOKS_FILE, approve_hooks, approved_hooks};
 pub use event::Event;
 pub use handler::{HookPrompt, HookServices};
 pub use runner::{CommonInput, HookRunner};

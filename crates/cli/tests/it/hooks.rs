@@ -164,8 +164,10 @@ fn an_untrusted_projects_hooks_do_not_run() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!marker.exists(), "a cloned repository must not run commands by being opened");
     assert!(stderr(&out).contains("codecoder trust"), "{}", stderr(&out));
-    // Once trusted, it runs.
+    // Once trusted and the hook approved, it runs.
     let out = setup.run(&server, &["trust"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = setup.run(&server, &["hooks", "trust"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let server = FakeModelServer::start(Script::new().reply(Reply::text("hi"))).unwrap();
     let out = setup.run(&server, &["exec", "hello"]);

@@ -17,6 +17,7 @@ mod guard;
 mod hooks;
 mod hooks_events;
 mod hooks_handlers;
+mod hooks_trust;
 mod llama_cpp;
 mod local;
 mod lock;

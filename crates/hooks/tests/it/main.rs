@@ -6,6 +6,7 @@
 
 mod config;
 mod run;
+mod trust;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
