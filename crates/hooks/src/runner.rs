@@ -1,8 +1,7 @@
 //! Running the hooks of one event: the stdin JSON, the processes, the classification of what
 //! they did.
 //!
-//! Each matching command runs as `sh -c COMMAND` (or, in the exec form, `COMMAND ARGS…`
-//! without a shell) in the project directory, through
+//! Each matching command runs as `sh -c COMMAND` in the project directory, through
 //! `codecoder_sandbox::output` (its own process group, its output collected), with
 //! `CLAUDE_PROJECT_DIR` and `CODECODER_PROJECT_DIR` set and the event's JSON on stdin. Its
 //! timeout is the wait's deadline: when it passes, the whole group is terminated (TERM, then
@@ -17,9 +16,6 @@
 //!   depend on timing.
 //! - At most `OUTPUT_CAP` bytes of each stream are kept; the rest is read and discarded so
 //!   that a chatty hook never blocks on a full pipe.
-//! - Handlers of the other types (`http`, `prompt`, `agent`, `mcp_tool`) run in the same
-//!   threads and fold the same way (see `handler`); a `once` handler runs the first time it
-//!   matches in the runner's session and never again.
 
 use std::convert::Infallible;
 use std::ffi::OsString;
@@ -40,7 +36,6 @@ use serde_json::{Map, Value, json};
 use crate::condition::CallSubjects;
 use crate::config::{Handler, HookSet};
 use crate::event::Event;
-use crate::handler::{self, Background, HookServices, Kind, Reachable};
 use crate::outcome::{self, Answer, Ran};
 use crate::{CLAUDE_PLUGIN_ROOT, CLAUDE_PROJECT_DIR, CODECODER_PROJECT_DIR, mapping};
 
@@ -78,10 +73,8 @@ pub struct HookRunner {
     sessions_dir: PathBuf,
     /// What a call is, for handlers' `if` conditions (`None`: conditional handlers run).
     subjects: Option<CallSubjects>,
-    /// What `prompt`, `agent`, `mcp_tool` and `http` hooks may use.
-    reach: Reachable,
-    /// The `async` hooks running, and the answers of those that finished.
-    background: Arc<Background>,
+    /// Inside a subagent: its id and type, sent as `agent_id` and `agent_type` with every event.
+    agent: Option<(String, String)>,
 }
 
 impl HookRunner {
@@ -94,22 +87,8 @@ impl HookRunner {
             permission: None,
             sessions_dir: PathBuf::new(),
             subjects: None,
-            reach: Reachable::default(),
-            background: Arc::default(),
+            agent: None,
         }
-    }
-
-    /// This runner, whose `prompt`, `agent` and `mcp_tool` hooks use `services` (without them
-    /// those hooks fail, without blocking).
-    pub fn with_services(self, services: Arc<dyn HookServices>) -> HookRunner {
-        HookRunner { reach: Reachable { services: Some(services), ..self.reach }, ..self }
-    }
-
-    /// This runner, whose `http` hooks may also post to `hosts` (the hosts the network policy
-    /// allows), not only to loopback.
-    pub fn with_http_hosts(self, hosts: Vec<String>) -> HookRunner {
-        let hosts = hosts.into_iter().map(|host| host.to_lowercase()).collect();
-        HookRunner { reach: Reachable { allowed_hosts: hosts, ..self.reach }, ..self }
     }
 
     /// This runner, matching handlers' `if` conditions against calls as `subjects` describes
@@ -134,6 +113,16 @@ impl HookRunner {
     /// fires; a killed hook's answer is a non-blocking failure.
     pub fn cancellable(&self, cancel: &CancelToken) -> HookRunner {
         HookRunner { cancel: Some(cancel.signal().clone()), ..self.clone() }
+    }
+
+    /// This runner for the kernel's `scope`: cancellable by its token, and inside a subagent
+    /// sending the subagent's id and type with every event.
+    fn scoped(&self, scope: &HookScope<'_>) -> HookRunner {
+        let agent = scope.agent_id.zip(scope.agent_type);
+        HookRunner {
+            agent: agent.map(|(id, agent_type)| (id.to_owned(), agent_type.to_owned())),
+            ..self.cancellable(scope.cancel)
+        }
     }
 
     /// The hooks this runner runs.
@@ -396,13 +385,8 @@ impl HookRunner {
                 })
             });
         }
-        // A `once` handler runs the first time it matches; marking it here, before it runs,
-        // keeps two parallel events from both running it.
-        handlers.retain(|handler| handler.once.as_ref().is_none_or(handler::Once::first));
-        // What async hooks said since the last event joins this one's answers.
-        let mut rans = self.background.finished(event);
         if handlers.is_empty() {
-            return rans;
+            return Vec::new();
         }
         let mut input = Map::new();
         input.insert("session_id".to_owned(), json!(self.common.session_id));
@@ -414,24 +398,17 @@ impl HookRunner {
         };
         input.insert("permission_mode".to_owned(), json!(permission_mode));
         input.insert("hook_event_name".to_owned(), json!(event.name()));
+        if let Some((agent_id, agent_type)) = &self.agent {
+            input.insert("agent_id".to_owned(), json!(agent_id));
+            input.insert("agent_type".to_owned(), json!(agent_type));
+        }
         input.extend(event_fields());
         // Serializing a `Value` cannot fail (its keys are strings).
         let input = Arc::new(serde_json::to_vec(&Value::Object(input)).unwrap_or_default());
         let project_dir = self.set.project_dir();
         let cancel = self.cancel.as_ref();
-        let reach = &self.reach;
-        let (background, handlers): (Vec<&Handler>, Vec<&Handler>) =
-            handlers.into_iter().partition(|handler| handler.background);
-        for (handler_idx, handler) in background.into_iter().enumerate() {
-            let (owned, project_dir) = (handler.clone(), project_dir.to_owned());
-            let (input, reach) = (Arc::clone(&input), reach.clone());
-            self.background.start(format!("hook-async-{event}-{handler_idx}"), move || {
-                run_handler(&owned, &project_dir, &input, None, &reach)
-            });
-        }
         if let [handler] = handlers.as_slice() {
-            rans.push(run_handler(handler, project_dir, &input, cancel, reach));
-            return rans;
+            return vec![run_handler(handler, project_dir, &input, cancel)];
         }
         let mut threads = Vec::with_capacity(handlers.len());
         for (handler_idx, handler) in handlers.iter().enumerate() {
@@ -439,23 +416,26 @@ impl HookRunner {
             let project_dir = project_dir.to_owned();
             let input = Arc::clone(&input);
             let cancel = self.cancel.clone();
-            let reach = self.reach.clone();
             let thread =
                 codecoder_stdx::spawn_named(format!("hook-{event}-{handler_idx}"), move || {
-                    run_handler(&owned, &project_dir, &input, cancel.as_ref(), &reach)
+                    run_handler(&owned, &project_dir, &input, cancel.as_ref())
                 });
             threads.push((handler, thread));
         }
-        let ran = threads.into_iter().map(|(handler, thread)| match thread {
-            Ok(thread) => thread.join().unwrap_or_else(|panic| Ran {
-                hook: label(handler),
-                answer: Answer::Failed(format!("{}: its thread panicked: {panic}", label(handler))),
-            }),
-            // Out of threads: run it here rather than skip a hook that may guard something.
-            Err(_) => run_handler(handler, project_dir, &input, cancel, reach),
-        });
-        rans.extend(ran);
-        rans
+        threads
+            .into_iter()
+            .map(|(handler, thread)| match thread {
+                Ok(thread) => thread.join().unwrap_or_else(|panic| Ran {
+                    hook: label(handler),
+                    answer: Answer::Failed(format!(
+                        "{}: its thread panicked: {panic}",
+                        label(handler)
+                    )),
+                }),
+                // Out of threads: run it here rather than skip a hook that may guard something.
+                Err(_) => run_handler(handler, project_dir, &input, cancel),
+            })
+            .collect()
     }
 }
 
@@ -470,7 +450,7 @@ impl Hooks for HookRunner {
     }
 
     fn pre_tool_use(&self, scope: HookScope<'_>, call: &ToolCall) -> PreToolUse {
-        let runner = self.cancellable(scope.cancel);
+        let runner = self.scoped(&scope);
         let mut outcome = runner.pre_tool_use(&call.name, &call.args, call.id.as_str());
         if let Some(reason) = outcome.report.stop.clone() {
             outcome.verdict = Some(HookVerdict { decision: Verdict::Deny, reason: Some(reason) });
@@ -479,7 +459,7 @@ impl Hooks for HookRunner {
     }
 
     fn permission_request(&self, scope: HookScope<'_>, call: &ToolCall) -> PermissionHook {
-        self.cancellable(scope.cancel).permission_request(&call.name, &call.args, call.id.as_str())
+        self.scoped(&scope).permission_request(&call.name, &call.args, call.id.as_str())
     }
 
     fn post_tool_use(
@@ -496,7 +476,7 @@ impl Hooks for HookRunner {
         if !self.set.has(event) {
             return PostToolUse::default();
         }
-        let runner = self.cancellable(scope.cancel);
+        let runner = self.scoped(&scope);
         let response = ContentItem::joined_text(&output.content);
         let response = response.as_str();
         if failed {
@@ -516,32 +496,32 @@ impl Hooks for HookRunner {
     }
 
     fn user_prompt_submit(&self, scope: HookScope<'_>, prompt: &str) -> PromptSubmit {
-        self.cancellable(scope.cancel).user_prompt_submit(prompt)
+        self.scoped(&scope).user_prompt_submit(prompt)
     }
 
     fn stop(&self, scope: HookScope<'_>, active: bool, last_message: &str) -> StopHook {
         let last = (!last_message.is_empty()).then_some(last_message);
-        self.cancellable(scope.cancel).stop(active, last)
+        self.scoped(&scope).stop(active, last)
     }
 
     fn subagent_start(&self, scope: HookScope<'_>, agent_id: &str) -> HookReport {
         let agent_type = scope.agent_type.unwrap_or("general-purpose");
-        self.cancellable(scope.cancel).subagent_start(agent_id, agent_type)
+        self.scoped(&scope).subagent_start(agent_id, agent_type)
     }
 
     fn subagent_stop(&self, scope: HookScope<'_>, agent_id: &str, last: &str) -> HookReport {
         let last = (!last.is_empty()).then_some(last);
         let agent_type = scope.agent_type.unwrap_or("general-purpose");
-        let runner = self.cancellable(scope.cancel);
+        let runner = self.scoped(&scope);
         runner.subagent_stop(agent_id, agent_type, &self.sessions_dir, false, last).report
     }
 
     fn session_start(&self, scope: HookScope<'_>, source: &str) -> SessionStartHook {
-        self.cancellable(scope.cancel).session_start(source)
+        self.scoped(&scope).session_start(source)
     }
 
     fn pre_compact(&self, scope: HookScope<'_>, trigger: &str, focus: Option<&str>) -> HookReport {
-        self.cancellable(scope.cancel).pre_compact(trigger, focus.unwrap_or(""))
+        self.scoped(&scope).pre_compact(trigger, focus.unwrap_or(""))
     }
 
     fn session_end(&self, reason: &str) -> HookReport {
@@ -549,7 +529,7 @@ impl Hooks for HookRunner {
     }
 
     fn notification(&self, scope: HookScope<'_>, message: &str, kind: &str) -> HookReport {
-        self.cancellable(scope.cancel).notification(message, kind)
+        self.scoped(&scope).notification(message, kind)
     }
 
     fn permission_denied(
@@ -558,7 +538,7 @@ impl Hooks for HookRunner {
         call: &ToolCall,
         reason: &str,
     ) -> PermissionDeniedHook {
-        let runner = self.cancellable(scope.cancel);
+        let runner = self.scoped(&scope);
         runner.permission_denied(&call.name, &call.args, call.id.as_str(), reason)
     }
 
@@ -567,7 +547,7 @@ impl Hooks for HookRunner {
         scope: HookScope<'_>,
         batch: &[(ToolCall, ToolResult)],
     ) -> PostToolUse {
-        self.cancellable(scope.cancel).post_tool_batch(batch)
+        self.scoped(&scope).post_tool_batch(batch)
     }
 
     fn stop_failure(
@@ -578,11 +558,11 @@ impl Hooks for HookRunner {
         last_message: &str,
     ) -> HookReport {
         let last = (!last_message.is_empty()).then_some(last_message);
-        self.cancellable(scope.cancel).stop_failure(error, details, last)
+        self.scoped(&scope).stop_failure(error, details, last)
     }
 
     fn post_compact(&self, scope: HookScope<'_>, trigger: &str, summary: &str) -> HookReport {
-        self.cancellable(scope.cancel).post_compact(trigger, summary)
+        self.scoped(&scope).post_compact(trigger, summary)
     }
 }
 
@@ -612,13 +592,9 @@ fn run_handler(
     project_dir: &Path,
     input: &[u8],
     cancel: Option<&Receiver<Infallible>>,
-    reach: &Reachable,
 ) -> Ran {
     let hook = label(handler);
-    let answer = match &handler.kind {
-        Kind::Command { .. } => execute(handler, project_dir, input, &hook, cancel),
-        kind => handler::run(kind, input, handler.timeout, &hook, reach),
-    };
+    let answer = execute(handler, project_dir, input, &hook, cancel);
     Ran { hook, answer }
 }
 
@@ -644,17 +620,9 @@ fn execute(
     if let Some(root) = &handler.plugin_root {
         env.push((OsString::from(CLAUDE_PLUGIN_ROOT), root.as_os_str().to_owned()));
     }
-    // The exec form runs the program itself, its arguments passed as they are: no shell reads
-    // them, so nothing in them is expanded or split.
-    let (program, args) = match &handler.kind {
-        Kind::Command { args: Some(args) } => {
-            (OsString::from(&handler.command), args.iter().map(OsString::from).collect())
-        }
-        _ => (OsString::from("sh"), vec![OsString::from("-c"), OsString::from(&handler.command)]),
-    };
     let spec = CommandSpec {
-        program,
-        args,
+        program: OsString::from("sh"),
+        args: vec![OsString::from("-c"), OsString::from(&handler.command)],
         cwd: Some(project_dir.to_owned()),
         env,
         stdin: Some(input.to_vec()),
@@ -683,7 +651,14 @@ fn execute(
         }
     };
     match status.code() {
-        Some(0) => handler::stdout_answer(&stdout, hook),
+        Some(0) if stdout.starts_with('{') => match serde_json::from_str::<Value>(&stdout) {
+            Ok(Value::Object(json)) => Answer::Json(json),
+            Ok(_) => Answer::Text(stdout),
+            Err(err) => Answer::Failed(format!(
+                "{hook}: printed invalid JSON ({err}); its output was ignored"
+            )),
+        },
+        Some(0) => Answer::Text(stdout),
         Some(2) => Answer::Blocked(stderr),
         Some(code) => {
             Answer::Failed(with_stderr(format!("{hook}: exited with code {code}"), &stderr))

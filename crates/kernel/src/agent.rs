@@ -295,6 +295,15 @@ pub(crate) struct AgentEnv {
     pub(crate) source: EventSource,
     pub(crate) events: Sender<AgentEvent>,
     pub(crate) slots: Slots,
+    /// A subagent's type (`general-purpose` when the call named none); `None` for the root.
+    pub(crate) agent_type: Option<String>,
+}
+
+impl AgentEnv {
+    /// A subagent's id (the call that started it, last on its path); `None` for the root.
+    pub(crate) fn agent_id(&self) -> Option<&str> {
+        self.source.subagent_path.last().map(codecoder_protocol::ToolCallId::as_str)
+    }
 }
 
 /// How long `AgentHandle::shutdown` waits for `ShutdownComplete` before it joins anyway.
@@ -399,6 +408,7 @@ pub fn spawn_agent_on(
         source: EventSource { session_id, subagent_path: Vec::new() },
         events: events_tx,
         slots,
+        agent_type: None,
     });
     let agent_loop = AgentLoop::new(env, writer, cmd_rx, None);
     let thread = spawn_named("agent-loop", move || agent_loop.run())?;

@@ -743,7 +743,12 @@ fn after_tool(
     if matches!(result, Err(ToolError::Cancelled)) || ctx.cancel.is_cancelled() {
         return result;
     }
-    let scope = HookScope { depth: ctx.env.depth, agent_type: None, cancel: &ctx.cancel };
+    let scope = HookScope {
+        depth: ctx.env.depth,
+        agent_type: ctx.env.agent_type.as_deref(),
+        agent_id: ctx.env.agent_id(),
+        cancel: &ctx.cancel,
+    };
     let hooks = &ctx.env.deps.hooks;
     let post = match &result {
         Ok(output) => hooks.post_tool_use(scope, call, output, duration),

@@ -156,6 +156,8 @@ pub struct HookScope<'a> {
     pub depth: u32,
     /// The subagent's type (`None` for the root).
     pub agent_type: Option<&'a str>,
+    /// The subagent's id, the id of the `agent` call that started it (`None` for the root).
+    pub agent_id: Option<&'a str>,
     /// Fires when the turn is cancelled: stop running hooks at once (kill their processes);
     /// what they said no longer matters.
     pub cancel: &'a CancelToken,

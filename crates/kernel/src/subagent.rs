@@ -185,6 +185,7 @@ impl Tool for AgentTool {
         let mut subagent_path = env.source.subagent_path.clone();
         subagent_path.push(ctx.call_id.clone());
         let timeout = limits.timeout;
+        let type_name = agent_type.as_ref().map_or("general-purpose", |t| t.name.as_str());
         let child_env = Arc::new(AgentEnv {
             config,
             deps,
@@ -192,6 +193,7 @@ impl Tool for AgentTool {
             source: EventSource { session_id: writer.session_id(), subagent_path },
             events: env.events.clone(),
             slots: Slots::new(limits.max_parallel),
+            agent_type: Some(type_name.to_owned()),
         });
         // Low volume: one Submit, maybe a Cancel, one Shutdown.
         let (cmd_tx, cmd_rx) = crossbeam_channel::bounded(4);
@@ -203,9 +205,13 @@ impl Tool for AgentTool {
                 ToolError::Failed { message: format!("could not start the subagent: {err}") }
             })?;
         let hooks = Arc::clone(&env.deps.hooks);
-        let type_name = agent_type.as_ref().map_or("general-purpose", |t| t.name.as_str());
-        let scope = HookScope { depth, agent_type: Some(type_name), cancel: &ctx.cancel };
         let agent_id = ctx.call_id.to_string();
+        let scope = HookScope {
+            depth,
+            agent_type: Some(type_name),
+            agent_id: Some(&agent_id),
+            cancel: &ctx.cancel,
+        };
         let started = hooks.subagent_start(scope, &agent_id);
         let stop = started.stop.clone();
         show_report(ctx, "SubagentStart", started);

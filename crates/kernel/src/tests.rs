@@ -283,7 +283,7 @@ fn a_hook_stack_folds_its_sources_answers_into_one() {
     assert!(stack.runs_inline());
 
     let token = CancelToken::new();
-    let scope = crate::HookScope { depth: 0, agent_type: None, cancel: &token };
+    let scope = crate::HookScope { depth: 0, agent_type: None, agent_id: None, cancel: &token };
     let call = ToolCall { id: ToolCallId::new("c"), name: "t".to_owned(), args: json!({}) };
     let pre = stack.pre_tool_use(scope, &call);
     assert_eq!(pre.verdict, verdict(Verdict::Ask, "second says ask"));
@@ -313,7 +313,7 @@ fn a_prompt_one_source_blocked_is_shown_to_no_later_one() {
     let later = Arc::new(Fixed::new());
     let stack = HookStack(vec![Arc::new(Fixed::new()), Arc::new(blocking), later.clone()]);
     let token = CancelToken::new();
-    let scope = crate::HookScope { depth: 0, agent_type: None, cancel: &token };
+    let scope = crate::HookScope { depth: 0, agent_type: None, agent_id: None, cancel: &token };
     let answer = stack.user_prompt_submit(scope, "my password");
     assert_eq!(answer.blocked.as_deref(), Some("secret"));
     assert_eq!(answer.context, ["why"]);

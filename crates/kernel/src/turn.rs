@@ -640,7 +640,14 @@ impl AgentLoop {
     ) -> Result<T, Stop> {
         let hooks = Arc::clone(&self.env.deps.hooks);
         let token = CancelToken::new();
-        let scope = HookScope { depth: self.env.depth, agent_type: None, cancel: &token };
+        // The scope borrows its own handle on the environment: the loop below needs `self`.
+        let env = Arc::clone(&self.env);
+        let scope = HookScope {
+            depth: env.depth,
+            agent_type: env.agent_type.as_deref(),
+            agent_id: env.agent_id(),
+            cancel: &token,
+        };
         if hooks.runs_inline() {
             return Ok(call(hooks.as_ref(), scope));
         }

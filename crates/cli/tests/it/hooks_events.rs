@@ -262,3 +262,60 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+#[test]
+fn post_tool_use_and_its_failure_carry_the_calls_duration() {
+    let setup = Setup::new();
+    let dir = setup.user_home.path();
+    let post = recording_hook(dir, "PostToolUse", "");
+    let failure = recording_hook(dir, "PostToolUseFailure", "");
+    settings(&setup, &[("PostToolUse", "Read", post), ("PostToolUseFailure", "Read", failure)]);
+    std::fs::write(setup.repo.path().join("a.txt"), "alpha\n").unwrap();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("c1", "read_file", json!({ "path": "a.txt" })).and_tool_call(
+                "c2",
+                "read_file",
+                json!({ "path": "missing.txt" }),
+            ))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let out = setup.run(&server, &["exec", "read both"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let post = inputs(dir, "PostToolUse");
+    assert_eq!(post.len(), 1, "{post:?}");
+    assert_eq!(post[0]["tool_use_id"], "c1");
+    assert!(post[0]["duration_ms"].is_u64(), "{}", post[0]);
+    let failed = inputs(dir, "PostToolUseFailure");
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0]["tool_use_id"], "c2");
+    assert!(failed[0]["duration_ms"].is_u64(), "{}", failed[0]);
+    assert_eq!(failed[0]["is_interrupt"], false);
+}
+
+#[test]
+fn hooks_inside_a_subagent_get_its_agent_id_and_type() {
+    let setup = Setup::new();
+    let dir = setup.user_home.path();
+    let pre = recording_hook(dir, "PreToolUse", "");
+    settings(&setup, &[("PreToolUse", "", pre)]);
+    std::fs::write(setup.repo.path().join("a.txt"), "alpha\n").unwrap();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("task-1", "agent", json!({ "task": "read a.txt" })))
+            .reply(Reply::tool_call("c2", "read_file", json!({ "path": "a.txt" })))
+            .reply(Reply::text("it says alpha"))
+            .reply(Reply::text("the subagent read it")),
+    )
+    .unwrap();
+    let out = setup.run(&server, &["exec", "have a subagent read a.txt"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let fired = inputs(dir, "PreToolUse");
+    assert_eq!(fired.len(), 2, "{fired:?}");
+    assert_eq!(fired[0]["tool_name"], "Task");
+    assert!(fired[0].get("agent_id").is_none(), "the root agent's call: {}", fired[0]);
+    assert_eq!(fired[1]["tool_name"], "Read");
+    assert_eq!(fired[1]["agent_id"], "task-1", "{}", fired[1]);
+    assert_eq!(fired[1]["agent_type"], "general-purpose", "{}", fired[1]);
+}
