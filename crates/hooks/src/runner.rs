@@ -1,7 +1,8 @@
 //! Running the hooks of one event: the stdin JSON, the processes, the classification of what
 //! they did.
 //!
-//! Each matching command runs as `sh -c COMMAND` in the project directory, through
+//! Each matching command runs as `sh -c COMMAND` (or, in the exec form, `COMMAND ARGS…`
+//! without a shell) in the project directory, through
 //! `codecoder_sandbox::output` (its own process group, its output collected), with
 //! `CLAUDE_PROJECT_DIR` and `CODECODER_PROJECT_DIR` set and the event's JSON on stdin. Its
 //! timeout is the wait's deadline: when it passes, the whole group is terminated (TERM, then
@@ -16,6 +17,9 @@
 //!   depend on timing.
 //! - At most `OUTPUT_CAP` bytes of each stream are kept; the rest is read and discarded so
 //!   that a chatty hook never blocks on a full pipe.
+//! - Handlers of the other types (`http`, `prompt`, `agent`, `mcp_tool`) run in the same
+//!   threads and fold the same way (see `handler`); a `once` handler runs the first time it
+//!   matches in the runner's session and never again.
 
 use std::convert::Infallible;
 use std::ffi::OsString;
@@ -36,6 +40,7 @@ use serde_json::{Map, Value, json};
 use crate::condition::CallSubjects;
 use crate::config::{Handler, HookSet};
 use crate::event::Event;
+use crate::handler::{self, Background, HookServices, Kind, Reachable};
 use crate::outcome::{self, Answer, Ran};
 use crate::{CLAUDE_PLUGIN_ROOT, CLAUDE_PROJECT_DIR, CODECODER_PROJECT_DIR, mapping};
 
@@ -75,6 +80,10 @@ pub struct HookRunner {
     subjects: Option<CallSubjects>,
     /// Inside a subagent: its id and type, sent as `agent_id` and `agent_type` with every event.
     agent: Option<(String, String)>,
+    /// What `prompt`, `agent`, `mcp_tool` and `http` hooks may use.
+    reach: Reachable,
+    /// The `async` hooks running, and the answers of those that finished.
+    background: Arc<Background>,
 }
 
 impl HookRunner {
@@ -88,7 +97,22 @@ impl HookRunner {
             sessions_dir: PathBuf::new(),
             subjects: None,
             agent: None,
+            reach: Reachable::default(),
+            background: Arc::default(),
         }
+    }
+
+    /// This runner, whose `prompt`, `agent` and `mcp_tool` hooks use `services` (without them
+    /// those hooks fail, without blocking).
+    pub fn with_services(self, services: Arc<dyn HookServices>) -> HookRunner {
+        HookRunner { reach: Reachable { services: Some(services), ..self.reach }, ..self }
+    }
+
+    /// This runner, whose `http` hooks may also post to `hosts` (the hosts the network policy
+    /// allows), not only to loopback.
+    pub fn with_http_hosts(self, hosts: Vec<String>) -> HookRunner {
+        let hosts = hosts.into_iter().map(|host| host.to_lowercase()).collect();
+        HookRunner { reach: Reachable { allowed_hosts: hosts, ..self.reach }, ..self }
     }
 
     /// This runner, matching handlers' `if` conditions against calls as `subjects` describes
@@ -385,8 +409,13 @@ impl HookRunner {
                 })
             });
         }
+        // A `once` handler runs the first time it matches; marking it here, before it runs,
+        // keeps two parallel events from both running it.
+        handlers.retain(|handler| handler.once.as_ref().is_none_or(handler::Once::first));
+        // What async hooks said since the last event joins this one's answers.
+        let mut rans = self.background.finished(event);
         if handlers.is_empty() {
-            return Vec::new();
+            return rans;
         }
         let mut input = Map::new();
         input.insert("session_id".to_owned(), json!(self.common.session_id));
@@ -407,8 +436,19 @@ impl HookRunner {
         let input = Arc::new(serde_json::to_vec(&Value::Object(input)).unwrap_or_default());
         let project_dir = self.set.project_dir();
         let cancel = self.cancel.as_ref();
+        let reach = &self.reach;
+        let (background, handlers): (Vec<&Handler>, Vec<&Handler>) =
+            handlers.into_iter().partition(|handler| handler.background);
+        for (handler_idx, handler) in background.into_iter().enumerate() {
+            let (owned, project_dir) = (handler.clone(), project_dir.to_owned());
+            let (input, reach) = (Arc::clone(&input), reach.clone());
+            self.background.start(format!("hook-async-{event}-{handler_idx}"), move || {
+                run_handler(&owned, &project_dir, &input, None, &reach)
+            });
+        }
         if let [handler] = handlers.as_slice() {
-            return vec![run_handler(handler, project_dir, &input, cancel)];
+            rans.push(run_handler(handler, project_dir, &input, cancel, reach));
+            return rans;
         }
         let mut threads = Vec::with_capacity(handlers.len());
         for (handler_idx, handler) in handlers.iter().enumerate() {
@@ -416,26 +456,23 @@ impl HookRunner {
             let project_dir = project_dir.to_owned();
             let input = Arc::clone(&input);
             let cancel = self.cancel.clone();
+            let reach = self.reach.clone();
             let thread =
                 codecoder_stdx::spawn_named(format!("hook-{event}-{handler_idx}"), move || {
-                    run_handler(&owned, &project_dir, &input, cancel.as_ref())
+                    run_handler(&owned, &project_dir, &input, cancel.as_ref(), &reach)
                 });
             threads.push((handler, thread));
         }
-        threads
-            .into_iter()
-            .map(|(handler, thread)| match thread {
-                Ok(thread) => thread.join().unwrap_or_else(|panic| Ran {
-                    hook: label(handler),
-                    answer: Answer::Failed(format!(
-                        "{}: its thread panicked: {panic}",
-                        label(handler)
-                    )),
-                }),
-                // Out of threads: run it here rather than skip a hook that may guard something.
-                Err(_) => run_handler(handler, project_dir, &input, cancel),
-            })
-            .collect()
+        let ran = threads.into_iter().map(|(handler, thread)| match thread {
+            Ok(thread) => thread.join().unwrap_or_else(|panic| Ran {
+                hook: label(handler),
+                answer: Answer::Failed(format!("{}: its thread panicked: {panic}", label(handler))),
+            }),
+            // Out of threads: run it here rather than skip a hook that may guard something.
+            Err(_) => run_handler(handler, project_dir, &input, cancel, reach),
+        });
+        rans.extend(ran);
+        rans
     }
 }
 
@@ -592,9 +629,13 @@ fn run_handler(
     project_dir: &Path,
     input: &[u8],
     cancel: Option<&Receiver<Infallible>>,
+    reach: &Reachable,
 ) -> Ran {
     let hook = label(handler);
-    let answer = execute(handler, project_dir, input, &hook, cancel);
+    let answer = match &handler.kind {
+        Kind::Command { .. } => execute(handler, project_dir, input, &hook, cancel),
+        kind => handler::run(kind, input, handler.timeout, &hook, reach),
+    };
     Ran { hook, answer }
 }
 
@@ -620,9 +661,17 @@ fn execute(
     if let Some(root) = &handler.plugin_root {
         env.push((OsString::from(CLAUDE_PLUGIN_ROOT), root.as_os_str().to_owned()));
     }
+    // The exec form runs the program itself, its arguments passed as they are: no shell reads
+    // them, so nothing in them is expanded or split.
+    let (program, args) = match &handler.kind {
+        Kind::Command { args: Some(args) } => {
+            (OsString::from(&handler.command), args.iter().map(OsString::from).collect())
+        }
+        _ => (OsString::from("sh"), vec![OsString::from("-c"), OsString::from(&handler.command)]),
+    };
     let spec = CommandSpec {
-        program: OsString::from("sh"),
-        args: vec![OsString::from("-c"), OsString::from(&handler.command)],
+        program,
+        args,
         cwd: Some(project_dir.to_owned()),
         env,
         stdin: Some(input.to_vec()),
@@ -651,14 +700,7 @@ fn execute(
         }
     };
     match status.code() {
-        Some(0) if stdout.starts_with('{') => match serde_json::from_str::<Value>(&stdout) {
-            Ok(Value::Object(json)) => Answer::Json(json),
-            Ok(_) => Answer::Text(stdout),
-            Err(err) => Answer::Failed(format!(
-                "{hook}: printed invalid JSON ({err}); its output was ignored"
-            )),
-        },
-        Some(0) => Answer::Text(stdout),
+        Some(0) => handler::stdout_answer(&stdout, hook),
         Some(2) => Answer::Blocked(stderr),
         Some(code) => {
             Answer::Failed(with_stderr(format!("{hook}: exited with code {code}"), &stderr))
