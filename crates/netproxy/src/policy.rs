@@ -18,6 +18,10 @@ use globset::{GlobBuilder, GlobMatcher};
 
 use crate::{Error, Result};
 
+/// The port a tunnel to a host with path or method rules is inspected on (another needs a rule
+/// naming it).
+const HTTPS_PORT: u16 = 443;
+
 /// A host as a client names it: a DNS name or an IP address.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Host {
@@ -388,13 +392,16 @@ impl NetworkPolicy {
         &self.denied
     }
 
-    /// True when a rule naming paths or methods covers `host:port`: a tunnel there is
-    /// terminated (TLS inspection) so each request inside can be checked.
+    /// True when a rule naming paths or methods covers `host:port`, on 443 or on the port the
+    /// rule names: a tunnel there is terminated (TLS inspection) so each request inside can be
+    /// checked. Another port of such a host (git over ssh on 22) is a tunnel asked about, as
+    /// TLS is not expected there.
     pub fn inspects(&self, host: &Host, port: u16) -> bool {
-        self.allowed
-            .iter()
-            .chain(&self.denied)
-            .any(|rule| !rule.is_host_wide() && rule.matches_host(host, port))
+        self.allowed.iter().chain(&self.denied).any(|rule| {
+            !rule.is_host_wide()
+                && rule.matches_host(host, port)
+                && (port == HTTPS_PORT || rule.port == Some(port))
+        })
     }
 
     /// True when some rule names paths or methods, so some tunnel may be inspected (and the

@@ -185,3 +185,18 @@ fn authorities_parse_with_and_without_ports() {
     assert_eq!(parse_authority("user:pw@example.com", Some(80)), None);
     assert_eq!(parse_authority("example.com:99999", None), None);
 }
+
+#[test]
+fn a_tunnel_is_inspected_on_443_or_the_port_a_path_rule_names() {
+    let rules =
+        policy(&["GET forge.test/org/**", "POST api.test:8443/v1/**", "plain.test"], &[], &[]);
+    let name = |text: &str| Host::Name(text.to_owned());
+    assert!(rules.inspects(&name("forge.test"), 443));
+    // git over ssh to the same host is not TLS: tunnelled (and asked about), not inspected.
+    assert!(!rules.inspects(&name("forge.test"), 22));
+    assert!(rules.inspects(&name("api.test"), 8443));
+    assert!(!rules.inspects(&name("api.test"), 443));
+    assert!(!rules.inspects(&name("plain.test"), 443));
+    assert!(rules.inspects_any());
+    assert!(!policy(&["plain.test"], &[], &["rust"]).inspects_any());
+}

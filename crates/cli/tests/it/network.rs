@@ -543,10 +543,11 @@ fn curl_reaches_an_inspected_https_host_trusting_the_session_ca_from_the_sandbox
     let world = World::new("[network]\nallowed_domains = [\"GET forge.test/org/**\"]\n");
     let roots = world.home.join("forge-root.pem");
     std::fs::write(&roots, &pem).unwrap();
-    // No -k and no --cacert: the command trusts the session CA through SSL_CERT_FILE.
+    // No -k and no --cacert: the command trusts the session CA through SSL_CERT_FILE. The URLs
+    // name port 443, where a host with path rules is inspected; the override leads to the server.
     let script = Script::new()
-        .reply(command("allowed", &format!("curl -sS https://forge.test:{port}/org/repo")))
-        .reply(command("refused", &format!("curl -sS https://forge.test:{port}/other/repo")))
+        .reply(command("allowed", "curl -sS https://forge.test/org/repo"))
+        .reply(command("refused", "curl -sS https://forge.test/other/repo"))
         .reply(command("variables", "cat \"$NODE_EXTRA_CA_CERTS\"; echo \"$GIT_SSL_CAINFO\""))
         .reply(Reply::text("done"));
     let server = FakeModelServer::start(script).unwrap();
