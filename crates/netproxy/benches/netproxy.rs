@@ -3,7 +3,8 @@
 //! TCP endpoint). Prints medians and the ratio to direct; `cargo bench -p codecoder-netproxy`.
 //!
 //! The payload is plain bytes: TLS inside the tunnel costs the same direct and proxied (the
-//! proxy does not look into a tunnel), so leaving it out makes the ratio the stricter one.
+//! proxy does not look into a tunnel to a host without path rules), so leaving it out makes the
+//! ratio the stricter one.
 //!
 //! Then the cost of TLS inspection: a 10 MB HTTPS download (a loopback server with a self-signed
 //! certificate, trusted through the proxy's extra roots) through a plain tunnel against the
