@@ -197,9 +197,14 @@ fn an_idle_session_is_ended_without_any_call_and_the_model_is_told() {
     }
     assert!(sleepers_gone("985.625"), "the idle session's process still runs");
     // The next process call carries a note, once.
-    let next = fixture.call("exec_command", json!({"cmd": "true", "yield_time_ms": 30000})).unwrap();
-    assert!(next.contains(&format!("Note: command session {id} (`sleep 985.625`) was ended")), "{next}");
-    let again = fixture.call("exec_command", json!({"cmd": "true", "yield_time_ms": 30000})).unwrap();
+    let next =
+        fixture.call("exec_command", json!({"cmd": "true", "yield_time_ms": 30000})).unwrap();
+    assert!(
+        next.contains(&format!("Note: command session {id} (`sleep 985.625`) was ended")),
+        "{next}"
+    );
+    let again =
+        fixture.call("exec_command", json!({"cmd": "true", "yield_time_ms": 30000})).unwrap();
     assert!(!again.contains("Note:"), "{again}");
     // A call naming it is told why it is gone.
     let err = fixture.call("write_stdin", json!({"session_id": id})).unwrap_err();
