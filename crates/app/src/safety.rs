@@ -509,6 +509,44 @@ impl HookReview {
             .collect()
     }
 
+    /// Every hook, one line each (`STATE DIGEST EVENT [MATCHER] COMMAND from FILE`, STATE
+    /// `user`, `approved` or `pending`), and a last line saying how many wait for review.
+    pub fn describe(&self) -> String {
+        use std::fmt::Write as _;
+        let mut text = String::new();
+        if !self.project_trusted {
+            let _ = writeln!(
+                text,
+                "{} is not trusted, so its hook files are not read (`codecoder trust`)",
+                self.root.display()
+            );
+        }
+        if self.hooks.is_empty() {
+            text.push_str("no hooks configured\n");
+        }
+        for hook in &self.hooks {
+            let state = match (hook.project, self.approved.contains(&hook.digest)) {
+                (false, _) => "user",
+                (true, true) => "approved",
+                (true, false) => "pending",
+            };
+            let _ = writeln!(
+                text,
+                "{state:<8} {} {} [{}] {} from {}",
+                hook.short_digest(),
+                hook.event,
+                hook.matcher,
+                hook.command,
+                hook.source.display()
+            );
+        }
+        let pending = self.pending().len();
+        if pending > 0 {
+            let _ = writeln!(text, "{pending} project hook(s) wait for review");
+        }
+        text
+    }
+
     /// Records every pending hook as approved; returns those it approved.
     ///
     /// # Errors

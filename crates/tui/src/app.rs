@@ -41,13 +41,14 @@ pub(crate) use plan::{is_plan_review, mode_badge};
 const LIVE_TAIL_BYTES: usize = 4096;
 
 /// The slash commands, with their help text.
-pub(crate) const COMMANDS: [(&str, &str); 17] = [
+pub(crate) const COMMANDS: [(&str, &str); 18] = [
     ("/help", "show keys and commands"),
     ("/model", "show the model, or `/model NAME [EFFORT]` to switch (resumes this session)"),
     ("/provider", "show the provider, or `/provider ID` to switch"),
     ("/approvals", "show or change the approval mode (`/approvals never`)"),
     ("/status", "session id, model, tokens, context used, cost"),
     ("/diff", "git diff of the workspace"),
+    ("/hooks", "list every hook with its source and state (`/hooks trust`: approve the project's)"),
     ("/init", "write a starter AGENTS.md for this repository"),
     ("/new", "start a new session"),
     ("/resume", "pick a session to resume (or `/resume ID`)"),
@@ -74,6 +75,11 @@ pub(crate) enum Effect {
     ListSessions,
     /// Show `git diff`.
     Diff,
+    /// List the hooks (`/hooks`), approving the project's pending ones first (`/hooks trust`).
+    Hooks {
+        /// Approve the pending project hooks before listing.
+        approve: bool,
+    },
     /// Write a starter AGENTS.md.
     Init,
     /// Shift+Tab: the next permission mode (default → acceptEdits → plan).
@@ -618,6 +624,7 @@ impl App {
                 self.note(NoteKind::Info, text);
             }
             "/diff" => self.effects.push(Effect::Diff),
+            "/hooks" => self.effects.push(Effect::Hooks { approve: arg == "trust" }),
             "/init" => self.effects.push(Effect::Init),
             "/new" => self.start(StartRequest {
                 session: SessionChoice::New,

@@ -172,6 +172,20 @@ impl Host for RuntimeHost {
         Ok(codecoder_app::git_diff(cwd)?)
     }
 
+    fn hooks(&mut self, approve: bool) -> anyhow::Result<String> {
+        let review = codecoder_app::review_hooks(&self.runtime)?;
+        if !approve {
+            return Ok(review.describe());
+        }
+        let approved = review.approve_pending(self.runtime.home())?;
+        let review = codecoder_app::review_hooks(&self.runtime)?;
+        Ok(format!(
+            "approved {} project hook(s); they run from the next session (/new)\n{}",
+            approved.len(),
+            review.describe()
+        ))
+    }
+
     fn init_agents_md(&mut self, cwd: &Path) -> anyhow::Result<String> {
         Ok(codecoder_app::init_agents_md(cwd)?)
     }

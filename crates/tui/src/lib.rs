@@ -166,6 +166,17 @@ pub trait Host {
     /// When `cwd` is not a repository or git fails; the UI shows the message.
     fn diff(&mut self, cwd: &Path) -> anyhow::Result<String>;
 
+    /// `/hooks`: every hook with its source and state; with `approve`, first records the
+    /// project's pending hooks as reviewed (they run from the next session: a session's hooks
+    /// are fixed when it starts).
+    ///
+    /// # Errors
+    /// A hooks file that cannot be read, or the store of approvals cannot be written.
+    fn hooks(&mut self, approve: bool) -> anyhow::Result<String> {
+        let _ = approve;
+        anyhow::bail!("hooks are not listed here")
+    }
+
     /// `/init`: writes a starter AGENTS.md in `cwd` (never over one) and says what it did.
     ///
     /// # Errors

@@ -333,6 +333,10 @@ fn ui_loop(
                     Ok(text) => app.push(Cell::Lines { lines: diff_lines_unbounded(&text) }),
                     Err(err) => app.note(NoteKind::Error, format!("/diff: {err:#}")),
                 },
+                Effect::Hooks { approve } => match host.hooks(approve) {
+                    Ok(text) => app.note(NoteKind::Info, text.trim_end().to_owned()),
+                    Err(err) => app.note(NoteKind::Error, format!("/hooks: {err:#}")),
+                },
                 Effect::Init => match host.init_agents_md(&app.info.cwd) {
                     Ok(message) => app.note(NoteKind::Info, message),
                     Err(err) => app.note(NoteKind::Error, format!("/init: {err:#}")),

@@ -315,6 +315,8 @@ fn slash_commands() {
     app.slash("/fork");
     app.slash("/resume");
     app.slash("/diff");
+    app.slash("/hooks");
+    app.slash("/hooks trust");
     app.slash("/quit");
     let id = crate::testing::SESSION.to_owned();
     assert_eq!(
@@ -340,6 +342,8 @@ fn slash_commands() {
             }),
             Effect::ListSessions,
             Effect::Diff,
+            Effect::Hooks { approve: false },
+            Effect::Hooks { approve: true },
             Effect::Quit,
         ]
     );
