@@ -235,3 +235,25 @@ fn the_ca_files_hold_the_certificate_alone_and_after_the_system_bundle_never_the
     drop(handle);
     assert!(!directory.exists());
 }
+
+#[test]
+fn a_socks5_tunnel_to_an_inspected_host_is_inspected_too() {
+    let fixture = fixture();
+    let ca = fixture.handle.ca_certificate_pem().unwrap().unwrap();
+    let endpoint = fixture.handle.endpoint("cmd").unwrap();
+    let mut client = Client::connect(&endpoint);
+    let mut address = vec![3, 11];
+    address.extend_from_slice(b"secure.test");
+    assert_eq!(crate::protocols::socks5_connect(&mut client, &address, 443), 0);
+    let response = tls_request(
+        client,
+        "secure.test",
+        &ca,
+        "DELETE /org/repo HTTP/1.1\r\nHost: secure.test\r\n\r\n",
+    );
+    assert!(response.starts_with("HTTP/1.1 403 "), "{response}");
+    let events = fixture.recorder.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].kind, RequestKind::Socks5);
+    assert_eq!(events[0].request.as_ref().unwrap().method, "DELETE");
+}

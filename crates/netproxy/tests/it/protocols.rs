@@ -185,7 +185,7 @@ fn an_allowed_name_that_cannot_be_reached_gets_a_502() {
 }
 
 /// A SOCKS5 handshake and CONNECT request; returns the reply's code.
-fn socks5_connect(client: &mut Client, address: &[u8], port: u16) -> u8 {
+pub(crate) fn socks5_connect(client: &mut Client, address: &[u8], port: u16) -> u8 {
     client.write_all(&[5, 1, 0]).unwrap();
     let mut choice = [0_u8; 2];
     client.read_exact(&mut choice).unwrap();
