@@ -156,3 +156,36 @@ fn the_hooks_are_fixed_when_the_session_starts() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(ran(&log), ["late-hook"]);
 }
+
+/// In the UI: the session start names the unreviewed project hook, `/hooks` lists it as pending
+/// beside the user's, `/hooks trust` approves it, and the next session runs it.
+#[test]
+fn the_ui_lists_and_approves_a_projects_hooks() {
+    let setup = Setup::new();
+    let log = setup.user_home.path().join("ran.log");
+    let project = marker(setup.user_home.path(), "project-hook", &log);
+    let user = marker(setup.user_home.path(), "user-hook", &log);
+    prompt_hook(setup.repo.path(), &project);
+    prompt_hook(setup.user_home.path(), &user);
+    assert!(setup.run_with(Vec::new(), &["trust"]).status.success());
+    let server = FakeModelServer::start(Script::new().when_exhausted(Reply::text("hi"))).unwrap();
+    let mut env = crate::exec::openai_env(&server);
+    env.push(("HOME".into(), setup.user_home.path().to_string_lossy().into_owned()));
+    let mut pty = crate::tui::Pty::spawn(setup.home.path(), setup.repo.path(), &env, &[]);
+    pty.wait_for("not reviewed yet", "the warning about the unreviewed project hook");
+    pty.type_text("/hooks");
+    pty.send("\r");
+    pty.wait_for("1 project hook(s) wait for review", "the /hooks listing");
+    let text = pty.text();
+    assert!(text.contains("pending") && text.contains("user "), "{text}");
+    pty.type_text("/hooks trust");
+    pty.send("\r");
+    pty.wait_for("approved 1 project hook(s)", "the approval");
+    pty.type_text("/quit");
+    pty.send("\r");
+    assert!(pty.wait_exit().success());
+    let listed = stdout(&setup.run_with(Vec::new(), &["hooks", "list"]));
+    assert!(listed.lines().any(|l| l.starts_with("approved") && l.contains(&project)), "{listed}");
+    exec(&setup, &[]);
+    assert_eq!(ran(&log), ["project-hook", "user-hook"]);
+}
