@@ -23,6 +23,7 @@ mod confined;
 mod error;
 mod exec_output;
 mod headless;
+mod hook_services;
 pub mod history;
 mod host;
 mod image;

@@ -708,7 +708,15 @@ impl Runtime {
                 let keys = tools.find(name).map(|tool| tool.permission_keys(args));
                 (tools.view(name, args).kind, keys.unwrap_or_default())
             });
-            hooks.push(Arc::new(runner.with_call_subjects(subjects)));
+            // `prompt` and `mcp_tool` hooks ask the session's model and MCP servers.
+            let services = crate::hook_services::SessionHookServices {
+                client: Arc::clone(&model_client),
+                model: model.clone(),
+                session_id: writer.session_id(),
+                mcp: mcp.clone(),
+            };
+            let runner = runner.with_call_subjects(subjects).with_services(Arc::new(services));
+            hooks.push(Arc::new(runner));
         }
         if !extensions.skills.is_empty() || !extensions.commands.is_empty() {
             hooks.push(Arc::new(crate::skills::SkillLayer {

@@ -155,3 +155,57 @@ touch '{}'"#,
     );
     assert!(requests[2].raw_body.contains("async scan found nothing"), "{}", requests[2].raw_body);
 }
+
+#[test]
+fn a_prompt_hook_asks_the_model_and_its_ok_false_denies_a_command() {
+    let setup = Setup::new();
+    settings(
+        setup.user_home.path(),
+        json!({ "PreToolUse": [{ "matcher": "Bash", "hooks": [{ "type": "prompt",
+            "prompt": "Does this call delete files? $ARGUMENTS" }] }] }),
+    );
+    std::fs::write(setup.repo.path().join("keep.txt"), "precious").unwrap();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("c1", "run_command", json!({ "command": "rm keep.txt" })))
+            .reply(Reply::text(
+                "```json\n{\"ok\": false, \"reason\": \"the hook model says rm deletes files\"}\n```",
+            ))
+            .reply(Reply::text("could not remove it")),
+    )
+    .unwrap();
+    let out = setup.run(&server, &["exec", "remove keep.txt"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(setup.repo.path().join("keep.txt").exists(), "the prompt hook must have denied rm");
+    let requests = server.requests();
+    let asked = &requests[1].raw_body;
+    assert!(asked.contains("Does this call delete files?"), "{asked}");
+    assert!(asked.contains("rm keep.txt") && asked.contains("PreToolUse"), "{asked}");
+    assert!(!asked.contains("\"run_command\""), "the hook's call offers no tools: {asked}");
+    let body = &requests[2].raw_body;
+    assert!(body.contains("the hook model says rm deletes files"), "{body}");
+}
+
+#[test]
+fn an_mcp_tool_hook_calls_a_configured_server_and_its_text_is_prompt_context() {
+    let Some(dir) = crate::mcp::servers_dir() else { return };
+    let setup = Setup::new();
+    let everything = crate::mcp::bin(&dir, "mcp-server-everything");
+    let names = crate::mcp::tool_names(&everything, &["stdio"], setup.repo.path());
+    let echo = crate::mcp::pick(&names, &["echo"]);
+    std::fs::write(
+        setup.home.path().join("config.toml"),
+        format!("[mcp_servers.everything]\ncommand = {everything:?}\nargs = [\"stdio\"]\n"),
+    )
+    .unwrap();
+    settings(
+        setup.user_home.path(),
+        json!({ "UserPromptSubmit": [{ "hooks": [{ "type": "mcp_tool", "server": "everything",
+            "tool": echo, "input": { "message": "hook saw ${prompt}" } }] }] }),
+    );
+    let server = FakeModelServer::start(Script::new().reply(Reply::text("done"))).unwrap();
+    let out = setup.run(&server, &["exec", "the secret word is kumquat"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = &server.requests()[0].raw_body;
+    assert!(body.contains("hook saw the secret word is kumquat"), "{}", stderr(&out));
+}
