@@ -40,6 +40,10 @@ pub enum Event {
     PostToolBatch,
     /// When a turn ends on a model (API) error instead of Stop. Its output is ignored.
     StopFailure,
+    /// When a plan update adds a step. May give the model feedback.
+    TaskCreated,
+    /// When a plan update marks a step completed. May give the model feedback.
+    TaskCompleted,
 }
 
 /// Events Claude Code knows and codecoder does not emit (yet): configuring them is a warning,
@@ -49,8 +53,6 @@ pub(crate) const CLAUDE_ONLY_EVENTS: &[&str] = &[
     "InstructionsLoaded",
     "UserPromptExpansion",
     "MessageDisplay",
-    "TaskCreated",
-    "TaskCompleted",
     "TeammateIdle",
     "ConfigChange",
     "CwdChanged",
@@ -80,10 +82,12 @@ impl Event {
         Event::PermissionDenied,
         Event::PostToolBatch,
         Event::StopFailure,
+        Event::TaskCreated,
+        Event::TaskCompleted,
     ];
 
     /// How many events there are.
-    pub const COUNT: usize = 16;
+    pub const COUNT: usize = 18;
 
     /// The name used in configuration and in `hook_event_name`.
     pub fn name(self) -> &'static str {
@@ -104,6 +108,8 @@ impl Event {
             Event::PermissionDenied => "PermissionDenied",
             Event::PostToolBatch => "PostToolBatch",
             Event::StopFailure => "StopFailure",
+            Event::TaskCreated => "TaskCreated",
+            Event::TaskCompleted => "TaskCompleted",
         }
     }
 
@@ -130,13 +136,22 @@ impl Event {
             | Event::PostCompact
             | Event::Notification
             | Event::PostToolBatch
-            | Event::StopFailure => false,
+            | Event::StopFailure
+            | Event::TaskCreated
+            | Event::TaskCompleted => false,
         }
     }
 
     /// True for the events that run every hook whatever its matcher says.
     pub fn ignores_matcher(self) -> bool {
-        matches!(self, Event::UserPromptSubmit | Event::Stop | Event::PostToolBatch)
+        matches!(
+            self,
+            Event::UserPromptSubmit
+                | Event::Stop
+                | Event::PostToolBatch
+                | Event::TaskCreated
+                | Event::TaskCompleted
+        )
     }
 
     /// The position of the event in [`Event::ALL`] (the variants are declared in that order).

@@ -344,6 +344,24 @@ impl HookRunner {
         outcome::post_tool_use(Event::PostToolBatch, &rans)
     }
 
+    /// A plan update added step `task_id` (its 1-based position) whose text is `task_subject`.
+    /// The matcher is ignored. Exit 2 or `decision: "block"` gives the model that feedback with
+    /// the update's result; `additionalContext` joins it.
+    pub fn task_created(&self, task_id: &str, task_subject: &str) -> PostToolUse {
+        let rans = self.run(Event::TaskCreated, "", || {
+            fields([("task_id", json!(task_id)), ("task_subject", json!(task_subject))])
+        });
+        outcome::post_tool_use(Event::TaskCreated, &rans)
+    }
+
+    /// A plan update marked step `task_id` completed (as [`HookRunner::task_created`]).
+    pub fn task_completed(&self, task_id: &str, task_subject: &str) -> PostToolUse {
+        let rans = self.run(Event::TaskCompleted, "", || {
+            fields([("task_id", json!(task_id)), ("task_subject", json!(task_subject))])
+        });
+        outcome::post_tool_use(Event::TaskCompleted, &rans)
+    }
+
     /// When a turn ends on a model error: `error` (what matchers see) is `rate_limit`,
     /// `authentication_failed`, `invalid_request`, `server_error` or `unknown`. Output and exit
     /// codes change nothing; a hook's messages still reach the person.
@@ -600,6 +618,14 @@ impl Hooks for HookRunner {
 
     fn post_compact(&self, scope: HookScope<'_>, trigger: &str, summary: &str) -> HookReport {
         self.scoped(&scope).post_compact(trigger, summary)
+    }
+
+    fn task_created(&self, scope: HookScope<'_>, task_id: &str, subject: &str) -> PostToolUse {
+        self.scoped(&scope).task_created(task_id, subject)
+    }
+
+    fn task_completed(&self, scope: HookScope<'_>, task_id: &str, subject: &str) -> PostToolUse {
+        self.scoped(&scope).task_completed(task_id, subject)
     }
 }
 

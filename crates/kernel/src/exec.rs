@@ -657,6 +657,12 @@ impl AgentLoop {
                 });
             }
         }
+        if result.status == ToolResultStatus::Success
+            && let Some(plan) = &view.plan
+        {
+            let notes = self.plan_hooks(&plan.steps)?;
+            result.content.extend(notes.into_iter().map(|text| ContentItem::Text { text }));
+        }
         self.append(RecordBody::ToolResult { result, synthetic })?;
         self.emit(AgentEventKind::ToolFinished {
             turn,
@@ -668,6 +674,50 @@ impl AgentLoop {
             mcp_result,
         });
         Ok(())
+    }
+
+    /// Runs the TaskCreated hooks for each step of `steps` the held plan lacks (by its text) and
+    /// the TaskCompleted hooks for each step completed now and not before, then holds `steps`
+    /// as the plan. Returns what the hooks said for the model, to join the update's result.
+    fn plan_hooks(&mut self, steps: &[codecoder_protocol::PlanStep]) -> Result<Vec<String>, Stop> {
+        let held = std::mem::replace(&mut self.plan, steps.to_vec());
+        if self.env.deps.hooks.runs_inline() {
+            return Ok(Vec::new());
+        }
+        let mut notes = Vec::new();
+        for (index, step) in steps.iter().enumerate() {
+            let before = held.iter().find(|old| old.text == step.text);
+            let created = before.is_none();
+            let completed =
+                step.status == "completed" && before.is_none_or(|old| old.status != "completed");
+            let task_id = (index + 1).to_string();
+            let (task_id, subject) = (task_id.as_str(), step.text.as_str());
+            for (created_event, fires) in [(true, created), (false, completed)] {
+                if !fires {
+                    continue;
+                }
+                let event = if created_event { "TaskCreated" } else { "TaskCompleted" };
+                let said = self.call_hooks(|hooks, scope| {
+                    if created_event {
+                        hooks.task_created(scope, task_id, subject)
+                    } else {
+                        hooks.task_completed(scope, task_id, subject)
+                    }
+                })?;
+                if let Some(reason) = self.show_hook_report(event, said.report) {
+                    return Err(hook_stop(event, &reason));
+                }
+                notes.extend(
+                    said.context
+                        .into_iter()
+                        .map(|t| format!("<hook-context>\n{t}\n</hook-context>")),
+                );
+                notes.extend(
+                    said.feedback.map(|t| format!("<hook-feedback>\n{t}\n</hook-feedback>")),
+                );
+            }
+        }
+        Ok(notes)
     }
 
     /// A command stopped the turn mid-step: logs the remaining results in call order (real ones

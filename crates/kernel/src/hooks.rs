@@ -269,6 +269,17 @@ pub trait Hooks: Send + Sync {
         let _ = (scope, error, details, last_message);
         HookReport::default()
     }
+    /// A plan update added a step (`task_id` is its 1-based position, `subject` its text). The
+    /// `feedback` and `context` join the plan update's result for the model.
+    fn task_created(&self, scope: HookScope<'_>, task_id: &str, subject: &str) -> PostToolUse {
+        let _ = (scope, task_id, subject);
+        PostToolUse::default()
+    }
+    /// A plan update marked a step completed that was not before (as `task_created`).
+    fn task_completed(&self, scope: HookScope<'_>, task_id: &str, subject: &str) -> PostToolUse {
+        let _ = (scope, task_id, subject);
+        PostToolUse::default()
+    }
     /// The conversation was compacted (`trigger` is `auto` or `manual`); `summary` is the
     /// summary the model wrote (empty when the history was trimmed without one).
     fn post_compact(&self, scope: HookScope<'_>, trigger: &str, summary: &str) -> HookReport {
@@ -488,5 +499,13 @@ impl Hooks for HookStack {
 
     fn post_compact(&self, scope: HookScope<'_>, trigger: &str, summary: &str) -> HookReport {
         self.ask(|hooks| hooks.post_compact(scope, trigger, summary))
+    }
+
+    fn task_created(&self, scope: HookScope<'_>, task_id: &str, subject: &str) -> PostToolUse {
+        self.ask(|hooks| hooks.task_created(scope, task_id, subject))
+    }
+
+    fn task_completed(&self, scope: HookScope<'_>, task_id: &str, subject: &str) -> PostToolUse {
+        self.ask(|hooks| hooks.task_completed(scope, task_id, subject))
     }
 }

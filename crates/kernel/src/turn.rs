@@ -125,6 +125,9 @@ pub(crate) struct AgentLoop {
     pub(crate) shared_history: Vec<Arc<Message>>,
     /// What the model cost in this process, over every turn (for `AgentConfig::budget`).
     spent: Usage,
+    /// The plan as the last successful plan update stated it (TaskCreated and TaskCompleted
+    /// hooks fire on what changed).
+    pub(crate) plan: Vec<codecoder_protocol::PlanStep>,
 }
 
 /// The turn being run, from its `turn_start` to its `turn_end`; `run_turn` owns it.
@@ -206,6 +209,7 @@ impl AgentLoop {
             pending_compact: None,
             shared_history: Vec::new(),
             spent: Usage::default(),
+            plan: Vec::new(),
         }
     }
 

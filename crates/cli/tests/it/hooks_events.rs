@@ -319,3 +319,55 @@ fn hooks_inside_a_subagent_get_its_agent_id_and_type() {
     assert_eq!(fired[1]["agent_id"], "task-1", "{}", fired[1]);
     assert_eq!(fired[1]["agent_type"], "general-purpose", "{}", fired[1]);
 }
+
+#[test]
+fn plan_updates_fire_task_created_and_task_completed_and_their_feedback_reaches_the_model() {
+    let setup = Setup::new();
+    let dir = setup.user_home.path();
+    let created = recording_hook(dir, "TaskCreated", "");
+    let completed = recording_hook(dir, "TaskCompleted", "");
+    // The completion hook refuses with exit 2: its stderr goes to the model with the result.
+    std::fs::write(
+        &completed,
+        format!(
+            "#!/bin/sh\ncat >> '{}'\necho >> '{}'\necho 'run the tests before completing' >&2\nexit 2\n",
+            dir.join("TaskCompleted.jsonl").display(),
+            dir.join("TaskCompleted.jsonl").display()
+        ),
+    )
+    .unwrap();
+    settings(&setup, &[("TaskCreated", "", created), ("TaskCompleted", "", completed)]);
+    let first = json!({"plan": [
+        {"step": "Read add.js", "status": "in_progress"},
+        {"step": "Fix the operator", "status": "pending"}
+    ]});
+    let second = json!({"plan": [
+        {"step": "Read add.js", "status": "completed"},
+        {"step": "Fix the operator", "status": "in_progress"}
+    ]});
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("p1", "update_plan", first))
+            .reply(Reply::tool_call("p2", "update_plan", second))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let out = setup.run(&server, &["exec", "plan it"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let created = inputs(dir, "TaskCreated");
+    assert_eq!(created.len(), 2, "each step once, when first stated: {created:?}");
+    assert_common(&created[0], "TaskCreated", &setup);
+    assert_eq!(created[0]["task_id"], "1");
+    assert_eq!(created[0]["task_subject"], "Read add.js");
+    assert_eq!(created[1]["task_subject"], "Fix the operator");
+    let completed = inputs(dir, "TaskCompleted");
+    assert_eq!(completed.len(), 1, "{completed:?}");
+    assert_eq!(completed[0]["task_subject"], "Read add.js");
+    let requests = server.requests();
+    assert!(!requests[1].raw_body.contains("run the tests before completing"));
+    assert!(
+        requests[2].raw_body.contains("run the tests before completing"),
+        "{}",
+        requests[2].raw_body
+    );
+}
