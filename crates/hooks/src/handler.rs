@@ -184,7 +184,12 @@ pub(crate) fn parse(
                     return Err(shape("input", "expected an object of the tool's arguments"));
                 }
             };
-            let label = format!("mcp_tool {server}/{tool}");
+            // The input is part of the label, which de-duplicates: two hooks calling one tool
+            // with different inputs both run.
+            let label = match &input {
+                Value::Object(map) if map.is_empty() => format!("mcp_tool {server}/{tool}"),
+                input => format!("mcp_tool {server}/{tool} {input}"),
+            };
             (label, Kind::McpTool { server, tool, input }, LONG_TIMEOUT)
         }
     };

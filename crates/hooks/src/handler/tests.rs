@@ -105,6 +105,9 @@ fn parsing_checks_each_type_s_fields() {
     let (parsed, warnings) = parse_one(json!({"type": "agent", "prompt": "p", "colour": 1}));
     assert_eq!(parsed.unwrap().unwrap().2, LONG_TIMEOUT);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let (parsed, _) =
+        parse_one(json!({"type": "mcp_tool", "server": "s", "tool": "t", "input": {"a": 1}}));
+    assert_eq!(parsed.unwrap().unwrap().0, r#"mcp_tool s/t {"a":1}"#);
     let (parsed, warnings) = parse_one(json!({"type": "telepathy"}));
     assert!(parsed.unwrap().is_none());
     assert!(warnings[0].contains("telepathy"), "{warnings:?}");
