@@ -31,10 +31,10 @@ mod trust;
 
 pub use condition::CallSubjects;
 pub use config::{HookCallback, HookEntry, HookSet, HookSources};
-pub use trust::{TRUSTED_HOOKS_FILE, approve_hooks, approved_hooks};
 pub use event::Event;
 pub use handler::{HookPrompt, HookServices};
 pub use runner::{CommonInput, HookRunner};
+pub use trust::{TRUSTED_HOOKS_FILE, approve_hooks, approved_hooks};
 
 use std::path::PathBuf;
 
