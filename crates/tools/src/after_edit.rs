@@ -35,34 +35,43 @@ pub trait AfterEdit: Send + Sync + std::fmt::Debug {
 /// Lines of a search's result looked at for the files it found.
 const TOUCHED_LINES: usize = 200;
 
-/// `builtin` with `hook` run after its successful calls, when it is an edit tool; else
-/// `builtin` as it is.
+/// `builtin` with `hook` run after its successful calls, when it is an edit tool (or told of
+/// the files it read or found, when it is `read_file`, `grep` or `glob`); else `builtin` as it
+/// is.
 pub(crate) fn wrap(
     builtin: Arc<dyn Builtin>,
     hook: Option<&Arc<dyn AfterEdit>>,
     cwd: &std::path::Path,
 ) -> Arc<dyn Builtin> {
-    match hook {
-        Some(hook) if builtin.kind() == ToolKind::Edit => Arc::new(WithAfterEdit {
-            inner: builtin,
-            hook: Arc::clone(hook),
-            cwd: cwd.to_path_buf(),
-        }),
-        Some(hook) if matches!(builtin.name(), "read_file" | "grep" | "glob") => {
-            Arc::new(WithTouched { inner: builtin, hook: Arc::clone(hook), cwd: cwd.to_path_buf() })
-        }
-        Some(_) | None => builtin,
-    }
+    let Some(hook) = hook else { return builtin };
+    let mode = if builtin.kind() == ToolKind::Edit {
+        Mode::AfterEdit
+    } else if matches!(builtin.name(), "read_file" | "grep" | "glob") {
+        Mode::Touched
+    } else {
+        return builtin;
+    };
+    Arc::new(WithHook { inner: builtin, hook: Arc::clone(hook), cwd: cwd.to_path_buf(), mode })
 }
 
-/// A read-only tool whose successful results tell the hook the files they read or found.
-struct WithTouched {
+/// What the hook hears of a wrapped tool's successful calls.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// An edit tool: the files it changed, and the hook's text joins the result.
+    AfterEdit,
+    /// A read-only tool: the files it read or found; the result is unchanged.
+    Touched,
+}
+
+/// A tool with the hook attached.
+struct WithHook {
     inner: Arc<dyn Builtin>,
     hook: Arc<dyn AfterEdit>,
     cwd: PathBuf,
+    mode: Mode,
 }
 
-impl Builtin for WithTouched {
+impl Builtin for WithHook {
     fn name(&self) -> &'static str {
         self.inner.name()
     }
@@ -99,6 +108,19 @@ impl Builtin for WithTouched {
         if output.is_error {
             return Ok(output);
         }
+        Ok(match self.mode {
+            Mode::AfterEdit => self.after_edit(&view, output),
+            Mode::Touched => {
+                self.touched(&view, &output);
+                output
+            }
+        })
+    }
+}
+
+impl WithHook {
+    /// Tells the hook of the files a read-only call read or found.
+    fn touched(&self, view: &CallView, output: &ToolOutput) {
         if self.inner.name() == "read_file" {
             let paths: Vec<PathBuf> = view
                 .paths
@@ -107,7 +129,7 @@ impl Builtin for WithTouched {
                 .map(|path| self.cwd.join(path))
                 .collect();
             self.hook.touched(&paths, true);
-            return Ok(output);
+            return;
         }
         // A search's lines start with the path found (`glob`: the whole line; `grep`: up to
         // the first `:`).
@@ -122,53 +144,10 @@ impl Builtin for WithTouched {
             }
         }
         self.hook.touched(&paths, false);
-        Ok(output)
     }
-}
 
-struct WithAfterEdit {
-    inner: Arc<dyn Builtin>,
-    hook: Arc<dyn AfterEdit>,
-    cwd: PathBuf,
-}
-
-impl Builtin for WithAfterEdit {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-    fn description(&self) -> &'static str {
-        self.inner.description()
-    }
-    fn schema(&self) -> Value {
-        self.inner.schema()
-    }
-    fn kind(&self) -> ToolKind {
-        self.inner.kind()
-    }
-    fn permission_keys(&self, args: &Value) -> Vec<String> {
-        self.inner.permission_keys(args)
-    }
-    fn summary(&self, args: &Value) -> String {
-        self.inner.summary(args)
-    }
-    fn view(&self, args: &Value) -> CallView {
-        self.inner.view(args)
-    }
-    fn offered(&self) -> bool {
-        self.inner.offered()
-    }
-    fn check(&self, args: &Value) -> Result<(), String> {
-        self.inner.check(args)
-    }
-    fn input_reader(&self) -> Option<Box<dyn InputReader>> {
-        self.inner.input_reader()
-    }
-    fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
-        let view = self.inner.view(&args);
-        let mut output = self.inner.run(env, args)?;
-        if output.is_error {
-            return Ok(output);
-        }
+    /// Runs the hook on the files an edit changed and adds its text to the result.
+    fn after_edit(&self, view: &CallView, mut output: ToolOutput) -> ToolOutput {
         let mut paths: Vec<PathBuf> = Vec::new();
         let named = view.paths.iter().chain(view.changes.iter().map(|change| &change.path));
         for path in named.filter(|path| !path.is_empty()) {
@@ -179,7 +158,7 @@ impl Builtin for WithAfterEdit {
         }
         let note = self.hook.after_edit(&paths);
         if note.is_empty() {
-            return Ok(output);
+            return output;
         }
         match output.content.iter_mut().find_map(|item| match item {
             ContentItem::Text { text } => Some(text),
@@ -194,7 +173,7 @@ impl Builtin for WithAfterEdit {
             }
             None => output.content.push(ContentItem::Text { text: note }),
         }
-        Ok(output)
+        output
     }
 }
 
