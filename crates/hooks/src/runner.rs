@@ -24,7 +24,7 @@
 use std::convert::Infallible;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use codecoder_kernel::{
@@ -32,7 +32,7 @@ use codecoder_kernel::{
     PostToolUse, PreToolUse, PromptSubmit, SessionStartHook, StopHook, ToolOutput,
 };
 use codecoder_policy::{PermissionMode, PermissionSwitch};
-use codecoder_protocol::{ContentItem, ToolCall, ToolResult, ToolResultStatus, Verdict};
+use codecoder_protocol::{ContentItem, MessageId, ToolCall, ToolResult, ToolResultStatus, Verdict};
 use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Wait, output};
 use crossbeam_channel::Receiver;
 use serde_json::{Map, Value, json};
@@ -64,7 +64,8 @@ pub struct CommonInput {
 }
 
 /// Runs the hooks of a [`HookSet`], one method per event. Cheap to clone; share it between
-/// threads freely (it holds no mutable state).
+/// threads freely (its only mutable state, the async hooks and the current prompt's id, is
+/// shared by its clones behind locks).
 #[derive(Debug, Clone)]
 pub struct HookRunner {
     set: Arc<HookSet>,
@@ -84,6 +85,12 @@ pub struct HookRunner {
     reach: Reachable,
     /// The `async` hooks running, and the answers of those that finished.
     background: Arc<Background>,
+    /// The id of the user prompt being answered, sent as `prompt_id`: a fresh one at each root
+    /// UserPromptSubmit, shared with the clones that run a subagent's events (they answer the
+    /// same prompt). `None` before the first prompt.
+    prompt_id: Arc<Mutex<Option<String>>>,
+    /// The session's reasoning effort, sent as `effort: {level}` (`None`: not sent).
+    effort: Option<String>,
 }
 
 impl HookRunner {
@@ -99,7 +106,20 @@ impl HookRunner {
             agent: None,
             reach: Reachable::default(),
             background: Arc::default(),
+            prompt_id: Arc::default(),
+            effort: None,
         }
+    }
+
+    /// This runner, whose hooks get `effort: {level}` (the session's reasoning effort) in their
+    /// input.
+    pub fn with_effort(self, level: Option<String>) -> HookRunner {
+        HookRunner { effort: level, ..self }
+    }
+
+    /// The id of the user prompt being answered (`None` before the first prompt).
+    pub fn prompt_id(&self) -> Option<String> {
+        self.prompt_id.lock().map_or(None, |id| id.clone())
     }
 
     /// This runner, whose `prompt`, `agent` and `mcp_tool` hooks use `services` (without them
@@ -214,7 +234,14 @@ impl HookRunner {
     }
 
     /// When the user submits `prompt`.
+    /// A root runner starts a new prompt here: this event and the ones after it carry a fresh
+    /// `prompt_id`.
     pub fn user_prompt_submit(&self, prompt: &str) -> PromptSubmit {
+        if self.agent.is_none()
+            && let Ok(mut id) = self.prompt_id.lock()
+        {
+            *id = Some(MessageId::new().to_string());
+        }
         let rans = self.run(Event::UserPromptSubmit, "", || fields([("prompt", json!(prompt))]));
         outcome::user_prompt_submit(&rans)
     }
@@ -445,6 +472,12 @@ impl HookRunner {
         };
         input.insert("permission_mode".to_owned(), json!(permission_mode));
         input.insert("hook_event_name".to_owned(), json!(event.name()));
+        if let Some(prompt_id) = self.prompt_id() {
+            input.insert("prompt_id".to_owned(), json!(prompt_id));
+        }
+        if let Some(level) = &self.effort {
+            input.insert("effort".to_owned(), json!({ "level": level }));
+        }
         if let Some((agent_id, agent_type)) = &self.agent {
             input.insert("agent_id".to_owned(), json!(agent_id));
             input.insert("agent_type".to_owned(), json!(agent_type));

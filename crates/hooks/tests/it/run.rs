@@ -376,7 +376,7 @@ fn stdin_carries_the_documented_fields_with_claude_names() {
             json!([{"hooks": [{"type": "command", "command": format!("{record} {event}")}]}]),
         );
     }
-    let runner = fixture.runner(Value::Object(config));
+    let runner = fixture.runner(Value::Object(config)).with_effort(Some("high".to_owned()));
     let args = json!({"command": "cargo test", "timeout_ms": 9000, "background": false});
     runner.pre_tool_use("run_command", &args, "call-7");
     runner.permission_request("write_file", &json!({"path": "src/a.rs", "content": "x"}), "call-8");
@@ -442,6 +442,7 @@ fn stdin_carries_the_documented_fields_with_claude_names() {
             "cwd": project,
             "permission_mode": "default",
             "hook_event_name": event,
+            "effort": {"level": "high"},
         })
     };
     let with = |event: &str, fields: Value| {
@@ -500,7 +501,13 @@ fn stdin_carries_the_documented_fields_with_claude_names() {
             json!({"error": "rate_limit", "error_details": "model error: 429 slow down", "last_assistant_message": "Working on it"}),
         ),
     ];
-    for (event, expected) in events.iter().zip(expected) {
+    // The events from the first UserPromptSubmit on carry the id of that prompt.
+    let prompt_id = runner.prompt_id().unwrap();
+    let submitted = events.iter().position(|event| *event == "UserPromptSubmit").unwrap();
+    for (index, (event, mut expected)) in events.iter().zip(expected).enumerate() {
+        if index >= submitted {
+            expected["prompt_id"] = json!(prompt_id);
+        }
         assert_eq!(recorded(&fixture, event), expected, "{event}");
     }
     let env = fs_err::read_to_string(fixture.out("PreToolUse.env")).unwrap();
@@ -547,4 +554,31 @@ fn permission_mode_follows_the_session_switch() {
         let input = recorded(&fixture, "UserPromptSubmit");
         assert_eq!(input["permission_mode"], expected, "{mode}");
     }
+}
+
+#[test]
+fn each_user_prompt_gets_a_fresh_prompt_id_that_the_following_events_carry() {
+    let fixture = Fixture::new();
+    let record = recorder(&fixture);
+    let runner = fixture.runner(json!({
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": format!("{record} UserPromptSubmit")}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": format!("{record} Stop")}]}],
+    }));
+    assert_eq!(runner.prompt_id(), None);
+    runner.stop(false, None);
+    assert_eq!(recorded(&fixture, "Stop").get("prompt_id"), None);
+    assert_eq!(recorded(&fixture, "Stop").get("effort"), None);
+
+    runner.user_prompt_submit("first");
+    let first = recorded(&fixture, "UserPromptSubmit")["prompt_id"].clone();
+    runner.stop(false, None);
+    assert_eq!(recorded(&fixture, "Stop")["prompt_id"], first);
+
+    // A clone (as a subagent's events use) shares the prompt.
+    runner.clone().user_prompt_submit("second");
+    let second = recorded(&fixture, "UserPromptSubmit")["prompt_id"].clone();
+    assert!(second.is_string() && first.is_string());
+    assert_ne!(first, second);
+    runner.stop(false, None);
+    assert_eq!(recorded(&fixture, "Stop")["prompt_id"], second);
 }
