@@ -716,6 +716,9 @@ impl Runtime {
                 mcp: mcp.clone(),
             };
             let runner = runner.with_call_subjects(subjects).with_services(Arc::new(services));
+            // Hooks see the effort the session's requests carry as `effort: {level}`.
+            let effort = context_config.reasoning.effort.map(|effort| effort.as_str().to_owned());
+            let runner = runner.with_effort(effort);
             hooks.push(Arc::new(runner));
         }
         if !extensions.skills.is_empty() || !extensions.commands.is_empty() {
