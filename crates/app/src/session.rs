@@ -564,7 +564,13 @@ impl Runtime {
                 active_skills.clone(),
             )))?;
         }
-        agent_config.subagents.types = extensions.agent_types(&registry, &mut notices);
+        let aliases = crate::skills::model_aliases(
+            &provider_id,
+            config.agent.as_ref().and_then(|agent| agent.model_aliases.as_ref()),
+        );
+        agent_config.subagents.types = extensions.agent_types(&registry, &aliases, &mut notices);
+        let replaced: Vec<String> = request.agents.iter().map(|agent| agent.name.clone()).collect();
+        let agent_modes = extensions.agent_modes(&replaced, &mut notices);
         for agent in &request.agents {
             agent_config.subagents.types.retain(|t| t.name != agent.name);
             agent_config.subagents.types.push(agent.clone());
@@ -735,7 +741,14 @@ impl Runtime {
             model: model_client,
             prompt: builder,
             tools: Arc::clone(&registry),
-            approval: safety.policy.clone(),
+            approval: if agent_modes.is_empty() {
+                safety.policy.clone()
+            } else {
+                Arc::new(crate::skills::AgentModePolicy {
+                    chain: safety.policy.clone(),
+                    modes: agent_modes,
+                })
+            },
             hooks,
             sessions,
             interceptors: vec![Arc::new(guard)],

@@ -13,9 +13,11 @@ use std::sync::Arc;
 
 use codecoder_hooks::mapping::claude_tool_name;
 use codecoder_kernel::{
-    AgentType, HookScope, HookVerdict, Hooks, PreToolUse, PromptSubmit, StopHook, ToolRegistry,
+    AgentType, ApprovalPolicy, ApprovalQuery, HookScope, HookVerdict, Hooks, PolicyAnswer,
+    PreToolUse, PromptSubmit, StopHook, ToolRegistry,
 };
-use codecoder_protocol::ToolCall;
+use codecoder_policy::{ChainPolicy, PermissionMode};
+use codecoder_protocol::{DecidedBy, ToolCall, Verdict};
 use codecoder_skills::{
     ActiveSkills, AgentDef, Catalogue, Command, Roots, Scope, Skill, SkillStore, Warning,
 };
@@ -115,6 +117,7 @@ impl Extensions {
     pub(crate) fn agent_types(
         &self,
         registry: &ToolRegistry,
+        aliases: &BTreeMap<String, String>,
         notices: &mut Vec<Notice>,
     ) -> Vec<AgentType> {
         let mut types = Vec::new();
@@ -170,9 +173,17 @@ impl Extensions {
                     ))),
                 }
             }
-            // Claude Code's model aliases name Anthropic models; elsewhere the parent's is used.
-            let model =
-                agent.model.clone().filter(|m| !matches!(m.as_str(), "sonnet" | "opus" | "haiku"));
+            let model = agent.model.as_deref().and_then(|named| {
+                let (model, unmapped) = resolve_model(named, aliases);
+                if unmapped {
+                    notices.push(Notice::Warning(format!(
+                        "{}: agent `{}` asks for model `{named}`, which `[agent.model_aliases]` does not map for this provider: it uses the session's model",
+                        agent.path.display(),
+                        agent.name
+                    )));
+                }
+                model
+            });
             types.push(AgentType {
                 name: agent.name.clone(),
                 description: agent.description.clone(),
@@ -183,6 +194,153 @@ impl Extensions {
             });
         }
         types
+    }
+}
+
+/// An agent definition's `permissionMode`, which its subagent's calls are decided in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AgentMode {
+    /// `default`, `acceptEdits` or `plan`: the chain in that mode instead of the session's.
+    Chain(PermissionMode),
+    /// `bypassPermissions`: what would be asked runs (rule and hook denies still hold).
+    Bypass,
+    /// `dontAsk`: what would be asked is denied.
+    DontAsk,
+}
+
+impl AgentMode {
+    /// The mode Claude Code spells `name`.
+    pub(crate) fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "default" => Self::Chain(PermissionMode::Default),
+            "acceptEdits" => Self::Chain(PermissionMode::AcceptEdits),
+            "plan" => Self::Chain(PermissionMode::Plan),
+            "bypassPermissions" => Self::Bypass,
+            "dontAsk" => Self::DontAsk,
+            _ => return None,
+        })
+    }
+}
+
+/// The session's approval chain, with the calls of subagents whose definition names a
+/// `permissionMode` decided in that mode. As in Claude Code, a session bypassing permissions
+/// keeps bypassing in every subagent.
+pub(crate) struct AgentModePolicy {
+    pub(crate) chain: Arc<ChainPolicy>,
+    /// Agent type name → its mode.
+    pub(crate) modes: BTreeMap<String, AgentMode>,
+}
+
+impl ApprovalPolicy for AgentModePolicy {
+    fn decide(&self, query: &ApprovalQuery<'_>) -> PolicyAnswer {
+        let mode = query.agent_type.and_then(|name| self.modes.get(name));
+        let Some(&mode) = mode.filter(|_| !self.chain.modes().bypass) else {
+            return self.chain.decide(query);
+        };
+        let name = query.agent_type.unwrap_or_default();
+        let session_mode = self.chain.permission().get();
+        match mode {
+            AgentMode::Chain(mode) => self.chain.decide_in(mode, query),
+            AgentMode::Bypass => {
+                let answer = self.chain.decide_in(session_mode, query);
+                if answer.decision != Verdict::Ask {
+                    return answer;
+                }
+                PolicyAnswer {
+                    decision: Verdict::Allow,
+                    decided_by: DecidedBy::Mode,
+                    reason: Some(format!(
+                        "agent `{name}` runs in bypassPermissions: nothing it does is asked"
+                    )),
+                }
+            }
+            AgentMode::DontAsk => {
+                let answer = self.chain.decide_in(session_mode, query);
+                if answer.decision != Verdict::Ask {
+                    return answer;
+                }
+                PolicyAnswer {
+                    decision: Verdict::Deny,
+                    decided_by: DecidedBy::Mode,
+                    reason: Some(format!(
+                        "agent `{name}` runs in dontAsk: a call that would be asked about is denied"
+                    )),
+                }
+            }
+        }
+    }
+}
+
+impl Extensions {
+    /// The `permissionMode` of each definition that names one (unknown modes are notices),
+    /// leaving out `replaced` (types a front-end defined over a definition of the same name).
+    pub(crate) fn agent_modes(
+        &self,
+        replaced: &[String],
+        notices: &mut Vec<Notice>,
+    ) -> BTreeMap<String, AgentMode> {
+        let mut modes = BTreeMap::new();
+        for agent in &self.agents {
+            let Some(name) = &agent.permission_mode else { continue };
+            if replaced.contains(&agent.name) {
+                continue;
+            }
+            match AgentMode::parse(name) {
+                Some(mode) => {
+                    modes.insert(agent.name.clone(), mode);
+                }
+                None => notices.push(Notice::Warning(format!(
+                    "{}: agent `{}` has permissionMode `{name}`, which is not one of default, acceptEdits, plan, bypassPermissions, dontAsk: the session's mode applies",
+                    agent.path.display(),
+                    agent.name
+                ))),
+            }
+        }
+        modes
+    }
+}
+
+/// Claude Code's model aliases in agent definitions.
+const MODEL_ALIASES: [&str; 3] = ["sonnet", "opus", "haiku"];
+
+/// The aliases of a session with provider `provider_id`: the provider's defaults (Anthropic's
+/// current models on `anthropic`), then `configured` (`[agent.model_aliases]`) over them.
+pub(crate) fn model_aliases(
+    provider_id: &str,
+    configured: Option<&BTreeMap<String, String>>,
+) -> BTreeMap<String, String> {
+    let mut aliases = BTreeMap::new();
+    if provider_id == "anthropic" {
+        for (alias, model) in [
+            ("sonnet", "claude-sonnet-4-6"),
+            ("opus", "claude-opus-4-7"),
+            ("haiku", "claude-haiku-4-5"),
+        ] {
+            aliases.insert(alias.to_owned(), model.to_owned());
+        }
+    }
+    if let Some(configured) = configured {
+        aliases.extend(configured.iter().map(|(alias, model)| (alias.clone(), model.clone())));
+    }
+    aliases
+}
+
+/// The model an agent definition's `model` names through `aliases`: `inherit` is the parent's
+/// (`None`); an alias maps through the table (any name the table holds, Claude Code's three
+/// included); another name is a model id. The flag is true for one of Claude Code's aliases the
+/// table does not map (the parent's model is used then, with a warning).
+pub(crate) fn resolve_model(
+    model: &str,
+    aliases: &BTreeMap<String, String>,
+) -> (Option<String>, bool) {
+    if model == "inherit" {
+        return (None, false);
+    }
+    match aliases.get(model) {
+        Some(mapped) if mapped == "inherit" => (None, false),
+        Some(mapped) => (Some(mapped.clone()), false),
+        None if MODEL_ALIASES.contains(&model) => (None, true),
+        None => (Some(model.to_owned()), false),
     }
 }
 

@@ -551,6 +551,11 @@ pub struct AgentToml {
     /// How deep subagents may nest (default 2).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subagent_max_depth: Option<u32>,
+    /// What an agent definition's `model: sonnet|opus|haiku` (or another alias named here)
+    /// means: alias → model id of the session's provider, or `inherit` for the session's model.
+    /// Anthropic's current models are the defaults on the `anthropic` provider.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_aliases: Option<BTreeMap<String, String>>,
 }
 
 /// The JSON Schema of `config.toml`, pretty-printed.

@@ -24,6 +24,9 @@ pub struct ApprovalQuery<'a> {
     pub permission_keys: &'a [String],
     /// 0 for the root agent, 1 for its subagents, …
     pub depth: u32,
+    /// The subagent type making the call (`general-purpose` or a defined agent's name); `None`
+    /// for the root agent. A policy may hold an agent type to its own permission mode.
+    pub agent_type: Option<&'a str>,
     /// What the PreToolUse hooks decided, if they decided.
     pub hook: Option<&'a HookVerdict>,
     /// Whether the session's grants ("allow for this session" answers) cover every key.

@@ -200,6 +200,7 @@ impl AgentLoop {
             kind: tool.kind(),
             permission_keys: &keys,
             depth: self.env.depth,
+            agent_type: self.env.agent_type.as_deref(),
             hook: pre.verdict.as_ref(),
             granted,
         };

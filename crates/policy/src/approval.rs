@@ -71,10 +71,25 @@ impl ChainPolicy {
         hook: Option<&HookVerdict>,
         granted: bool,
     ) -> Decision {
+        self.decide_call_in(self.permission.get(), tool, kind, view, keys, hook, granted)
+    }
+
+    /// [`Self::decide_call`] in the permission mode `mode` instead of the switch's (a subagent
+    /// held to its definition's `permissionMode`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn decide_call_in(
+        &self,
+        mode: PermissionMode,
+        tool: &str,
+        kind: ToolKind,
+        view: &CallView,
+        keys: &[String],
+        hook: Option<&HookVerdict>,
+        granted: bool,
+    ) -> Decision {
         let policy = self.policy.read().unwrap_or_else(PoisonError::into_inner);
         let request =
             Request { tool, kind, view, permission_keys: keys, hook, session_grant: granted };
-        let mode = self.permission.get();
         if mode == PermissionMode::Plan
             && let Some(refusal) = plan_refusal(&policy, &request)
         {
@@ -97,11 +112,12 @@ impl ChainPolicy {
         }
         decision
     }
-}
 
-impl ApprovalPolicy for ChainPolicy {
-    fn decide(&self, query: &ApprovalQuery<'_>) -> PolicyAnswer {
-        let decision = self.decide_call(
+    /// The kernel's answer for `query` in the permission mode `mode` (the switch's for
+    /// [`ApprovalPolicy::decide`]).
+    pub fn decide_in(&self, mode: PermissionMode, query: &ApprovalQuery<'_>) -> PolicyAnswer {
+        let decision = self.decide_call_in(
+            mode,
             &query.call.name,
             query.kind,
             query.view,
@@ -118,5 +134,11 @@ impl ApprovalPolicy for ChainPolicy {
             decided_by: decision.source.decided_by(),
             reason: Some(reason),
         }
+    }
+}
+
+impl ApprovalPolicy for ChainPolicy {
+    fn decide(&self, query: &ApprovalQuery<'_>) -> PolicyAnswer {
+        self.decide_in(self.permission.get(), query)
     }
 }
