@@ -279,6 +279,12 @@ impl ToolContext {
         &self.cancel
     }
 
+    /// The session's secret redactor, if it has one: for what a tool writes outside its result
+    /// (the file a command's full output is spilled to), which the kernel never sees.
+    pub fn redactor(&self) -> Option<&Arc<crate::redact::Redactor>> {
+        self.env.config.redactor.as_ref()
+    }
+
     /// Tells the person something about the call that is not its output (a `Warning` event;
     /// not model-visible).
     pub fn warn(&self, message: impl Into<String>) {

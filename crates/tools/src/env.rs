@@ -5,9 +5,9 @@
 //! Invariant: a tool reaches the outside world of its call only through this trait.
 
 use std::collections::HashSet;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use codecoder_kernel::{Approver, CancelToken, EscalationRequest, ToolContext};
+use codecoder_kernel::{Approver, CancelToken, EscalationRequest, Redactor, ToolContext};
 use codecoder_protocol::{ApprovalDecision, AskUserAnswer, DecidedBy, OutputStream, ToolError};
 
 /// What a running call can reach.
@@ -40,6 +40,11 @@ pub trait CallEnv {
     fn approver(&self) -> Option<Approver> {
         None
     }
+    /// The session's secret redactor, for what a call writes outside its result (a spill
+    /// file). Default: none.
+    fn redactor(&self) -> Option<Arc<Redactor>> {
+        None
+    }
 }
 
 impl CallEnv for ToolContext {
@@ -70,6 +75,9 @@ impl CallEnv for ToolContext {
     fn approver(&self) -> Option<Approver> {
         Some(ToolContext::approver(self))
     }
+    fn redactor(&self) -> Option<Arc<Redactor>> {
+        ToolContext::redactor(self).cloned()
+    }
 }
 
 /// A `CallEnv` without a kernel: keeps the streamed output (up to a cap), answers questions
@@ -91,6 +99,7 @@ pub struct StandaloneEnv {
     output: Mutex<StreamedOutput>,
     // A Mutex because `warn` takes `&self`; never held across a channel operation.
     warnings: Mutex<Vec<String>>,
+    redactor: Option<Arc<Redactor>>,
 }
 
 #[derive(Debug, Default)]
@@ -114,7 +123,14 @@ impl StandaloneEnv {
             output_cap,
             output: Mutex::new(StreamedOutput::default()),
             warnings: Mutex::new(Vec::new()),
+            redactor: None,
         }
+    }
+
+    /// Gives the calls `redactor` as the session's (see `CallEnv::redactor`).
+    pub fn with_redactor(mut self, redactor: Arc<Redactor>) -> Self {
+        self.redactor = Some(redactor);
+        self
     }
 
     /// The warnings the calls gave so far.
@@ -170,6 +186,9 @@ impl CallEnv for StandaloneEnv {
     }
     fn warn(&self, message: String) {
         self.warnings.lock().unwrap_or_else(PoisonError::into_inner).push(message);
+    }
+    fn redactor(&self) -> Option<Arc<Redactor>> {
+        self.redactor.clone()
     }
     fn ask_user(
         &self,

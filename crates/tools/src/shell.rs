@@ -14,11 +14,11 @@
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codecoder_kernel::{EscalationRequest, ToolKind, ToolOutput};
+use codecoder_kernel::{EscalationRequest, Redactor, ToolKind, ToolOutput};
 use codecoder_protocol::{
     ApprovalDecision, CallKind, CallView, OutputStream, ToolError, first_line,
 };
@@ -313,7 +313,7 @@ fn foreground(
         return Err(ToolError::Cancelled);
     }
     let mut result = report(&output, &end, timeout);
-    if let Some(note) = spill.finish() {
+    if let Some(note) = spill.finish(env.redactor().as_deref()) {
         result.content.push(codecoder_protocol::ContentItem::Text { text: note });
     }
     let text = String::from_utf8_lossy(&output.kept_bytes()).into_owned();
@@ -392,8 +392,10 @@ impl Spill {
         self.written += take as u64;
     }
 
-    /// A note for the model naming the file, if one was written.
-    pub(crate) fn finish(self) -> Option<String> {
+    /// A note for the model naming the file, if one was written. With the session's
+    /// `redactor`, the file's secrets are replaced first: the kernel redacts the call's result,
+    /// never this file, which the model may read whole.
+    pub(crate) fn finish(self, redactor: Option<&Redactor>) -> Option<String> {
         use std::io::Write as _;
         if let Some(err) = self.error {
             return Some(format!("(the full output could not be saved: {err})"));
@@ -402,12 +404,25 @@ impl Spill {
         if let Err(err) = writer.flush() {
             return Some(format!("(the full output could not be saved: {err})"));
         }
-        let cut = if self.written >= self.limit {
+        let mut cut = if self.written >= self.limit {
             format!(" (cut at {} bytes)", self.limit)
         } else {
             String::new()
         };
         drop(writer);
+        if let Some(redactor) = redactor {
+            match redact_file(redactor, &path) {
+                Ok(0) => {}
+                Ok(count) => {
+                    let plural = if count == 1 { "" } else { "s" };
+                    cut.push_str(&format!(", {count} secret{plural} redacted"));
+                }
+                Err(err) => {
+                    let _ = fs_err::remove_file(&path);
+                    return Some(format!("(the full output could not be redacted: {err})"));
+                }
+            }
+        }
         if let Some(blobs) = &self.blobs {
             return Some(match blobs.adopt(&path) {
                 Ok((sha, size)) => format!(
@@ -424,6 +439,85 @@ impl Spill {
             path.display()
         ))
     }
+}
+
+/// How much of a spill file [`redact_file`] reads at a time.
+const REDACT_CHUNK: usize = 1 << 20;
+
+/// The longest partial line [`redact_file`] carries to the next chunk; a longer one is cut.
+const MAX_CARRIED_LINE: usize = 4096;
+
+/// The longest unfinished private key block [`redact_file`] carries to the next chunk.
+const MAX_CARRIED_BLOCK: usize = 64 * 1024;
+
+/// Rewrites the file at `path` with `redactor`'s secrets replaced, reading it in chunks of
+/// [`REDACT_CHUNK`] so a spill of hundreds of megabytes is never held whole. Each chunk is
+/// redacted up to its last line end (secrets other than key blocks hold none), and a private
+/// key block not yet ended is carried to the next chunk whole, as `ToolContext::output` does
+/// for streamed output. The file is replaced only when something was found, so bytes that
+/// are not UTF-8 stay as they were unless a secret shares their line. Returns the count.
+fn redact_file(redactor: &Redactor, path: &Path) -> std::io::Result<usize> {
+    use std::io::{Read as _, Write as _};
+    let mut reader = fs_err::File::open(path)?;
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let temp = tempfile::Builder::new().prefix("redact-").tempfile_in(dir)?;
+    let mut writer = std::io::BufWriter::with_capacity(64 * 1024, temp.as_file());
+    let mut pending: Vec<u8> = Vec::new();
+    let mut buffer = vec![0; REDACT_CHUNK];
+    let mut count = 0;
+    loop {
+        let read = reader.read(&mut buffer)?;
+        pending.extend_from_slice(&buffer[..read]);
+        let at = if read == 0 { pending.len() } else { redact_point(&pending) };
+        let ready = &pending[..at];
+        let lossy = String::from_utf8_lossy(ready);
+        let (redacted, found) = redactor.redact(&lossy);
+        if found == 0 {
+            writer.write_all(ready)?;
+        } else {
+            writer.write_all(redacted.as_bytes())?;
+        }
+        count += found;
+        pending.drain(..at);
+        if read == 0 {
+            break;
+        }
+    }
+    writer.flush()?;
+    drop(writer);
+    if count > 0 {
+        temp.persist(path).map_err(|err| err.error)?;
+    }
+    Ok(count)
+}
+
+/// Where to cut `pending` (bytes of a spill file not yet redacted) so what comes before can be
+/// redacted on its own: after its last line end, unless the partial line left is longer than
+/// [`MAX_CARRIED_LINE`] (then at a character boundary near the end), and before a private key
+/// block that has not ended (unless longer than [`MAX_CARRIED_BLOCK`]).
+fn redact_point(pending: &[u8]) -> usize {
+    let mut cut =
+        pending.iter().rposition(|&byte| matches!(byte, b'\n' | b'\r')).map_or(0, |at| at + 1);
+    if pending.len() - cut > MAX_CARRIED_LINE {
+        // Before a character the chunk cut in two, if it ends with one.
+        cut = match std::str::from_utf8(&pending[cut..]) {
+            Err(err) if err.error_len().is_none() => cut + err.valid_up_to(),
+            _ => pending.len(),
+        };
+    }
+    let begin_marker = b"-----BEGIN ";
+    if let Some(begin) = pending[..cut].windows(begin_marker.len()).rposition(|w| w == begin_marker)
+    {
+        let block = &pending[begin..];
+        let first_line =
+            block.split(|&byte| matches!(byte, b'\n' | b'\r')).next().unwrap_or_default();
+        let names_private_key = first_line.windows(16).any(|w| w == b"PRIVATE KEY-----");
+        let ended = block.windows(9).any(|w| w == b"-----END ");
+        if names_private_key && !ended && block.len() <= MAX_CARRIED_BLOCK {
+            cut = begin;
+        }
+    }
+    cut
 }
 
 /// The spec for `SHELL -lc COMMAND` in `cwd` (relative to the session's), as `run_command`

@@ -653,7 +653,8 @@ impl SessionTable {
         }
         let end = end.transpose()?;
         let mut result = report(id, &command, started, &unread, end.as_ref(), max_output_tokens);
-        if let Some(note) = spill.and_then(Spill::finish) {
+        let redactor = env.redactor();
+        if let Some(note) = spill.and_then(|spill| spill.finish(redactor.as_deref())) {
             result.content.push(ContentItem::Text { text: note });
         }
         Ok(result)

@@ -294,6 +294,45 @@ fn the_full_output_becomes_a_content_addressed_blob_when_a_store_is_given() {
 }
 
 #[test]
+fn secrets_in_the_spilled_output_are_redacted_with_the_sessions_redactor() {
+    let home = tempfile::tempdir().unwrap();
+    let blobs = codecoder_session::BlobStore::new(home.path().join("blobs"));
+    let store = blobs.clone();
+    let mut fixture = Fixture::with(move |config| {
+        config.output_limit = 1000;
+        config.spill_dir = Some(store.dir().join("spill"));
+        config.blobs = Some(store.clone());
+    });
+    let redactor = codecoder_kernel::Redactor::new([]).unwrap();
+    fixture.env =
+        codecoder_tools::StandaloneEnv::new(codecoder_protocol::AskUserAnswer::Declined, 1 << 20)
+            .with_redactor(std::sync::Arc::new(redactor));
+    let token = format!("ghp_{}", "A1b2C3d4".repeat(5));
+    // The token sits past the cap, in the part only the spilled file holds; the key block is
+    // split over two writes with a pause between them.
+    let command = format!(
+        "seq 1 20000; echo token={token}; printf -- '-----BEGIN RSA PRIVATE KEY-----\\nMIIEow'; \
+         sleep 0.2; printf 'IBAAKCAQEA\\n-----END RSA PRIVATE KEY-----\\n'; seq 1 20000"
+    );
+    let out = fixture.ok("run_command", json!({ "command": command }));
+    assert!(out.contains("2 secrets redacted"), "{out}");
+    let sha = out.split("blob sha256:").nth(1).unwrap().split_whitespace().next().unwrap();
+    let stored = String::from_utf8(blobs.get(sha).unwrap()).unwrap();
+    assert!(!stored.contains(&token), "the token reached the blob");
+    assert!(!stored.contains("MIIEow") && !stored.contains("IBAAKC"), "the key reached the blob");
+    assert!(stored.contains("token=[REDACTED:"), "{}", &stored[stored.len() / 2..][..200]);
+    assert!(stored.starts_with("1\n2\n") && stored.ends_with("19999\n20000\n"));
+    // exec_command spills the same way.
+    let out = fixture.ok(
+        "exec_command",
+        json!({ "cmd": format!("seq 1 20000; echo {token}"), "yield_time_ms": 10000 }),
+    );
+    let sha = out.split("blob sha256:").nth(1).unwrap().split_whitespace().next().unwrap();
+    let stored = String::from_utf8(blobs.get(sha).unwrap()).unwrap();
+    assert!(stored.contains("20000\n") && !stored.contains(&token), "{out}");
+}
+
+#[test]
 fn commands_and_jobs_start_from_exactly_the_configured_environment() {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let vars: Vec<(std::ffi::OsString, std::ffi::OsString)> =
