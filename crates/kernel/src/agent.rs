@@ -6,7 +6,7 @@
 //! thread.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use codecoder_protocol::{
@@ -309,6 +309,25 @@ impl AgentEnv {
 /// How long `AgentHandle::shutdown` waits for `ShutdownComplete` before it joins anyway.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
+/// What a front-end says about how a session began and ends, for its hooks: the SessionStart
+/// `source` of its first turn when it has no history (`startup` unless set) and the SessionEnd
+/// `reason` (`other` unless set). Shared by the handle and its loop.
+#[derive(Debug, Default)]
+pub(crate) struct Lifecycle {
+    pub(crate) start_source: Mutex<Option<&'static str>>,
+    pub(crate) end_reason: Mutex<Option<&'static str>>,
+}
+
+impl Lifecycle {
+    pub(crate) fn start_source(&self) -> &'static str {
+        self.start_source.lock().ok().and_then(|source| *source).unwrap_or("startup")
+    }
+
+    pub(crate) fn end_reason(&self) -> &'static str {
+        self.end_reason.lock().ok().and_then(|reason| *reason).unwrap_or("other")
+    }
+}
+
 /// A running agent.
 #[derive(Debug)]
 pub struct AgentHandle {
@@ -321,6 +340,7 @@ pub struct AgentHandle {
     session_id: SessionId,
     session_path: Option<PathBuf>,
     thread: JoinOnDrop<()>,
+    lifecycle: Arc<Lifecycle>,
 }
 
 impl AgentHandle {
@@ -334,7 +354,24 @@ impl AgentHandle {
         session_path: Option<PathBuf>,
         thread: JoinOnDrop<()>,
     ) -> Self {
-        Self { cmd, events, session_id, session_path, thread }
+        Self { cmd, events, session_id, session_path, thread, lifecycle: Arc::default() }
+    }
+
+    /// Marks a new session as the one that replaced a cleared session (`/new` in the TUI): its
+    /// first turn's SessionStart hooks see `source: "clear"` instead of `startup`.
+    pub fn starts_after_clear(&self) {
+        if let Ok(mut source) = self.lifecycle.start_source.lock() {
+            *source = Some("clear");
+        }
+    }
+
+    /// Why the session ends, as its SessionEnd hooks see it when it shuts down: `clear` (the
+    /// person started a new session in its place) or `prompt_input_exit` (they left the
+    /// prompt); `other` unless said.
+    pub fn ends_because(&self, reason: &'static str) {
+        if let Ok(mut end) = self.lifecycle.end_reason.lock() {
+            *end = Some(reason);
+        }
     }
 
     /// The root session.
@@ -410,7 +447,9 @@ pub fn spawn_agent_on(
         slots,
         agent_type: None,
     });
-    let agent_loop = AgentLoop::new(env, writer, cmd_rx, None);
+    let lifecycle = Arc::new(Lifecycle::default());
+    let agent_loop =
+        AgentLoop::new(env, writer, cmd_rx, None).with_lifecycle(Arc::clone(&lifecycle));
     let thread = spawn_named("agent-loop", move || agent_loop.run())?;
-    Ok(AgentHandle { cmd: cmd_tx, events: events_rx, session_id, session_path, thread })
+    Ok(AgentHandle { cmd: cmd_tx, events: events_rx, session_id, session_path, thread, lifecycle })
 }

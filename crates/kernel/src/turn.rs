@@ -128,6 +128,9 @@ pub(crate) struct AgentLoop {
     /// The plan as the last successful plan update stated it (TaskCreated and TaskCompleted
     /// hooks fire on what changed).
     pub(crate) plan: Vec<codecoder_protocol::PlanStep>,
+    /// How the front-end began and ends the session (the SessionStart source, the SessionEnd
+    /// reason); a subagent's is its own default and unused.
+    lifecycle: Arc<crate::agent::Lifecycle>,
 }
 
 /// The turn being run, from its `turn_start` to its `turn_end`; `run_turn` owns it.
@@ -210,7 +213,13 @@ impl AgentLoop {
             shared_history: Vec::new(),
             spent: Usage::default(),
             plan: Vec::new(),
+            lifecycle: Arc::default(),
         }
+    }
+
+    /// This loop, reading its SessionStart source and SessionEnd reason from `lifecycle`.
+    pub(crate) fn with_lifecycle(self, lifecycle: Arc<crate::agent::Lifecycle>) -> Self {
+        Self { lifecycle, ..self }
     }
 
     pub(crate) fn emit(&self, kind: AgentEventKind) {
@@ -298,7 +307,7 @@ impl AgentLoop {
             self.emit(AgentEventKind::Warning { message: format!("session log: {err}") });
         }
         if self.done.is_none() {
-            let report = self.env.deps.hooks.session_end("other");
+            let report = self.env.deps.hooks.session_end(self.lifecycle.end_reason());
             // Nothing is left to stop.
             let _ = self.show_hook_report("SessionEnd", report);
         }
@@ -556,7 +565,11 @@ impl AgentLoop {
         }
         if !self.session_started && self.env.depth == 0 {
             self.session_started = true;
-            let source = if self.writer.history().is_empty() { "startup" } else { "resume" };
+            let source = if self.writer.history().is_empty() {
+                self.lifecycle.start_source()
+            } else {
+                "resume"
+            };
             let started = self.call_hooks(|hooks, scope| hooks.session_start(scope, source))?;
             if let Some(reason) = self.show_hook_report("SessionStart", started.report) {
                 return Err(hook_stop("SessionStart", &reason));

@@ -307,6 +307,21 @@ fn prompt_and_session_start_context_are_added_to_the_prompt() {
 }
 
 #[test]
+fn the_front_end_names_the_session_start_source_and_the_end_reason() {
+    let model = ScriptedModel::queue(vec![Response::Events(answer("ok"))]);
+    let hooks = Arc::new(TestHooks::default());
+    let harness = start(Arc::clone(&model), Arc::clone(&hooks), Arc::new(AllowAll));
+    harness.handle.starts_after_clear();
+    harness.handle.ends_because("prompt_input_exit");
+    harness.submit("hi");
+    harness.turn();
+    harness.shutdown();
+    let seen = hooks.seen();
+    assert_eq!(seen[..2], ["prompt hi".to_owned(), "session_start clear".to_owned()]);
+    assert_eq!(seen.last().unwrap(), "session_end prompt_input_exit");
+}
+
+#[test]
 fn a_stop_hook_keeps_the_turn_going_once() {
     let model = ScriptedModel::queue(vec![
         Response::Events(answer("first")),
