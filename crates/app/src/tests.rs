@@ -358,3 +358,41 @@ fn a_bad_network_rule_names_the_file_that_listed_it() {
     assert!(err.contains("unknown network preset \"cobol\""), "{err}");
     assert!(err.contains("allow_presets"), "{err}");
 }
+
+#[test]
+fn agent_model_aliases_map_through_the_provider_defaults_and_the_configured_table() {
+    use crate::skills::{model_aliases, resolve_model};
+    let anthropic = model_aliases("anthropic", None);
+    assert_eq!(resolve_model("haiku", &anthropic), (Some("claude-haiku-4-5".to_owned()), false));
+    assert_eq!(resolve_model("inherit", &anthropic), (None, false));
+    assert_eq!(resolve_model("gpt-5", &anthropic), (Some("gpt-5".to_owned()), false));
+    let configured: std::collections::BTreeMap<String, String> =
+        [("sonnet", "mine"), ("opus", "inherit"), ("fast", "tiny")]
+            .into_iter()
+            .map(|(alias, model)| (alias.to_owned(), model.to_owned()))
+            .collect();
+    let openai = model_aliases("openai", Some(&configured));
+    assert_eq!(resolve_model("sonnet", &openai), (Some("mine".to_owned()), false));
+    assert_eq!(resolve_model("opus", &openai), (None, false));
+    assert_eq!(resolve_model("fast", &openai), (Some("tiny".to_owned()), false));
+    assert_eq!(resolve_model("haiku", &openai), (None, true), "unmapped: the parent's, flagged");
+    assert_eq!(
+        resolve_model("sonnet", &model_aliases("anthropic", Some(&configured))).0.as_deref(),
+        Some("mine"),
+        "the configured table wins over the provider's defaults"
+    );
+}
+
+#[test]
+fn agent_permission_modes_are_claude_codes_names() {
+    use crate::skills::AgentMode;
+    use codecoder_policy::PermissionMode;
+    assert_eq!(AgentMode::parse("plan"), Some(AgentMode::Chain(PermissionMode::Plan)));
+    assert_eq!(
+        AgentMode::parse("acceptEdits"),
+        Some(AgentMode::Chain(PermissionMode::AcceptEdits))
+    );
+    assert_eq!(AgentMode::parse("bypassPermissions"), Some(AgentMode::Bypass));
+    assert_eq!(AgentMode::parse("dontAsk"), Some(AgentMode::DontAsk));
+    assert_eq!(AgentMode::parse("yolo"), None);
+}

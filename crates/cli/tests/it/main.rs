@@ -4,6 +4,7 @@
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 mod acp;
+mod agent_defs;
 mod app_server;
 mod app_server_ws;
 mod claude_print;
