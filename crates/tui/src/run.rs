@@ -202,6 +202,9 @@ fn ui_loop(
     let never = crossbeam_channel::never::<AgentEvent>();
     let mut last_draw: Option<Instant> = None;
     let mut last_spinner = 0usize;
+    // The person left with /quit, /exit or the keys that quit (SessionEnd `prompt_input_exit`),
+    // rather than the terminal's input closing under the UI.
+    let mut left_prompt = false;
     loop {
         let events = agent.as_ref().map_or(&never, |a| &a.events);
         select! {
@@ -251,7 +254,13 @@ fn ui_loop(
             match effect {
                 Effect::Quit => quit = true,
                 Effect::Start(request) => {
+                    // `/new` clears the session: hooks see SessionEnd `clear` for the old one and
+                    // SessionStart `clear` for the new one.
+                    let clear = request.session == SessionChoice::New;
                     if let Some(old) = agent.take() {
+                        if clear {
+                            old.ends_because("clear");
+                        }
                         // The next session starts however the old loop ended.
                         let _ = old.shutdown();
                     }
@@ -264,6 +273,9 @@ fn ui_loop(
                                 SessionChoice::Fork(_) => "forked into session",
                             };
                             let Session { agent: new_agent, info, history, notices } = session;
+                            if clear {
+                                new_agent.starts_after_clear();
+                            }
                             app.switch_session(info, new_agent.cmd.clone());
                             for notice in notices {
                                 app.note(NoteKind::Warning, notice);
@@ -352,6 +364,7 @@ fn ui_loop(
             }
         }
         if quit {
+            left_prompt = true;
             break;
         }
         let due = last_draw.is_none_or(|t| t.elapsed() >= FRAME);
@@ -381,6 +394,9 @@ fn ui_loop(
     flush_history(term, &mut app, config.no_color, 0)?;
     term.clear()?;
     if let Some(handle) = agent.take() {
+        if left_prompt {
+            handle.ends_because("prompt_input_exit");
+        }
         // The UI is leaving and has nowhere left to show a loop's panic message.
         let _ = handle.shutdown();
     }
