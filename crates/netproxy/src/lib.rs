@@ -18,6 +18,7 @@ mod decide;
 mod inspect;
 mod policy;
 mod server;
+mod sweep;
 
 pub use decide::{Ask, Decide, Decision, DecisionSource, NetworkEvent, Observe, Outcome};
 pub use policy::{

@@ -134,9 +134,11 @@ pub fn start(
     observe: Arc<dyn Observe>,
 ) -> Result<ProxyHandle> {
     let socket_dir = tempfile::Builder::new()
-        .prefix("codecoder-net-")
+        .prefix(crate::sweep::DIR_PREFIX)
         .tempdir_in(&config.socket_parent)
         .map_err(|source| Error::SocketDir { parent: config.socket_parent.clone(), source })?;
+    // A proxy killed without its drop left its directory behind: this start removes those.
+    crate::sweep::mark_and_sweep(&config.socket_parent, socket_dir.path());
     let inspection = Inspection::new(config.extra_roots_pem.clone());
     let core = Arc::new(Core {
         config,

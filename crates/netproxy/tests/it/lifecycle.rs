@@ -130,3 +130,53 @@ fn a_client_that_sends_no_head_is_closed_after_the_head_timeout() {
     assert!(partial.read_all().starts_with("HTTP/1.1 400 "));
     assert!(recorder.events().is_empty());
 }
+
+#[test]
+fn a_start_sweeps_the_directories_of_dead_proxies_and_keeps_live_ones() {
+    let parent = tempfile::tempdir().unwrap();
+    let make = |name: &str| {
+        let dir = parent.path().join(name);
+        fs_err::create_dir(&dir).unwrap();
+        dir
+    };
+    // Killed proxies: a dead socket with no pid file, and a pid file naming no process.
+    let dead_socket = make("codecoder-net-dead1");
+    drop(std::os::unix::net::UnixListener::bind(dead_socket.join("1.sock")).unwrap());
+    let dead_pid = make("codecoder-net-dead2");
+    fs_err::write(dead_pid.join("pid"), "2147483000").unwrap();
+    // In use: a socket someone listens on, a running owner with no socket yet, an empty
+    // directory still being set up, and a directory not named like a proxy's.
+    let listening = make("codecoder-net-live1");
+    let _listener = std::os::unix::net::UnixListener::bind(listening.join("1.sock")).unwrap();
+    let running = make("codecoder-net-live2");
+    fs_err::write(running.join("pid"), std::process::id().to_string()).unwrap();
+    let fresh = make("codecoder-net-live3");
+    // Left empty long ago by a proxy from before the pid file.
+    let old_empty = make("codecoder-net-dead3");
+    let hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 60 * 60);
+    std::fs::File::open(&old_empty).unwrap().set_modified(hours_ago).unwrap();
+    let other = make("other-dir");
+    drop(std::os::unix::net::UnixListener::bind(other.join("1.sock")).unwrap());
+    let recorder = Recorder::new(Answer::Now(Decision::Deny));
+    let first = proxy_with(&[], &[], &[], &recorder, |config| {
+        config.socket_parent = parent.path().to_owned();
+    });
+    assert!(!dead_socket.exists() && !dead_pid.exists() && !old_empty.exists());
+    for kept in [&listening, &running, &fresh, &other] {
+        assert!(kept.exists(), "{} was removed", kept.display());
+    }
+    // A second proxy keeps the first's directory (its owner runs), with or without endpoints.
+    let endpoint = first.endpoint("cmd").unwrap();
+    let first_dir = endpoint.unix_path().unwrap().parent().unwrap().to_owned();
+    let _second = proxy_with(&[], &[], &[], &recorder, |config| {
+        config.socket_parent = parent.path().to_owned();
+    });
+    assert!(endpoint.unix_path().unwrap().exists());
+    drop(endpoint);
+    let _third = proxy_with(&[], &[], &[], &recorder, |config| {
+        config.socket_parent = parent.path().to_owned();
+    });
+    assert!(first_dir.exists());
+    drop(first);
+    assert!(!first_dir.exists());
+}
