@@ -720,6 +720,12 @@ impl Runtime {
                 model: model.clone(),
                 session_id: writer.session_id(),
                 mcp: mcp.clone(),
+                agent: Some(crate::hook_services::AgentHookKit::new(
+                    &agent_config,
+                    Arc::clone(&builder) as Arc<dyn codecoder_kernel::PromptBuilder>,
+                    &registry,
+                    safety.policy.clone(),
+                )),
             };
             let runner = runner.with_call_subjects(subjects).with_services(Arc::new(services));
             // Hooks see the effort the session's requests carry as `effort: {level}`.

@@ -111,3 +111,42 @@ fn an_agents_model_alias_maps_through_the_configured_table() {
     assert_eq!(model, "parent-model");
     assert!(err.contains("agent `strong` asks for model `opus`"), "{err}");
 }
+
+#[test]
+fn an_agent_hook_reads_the_project_with_read_only_tools_and_its_verdict_denies_a_command() {
+    let setup = Setup::new();
+    let claude = setup.user_home.path().join(".claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    std::fs::write(
+        claude.join("settings.json"),
+        json!({ "hooks": { "PreToolUse": [{ "matcher": "Bash", "hooks": [{ "type": "agent",
+            "prompt": "Check this call against POLICY.txt: $ARGUMENTS" }] }] } })
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(setup.repo.path().join("POLICY.txt"), "POLICY-TEXT: never touch files\n")
+        .unwrap();
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("c1", "run_command", json!({ "command": "touch made.txt" })))
+            .reply(Reply::tool_call("h1", "read_file", json!({ "path": "POLICY.txt" })))
+            .reply(Reply::text("{\"ok\": false, \"reason\": \"the policy agent forbids touch\"}"))
+            .reply(Reply::text("not allowed")),
+    )
+    .unwrap();
+    let out = setup.run(&server, &["--full-auto", "exec", "make made.txt"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!setup.repo.path().join("made.txt").exists(), "the agent hook must have denied touch");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "{:?}", requests.iter().map(|r| &r.raw_body).collect::<Vec<_>>());
+    let hook_tools = requests[1].body["tools"].to_string();
+    assert!(hook_tools.contains("\"read_file\""), "{hook_tools}");
+    assert!(
+        !hook_tools.contains("\"run_command\"") && !hook_tools.contains("\"write_file\""),
+        "the hook's subagent only reads: {hook_tools}"
+    );
+    assert!(requests[1].raw_body.contains("Check this call against POLICY.txt"));
+    assert!(requests[2].raw_body.contains("POLICY-TEXT"), "{}", requests[2].raw_body);
+    let body = &requests[3].raw_body;
+    assert!(body.contains("the policy agent forbids touch"), "{body}");
+}
