@@ -18,6 +18,7 @@ mod guard;
 mod hooks;
 mod hooks_events;
 mod hooks_handlers;
+mod hooks_lifecycle;
 mod hooks_trust;
 mod llama_cpp;
 mod local;
