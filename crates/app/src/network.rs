@@ -132,6 +132,10 @@ impl NetworkSettings {
     /// roots of `CODECODER_TEST_NET_ROOTS` (a PEM file) when those are set.
     pub(crate) fn proxy_config(&self) -> Result<codecoder_netproxy::ProxyConfig> {
         let mut config = codecoder_netproxy::ProxyConfig::standard(self.policy()?);
+        // Under the one directory every bubblewrap sandbox gets empty (but for its own socket).
+        config.socket_parent = codecoder_sandbox::ensure_proxy_socket_root().map_err(|err| {
+            Error::Usage { message: format!("the network proxy's socket directory: {err}") }
+        })?;
         if let Some(roots) = std::env::var_os(env::CODECODER_TEST_NET_ROOTS) {
             let pem = fs_err::read_to_string(&roots).map_err(|err| Error::Usage {
                 message: format!("{}: {err}", env::CODECODER_TEST_NET_ROOTS),

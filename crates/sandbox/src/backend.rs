@@ -494,6 +494,19 @@ fn seccomp_fd(sockets: Sockets) -> Option<std::os::fd::OwnedFd> {
     Some(read)
 }
 
+/// The regular files in the directory of a proxy's `socket` (never its sockets).
+fn proxy_files(socket: &Path) -> Vec<std::path::PathBuf> {
+    let Some(dir) = socket.parent() else { return Vec::new() };
+    let Ok(entries) = fs_err::read_dir(dir) else { return Vec::new() };
+    let mut files: Vec<std::path::PathBuf> = entries
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_file()))
+        .map(|entry| entry.path())
+        .collect();
+    files.sort();
+    files
+}
+
 /// The bubblewrap options (before `--`) for `policy`: read-only `/` (or read-write under full
 /// access), fresh `/dev` and `/proc`, the writable roots bound read-write, the protected
 /// subpaths re-bound read-only, hidden directories covered by an empty mode-000 tmpfs and hidden
@@ -529,6 +542,14 @@ pub(crate) fn bwrap_args(policy: &SandboxPolicy, cwd: Option<&Path>) -> Vec<OsSt
             push(&["--ro-bind".as_ref(), "/dev/null".as_ref(), path.as_os_str()]);
         }
     }
+    // Every proxy's sockets are covered (another session's proxy may allow what this one does
+    // not); a proxied command's own socket is bound back below, before the cover is made
+    // read-only.
+    let socket_root = crate::proxy_socket_root();
+    let socket_root = socket_root.is_dir().then_some(socket_root);
+    if let Some(root) = &socket_root {
+        push(&["--tmpfs".as_ref(), root.as_os_str()]);
+    }
     match policy.network_mode() {
         NetworkMode::Full => {}
         NetworkMode::Off => push(&["--unshare-net".as_ref()]),
@@ -545,7 +566,16 @@ pub(crate) fn bwrap_args(policy: &SandboxPolicy, cwd: Option<&Path>) -> Vec<OsSt
                 let socket = proxy.socket.as_os_str();
                 push(&["--bind".as_ref(), socket, socket]);
             }
+            // The proxy's regular files beside its socket (the certificate of an inspecting
+            // proxy's CA and the bundle holding it, which the command's variables name),
+            // read-only.
+            for file in proxy_files(&proxy.socket) {
+                push(&["--ro-bind".as_ref(), file.as_os_str(), file.as_os_str()]);
+            }
         }
+    }
+    if let Some(root) = &socket_root {
+        push(&["--remount-ro".as_ref(), root.as_os_str()]);
     }
     if !nix::unistd::geteuid().is_root() {
         push(&["--unshare-user".as_ref()]);

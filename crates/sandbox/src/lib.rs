@@ -68,7 +68,7 @@ pub use crate::hint::denial_hint;
 pub use crate::piped::{PipedChild, spawn_piped};
 pub use crate::policy::{
     FsAccess, NetworkMode, NetworkProxy, RELAY_PORT, SandboxPolicy, default_hidden_paths,
-    proxy_environment,
+    ensure_proxy_socket_root, proxy_environment, proxy_socket_root,
 };
 pub use crate::pty::{PtyInput, spawn_pty};
 pub use crate::seatbelt::seatbelt_profile;

@@ -74,6 +74,41 @@ pub(crate) fn existing_dirs(candidates: &[&str]) -> Vec<PathBuf> {
     canonical_existing(&paths).into_iter().filter(|path| path.is_dir()).collect()
 }
 
+/// The directory (under the temp dir, one per user) that holds every network proxy's socket
+/// directory. A bubblewrap sandbox gets it empty, with only its own command's socket bound in,
+/// so a command cannot reach the proxy of another command or session (which may allow hosts its
+/// own does not, or give a network to a session that has none): a unix socket's path is
+/// reachable to any process that can see it, whatever the mount's read-only flag.
+pub fn proxy_socket_root() -> PathBuf {
+    let uid = nix::unistd::geteuid();
+    std::env::temp_dir().join(format!("codecoder-proxy-{uid}"))
+}
+
+/// Makes [`proxy_socket_root`] (mode 0700) if missing and returns it.
+///
+/// # Errors
+/// It cannot be made, or it is a symbolic link, not a directory, or not ours (a planted path
+/// in a shared temp dir).
+pub fn ensure_proxy_socket_root() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+    let root = proxy_socket_root();
+    match std::fs::DirBuilder::new().mode(0o700).create(&root) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(err) => {
+            return Err(std::io::Error::new(err.kind(), format!("{}: {err}", root.display())));
+        }
+    }
+    let meta = fs_err::symlink_metadata(&root)?;
+    if !meta.is_dir() || meta.uid() != nix::unistd::geteuid().as_raw() {
+        return Err(std::io::Error::other(format!(
+            "{}: not a directory of this user; the network proxy will not put its sockets there",
+            root.display()
+        )));
+    }
+    Ok(root)
+}
+
 /// The port the relay listens on inside a bubblewrap sandbox's own network namespace (where
 /// every port is free), so the proxy variables are known before the sandbox starts.
 pub const RELAY_PORT: u16 = 3128;

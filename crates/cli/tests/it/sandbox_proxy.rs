@@ -165,3 +165,64 @@ fn bwrap_kill_9_of_codecoder_leaves_no_relay() {
 fn landlock_kill_9_of_codecoder_leaves_no_relay() {
     kill_leaves_no_relay("landlock", "4242.71");
 }
+
+/// Every proxy's socket lives under one directory per user, which a bubblewrap sandbox gets
+/// empty: a command cannot reach another session's proxy (which may allow hosts its own does
+/// not, or give a network to a session with none) — with the network off, and with a proxied
+/// network of its own, whose socket alone is bound back.
+#[test]
+fn bwrap_hides_every_other_proxy_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let workspace = root.join("workspace");
+    let tmp = root.join("tmp");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    let uid = String::from_utf8(Command::new("id").arg("-u").output().unwrap().stdout).unwrap();
+    let sockets = tmp.join(format!("codecoder-proxy-{}", uid.trim()));
+    std::fs::create_dir_all(sockets.join("codecoder-net-other")).unwrap();
+    let other = sockets.join("codecoder-net-other/1.sock");
+    let listener = UnixListener::bind(&other).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::fs::create_dir_all(sockets.join("codecoder-net-own")).unwrap();
+    let own = sockets.join("codecoder-net-own/1.sock");
+    let own_listener = UnixListener::bind(&own).unwrap();
+    std::thread::spawn(move || own_listener.incoming().flatten().for_each(answer));
+
+    let script = format!(
+        "ls -A {dir}; python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); \
+         s.connect(sys.argv[1]); print(\"connected\")' {other}",
+        dir = sockets.display(),
+        other = other.display()
+    );
+    let run = |proxy: Option<&std::path::Path>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_codecoder"));
+        command.args(["-c", "sandbox.backend=\"bwrap\"", "-s", "workspace-write", "sandbox"]);
+        if let Some(proxy) = proxy {
+            command.args(["--network-proxy", proxy.to_str().unwrap()]);
+        }
+        command
+            .args(["--", "sh", "-c", &script])
+            .current_dir(&workspace)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", root.join("home"))
+            .env("TMPDIR", &tmp)
+            .env("CODECODER_HOME", root.join("cchome"))
+            .output()
+            .unwrap()
+    };
+    for proxy in [None, Some(own.as_path())] {
+        let out = run(proxy);
+        let text = stdout(&out);
+        assert!(!text.contains("connected"), "{proxy:?}: {text}{}", stderr(&out));
+        assert!(!text.contains("codecoder-net-other"), "{proxy:?}: {text}{}", stderr(&out));
+        assert!(listener.accept().is_err(), "{proxy:?}: the other proxy was reached");
+        // The command's own socket is the one thing there.
+        let own_listed = text.lines().any(|line| line == "codecoder-net-own");
+        assert_eq!(own_listed, proxy.is_some(), "{proxy:?}: {text}{}", stderr(&out));
+    }
+    // Unconfined, the same script reaches it: the probe is real.
+    let out = Command::new("sh").args(["-c", &script]).output().unwrap();
+    assert!(stdout(&out).contains("connected"), "{}{}", stdout(&out), stderr(&out));
+}
