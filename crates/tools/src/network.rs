@@ -220,10 +220,18 @@ pub(crate) fn for_fetch(
         Some(approver) => format!("{} web_fetch", approver.call_id()),
         None => "web_fetch".to_owned(),
     };
-    let endpoint = {
+    let (endpoint, ca_bundle) = {
         let mut proxy = network.proxy.lock().unwrap_or_else(PoisonError::into_inner);
         let proxy = network.started(&mut proxy)?;
-        proxy.tcp_endpoint(&label).map_err(|err| failed(format!("the managed network: {err}")))?
+        let proxy_error =
+            |err: codecoder_netproxy::Error| failed(format!("the managed network: {err}"));
+        // A proxy inspecting TLS answers for the hosts it inspects with the session CA's
+        // certificates: the fetch trusts the CA besides the system's roots, as commands do.
+        let ca_bundle = match proxy.ca_files() {
+            None => None,
+            Some(files) => Some(files.map_err(proxy_error)?.bundle),
+        };
+        (proxy.tcp_endpoint(&label).map_err(proxy_error)?, ca_bundle)
     };
     let Some(address) = endpoint.tcp_address() else { return Ok(None) };
     network.askers.lock().insert(
@@ -236,7 +244,13 @@ pub(crate) fn for_fetch(
             denials: Vec::new(),
         },
     );
-    Ok(Some(FetchNetwork { address, label, askers: Arc::clone(&network.askers), _tcp: endpoint }))
+    Ok(Some(FetchNetwork {
+        address,
+        label,
+        askers: Arc::clone(&network.askers),
+        ca_bundle,
+        _tcp: endpoint,
+    }))
 }
 
 /// `web_fetch`'s way out through the session's proxy: the endpoint's address; dropping it closes
@@ -245,6 +259,7 @@ pub(crate) struct FetchNetwork {
     address: std::net::SocketAddr,
     label: String,
     askers: Arc<Askers>,
+    ca_bundle: Option<std::path::PathBuf>,
     _tcp: Endpoint,
 }
 
@@ -252,6 +267,11 @@ impl FetchNetwork {
     /// The proxy's `http://ADDRESS`.
     pub(crate) fn proxy_url(&self) -> String {
         format!("http://{}", self.address)
+    }
+
+    /// The system's CA bundle followed by the session CA (PEM), when the proxy inspects TLS.
+    pub(crate) fn ca_bundle(&self) -> Option<&std::path::Path> {
+        self.ca_bundle.as_deref()
     }
 
     /// What the model should read about a refused host, if the proxy refused one.

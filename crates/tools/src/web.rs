@@ -102,8 +102,25 @@ impl Builtin for WebFetch {
             Some(note) => failed(format!("{message}\n{note}")),
             None => failed(message),
         };
+        // Under an inspecting proxy the roots are the system's bundle plus the session CA (the
+        // variables' bundle), not ureq's built-in ones, which know nothing of the CA.
+        let tls = match network.as_ref().and_then(|it| it.ca_bundle()) {
+            None => ureq::tls::TlsConfig::default(),
+            Some(bundle) => {
+                let pem = fs_err::read(bundle)
+                    .map_err(|err| failed(format!("the managed network's CA: {err}")))?;
+                let roots: Vec<ureq::tls::Certificate<'static>> = ureq::tls::parse_pem(&pem)
+                    .filter_map(|item| match item {
+                        Ok(ureq::tls::PemItem::Certificate(certificate)) => Some(certificate),
+                        _ => None,
+                    })
+                    .collect();
+                ureq::tls::TlsConfig::builder().root_certs(roots.into()).build()
+            }
+        };
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .proxy(proxy)
+            .tls_config(tls)
             .timeout_global(Some(config.web_timeout))
             .http_status_as_error(false)
             .max_redirects(10)

@@ -568,3 +568,28 @@ fn curl_reaches_an_inspected_https_host_trusting_the_session_ca_from_the_sandbox
     let log = world.log().iter().map(Value::to_string).collect::<String>();
     assert!(!log.contains("PRIVATE KEY"), "{log}");
 }
+
+#[test]
+fn web_fetch_reaches_an_inspected_https_host_trusting_the_session_ca() {
+    let (port, pem) = https_server("forge.test");
+    let world = World::new("[network]\nallowed_domains = [\"GET forge.test/org/**\"]\n");
+    let roots = world.home.join("forge-root.pem");
+    std::fs::write(&roots, &pem).unwrap();
+    let fetch = |id: &str, path: &str| {
+        Reply::tool_call(id, "web_fetch", json!({ "url": format!("https://forge.test{path}") }))
+    };
+    let script = Script::new()
+        .reply(fetch("allowed", "/org/repo"))
+        .reply(fetch("refused", "/other/repo"))
+        .reply(Reply::text("done"));
+    let server = FakeModelServer::start(script).unwrap();
+    let mut run = world.run(&server, &format!("forge.test=127.0.0.1:{port}"));
+    run.env.push((env::CODECODER_TEST_NET_ROOTS.into(), roots.display().to_string()));
+    let out = run.run(&["exec", "fetch from the forge"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let allowed = result_text(&server, "allowed");
+    assert!(allowed.contains("the forge saw GET /org/repo HTTP/1.1"), "{allowed}");
+    let refused = result_text(&server, "refused");
+    assert!(!refused.contains("the forge saw"), "{refused}");
+    assert!(refused.contains("outside the paths"), "{refused}");
+}
