@@ -571,16 +571,16 @@ impl SessionTable {
 
     /// Waits up to `yield_time` for session `id` to end (or the call to be cancelled, which
     /// ends the session), then takes its unread output and ends the call's use of it
-    /// (`release`). An ended session is forgotten.
+    /// (`release`). An ended session is forgotten. The reply's wall time counts from
+    /// `call_started`, the start of the call (codex's), not of the session.
     fn collect(
         &self,
         config: &ToolsConfig,
         env: &dyn CallEnv,
-        id: u64,
-        yield_time: Duration,
-        max_output_tokens: Option<u64>,
+        call: Collect,
     ) -> Result<ToolOutput, ToolError> {
-        let result = self.wait_and_take(config, env, id, yield_time, max_output_tokens);
+        let id = call.id;
+        let result = self.wait_and_take(config, env, call);
         // The note is taken while the session is still in use, so it never tells of the
         // session this very result reports running.
         let note = self.take_idle_note();
@@ -596,11 +596,10 @@ impl SessionTable {
         &self,
         config: &ToolsConfig,
         env: &dyn CallEnv,
-        id: u64,
-        yield_time: Duration,
-        max_output_tokens: Option<u64>,
+        call: Collect,
     ) -> Result<ToolOutput, ToolError> {
-        let (state, changed, started, command, is_job) = {
+        let Collect { id, call_started, yield_time, max_output_tokens } = call;
+        let (state, changed, command, is_job) = {
             let inner = self.lock();
             let Some(session) = inner.sessions.get(&id) else {
                 return Err(unknown_session(id, &inner));
@@ -608,7 +607,6 @@ impl SessionTable {
             (
                 Arc::clone(&session.state),
                 session.changed.clone(),
-                session.started,
                 session.command.clone(),
                 session.job.is_some(),
             )
@@ -652,7 +650,7 @@ impl SessionTable {
             self.stop(id);
         }
         let end = end.transpose()?;
-        let mut result = report(id, &command, started, &unread, end.as_ref(), max_output_tokens);
+        let mut result = report(id, &command, call_started, &unread, end.as_ref(), max_output_tokens);
         let redactor = env.redactor();
         if let Some(note) = spill.and_then(|spill| spill.finish(redactor.as_deref())) {
             result.content.push(ContentItem::Text { text: note });
@@ -768,11 +766,23 @@ fn unknown_session(id: u64, inner: &Inner) -> ToolError {
     ))
 }
 
-/// The model's view of a session after a call: wall time, exit code or session id, output.
+/// What a call collecting a session's output asks for.
+struct Collect {
+    /// The session.
+    id: u64,
+    /// When the call began: its reply's wall time counts from here.
+    call_started: Instant,
+    /// The longest wait for the session's end.
+    yield_time: Duration,
+    max_output_tokens: Option<u64>,
+}
+
+/// The model's view of a session after a call: the call's wall time, exit code or session
+/// id, output.
 fn report(
     id: u64,
     command: &str,
-    started: Instant,
+    call_started: Instant,
     unread: &Capped,
     end: Option<&End>,
     max_output_tokens: Option<u64>,
@@ -786,7 +796,7 @@ fn report(
             output = capped.render();
         }
     }
-    let wall = started.elapsed().as_secs_f64();
+    let wall = call_started.elapsed().as_secs_f64();
     let mut text = format!("Wall time: {wall:.4} seconds\n");
     let (exit, is_error) = match end {
         Some(end) => {
@@ -882,9 +892,15 @@ impl Builtin for ExecCommand {
         let sessions = &self.0.sessions;
         let network = crate::network::for_command(&self.0.config, env, &args.cmd)?;
         let config = crate::network::leased(&self.0.config, network);
+        let call_started = Instant::now();
         let id = sessions.start(&config, &args.cmd, args.workdir.as_deref(), args.tty)?;
-        let wait = yield_time(args.yield_time_ms, EXEC_YIELD);
-        let mut result = sessions.collect(&self.0.config, env, id, wait, args.max_output_tokens)?;
+        let call = Collect {
+            id,
+            call_started,
+            yield_time: yield_time(args.yield_time_ms, EXEC_YIELD),
+            max_output_tokens: args.max_output_tokens,
+        };
+        let mut result = sessions.collect(&self.0.config, env, call)?;
         if let Some(note) = config.network_lease.as_ref().and_then(|lease| lease.note()) {
             result.content.push(ContentItem::Text { text: note });
         }
@@ -955,11 +971,17 @@ impl Builtin for WriteStdin {
     }
     fn run(&self, env: &dyn CallEnv, args: Value) -> Result<ToolOutput, ToolError> {
         let args: WriteArgs = parse_args(args)?;
+        let call_started = Instant::now();
         let sessions = &self.0.sessions;
         sessions.sweep();
         sessions.write(args.session_id, &args.chars)?;
-        let wait = yield_time(args.yield_time_ms, WRITE_YIELD);
-        sessions.collect(&self.0.config, env, args.session_id, wait, args.max_output_tokens)
+        let call = Collect {
+            id: args.session_id,
+            call_started,
+            yield_time: yield_time(args.yield_time_ms, WRITE_YIELD),
+            max_output_tokens: args.max_output_tokens,
+        };
+        sessions.collect(&self.0.config, env, call)
     }
 }
 

@@ -353,3 +353,24 @@ fn a_job_ends_at_its_timeout() {
     assert!(out.contains("timed out after 200 ms"), "{out}");
     assert_eq!(sleepers("979.5"), 0);
 }
+
+/// The wall time a result reports, in seconds.
+fn wall_time(text: &str) -> f64 {
+    let rest = text.split("Wall time: ").nth(1).unwrap_or_else(|| panic!("{text}"));
+    rest.split(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_poll_reports_its_own_wall_time_not_the_sessions_age() {
+    let fixture = fixture(|_| {});
+    // The first call waits its whole yield: the session is older than that when polled.
+    let started =
+        fixture.call("exec_command", json!({"cmd": "sleep 100", "yield_time_ms": 300})).unwrap();
+    let id = session_id(&started);
+    let before = std::time::Instant::now();
+    let polled =
+        fixture.call("write_stdin", json!({"session_id": id, "yield_time_ms": 0})).unwrap();
+    let around = before.elapsed().as_secs_f64();
+    // The reported time lies within the call (the reply rounds to 0.1 ms).
+    assert!(wall_time(&polled) <= around + 0.0001, "{polled} (the call took {around} s)");
+}
