@@ -127,6 +127,32 @@ impl NetworkSettings {
         })
     }
 
+    /// The `web_fetch(domain:…)` allow and deny rules that make `web_fetch` meet the managed
+    /// network's host lists and presets without asking (the proxy enforces them either way):
+    /// only whole-host entries (`host`, `*.host`) become rules; one with a port, a path or a
+    /// method stays the proxy's alone. None unless the network is managed.
+    pub(crate) fn web_fetch_rules(&self) -> (Vec<String>, Vec<String>) {
+        if self.mode != NetworkMode::Managed {
+            return (Vec::new(), Vec::new());
+        }
+        let rule = |pattern: &str| {
+            let host = pattern.trim().to_ascii_lowercase();
+            let name = host.strip_prefix("*.").unwrap_or(&host);
+            let plain = !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.');
+            plain.then(|| format!("web_fetch(domain:{host})"))
+        };
+        let mut allow: Vec<String> =
+            self.allowed.iter().filter_map(|entry| rule(&entry.pattern)).collect();
+        for preset in codecoder_netproxy::PRESETS {
+            if self.presets.iter().any(|name| name == preset.name) {
+                allow.extend(preset.hosts.iter().filter_map(|host| rule(host)));
+            }
+        }
+        let deny = self.denied.iter().filter_map(|entry| rule(&entry.pattern)).collect();
+        (allow, deny)
+    }
+
     /// The session proxy's configuration: [`NetworkSettings::policy`], plus the test-only name
     /// overrides of `CODECODER_TEST_NET_RESOLVE` (`name=ADDRESS:PORT,…`) and the extra upstream
     /// roots of `CODECODER_TEST_NET_ROOTS` (a PEM file) when those are set.

@@ -140,7 +140,8 @@ pub(crate) fn build(
         }
     }
 
-    let (project_rules, user_rules) = rules(loaded, args, cwd, &claude)?;
+    let network = crate::network::NetworkSettings::resolve(config, &claude, modes.sandbox);
+    let (project_rules, user_rules) = rules(loaded, args, cwd, &claude, &network)?;
     let mut extra_hidden: Vec<PathBuf> =
         vec![codecoder_home.join(codecoder_config::CREDENTIALS_FILE)];
     for path in config.sandbox.iter().flat_map(|s| s.hidden_paths.iter()) {
@@ -201,7 +202,6 @@ pub(crate) fn build(
     let permission = PermissionSwitch::new(
         args.permission_mode.or(claude.permission).unwrap_or(PermissionMode::Default),
     );
-    let network = crate::network::NetworkSettings::resolve(config, &claude, modes.sandbox);
     Ok(Safety {
         network,
         modes,
@@ -306,6 +306,7 @@ fn rules(
     overrides: &Overrides,
     cwd: &Path,
     claude: &ClaudePermissions,
+    network: &crate::network::NetworkSettings,
 ) -> Result<(RuleSet, RuleSet)> {
     let root = codecoder_config::project_root(cwd);
     let mut project = (Vec::new(), Vec::new(), Vec::new());
@@ -346,6 +347,11 @@ fn rules(
         })?;
     user.0.extend(overrides.allowed_tools.iter().cloned());
     user.2.extend(overrides.disallowed_tools.iter().cloned());
+    // The managed network's hosts decide `web_fetch` as they decide commands: an allowed host
+    // is fetched without asking, a denied one never.
+    let (allow, deny) = network.web_fetch_rules();
+    user.0.extend(allow);
+    user.2.extend(deny);
     let merged = |origin: &str| {
         let origin = origin.to_owned();
         move |source| Error::Rules { origin, source: Box::new(source) }

@@ -552,3 +552,36 @@ fn doctor_shows_the_managed_network_policy_from_config_and_claude_settings() {
     let out = world.command(&["-c", "network.enabled=false", "doctor"]).output().unwrap();
     assert!(stdout(&out).lines().any(|l| l == "network policy: off"), "{}", stdout(&out));
 }
+
+#[test]
+fn web_fetch_meets_the_managed_networks_hosts_without_asking() {
+    let world = World::new();
+    std::fs::write(
+        world.codecoder_home.join("config.toml"),
+        "[network]\nallowed_domains = [\"docs.example\", \"*.wiki.example\"]\n\
+         denied_domains = [\"evil.example\"]\nallow_presets = [\"rust\"]\n",
+    )
+    .unwrap();
+    let check = |url: &str| {
+        let args = format!("{{\"url\":\"{url}\"}}");
+        world
+            .command(&["-a", "on-request", "permissions", "check", "web_fetch", &args])
+            .output()
+            .unwrap()
+    };
+    for url in ["https://docs.example/a", "https://en.wiki.example/b", "https://crates.io/c"] {
+        let out = check(url);
+        assert!(stdout(&out).starts_with("allow"), "{url}: {}{}", stdout(&out), stderr(&out));
+    }
+    let out = check("https://evil.example/");
+    assert!(stdout(&out).starts_with("deny"), "{}{}", stdout(&out), stderr(&out));
+    let out = check("https://other.example/");
+    assert!(stdout(&out).starts_with("ask"), "{}{}", stdout(&out), stderr(&out));
+    // Without a managed network the lists are the proxy's business only.
+    let out = world
+        .command(&["-c", "network.enabled=false", "-a", "on-request", "permissions", "check"])
+        .args(["web_fetch", "{\"url\":\"https://docs.example/a\"}"])
+        .output()
+        .unwrap();
+    assert!(stdout(&out).starts_with("ask"), "{}{}", stdout(&out), stderr(&out));
+}
