@@ -44,13 +44,15 @@ pub enum Event {
     TaskCreated,
     /// When a plan update marks a step completed. May give the model feedback.
     TaskCompleted,
+    /// When an instruction file (AGENTS.md, CLAUDE.md) is loaded into the session's prompt.
+    /// Its output is only shown.
+    InstructionsLoaded,
 }
 
 /// Events Claude Code knows and codecoder does not emit (yet): configuring them is a warning,
 /// not an error, and they never run.
 pub(crate) const CLAUDE_ONLY_EVENTS: &[&str] = &[
     "Setup",
-    "InstructionsLoaded",
     "UserPromptExpansion",
     "MessageDisplay",
     "TeammateIdle",
@@ -84,10 +86,11 @@ impl Event {
         Event::StopFailure,
         Event::TaskCreated,
         Event::TaskCompleted,
+        Event::InstructionsLoaded,
     ];
 
     /// How many events there are.
-    pub const COUNT: usize = 18;
+    pub const COUNT: usize = 19;
 
     /// The name used in configuration and in `hook_event_name`.
     pub fn name(self) -> &'static str {
@@ -110,6 +113,7 @@ impl Event {
             Event::StopFailure => "StopFailure",
             Event::TaskCreated => "TaskCreated",
             Event::TaskCompleted => "TaskCompleted",
+            Event::InstructionsLoaded => "InstructionsLoaded",
         }
     }
 
@@ -138,7 +142,8 @@ impl Event {
             | Event::PostToolBatch
             | Event::StopFailure
             | Event::TaskCreated
-            | Event::TaskCompleted => false,
+            | Event::TaskCompleted
+            | Event::InstructionsLoaded => false,
         }
     }
 

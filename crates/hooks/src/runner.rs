@@ -421,6 +421,25 @@ impl HookRunner {
         outcome::report_only(&rans)
     }
 
+    /// When the instruction file `file_path` was loaded into the session's prompt.
+    /// `memory_type` is `User` (from the user's home) or `Project`; `load_reason` (what matchers
+    /// see) is `session_start`. Only the hooks' messages and errors come back.
+    pub fn instructions_loaded(
+        &self,
+        file_path: &Path,
+        memory_type: &str,
+        load_reason: &str,
+    ) -> HookReport {
+        let rans = self.run(Event::InstructionsLoaded, load_reason, || {
+            fields([
+                ("file_path", json!(file_path)),
+                ("memory_type", json!(memory_type)),
+                ("load_reason", json!(load_reason)),
+            ])
+        });
+        outcome::report_only(&rans)
+    }
+
     /// Runs the hooks of `event` matching `subject`; `event_fields` builds the event's own
     /// input fields, only when something runs.
     fn run(

@@ -368,6 +368,7 @@ fn stdin_carries_the_documented_fields_with_claude_names() {
         "PermissionDenied",
         "PostToolBatch",
         "StopFailure",
+        "InstructionsLoaded",
     ];
     let mut config = serde_json::Map::new();
     for event in events {
@@ -433,6 +434,7 @@ fn stdin_carries_the_documented_fields_with_claude_names() {
         ),
     ]);
     runner.stop_failure("rate_limit", "model error: 429 slow down", Some("Working on it"));
+    runner.instructions_loaded(&fixture.project().join("AGENTS.md"), "Project", "session_start");
 
     let project = fixture.project();
     let common = |event: &str| {
@@ -499,6 +501,10 @@ fn stdin_carries_the_documented_fields_with_claude_names() {
         with(
             "StopFailure",
             json!({"error": "rate_limit", "error_details": "model error: 429 slow down", "last_assistant_message": "Working on it"}),
+        ),
+        with(
+            "InstructionsLoaded",
+            json!({"file_path": project.join("AGENTS.md"), "memory_type": "Project", "load_reason": "session_start"}),
         ),
     ];
     // The events from the first UserPromptSubmit on carry the id of that prompt.
