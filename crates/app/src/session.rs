@@ -731,6 +731,16 @@ impl Runtime {
             // Hooks see the effort the session's requests carry as `effort: {level}`.
             let effort = context_config.reasoning.effort.map(|effort| effort.as_str().to_owned());
             let runner = runner.with_effort(effort);
+            // The instruction files the prompt carries were loaded for this session: its
+            // InstructionsLoaded hooks run now, before the first turn.
+            for file in builder.agents_md_files() {
+                let home = context_config.agents_md.home.as_deref();
+                let memory_type =
+                    if home.is_some_and(|home| file.starts_with(home)) { "User" } else { "Project" };
+                let report = runner.instructions_loaded(file, memory_type, "session_start");
+                let said = report.messages.into_iter().map(Notice::Note);
+                notices.extend(said.chain(report.errors.into_iter().map(Notice::Warning)));
+            }
             hooks.push(Arc::new(runner));
         }
         if !extensions.skills.is_empty() || !extensions.commands.is_empty() {

@@ -1,6 +1,7 @@
 //! The fields that tie hook events to a prompt and a session's life, end to end: `prompt_id`
-//! (one per prompt, on every event after it) and `effort`, SessionStart's `clear` source and
-//! SessionEnd's `clear` and `prompt_input_exit` reasons in the UI.
+//! (one per prompt, on every event after it) and `effort`, InstructionsLoaded for AGENTS.md,
+//! SessionStart's `clear` source and SessionEnd's `clear` and `prompt_input_exit` reasons in the
+//! UI.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -37,25 +38,38 @@ fn records(log: &Path) -> Vec<Value> {
     text.lines().filter(|l| !l.is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
+/// InstructionsLoaded runs for the project's AGENTS.md at session start, before any prompt;
+/// the events from the prompt on carry its id; all carry the effort.
 #[test]
 fn every_event_of_a_prompt_carries_its_prompt_id_and_the_effort() {
     let setup = Setup::new();
     let log = setup.user_home.path().join("events.jsonl");
-    record_events(&setup, &["UserPromptSubmit", "SessionStart", "Stop", "SessionEnd"], &log);
+    let events = ["InstructionsLoaded", "UserPromptSubmit", "SessionStart", "Stop", "SessionEnd"];
+    record_events(&setup, &events, &log);
+    std::fs::write(setup.repo.path().join("AGENTS.md"), "Run the tests.\n").unwrap();
     let server = FakeModelServer::start(Script::new().reply(Reply::text("done"))).unwrap();
     let out = setup
         .run(&server, &["exec", "-m", "gpt-5", "-c", "model_reasoning_effort=\"high\"", "hello"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let records = records(&log);
     let names: Vec<&str> = records.iter().map(|r| r["hook_event_name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["UserPromptSubmit", "SessionStart", "Stop", "SessionEnd"]);
-    let prompt_id = &records[0]["prompt_id"];
-    assert!(prompt_id.as_str().is_some_and(|id| !id.is_empty()), "{}", records[0]);
-    for record in &records {
+    assert_eq!(names, events);
+    let loaded = &records[0];
+    let agents_md = setup.repo.path().join("AGENTS.md").canonicalize().unwrap();
+    let file = Path::new(loaded["file_path"].as_str().unwrap()).canonicalize().unwrap();
+    assert_eq!(file, agents_md, "{loaded}");
+    assert_eq!(loaded["memory_type"], "Project");
+    assert_eq!(loaded["load_reason"], "session_start");
+    assert_eq!(loaded.get("prompt_id"), None, "{loaded}");
+    let prompt_id = &records[1]["prompt_id"];
+    assert!(prompt_id.as_str().is_some_and(|id| !id.is_empty()), "{}", records[1]);
+    for record in &records[1..] {
         assert_eq!(&record["prompt_id"], prompt_id, "{record}");
+    }
+    for record in &records {
         assert_eq!(record["effort"], json!({"level": "high"}), "{record}");
     }
-    assert_eq!(records[3]["reason"], "other");
+    assert_eq!(records[4]["reason"], "other");
 }
 
 /// `/new` ends the session with `clear` and starts the next with `clear`; `/quit` ends it with
