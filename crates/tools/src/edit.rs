@@ -227,6 +227,9 @@ impl Builtin for Edit {
             matches = find_all(&bytes, old.as_bytes());
         }
         if matches.is_empty() {
+            if let Some(advice) = redacted_placeholder_advice(&old) {
+                return Err(failed(format!("`old_string` was not found in `{shown}`: {advice}")));
+            }
             return Err(failed(not_found_message(&shown, &bytes, &old)));
         }
         if matches.len() > 1 && !args.replace_all {
@@ -349,6 +352,24 @@ fn replace_file(
     temp.persist(path)
         .map_err(|err| failed(format!("could not write `{shown}`: {}", err.error)))?;
     Ok(())
+}
+
+/// When `old` holds a redaction placeholder (`[REDACTED:<kind>]`, the way a secret in the file
+/// was shown to the model), why it can never match and what works instead: the file holds the
+/// secret itself, which the model cannot see or type. None when `old` holds no placeholder.
+pub(crate) fn redacted_placeholder_advice(old: &str) -> Option<String> {
+    let start = old.find("[REDACTED:")?;
+    let placeholder = match old[start..].find(']') {
+        Some(end) => &old[start..=start + end],
+        None => &old[start..],
+    };
+    Some(format!(
+        "it holds `{placeholder}`, which stands for a secret redacted from what you were shown; \
+         the file holds the secret itself, which you cannot see or type, so text containing the \
+         placeholder never matches. Edit around the secret instead: match a shorter text that \
+         stops before it or starts after it, or change the line with a command (such as sed \
+         with a pattern that matches the rest of the line)."
+    ))
 }
 
 /// Why `old` was not found, with the nearest candidate regions of the file.

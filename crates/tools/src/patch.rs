@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use codecoder_apply_patch::{Hunk, PatchStream};
 use codecoder_kernel::{InputReader, ToolKind, ToolOutput};
-use codecoder_protocol::{CallKind, CallView, ChangeKind, FileChange, TextEdit, ToolError};
+use codecoder_protocol::{
+    CallKind, CallView, ChangeKind, ContentItem, FileChange, TextEdit, ToolError,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -108,14 +110,27 @@ impl Builtin for ApplyPatch {
         for path in &touched {
             env.checkpoint(path);
         }
-        if config.file_access.is_some() {
-            return Ok(apply_through(config, env, &patch));
-        }
-        match codecoder_apply_patch::apply(&patch, &config.cwd) {
-            Ok(report) => Ok(ToolOutput::text(report.to_string())),
-            Err(err) => Ok(ToolOutput::error(err.to_string())),
-        }
+        let output = if config.file_access.is_some() {
+            apply_through(config, env, &patch)
+        } else {
+            match codecoder_apply_patch::apply(&patch, &config.cwd) {
+                Ok(report) => ToolOutput::text(report.to_string()),
+                Err(err) => ToolOutput::error(err.to_string()),
+            }
+        };
+        Ok(with_placeholder_advice(output, &args.input))
     }
+}
+
+/// A failed patch whose text holds a redaction placeholder, with why its lines cannot match
+/// and what works instead (`edit`'s advice).
+fn with_placeholder_advice(mut output: ToolOutput, patch: &str) -> ToolOutput {
+    if output.is_error
+        && let Some(advice) = crate::edit::redacted_placeholder_advice(patch)
+    {
+        output.content.push(ContentItem::Text { text: format!("The patch {advice}") });
+    }
+    output
 }
 
 /// The view of a patch that names `paths` and makes `changes`.

@@ -274,3 +274,27 @@ fn deep_reads_reuse_checkpoints_and_notice_changes() {
     let err = fixture.err("read_file", json!({ "path": "long.txt", "offset": 300_001 }));
     assert!(err.contains("it has 300000 line(s)"), "{err}");
 }
+
+#[test]
+fn an_old_text_holding_a_redaction_placeholder_is_explained_not_retried() {
+    let fixture = Fixture::new();
+    fixture.write("ci.env", "TOKEN=ghp_secretsecret\nREGION=eu\n");
+    // The model copies the line as read_file showed it, the secret redacted.
+    let err = fixture.err(
+        "edit",
+        json!({
+            "path": "ci.env",
+            "old_string": "TOKEN=[REDACTED:github-token]\nREGION=eu",
+            "new_string": "TOKEN=[REDACTED:github-token]\nREGION=us"
+        }),
+    );
+    assert!(err.contains("`[REDACTED:github-token]`"), "{err}");
+    assert!(err.contains("cannot see") && err.contains("sed"), "{err}");
+    assert!(!err.contains("copy the text exactly"), "{err}");
+    let patch = "*** Begin Patch\n*** Update File: ci.env\n@@\n-TOKEN=[REDACTED:github-token]\n+TOKEN=x\n*** End Patch\n";
+    let output = fixture.call("apply_patch", json!({ "input": patch })).unwrap();
+    assert!(output.is_error);
+    let shown = text(&output);
+    assert!(shown.contains("`[REDACTED:github-token]`") && shown.contains("cannot see"), "{shown}");
+    assert_eq!(fixture.read("ci.env"), b"TOKEN=ghp_secretsecret\nREGION=eu\n");
+}
