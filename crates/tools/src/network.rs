@@ -346,6 +346,9 @@ fn ca_environment(files: &codecoder_netproxy::CaFiles) -> Vec<(OsString, OsStrin
 }
 
 /// The note on a command's refusals: each `host:port` with its reason, and what to do next.
+/// A host a `denied_domains` rule names (its reason reads `… is denied (denied_domains: RULE)`,
+/// `DenyReason::Denied`'s words) gets advice of its own: the user's deny wins over any allowance
+/// and approval, so asking to allow it cannot help.
 fn denial_note(denials: &[(String, String)], asked: bool) -> Option<String> {
     if denials.is_empty() {
         return None;
@@ -355,14 +358,30 @@ fn denial_note(denials: &[(String, String)], asked: bool) -> Option<String> {
         .map(|(target, reason)| format!("{target} ({reason})"))
         .collect::<Vec<_>>()
         .join("; ");
-    let next = if asked {
-        "Do not retry these hosts in this session unless the user says so."
-    } else {
-        "Nobody is asked in this approval mode: if the task needs a host, ask the user to add \
-         it to `allowed_domains` under `[network]` in their config.toml (or a preset to \
-         `allow_presets`), or to approve it in an interactive session."
-    };
-    Some(format!("[network] The managed network refused: {list}. {next}"))
+    let (by_rule, others): (Vec<_>, Vec<_>) =
+        denials.iter().partition(|(_, reason)| reason.contains(" is denied (denied_domains: "));
+    let mut next = Vec::new();
+    if !by_rule.is_empty() {
+        let targets: Vec<&str> = by_rule.iter().map(|(target, _)| target.as_str()).collect();
+        next.push(format!(
+            "{} {} denied by the user's config (the `[network] denied_domains` rule named \
+             above), which no allowance or approval overrides: do not retry, and do not ask to \
+             allow it; if the task cannot be done without it, tell the user.",
+            targets.join(", "),
+            if targets.len() == 1 { "is" } else { "are" }
+        ));
+    }
+    if !others.is_empty() {
+        next.push(if asked {
+            "Do not retry these hosts in this session unless the user says so.".to_owned()
+        } else {
+            "Nobody is asked in this approval mode: if the task needs a host, ask the user to \
+             add it to `allowed_domains` under `[network]` in their config.toml (or a preset to \
+             `allow_presets`), or to approve it in an interactive session."
+                .to_owned()
+        });
+    }
+    Some(format!("[network] The managed network refused: {list}. {}", next.join(" ")))
 }
 
 /// The `Decide` of the session's proxy: asks the person through the call that started the

@@ -23,6 +23,22 @@ fn a_note_names_each_refused_host_and_what_to_do() {
 }
 
 #[test]
+fn a_host_the_users_config_denies_is_not_to_be_asked_for() {
+    let denials = vec![(
+        "evil.test:443".to_owned(),
+        "evil.test is denied (denied_domains: *.test)".to_owned(),
+    )];
+    for asked in [true, false] {
+        let note = denial_note(&denials, asked).unwrap_or_default();
+        assert!(note.contains("denied by the user's config"), "{note}");
+        assert!(note.contains("denied_domains: *.test"), "{note}");
+        assert!(note.contains("do not retry"), "{note}");
+        assert!(!note.contains("ask the user"), "{note}");
+        assert!(!note.contains("add it to `allowed_domains`"), "{note}");
+    }
+}
+
+#[test]
 fn short_keeps_the_first_line_within_80_characters() {
     assert_eq!(short("curl https://x.test"), "curl https://x.test");
     assert_eq!(short("curl a\ncurl b"), "curl a…");
