@@ -283,8 +283,15 @@ impl AgentLoop {
                     None => {
                         self.notify_permission_prompt(&call.name)?;
                         let summary = tool.summary(&call.args);
-                        let decision =
-                            self.ask_approval(turn_state, call, view, summary, &keys, explanation)?;
+                        let decision = self.ask_approval(
+                            turn_state,
+                            call,
+                            view,
+                            summary,
+                            &keys,
+                            explanation,
+                            &crossbeam_channel::never(),
+                        )?;
                         if matches!(
                             decision,
                             ApprovalDecision::AllowOnce | ApprovalDecision::AllowForSession
@@ -334,7 +341,7 @@ impl AgentLoop {
         calls: &[StepCall],
         pending: PendingEscalation,
     ) -> Result<(), Stop> {
-        let PendingEscalation { call_id, request, reply } = pending;
+        let PendingEscalation { call_id, request, reply, withdrawn } = pending;
         let Some(StepCall { call, view }) = calls.iter().find(|it| it.call.id == call_id) else {
             let _ = reply.send(ApprovalDecision::Cancelled);
             return Ok(());
@@ -351,12 +358,25 @@ impl AgentLoop {
             (ApprovalDecision::AllowForSession, DecidedBy::SessionGrant)
         } else {
             self.notify_permission_prompt(&call.name)?;
-            let decision =
-                self.ask_approval(turn_state, call, view, request.summary, &keys, request.reason)?;
+            let decision = self.ask_approval(
+                turn_state,
+                call,
+                view,
+                request.summary,
+                &keys,
+                request.reason,
+                &withdrawn,
+            )?;
             if decision == ApprovalDecision::AllowForSession {
                 self.grants.extend(keys.iter().cloned());
             }
-            (decision, DecidedBy::User)
+            // Only a withdrawn question ends without the person's answer.
+            let by = if decision == ApprovalDecision::Cancelled {
+                DecidedBy::Cancel
+            } else {
+                DecidedBy::User
+            };
+            (decision, by)
         };
         self.log_approval(call, &keys, decision.clone(), decided_by, None)?;
         let _ = reply.send(decision);
@@ -373,6 +393,7 @@ impl AgentLoop {
         summary: String,
         keys: &[String],
         reason: Option<String>,
+        withdrawn: &crossbeam_channel::Receiver<()>,
     ) -> Result<ApprovalDecision, Stop> {
         let (turn, step) = (turn_state.id, turn_state.step.id);
         let (reply, answer) = Reply::pair();
@@ -391,6 +412,8 @@ impl AgentLoop {
         let decision = loop {
             select! {
                 recv(answer) -> decision => break decision.unwrap_or(ApprovalDecision::Cancelled),
+                // The requester stopped waiting (its command ended): the turn goes on.
+                recv(withdrawn) -> _ => break ApprovalDecision::Cancelled,
                 recv(self.cmd) -> cmd => {
                     if let Some(stop) = self.handle_cmd(cmd) {
                         // The request is withdrawn: dropping `answer` makes the client's

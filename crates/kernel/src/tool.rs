@@ -203,6 +203,9 @@ pub(crate) struct PendingEscalation {
     pub(crate) call_id: ToolCallId,
     pub(crate) request: EscalationRequest,
     pub(crate) reply: Sender<ApprovalDecision>,
+    /// Receives or disconnects when the requester stops waiting (the command that asked has
+    /// ended): the loop then withdraws the question instead of holding the turn for it.
+    pub(crate) withdrawn: crossbeam_channel::Receiver<()>,
 }
 
 /// A call's way to request approvals from threads of its own that outlive a borrow of its
@@ -230,7 +233,12 @@ impl Approver {
         stop: &crossbeam_channel::Receiver<()>,
     ) -> ApprovalDecision {
         let (reply, answer) = crossbeam_channel::bounded(1);
-        let pending = PendingEscalation { call_id: self.call_id.clone(), request, reply };
+        let pending = PendingEscalation {
+            call_id: self.call_id.clone(),
+            request,
+            reply,
+            withdrawn: stop.clone(),
+        };
         // The loop's channel holds one request per running call: a command asking about
         // several hosts at once waits here for room, or for the requester to give up.
         let sent = select! {
@@ -350,7 +358,12 @@ impl ToolContext {
     /// decided. `Cancelled` when the turn is cancelled meanwhile.
     pub fn request_approval(&self, request: EscalationRequest) -> ApprovalDecision {
         let (reply, answer) = crossbeam_channel::bounded(1);
-        let pending = PendingEscalation { call_id: self.call_id.clone(), request, reply };
+        let pending = PendingEscalation {
+            call_id: self.call_id.clone(),
+            request,
+            reply,
+            withdrawn: crossbeam_channel::never(),
+        };
         if self.escalations.send(pending).is_err() {
             return ApprovalDecision::Cancelled;
         }

@@ -193,3 +193,76 @@ fn a_session_approval_covers_later_escalations_of_the_same_keys_and_a_decline_is
         ]
     );
 }
+
+/// Asks from a thread of its own through the call's `Approver` and gives up waiting after a
+/// moment (as a proxy's connection does when the command that asked has ended).
+struct WithdrawingTool;
+
+impl Tool for WithdrawingTool {
+    fn name(&self) -> &str {
+        "withdraw"
+    }
+    fn description(&self) -> &str {
+        "Asks, then stops waiting."
+    }
+    fn schema(&self) -> Value {
+        json!({ "type": "object", "properties": {}, "additionalProperties": false })
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::ReadOnly
+    }
+    fn execute(&self, ctx: &ToolContext, _args: Value) -> Result<ToolOutput, ToolError> {
+        let approver = ctx.approver();
+        let (stop_tx, stop) = crossbeam_channel::bounded::<()>(0);
+        let asking = std::thread::spawn(move || {
+            approver.request_approval(
+                EscalationRequest {
+                    summary: "reach example.test:443".to_owned(),
+                    permission_keys: vec!["network:example.test".to_owned()],
+                    reason: None,
+                    may_ask: true,
+                    covered_by_call_approval: false,
+                },
+                &stop,
+            )
+        });
+        // The question is out once the loop has it; the requester then goes away.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        drop(stop_tx);
+        let decision = asking.join().unwrap();
+        Ok(ToolOutput::text(format!("{decision:?}")))
+    }
+}
+
+#[test]
+fn a_question_whose_requester_stops_waiting_is_withdrawn_and_the_turn_goes_on() {
+    let model = ScriptedModel::queue(vec![
+        Response::Events(calls(&[("c1", "withdraw", json!({}))])),
+        Response::Events(answer("ok")),
+    ]);
+    let tool: Arc<dyn Tool> = Arc::new(WithdrawingTool);
+    let harness = Harness::with(model, vec![tool], Arc::new(AllowAll), config(), |_| {});
+    harness.submit("go");
+    let mut asked = 0;
+    loop {
+        let event = harness.next();
+        match event.kind {
+            // Never answered: the turn must end without the person.
+            AgentEventKind::ApprovalRequest(_) => asked += 1,
+            AgentEventKind::TurnDone { .. } if event.source.subagent_path.is_empty() => break,
+            _ => {}
+        }
+    }
+    assert_eq!(asked, 1);
+    let logs = harness.shutdown();
+    assert!(
+        approvals(&logs).contains(&(
+            "c1".to_owned(),
+            keys("network:example.test"),
+            ApprovalDecision::Cancelled,
+            "cancel".to_owned()
+        )),
+        "{:?}",
+        approvals(&logs)
+    );
+}
