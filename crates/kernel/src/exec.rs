@@ -385,6 +385,7 @@ impl AgentLoop {
 
     /// Sends an approval request and blocks for the answer, still handling `cmd`. A request
     /// dropped unanswered counts as `Cancelled`.
+    #[allow(clippy::too_many_arguments)] // The question's parts, passed down rather than stored.
     fn ask_approval(
         &mut self,
         turn_state: &TurnState,
