@@ -8,10 +8,10 @@
 //! mapped to a provider's model: the call uses the session's model.
 //!
 //! An `agent` hook runs a subagent of its own: the session's model, prompt and approval chain,
-//! the session's read-only tools (no `agent`, no `skill`, no MCP tools), no hooks (a hook's
-//! agent fires none), a log kept in memory, at most [`AGENT_HOOK_STEPS`] steps. Its task is the
-//! hook's prompt and its final message is the verdict; a call the chain would ask about is
-//! denied (nobody answers a hook's subagent).
+//! the session's tools that only read files (no subagents, skills, plan, running commands or
+//! MCP tools), no hooks (a hook's agent fires none), a log kept in memory, at most
+//! [`AGENT_HOOK_STEPS`] steps. Its task is the hook's prompt and its final message is the
+//! verdict; a call the chain would ask about is denied (nobody answers a hook's subagent).
 //!
 //! Invariant: every wait is bounded by the hook's timeout; nothing here blocks a turn longer.
 
@@ -56,6 +56,11 @@ pub(crate) struct SessionHookServices {
     pub(crate) agent: Option<AgentHookKit>,
 }
 
+/// Tools of the session's kind "read-only" that act on the session itself (start a subagent,
+/// load a skill, write to or end its running commands, change its plan): not a hook's.
+const SESSION_TOOLS: [&str; 6] =
+    ["agent", "skill", "write_stdin", "job_output", "job_kill", "update_plan"];
+
 /// The parts of a session an `agent` hook's subagent runs with.
 pub(crate) struct AgentHookKit {
     /// The session's agent configuration (its model, cwd, limits).
@@ -68,8 +73,8 @@ pub(crate) struct AgentHookKit {
 }
 
 impl AgentHookKit {
-    /// The kit over a session's parts: of `registry`, the tools that only read (not the
-    /// `agent` and `skill` tools, which start more work).
+    /// The kit over a session's parts: of `registry`, the tools that only read files (not the
+    /// [`SESSION_TOOLS`]).
     pub(crate) fn new(
         config: &AgentConfig,
         prompt: Arc<dyn PromptBuilder>,
@@ -81,7 +86,7 @@ impl AgentHookKit {
             .iter()
             .filter(|tool| tool.kind() == ToolKind::ReadOnly)
             .map(|tool| tool.name().to_owned())
-            .filter(|name| !matches!(name.as_str(), "agent" | "skill"))
+            .filter(|name| !SESSION_TOOLS.contains(&name.as_str()))
             .collect();
         let mut config = config.clone();
         config.agent_instructions =
