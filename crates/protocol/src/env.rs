@@ -85,6 +85,11 @@ pub const ALL_PROXY_LOWER: &str = "all_proxy";
 pub const NO_PROXY: &str = "NO_PROXY";
 /// [`NO_PROXY`] in lower case.
 pub const NO_PROXY_LOWER: &str = "no_proxy";
+/// The ssh command git runs for `ssh://` remotes; set for a proxied command (unless already
+/// set) to ssh through the proxy's SOCKS5.
+pub const GIT_SSH_COMMAND: &str = "GIT_SSH_COMMAND";
+/// git's older way to name its ssh program; when set, [`GIT_SSH_COMMAND`] is left unset.
+pub const GIT_SSH: &str = "GIT_SSH";
 /// The project directory, as Claude Code sets it for hooks.
 pub const CLAUDE_PROJECT_DIR: &str = "CLAUDE_PROJECT_DIR";
 /// Our own name for the same directory, set next to [`CLAUDE_PROJECT_DIR`].

@@ -323,6 +323,16 @@ impl Sandbox {
         (self.wrap_as(program, args, cwd, true), taken)
     }
 
+    /// `GIT_SSH_COMMAND` for a proxied command: ssh through the stage's SOCKS5 connect mode,
+    /// since `ALL_PROXY` does not reach ssh (left out where the command's own environment names
+    /// an ssh command: see `command_for`).
+    fn git_ssh_var(&self) -> (OsString, OsString) {
+        (
+            codecoder_protocol::env::GIT_SSH_COMMAND.into(),
+            crate::socks::git_ssh_command(&self.stage_exe).into(),
+        )
+    }
+
     fn wrap_as(
         &self,
         program: &OsString,
@@ -340,6 +350,7 @@ impl Sandbox {
                 relay = Some(proxy.socket.clone());
                 let address = std::net::SocketAddr::from(([127, 0, 0, 1], RELAY_PORT));
                 env_vars.extend(proxy_vars(address));
+                env_vars.push(self.git_ssh_var());
                 Sockets::UnixAndTcp
             }
             // The stage gives the command a network namespace of its own with the relay when
@@ -354,6 +365,7 @@ impl Sandbox {
                 proxy_port = proxy.tcp.map(|address| address.port());
                 let relay_address = std::net::SocketAddr::from(([127, 0, 0, 1], RELAY_PORT));
                 env_vars.extend(proxy_vars(proxy.tcp.unwrap_or(relay_address)));
+                env_vars.push(self.git_ssh_var());
                 Sockets::UnixAndTcp
             }
             (NetworkMode::Off | NetworkMode::Proxied(_), _) => {

@@ -72,6 +72,7 @@ pub use crate::policy::{
 };
 pub use crate::pty::{PtyInput, spawn_pty};
 pub use crate::seatbelt::seatbelt_profile;
+pub use crate::socks::{SOCKS_CONNECT_MARKER, git_ssh_command};
 pub use crate::stage::{STAGE_MARKER, run_stage_if_requested};
 pub use crate::tree::live_group_members;
 pub use crate::wait::Wait;
@@ -91,6 +92,7 @@ mod relay;
 mod seatbelt;
 #[cfg(target_os = "linux")]
 mod seccomp;
+mod socks;
 mod stage;
 mod sweep;
 mod tree;
@@ -295,9 +297,29 @@ pub(crate) fn command_for(
         command.env(key, value);
     }
     for (key, value) in spec.env.iter().chain(sandbox_env) {
+        // The sandbox's ssh command for a proxied network yields to one the user set.
+        if key == codecoder_protocol::env::GIT_SSH_COMMAND && names_ssh_command(&command, config) {
+            continue;
+        }
         command.env(key, value);
     }
     command
+}
+
+/// True when `command`'s environment (set on it, or inherited when not computed) already names
+/// git's ssh command (`GIT_SSH_COMMAND` or `GIT_SSH`).
+fn names_ssh_command(command: &std::process::Command, config: &SpawnConfig) -> bool {
+    use codecoder_protocol::env::{GIT_SSH, GIT_SSH_COMMAND};
+    [GIT_SSH_COMMAND, GIT_SSH].iter().any(|name| {
+        let set = command.get_envs().find(|(key, _)| *key == std::ffi::OsStr::new(name));
+        match set {
+            Some((_, value)) => value.is_some(),
+            None => {
+                !matches!(config.environment, Environment::Exactly(_))
+                    && std::env::var_os(name).is_some()
+            }
+        }
+    })
 }
 
 impl Child {

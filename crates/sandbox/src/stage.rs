@@ -214,7 +214,20 @@ fn parse_choice(value: &str, yes: &str, no: &str) -> Result<bool, String> {
 pub fn run_stage_if_requested() {
     let mut args = std::env::args_os();
     let _exe = args.next();
-    if args.next().as_deref() != Some(OsStr::new(STAGE_MARKER)) {
+    let first = args.next();
+    if first.as_deref() == Some(OsStr::new(crate::socks::SOCKS_CONNECT_MARKER)) {
+        let rest: Vec<std::ffi::OsString> = args.collect();
+        let code = crate::socks::run(&rest).unwrap_or_else(|message| {
+            // This is the mode's `main` in effect: its one line of output is the error.
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("codecoder socks-connect: {message}");
+            }
+            1
+        });
+        std::process::exit(code);
+    }
+    if first.as_deref() != Some(OsStr::new(STAGE_MARKER)) {
         return;
     }
     let message = match StageArgs::parse(args.collect()) {

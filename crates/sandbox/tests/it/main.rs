@@ -3,3 +3,4 @@
 mod absent;
 mod escape;
 mod network;
+mod socks;

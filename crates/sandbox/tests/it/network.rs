@@ -555,3 +555,17 @@ fn bwrap_proxied_on_a_terminal() {
 fn landlock_proxied_on_a_terminal() {
     on_a_terminal("landlock");
 }
+
+/// git's ssh goes through the stage's SOCKS5 connect mode, unless the command names its own.
+#[test]
+fn a_proxied_command_gets_an_ssh_command_through_the_proxy_unless_it_has_one() {
+    let fixture = Fixture::new();
+    let Some(confinement) = confine("bwrap", fixture.policy()) else { return };
+    let run = fixture.run(&confinement, "echo \"ssh=$GIT_SSH_COMMAND\"", &[]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(run.output.contains("ssh=ssh -o 'ProxyCommand="), "{run:?}");
+    assert!(run.output.contains("__codecoder-socks-connect %h %p'"), "{run:?}");
+    let own = [("GIT_SSH_COMMAND", "ssh -i my-key".to_owned())];
+    let run = fixture.run(&confinement, "echo \"ssh=$GIT_SSH_COMMAND\"", &own);
+    assert!(run.output.contains("ssh=ssh -i my-key\n"), "{run:?}");
+}
