@@ -520,5 +520,47 @@ fn network_lines(network: &crate::NetworkSettings, out: &mut dyn Write) -> Resul
     if let Err(err) = network.policy() {
         writeln!(out, "  error: {err}")?;
     }
+    // Rules naming paths or methods are checked inside TLS, which the proxy terminates with a
+    // per-session CA that the commands' TLS clients are pointed at.
+    let inspected: Vec<&str> = network
+        .allowed
+        .iter()
+        .chain(&network.denied)
+        .filter(|entry| {
+            codecoder_netproxy::Rule::parse(&entry.pattern).is_ok_and(|rule| !rule.is_host_wide())
+        })
+        .map(|entry| entry.pattern.as_str())
+        .collect();
+    if inspected.is_empty() {
+        writeln!(out, "  TLS inspection: off (no rule names a path or method; tunnels only)")?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  TLS inspection: on for {} (on port 443 or the port a rule names)",
+        inspected.join(", ")
+    )?;
+    let directory = codecoder_sandbox::proxy_socket_root().join("codecoder-net-*");
+    writeln!(
+        out,
+        "  session CA: made per session, its key kept in memory; commands get \
+         NODE_EXTRA_CA_CERTS={}, and SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CARGO_HTTP_CAINFO, \
+         GIT_SSL_CAINFO={}",
+        directory.join("ca.pem").display(),
+        directory.join("ca-bundle.pem").display()
+    )?;
+    match codecoder_netproxy::system_ca_bundle() {
+        Some(bundle) => {
+            writeln!(
+                out,
+                "  CA bundle: the system's {} followed by the session CA",
+                bundle.display()
+            )?;
+        }
+        None => writeln!(
+            out,
+            "  CA bundle: no system bundle found: commands trusting it reach only inspected hosts"
+        )?,
+    }
     Ok(())
 }

@@ -25,7 +25,7 @@ pub use policy::{
     DenyReason, Host, HostPattern, HttpRequest, NetworkPolicy, PRESETS, Preset, RequestKind, Rule,
     Target, Verdict,
 };
-pub use server::{CaFiles, Endpoint, ProxyConfig, ProxyHandle, start};
+pub use server::{CaFiles, Endpoint, ProxyConfig, ProxyHandle, start, system_ca_bundle};
 
 use std::path::PathBuf;
 

@@ -111,6 +111,12 @@ const SYSTEM_BUNDLES: &[&str] = &[
     "/etc/ssl/cert.pem",
 ];
 
+/// The system's CA bundle that [`ProxyHandle::ca_files`] puts before the session CA, if the
+/// machine has one of the known layouts.
+pub fn system_ca_bundle() -> Option<PathBuf> {
+    SYSTEM_BUNDLES.iter().map(PathBuf::from).find(|path| path.is_file())
+}
+
 struct Shared {
     core: Arc<Core>,
     socket_dir: PathBuf,

@@ -543,6 +543,21 @@ fn doctor_shows_the_managed_network_policy_from_config_and_claude_settings() {
     ] {
         assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
     }
+    assert!(text.lines().any(|l| l.starts_with("  TLS inspection: off")), "{text}");
+    // A rule naming a path and a method: inspection is on, with where the CA variables point.
+    let out = world
+        .command(&["-c", "network.allowed_domains=[\"GET forge.example/org/**\"]", "doctor"])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.lines().any(|l| l.starts_with("  TLS inspection: on for GET forge.example/org/**")),
+        "{text}"
+    );
+    let ca = text.lines().find(|l| l.starts_with("  session CA: ")).unwrap_or_default();
+    assert!(ca.contains("NODE_EXTRA_CA_CERTS=") && ca.contains("ca.pem"), "{text}");
+    assert!(ca.contains("SSL_CERT_FILE") && ca.contains("ca-bundle.pem"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("  CA bundle: ")), "{text}");
     // The whole network, and none.
     let out = world
         .command(&["-c", "sandbox_workspace_write.network_access=true", "doctor"])
