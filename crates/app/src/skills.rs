@@ -159,6 +159,10 @@ impl Extensions {
                         .collect(),
                 );
             }
+            // The tools of the MCP servers it names join as they start (they are late tools).
+            if let Some(tools) = &mut tools {
+                tools.extend(agent.mcp_servers.iter().map(|server| format!("mcp__{server}__*")));
+            }
             let mut instructions = agent.instructions.clone();
             for name in &agent.skills {
                 match self.skills.get(name) {

@@ -160,6 +160,10 @@ fn registry_keeps_order_refuses_duplicates_and_filters() {
     let only = registry.only(&["a".to_owned(), "zzz".to_owned()]);
     assert_eq!(only.tools().len(), 1);
     assert!(only.get("a").is_some() && only.get("b").is_none());
+    registry.register(Arc::new(Named("mcp__gh__issues"))).unwrap();
+    let only = registry.only(&["mcp__gh__*".to_owned(), "b".to_owned()]);
+    let names: Vec<String> = only.specs().into_iter().map(|spec| spec.name).collect();
+    assert_eq!(names, ["b", "mcp__gh__issues"]);
 }
 
 #[test]

@@ -665,11 +665,16 @@ impl ToolRegistry {
     }
 
     /// A registry with only the tools named in `allow` (late ones that joined so far
-    /// included), in this registry's order.
+    /// included), in this registry's order. An entry ending in `*` names every tool starting
+    /// with what precedes it (`mcp__github__*`: the tools of the MCP server `github`).
     pub fn only(&self, allow: &[String]) -> Self {
         let mut out = Self::new();
         for tool in self.all() {
-            if allow.iter().any(|name| name == tool.name()) {
+            let named = |entry: &String| match entry.strip_suffix('*') {
+                Some(prefix) => tool.name().starts_with(prefix),
+                None => entry == tool.name(),
+            };
+            if allow.iter().any(named) {
                 out.by_name.insert(tool.name().to_owned(), out.tools.len());
                 out.tools.push(tool);
             }

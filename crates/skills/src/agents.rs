@@ -27,6 +27,8 @@ pub struct AgentDef {
     pub max_turns: Option<u32>,
     /// `skills`: skills whose instructions are preloaded into its prompt.
     pub skills: Vec<String>,
+    /// `mcpServers` given as names of configured servers: their tools join its `tools`.
+    pub mcp_servers: Vec<String>,
     /// The system prompt.
     pub instructions: String,
     /// The file.
@@ -64,6 +66,7 @@ pub fn parse_agent(path: &Path, text: &str, scope: Scope) -> Result<AgentDef, Wa
         permission_mode: doc.str("permissionMode"),
         max_turns,
         skills: list("skills").unwrap_or_default(),
+        mcp_servers: list("mcpServers").unwrap_or_default(),
         instructions: doc.body.trim().to_owned(),
         path: path.to_owned(),
         scope,

@@ -185,7 +185,7 @@ fn agents_and_commands_are_found_with_their_frontmatter() {
     std::fs::create_dir_all(&agents).unwrap();
     std::fs::write(
         agents.join("reviewer.md"),
-        "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep\nmodel: inherit\npermissionMode: plan\nmaxTurns: 5\nskills:\n  - lint\n---\nYou review.\n",
+        "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep\nmodel: inherit\npermissionMode: plan\nmaxTurns: 5\nskills:\n  - lint\nmcpServers:\n  - github\n---\nYou review.\n",
     )
     .unwrap();
     std::fs::write(agents.join("bad.md"), "---\nname: bad\nmaxTurns: many\ndescription: x\n---\n")
@@ -205,6 +205,7 @@ fn agents_and_commands_are_found_with_their_frontmatter() {
     assert_eq!((agent.model.clone(), agent.max_turns), (None, Some(5)));
     assert_eq!(agent.permission_mode.as_deref(), Some("plan"));
     assert_eq!(agent.skills, vec!["lint"]);
+    assert_eq!(agent.mcp_servers, vec!["github"]);
     assert_eq!(agent.instructions, "You review.");
     assert_eq!(warnings.len(), 1);
     assert_eq!(warnings[0].line, Some(3));

@@ -152,3 +152,29 @@ fn an_agent_hook_reads_the_project_with_read_only_tools_and_its_verdict_denies_a
     let body = &requests[3].raw_body;
     assert!(body.contains("the policy agent forbids touch"), "{body}");
 }
+
+#[test]
+fn an_agents_mcp_servers_add_the_named_servers_tools_to_its_tool_list() {
+    let Some(dir) = crate::mcp::servers_dir() else { return };
+    let setup = Setup::new();
+    let everything = crate::mcp::bin(&dir, "mcp-server-everything");
+    let names = crate::mcp::tool_names(&everything, &["stdio"], setup.repo.path());
+    let echo = crate::mcp::pick(&names, &["echo"]);
+    config(
+        &setup,
+        &format!("[mcp_servers.everything]\ncommand = {everything:?}\nargs = [\"stdio\"]"),
+    );
+    agent(&setup, "reader", "tools: Read");
+    agent(&setup, "linked", "tools: Read\nmcpServers:\n  - everything");
+    let child_tools = |agent_type: &str| {
+        let server = FakeModelServer::start(delegated(agent_type)).unwrap();
+        let out = setup.run(&server, &["exec", "delegate"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        server.requests()[1].body["tools"].to_string()
+    };
+    let mcp_tool = format!("\"mcp__everything__{echo}\"");
+    let plain = child_tools("reader");
+    assert!(plain.contains("\"read_file\"") && !plain.contains(&mcp_tool), "{plain}");
+    let linked = child_tools("linked");
+    assert!(linked.contains("\"read_file\"") && linked.contains(&mcp_tool), "{linked}");
+}
