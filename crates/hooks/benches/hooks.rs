@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codecoder_hooks::{CommonInput, Event, HookRunner, HookSet, HookSources};
+use codecoder_sandbox::{CommandSpec, Outcome, SpawnConfig, Wait, output};
 use serde_json::{Value, json};
 
 /// Timed runs of the process-spawning case.
@@ -67,8 +68,12 @@ fn main() {
     );
     // The hook runs for this call (Claude's name for run_command is Bash).
     assert_eq!(noop.set().commands_for(Event::PreToolUse, "Bash"), ["true"]);
-    let mut runs: Vec<Duration> = (0..SPAWN_RUNS).map(|_| call(&noop)).collect();
+    // Alternating with the same process started bare through the sandbox (what the runner
+    // uses), so that both see the same load: the difference is what the runner adds.
+    let (mut runs, mut bare): (Vec<Duration>, Vec<Duration>) =
+        (0..SPAWN_RUNS).map(|_| (call(&noop), bare_process(project))).unzip();
     runs.sort();
+    bare.sort();
     let noop_cost = runs[runs.len() / 2];
     println!(
         "  one no-op command hook (true):  {} (+{} over no hooks; target +3 ms; p90 {})",
@@ -76,6 +81,29 @@ fn main() {
         micros(noop_cost.saturating_sub(baseline)),
         micros(runs[runs.len() * 9 / 10])
     );
+    println!(
+        "  of which `sh -c true` itself:   {} (the same process started bare through the sandbox; p90 {})",
+        micros(bare[bare.len() / 2]),
+        micros(bare[bare.len() * 9 / 10])
+    );
+}
+
+/// `sh -c true` with a hook-sized stdin through `codecoder_sandbox::output`, timed.
+fn bare_process(project: &Path) -> Duration {
+    let mut spec = CommandSpec::new("sh", ["-c", "true"]);
+    spec.cwd = Some(project.to_owned());
+    spec.stdin = Some(vec![b' '; 400]);
+    let started = Instant::now();
+    let collected =
+        output(&spec, &SpawnConfig::standard(), &Wait::within(Duration::from_secs(10)), 1 << 20)
+            .unwrap();
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(collected.outcome, Outcome::Exited(status) if status.success()),
+        "{:?}",
+        collected.outcome
+    );
+    elapsed
 }
 
 fn runner(project: &Path, hooks: Value) -> HookRunner {
