@@ -735,8 +735,11 @@ impl Runtime {
             // InstructionsLoaded hooks run now, before the first turn.
             for file in builder.agents_md_files() {
                 let home = context_config.agents_md.home.as_deref();
-                let memory_type =
-                    if home.is_some_and(|home| file.starts_with(home)) { "User" } else { "Project" };
+                let memory_type = if home.is_some_and(|home| file.starts_with(home)) {
+                    "User"
+                } else {
+                    "Project"
+                };
                 let report = runner.instructions_loaded(file, memory_type, "session_start");
                 let said = report.messages.into_iter().map(Notice::Note);
                 notices.extend(said.chain(report.errors.into_iter().map(Notice::Warning)));
