@@ -438,9 +438,22 @@ impl AgentLoop {
         by: DecidedBy,
         updated_args: Option<serde_json::Value>,
     ) -> Result<(), Stop> {
+        // A key quotes the call (`shell:COMMAND`): the log keeps it with its secrets replaced.
+        let mut permission_keys = keys.to_vec();
+        let mut updated_args = updated_args;
+        if let Some(redactor) = &self.env.config.redactor {
+            for key in &mut permission_keys {
+                if let std::borrow::Cow::Owned(redacted) = redactor.redact(key).0 {
+                    *key = redacted;
+                }
+            }
+            if let Some(args) = &mut updated_args {
+                redactor.redact_json(args);
+            }
+        }
         self.append(RecordBody::Approval {
             call_id: call.id.clone(),
-            permission_keys: keys.to_vec(),
+            permission_keys,
             decision,
             decided_by: by.to_string(),
             updated_args,

@@ -24,7 +24,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use codecoder_protocol::{ContentItem, ToolError};
+use codecoder_protocol::{ContentItem, Message, MessageItem, ToolError};
 use regex::Regex;
 
 use crate::error::Result;
@@ -171,6 +171,30 @@ impl Redactor {
             }
             ToolError::TimedOut { .. } | ToolError::Cancelled => 0,
         }
+    }
+
+    /// Redacts an assistant message's text and its tool calls' arguments in place, for the log
+    /// (the calls themselves run with what the model wrote); returns how many secrets were
+    /// replaced.
+    pub fn redact_message(&self, message: &mut Message) -> usize {
+        let mut total = 0;
+        for item in &mut message.items {
+            match item {
+                MessageItem::Text { text } => {
+                    let (redacted, count) = self.redact(text);
+                    if let Cow::Owned(redacted) = redacted {
+                        *text = redacted;
+                    }
+                    total += count;
+                }
+                MessageItem::ToolCall(call) => total += self.redact_json(&mut call.args),
+                MessageItem::Reasoning(_)
+                | MessageItem::ToolResult(_)
+                | MessageItem::Image(_)
+                | MessageItem::BlobRef(_) => {}
+            }
+        }
+        total
     }
 
     /// Redacts every string of a JSON value in place (an MCP server's result as it sent it);

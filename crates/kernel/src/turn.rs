@@ -912,9 +912,14 @@ impl AgentLoop {
             ));
         }
         let text = assembly.text();
-        let message = Message::new(Role::Assistant, assembly.finish(true));
+        let mut message = Message::new(Role::Assistant, assembly.finish(true));
         let calls: Vec<StepCall> =
             message.tool_calls().map(|call| StepCall::new(self, call.clone())).collect();
+        // The calls run with what the model wrote; the log (and so the history the model is
+        // sent next) keeps it with its secrets replaced.
+        if let Some(redactor) = &self.env.config.redactor {
+            redactor.redact_message(&mut message);
+        }
         if !message.items.is_empty() {
             self.append(RecordBody::AssistantMessage { message })?;
         }

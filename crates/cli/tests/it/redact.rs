@@ -194,3 +194,48 @@ fn a_variable_left_out_only_by_inherit_is_not_taken_for_a_secret() {
     assert!(body.contains("DEPLOY_TOKEN=[REDACTED:env:DEPLOY_TOKEN]"), "{body}");
     assert!(body.contains("(1 secret redacted)"), "{body}");
 }
+
+/// The model's own command line holds a token: the command runs with it (its output is
+/// redacted as any output), and the log keeps the call's arguments and the approval record's
+/// keys with the token replaced, so the next request does not carry it back either.
+#[test]
+fn a_secret_in_the_models_own_arguments_is_kept_out_of_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (codecoder_home, workspace) = (root.join("cchome"), root.join("workspace"));
+    std::fs::create_dir_all(&codecoder_home).unwrap();
+    std::fs::create_dir_all(&workspace).unwrap();
+    let command = format!("echo {} | wc -c", token());
+    let server = FakeModelServer::start(
+        Script::new()
+            .reply(Reply::tool_call("c1", "run_command", json!({ "command": command })))
+            .reply(Reply::text("done")),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_codecoder"))
+        .args(["exec", "--json", "count it"])
+        .current_dir(&workspace)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &root)
+        .env("CODECODER_HOME", &codecoder_home)
+        .env("OPENAI_API_KEY", "test-key")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.base_url()))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    // The command ran with the real token: `echo` printed its 41 bytes.
+    assert!(requests[1].raw_body.contains("41"), "{}", requests[1].raw_body);
+    assert!(!requests[1].raw_body.contains(&token()), "{}", requests[1].raw_body);
+    let logged = files(&codecoder_home.join("sessions"));
+    let mut seen_call = false;
+    for path in logged.iter().filter(|path| path.extension().is_some_and(|e| e == "jsonl")) {
+        let text = std::fs::read_to_string(path).unwrap();
+        assert!(!text.contains(&token()), "{} holds the token: {text}", path.display());
+        seen_call |= text.contains("echo [REDACTED:github-token] | wc -c");
+    }
+    assert!(seen_call, "the call is logged, its token replaced");
+}
