@@ -528,7 +528,8 @@ pub struct ShellToml {
     /// (default true).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<bool>,
-    /// `exec_command` sessions (interactive commands, on a terminal or not) running at once
+    /// `exec_command` sessions (interactive commands, on a terminal or not) and background jobs
+    /// (`run_command {background: true}`) running at once, both kinds counted together
     /// (default 8).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_sessions: Option<usize>,

@@ -1,7 +1,7 @@
 //! `job_output {id}` and `job_kill {id}`, the tools of background jobs: `run_command
 //! {background: true}` starts one as an entry of the session table (`unified_exec.rs`), which
-//! gives it a small job id; `job_output` reads what it printed since the last read, `job_kill`
-//! stops it.
+//! gives it an id of the same numbering as `exec_command` sessions; `job_output` reads what it
+//! printed since the last read, `job_kill` stops it (or a session, named by its id).
 //!
 //! Invariants:
 //! - A job is an `exec_command` session without a terminal: it dies with the tool set, counts
@@ -32,7 +32,7 @@ fn id_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "id": { "type": "integer", "minimum": 1, "description": "The job id run_command returned." }
+            "id": { "type": "integer", "minimum": 1, "description": "The job id run_command returned (job_kill also takes an exec_command session ID: jobs and sessions share one numbering)." }
         },
         "required": ["id"],
         "additionalProperties": false
@@ -80,8 +80,9 @@ impl Builtin for JobKill {
         "job_kill"
     }
     fn description(&self) -> &'static str {
-        "Stops a background job: SIGTERM to its whole process group, SIGKILL after a grace \
-         period. Returns its final status and unread output."
+        "Stops a background job, or an exec_command session (with or without a terminal) by its \
+         session ID: SIGTERM to its whole process group, SIGKILL after a grace period. Returns \
+         its final status and unread output."
     }
     fn schema(&self) -> Value {
         id_schema()

@@ -15,11 +15,12 @@
 //!   with that thread).
 //! - Background jobs (`run_command {background: true}`, read by `job_output`, stopped by
 //!   `job_kill`, see `jobs.rs`) are entries of the same table without a terminal: they share its
-//!   bound, its kill on drop and `/ps`. A job also has a small id of its own (1, 2, … per table)
-//!   and a deadline (its timeout), is exempt from the idle sweep, and stays readable once ended
-//!   until `/stop` or the table's end.
-//! - At most `ToolsConfig::max_sessions` sessions run at once, and at most
-//!   `ToolsConfig::max_jobs` processes of either kind.
+//!   ids (a job's id is its session id, one numbering), its bound, its kill on drop and `/ps`.
+//!   A job also has a deadline (its timeout), is exempt from the idle sweep, and stays readable
+//!   once ended until `/stop` or the table's end. `job_kill` ends any entry by its id, a
+//!   session too (with or without a terminal): the one way to end a session without one.
+//! - At most `ToolsConfig::max_sessions` entries of either kind run at once (and never more than
+//!   `ToolsConfig::max_jobs`, the built-in ceiling).
 //! - A session left alone longer than `ToolsConfig::session_idle_timeout` (no call reading or
 //!   writing it, none waiting on it) is ended, its whole process tree killed, by the table's
 //!   reaper: one named thread per table that sleeps until the earliest idle deadline, so it
@@ -85,10 +86,6 @@ struct Reaper {
 
 struct Inner {
     sessions: BTreeMap<u64, Session>,
-    /// Background jobs: job id → session id.
-    jobs: BTreeMap<u64, u64>,
-    /// The next job id; job ids start at 1 in every table, as prompts and tests expect.
-    next_job: u64,
     /// Sessions the reaper ended, oldest first (at most `IDLE_ENDS_KEPT`): a call naming one
     /// is told why it is gone.
     idle_ends: Vec<IdleEnd>,
@@ -153,7 +150,6 @@ struct Session {
 
 /// What a background job has beyond a session.
 struct Job {
-    id: u64,
     timeout: Option<Duration>,
 }
 
@@ -183,7 +179,7 @@ pub struct SessionInfo {
     pub pid: u32,
     /// Whether it runs on a terminal.
     pub tty: bool,
-    /// The id `job_output` and `job_kill` take, when it is a background job.
+    /// The id `job_output` and `job_kill` take (the session id), when it is a background job.
     pub job: Option<u64>,
     /// Seconds since it started.
     pub seconds: u64,
@@ -196,8 +192,6 @@ impl SessionTable {
     pub(crate) fn new(idle_timeout: Duration) -> Arc<Self> {
         let inner = Arc::new(Mutex::new(Inner {
             sessions: BTreeMap::new(),
-            jobs: BTreeMap::new(),
-            next_job: 1,
             idle_ends: Vec::new(),
             untold: Vec::new(),
         }));
@@ -261,7 +255,7 @@ impl SessionTable {
                     command: session.command.clone(),
                     pid: state.pid,
                     tty: session.input.is_some(),
-                    job: session.job.as_ref().map(|job| job.id),
+                    job: session.job.as_ref().map(|_| id),
                     seconds: session.started.elapsed().as_secs(),
                 })
             })
@@ -271,14 +265,7 @@ impl SessionTable {
     /// Ends session `id` (its whole process tree) and forgets it, a job included; false when
     /// there is none.
     pub(crate) fn stop(&self, id: u64) -> bool {
-        let session = {
-            let mut inner = self.lock();
-            let session = inner.sessions.remove(&id);
-            if let Some(job) = session.as_ref().and_then(|session| session.job.as_ref()) {
-                inner.jobs.remove(&job.id);
-            }
-            session
-        };
+        let session = self.lock().sessions.remove(&id);
         // Dropped (killed and joined) outside the lock.
         session.is_some()
     }
@@ -291,22 +278,6 @@ impl SessionTable {
         }
     }
 
-    /// The entries still running: (sessions, jobs).
-    fn running(&self) -> (usize, usize) {
-        let inner = self.lock();
-        let mut counts = (0, 0);
-        for session in inner.sessions.values() {
-            if lock_state(&session.state).end.is_none() {
-                if session.job.is_some() {
-                    counts.1 += 1;
-                } else {
-                    counts.0 += 1;
-                }
-            }
-        }
-        counts
-    }
-
     /// Starts `cmd` as a session; returns its id.
     fn start(
         &self,
@@ -316,23 +287,13 @@ impl SessionTable {
         tty: bool,
     ) -> Result<u64, ToolError> {
         self.sweep();
-        let (sessions, jobs) = self.running();
-        if sessions >= config.max_sessions || sessions + jobs >= config.max_jobs {
-            let jobs = match jobs {
-                0 => String::new(),
-                jobs => format!(" (and {jobs} background jobs)"),
-            };
-            return Err(failed(format!(
-                "{sessions} command sessions{jobs} are running, the most allowed: end one first \
-                 (send it `exit` or Ctrl-C with write_stdin, or let it finish)"
-            )));
-        }
+        self.check_room(config)?;
         let mut spec = shell_spec(config, cmd, workdir)?;
         // A proxy inspecting TLS has its session CA trusted by the command's clients.
         if let Some(network) = &config.network_lease {
             spec.env.extend(network.environment().iter().cloned());
         }
-        self.spawn(config, cmd, spec, tty, None).map(|(id, _)| id)
+        self.spawn(config, cmd, spec, tty, None)
     }
 
     /// Starts `spec` as a background job (no terminal, ended at `timeout` if given); returns
@@ -345,23 +306,41 @@ impl SessionTable {
         timeout: Option<Duration>,
     ) -> Result<u64, ToolError> {
         self.sweep();
-        let (sessions, jobs) = self.running();
-        if sessions + jobs >= config.max_jobs {
-            let sessions = match sessions {
-                0 => String::new(),
-                sessions => format!(" (and {sessions} command sessions)"),
-            };
-            return Err(failed(format!(
-                "{jobs} background jobs are running{sessions}, the most allowed: stop one with \
-                 job_kill first"
-            )));
+        self.check_room(config)?;
+        self.spawn(config, command, spec, false, Some(timeout))
+    }
+
+    /// Refuses another entry when `max_sessions` (or the `max_jobs` ceiling) entries of either
+    /// kind run, naming them and the ways to end one.
+    fn check_room(&self, config: &ToolsConfig) -> Result<(), ToolError> {
+        let bound = config.max_sessions.min(config.max_jobs);
+        let running: Vec<String> = self
+            .list()
+            .iter()
+            .map(|entry| {
+                let kind = match (entry.job, entry.tty) {
+                    (Some(_), _) => "background job",
+                    (None, true) => "terminal session",
+                    (None, false) => "session",
+                };
+                format!("{kind} {} `{}`", entry.id, first_line(&entry.command, 40))
+            })
+            .collect();
+        if running.len() < bound {
+            return Ok(());
         }
-        let (_, job) = self.spawn(config, command, spec, false, Some(timeout))?;
-        job.ok_or_else(|| failed("the job was started without a job id"))
+        Err(failed(format!(
+            "{} command sessions and background jobs are running ({}), the most allowed \
+             ([shell] max_sessions counts both): end one first with job_kill {{\"id\": ID}}, \
+             which ends either kind, or let one finish (a terminal session also ends on \
+             Ctrl-C, `\\u0003`, or `exit` sent with write_stdin)",
+            running.len(),
+            running.join(", ")
+        )))
     }
 
     /// Spawns `spec` on an owner thread of its own and registers it: a session, or a job when
-    /// `job` holds its timeout. Returns the session id and the job id.
+    /// `job` holds its timeout. Returns its id (a job's too).
     fn spawn(
         &self,
         config: &ToolsConfig,
@@ -369,7 +348,7 @@ impl SessionTable {
         spec: CommandSpec,
         tty: bool,
         job: Option<Option<Duration>>,
-    ) -> Result<(u64, Option<u64>), ToolError> {
+    ) -> Result<u64, ToolError> {
         let started = Instant::now();
         let state = Arc::new(Mutex::new(State {
             pid: 0,
@@ -386,14 +365,9 @@ impl SessionTable {
         let (changed_tx, changed) = crossbeam_channel::bounded::<()>(1);
         let (ready_tx, ready) = crossbeam_channel::bounded(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let job = job.map(|timeout| {
-            let mut inner = self.lock();
-            let job = Job { id: inner.next_job, timeout };
-            inner.next_job += 1;
-            job
-        });
+        let job = job.map(|timeout| Job { timeout });
         let name = match &job {
-            Some(job) => format!("job-{}", job.id),
+            Some(_) => format!("job-{id}"),
             None => format!("exec-session-{id}"),
         };
         let deadline = job
@@ -452,11 +426,7 @@ impl SessionTable {
             Ok(Err(err)) => return Err(err),
             Err(_) => return Err(failed("the session's thread ended before its process started")),
         };
-        let job_id = job.as_ref().map(|job| job.id);
         let mut inner = self.lock();
-        if let Some(job_id) = job_id {
-            inner.jobs.insert(job_id, id);
-        }
         inner.sessions.insert(
             id,
             Session {
@@ -472,19 +442,19 @@ impl SessionTable {
         );
         drop(inner);
         self.wake_reaper();
-        Ok((id, job_id))
+        Ok(id)
     }
 
-    /// Job `job_id`'s status and the output since the last read.
+    /// Entry `job_id`'s status (a job's, or a session's) and the output since the last read.
     pub(crate) fn read_job(&self, job_id: u64) -> Result<String, ToolError> {
-        let (command, timeout, started, state) = {
+        let (command, timeout, started, state, is_job) = {
             let inner = self.lock();
-            let Some(session) = inner.jobs.get(&job_id).and_then(|id| inner.sessions.get(id))
-            else {
+            let Some(session) = inner.sessions.get(&job_id) else {
                 return Err(unknown_job(job_id, &inner));
             };
             let timeout = session.job.as_ref().and_then(|job| job.timeout);
-            (session.command.clone(), timeout, session.started, Arc::clone(&session.state))
+            let is_job = session.job.is_some();
+            (session.command.clone(), timeout, session.started, Arc::clone(&session.state), is_job)
         };
         let mut state = lock_state(&state);
         let limit = state.unread.limit();
@@ -502,7 +472,8 @@ impl SessionTable {
             }
             Some(Err(err)) => format!("failed: {err}"),
         };
-        let mut text = format!("Job {job_id} `{command}`: {status}.\n");
+        let kind = if is_job { "Job" } else { "Session" };
+        let mut text = format!("{kind} {job_id} `{command}`: {status}.\n");
         if unread.is_empty() {
             text.push_str("(no new output since the last job_output)\n");
         } else {
@@ -512,28 +483,32 @@ impl SessionTable {
         Ok(text)
     }
 
-    /// Kills job `job_id`'s process tree and waits for its end; its final status and unread
-    /// output. The ended job stays readable.
+    /// Kills entry `job_id`'s process tree (a job's, or a session's with or without a
+    /// terminal) and waits for its end; its final status and unread output. An ended job stays
+    /// readable; an ended session is forgotten, as once its last output is read.
     pub(crate) fn kill_job(&self, job_id: u64) -> Result<String, ToolError> {
-        let (kill, changed, was_running) = {
+        let (kill, changed, was_running, is_job) = {
             let mut inner = self.lock();
-            let session = match inner.jobs.get(&job_id).copied() {
-                Some(id) => inner.sessions.get_mut(&id),
-                None => None,
-            };
-            let Some(session) = session else {
+            let Some(session) = inner.sessions.get_mut(&job_id) else {
                 return Err(unknown_job(job_id, &inner));
             };
             // Lock order is always table, then entry state; the owner thread takes only the
             // latter.
             let was_running = lock_state(&session.state).end.is_none();
-            (session.kill.take(), session.changed.clone(), was_running)
+            (session.kill.take(), session.changed.clone(), was_running, session.job.is_some())
         };
         drop(kill);
         // The owner thread drops its sender once the end is recorded.
         while changed.recv().is_ok() {}
         let report = self.read_job(job_id)?;
-        let prefix = if was_running { "Killed. " } else { "The job had already ended. " };
+        if !is_job {
+            self.stop(job_id);
+        }
+        let prefix = match (was_running, is_job) {
+            (true, _) => "Killed. ",
+            (false, true) => "The job had already ended. ",
+            (false, false) => "The session had already ended. ",
+        };
         Ok(format!("{prefix}{report}"))
     }
 
@@ -558,8 +533,8 @@ impl SessionTable {
             self.release(id);
             return Err(failed(format!(
                 "session {id} has no terminal (it was started without `tty: true`), so its \
-                 stdin is closed: poll it with empty `chars`, or start the command again with \
-                 `tty: true`"
+                 stdin is closed: poll it with empty `chars`, end it with job_kill \
+                 {{\"id\": {id}}}, or start the command again with `tty: true`"
             )));
         };
         let mut input = input.lock().unwrap_or_else(PoisonError::into_inner);
@@ -650,7 +625,8 @@ impl SessionTable {
             self.stop(id);
         }
         let end = end.transpose()?;
-        let mut result = report(id, &command, call_started, &unread, end.as_ref(), max_output_tokens);
+        let mut result =
+            report(id, &command, call_started, &unread, end.as_ref(), max_output_tokens);
         let redactor = env.redactor();
         if let Some(note) = spill.and_then(|spill| spill.finish(redactor.as_deref())) {
             result.content.push(ContentItem::Text { text: note });
@@ -745,10 +721,18 @@ fn idle_words(end: &IdleEnd) -> String {
     )
 }
 
+/// Why `job_output` or `job_kill` names no entry: the ids there are (jobs and sessions share
+/// one numbering), or the idle end of a session.
 fn unknown_job(id: u64, inner: &Inner) -> ToolError {
-    let ids: Vec<String> = inner.jobs.keys().map(u64::to_string).collect();
+    if inner.idle_ends.iter().any(|end| end.id == id) {
+        return unknown_session(id, inner);
+    }
+    let ids: Vec<String> = inner.sessions.keys().map(u64::to_string).collect();
     let known = if ids.is_empty() { "none".to_owned() } else { ids.join(", ") };
-    failed(format!("there is no background job {id} (jobs of this session: {known})"))
+    failed(format!(
+        "there is no background job or command session {id} (jobs and sessions of this \
+         conversation: {known})"
+    ))
 }
 
 fn unknown_session(id: u64, inner: &Inner) -> ToolError {

@@ -280,9 +280,12 @@ fn the_number_of_sessions_is_bounded_by_the_configuration() {
     let results = tool_results(&server);
     assert!(results[0].contains("Process running with session ID 1"), "{results:#?}");
     assert!(
-        results[1].contains("1 command sessions are running, the most allowed"),
+        results[1].contains("1 command sessions and background jobs are running"),
         "{results:#?}"
     );
+    // The refusal names the way to end the session, which has no terminal.
+    assert!(results[1].contains("session 1 `sleep 1000`"), "{results:#?}");
+    assert!(results[1].contains("job_kill"), "{results:#?}");
 }
 
 #[test]

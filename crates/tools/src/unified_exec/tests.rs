@@ -37,6 +37,12 @@ impl Fixture {
     }
 }
 
+/// The job id `run_command {background: true}` gives.
+fn job_id(text: &str) -> u64 {
+    let rest = text.split("Started background job ").nth(1).unwrap_or_else(|| panic!("{text}"));
+    rest.split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+}
+
 /// The session id a result names while its process runs.
 fn session_id(text: &str) -> u64 {
     let rest = text.split("session ID ").nth(1).unwrap_or_else(|| panic!("{text}"));
@@ -232,8 +238,10 @@ fn a_job_tool_call_tells_of_an_idle_session_too() {
         assert!(started.elapsed() < std::time::Duration::from_secs(30), "still listed");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    fixture.call("run_command", json!({"command": "true", "background": true})).unwrap();
-    let out = fixture.call("job_output", json!({"id": 1})).unwrap();
+    let job = job_id(
+        &fixture.call("run_command", json!({"command": "true", "background": true})).unwrap(),
+    );
+    let out = fixture.call("job_output", json!({"id": job})).unwrap();
     assert!(out.contains(&format!("Note: command session {id}")), "{out}");
 }
 
@@ -266,42 +274,51 @@ fn job_output_with(fixture: &Fixture, id: u64, wanted: &str) -> String {
 fn a_job_outlives_the_thread_that_started_it() {
     let fixture = Arc::new(fixture(|_| {}));
     let starter = Arc::clone(&fixture);
-    std::thread::spawn(move || {
+    let job = std::thread::spawn(move || {
         let out = starter
             .call("run_command", json!({"command": "sleep 983.25", "background": true}))
             .unwrap();
-        assert!(out.contains("Started background job 1"), "{out}");
+        job_id(&out)
     })
     .join()
     .unwrap();
     // The process belongs to the job's own thread, not to the tool worker that is gone.
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(sleepers("983.25"), 1);
-    let out = fixture.call("job_output", json!({"id": 1})).unwrap();
+    let out = fixture.call("job_output", json!({"id": job})).unwrap();
     assert!(out.contains("running (pid"), "{out}");
-    let killed = fixture.call("job_kill", json!({"id": 1})).unwrap();
+    let killed = fixture.call("job_kill", json!({"id": job})).unwrap();
     assert!(killed.contains("Killed.") && killed.contains("killed by job_kill"), "{killed}");
     assert_eq!(sleepers("983.25"), 0);
 }
 
 #[test]
 fn jobs_and_sessions_share_one_bound() {
-    let fixture = fixture(|config| config.max_jobs = 2);
-    fixture.call("exec_command", json!({"cmd": "sleep 982.5", "yield_time_ms": 0})).unwrap();
-    fixture.call("run_command", json!({"command": "sleep 982.5", "background": true})).unwrap();
+    let fixture = fixture(|config| config.max_sessions = 2);
+    let session = session_id(
+        &fixture.call("exec_command", json!({"cmd": "sleep 982.5", "yield_time_ms": 0})).unwrap(),
+    );
+    let job = job_id(
+        &fixture
+            .call("run_command", json!({"command": "sleep 982.5", "background": true}))
+            .unwrap(),
+    );
+    // One numbering: a job's id is a session id of its own.
+    assert_ne!(session, job);
     let err = fixture
         .call("run_command", json!({"command": "sleep 982.5", "background": true}))
-        .unwrap_err();
-    assert!(
-        err.to_string().contains("1 background jobs are running (and 1 command sessions)"),
-        "{err}"
-    );
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("2 command sessions and background jobs are running"), "{err}");
+    assert!(err.contains(&format!("background job {job} `sleep 982.5`")), "{err}");
     let err = fixture
         .call("exec_command", json!({"cmd": "sleep 982.5", "yield_time_ms": 0}))
-        .unwrap_err();
-    assert!(err.to_string().contains("(and 1 background jobs) are running"), "{err}");
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(&format!("session {session} `sleep 982.5`")), "{err}");
+    assert!(err.contains("job_kill"), "{err}");
     // An ended job no longer counts.
-    fixture.call("job_kill", json!({"id": 1})).unwrap();
+    fixture.call("job_kill", json!({"id": job})).unwrap();
     fixture.call("run_command", json!({"command": "sleep 982.5", "background": true})).unwrap();
     drop(fixture);
     assert_eq!(sleepers("982.5"), 0);
@@ -310,19 +327,25 @@ fn jobs_and_sessions_share_one_bound() {
 #[test]
 fn jobs_are_exempt_from_the_idle_sweep_and_stay_readable_once_ended() {
     let fixture = fixture(|config| config.session_idle_timeout = std::time::Duration::ZERO);
-    fixture.call("run_command", json!({"command": "sleep 981.75", "background": true})).unwrap();
-    fixture
-        .call("run_command", json!({"command": "echo done; exit 3", "background": true}))
-        .unwrap();
-    job_output_with(&fixture, 2, "ended: exit code 3");
+    let sleeper = job_id(
+        &fixture
+            .call("run_command", json!({"command": "sleep 981.75", "background": true}))
+            .unwrap(),
+    );
+    let ended = job_id(
+        &fixture
+            .call("run_command", json!({"command": "echo done; exit 3", "background": true}))
+            .unwrap(),
+    );
+    job_output_with(&fixture, ended, "ended: exit code 3");
     // A session call sweeps idle sessions; the jobs, running or ended, stay.
     fixture.call("exec_command", json!({"cmd": "true", "yield_time_ms": 30000})).unwrap();
     assert_eq!(sleepers("981.75"), 1);
-    let out = fixture.call("job_output", json!({"id": 2})).unwrap();
+    let out = fixture.call("job_output", json!({"id": ended})).unwrap();
     assert!(out.contains("ended: exit code 3"), "{out}");
-    let out = fixture.call("job_kill", json!({"id": 2})).unwrap();
+    let out = fixture.call("job_kill", json!({"id": ended})).unwrap();
     assert!(out.starts_with("Text { text: \"The job had already ended."), "{out}");
-    fixture.call("job_kill", json!({"id": 1})).unwrap();
+    fixture.call("job_kill", json!({"id": sleeper})).unwrap();
     assert_eq!(sleepers("981.75"), 0);
 }
 
@@ -332,24 +355,26 @@ fn live_sessions_lists_a_job_which_stop_session_ends() {
     fixture.call("run_command", json!({"command": "sleep 980.125", "background": true})).unwrap();
     let listed = crate::live_sessions();
     let job = listed.iter().find(|session| session.command == "sleep 980.125").unwrap();
-    assert_eq!(job.job, Some(1));
+    assert_eq!(job.job, Some(job.id));
     assert!(!job.tty);
     assert!(crate::stop_session(job.id));
     assert_eq!(sleepers("980.125"), 0);
-    let err = fixture.call("job_output", json!({"id": 1})).unwrap_err();
-    assert!(err.to_string().contains("jobs of this session: none"), "{err}");
+    let err = fixture.call("job_output", json!({"id": job.id})).unwrap_err();
+    assert!(err.to_string().contains("jobs and sessions of this conversation: none"), "{err}");
 }
 
 #[test]
 fn a_job_ends_at_its_timeout() {
     let fixture = fixture(|_| {});
-    fixture
-        .call(
-            "run_command",
-            json!({"command": "sleep 979.5", "background": true, "timeout_ms": 200}),
-        )
-        .unwrap();
-    let out = job_output_with(&fixture, 1, "ended:");
+    let job = job_id(
+        &fixture
+            .call(
+                "run_command",
+                json!({"command": "sleep 979.5", "background": true, "timeout_ms": 200}),
+            )
+            .unwrap(),
+    );
+    let out = job_output_with(&fixture, job, "ended:");
     assert!(out.contains("timed out after 200 ms"), "{out}");
     assert_eq!(sleepers("979.5"), 0);
 }
@@ -373,4 +398,31 @@ fn a_poll_reports_its_own_wall_time_not_the_sessions_age() {
     let around = before.elapsed().as_secs_f64();
     // The reported time lies within the call (the reply rounds to 0.1 ms).
     assert!(wall_time(&polled) <= around + 0.0001, "{polled} (the call took {around} s)");
+}
+
+#[test]
+fn job_kill_ends_a_session_without_a_terminal_and_frees_its_place() {
+    let fixture = fixture(|config| config.max_sessions = 1);
+    let id = session_id(
+        &fixture.call("exec_command", json!({"cmd": "sleep 977.25", "yield_time_ms": 0})).unwrap(),
+    );
+    // The bound counts jobs too, and the refusal names what ends the session.
+    let err = fixture
+        .call("run_command", json!({"command": "sleep 977.25", "background": true}))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(&format!("session {id} `sleep 977.25`")), "{err}");
+    assert!(err.contains("job_kill"), "{err}");
+    let err = fixture
+        .call("write_stdin", json!({"session_id": id, "chars": "\u{3}", "yield_time_ms": 0}))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(&format!("job_kill {{\"id\": {id}}}")), "{err}");
+    let killed = fixture.call("job_kill", json!({"id": id})).unwrap();
+    assert!(killed.contains("Killed.") && killed.contains(&format!("Session {id}")), "{killed}");
+    assert_eq!(sleepers("977.25"), 0);
+    // The ended session is gone, and its place is free.
+    let err = fixture.call("write_stdin", json!({"session_id": id})).unwrap_err();
+    assert!(err.to_string().contains(&format!("no command session {id}")), "{err}");
+    fixture.call("exec_command", json!({"cmd": "true", "yield_time_ms": 30000})).unwrap();
 }

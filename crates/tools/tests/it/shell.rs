@@ -96,8 +96,10 @@ fn bad_arguments_are_refused() {
             .err("run_command", json!({ "command": "ls", "env": { "A": 1 } }))
             .contains("must be string")
     );
-    assert!(fixture.err("job_output", json!({ "id": 7 })).contains("no background job 7"));
-    assert!(fixture.err("job_kill", json!({ "id": 7 })).contains("jobs of this session: none"));
+    let err = fixture.err("job_output", json!({ "id": 999_999 }));
+    assert!(err.contains("no background job or command session 999999"), "{err}");
+    let err = fixture.err("job_kill", json!({ "id": 999_999 }));
+    assert!(err.contains("jobs and sessions of this conversation: none"), "{err}");
     let fixture = Fixture::with(|config| config.shell = "/nonexistent/shell".into());
     assert!(fixture.err("run_command", json!({ "command": "ls" })).contains("could not start"));
 }
@@ -189,10 +191,11 @@ fn background_jobs_output_and_kill() {
         "run_command",
         json!({ "command": "echo hello; trap '' TERM; while :; do sleep 0.05; done", "background": true }),
     );
-    assert!(out.starts_with("Started background job 1"), "{out}");
+    assert!(out.starts_with("Started background job "), "{out}");
+    let job = job_id(&out);
     let started = Instant::now();
     let out = loop {
-        let out = fixture.ok("job_output", json!({ "id": 1 }));
+        let out = fixture.ok("job_output", json!({ "id": job }));
         if out.contains("New output") {
             break out;
         }
@@ -203,19 +206,20 @@ fn background_jobs_output_and_kill() {
     let pid: u32 = out.split("pid ").nth(1).unwrap().split(',').next().unwrap().parse().unwrap();
     assert!(!live(pid).is_empty());
     // Already read: nothing new.
-    let again = fixture.ok("job_output", json!({ "id": 1 }));
+    let again = fixture.ok("job_output", json!({ "id": job }));
     assert!(again.contains("no new output"), "{again}");
-    let out = fixture.ok("job_kill", json!({ "id": 1 }));
+    let out = fixture.ok("job_kill", json!({ "id": job }));
     assert!(out.starts_with("Killed.") && out.contains("killed by job_kill"), "{out}");
     assert_eq!(live(pid), Vec::<u32>::new());
-    let out = fixture.ok("job_kill", json!({ "id": 1 }));
+    let out = fixture.ok("job_kill", json!({ "id": job }));
     assert!(out.starts_with("The job had already ended."), "{out}");
 
     let out =
         fixture.ok("run_command", json!({ "command": "echo done; exit 4", "background": true }));
-    assert!(out.starts_with("Started background job 2"), "{out}");
+    let second = job_id(&out);
+    assert!(second > job, "{out}");
     let out = loop {
-        let out = fixture.ok("job_output", json!({ "id": 2 }));
+        let out = fixture.ok("job_output", json!({ "id": second }));
         if out.contains("ended") {
             break out;
         }
@@ -228,15 +232,17 @@ fn background_jobs_output_and_kill() {
 #[test]
 fn jobs_die_with_the_session() {
     let fixture = Fixture::with(|config| config.max_jobs = 2);
+    let mut ids = Vec::new();
     for _ in 0..2 {
-        fixture
+        let out = fixture
             .ok("run_command", json!({ "command": "echo pid=$$; sleep 60", "background": true }));
+        ids.push(job_id(&out));
     }
     let err = fixture.err("run_command", json!({ "command": "sleep 60", "background": true }));
     assert!(err.contains("background jobs are running"), "{err}");
     let mut pids = Vec::new();
     let started = Instant::now();
-    for id in 1..=2 {
+    for id in ids {
         loop {
             let out = fixture.ok("job_output", json!({ "id": id }));
             if let Some(pid) = find_pid(&out) {
@@ -345,10 +351,10 @@ fn commands_and_jobs_start_from_exactly_the_configured_environment() {
     assert!(out.contains("FROM_POLICY=kept\n") && out.contains("EXTRA=call\n"), "{out}");
     assert!(!out.contains("CARGO_"), "{out}");
     let out = fixture.ok("run_command", json!({ "command": "env", "background": true }));
-    assert!(out.starts_with("Started background job 1"), "{out}");
+    let job = job_id(&out);
     let started = Instant::now();
     let out = loop {
-        let out = fixture.ok("job_output", json!({ "id": 1 }));
+        let out = fixture.ok("job_output", json!({ "id": job }));
         if out.contains("ended") {
             break out;
         }
@@ -366,11 +372,11 @@ fn a_background_job_stops_at_its_timeout() {
         "run_command",
         json!({ "command": "echo pid=$$; sleep 60", "background": true, "timeout_ms": 300 }),
     );
-    assert!(out.starts_with("Started background job 1"), "{out}");
+    let job = job_id(&out);
     let started = Instant::now();
     let mut seen = String::new();
     let out = loop {
-        let out = fixture.ok("job_output", json!({ "id": 1 }));
+        let out = fixture.ok("job_output", json!({ "id": job }));
         seen.push_str(&out);
         if out.contains("ended") {
             break out;
@@ -396,10 +402,11 @@ fn tool_threads_while_running(fixture: &Fixture) -> Vec<String> {
 fn waiting_for_commands_and_jobs_starts_no_watcher_thread() {
     let fixture = Fixture::new();
     let out = fixture.ok("run_command", json!({ "command": "sleep 60", "background": true }));
-    assert!(out.starts_with("Started background job 1"), "{out}");
+    let job = job_id(&out);
     let threads = tool_threads_while_running(&fixture);
     // The foreground command's own readers and waiter, and the job's one thread, are there…
-    for expected in ["sandbox-out-", "sandbox-err-", "sandbox-wait-", "job-1"] {
+    let job_thread = format!("job-{job}");
+    for expected in ["sandbox-out-", "sandbox-err-", "sandbox-wait-", job_thread.as_str()] {
         assert!(threads.iter().any(|name| name.starts_with(expected)), "{expected}: {threads:?}");
     }
     // …and nothing else waits for either (a thread of the tool's own would be named
@@ -408,6 +415,6 @@ fn waiting_for_commands_and_jobs_starts_no_watcher_thread() {
         !threads.iter().any(|name| name.starts_with("run-command") || name.contains("watch")),
         "{threads:?}"
     );
-    let out = fixture.ok("job_kill", json!({ "id": 1 }));
+    let out = fixture.ok("job_kill", json!({ "id": job }));
     assert!(out.contains("killed by job_kill"), "{out}");
 }

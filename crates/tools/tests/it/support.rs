@@ -304,3 +304,10 @@ impl Harness {
         loaded
     }
 }
+
+/// The id `run_command {background: true}` gives its job (one numbering with `exec_command`'s
+/// sessions, shared by every tool set of the process, so tests running at once never agree).
+pub(crate) fn job_id(text: &str) -> u64 {
+    let rest = text.split("Started background job ").nth(1).unwrap_or_else(|| panic!("{text}"));
+    rest.split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+}
