@@ -104,10 +104,11 @@ pub struct ToolsConfig {
     pub blobs: Option<codecoder_session::BlobStore>,
     /// The most bytes saved to one spill file. Default 256 MiB.
     pub spill_limit: u64,
-    /// Processes of background jobs and `exec_command` sessions together running at once (they
-    /// are entries of one table). Default 16.
+    /// A ceiling on background jobs and `exec_command` sessions together running at once, over
+    /// `max_sessions` (the bound a person configures). Default 16.
     pub max_jobs: usize,
-    /// `exec_command` sessions running at once. Default 8.
+    /// `exec_command` sessions and background jobs together running at once (they are entries
+    /// of one table, with one numbering). Default 8.
     pub max_sessions: usize,
     /// An `exec_command` session no call touched for this long is ended at the next session
     /// or job call; background jobs are exempt. Default 30 minutes.
