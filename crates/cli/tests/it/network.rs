@@ -367,7 +367,8 @@ fn web_fetch_meets_the_same_policy() {
     let allowed = result_text(&server, "allowed");
     assert!(allowed.contains("fetched through the proxy"), "{allowed}");
     let denied = result_text(&server, "denied");
-    assert!(denied.contains("evil.test is denied (denied_domains: evil.test)"), "{denied}");
+    // A whole-host entry is a web_fetch rule too: refused before any request is made.
+    assert!(denied.contains("deny `web_fetch(domain:evil.test)`"), "{denied}");
     assert!(!denied.contains("fetched through the proxy"), "{denied}");
 }
 
